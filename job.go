@@ -1,0 +1,91 @@
+package flotilla
+
+import "time"
+
+// Job is one unit of work waiting for, or holding, a place on a node.
+//
+// Within a queue, jobs are ordered: evicted jobs first; then priority-class
+// priority, higher first; then Priority, LOWER number first (Armada's
+// convention: priority 1 runs before priority 10); then, for evicted jobs, the
+// earliest start; then submit time; then ID.
+type Job struct {
+	ID     string
+	Queue  string
+	JobSet string
+	// PriorityClass names a configured class; empty means the scheduler's
+	// default class.
+	PriorityClass string
+	// Priority orders jobs within a queue and class: lower runs first.
+	Priority   uint32
+	SubmitTime time.Time
+	// Requests is what the job needs, in the scheduler's ResourceSchema.
+	Requests     Resources
+	NodeSelector map[string]string
+	Tolerations  []Toleration
+	Gang         Gang
+}
+
+// Gang groups jobs that must be placed all together or not at all. The zero
+// value means the job is not part of a gang.
+type Gang struct {
+	// ID is shared by every member; it must never be reused.
+	ID string
+	// Cardinality is the number of members; every member carries the same.
+	Cardinality int
+	// NodeUniformityLabel, when set, requires all members on nodes sharing
+	// one value of this label.
+	NodeUniformityLabel string
+}
+
+// IsGang reports whether the job is a member of a gang.
+func (j *Job) IsGang() bool { return j.Gang.ID != "" }
+
+// Queue is a tenant whose jobs compete for a fair share of the cluster.
+type Queue struct {
+	Name string
+	// PriorityFactor scales the queue's claim: weight = 1/PriorityFactor, so
+	// a factor of 2 gets half the share of a factor of 1. Zero means 1;
+	// negative is invalid.
+	PriorityFactor float64
+	// LimitsByPriorityClass caps, per priority class name and per resource
+	// name, the fraction of the cluster this queue may hold at that class. It
+	// overrides the class's MaximumResourceFractionPerQueue.
+	LimitsByPriorityClass map[string]map[string]float64
+}
+
+// Weight is 1/PriorityFactor, with a zero factor read as 1.
+func (q *Queue) Weight() float64 {
+	if q.PriorityFactor == 0 {
+		return 1
+	}
+	return 1 / q.PriorityFactor
+}
+
+// PriorityClass is Armada's (name, priority, preemptible) triple.
+type PriorityClass struct {
+	Name string
+	// Priority is the urgency: higher classes go first and may preempt
+	// preemptible jobs of strictly lower priority.
+	Priority int32
+	// Preemptible jobs may be preempted by urgency or to fair share;
+	// non-preemptible jobs never are.
+	Preemptible bool
+	// MaximumResourceFractionPerQueue caps, per resource name, the fraction of
+	// the cluster one queue may hold at this class. Nil means no cap.
+	MaximumResourceFractionPerQueue map[string]float64
+}
+
+// Names of Armada's default priority classes.
+const (
+	ArmadaDefault     = "armada-default"
+	ArmadaPreemptible = "armada-preemptible"
+)
+
+// DefaultPriorityClasses returns Armada's two classes: armada-default
+// (30000, non-preemptible) and armada-preemptible (20000, preemptible).
+func DefaultPriorityClasses() []PriorityClass {
+	return []PriorityClass{
+		{Name: ArmadaDefault, Priority: 30000},
+		{Name: ArmadaPreemptible, Priority: 20000, Preemptible: true},
+	}
+}
