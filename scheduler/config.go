@@ -1,0 +1,181 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/binpack"
+)
+
+// FairnessModel chooses how a queue's allocation is turned into a share of
+// the cluster.
+type FairnessModel string
+
+const (
+	// DominantResourceFairness: a queue's share is its largest fraction of any
+	// one resource. The default, as Armada itself uses today.
+	DominantResourceFairness FairnessModel = "drf"
+	// AssetFairness: a weighted sum of resources in CPU-equivalent units, with
+	// resource factors total_r / total_cpu (seeds/armada-priority.md).
+	AssetFairness FairnessModel = "asset"
+)
+
+// Config is everything a Scheduler needs besides a snapshot. Start from
+// DefaultConfig and change what you need; New validates every field and
+// reports all problems at once.
+type Config struct {
+	// Schema lays out every Resources vector; required.
+	Schema *flotilla.ResourceSchema
+	// PriorityClasses available to jobs; nil means flotilla.DefaultPriorityClasses().
+	PriorityClasses []flotilla.PriorityClass
+	// DefaultPriorityClass is the class of jobs that name none.
+	DefaultPriorityClass string
+	// Fairness is the cost model; empty means DominantResourceFairness.
+	Fairness FairnessModel
+	// ResourceWeights are the asset-fairness weights by resource name; nil
+	// means the seed's defaults (cpu 1, nvidia.com/gpu 1, others 0).
+	ResourceWeights map[string]float64
+	// IndexedResources order the smallest-fit comparison; nil means gpu, cpu,
+	// memory (those present in Schema) at resolution 1 milli-unit.
+	IndexedResources []binpack.IndexedResource
+	// ProtectedFractionOfFairShare: a queue is evictable to fair share when
+	// its share exceeds this × max(fair share, adjusted fair share). 0 makes
+	// any queue holding anything evictable.
+	ProtectedFractionOfFairShare float64
+	// EvictionProbability is the per-node chance that preemption to fair share
+	// evicts the node's preemptible jobs, drawn from the snapshot's seed.
+	EvictionProbability float64
+	// MaxQueueLookback bounds how many new jobs each queue may examine per
+	// cycle (skipped ones count, evicted ones do not); 0 means no limit.
+	MaxQueueLookback int
+	// MaximumResourceFractionToSchedule stops a cycle once what it has newly
+	// scheduled exceeds this fraction of the cluster in any named resource
+	// (the job that crosses the line is kept). Nil or empty means no limit.
+	MaximumResourceFractionToSchedule map[string]float64
+	// MaximumSchedulingRate and MaximumSchedulingBurst form a token bucket
+	// (jobs per second, bucket size) over all queues; rate 0 means unlimited.
+	MaximumSchedulingRate  float64
+	MaximumSchedulingBurst int
+	// MaximumPerQueueSchedulingRate and Burst are the same per queue.
+	MaximumPerQueueSchedulingRate  float64
+	MaximumPerQueueSchedulingBurst int
+	// EnablePreferLargeJobOrdering: among queues tied on fraction of fair
+	// share, try the one whose next job is larger first.
+	EnablePreferLargeJobOrdering bool
+}
+
+// DefaultConfig returns the documented defaults for a schema: Armada's two
+// priority classes with armada-default as the default class, dominant
+// resource fairness, protected fraction 1, eviction probability 1, no
+// lookback limit, no rate or round limits.
+func DefaultConfig(schema *flotilla.ResourceSchema) Config {
+	return Config{
+		Schema:                       schema,
+		PriorityClasses:              flotilla.DefaultPriorityClasses(),
+		DefaultPriorityClass:         flotilla.ArmadaDefault,
+		Fairness:                     DominantResourceFairness,
+		ProtectedFractionOfFairShare: 1,
+		EvictionProbability:          1,
+	}
+}
+
+// validate reports every problem in c at once.
+func (c *Config) validate() error {
+	var errs []error
+	add := func(e error) {
+		if e != nil {
+			errs = append(errs, e)
+		}
+	}
+	if c.Schema == nil {
+		add(flotilla.Errorf("schema", "<nil>", flotilla.ErrRequired, ""))
+		return errors.Join(errs...)
+	}
+	names := map[string]bool{}
+	for i := range c.PriorityClasses {
+		pc := &c.PriorityClasses[i]
+		add(pc.Validate())
+		if names[pc.Name] {
+			add(flotilla.Errorf(fmt.Sprintf("priorityClasses[%d].name", i), pc.Name, flotilla.ErrDuplicate, ""))
+		}
+		names[pc.Name] = true
+		for r := range pc.MaximumResourceFractionPerQueue {
+			if _, ok := c.Schema.Index(r); !ok {
+				add(flotilla.Errorf(fmt.Sprintf("priorityClasses[%d].maximumResourceFractionPerQueue", i), r, flotilla.ErrUnknownResource, ""))
+			}
+		}
+	}
+	if len(c.PriorityClasses) > 0 && !names[c.DefaultPriorityClass] {
+		add(flotilla.Errorf("defaultPriorityClass", c.DefaultPriorityClass, flotilla.ErrUnknownName, "no such priority class"))
+	}
+	switch c.Fairness {
+	case "", DominantResourceFairness, AssetFairness:
+	default:
+		add(flotilla.Errorf("fairness", string(c.Fairness), flotilla.ErrUnknownName, `want "drf" or "asset"`))
+	}
+	for r, w := range c.ResourceWeights {
+		if _, ok := c.Schema.Index(r); !ok {
+			add(flotilla.Errorf("resourceWeights", r, flotilla.ErrUnknownResource, ""))
+		}
+		if w < 0 || math.IsNaN(w) || math.IsInf(w, 0) {
+			add(flotilla.Errorf("resourceWeights."+r, fmt.Sprint(w), flotilla.ErrOutOfRange, "want a finite weight ≥ 0"))
+		}
+	}
+	for i, ir := range c.IndexedResources {
+		if _, ok := c.Schema.Index(ir.Name); !ok {
+			add(flotilla.Errorf(fmt.Sprintf("indexedResources[%d].name", i), ir.Name, flotilla.ErrUnknownResource, ""))
+		}
+		if ir.Resolution < 1 {
+			add(flotilla.Errorf(fmt.Sprintf("indexedResources[%d].resolution", i), flotilla.FormatQuantity(ir.Resolution), flotilla.ErrOutOfRange, "want a positive quantity"))
+		}
+	}
+	add(checkFraction("protectedFractionOfFairShare", c.ProtectedFractionOfFairShare, math.Inf(1)))
+	add(checkFraction("evictionProbability", c.EvictionProbability, 1))
+	if c.MaxQueueLookback < 0 {
+		add(flotilla.Errorf("maxQueueLookback", fmt.Sprint(c.MaxQueueLookback), flotilla.ErrNegative, ""))
+	}
+	for _, r := range sortedKeys(c.MaximumResourceFractionToSchedule) {
+		if _, ok := c.Schema.Index(r); !ok {
+			add(flotilla.Errorf("maximumResourceFractionToSchedule", r, flotilla.ErrUnknownResource, ""))
+		}
+		add(checkFraction("maximumResourceFractionToSchedule."+r, c.MaximumResourceFractionToSchedule[r], 1))
+	}
+	add(checkFraction("maximumSchedulingRate", c.MaximumSchedulingRate, math.Inf(1)))
+	add(checkFraction("maximumPerQueueSchedulingRate", c.MaximumPerQueueSchedulingRate, math.Inf(1)))
+	if c.MaximumSchedulingBurst < 0 {
+		add(flotilla.Errorf("maximumSchedulingBurst", fmt.Sprint(c.MaximumSchedulingBurst), flotilla.ErrNegative, ""))
+	}
+	if c.MaximumPerQueueSchedulingBurst < 0 {
+		add(flotilla.Errorf("maximumPerQueueSchedulingBurst", fmt.Sprint(c.MaximumPerQueueSchedulingBurst), flotilla.ErrNegative, ""))
+	}
+	if c.MaximumSchedulingRate > 0 && c.MaximumSchedulingBurst == 0 {
+		add(flotilla.Errorf("maximumSchedulingBurst", "0", flotilla.ErrInconsistent, "a rate limit needs a burst ≥ 1"))
+	}
+	if c.MaximumPerQueueSchedulingRate > 0 && c.MaximumPerQueueSchedulingBurst == 0 {
+		add(flotilla.Errorf("maximumPerQueueSchedulingBurst", "0", flotilla.ErrInconsistent, "a rate limit needs a burst ≥ 1"))
+	}
+	return errors.Join(errs...)
+}
+
+// checkFraction accepts finite values in [0, hi].
+func checkFraction(field string, v, hi float64) error {
+	if math.IsNaN(v) || v < 0 || v > hi || math.IsInf(v, -1) || (math.IsInf(v, 1) && !math.IsInf(hi, 1)) {
+		return flotilla.Errorf(field, fmt.Sprint(v), flotilla.ErrOutOfRange, "want a value in [0, %v]", hi)
+	}
+	if math.IsInf(v, 1) {
+		return flotilla.Errorf(field, fmt.Sprint(v), flotilla.ErrOutOfRange, "want a finite value")
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,295 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/binpack"
+	"github.com/flotilla-sched/flotilla/fairness"
+	"github.com/flotilla-sched/flotilla/queue"
+)
+
+// cycle is the working state of one Schedule call. It is built, filled and
+// read once; nothing in it outlives the call except what result copies out.
+type cycle struct {
+	s     *Scheduler
+	snap  *Snapshot
+	now   time.Time
+	db    *binpack.DB
+	model fairness.Model
+	total flotilla.Resources
+
+	queues   []queueState
+	queueIdx map[string]int
+
+	// scheduledTotal is what this cycle newly placed, for the round limit.
+	scheduledTotal flotilla.Resources
+	// failed caches, by scheduling key, why a job did not fit.
+	failed map[uint64]Reason
+	// scratch is a reusable vector for share-after-next-job arithmetic.
+	scratch flotilla.Resources
+	query   binpack.Query
+
+	globalTokens float64
+	res          Result
+}
+
+// queueState is one queue's standing during the cycle.
+type queueState struct {
+	q      *flotilla.Queue
+	weight float64
+	// alloc is held by running and newly scheduled jobs, all classes;
+	// allocByClass splits it per priority class for per-class limits.
+	alloc        flotilla.Resources
+	allocByClass []flotilla.Resources
+	// limitByClass is the per-class cap in milli-units, nil when uncapped;
+	// an entry < 0 means that resource is uncapped.
+	limitByClass [][]int64
+	running      int
+	queuedLen    int // queued at the start of the cycle
+	scheduled    int
+	demand       flotilla.Resources
+
+	cursor   *queue.Cursor
+	head     *queue.Entry
+	examined int
+	tokens   float64
+	fair     float64
+	adjusted float64
+}
+
+func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
+	schema := s.cfg.Schema
+	c := &cycle{
+		s:              s,
+		snap:           snap,
+		now:            now,
+		queueIdx:       make(map[string]int, len(snap.Queues)),
+		failed:         make(map[uint64]Reason),
+		scratch:        schema.Zero(),
+		scheduledTotal: schema.Zero(),
+		total:          schema.Zero(),
+	}
+	var errs []error
+	c.queues = make([]queueState, len(snap.Queues))
+	for i, q := range snap.Queues {
+		if q == nil {
+			errs = append(errs, flotilla.Errorf(fmt.Sprintf("queues[%d]", i), "<nil>", flotilla.ErrRequired, ""))
+			continue
+		}
+		if err := q.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+		if _, dup := c.queueIdx[q.Name]; dup {
+			errs = append(errs, flotilla.Errorf(fmt.Sprintf("queues[%d].name", i), q.Name, flotilla.ErrDuplicate, ""))
+		}
+		c.queueIdx[q.Name] = i
+		c.queues[i] = queueState{
+			q: q, weight: q.Weight(),
+			alloc: schema.Zero(), demand: schema.Zero(),
+			allocByClass: make([]flotilla.Resources, len(s.classes)),
+		}
+	}
+	for i, n := range snap.Nodes {
+		if n == nil {
+			errs = append(errs, flotilla.Errorf(fmt.Sprintf("nodes[%d]", i), "<nil>", flotilla.ErrRequired, ""))
+			continue
+		}
+		if len(n.Total) == schema.Len() && !c.total.AddChecked(n.Total) {
+			errs = append(errs, flotilla.Errorf(fmt.Sprintf("nodes[%d].total", i), n.Name, flotilla.ErrOutOfRange, "cluster total overflows"))
+		}
+	}
+	if snap.Queued != nil {
+		for _, name := range snap.Queued.Queues() {
+			if _, ok := c.queueIdx[name]; !ok {
+				errs = append(errs, flotilla.Errorf("queued.queue", name, flotilla.ErrUnknownName, "no such queue in the snapshot"))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	db, err := binpack.New(binpack.Options{
+		Schema:           schema,
+		IndexedResources: s.cfg.IndexedResources,
+		Levels:           s.levels,
+		Queues:           len(snap.Queues),
+	}, snap.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	c.db = db
+	if err := c.bindRunning(); err != nil {
+		return nil, err
+	}
+	c.db.Forget()
+	if err := c.buildModel(); err != nil {
+		return nil, err
+	}
+	c.computeLimits()
+	c.collectDemand()
+	c.computeShares()
+	c.initRateLimits()
+	return c, nil
+}
+
+// bindRunning places the snapshot's running jobs on their nodes.
+func (c *cycle) bindRunning() error {
+	schema := c.s.cfg.Schema
+	var errs []error
+	seen := make(map[string]struct{}, len(c.snap.Running))
+	for i := range c.snap.Running {
+		r := &c.snap.Running[i]
+		field := fmt.Sprintf("running[%d]", i)
+		j := r.Job
+		if j == nil {
+			errs = append(errs, flotilla.Errorf(field+".job", "<nil>", flotilla.ErrRequired, ""))
+			continue
+		}
+		if err := j.Validate(schema); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if _, dup := seen[j.ID]; dup {
+			errs = append(errs, flotilla.Errorf(field+".job.id", j.ID, flotilla.ErrDuplicate, ""))
+			continue
+		}
+		seen[j.ID] = struct{}{}
+		qi, ok := c.queueIdx[j.Queue]
+		if !ok {
+			errs = append(errs, flotilla.Errorf(field+".job.queue", j.Queue, flotilla.ErrUnknownName, "no such queue in the snapshot"))
+			continue
+		}
+		ci, ok := c.s.class(j)
+		if !ok {
+			errs = append(errs, flotilla.Errorf(field+".job.priorityClass", j.PriorityClass, flotilla.ErrUnknownName, "no such priority class"))
+			continue
+		}
+		ni, ok := c.db.NodeIndex(r.Node)
+		if !ok {
+			errs = append(errs, flotilla.Errorf(field+".node", r.Node, flotilla.ErrUnknownName, "no such node in the snapshot"))
+			continue
+		}
+		c.db.Bind(ni, qi, c.s.bindLevel[ci], j.Requests)
+		c.account(qi, ci, j.Requests)
+		c.queues[qi].running++
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	for ni := 0; ni < c.db.NodeCount(); ni++ {
+		if c.db.Allocatable(ni, 0).AnyNegative() {
+			errs = append(errs, flotilla.Errorf("running", c.db.Node(ni).Name, flotilla.ErrOutOfRange, "running jobs request more than the node's total"))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// account adds req to queue qi's allocation at class ci.
+func (c *cycle) account(qi, ci int, req flotilla.Resources) {
+	qs := &c.queues[qi]
+	qs.alloc.Add(req)
+	if qs.allocByClass[ci] == nil {
+		qs.allocByClass[ci] = c.s.cfg.Schema.Zero()
+	}
+	qs.allocByClass[ci].Add(req)
+}
+
+func (c *cycle) buildModel() error {
+	if c.s.cfg.Fairness == AssetFairness {
+		m, err := fairness.NewAsset(c.s.cfg.Schema, c.total, c.s.cfg.ResourceWeights)
+		if err != nil {
+			return err
+		}
+		c.model = m
+		return nil
+	}
+	c.model = fairness.NewDRF(c.total)
+	return nil
+}
+
+// computeLimits turns per-class fractions (queue overrides first) into
+// milli-unit caps against the cluster total.
+func (c *cycle) computeLimits() {
+	schema := c.s.cfg.Schema
+	for qi := range c.queues {
+		qs := &c.queues[qi]
+		qs.limitByClass = make([][]int64, len(c.s.classes))
+		for ci, pc := range c.s.classes {
+			fr := pc.MaximumResourceFractionPerQueue
+			if o, ok := qs.q.LimitsByPriorityClass[pc.Name]; ok {
+				fr = o
+			}
+			if len(fr) == 0 {
+				continue
+			}
+			lim := make([]int64, schema.Len())
+			for r := range lim {
+				lim[r] = -1
+			}
+			for name, f := range fr {
+				if r, ok := schema.Index(name); ok {
+					lim[r] = int64(math.Floor(f * float64(c.total[r])))
+				}
+			}
+			qs.limitByClass[ci] = lim
+		}
+	}
+}
+
+// collectDemand sums each queue's queued requests, for adjusted fair share.
+func (c *cycle) collectDemand() {
+	if c.snap.Queued == nil {
+		return
+	}
+	for qi := range c.queues {
+		qs := &c.queues[qi]
+		qs.demand.Add(qs.alloc)
+		c.snap.Queued.Ascend(qs.q.Name, func(e *queue.Entry) bool {
+			qs.demand.Add(e.Job.Requests)
+			qs.queuedLen++
+			return true
+		})
+	}
+}
+
+// computeShares sets fair and adjusted fair shares over active queues.
+func (c *cycle) computeShares() {
+	n := len(c.queues)
+	weights := make([]float64, n)
+	active := make([]bool, n)
+	demand := make([]float64, n)
+	out := make([]float64, n)
+	for i := range c.queues {
+		qs := &c.queues[i]
+		weights[i] = qs.weight
+		active[i] = qs.running > 0 || qs.queuedLen > 0
+		demand[i] = c.model.Share(qs.demand)
+	}
+	fairness.FairShares(weights, active, out)
+	for i := range c.queues {
+		c.queues[i].fair = out[i]
+	}
+	fairness.AdjustedFairShares(weights, active, demand, out)
+	for i := range c.queues {
+		c.queues[i].adjusted = out[i]
+	}
+}
+
+func (c *cycle) initRateLimits() {
+	cfg := &c.s.cfg
+	c.globalTokens = math.Inf(1)
+	if cfg.MaximumSchedulingRate > 0 {
+		c.globalTokens = c.snap.RateLimits.Global.refill(c.now, cfg.MaximumSchedulingRate, cfg.MaximumSchedulingBurst)
+	}
+	for qi := range c.queues {
+		qs := &c.queues[qi]
+		qs.tokens = math.Inf(1)
+		if cfg.MaximumPerQueueSchedulingRate > 0 {
+			qs.tokens = c.snap.RateLimits.PerQueue[qs.q.Name].refill(c.now, cfg.MaximumPerQueueSchedulingRate, cfg.MaximumPerQueueSchedulingBurst)
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/flotilla-sched/flotilla"
+)
+
+// Scheduler decides, one cycle at a time, which queued jobs run where. It is
+// immutable after New and safe for concurrent use: every call to Schedule
+// works on its own state. It never reads the clock or global randomness and
+// starts no goroutines; (config, snapshot, now) determine the result.
+type Scheduler struct {
+	cfg        Config
+	classes    []flotilla.PriorityClass
+	classIndex map[string]int
+	defClass   int
+	// levels are the distinct class priorities, ascending.
+	levels []int32
+	// classLevel is the level a class's jobs look for room at; bindLevel the
+	// level they hold capacity at (the top level for non-preemptible jobs,
+	// which nothing may displace).
+	classLevel, bindLevel []int
+	// roundLimit is MaximumResourceFractionToSchedule as (resource, fraction).
+	roundLimit []resFraction
+}
+
+type resFraction struct {
+	res  int
+	frac float64
+}
+
+// New validates cfg and returns a Scheduler. Every problem is reported at
+// once, each a *flotilla.FieldError naming the field and value.
+func New(cfg Config) (*Scheduler, error) {
+	if cfg.PriorityClasses == nil {
+		cfg.PriorityClasses = flotilla.DefaultPriorityClasses()
+	}
+	if cfg.DefaultPriorityClass == "" {
+		cfg.DefaultPriorityClass = flotilla.ArmadaDefault
+	}
+	if cfg.Fairness == "" {
+		cfg.Fairness = DominantResourceFairness
+	}
+	if len(cfg.PriorityClasses) == 0 {
+		return nil, flotilla.Errorf("priorityClasses", "[]", flotilla.ErrRequired, "at least one class")
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	s := &Scheduler{
+		cfg:        cfg,
+		classes:    slices.Clone(cfg.PriorityClasses),
+		classIndex: make(map[string]int, len(cfg.PriorityClasses)),
+	}
+	for i, pc := range s.classes {
+		s.classIndex[pc.Name] = i
+		s.levels = append(s.levels, pc.Priority)
+	}
+	slices.Sort(s.levels)
+	s.levels = slices.Compact(s.levels)
+	for _, pc := range s.classes {
+		l, _ := slices.BinarySearch(s.levels, pc.Priority)
+		s.classLevel = append(s.classLevel, l)
+		if pc.Preemptible {
+			s.bindLevel = append(s.bindLevel, l)
+		} else {
+			s.bindLevel = append(s.bindLevel, len(s.levels)-1)
+		}
+	}
+	s.defClass = s.classIndex[cfg.DefaultPriorityClass]
+	for _, r := range sortedKeys(cfg.MaximumResourceFractionToSchedule) {
+		i, _ := cfg.Schema.Index(r)
+		s.roundLimit = append(s.roundLimit, resFraction{i, cfg.MaximumResourceFractionToSchedule[r]})
+	}
+	return s, nil
+}
+
+// Config returns the validated configuration with defaults filled in.
+func (s *Scheduler) Config() Config { return s.cfg }
+
+// Schedule runs one cycle over snap at time now. It returns an error only
+// for a snapshot that is malformed (unknown queue, node or class; wrong
+// vector length) or a cancelled ctx; jobs that do not fit are reported in
+// the Result with a reason. snap is not modified.
+func (s *Scheduler) Schedule(ctx context.Context, snap *Snapshot, now time.Time) (*Result, error) {
+	if snap == nil {
+		return nil, errors.New("scheduler: nil snapshot")
+	}
+	c, err := newCycle(s, snap, now)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.fill(ctx); err != nil {
+		return nil, err
+	}
+	return c.result(), nil
+}
+
+// class resolves a job's priority class index.
+func (s *Scheduler) class(j *flotilla.Job) (int, bool) {
+	if j.PriorityClass == "" {
+		return s.defClass, true
+	}
+	i, ok := s.classIndex[j.PriorityClass]
+	return i, ok
+}

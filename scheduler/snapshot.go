@@ -1,0 +1,60 @@
+package scheduler
+
+import (
+	"time"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/queue"
+)
+
+// Snapshot is the state one cycle decides over. The scheduler reads it and
+// never modifies it: the caller owns every pointer in it, before and after.
+type Snapshot struct {
+	// Nodes is the cluster (one or more clusters, by Node.Cluster).
+	Nodes []*flotilla.Node
+	// Queues are the tenants; every job's queue must be among them.
+	Queues []*flotilla.Queue
+	// Running are jobs holding capacity on nodes now.
+	Running []Running
+	// Queued holds the jobs waiting, in per-queue order. Nil means none. It
+	// must have been built with the same priority classes as the Config.
+	Queued *queue.Store
+	// RateLimits is the token-bucket state left by the previous cycle
+	// (Result.RateLimits); the zero value means every bucket is full.
+	RateLimits RateLimitState
+	// Seed feeds the cycle's random choices (eviction draws), so the same
+	// snapshot, now and seed give the same decision.
+	Seed uint64
+}
+
+// Running is a job bound to a node.
+type Running struct {
+	Job  *flotilla.Job
+	Node string
+	// Start is when the job started; it orders evicted jobs (earliest first).
+	Start time.Time
+}
+
+// RateLimitState carries token buckets from one cycle to the next.
+type RateLimitState struct {
+	Global   Bucket
+	PerQueue map[string]Bucket
+}
+
+// Bucket is one token bucket: Tokens as of Last. A zero Last means full.
+type Bucket struct {
+	Tokens float64
+	Last   time.Time
+}
+
+// refill returns the tokens available at now for a bucket of this rate/burst.
+func (b Bucket) refill(now time.Time, rate float64, burst int) float64 {
+	if b.Last.IsZero() {
+		return float64(burst)
+	}
+	dt := now.Sub(b.Last).Seconds()
+	if dt < 0 {
+		dt = 0
+	}
+	return min(float64(burst), b.Tokens+rate*dt)
+}
