@@ -1,0 +1,91 @@
+package scheduler_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/queue"
+	"github.com/flotilla-sched/flotilla/scheduler"
+)
+
+// benchWorld builds nodes × 32 cores / 256Gi, queues, and jobs one-core jobs
+// spread round-robin over the queues, each with a distinct submit order.
+func benchWorld(b *testing.B, nodes, queues, jobs int) (*scheduler.Scheduler, *scheduler.Snapshot) {
+	b.Helper()
+	schema := flotilla.MustResourceSchema("cpu", "memory", "nvidia.com/gpu")
+	cfg := scheduler.DefaultConfig(schema)
+	s, err := scheduler.New(cfg)
+	require.NoError(b, err)
+	snap := &scheduler.Snapshot{}
+	total := schema.MustParse(map[string]string{"cpu": "32", "memory": "256Gi"})
+	for i := range nodes {
+		snap.Nodes = append(snap.Nodes, &flotilla.Node{Name: fmt.Sprintf("node-%05d", i), Total: total,
+			Labels: map[string]string{"zone": fmt.Sprintf("z%d", i%4)}})
+	}
+	for i := range queues {
+		snap.Queues = append(snap.Queues, &flotilla.Queue{Name: fmt.Sprintf("q%03d", i)})
+	}
+	store, err := queue.New(cfg.PriorityClasses, cfg.DefaultPriorityClass)
+	require.NoError(b, err)
+	req := schema.MustParse(map[string]string{"cpu": "1", "memory": "4Gi"})
+	for i := range jobs {
+		q := snap.Queues[i%queues].Name
+		require.NoError(b, store.Add(&flotilla.Job{
+			ID: fmt.Sprintf("j%07d", i), Queue: q, JobSet: q, Requests: req,
+			SubmitTime: t0.Add(timeStep(i)),
+		}))
+	}
+	snap.Queued = store
+	return s, snap
+}
+
+func timeStep(i int) time.Duration { return time.Duration(i) * time.Millisecond }
+
+// BenchmarkColdCycle is issue 2's headline: 1,000 × 32-core nodes, 10
+// queues, 32,000 one-core jobs, an empty cluster. One op is one cycle.
+func BenchmarkColdCycle(b *testing.B) {
+	s, snap := benchWorld(b, 1000, 10, 32000)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	var res *scheduler.Result
+	for b.Loop() {
+		var err error
+		res, err = s.Schedule(ctx, snap, t0)
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	if len(res.Scheduled) != 32000 {
+		b.Fatalf("scheduled %d, want 32000", len(res.Scheduled))
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/32000, "ns/job")
+}
+
+// BenchmarkLargeCycle: 10,000 nodes, 100 queues, 1,000,000 queued jobs, of
+// which 320,000 fit.
+func BenchmarkLargeCycle(b *testing.B) {
+	if testing.Short() {
+		b.Skip("large")
+	}
+	s, snap := benchWorld(b, 10000, 100, 1000000)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	var res *scheduler.Result
+	for b.Loop() {
+		var err error
+		res, err = s.Schedule(ctx, snap, t0)
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	if len(res.Scheduled) != 320000 {
+		b.Fatalf("scheduled %d, want 320000", len(res.Scheduled))
+	}
+}
