@@ -1,0 +1,131 @@
+// Command flotilla runs Flotilla's scheduler over scenario files: a fake
+// cluster, a configuration and rounds of submissions (the format is in the
+// README and SCENARIOS.md), printing what each round decided.
+//
+//	flotilla schedule [-o table|json] [-expect FILE.expect.json] FILE.json
+//
+// Exit codes: 0 when the scenario ran (whatever it decided), 1 when an
+// -expect file was given and the outcome differs, 2 for bad input.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/flotilla-sched/flotilla/scenario"
+)
+
+const usage = `usage:
+  flotilla schedule [-o table|json] [-expect FILE.expect.json] FILE.json
+      run a scenario file through the scheduler and print each round
+`
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is main without the process: it returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "schedule":
+		return schedule(ctx, args[1:], stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "flotilla: unknown command %q\n%s", args[0], usage)
+	return 2
+}
+
+func schedule(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("schedule", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	format := fs.String("o", "table", "output format: table or json")
+	expectPath := fs.String("expect", "", "compare the outcome with this .expect.json file")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	if *format != "table" && *format != "json" {
+		fmt.Fprintf(stderr, "flotilla: -o %q: want table or json\n", *format)
+		return 2
+	}
+	path := fs.Arg(0)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "flotilla: %v\n", err)
+		return 2
+	}
+	var expect *scenario.Expect
+	if *expectPath != "" {
+		edata, err := os.ReadFile(*expectPath)
+		if err != nil {
+			fmt.Fprintf(stderr, "flotilla: %v\n", err)
+			return 2
+		}
+		if expect, err = scenario.ParseExpect(edata); err != nil {
+			reportBadInput(stderr, *expectPath, err)
+			return 2
+		}
+	}
+	f, err := scenario.Parse(data)
+	if err != nil {
+		reportBadInput(stderr, path, err)
+		return 2
+	}
+	built, err := f.Build()
+	if err != nil {
+		reportBadInput(stderr, path, err)
+		return 2
+	}
+	out, err := scenario.Run(ctx, built)
+	if err != nil {
+		reportBadInput(stderr, path, err)
+		return 2
+	}
+	if *format == "json" {
+		err = scenario.WriteJSON(stdout, out)
+	} else {
+		err = scenario.WriteTable(stdout, out)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "flotilla: %v\n", err)
+		return 2
+	}
+	if expect != nil {
+		if err := expect.Check(out); err != nil {
+			fmt.Fprintf(stderr, "flotilla: %s differs from %s:\n", path, *expectPath)
+			printErrors(stderr, err)
+			return 1
+		}
+	}
+	return 0
+}
+
+// reportBadInput prints each joined problem on its own line.
+func reportBadInput(w io.Writer, path string, err error) {
+	fmt.Fprintf(w, "flotilla: %s is not a valid scenario:\n", path)
+	printErrors(w, err)
+}
+
+func printErrors(w io.Writer, err error) {
+	var joined interface{ Unwrap() []error }
+	if errors.As(err, &joined) {
+		for _, e := range joined.Unwrap() {
+			printErrors(w, e)
+		}
+		return
+	}
+	fmt.Fprintf(w, "  %v\n", err)
+}

@@ -1,0 +1,200 @@
+package scenario
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/flotilla-sched/flotilla"
+)
+
+// Built is a scenario expanded into Flotilla's vocabulary, every default
+// applied. Build returns a fresh value each call; the caller may change it.
+type Built struct {
+	// Schema holds every resource named by some node template: the names in
+	// byte order, except that "cpu", when present, comes first. Templates
+	// with count 0 contribute their names too.
+	Schema *flotilla.ResourceSchema
+	// Settings are the config fields with defaults applied.
+	Settings Settings
+	// PriorityClasses are the file's, or flotilla.DefaultPriorityClasses().
+	PriorityClasses []flotilla.PriorityClass
+	// Nodes in file order, templates expanded by index.
+	Nodes []*flotilla.Node
+	// Queues in file order.
+	Queues []*flotilla.Queue
+	// Start is the time of round 0: always the Unix epoch, UTC.
+	Start time.Time
+	// Rounds, one per file round.
+	Rounds []BuiltRound
+}
+
+// BuiltRound is one round expanded.
+type BuiltRound struct {
+	// Time is Start + index × Settings.RoundDuration; every job submitted in
+	// the round has it as SubmitTime.
+	Time time.Time
+	// Submit holds the round's jobs in submit order: templates in file
+	// order, a template's jobs by index. PriorityClass is always filled in
+	// (the default class when the template names none) and gang members carry
+	// their gang's resolved cardinality. Jobs of one template share their
+	// NodeSelector map and Tolerations slice, which must be treated as
+	// read-only; Requests is each job's own.
+	Submit []*flotilla.Job
+	// Finish and Cancel are the ids named by the round, in file order.
+	Finish []string
+	Cancel []string
+}
+
+// Settings are a scenario's config fields as plain typed values, defaults
+// applied. Nil maps and slices mean "the scheduler's default" (ResourceWeights,
+// IndexedResources) or "no limit" (MaximumResourceFractionToSchedule).
+type Settings struct {
+	Fairness                          Fairness
+	ResourceWeights                   map[string]float64
+	IndexedResources                  []ResourceResolution
+	ProtectedFractionOfFairShare      float64
+	EvictionProbability               float64
+	MaxQueueLookback                  int
+	MaximumResourceFractionToSchedule map[string]float64
+	MaximumSchedulingRate             float64
+	MaximumSchedulingBurst            int
+	MaximumPerQueueSchedulingRate     float64
+	MaximumPerQueueSchedulingBurst    int
+	EnablePreferLargeJobOrdering      bool
+	DefaultPriorityClass              string
+	RequeuePreempted                  bool
+	RoundDuration                     time.Duration
+	Seed                              uint64
+}
+
+// ResourceResolution is an indexed resource with its resolution in
+// milli-units (≥ 1).
+type ResourceResolution struct {
+	Name       string
+	Resolution int64
+}
+
+// Parse decodes a scenario file strictly (see the package doc) and
+// validates it, reporting every problem at once: the error is an
+// errors.Join of *flotilla.FieldError values whose Field is the JSON path of
+// the offending value.
+func Parse(data []byte) (*File, error) {
+	f := new(File)
+	if err := decodeStrict(data, f); err != nil {
+		return nil, err
+	}
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Validate reports every problem of f at once, as an errors.Join of
+// *flotilla.FieldError values. It checks everything Build checks; a file
+// that validates builds without error.
+func (f *File) Validate() error {
+	_, err := f.Build()
+	return err
+}
+
+// Build validates f and expands it into the vocabulary. On any problem it
+// returns nil and every problem, as Validate does.
+func (f *File) Build() (*Built, error) { return f.build(MaxNodes, MaxJobs) }
+
+// build is Build with the size limits as arguments, so tests can use small ones.
+func (f *File) build(maxNodes, maxJobs int) (*Built, error) {
+	if f == nil {
+		return nil, flotilla.Errorf(RootField, "<nil>", flotilla.ErrRequired, "")
+	}
+	b := &builder{f: f, out: &Built{Start: time.Unix(0, 0).UTC()}, maxNodes: maxNodes, maxJobs: maxJobs}
+	b.buildSchema()
+	b.config()
+	b.priorityClasses()
+	b.defaultClass()
+	b.nodes()
+	b.queues()
+	b.rounds()
+	if len(b.errs) > 0 {
+		return nil, errors.Join(b.errs...)
+	}
+	return b.out, nil
+}
+
+// builder accumulates problems while it expands a File.
+type builder struct {
+	f      *File
+	out    *Built
+	errs   []error
+	schema *flotilla.ResourceSchema
+	// classes and queueNames index what jobs and limits may name.
+	classes    map[string]bool
+	classNames []string
+	queueNames map[string]bool
+	// maxNodes and maxJobs bound expansion (MaxNodes and MaxJobs).
+	maxNodes, maxJobs int
+}
+
+// add records err, flattening errors.Join results so that every problem is
+// one element of the final join.
+func (b *builder) add(err error) {
+	if err == nil {
+		return
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			b.add(e)
+		}
+		return
+	}
+	b.errs = append(b.errs, err)
+}
+
+func (b *builder) buildSchema() {
+	set := map[string]bool{}
+	for _, n := range b.f.Nodes {
+		for r := range n.Resources {
+			if r != "" {
+				set[r] = true
+			}
+		}
+	}
+	names := slices.Sorted(maps.Keys(set))
+	if i := slices.Index(names, "cpu"); i > 0 {
+		names = slices.Insert(slices.Delete(names, i, i+1), 0, "cpu")
+	}
+	// Names are distinct and non-empty, so this cannot fail.
+	s, err := flotilla.NewResourceSchema(names...)
+	b.add(err)
+	if s == nil {
+		s, _ = flotilla.NewResourceSchema()
+	}
+	b.schema = s
+	b.out.Schema = s
+}
+
+// parseResources parses a name→quantity map, reporting empty names itself so
+// that they are not also reported as unknown resources.
+func (b *builder) parseResources(field string, m map[string]string) flotilla.Resources {
+	if _, ok := m[""]; ok {
+		b.add(flotilla.Errorf(field, "", flotilla.ErrRequired, "a resource name is empty"))
+		m = maps.Clone(m)
+		delete(m, "")
+	}
+	r, err := b.schema.Parse(field, m)
+	if err != nil {
+		b.add(err)
+		return b.schema.Zero()
+	}
+	return r
+}
+
+// checkResourceNames reports every key of m that is not in the schema.
+func (b *builder) checkResourceNames(field string, keys []string) {
+	for _, k := range keys {
+		if _, ok := b.schema.Index(k); !ok {
+			b.add(flotilla.Errorf(joinKey(field, k), k, flotilla.ErrUnknownResource, "known: %s", knownList(b.schema.Names())))
+		}
+	}
+}

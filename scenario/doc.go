@@ -1,0 +1,94 @@
+// Package scenario reads, checks and expands the scenario files of
+// `flotilla schedule` (SCENARIOS.md is the format's public description), reads
+// and checks their expected outcomes (NAME.expect.json), and writes what a
+// run decided as JSON or as tables. Running a scenario through the scheduler
+// is not this package's job: a runner takes the Built value, plays its rounds
+// and fills an Output.
+//
+// Typical use:
+//
+//	f, err := scenario.Parse(data)      // strict JSON + validation
+//	b, err := f.Build()                 // schema, nodes, queues, jobs per round
+//	out := run(b)                       // the runner (cmd/flotilla)
+//	err = scenario.WriteTable(os.Stdout, out)
+//	exp, err := scenario.ParseExpect(expectData)
+//	err = exp.Check(out)                // every mismatch, errors.Join'ed
+//
+// # Errors
+//
+// Every problem in a file is reported at once: Parse, Validate, Build and
+// ParseExpect return an errors.Join of *flotilla.FieldError values, each
+// wrapping one of flotilla's sentinels (ErrUnknownName, ErrDuplicate, …)
+// for errors.Is, with Field the JSON path of the offending value, such as
+// nodes[0].resources.cpu or rounds[1].submit[0].priorityClass (map keys are
+// appended after a dot, as written). Problems with the document as a whole
+// (invalid JSON, with its line and column; empty input; data after the
+// top-level object) have Field RootField and stop the check.
+//
+// # Strictness
+//
+// Object keys must name a field of the format exactly: matching is
+// case-sensitive, unlike encoding/json, and an unknown key is an
+// ErrUnknownName naming its path and suggesting the nearest known field. A
+// key repeated within one object is an ErrDuplicate. A value of the wrong
+// JSON type, a fractional or out-of-range number where a whole number is
+// expected, and a negative one where only non-negative ones make sense are
+// reported at their path. JSON null is accepted for any field and means the
+// field is absent.
+//
+// # Rules where SCENARIOS.md is silent
+//
+//   - Resource schema: the union of the resource names of all node
+//     templates (count 0 included), in byte order with "cpu" moved first
+//     when present. A request, weight, limit or indexed resource naming any
+//     other resource is an ErrUnknownResource (this catches typos such as
+//     "cpus"; a job asking for a resource no node has cannot run anyway).
+//   - Nodes: at least one template; each needs a name and a non-empty
+//     resources map. "count": 0 is allowed and makes no nodes. A node
+//     template may carry "cluster" (an addition to SCENARIOS.md): nodes
+//     with the same cluster form one cluster, a gang lands within one.
+//     Taints need a key and an effect (NoSchedule, PreferNoSchedule or
+//     NoExecute).
+//   - Jobs: id, queue and a non-empty requests map are required;
+//     "count": 0 submits nothing. jobSet defaults to "". Tolerations follow
+//     Kubernetes: operator Equal (default) or Exists, no key only with
+//     Exists, no value with Exists.
+//   - Gangs: every member of a gang is submitted in one round with the same
+//     queue, jobSet, priority class (after defaulting), cardinality and
+//     nodeUniformityLabel; the number of members must equal the
+//     cardinality; a gang id is never reused in a later round. An absent
+//     (or 0) cardinality means "the number of members submitted".
+//   - Ids: node names after expansion are unique; job ids after expansion
+//     are unique across all rounds.
+//   - finish and cancel: each id must have been submitted in an earlier
+//     round or the same round, and must not have been finished or
+//     cancelled before (nor be named twice in one round). Whether the job
+//     is running or queued when the round starts, and in which order a
+//     round's submissions, finishes and cancellations apply, is the
+//     runner's business.
+//   - Config: protectedFractionOfFairShare is any finite value ≥ 0 (values
+//     above 1 are meaningful); evictionProbability and every resource
+//     fraction are in [0, 1]; rates and bursts are ≥ 0 and a positive rate
+//     needs a burst ≥ 1; resourceWeights are ≥ 0 and validated under either
+//     fairness model though only "asset" uses them; an indexed resource
+//     without a resolution has resolution 1 milli-unit; roundDuration is a
+//     Go duration ≥ 0 (0 puts every round at the same instant).
+//   - Priority classes: absent or empty means flotilla.DefaultPriorityClasses();
+//     defaultPriorityClass (default "armada-default") must name one.
+//   - Size: at most MaxNodes nodes and MaxJobs jobs after expansion.
+//
+// # Expansion
+//
+// Build expands templates with a count N into items named <name>-0 …
+// <name>-(N-1) (without a count the item is named <name>), keeps file order,
+// applies every default, and stamps each job with its round's time: round 0
+// is the Unix epoch in UTC and each round adds config.roundDuration.
+//
+// # Expected outcomes
+//
+// An expect file lists, per round, the number of jobs per queue in the
+// round's scheduled and preempted lists (a queue not named means 0) and,
+// when runningAfter is present, the number running per queue at the end of
+// the round (again a queue not named means 0). The numbers of rounds must
+// match.
+package scenario

@@ -1,0 +1,140 @@
+package scenario
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+
+	"github.com/flotilla-sched/flotilla"
+)
+
+// Expect is a NAME.expect.json file: per round, how many jobs of each queue
+// a scenario's run schedules and preempts and, where given, runs at the end
+// of the round.
+type Expect struct {
+	Rounds []ExpectRound `json:"rounds"`
+}
+
+// ExpectRound is one round's expected counts by queue name.
+type ExpectRound struct {
+	// Scheduled and Preempted count entries of the round's scheduled and
+	// preempted lists; a queue not named means 0.
+	Scheduled map[string]int `json:"scheduled,omitempty"`
+	Preempted map[string]int `json:"preempted,omitempty"`
+	// RunningAfter, when present (even empty), is checked against
+	// queues[].running for every queue, a queue not named meaning 0; when
+	// absent (nil) running counts are not checked.
+	RunningAfter map[string]int `json:"runningAfter,omitempty"`
+}
+
+// ErrMismatch is the class of every error Check reports.
+var ErrMismatch = errors.New("outcome differs from the expected one")
+
+// Mismatch is one difference between expected and actual counts. It wraps
+// ErrMismatch.
+type Mismatch struct {
+	// Round is the round index, or -1 when the numbers of rounds differ.
+	Round int
+	// Field is "scheduled", "preempted" or "runningAfter", or "rounds" when
+	// the numbers of rounds differ.
+	Field string
+	// Queue is the queue name; empty when Field is "rounds".
+	Queue     string
+	Want, Got int
+}
+
+func (m *Mismatch) Error() string {
+	if m.Field == "rounds" {
+		return fmt.Sprintf("rounds: want %d rounds, got %d", m.Want, m.Got)
+	}
+	return fmt.Sprintf("rounds[%d].%s.%s: want %d, got %d", m.Round, m.Field, m.Queue, m.Want, m.Got)
+}
+
+// Unwrap returns ErrMismatch.
+func (m *Mismatch) Unwrap() error { return ErrMismatch }
+
+// ParseExpect decodes an expect file strictly (unknown fields are errors,
+// with their JSON path) and checks that every count is ≥ 0 and every queue
+// name non-empty, reporting every problem at once.
+func ParseExpect(data []byte) (*Expect, error) {
+	e := new(Expect)
+	if err := decodeStrict(data, e); err != nil {
+		return nil, err
+	}
+	var errs []error
+	for i, r := range e.Rounds {
+		for _, part := range []struct {
+			name string
+			m    map[string]int
+		}{{"scheduled", r.Scheduled}, {"preempted", r.Preempted}, {"runningAfter", r.RunningAfter}} {
+			field := fmt.Sprintf("rounds[%d].%s", i, part.name)
+			for _, q := range slices.Sorted(maps.Keys(part.m)) {
+				if q == "" {
+					errs = append(errs, flotilla.Errorf(field, "", flotilla.ErrRequired, "a queue name is empty"))
+				}
+				if n := part.m[q]; n < 0 {
+					errs = append(errs, flotilla.Errorf(joinKey(field, q), strconv.Itoa(n), flotilla.ErrNegative, ""))
+				}
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return e, nil
+}
+
+// Check compares out with the expectation and reports every difference, as
+// an errors.Join of *Mismatch values ordered by round, field and queue. A
+// different number of rounds is itself a mismatch; the common rounds are
+// still compared.
+func (e *Expect) Check(out *Output) error {
+	if out == nil {
+		out = &Output{}
+	}
+	var errs []error
+	if len(e.Rounds) != len(out.Rounds) {
+		errs = append(errs, &Mismatch{Round: -1, Field: "rounds", Want: len(e.Rounds), Got: len(out.Rounds)})
+	}
+	for i := range min(len(e.Rounds), len(out.Rounds)) {
+		want, got := &e.Rounds[i], &out.Rounds[i]
+		scheduled := map[string]int{}
+		for _, s := range got.Scheduled {
+			scheduled[s.Queue]++
+		}
+		preempted := map[string]int{}
+		for _, p := range got.Preempted {
+			preempted[p.Queue]++
+		}
+		errs = compareCounts(errs, i, "scheduled", want.Scheduled, scheduled)
+		errs = compareCounts(errs, i, "preempted", want.Preempted, preempted)
+		if want.RunningAfter != nil {
+			running := map[string]int{}
+			for _, q := range got.Queues {
+				running[q.Name] += q.Running
+			}
+			errs = compareCounts(errs, i, "runningAfter", want.RunningAfter, running)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// compareCounts appends a *Mismatch for every queue whose counts differ, a
+// queue absent from either side counting 0.
+func compareCounts(errs []error, round int, field string, want, got map[string]int) []error {
+	names := map[string]bool{}
+	for q := range want {
+		names[q] = true
+	}
+	for q := range got {
+		names[q] = true
+	}
+	for _, q := range slices.Sorted(maps.Keys(names)) {
+		if want[q] != got[q] {
+			errs = append(errs, &Mismatch{Round: round, Field: field, Queue: q, Want: want[q], Got: got[q]})
+		}
+	}
+	return errs
+}

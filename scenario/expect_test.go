@@ -1,0 +1,117 @@
+package scenario
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const seedExpect = `{"rounds": [
+  {"scheduled": {"A": 32}, "runningAfter": {"A": 32}},
+  {"scheduled": {"B": 32}, "preempted": {"A": 8}, "runningAfter": {"A": 32, "B": 32}}
+]}`
+
+// seedOutput is what the worked example of seeds/armada-scheduler.md must
+// produce.
+func seedOutput() *Output {
+	out := &Output{Rounds: []RoundOutput{{Round: 0}, {Round: 1}}}
+	for i := range 32 {
+		out.Rounds[0].Scheduled = append(out.Rounds[0].Scheduled, Placement{Job: "a", Queue: "A", Node: "node-0"})
+		out.Rounds[1].Scheduled = append(out.Rounds[1].Scheduled, Placement{Job: "b", Queue: "B", Node: "node-1"})
+		if i < 8 {
+			out.Rounds[1].Preempted = append(out.Rounds[1].Preempted, Preemption{Job: "a", Queue: "A", Node: "node-1", Reason: ReasonFairShare})
+		}
+	}
+	out.Rounds[0].Queues = []QueueReport{{Name: "A", Running: 32, Queued: 8}, {Name: "B"}}
+	out.Rounds[1].Queues = []QueueReport{{Name: "A", Running: 32, Queued: 0}, {Name: "B", Running: 32, Queued: 18}}
+	return out
+}
+
+func TestParseExpect(t *testing.T) {
+	e, err := ParseExpect([]byte(seedExpect))
+	require.NoError(t, err)
+	assert.Equal(t, &Expect{Rounds: []ExpectRound{
+		{Scheduled: map[string]int{"A": 32}, RunningAfter: map[string]int{"A": 32}},
+		{Scheduled: map[string]int{"B": 32}, Preempted: map[string]int{"A": 8}, RunningAfter: map[string]int{"A": 32, "B": 32}},
+	}}, e)
+}
+
+func TestParseExpectRejects(t *testing.T) {
+	cases := []struct {
+		name, data, field string
+		err               error
+	}{
+		{"unknown field", `{"rounds": [{"schedueld": {"A": 1}}]}`, "rounds[0].schedueld", flotilla.ErrUnknownName},
+		{"negative count", `{"rounds": [{}, {"preempted": {"A": -1}}]}`, "rounds[1].preempted.A", flotilla.ErrNegative},
+		{"fractional count", `{"rounds": [{"runningAfter": {"A": 0.5}}]}`, "rounds[0].runningAfter.A", flotilla.ErrMalformed},
+		{"empty queue name", `{"rounds": [{"scheduled": {"": 1}}]}`, "rounds[0].scheduled", flotilla.ErrRequired},
+		{"not JSON", `{"rounds": [}`, RootField, flotilla.ErrMalformed},
+		{"trailing data", `{"rounds": []}]`, RootField, flotilla.ErrMalformed},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := ParseExpect([]byte(tc.data))
+			assert.Nil(t, e)
+			requireFieldError(t, err, tc.field, tc.err)
+			requireAllFieldErrors(t, err)
+		})
+	}
+}
+
+func TestCheckPasses(t *testing.T) {
+	e, err := ParseExpect([]byte(seedExpect))
+	require.NoError(t, err)
+	assert.NoError(t, e.Check(seedOutput()))
+}
+
+func TestCheckReportsEveryMismatch(t *testing.T) {
+	e, err := ParseExpect([]byte(seedExpect))
+	require.NoError(t, err)
+	out := seedOutput()
+	out.Rounds[0].Scheduled = out.Rounds[0].Scheduled[:30]
+	out.Rounds[0].Preempted = []Preemption{{Job: "x", Queue: "C", Reason: ReasonUrgency}}
+	out.Rounds[1].Queues[1].Running = 31
+	out.Rounds = append(out.Rounds, RoundOutput{Round: 2})
+
+	err = e.Check(out)
+	require.ErrorIs(t, err, ErrMismatch)
+	var got []Mismatch
+	for _, l := range leaves(err) {
+		var m *Mismatch
+		require.True(t, errors.As(l, &m))
+		got = append(got, *m)
+	}
+	assert.Equal(t, []Mismatch{
+		{Round: -1, Field: "rounds", Want: 2, Got: 3},
+		{Round: 0, Field: "scheduled", Queue: "A", Want: 32, Got: 30},
+		{Round: 0, Field: "preempted", Queue: "C", Want: 0, Got: 1},
+		{Round: 1, Field: "runningAfter", Queue: "B", Want: 32, Got: 31},
+	}, got)
+	assert.Equal(t, "rounds: want 2 rounds, got 3\n"+
+		"rounds[0].scheduled.A: want 32, got 30\n"+
+		"rounds[0].preempted.C: want 0, got 1\n"+
+		"rounds[1].runningAfter.B: want 32, got 31", err.Error())
+}
+
+func TestCheckRunningAfterOnlyWhenGiven(t *testing.T) {
+	out := seedOutput()
+	e := &Expect{Rounds: []ExpectRound{
+		{Scheduled: map[string]int{"A": 32}},
+		{Scheduled: map[string]int{"B": 32}, Preempted: map[string]int{"A": 8}, RunningAfter: map[string]int{}},
+	}}
+	err := e.Check(out)
+	var m *Mismatch
+	require.ErrorAs(t, err, &m)
+	assert.Equal(t, Mismatch{Round: 1, Field: "runningAfter", Queue: "A", Want: 0, Got: 32}, *m)
+	assert.Len(t, leaves(err), 2, "an empty runningAfter means every queue runs 0")
+}
+
+func TestCheckNilOutput(t *testing.T) {
+	e := &Expect{Rounds: []ExpectRound{{}}}
+	var m *Mismatch
+	require.ErrorAs(t, e.Check(nil), &m)
+	assert.Equal(t, Mismatch{Round: -1, Field: "rounds", Want: 1, Got: 0}, *m)
+}

@@ -1,0 +1,203 @@
+package scenario
+
+// The types in this file mirror the scenario file format of SCENARIOS.md
+// field for field: their JSON names are a public interface. Optional fields
+// whose default differs from Go's zero value are pointers (nil = absent =
+// the documented default); the rest take their zero value as the default.
+
+// Fairness names a cost model: "drf" (dominant-resource fairness, the
+// default) or "asset" (weighted sum of resources).
+type Fairness string
+
+// The fairness models a scenario may name.
+const (
+	FairnessDRF   Fairness = "drf"
+	FairnessAsset Fairness = "asset"
+)
+
+// Defaults of the optional fields whose default is not Go's zero value.
+const (
+	DefaultProtectedFractionOfFairShare = 1.0
+	DefaultEvictionProbability          = 1.0
+	DefaultMaxQueueLookback             = 100000
+	DefaultRoundDuration                = "1s"
+	DefaultSeed                         = 1
+	DefaultPriorityFactor               = 1.0
+)
+
+// Limits on expansion, so that a small file cannot ask for unbounded memory.
+// A scenario that needs more belongs in a benchmark, not a scenario file.
+const (
+	// MaxNodes bounds the nodes of a scenario after count expansion.
+	MaxNodes = 100_000
+	// MaxJobs bounds the jobs of a scenario, all rounds together, after
+	// count expansion.
+	MaxJobs = 1_000_000
+)
+
+// File is one scenario: a configuration, a fake cluster, queues, and rounds
+// of submissions, finishes and cancellations.
+type File struct {
+	Config Config `json:"config"`
+	// PriorityClasses available to jobs; absent or empty means
+	// flotilla.DefaultPriorityClasses().
+	PriorityClasses []PriorityClass `json:"priorityClasses,omitempty"`
+	// Nodes are node templates; at least one is required.
+	Nodes  []NodeTemplate `json:"nodes"`
+	Queues []QueueSpec    `json:"queues,omitempty"`
+	Rounds []Round        `json:"rounds,omitempty"`
+}
+
+// Config carries the scheduler settings of a scenario. Every field is
+// optional.
+type Config struct {
+	// Fairness is "drf" (default when empty) or "asset".
+	Fairness Fairness `json:"fairness,omitempty"`
+	// ResourceWeights are the asset-fairness weights by resource name (≥ 0).
+	// They are validated under either model but only used by "asset"; nil
+	// means the scheduler's defaults.
+	ResourceWeights map[string]float64 `json:"resourceWeights,omitempty"`
+	// IndexedResources order the smallest-fit node comparison; nil means the
+	// scheduler's default order.
+	IndexedResources []IndexedResource `json:"indexedResources,omitempty"`
+	// ProtectedFractionOfFairShare: a queue is evictable when share /
+	// max(fair share, adjusted fair share) exceeds this. Default 1; any
+	// finite value ≥ 0 is accepted (0 = any queue holding anything).
+	ProtectedFractionOfFairShare *float64 `json:"protectedFractionOfFairShare,omitempty"`
+	// EvictionProbability is the per-node chance, in [0, 1], that
+	// preemption to fair share evicts. Default 1.
+	EvictionProbability *float64 `json:"evictionProbability,omitempty"`
+	// MaxQueueLookback bounds the new jobs examined per queue per round.
+	// Default 100000; 0 means no limit.
+	MaxQueueLookback *int `json:"maxQueueLookback,omitempty"`
+	// MaximumResourceFractionToSchedule caps, per resource, what one round
+	// may newly schedule as a fraction in [0, 1] of the cluster; nil means
+	// no cap.
+	MaximumResourceFractionToSchedule map[string]float64 `json:"maximumResourceFractionToSchedule,omitempty"`
+	// Token buckets (jobs per second, bucket size); rate 0 means unlimited,
+	// and a positive rate needs a burst ≥ 1.
+	MaximumSchedulingRate          float64 `json:"maximumSchedulingRate,omitempty"`
+	MaximumSchedulingBurst         int     `json:"maximumSchedulingBurst,omitempty"`
+	MaximumPerQueueSchedulingRate  float64 `json:"maximumPerQueueSchedulingRate,omitempty"`
+	MaximumPerQueueSchedulingBurst int     `json:"maximumPerQueueSchedulingBurst,omitempty"`
+	EnablePreferLargeJobOrdering   bool    `json:"enablePreferLargeJobOrdering,omitempty"`
+	// DefaultPriorityClass is the class of jobs that name none; default
+	// "armada-default". It must name a configured class.
+	DefaultPriorityClass string `json:"defaultPriorityClass,omitempty"`
+	// RequeuePreempted puts a preempted job back in its queue.
+	RequeuePreempted bool `json:"requeuePreempted,omitempty"`
+	// RoundDuration is the clock advance per round, a Go duration such as
+	// "1s" or "500ms" (≥ 0). Default "1s".
+	RoundDuration string `json:"roundDuration,omitempty"`
+	// Seed seeds the scheduler's random source. Default 1.
+	Seed *uint64 `json:"seed,omitempty"`
+}
+
+// IndexedResource is one entry of the smallest-fit order.
+type IndexedResource struct {
+	Name string `json:"name"`
+	// Resolution is a positive quantity; free amounts are compared rounded
+	// down to multiples of it. Empty means 1 milli-unit (exact).
+	Resolution string `json:"resolution,omitempty"`
+}
+
+// PriorityClass is a configured priority class.
+type PriorityClass struct {
+	Name        string `json:"name"`
+	Priority    int32  `json:"priority"`
+	Preemptible bool   `json:"preemptible"`
+	// MaximumResourceFractionPerQueue caps, per resource, the fraction in
+	// [0, 1] of the cluster one queue may hold at this class.
+	MaximumResourceFractionPerQueue map[string]float64 `json:"maximumResourceFractionPerQueue,omitempty"`
+}
+
+// NodeTemplate describes one node, or Count identical nodes named
+// <name>-0 … <name>-(Count-1).
+type NodeTemplate struct {
+	// Name is required.
+	Name string `json:"name"`
+	// Count, when present, expands the template (0 = no nodes); absent means
+	// one node named Name.
+	Count *int `json:"count,omitempty"`
+	// Cluster groups nodes; a gang lands within one cluster. Empty is the
+	// default cluster. (An addition to SCENARIOS.md.)
+	Cluster string `json:"cluster,omitempty"`
+	// Resources maps resource name to quantity; required and non-empty.
+	Resources     map[string]string `json:"resources"`
+	Labels        map[string]string `json:"labels,omitempty"`
+	Unschedulable bool              `json:"unschedulable,omitempty"`
+	Taints        []Taint           `json:"taints,omitempty"`
+}
+
+// Taint repels jobs that do not tolerate it. Key and Effect are required.
+type Taint struct {
+	Key    string `json:"key"`
+	Value  string `json:"value,omitempty"`
+	Effect string `json:"effect"`
+}
+
+// Toleration lets a job onto tainted nodes, with Kubernetes rules: Operator
+// is "Equal" (default) or "Exists"; an empty Key requires Exists; Exists
+// requires an empty Value; an empty Effect matches every effect.
+type Toleration struct {
+	Key      string `json:"key,omitempty"`
+	Operator string `json:"operator,omitempty"`
+	Value    string `json:"value,omitempty"`
+	Effect   string `json:"effect,omitempty"`
+}
+
+// QueueSpec is a queue.
+type QueueSpec struct {
+	// Name is required and unique.
+	Name string `json:"name"`
+	// PriorityFactor scales the queue's claim (weight 1/factor); absent
+	// means 1; it must be > 0.
+	PriorityFactor *float64 `json:"priorityFactor,omitempty"`
+	// LimitsByPriorityClass caps, per class and resource, the fraction in
+	// [0, 1] of the cluster this queue may hold at that class.
+	LimitsByPriorityClass map[string]map[string]float64 `json:"limitsByPriorityClass,omitempty"`
+}
+
+// Round is one step of a scenario: submissions, finishes and cancellations
+// at its start (their order is the runner's, see the package doc), then one
+// scheduling cycle.
+type Round struct {
+	Submit []JobTemplate `json:"submit,omitempty"`
+	// Finish names running jobs that complete at the start of the round.
+	Finish []string `json:"finish,omitempty"`
+	// Cancel names queued or running jobs cancelled at the start of the round.
+	Cancel []string `json:"cancel,omitempty"`
+}
+
+// JobTemplate describes one job, or Count identical jobs named
+// <id>-0 … <id>-(Count-1).
+type JobTemplate struct {
+	// ID, Queue and Requests are required.
+	ID     string `json:"id"`
+	Queue  string `json:"queue"`
+	JobSet string `json:"jobSet,omitempty"`
+	// Count, when present, expands the template (0 = no jobs); absent means
+	// one job named ID.
+	Count *int `json:"count,omitempty"`
+	// PriorityClass defaults to config.defaultPriorityClass.
+	PriorityClass string `json:"priorityClass,omitempty"`
+	// Priority orders jobs within a queue and class: LOWER runs first.
+	Priority     uint32            `json:"priority,omitempty"`
+	Requests     map[string]string `json:"requests"`
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	Tolerations  []Toleration      `json:"tolerations,omitempty"`
+	Gang         *GangSpec         `json:"gang,omitempty"`
+}
+
+// GangSpec makes a template's jobs members of a gang. Every member of a gang
+// is submitted in the same round, with the same queue, job set, priority
+// class, cardinality and node-uniformity label.
+type GangSpec struct {
+	// ID is required; it may not be reused in a later round.
+	ID string `json:"id"`
+	// Cardinality is the number of members; 0 or absent means the number of
+	// jobs submitted with this gang id in the round. It must equal that
+	// number.
+	Cardinality         int    `json:"cardinality,omitempty"`
+	NodeUniformityLabel string `json:"nodeUniformityLabel,omitempty"`
+}

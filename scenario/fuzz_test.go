@@ -1,0 +1,92 @@
+package scenario
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// addSeeds adds the shared scenarios (when present) and small documents to f.
+func addSeeds(f *testing.F, docs ...string) {
+	if all, err := filepath.Glob(filepath.Join(sharedDir, "*.json")); err == nil {
+		for _, p := range all {
+			if data, err := os.ReadFile(p); err == nil {
+				f.Add(data)
+			}
+		}
+	}
+	for _, d := range docs {
+		f.Add([]byte(d))
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	base, err := json.Marshal(baseFile())
+	require.NoError(f, err)
+	addSeeds(f,
+		string(base),
+		`{}`, `null`, `[]`, ``, `{"nodes": [{"name": "n", "count": 3, "resources": {"cpu": "4", "memory": "8"}}]}`,
+		`{"nodes": [{"name": "n", "resources": {"cpu": "4"}}], "queues": [{"name": "A"}],
+		  "rounds": [{"submit": [{"id": "g", "queue": "A", "count": 2, "requests": {"cpu": "1"},
+		                          "gang": {"id": "x", "cardinality": 2, "nodeUniformityLabel": "zone"},
+		                          "tolerations": [{"operator": "Exists"}]}]},
+		             {"finish": ["g-0"], "cancel": ["g-1"]}]}`,
+		`{"nodes": [{"name": "n", "resources": {"cpu": "4"}}], "config": {"roundDuration": "1h", "seed": 18446744073709551615}}`,
+		`{"nodes": [{"name": "n", "resources": {"cpu": "4", "cpu": "5"}}], "cuont": [[[{}]]]}`,
+	)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := Parse(data)
+		if err != nil {
+			requireAllFieldErrors(t, err)
+			return
+		}
+		// Valid files keep their jobs and nodes within limits, so Build is
+		// bounded; it must agree with Parse.
+		built, err := file.Build()
+		require.NoError(t, err)
+		require.NotNil(t, built.Schema)
+
+		// What a valid file means survives a round trip through JSON.
+		once, err := json.Marshal(file)
+		require.NoError(t, err)
+		again, err := Parse(once)
+		require.NoError(t, err, "re-parsing %s", once)
+		twice, err := json.Marshal(again)
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(once, twice), "%s\n!=\n%s", once, twice)
+	})
+}
+
+func FuzzParseExpect(f *testing.F) {
+	addSeeds(f, seedExpect, `{"rounds": [{"scheduled": {"A": -1}}]}`, `{"rounds": null}`, `{`)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		e, err := ParseExpect(data)
+		if err != nil {
+			requireAllFieldErrors(t, err)
+			return
+		}
+		_ = e.Check(seedOutput())
+		_ = e.Check(nil)
+	})
+}
+
+func FuzzParseOutput(f *testing.F) {
+	var buf bytes.Buffer
+	require.NoError(f, WriteJSON(&buf, smallOutput()))
+	f.Add(buf.Bytes())
+	f.Add([]byte(`{"rounds": [{"queues": [{"allocated": null}]}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		out, err := ParseOutput(data)
+		if err != nil {
+			requireAllFieldErrors(t, err)
+			return
+		}
+		var w bytes.Buffer
+		require.NoError(t, WriteTable(&w, out))
+		require.NoError(t, WriteJSON(&w, out))
+	})
+}

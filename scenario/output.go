@@ -1,0 +1,250 @@
+package scenario
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+)
+
+// Preemption reasons, as written in Preemption.Reason.
+const (
+	ReasonFairShare = "fair-share"
+	ReasonUrgency   = "urgency"
+)
+
+// Output is what running a scenario decided, round by round: the JSON of
+// `flotilla schedule -o json`.
+type Output struct {
+	Rounds []RoundOutput `json:"rounds"`
+}
+
+// RoundOutput is one round's decisions and the queues' standing at its end.
+type RoundOutput struct {
+	Round int `json:"round"`
+	// Scheduled lists jobs that start running in this round. A running job
+	// evicted and put back on its own node in the same round is in neither
+	// Scheduled nor Preempted.
+	Scheduled     []Placement     `json:"scheduled"`
+	Preempted     []Preemption    `json:"preempted"`
+	Unschedulable []Unschedulable `json:"unschedulable"`
+	// Queues lists every queue of the scenario, idle ones too.
+	Queues []QueueReport `json:"queues"`
+}
+
+// Placement is a job that starts running on a node.
+type Placement struct {
+	Job   string `json:"job"`
+	Queue string `json:"queue"`
+	Node  string `json:"node"`
+}
+
+// Preemption is a running job evicted from its node; Reason is
+// ReasonFairShare or ReasonUrgency.
+type Preemption struct {
+	Job    string `json:"job"`
+	Queue  string `json:"queue"`
+	Node   string `json:"node"`
+	Reason string `json:"reason"`
+}
+
+// Unschedulable is a queued job the round did not place, and why.
+type Unschedulable struct {
+	Job    string `json:"job"`
+	Queue  string `json:"queue"`
+	Reason string `json:"reason"`
+}
+
+// QueueReport is a queue's standing at the end of a round.
+type QueueReport struct {
+	Name string `json:"name"`
+	// Running and Queued count the queue's jobs running and still waiting at
+	// the end of the round.
+	Running int `json:"running"`
+	Queued  int `json:"queued"`
+	// Allocated is what the running jobs hold, resource name → quantity.
+	Allocated         map[string]string `json:"allocated"`
+	Share             float64           `json:"share"`
+	FairShare         float64           `json:"fairShare"`
+	AdjustedFairShare float64           `json:"adjustedFairShare"`
+}
+
+// ParseOutput decodes the JSON of WriteJSON strictly (unknown fields are
+// errors), for golden files.
+func ParseOutput(data []byte) (*Output, error) {
+	out := new(Output)
+	if err := decodeStrict(data, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// WriteJSON writes out as indented JSON followed by a newline. Nil lists and
+// maps are written as [] and {}, so the document's shape never depends on
+// how the Output was built.
+func WriteJSON(w io.Writer, out *Output) error {
+	norm := Output{Rounds: make([]RoundOutput, 0)}
+	if out != nil {
+		for _, r := range out.Rounds {
+			r.Scheduled = orEmpty(r.Scheduled)
+			r.Preempted = orEmpty(r.Preempted)
+			r.Unschedulable = orEmpty(r.Unschedulable)
+			qs := make([]QueueReport, len(r.Queues))
+			for i, q := range r.Queues {
+				if q.Allocated == nil {
+					q.Allocated = map[string]string{}
+				}
+				qs[i] = q
+			}
+			r.Queues = qs
+			norm.Rounds = append(norm.Rounds, r)
+		}
+	}
+	data, err := json.MarshalIndent(&norm, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(data, '\n'))
+	return err
+}
+
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// maxReasons is how many distinct unschedulable reasons WriteTable shows per
+// round.
+const maxReasons = 5
+
+// WriteTable renders out for people: per round a summary line, a table of
+// the queues, the scheduled, preempted and unschedulable counts per queue,
+// and the first few distinct unschedulable reasons with how many jobs each
+// held back.
+func WriteTable(w io.Writer, out *Output) error {
+	if out == nil {
+		return nil
+	}
+	ew := &errWriter{w: w}
+	for i, r := range out.Rounds {
+		if i > 0 {
+			ew.printf("\n")
+		}
+		running, queued := 0, 0
+		for _, q := range r.Queues {
+			running += q.Running
+			queued += q.Queued
+		}
+		ew.printf("round %d: %d scheduled, %d preempted, %d unschedulable; %d running, %d queued at the end\n",
+			r.Round, len(r.Scheduled), len(r.Preempted), len(r.Unschedulable), running, queued)
+		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  QUEUE\tRUNNING\tQUEUED\tALLOCATED\tSHARE\tFAIR SHARE\tADJUSTED FAIR SHARE")
+		for _, q := range r.Queues {
+			fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%.3f\t%.3f\t%.3f\n",
+				q.Name, q.Running, q.Queued, formatAllocated(q.Allocated), q.Share, q.FairShare, q.AdjustedFairShare)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		ew.printf("  scheduled:     %s\n", countLine(len(r.Scheduled), func(i int) string { return r.Scheduled[i].Queue }))
+		ew.printf("  preempted:     %s\n", countLine(len(r.Preempted), func(i int) string {
+			return r.Preempted[i].Queue + " " + r.Preempted[i].Reason
+		}))
+		ew.printf("  unschedulable: %s\n", countLine(len(r.Unschedulable), func(i int) string { return r.Unschedulable[i].Queue }))
+		writeReasons(ew, r.Unschedulable)
+	}
+	return ew.err
+}
+
+// countLine renders "0" or "12 (A 8, B 4)" over key(0) … key(n-1), keys in
+// first-seen order.
+func countLine(n int, key func(i int) string) string {
+	if n == 0 {
+		return "0"
+	}
+	var order []string
+	counts := map[string]int{}
+	for i := range n {
+		k := key(i)
+		if counts[k] == 0 {
+			order = append(order, k)
+		}
+		counts[k]++
+	}
+	parts := make([]string, len(order))
+	for i, k := range order {
+		parts[i] = fmt.Sprintf("%s %d", k, counts[k])
+	}
+	return fmt.Sprintf("%d (%s)", n, strings.Join(parts, ", "))
+}
+
+func writeReasons(ew *errWriter, us []Unschedulable) {
+	type group struct {
+		reason  string
+		n       int
+		example Unschedulable
+	}
+	var groups []*group
+	byReason := map[string]*group{}
+	for _, u := range us {
+		g, ok := byReason[u.Reason]
+		if !ok {
+			g = &group{reason: u.Reason, example: u}
+			byReason[u.Reason] = g
+			groups = append(groups, g)
+		}
+		g.n++
+	}
+	for i, g := range groups {
+		if i == maxReasons {
+			ew.printf("    … and %d more reasons\n", len(groups)-maxReasons)
+			break
+		}
+		reason := g.reason
+		if reason == "" {
+			reason = "(no reason given)"
+		}
+		ew.printf("    %d × %s (e.g. %s of %s)\n", g.n, reason, g.example.Job, g.example.Queue)
+	}
+}
+
+// formatAllocated renders "cpu=4 memory=16Gi" with cpu first and the other
+// names in byte order, or "-" when nothing is held.
+func formatAllocated(m map[string]string) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	names := slices.Sorted(maps.Keys(m))
+	if i := slices.Index(names, "cpu"); i > 0 {
+		names = slices.Insert(slices.Delete(names, i, i+1), 0, "cpu")
+	}
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = n + "=" + m[n]
+	}
+	return strings.Join(parts, " ")
+}
+
+// errWriter remembers the first write error and drops later writes.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	fmt.Fprintf(e, format, args...)
+}

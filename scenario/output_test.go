@@ -1,0 +1,169 @@
+package scenario
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func smallOutput() *Output {
+	return &Output{Rounds: []RoundOutput{
+		{
+			Round:     0,
+			Scheduled: []Placement{{Job: "a-0", Queue: "A", Node: "node-0"}},
+			Unschedulable: []Unschedulable{
+				{Job: "a-1", Queue: "A", Reason: "no-fit: cpu"},
+				{Job: "b-0", Queue: "B", Reason: "no-fit: cpu"},
+			},
+			Queues: []QueueReport{
+				{Name: "A", Running: 1, Queued: 1, Allocated: map[string]string{"memory": "4Gi", "cpu": "1"}, Share: 0.5, FairShare: 0.5, AdjustedFairShare: 0.5},
+				{Name: "B", Queued: 1},
+			},
+		},
+		{
+			Round:     1,
+			Preempted: []Preemption{{Job: "a-0", Queue: "A", Node: "node-0", Reason: ReasonFairShare}},
+		},
+	}}
+}
+
+func TestWriteJSON(t *testing.T) {
+	var buf bytes.Buffer
+	require.NoError(t, WriteJSON(&buf, smallOutput()))
+	assert.Equal(t, `{
+  "rounds": [
+    {
+      "round": 0,
+      "scheduled": [
+        {
+          "job": "a-0",
+          "queue": "A",
+          "node": "node-0"
+        }
+      ],
+      "preempted": [],
+      "unschedulable": [
+        {
+          "job": "a-1",
+          "queue": "A",
+          "reason": "no-fit: cpu"
+        },
+        {
+          "job": "b-0",
+          "queue": "B",
+          "reason": "no-fit: cpu"
+        }
+      ],
+      "queues": [
+        {
+          "name": "A",
+          "running": 1,
+          "queued": 1,
+          "allocated": {
+            "cpu": "1",
+            "memory": "4Gi"
+          },
+          "share": 0.5,
+          "fairShare": 0.5,
+          "adjustedFairShare": 0.5
+        },
+        {
+          "name": "B",
+          "running": 0,
+          "queued": 1,
+          "allocated": {},
+          "share": 0,
+          "fairShare": 0,
+          "adjustedFairShare": 0
+        }
+      ]
+    },
+    {
+      "round": 1,
+      "scheduled": [],
+      "preempted": [
+        {
+          "job": "a-0",
+          "queue": "A",
+          "node": "node-0",
+          "reason": "fair-share"
+        }
+      ],
+      "unschedulable": [],
+      "queues": []
+    }
+  ]
+}
+`, buf.String())
+
+	back, err := ParseOutput(buf.Bytes())
+	require.NoError(t, err)
+	var again bytes.Buffer
+	require.NoError(t, WriteJSON(&again, back))
+	assert.Equal(t, buf.String(), again.String())
+
+	buf.Reset()
+	require.NoError(t, WriteJSON(&buf, nil))
+	assert.Equal(t, "{\n  \"rounds\": []\n}\n", buf.String())
+}
+
+func TestParseOutputIsStrict(t *testing.T) {
+	_, err := ParseOutput([]byte(`{"rounds": [{"round": 0, "sheduled": []}]}`))
+	requireFieldError(t, err, "rounds[0].sheduled", flotilla.ErrUnknownName)
+}
+
+func TestWriteTable(t *testing.T) {
+	var buf bytes.Buffer
+	require.NoError(t, WriteTable(&buf, smallOutput()))
+	assert.Equal(t, `round 0: 1 scheduled, 0 preempted, 2 unschedulable; 1 running, 2 queued at the end
+  QUEUE  RUNNING  QUEUED  ALLOCATED         SHARE  FAIR SHARE  ADJUSTED FAIR SHARE
+  A      1        1       cpu=1 memory=4Gi  0.500  0.500       0.500
+  B      0        1       -                 0.000  0.000       0.000
+  scheduled:     1 (A 1)
+  preempted:     0
+  unschedulable: 2 (A 1, B 1)
+    2 × no-fit: cpu (e.g. a-1 of A)
+
+round 1: 0 scheduled, 1 preempted, 0 unschedulable; 0 running, 0 queued at the end
+  QUEUE  RUNNING  QUEUED  ALLOCATED  SHARE  FAIR SHARE  ADJUSTED FAIR SHARE
+  scheduled:     0
+  preempted:     1 (A fair-share 1)
+  unschedulable: 0
+`, buf.String())
+}
+
+func TestWriteTableLimitsReasons(t *testing.T) {
+	out := &Output{Rounds: []RoundOutput{{}}}
+	for i := range maxReasons + 3 {
+		out.Rounds[0].Unschedulable = append(out.Rounds[0].Unschedulable,
+			Unschedulable{Job: fmt.Sprint("j", i), Queue: "A", Reason: fmt.Sprint("reason ", i)})
+	}
+	var buf bytes.Buffer
+	require.NoError(t, WriteTable(&buf, out))
+	assert.Contains(t, buf.String(), "1 × reason 4 (e.g. j4 of A)\n    … and 3 more reasons\n")
+	assert.NotContains(t, buf.String(), "reason 5")
+}
+
+type failingWriter struct{ after int }
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if w.after <= 0 {
+		return 0, errors.New("disk full")
+	}
+	w.after--
+	return len(p), nil
+}
+
+func TestWritersReportWriteErrors(t *testing.T) {
+	for after := range 4 {
+		assert.EqualError(t, WriteTable(&failingWriter{after: after}, smallOutput()), "disk full", after)
+	}
+	assert.EqualError(t, WriteJSON(&failingWriter{}, smallOutput()), "disk full")
+	assert.NoError(t, WriteTable(&strings.Builder{}, nil))
+}

@@ -1,0 +1,255 @@
+package scenario
+
+import (
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/flotilla-sched/flotilla"
+)
+
+// gangAcc gathers a gang's members within one round.
+type gangAcc struct {
+	id                   string
+	queue, jobSet, class string
+	path                 string // the first member template
+	card                 int    // explicit cardinality, 0 when none given yet
+	cardPath             string
+	label                string
+	members              int
+	jobs                 []*flotilla.Job
+}
+
+// ended records where a job was finished or cancelled.
+type ended struct {
+	round int
+	list  string
+	path  string
+}
+
+// roundState is what rounds carry from one round to the next.
+type roundState struct {
+	submitted map[string]string // job id → template path
+	gangs     map[string]string // gang id → first template path, all rounds
+	ended     map[string]ended
+	jobs      int // expanded so far, for MaxJobs
+}
+
+func (b *builder) rounds() {
+	st := &roundState{submitted: map[string]string{}, gangs: map[string]string{}, ended: map[string]ended{}}
+	queueList := make([]string, 0, len(b.f.Queues))
+	for _, q := range b.f.Queues {
+		queueList = append(queueList, q.Name)
+	}
+	for r := range b.f.Rounds {
+		rd := &b.f.Rounds[r]
+		rp := fmt.Sprintf("rounds[%d]", r)
+		br := BuiltRound{Time: b.out.Start.Add(time.Duration(r) * b.out.Settings.RoundDuration)}
+		gangs := map[string]*gangAcc{}
+		var gangOrder []*gangAcc
+		for i := range rd.Submit {
+			t := &rd.Submit[i]
+			p := fmt.Sprintf("%s.submit[%d]", rp, i)
+			n := b.count(p+".count", t.Count, &st.jobs, b.maxJobs, "jobs")
+			if t.ID == "" {
+				b.add(flotilla.Errorf(p+".id", "", flotilla.ErrRequired, ""))
+				n = 0
+			}
+			if t.Queue == "" {
+				b.add(flotilla.Errorf(p+".queue", "", flotilla.ErrRequired, ""))
+			} else if !b.queueNames[t.Queue] {
+				b.add(flotilla.Errorf(p+".queue", t.Queue, flotilla.ErrUnknownName, "no such queue; known: %s", knownList(queueList)))
+			}
+			class := t.PriorityClass
+			if class == "" {
+				class = b.out.Settings.DefaultPriorityClass
+			} else if !b.classes[class] {
+				b.add(flotilla.Errorf(p+".priorityClass", class, flotilla.ErrUnknownName, "no such priority class; known: %s", knownList(b.classNames)))
+			}
+			if len(t.Requests) == 0 {
+				b.add(flotilla.Errorf(p+".requests", "", flotilla.ErrRequired, "a job needs at least one resource request"))
+			}
+			requests := b.parseResources(p+".requests", t.Requests)
+			if _, ok := t.NodeSelector[""]; ok {
+				b.add(flotilla.Errorf(p+".nodeSelector", "", flotilla.ErrRequired, "a label key is empty"))
+			}
+			tolerations := b.tolerations(p, t.Tolerations)
+			var g *gangAcc
+			if t.Gang != nil {
+				var isNew bool
+				g, isNew = b.gangMember(p, t, class, n, gangs, st)
+				if isNew {
+					gangOrder = append(gangOrder, g)
+				}
+			}
+			selector := maps.Clone(t.NodeSelector)
+			dups, firstDup := 0, ""
+			for k := range n {
+				id := expandedName(t.ID, t.Count, k)
+				if prev, dup := st.submitted[id]; dup {
+					if dups == 0 {
+						firstDup = fmt.Sprintf("job %q is also submitted by %s", id, prev)
+					}
+					dups++
+					continue
+				}
+				st.submitted[id] = p
+				job := &flotilla.Job{
+					ID:            id,
+					Queue:         t.Queue,
+					JobSet:        t.JobSet,
+					PriorityClass: class,
+					Priority:      t.Priority,
+					SubmitTime:    br.Time,
+					Requests:      requests.Clone(),
+					NodeSelector:  selector,
+					Tolerations:   tolerations,
+				}
+				if g != nil {
+					g.jobs = append(g.jobs, job)
+				}
+				br.Submit = append(br.Submit, job)
+			}
+			if dups > 0 {
+				b.add(flotilla.Errorf(p+".id", t.ID, flotilla.ErrDuplicate, "%s%s", firstDup, more(dups)))
+			}
+		}
+		for _, g := range gangOrder {
+			b.finishGang(g)
+		}
+		br.Finish = b.ends(rp, r, "finish", rd.Finish, st)
+		br.Cancel = b.ends(rp, r, "cancel", rd.Cancel, st)
+		b.out.Rounds = append(b.out.Rounds, br)
+	}
+}
+
+// gangMember checks template t (path p, n jobs) against the other members of
+// its gang in this round and returns the gang's accumulator (nil when the
+// gang id is missing) and whether t is the gang's first template.
+func (b *builder) gangMember(p string, t *JobTemplate, class string, n int, gangs map[string]*gangAcc, st *roundState) (*gangAcc, bool) {
+	gs := t.Gang
+	gp := p + ".gang"
+	if gs.ID == "" {
+		b.add(flotilla.Errorf(gp+".id", "", flotilla.ErrRequired, "a gang needs an id"))
+		return nil, false
+	}
+	switch {
+	case gs.Cardinality < 0:
+		b.add(flotilla.Errorf(gp+".cardinality", fmt.Sprint(gs.Cardinality), flotilla.ErrNegative, ""))
+	case gs.Cardinality > b.maxJobs:
+		b.add(flotilla.Errorf(gp+".cardinality", fmt.Sprint(gs.Cardinality), flotilla.ErrOutOfRange, "want at most %d", b.maxJobs))
+	}
+	g, seen := gangs[gs.ID]
+	if !seen {
+		if prev, used := st.gangs[gs.ID]; used {
+			b.add(flotilla.Errorf(gp+".id", gs.ID, flotilla.ErrDuplicate,
+				"gang id already used by %s; a gang's members are submitted in one round and its id is never reused", prev))
+		} else {
+			st.gangs[gs.ID] = p
+		}
+		g = &gangAcc{id: gs.ID, queue: t.Queue, jobSet: t.JobSet, class: class, path: p, label: gs.NodeUniformityLabel}
+		if gs.Cardinality > 0 {
+			g.card, g.cardPath = gs.Cardinality, gp+".cardinality"
+		}
+		gangs[gs.ID] = g
+		g.members = n
+		return g, true
+	}
+	disagree := func(field, value, other string) {
+		b.add(flotilla.Errorf(field, value, flotilla.ErrInconsistent, "gang %q: %s has %q", gs.ID, g.path, other))
+	}
+	if t.Queue != g.queue {
+		disagree(p+".queue", t.Queue, g.queue)
+	}
+	if t.JobSet != g.jobSet {
+		disagree(p+".jobSet", t.JobSet, g.jobSet)
+	}
+	if class != g.class {
+		disagree(p+".priorityClass", class, g.class)
+	}
+	if gs.NodeUniformityLabel != g.label {
+		disagree(gp+".nodeUniformityLabel", gs.NodeUniformityLabel, g.label)
+	}
+	if gs.Cardinality > 0 {
+		if g.card == 0 {
+			g.card, g.cardPath = gs.Cardinality, gp+".cardinality"
+		} else if gs.Cardinality != g.card {
+			b.add(flotilla.Errorf(gp+".cardinality", fmt.Sprint(gs.Cardinality), flotilla.ErrInconsistent,
+				"gang %q: %s has %d", gs.ID, g.cardPath, g.card))
+		}
+	}
+	g.members += n
+	return g, false
+}
+
+// finishGang checks a gang's member count against its cardinality and
+// stamps the resolved gang on every member.
+func (b *builder) finishGang(g *gangAcc) {
+	card := g.card
+	if card == 0 {
+		card = g.members
+	} else if g.members != card {
+		b.add(flotilla.Errorf(g.cardPath, fmt.Sprint(card), flotilla.ErrInconsistent,
+			"gang %q has %d members in this round; all members are submitted together", g.id, g.members))
+	}
+	for _, j := range g.jobs {
+		j.Gang = flotilla.Gang{ID: g.id, Cardinality: card, NodeUniformityLabel: g.label}
+	}
+}
+
+// ends checks a finish or cancel list: every id must have been submitted in
+// this or an earlier round and not already finished or cancelled.
+func (b *builder) ends(rp string, r int, list string, ids []string, st *roundState) []string {
+	for k, id := range ids {
+		f := fmt.Sprintf("%s.%s[%d]", rp, list, k)
+		if id == "" {
+			b.add(flotilla.Errorf(f, "", flotilla.ErrRequired, ""))
+			continue
+		}
+		if _, ok := st.submitted[id]; !ok {
+			b.add(flotilla.Errorf(f, id, flotilla.ErrUnknownName, "no job with this id is submitted in this or an earlier round"))
+			continue
+		}
+		if prev, ok := st.ended[id]; ok {
+			if prev.round == r && prev.list == list {
+				b.add(flotilla.Errorf(f, id, flotilla.ErrDuplicate, "also %s", prev.path))
+			} else {
+				b.add(flotilla.Errorf(f, id, flotilla.ErrInconsistent, "the job already ended at %s", prev.path))
+			}
+			continue
+		}
+		st.ended[id] = ended{round: r, list: list, path: f}
+	}
+	if ids == nil {
+		return nil
+	}
+	return append([]string(nil), ids...)
+}
+
+// tolerations validates and converts a template's tolerations.
+func (b *builder) tolerations(p string, ts []Toleration) []flotilla.Toleration {
+	if len(ts) == 0 {
+		return nil
+	}
+	out := make([]flotilla.Toleration, len(ts))
+	for j, t := range ts {
+		f := fmt.Sprintf("%s.tolerations[%d]", p, j)
+		op := t.Operator
+		if op == "" {
+			op = string(flotilla.TolerationEqual)
+		} else if err := checkEnum(f+".operator", op, tolerationOperators()...); err != nil {
+			b.add(err)
+		}
+		if t.Key == "" && op != string(flotilla.TolerationExists) {
+			b.add(flotilla.Errorf(f+".key", "", flotilla.ErrRequired, "a toleration without a key must use operator Exists"))
+		}
+		if op == string(flotilla.TolerationExists) && t.Value != "" {
+			b.add(flotilla.Errorf(f+".value", t.Value, flotilla.ErrInconsistent, "operator Exists takes no value"))
+		}
+		if t.Effect != "" {
+			b.add(checkEnum(f+".effect", t.Effect, taintEffects()...))
+		}
+		out[j] = flotilla.Toleration{Key: t.Key, Operator: flotilla.TolerationOperator(op), Value: t.Value, Effect: flotilla.TaintEffect(t.Effect)}
+	}
+	return out
+}

@@ -1,0 +1,213 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/binpack"
+	"github.com/flotilla-sched/flotilla/queue"
+	"github.com/flotilla-sched/flotilla/scheduler"
+)
+
+// SchedulerConfig maps a built scenario's settings onto a scheduler.Config.
+func (b *Built) SchedulerConfig() scheduler.Config {
+	s := &b.Settings
+	cfg := scheduler.DefaultConfig(b.Schema)
+	cfg.PriorityClasses = b.PriorityClasses
+	cfg.DefaultPriorityClass = s.DefaultPriorityClass
+	cfg.Fairness = scheduler.FairnessModel(s.Fairness)
+	cfg.ResourceWeights = s.ResourceWeights
+	for _, ir := range s.IndexedResources {
+		cfg.IndexedResources = append(cfg.IndexedResources, binpack.IndexedResource{Name: ir.Name, Resolution: ir.Resolution})
+	}
+	cfg.ProtectedFractionOfFairShare = s.ProtectedFractionOfFairShare
+	cfg.EvictionProbability = s.EvictionProbability
+	cfg.MaxQueueLookback = s.MaxQueueLookback
+	cfg.MaximumResourceFractionToSchedule = s.MaximumResourceFractionToSchedule
+	cfg.MaximumSchedulingRate = s.MaximumSchedulingRate
+	cfg.MaximumSchedulingBurst = s.MaximumSchedulingBurst
+	cfg.MaximumPerQueueSchedulingRate = s.MaximumPerQueueSchedulingRate
+	cfg.MaximumPerQueueSchedulingBurst = s.MaximumPerQueueSchedulingBurst
+	cfg.EnablePreferLargeJobOrdering = s.EnablePreferLargeJobOrdering
+	return cfg
+}
+
+// Run plays a built scenario through the real scheduler, one cycle per
+// round, and returns what each round decided. Between rounds, scheduled jobs
+// run on their node, preempted jobs leave (or go back to their queue with
+// RequeuePreempted), and unscheduled jobs stay queued. A round's finish and
+// cancel lists apply before its submissions; an id that is neither running
+// (finish) nor queued or running (cancel) is an error naming the round.
+func Run(ctx context.Context, b *Built) (*Output, error) {
+	sched, err := scheduler.New(b.SchedulerConfig())
+	if err != nil {
+		return nil, err
+	}
+	store, err := queue.New(b.PriorityClasses, b.Settings.DefaultPriorityClass)
+	if err != nil {
+		return nil, err
+	}
+	st := &runState{b: b, store: store, running: map[string]int{}}
+	out := &Output{}
+	var rate scheduler.RateLimitState
+	for ri := range b.Rounds {
+		round := &b.Rounds[ri]
+		if err := st.retire(ri, round); err != nil {
+			return nil, err
+		}
+		for i, j := range round.Submit {
+			if err := store.Add(j); err != nil {
+				return nil, fmt.Errorf("rounds[%d].submit[%d]: %w", ri, i, err)
+			}
+		}
+		snap := &scheduler.Snapshot{
+			Nodes:      b.Nodes,
+			Queues:     b.Queues,
+			Running:    st.snapshotRunning(),
+			Queued:     store,
+			RateLimits: rate,
+			Seed:       b.Settings.Seed + uint64(ri),
+		}
+		res, err := sched.Schedule(ctx, snap, round.Time)
+		if err != nil {
+			return nil, fmt.Errorf("rounds[%d]: %w", ri, err)
+		}
+		rate = res.RateLimits
+		ro, err := st.apply(ri, round, res)
+		if err != nil {
+			return nil, err
+		}
+		out.Rounds = append(out.Rounds, ro)
+	}
+	return out, nil
+}
+
+// runState is the fake cluster between rounds.
+type runState struct {
+	b     *Built
+	store *queue.Store
+	// live holds running jobs in start order, nil where one has left;
+	// running maps a job id to its position in live.
+	live    []scheduler.Running
+	running map[string]int
+}
+
+func (st *runState) snapshotRunning() []scheduler.Running {
+	out := make([]scheduler.Running, 0, len(st.running))
+	for _, r := range st.live {
+		if r.Job != nil {
+			out = append(out, r)
+		}
+	}
+	st.live = out
+	for i, r := range out {
+		st.running[r.Job.ID] = i
+	}
+	return slices.Clone(out)
+}
+
+func (st *runState) stop(id string) {
+	st.live[st.running[id]] = scheduler.Running{}
+	delete(st.running, id)
+}
+
+// retire applies a round's finish and cancel lists.
+func (st *runState) retire(ri int, round *BuiltRound) error {
+	for i, id := range round.Finish {
+		if _, ok := st.running[id]; !ok {
+			return flotilla.Errorf(fmt.Sprintf("rounds[%d].finish[%d]", ri, i), id, flotilla.ErrUnknownName, "no running job has this id")
+		}
+		st.stop(id)
+	}
+	for i, id := range round.Cancel {
+		if _, ok := st.store.Remove(id); ok {
+			continue
+		}
+		if _, ok := st.running[id]; ok {
+			st.stop(id)
+			continue
+		}
+		return flotilla.Errorf(fmt.Sprintf("rounds[%d].cancel[%d]", ri, i), id, flotilla.ErrUnknownName, "no queued or running job has this id")
+	}
+	return nil
+}
+
+// apply moves the cluster to the state the result decided and reports it.
+func (st *runState) apply(ri int, round *BuiltRound, res *scheduler.Result) (RoundOutput, error) {
+	ro := RoundOutput{Round: ri}
+	for _, p := range res.Preempted {
+		if _, ok := st.running[p.Job.ID]; !ok {
+			return ro, fmt.Errorf("rounds[%d]: scheduler preempted %q, which is not running", ri, p.Job.ID)
+		}
+		st.stop(p.Job.ID)
+		ro.Preempted = append(ro.Preempted, Preemption{Job: p.Job.ID, Queue: p.Job.Queue, Node: p.Node, Reason: string(p.Reason)})
+		if st.b.Settings.RequeuePreempted {
+			if err := st.store.Add(p.Job); err != nil {
+				return ro, fmt.Errorf("rounds[%d]: requeue %q: %w", ri, p.Job.ID, err)
+			}
+		}
+	}
+	for _, a := range res.Scheduled {
+		if _, ok := st.store.Remove(a.Job.ID); !ok {
+			return ro, fmt.Errorf("rounds[%d]: scheduler placed %q, which is not queued", ri, a.Job.ID)
+		}
+		st.running[a.Job.ID] = len(st.live)
+		st.live = append(st.live, scheduler.Running{Job: a.Job, Node: a.Node, Start: round.Time})
+		ro.Scheduled = append(ro.Scheduled, Placement{Job: a.Job.ID, Queue: a.Job.Queue, Node: a.Node})
+	}
+	// Every job still queued is unschedulable: those the cycle examined with
+	// their own reason, the rest with their queue's not-examined reason.
+	seen := make(map[string]bool, len(res.Unscheduled))
+	for _, u := range res.Unscheduled {
+		if _, queued := st.store.Get(u.Job.ID); !queued || seen[u.Job.ID] {
+			continue
+		}
+		seen[u.Job.ID] = true
+		ro.Unschedulable = append(ro.Unschedulable, Unschedulable{Job: u.Job.ID, Queue: u.Job.Queue, Reason: u.Reason.String()})
+	}
+	why := map[string]string{}
+	for _, r := range res.NotExamined {
+		why[r.Queue] = r.Reason.String()
+	}
+	running := map[string]int{}
+	alloc := map[string]flotilla.Resources{}
+	for _, r := range st.live {
+		if r.Job == nil {
+			continue
+		}
+		running[r.Job.Queue]++
+		if alloc[r.Job.Queue] == nil {
+			alloc[r.Job.Queue] = st.b.Schema.Zero()
+		}
+		alloc[r.Job.Queue].Add(r.Job.Requests)
+	}
+	for qi, q := range st.b.Queues {
+		st.store.Ascend(q.Name, func(e *queue.Entry) bool {
+			if !seen[e.Job.ID] {
+				reason := why[q.Name]
+				if reason == "" {
+					reason = "not examined this round"
+				}
+				ro.Unschedulable = append(ro.Unschedulable, Unschedulable{Job: e.Job.ID, Queue: q.Name, Reason: reason})
+			}
+			return true
+		})
+		rep := res.Queues[qi]
+		a := alloc[q.Name]
+		if a == nil {
+			a = st.b.Schema.Zero()
+		}
+		ro.Queues = append(ro.Queues, QueueReport{
+			Name:              q.Name,
+			Running:           running[q.Name],
+			Queued:            st.store.QueueLen(q.Name),
+			Allocated:         st.b.Schema.Format(a),
+			Share:             rep.Share,
+			FairShare:         rep.FairShare,
+			AdjustedFairShare: rep.AdjustedFairShare,
+		})
+	}
+	return ro, nil
+}
