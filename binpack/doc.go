@@ -1,0 +1,64 @@
+// Package binpack is the node database the scheduler places jobs with: it
+// answers "which node should this job go to?" thousands of times per cycle
+// and records each placement so the next answer sees it.
+//
+// A DB tracks, per node and per priority level, the allocatable resources:
+// at level l, the node's total minus the requests of jobs bound at level l
+// or above, so a job bound at level L uses capacity at every level ≤ L
+// (Armada's urgency-based preemption: a higher-priority job may be placed
+// over lower-priority ones, which then become preemption victims).
+// Non-preemptible jobs are bound by the caller at the top level.
+//
+// Select implements Armada's per-queue bin-packing. For a job of queue q it
+// looks first at the nodes whose only user is q, then at unused nodes, then
+// at all other nodes; a node's users are the queues with jobs bound to it
+// right now. Within a tier it picks the fitting node with the smallest free
+// resources at the job's level, compared lexicographically over the indexed
+// resources (by default nvidia.com/gpu, cpu, memory), each rounded down to a
+// resolution, ties going to the lowest node index. A node fits when the
+// request fits exactly in every resource, its labels satisfy the job's node
+// selector, the job tolerates its NoSchedule and NoExecute taints, and it is
+// not cordoned; a query restricted to one node (OnlyNode, for an evicted job
+// returning to its node) ignores the cordon.
+//
+// Typical use, per scheduling cycle:
+//
+//	db, err := binpack.New(opts, nodes)
+//	// bind the running jobs: db.Bind(node, queue, level, requests)
+//	db.Forget()
+//	m := db.Mark()
+//	for _, job := range gang {
+//		q := binpack.Query{Requests: job.Requests, Level: lvl, Queue: qi,
+//			Constraint: db.Constraints(job.NodeSelector, job.Tolerations), OnlyNode: -1}
+//		n, ok := db.Select(&q)
+//		if !ok {
+//			db.Rollback(m) // all or nothing
+//			reason := db.Explain(&q)
+//			break
+//		}
+//		db.Bind(n, qi, lvl, job.Requests)
+//	}
+//	db.Forget() // keep the placements, drop the undo log
+//
+// Costs, for N nodes, L levels and R resources: New is O(N·L·log N);
+// Select is O(log N) plus the candidates it steps over that are in the
+// rounded key range but do not fit, and allocates nothing; Bind and Unbind
+// are O(L·R) and allocate nothing in steady state; each node they change
+// costs O(log N) once, in the next Select at each changed level; Rollback
+// costs one Unbind or Bind per change undone; Explain is O(N·R) and is meant
+// only for jobs that did not fit. Memory is O(N·L·R) plus N/8 bytes per
+// distinct constraint.
+//
+// Internally every level has two btree indexes: one keyed by (owner, key,
+// node) over nodes with at most one user, which answers the own and unused
+// tiers, and one keyed by (key, node) over nodes with at least one user,
+// which answers the shared tier (skipping the querying queue's own nodes).
+// Bind only marks the node dirty at the levels whose allocatable changed
+// (every level when its owner changed); a query re-indexes the dirty nodes
+// of the index it is about to scan. Cordoned nodes are not indexed. The
+// per-node arrays and indexes use dense int32 node and queue numbers.
+//
+// A DB is not safe for concurrent use, not even for concurrent Selects:
+// Select updates the lazy indexes and scratch state. Build one per cycle (or
+// per goroutine) or guard it.
+package binpack
