@@ -160,6 +160,8 @@ func (c *cycle) try(qi int) {
 		return
 	}
 	c.db.Bind(node, qi, c.s.bindLevel[ci], j.Requests)
+	// A single job is its own transaction: nothing will roll it back.
+	c.db.Forget()
 	c.account(qi, ci, j.Requests)
 	c.scheduledTotal.Add(j.Requests)
 	qs.running++
