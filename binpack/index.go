@@ -224,9 +224,11 @@ func (db *DB) visitItem(it item) bool {
 // marks for re-indexing the levels whose key or owner may have changed.
 func (db *DB) apply(n, queue, level int, req flotilla.Resources, sign int64) {
 	oldOwner := db.owner(n)
-	if sign < 0 {
+	switch {
+	case queue < 0: // Hold/Release: capacity without a user
+	case sign < 0:
 		db.addUser(n, int32(queue))
-	} else {
+	default:
 		db.removeUser(n, int32(queue))
 	}
 	L, R := db.nlev, db.nres

@@ -1,0 +1,123 @@
+package queue
+
+import "github.com/flotilla-sched/flotilla"
+
+// The scheduling key is FNV-1a-style, a 64-bit word at a time: xor the
+// word in, multiply by the FNV-1a 64-bit prime, fold the high half down (so
+// that a flip in a word's top bits cannot cancel against the next word), and
+// finally avalanche with MurmurHash3's fmix64.
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+// hasher is a running scheduling-key hash. Strings are length-prefixed so
+// that adjacent fields cannot run into each other.
+type hasher uint64
+
+func (h hasher) u64(v uint64) hasher {
+	x := (uint64(h) ^ v) * fnvPrime
+	return hasher(x ^ x>>32)
+}
+
+func (h hasher) str(s string) hasher {
+	h = h.u64(uint64(len(s)))
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		h = h.u64(uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56)
+	}
+	if i < len(s) {
+		var w uint64
+		for k := i; k < len(s); k++ {
+			w |= uint64(s[k]) << (8 * (k - i))
+		}
+		h = h.u64(w)
+	}
+	return h
+}
+
+// sum finishes the hash.
+func (h hasher) sum() uint64 {
+	x := uint64(h)
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
+}
+
+// selectorInline is the largest node selector whose keys are sorted in a
+// stack buffer; larger ones are walked in key order by repeated search.
+const selectorInline = 8
+
+// selector hashes the pairs of m in key order, without allocating.
+func (h hasher) selector(m map[string]string) hasher {
+	h = h.u64(uint64(len(m)))
+	if len(m) <= selectorInline {
+		var buf [selectorInline]string
+		n := 0
+		for k := range m {
+			if n == len(buf) {
+				break // the map grew under us; the hash is meaningless anyway
+			}
+			// insertion sort into buf[:n]
+			i := n
+			for i > 0 && buf[i-1] > k {
+				buf[i] = buf[i-1]
+				i--
+			}
+			buf[i] = k
+			n++
+		}
+		for _, k := range buf[:n] {
+			h = h.str(k).str(m[k])
+		}
+		return h
+	}
+	// O(len(m)²) map reads, still cheap next to a node search, and rare.
+	prev := ""
+	for i := range len(m) {
+		next, found := "", false
+		for k := range m {
+			if (i == 0 || k > prev) && (!found || k < next) {
+				next, found = k, true
+			}
+		}
+		h = h.str(next).str(m[next])
+		prev = next
+	}
+	return h
+}
+
+// SchedulingKey is a deterministic 64-bit FNV-1a-style hash of everything that
+// decides where a job can go: Requests, the class priority, the node
+// selector's pairs in key order, the tolerations (in their order, an empty
+// operator read as Equal) and the gang's node-uniformity label. Jobs with
+// equal requirements have equal keys. It is a hash, not an identity: two
+// different requirements share a key with a chance of about 2^-64 per pair,
+// and a scheduler that caches failures by key would then skip a job that
+// might have fitted, for one cycle. It does not allocate, and it depends on
+// nothing but its arguments (not on map iteration order, not on the
+// process, not on the Go release).
+func SchedulingKey(j *flotilla.Job, classPriority int32) uint64 {
+	h := hasher(fnvOffset)
+	h = h.u64(uint64(len(j.Requests)))
+	for _, r := range j.Requests {
+		h = h.u64(uint64(r))
+	}
+	h = h.u64(uint64(uint32(classPriority)))
+	h = h.selector(j.NodeSelector)
+	h = h.u64(uint64(len(j.Tolerations)))
+	for i := range j.Tolerations {
+		t := &j.Tolerations[i]
+		op := t.Operator
+		if op == "" {
+			op = flotilla.TolerationEqual
+		}
+		h = h.str(t.Key).str(string(op)).str(t.Value).str(string(t.Effect))
+	}
+	h = h.str(j.Gang.NodeUniformityLabel)
+	return h.sum()
+}

@@ -1,0 +1,371 @@
+package queue
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/google/btree"
+
+	"github.com/flotilla-sched/flotilla"
+)
+
+// degree is the B-tree degree: nodes hold 31 to 63 items, a good trade
+// between pointer chasing and copying for in-memory trees.
+const degree = 32
+
+// Entry is one queued job as the store keeps it. Entries handed out by a
+// Store belong to it: read them, do not modify them.
+type Entry struct {
+	Job *flotilla.Job
+	// ClassPriority is the priority of the job's priority class (the
+	// store's default class when the job names none).
+	ClassPriority int32
+	// Key is the job's scheduling key (see SchedulingKey).
+	Key uint64
+}
+
+// Less is the scheduling order inside a queue: ClassPriority, higher first;
+// then Job.Priority, LOWER number first (Armada's convention: priority 1
+// runs before priority 10); then Job.SubmitTime, earlier first (as wall-clock
+// instants: monotonic clock readings are ignored); then Job.ID. With unique
+// IDs it is a strict total order.
+func Less(a, b *Entry) bool {
+	if a.ClassPriority != b.ClassPriority {
+		return a.ClassPriority > b.ClassPriority
+	}
+	if a.Job.Priority != b.Job.Priority {
+		return a.Job.Priority < b.Job.Priority
+	}
+	if c := compareWall(a.Job.SubmitTime, b.Job.SubmitTime); c != 0 {
+		return c < 0
+	}
+	return a.Job.ID < b.Job.ID
+}
+
+// LessEvicted is the order of evicted jobs (running jobs reconsidered by
+// preemption), which a scheduler offers before a queue's stored jobs:
+// ClassPriority, higher first; then Job.Priority, lower number first; then
+// the earliest start (aStart, bStart: when each job started running); then
+// submit time; then ID (DESIGN.md §3). Times compare as in Less.
+func LessEvicted(a, b *Entry, aStart, bStart time.Time) bool {
+	if a.ClassPriority != b.ClassPriority {
+		return a.ClassPriority > b.ClassPriority
+	}
+	if a.Job.Priority != b.Job.Priority {
+		return a.Job.Priority < b.Job.Priority
+	}
+	if c := compareWall(aStart, bStart); c != 0 {
+		return c < 0
+	}
+	if c := compareWall(a.Job.SubmitTime, b.Job.SubmitTime); c != 0 {
+		return c < 0
+	}
+	return a.Job.ID < b.Job.ID
+}
+
+// compareWall compares the wall-clock instants of two times, ignoring any
+// monotonic reading (which time.Time.Compare would prefer).
+func compareWall(a, b time.Time) int {
+	if as, bs := a.Unix(), b.Unix(); as != bs {
+		return cmp.Compare(as, bs)
+	}
+	return cmp.Compare(a.Nanosecond(), b.Nanosecond())
+}
+
+func compareEntries(a, b *Entry) int {
+	switch {
+	case Less(a, b):
+		return -1
+	case Less(b, a):
+		return 1
+	}
+	return 0
+}
+
+// item is what the order tree holds: an entry with copies of the fields
+// Less reads, so that a search compares items inside the tree's own nodes
+// instead of loading two objects (entry, job) per comparison.
+type item struct {
+	e     *Entry
+	id    string
+	sec   int64
+	class int32
+	prio  uint32
+	nsec  int32
+}
+
+func itemOf(e *Entry) item {
+	j := e.Job
+	return item{
+		e:     e,
+		id:    j.ID,
+		sec:   j.SubmitTime.Unix(),
+		class: e.ClassPriority,
+		prio:  j.Priority,
+		nsec:  int32(j.SubmitTime.Nanosecond()),
+	}
+}
+
+// lessItem is Less on items.
+func lessItem(a, b item) bool {
+	if a.class != b.class {
+		return a.class > b.class
+	}
+	if a.prio != b.prio {
+		return a.prio < b.prio
+	}
+	if a.sec != b.sec {
+		return a.sec < b.sec
+	}
+	if a.nsec != b.nsec {
+		return a.nsec < b.nsec
+	}
+	return a.id < b.id
+}
+
+// Store is the queued-job store: per queue, the jobs in scheduling order in
+// a B-tree and a job-set index; across queues, an index by ID. See the
+// package documentation for ownership and concurrency. The zero Store is
+// not usable; call New.
+type Store struct {
+	classes      map[string]int32
+	defaultClass string
+	byID         map[string]*Entry
+	queues       map[string]*queueIndex
+	free         *btree.FreeListG[item] // shared by every tree
+}
+
+// queueIndex is one non-empty queue.
+type queueIndex struct {
+	order *btree.BTreeG[item]
+	sets  map[string]map[*Entry]struct{} // non-empty job sets
+}
+
+// New returns an empty store that resolves jobs' priority classes against
+// classes; jobs naming no class get defaultClass. An empty or duplicate
+// class name, or a default class that is not among classes, is an error
+// (*flotilla.FieldError; all problems joined).
+func New(classes []flotilla.PriorityClass, defaultClass string) (*Store, error) {
+	s := &Store{
+		classes:      make(map[string]int32, len(classes)),
+		defaultClass: defaultClass,
+		byID:         make(map[string]*Entry),
+		queues:       make(map[string]*queueIndex),
+		free:         btree.NewFreeListG[item](btree.DefaultFreeListSize),
+	}
+	var errs []error
+	for i, pc := range classes {
+		switch _, dup := s.classes[pc.Name]; {
+		case pc.Name == "":
+			errs = append(errs, flotilla.Errorf(fmt.Sprintf("priorityClasses[%d].name", i), "", flotilla.ErrRequired, ""))
+		case dup:
+			errs = append(errs, flotilla.Errorf(fmt.Sprintf("priorityClasses[%d].name", i), pc.Name, flotilla.ErrDuplicate, ""))
+		default:
+			s.classes[pc.Name] = pc.Priority
+		}
+	}
+	if _, ok := s.classes[defaultClass]; !ok {
+		errs = append(errs, flotilla.Errorf("defaultPriorityClass", defaultClass, flotilla.ErrUnknownName, "not among the priority classes"))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return s, nil
+}
+
+// NewEntry returns the entry Add would store for j, without storing it or
+// checking for duplicates: the way a scheduler builds entries for evicted
+// jobs, to order them with LessEvicted. Errors as for Add.
+func (s *Store) NewEntry(j *flotilla.Job) (*Entry, error) {
+	if j == nil {
+		return nil, flotilla.Errorf("job", "", flotilla.ErrRequired, "nil job")
+	}
+	if j.ID == "" {
+		return nil, flotilla.Errorf("id", "", flotilla.ErrRequired, "")
+	}
+	if j.Queue == "" {
+		return nil, flotilla.Errorf("queue", "", flotilla.ErrRequired, "job %q", j.ID)
+	}
+	class := j.PriorityClass
+	if class == "" {
+		class = s.defaultClass
+	}
+	prio, ok := s.classes[class]
+	if !ok {
+		return nil, flotilla.Errorf("priorityClass", j.PriorityClass, flotilla.ErrUnknownName, "job %q", j.ID)
+	}
+	return &Entry{Job: j, ClassPriority: prio, Key: SchedulingKey(j, prio)}, nil
+}
+
+// Add stores j in its queue, in O(log n). Errors are *flotilla.FieldError:
+// a nil job, or an empty ID or Queue (ErrRequired, fields "job", "id",
+// "queue"); an ID already stored (ErrDuplicate, field "id"); a priority
+// class not configured (ErrUnknownName, field "priorityClass"). An empty
+// PriorityClass means the store's default class. On error the store is
+// unchanged.
+func (s *Store) Add(j *flotilla.Job) error {
+	if j != nil {
+		if _, dup := s.byID[j.ID]; dup {
+			return flotilla.Errorf("id", j.ID, flotilla.ErrDuplicate, "already queued")
+		}
+	}
+	e, err := s.NewEntry(j)
+	if err != nil {
+		return err
+	}
+	q := s.queues[j.Queue]
+	if q == nil {
+		q = &queueIndex{
+			order: btree.NewWithFreeListG(degree, lessItem, s.free),
+			sets:  make(map[string]map[*Entry]struct{}),
+		}
+		s.queues[j.Queue] = q
+	}
+	set := q.sets[j.JobSet]
+	if set == nil {
+		set = make(map[*Entry]struct{})
+		q.sets[j.JobSet] = set
+	}
+	q.order.ReplaceOrInsert(itemOf(e))
+	set[e] = struct{}{}
+	s.byID[j.ID] = e
+	return nil
+}
+
+// Remove takes the job with this ID out of the store, in O(log n), and
+// returns it; false when no such job is stored.
+func (s *Store) Remove(id string) (*flotilla.Job, bool) {
+	e, ok := s.byID[id]
+	if !ok {
+		return nil, false
+	}
+	q := s.queues[e.Job.Queue]
+	s.drop(q, e)
+	if set := q.sets[e.Job.JobSet]; len(set) == 1 {
+		delete(q.sets, e.Job.JobSet)
+	} else {
+		delete(set, e)
+	}
+	if q.order.Len() == 0 {
+		delete(s.queues, e.Job.Queue)
+	}
+	return e.Job, true
+}
+
+// drop removes e from the ID index and its queue's order.
+func (s *Store) drop(q *queueIndex, e *Entry) {
+	delete(s.byID, e.Job.ID)
+	if _, ok := q.order.Delete(itemOf(e)); ok {
+		return
+	}
+	// The job was modified while stored, against the package rules, and
+	// its item no longer sorts where it was put. Find it the slow way
+	// rather than leave it behind.
+	var stale item
+	q.order.Ascend(func(it item) bool {
+		if it.e == e {
+			stale = it
+			return false
+		}
+		return true
+	})
+	q.order.Delete(stale)
+}
+
+// Get returns the stored entry of a job, in O(1).
+func (s *Store) Get(id string) (*Entry, bool) {
+	e, ok := s.byID[id]
+	return e, ok
+}
+
+// Len is the number of stored jobs.
+func (s *Store) Len() int { return len(s.byID) }
+
+// QueueLen is the number of jobs stored in one queue.
+func (s *Store) QueueLen(queue string) int {
+	if q := s.queues[queue]; q != nil {
+		return q.order.Len()
+	}
+	return 0
+}
+
+// Queues returns the names of the queues holding at least one job, sorted.
+// It allocates the result.
+func (s *Store) Queues() []string {
+	names := make([]string, 0, len(s.queues))
+	for name := range s.queues {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// setEntries returns the entries of one job set in queue order, in
+// O(k log k); nil when there are none.
+func (s *Store) setEntries(q *queueIndex, jobSet string) []*Entry {
+	set := q.sets[jobSet]
+	if len(set) == 0 {
+		return nil
+	}
+	entries := make([]*Entry, 0, len(set))
+	for e := range set {
+		entries = append(entries, e)
+	}
+	slices.SortFunc(entries, compareEntries)
+	return entries
+}
+
+// JobSet returns the queued jobs of one job set of one queue, in queue
+// order, in O(k log k) for a set of k jobs. It allocates the result; nil
+// when there are none.
+func (s *Store) JobSet(queue, jobSet string) []*flotilla.Job {
+	q := s.queues[queue]
+	if q == nil {
+		return nil
+	}
+	entries := s.setEntries(q, jobSet)
+	if entries == nil {
+		return nil
+	}
+	jobs := make([]*flotilla.Job, len(entries))
+	for i, e := range entries {
+		jobs[i] = e.Job
+	}
+	return jobs
+}
+
+// RemoveJobSet takes every queued job of one job set of one queue out of
+// the store, in O(k log n), and returns them in queue order; nil when there
+// are none.
+func (s *Store) RemoveJobSet(queue, jobSet string) []*flotilla.Job {
+	q := s.queues[queue]
+	if q == nil {
+		return nil
+	}
+	entries := s.setEntries(q, jobSet)
+	if entries == nil {
+		return nil
+	}
+	delete(q.sets, jobSet)
+	jobs := make([]*flotilla.Job, len(entries))
+	for i, e := range entries {
+		s.drop(q, e)
+		jobs[i] = e.Job
+	}
+	if q.order.Len() == 0 {
+		delete(s.queues, queue)
+	}
+	return jobs
+}
+
+// Ascend calls fn for the jobs of one queue in scheduling order until fn
+// returns false. fn must not modify the store.
+func (s *Store) Ascend(queue string, fn func(*Entry) bool) {
+	if q := s.queues[queue]; q != nil {
+		q.order.Ascend(func(it item) bool { return fn(it.e) })
+	}
+}

@@ -1,0 +1,615 @@
+package queue
+
+import (
+	"cmp"
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/leanovate/gopter"
+	"github.com/leanovate/gopter/gen"
+	"github.com/leanovate/gopter/prop"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-sched/flotilla"
+)
+
+var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func testClasses() []flotilla.PriorityClass {
+	return append(flotilla.DefaultPriorityClasses(), flotilla.PriorityClass{Name: "low", Priority: 100, Preemptible: true})
+}
+
+func newStore(t testing.TB) *Store {
+	t.Helper()
+	s, err := New(testClasses(), flotilla.ArmadaDefault)
+	require.NoError(t, err)
+	return s
+}
+
+func job(id, queue, set string) *flotilla.Job {
+	return &flotilla.Job{ID: id, Queue: queue, JobSet: set, SubmitTime: t0, Requests: flotilla.Resources{1000, 1 << 30 * 1000, 0}}
+}
+
+func ids(jobs []*flotilla.Job) []string {
+	out := make([]string, len(jobs))
+	for i, j := range jobs {
+		out[i] = j.ID
+	}
+	return out
+}
+
+func cursorIDs(s *Store, queue string) []string {
+	var out []string
+	c := s.Cursor(queue)
+	for e, ok := c.Next(); ok; e, ok = c.Next() {
+		out = append(out, e.Job.ID)
+	}
+	return out
+}
+
+func TestLess(t *testing.T) {
+	e := func(class int32, prio uint32, submit int, id string) *Entry {
+		return &Entry{ClassPriority: class, Job: &flotilla.Job{ID: id, Priority: prio, SubmitTime: t0.Add(time.Duration(submit) * time.Second)}}
+	}
+	cases := []struct {
+		name string
+		a, b *Entry
+		want bool
+	}{
+		{"higher class first", e(30000, 9, 9, "z"), e(20000, 0, 0, "a"), true},
+		{"lower class later", e(20000, 0, 0, "a"), e(30000, 9, 9, "z"), false},
+		{"lower priority number first", e(1, 1, 9, "z"), e(1, 10, 0, "a"), true},
+		{"higher priority number later", e(1, 10, 0, "a"), e(1, 1, 9, "z"), false},
+		{"earlier submit first", e(1, 1, 1, "z"), e(1, 1, 2, "a"), true},
+		{"later submit later", e(1, 1, 2, "a"), e(1, 1, 1, "z"), false},
+		{"id breaks ties", e(1, 1, 1, "a"), e(1, 1, 1, "b"), true},
+		{"id breaks ties reversed", e(1, 1, 1, "b"), e(1, 1, 1, "a"), false},
+		{"irreflexive", e(1, 1, 1, "a"), e(1, 1, 1, "a"), false},
+	}
+	for _, c := range cases {
+		assert.Equal(t, c.want, Less(c.a, c.b), c.name)
+	}
+}
+
+func TestLessEvicted(t *testing.T) {
+	e := func(class int32, prio uint32, submit int, id string) *Entry {
+		return &Entry{ClassPriority: class, Job: &flotilla.Job{ID: id, Priority: prio, SubmitTime: t0.Add(time.Duration(submit) * time.Second)}}
+	}
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Hour) }
+	cases := []struct {
+		name           string
+		a, b           *Entry
+		aStart, bStart time.Time
+		want           bool
+	}{
+		{"class beats start", e(2, 0, 0, "a"), e(1, 0, 0, "b"), at(9), at(1), true},
+		{"priority beats start", e(1, 0, 0, "a"), e(1, 1, 0, "b"), at(9), at(1), true},
+		{"earliest start first", e(1, 1, 9, "z"), e(1, 1, 0, "a"), at(1), at(2), true},
+		{"later start later", e(1, 1, 0, "a"), e(1, 1, 9, "z"), at(2), at(1), false},
+		{"submit breaks start ties", e(1, 1, 1, "z"), e(1, 1, 2, "a"), at(1), at(1), true},
+		{"id last", e(1, 1, 1, "a"), e(1, 1, 1, "b"), at(1), at(1), true},
+		{"irreflexive", e(1, 1, 1, "a"), e(1, 1, 1, "a"), at(1), at(1), false},
+	}
+	for _, c := range cases {
+		assert.Equal(t, c.want, LessEvicted(c.a, c.b, c.aStart, c.bStart), c.name)
+	}
+}
+
+func TestNew(t *testing.T) {
+	_, err := New(testClasses(), "")
+	assert.ErrorIs(t, err, flotilla.ErrUnknownName)
+	_, err = New(testClasses(), "nope")
+	var fe *flotilla.FieldError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, "defaultPriorityClass", fe.Field)
+	assert.Equal(t, "nope", fe.Value)
+	assert.ErrorIs(t, err, flotilla.ErrUnknownName)
+
+	_, err = New([]flotilla.PriorityClass{{Name: "a"}, {Name: "a", Priority: 1}, {Name: ""}}, "a")
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, "priorityClasses[1].name", fe.Field)
+	assert.ErrorIs(t, err, flotilla.ErrDuplicate)
+	assert.ErrorIs(t, err, flotilla.ErrRequired)
+	assert.Contains(t, err.Error(), "priorityClasses[2].name")
+}
+
+func TestAddErrors(t *testing.T) {
+	s := newStore(t)
+	require.NoError(t, s.Add(job("a", "A", "s")))
+	cases := []struct {
+		name  string
+		job   *flotilla.Job
+		field string
+		value string
+		class error
+	}{
+		{"duplicate id", job("a", "B", "t"), "id", "a", flotilla.ErrDuplicate},
+		{"unknown class", &flotilla.Job{ID: "b", Queue: "A", PriorityClass: "gold"}, "priorityClass", "gold", flotilla.ErrUnknownName},
+		{"nil job", nil, "job", "", flotilla.ErrRequired},
+		{"empty id", &flotilla.Job{Queue: "A"}, "id", "", flotilla.ErrRequired},
+		{"empty queue", &flotilla.Job{ID: "c"}, "queue", "", flotilla.ErrRequired},
+	}
+	for _, c := range cases {
+		err := s.Add(c.job)
+		assert.ErrorIs(t, err, c.class, c.name)
+		var fe *flotilla.FieldError
+		if assert.ErrorAs(t, err, &fe, c.name) {
+			assert.Equal(t, c.field, fe.Field, c.name)
+			assert.Equal(t, c.value, fe.Value, c.name)
+		}
+	}
+	assert.Equal(t, 1, s.Len(), "failed adds leave the store unchanged")
+	assert.Equal(t, []string{"A"}, s.Queues())
+}
+
+func TestStoreBasics(t *testing.T) {
+	s := newStore(t)
+	add := func(id, queue, set, class string, prio uint32, submit int) {
+		j := job(id, queue, set)
+		j.PriorityClass = class
+		j.Priority = prio
+		j.SubmitTime = t0.Add(time.Duration(submit) * time.Second)
+		require.NoError(t, s.Add(j))
+	}
+	add("a1", "A", "s1", flotilla.ArmadaPreemptible, 0, 0)
+	add("a2", "A", "s1", "", 5, 0) // default class: 30000
+	add("a3", "A", "s2", "", 1, 3)
+	add("a4", "A", "s2", "", 1, 2)
+	add("a5", "A", "s1", "low", 0, 0)
+	add("b1", "B", "s1", "", 0, 0)
+	add("c1", "C", "s9", "", 0, 0)
+
+	assert.Equal(t, 7, s.Len())
+	assert.Equal(t, 5, s.QueueLen("A"))
+	assert.Equal(t, 0, s.QueueLen("Z"))
+	assert.Equal(t, []string{"A", "B", "C"}, s.Queues())
+	assert.Equal(t, []string{"a4", "a3", "a2", "a1", "a5"}, cursorIDs(s, "A"))
+
+	e, ok := s.Get("a2")
+	require.True(t, ok)
+	assert.Equal(t, int32(30000), e.ClassPriority)
+	assert.Equal(t, "a2", e.Job.ID)
+	e, _ = s.Get("a5")
+	assert.Equal(t, int32(100), e.ClassPriority)
+	_, ok = s.Get("zz")
+	assert.False(t, ok)
+
+	assert.Equal(t, []string{"a2", "a1", "a5"}, ids(s.JobSet("A", "s1")))
+	assert.Equal(t, []string{"a4", "a3"}, ids(s.JobSet("A", "s2")))
+	assert.Equal(t, []string{"b1"}, ids(s.JobSet("B", "s1")), "job sets are per queue")
+	assert.Nil(t, s.JobSet("A", "s9"))
+	assert.Nil(t, s.JobSet("Z", "s1"))
+	assert.Nil(t, s.JobSet("A", ""))
+
+	var seen []string
+	s.Ascend("A", func(e *Entry) bool {
+		seen = append(seen, e.Job.ID)
+		return len(seen) < 2
+	})
+	assert.Equal(t, []string{"a4", "a3"}, seen)
+	s.Ascend("Z", func(*Entry) bool { t.Fatal("called for an unknown queue"); return false })
+
+	j, ok := s.Remove("a3")
+	require.True(t, ok)
+	assert.Equal(t, "a3", j.ID)
+	_, ok = s.Remove("a3")
+	assert.False(t, ok)
+	assert.Equal(t, []string{"a4", "a2", "a1", "a5"}, cursorIDs(s, "A"))
+	assert.Equal(t, []string{"a4"}, ids(s.JobSet("A", "s2")))
+
+	assert.Equal(t, []string{"a2", "a1", "a5"}, ids(s.RemoveJobSet("A", "s1")))
+	assert.Nil(t, s.RemoveJobSet("A", "s1"))
+	assert.Nil(t, s.RemoveJobSet("Z", "s1"))
+	assert.Equal(t, []string{"a4"}, cursorIDs(s, "A"))
+	assert.Equal(t, []string{"b1"}, ids(s.JobSet("B", "s1")))
+	_, ok = s.Get("a1")
+	assert.False(t, ok)
+
+	_, _ = s.Remove("b1")
+	assert.Equal(t, []string{"A", "C"}, s.Queues(), "empty queues are not listed")
+	assert.Equal(t, []string{"c1"}, ids(s.RemoveJobSet("C", "s9")))
+	assert.Equal(t, []string{"A"}, s.Queues())
+	assert.Equal(t, 1, s.Len())
+
+	// A removed ID can be added again.
+	require.NoError(t, s.Add(job("a1", "B", "s1")))
+	assert.Equal(t, []string{"A", "B"}, s.Queues())
+}
+
+func TestCursor(t *testing.T) {
+	s := newStore(t)
+	var want []string
+	for i := range 3*cursorBatch + 5 {
+		id := fmt.Sprintf("j%04d", i)
+		want = append(want, id)
+		require.NoError(t, s.Add(job(id, "A", "s")))
+	}
+	require.NoError(t, s.Add(job("other", "B", "s")))
+	assert.Equal(t, want, cursorIDs(s, "A"))
+
+	c := s.Cursor("A")
+	for range 10 {
+		c.Next()
+	}
+	c.Reset(s, "B")
+	e, ok := c.Next()
+	require.True(t, ok)
+	assert.Equal(t, "other", e.Job.ID)
+	_, ok = c.Next()
+	assert.False(t, ok)
+	_, ok = c.Next()
+	assert.False(t, ok, "an exhausted cursor stays exhausted")
+
+	c.Reset(s, "nope")
+	_, ok = c.Next()
+	assert.False(t, ok)
+
+	var zero Cursor
+	_, ok = zero.Next()
+	assert.False(t, ok, "the zero cursor yields nothing")
+	zero.Reset(s, "B")
+	e, ok = zero.Next()
+	require.True(t, ok)
+	assert.Equal(t, "other", e.Job.ID)
+
+	// A copy panics rather than share the original's buffer.
+	c.Reset(s, "A")
+	c.Next()
+	cp := new(Cursor)
+	reflect.ValueOf(cp).Elem().Set(reflect.ValueOf(c).Elem()) // *cp = *c, hidden from go vet's copylocks
+	assert.Panics(t, func() { cp.Next() })
+	assert.Panics(t, func() { cp.Reset(s, "A") })
+	e, ok = c.Next()
+	require.True(t, ok)
+	assert.Equal(t, want[1], e.Job.ID, "the original is unaffected")
+
+	// Exactly one batch.
+	s2 := newStore(t)
+	for i := range cursorBatch {
+		require.NoError(t, s2.Add(job(fmt.Sprintf("k%03d", i), "A", "s")))
+	}
+	assert.Len(t, cursorIDs(s2, "A"), cursorBatch)
+}
+
+func TestCursorSurvivesRemovalOfResumePoint(t *testing.T) {
+	s := newStore(t)
+	var want []string
+	for i := range 2 * cursorBatch {
+		id := fmt.Sprintf("j%04d", i)
+		want = append(want, id)
+		require.NoError(t, s.Add(job(id, "A", "s")))
+	}
+	c := s.Cursor("A")
+	var got []string
+	for range cursorBatch {
+		e, _ := c.Next()
+		got = append(got, e.Job.ID)
+	}
+	// Modifying the store invalidates the cursor; it must still not fail.
+	_, _ = s.Remove(want[cursorBatch-1])
+	for e, ok := c.Next(); ok; e, ok = c.Next() {
+		got = append(got, e.Job.ID)
+	}
+	assert.Equal(t, want, got)
+}
+
+func TestCursorNoAllocation(t *testing.T) {
+	s := newStore(t)
+	for i := range 1000 {
+		require.NoError(t, s.Add(job(fmt.Sprintf("j%04d", i), "A", "s")))
+	}
+	c := s.Cursor("A")
+	n := 0
+	allocs := testing.AllocsPerRun(20, func() {
+		c.Reset(s, "A")
+		for _, ok := c.Next(); ok; _, ok = c.Next() {
+			n++
+		}
+	})
+	assert.Zero(t, allocs)
+	assert.Equal(t, 21*1000, n)
+}
+
+func TestSchedulingKey(t *testing.T) {
+	base := func() *flotilla.Job {
+		return &flotilla.Job{
+			ID: "a", Queue: "A", JobSet: "s", Priority: 3, SubmitTime: t0,
+			Requests:     flotilla.Resources{1000, 2000, 0},
+			NodeSelector: map[string]string{"zone": "a", "rack": "7"},
+			Tolerations:  []flotilla.Toleration{{Key: "gpu", Value: "true", Effect: flotilla.TaintNoSchedule}},
+			Gang:         flotilla.Gang{ID: "g", Cardinality: 2, NodeUniformityLabel: "zone"},
+		}
+	}
+	key := SchedulingKey(base(), 30000)
+	assert.Equal(t, key, SchedulingKey(base(), 30000), "deterministic")
+
+	same := base()
+	same.ID, same.Queue, same.JobSet, same.Priority, same.SubmitTime = "b", "B", "t", 9, t0.Add(time.Hour)
+	same.Gang.ID, same.Gang.Cardinality = "h", 5
+	same.NodeSelector = map[string]string{"rack": "7", "zone": "a"}
+	same.Tolerations[0].Operator = flotilla.TolerationEqual
+	assert.Equal(t, key, SchedulingKey(same, 30000), "fields that do not decide placement do not change the key")
+
+	changes := map[string]func(j *flotilla.Job) int32{
+		"class":           func(j *flotilla.Job) int32 { return 20000 },
+		"requests value":  func(j *flotilla.Job) int32 { j.Requests[2] = 1; return 30000 },
+		"requests length": func(j *flotilla.Job) int32 { j.Requests = j.Requests[:2]; return 30000 },
+		"selector value":  func(j *flotilla.Job) int32 { j.NodeSelector["zone"] = "b"; return 30000 },
+		"selector key":    func(j *flotilla.Job) int32 { delete(j.NodeSelector, "rack"); return 30000 },
+		"selector swap": func(j *flotilla.Job) int32 {
+			j.NodeSelector = map[string]string{"zone": "7", "rack": "a"}
+			return 30000
+		},
+		"selector run-in": func(j *flotilla.Job) int32 {
+			j.NodeSelector = map[string]string{"zonea": "", "rack": "7"}
+			return 30000
+		},
+		"toleration effect": func(j *flotilla.Job) int32 { j.Tolerations[0].Effect = ""; return 30000 },
+		"toleration op":     func(j *flotilla.Job) int32 { j.Tolerations[0].Operator = flotilla.TolerationExists; return 30000 },
+		"toleration added": func(j *flotilla.Job) int32 {
+			j.Tolerations = append(j.Tolerations, flotilla.Toleration{})
+			return 30000
+		},
+		"uniformity label":   func(j *flotilla.Job) int32 { j.Gang.NodeUniformityLabel = ""; return 30000 },
+		"tolerations absent": func(j *flotilla.Job) int32 { j.Tolerations = nil; return 30000 },
+	}
+	seen := map[uint64]string{key: "base"}
+	for name, change := range changes {
+		j := base()
+		k := SchedulingKey(j, change(j))
+		prev, dup := seen[k]
+		assert.False(t, dup, "%s collides with %s", name, prev)
+		seen[k] = name
+	}
+
+	// Large selectors (past the stack buffer) hash like a sorted walk.
+	big1, big2 := map[string]string{}, map[string]string{}
+	for i := range 20 {
+		big1[fmt.Sprintf("k%02d", i)] = fmt.Sprint(i)
+		big2[fmt.Sprintf("k%02d", 19-i)] = fmt.Sprint(19 - i)
+	}
+	j1, j2 := base(), base()
+	j1.NodeSelector, j2.NodeSelector = big1, big2
+	assert.Equal(t, SchedulingKey(j1, 1), SchedulingKey(j2, 1))
+	keys := make([]string, 0, len(big1))
+	for k := range big1 {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	want := hasher(fnvOffset).u64(uint64(len(big1)))
+	for _, k := range keys {
+		want = want.str(k).str(big1[k])
+	}
+	assert.Equal(t, want.sum(), hasher(fnvOffset).selector(big1).sum())
+
+	// No allocation, small or large selector.
+	var sink uint64
+	assert.Zero(t, testing.AllocsPerRun(100, func() { sink += SchedulingKey(base2, 30000) }))
+	assert.Zero(t, testing.AllocsPerRun(100, func() { sink += SchedulingKey(j1, 30000) }))
+	_ = sink
+}
+
+var base2 = &flotilla.Job{
+	Requests:     flotilla.Resources{1, 2, 3},
+	NodeSelector: map[string]string{"a": "1", "b": "2", "c": "3", "d": "4", "e": "5", "f": "6", "g": "7", "h": "8"},
+	Tolerations:  []flotilla.Toleration{{Key: "gpu", Operator: flotilla.TolerationExists}},
+}
+
+// jobSpec is a generated job: small alphabets so that ties are common.
+type jobSpec struct {
+	queue, set, class int
+	prio              uint32
+	submit            int
+	tag               uint16
+}
+
+var (
+	specQueues  = []string{"A", "B", "C"}
+	specSets    = []string{"s1", "s2", "s3"}
+	specClasses = []string{"", flotilla.ArmadaDefault, flotilla.ArmadaPreemptible, "low"}
+)
+
+func (sp jobSpec) job(i int) *flotilla.Job {
+	return &flotilla.Job{
+		ID:            fmt.Sprintf("%05d-%d", sp.tag, i),
+		Queue:         specQueues[sp.queue],
+		JobSet:        specSets[sp.set],
+		PriorityClass: specClasses[sp.class],
+		Priority:      sp.prio,
+		SubmitTime:    t0.Add(time.Duration(sp.submit) * time.Second),
+		Requests:      flotilla.Resources{int64(sp.prio) * 1000},
+	}
+}
+
+// oracleOrder sorts jobs the naive way: by the tuple (−class priority,
+// priority, submit time, id).
+func oracleOrder(jobs []*flotilla.Job) []string {
+	prio := map[string]int32{"": 30000}
+	for _, pc := range testClasses() {
+		prio[pc.Name] = pc.Priority
+	}
+	sorted := slices.Clone(jobs)
+	slices.SortFunc(sorted, func(a, b *flotilla.Job) int {
+		return cmp.Or(
+			cmp.Compare(prio[b.PriorityClass], prio[a.PriorityClass]),
+			cmp.Compare(a.Priority, b.Priority),
+			a.SubmitTime.Compare(b.SubmitTime),
+			cmp.Compare(a.ID, b.ID))
+	})
+	return ids(sorted)
+}
+
+// consistent checks every read path of s against the oracle over live.
+func consistent(s *Store, live map[string]*flotilla.Job) bool {
+	if s.Len() != len(live) {
+		return false
+	}
+	var wantQueues []string
+	c := new(Cursor)
+	for _, q := range specQueues {
+		var inQueue []*flotilla.Job
+		for _, j := range live {
+			if j.Queue == q {
+				inQueue = append(inQueue, j)
+			}
+		}
+		if len(inQueue) > 0 {
+			wantQueues = append(wantQueues, q)
+		}
+		want := oracleOrder(inQueue)
+		var got []string
+		c.Reset(s, q)
+		for e, ok := c.Next(); ok; e, ok = c.Next() {
+			got = append(got, e.Job.ID)
+		}
+		if !slices.Equal(want, got) || s.QueueLen(q) != len(want) {
+			return false
+		}
+		for _, set := range specSets {
+			var inSet []string
+			for _, id := range want {
+				if live[id].JobSet == set {
+					inSet = append(inSet, id)
+				}
+			}
+			if !slices.Equal(inSet, ids(s.JobSet(q, set))) {
+				return false
+			}
+		}
+	}
+	return slices.Equal(wantQueues, s.Queues())
+}
+
+func TestStoreProperty(t *testing.T) {
+	params := gopter.DefaultTestParameters()
+	params.MinSuccessfulTests = 200
+	params.MaxSize = 400
+	params.Rng.Seed(3)
+	props := gopter.NewProperties(params)
+	specGen := gopter.CombineGens(
+		gen.IntRange(0, len(specQueues)-1), gen.IntRange(0, len(specSets)-1), gen.IntRange(0, len(specClasses)-1),
+		gen.UInt32Range(0, 3), gen.IntRange(0, 5), gen.UInt16(),
+	).Map(func(v []any) jobSpec {
+		return jobSpec{v[0].(int), v[1].(int), v[2].(int), v[3].(uint32), v[4].(int), v[5].(uint16)}
+	})
+	props.Property("Cursor yields the jobs sorted by Less, through Add, Remove and RemoveJobSet", prop.ForAll(
+		func(specs []jobSpec, removals []int, readd int, dropSet jobSpec) bool {
+			s, err := New(testClasses(), flotilla.ArmadaDefault)
+			if err != nil {
+				return false
+			}
+			live := map[string]*flotilla.Job{}
+			var all []*flotilla.Job
+			for i, sp := range specs {
+				j := sp.job(i)
+				if s.Add(j) != nil {
+					return false
+				}
+				live[j.ID] = j
+				all = append(all, j)
+			}
+			if !consistent(s, live) {
+				return false
+			}
+			var removed []*flotilla.Job
+			for _, r := range removals {
+				if len(all) == 0 {
+					break
+				}
+				j := all[r%len(all)]
+				got, ok := s.Remove(j.ID)
+				_, wasLive := live[j.ID]
+				if ok != wasLive || (ok && got != j) {
+					return false
+				}
+				if ok {
+					delete(live, j.ID)
+					removed = append(removed, j)
+				}
+			}
+			if !consistent(s, live) {
+				return false
+			}
+			for i, j := range removed {
+				if i%(readd%3+1) == 0 {
+					if s.Add(j) != nil {
+						return false
+					}
+					live[j.ID] = j
+				}
+			}
+			if !consistent(s, live) {
+				return false
+			}
+			q, set := specQueues[dropSet.queue], specSets[dropSet.set]
+			var want []*flotilla.Job
+			for _, j := range live {
+				if j.Queue == q && j.JobSet == set {
+					want = append(want, j)
+				}
+			}
+			if !slices.Equal(oracleOrder(want), ids(s.RemoveJobSet(q, set))) {
+				return false
+			}
+			for _, j := range want {
+				delete(live, j.ID)
+			}
+			return consistent(s, live)
+		},
+		gen.SliceOf(specGen), gen.SliceOf(gen.IntRange(0, 1<<20)), gen.IntRange(0, 2), specGen))
+	props.TestingRun(t)
+}
+
+func TestSchedulingKeyGolden(t *testing.T) {
+	j := &flotilla.Job{
+		Requests:     flotilla.Resources{1000, 4 << 30 * 1000, 0},
+		NodeSelector: map[string]string{"zone": "a", "kubernetes.io/arch": "amd64"},
+		Tolerations:  []flotilla.Toleration{{Key: "nvidia.com/gpu", Operator: flotilla.TolerationExists, Effect: flotilla.TaintNoSchedule}},
+		Gang:         flotilla.Gang{NodeUniformityLabel: "rack"},
+	}
+	// Pinned: the key must not change with the Go release or the platform.
+	assert.Equal(t, "0x86faeb804ab53513", fmt.Sprintf("%#x", SchedulingKey(j, 30000)))
+}
+
+func TestStoredOrderMatchesLess(t *testing.T) {
+	params := gopter.DefaultTestParameters()
+	params.MinSuccessfulTests = 2000
+	params.Rng.Seed(4)
+	props := gopter.NewProperties(params)
+	s := newStore(t)
+	entry := func(class int, prio uint32, sec int64, nsec int64, id uint8) *Entry {
+		e, err := s.NewEntry(&flotilla.Job{
+			ID: fmt.Sprint(id), Queue: "A", PriorityClass: specClasses[class], Priority: prio,
+			SubmitTime: time.Unix(sec, nsec).In(time.FixedZone("x", int(sec%7)*3600)),
+		})
+		require.NoError(t, err)
+		return e
+	}
+	entryGen := gopter.CombineGens(gen.IntRange(0, len(specClasses)-1), gen.UInt32Range(0, 2),
+		gen.Int64Range(-2, 2), gen.Int64Range(0, 2), gen.UInt8Range(0, 3)).Map(func(v []any) *Entry {
+		return entry(v[0].(int), v[1].(uint32), v[2].(int64), v[3].(int64), v[4].(uint8))
+	})
+	props.Property("lessItem agrees with Less", prop.ForAll(func(a, b *Entry) bool {
+		return lessItem(itemOf(a), itemOf(b)) == Less(a, b) && (Less(a, b) != Less(b, a) || a.Job.ID == b.Job.ID && !Less(a, b))
+	}, entryGen, entryGen))
+	props.TestingRun(t)
+}
+
+func TestRemoveAfterForbiddenPriorityChange(t *testing.T) {
+	s := newStore(t)
+	for i := range 200 {
+		require.NoError(t, s.Add(job(fmt.Sprintf("j%03d", i), "A", "s")))
+	}
+	e, _ := s.Get("j100")
+	e.Job.Priority = 7 // against the rules: Remove must still find it
+	e.Job.SubmitTime = t0.Add(-time.Hour)
+	_, ok := s.Remove("j100")
+	require.True(t, ok)
+	assert.Equal(t, 199, s.QueueLen("A"))
+	assert.NotContains(t, cursorIDs(s, "A"), "j100")
+	assert.Len(t, s.JobSet("A", "s"), 199)
+}

@@ -1,0 +1,203 @@
+package flotilla
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// The validators in this file report every problem they find at once: the
+// result is nil or an errors.Join of *FieldError values, each naming the
+// offending field with a path such as
+//
+//	job "a-1".requests.cpu
+//	node "n-3".taints[0].effect
+//	queue "A".priorityFactor
+//	priorityClass "armada-default".maximumResourceFractionPerQueue.cpu
+//
+// Problems are reported in a deterministic order (fields in declaration
+// order, map entries by sorted key), so messages are stable across runs.
+// Every error satisfies errors.Is with one of the sentinels of errors.go.
+
+// Validate checks a job against the resource schema of the scheduler that
+// will run it: ID and Queue are required; Requests has exactly schema.Len()
+// entries, none negative; a gang member (Gang.ID set) has Cardinality ≥ 1,
+// and a job outside a gang has Cardinality 0 and no NodeUniformityLabel;
+// node-selector keys are non-empty; every toleration has an operator of ""
+// (Equal), Equal or Exists, no value with Exists, an empty key only with
+// Exists (as Kubernetes requires), and an effect of "" (all), NoSchedule,
+// PreferNoSchedule or NoExecute.
+//
+// Validate does not check that PriorityClass names a configured class, nor
+// that gang members agree with each other: those need more than one job or
+// the scheduler's configuration.
+func (j *Job) Validate(schema *ResourceSchema) error {
+	if j == nil {
+		return errors.Join(Errorf("job", "", ErrRequired, "nil job"))
+	}
+	var v validator
+	p := fmt.Sprintf("job %q", j.ID)
+	v.required(p+".id", j.ID)
+	v.required(p+".queue", j.Queue)
+	v.resources(p+".requests", j.Requests, schema)
+	if j.Gang.ID != "" {
+		if j.Gang.Cardinality < 1 {
+			v.add(Errorf(p+".gang.cardinality", strconv.Itoa(j.Gang.Cardinality), ErrOutOfRange, "a gang has at least 1 member"))
+		}
+	} else {
+		if j.Gang.Cardinality != 0 {
+			v.add(Errorf(p+".gang.cardinality", strconv.Itoa(j.Gang.Cardinality), ErrInconsistent, "set without gang.id"))
+		}
+		if j.Gang.NodeUniformityLabel != "" {
+			v.add(Errorf(p+".gang.nodeUniformityLabel", j.Gang.NodeUniformityLabel, ErrInconsistent, "set without gang.id"))
+		}
+	}
+	if _, empty := j.NodeSelector[""]; empty {
+		v.add(Errorf(p+".nodeSelector", "", ErrRequired, "label key must not be empty"))
+	}
+	for i, t := range j.Tolerations {
+		tp := fmt.Sprintf("%s.tolerations[%d]", p, i)
+		switch t.Operator {
+		case "", TolerationEqual:
+			if t.Key == "" {
+				v.add(Errorf(tp+".operator", string(t.Operator), ErrInconsistent, "an empty key needs operator Exists"))
+			}
+		case TolerationExists:
+			if t.Value != "" {
+				v.add(Errorf(tp+".value", t.Value, ErrInconsistent, "operator Exists takes no value"))
+			}
+		default:
+			v.add(Errorf(tp+".operator", string(t.Operator), ErrUnknownName, "want Equal or Exists"))
+		}
+		switch t.Effect {
+		case "", TaintNoSchedule, TaintPreferNoSchedule, TaintNoExecute:
+		default:
+			v.add(Errorf(tp+".effect", string(t.Effect), ErrUnknownName, "want empty (all), NoSchedule, PreferNoSchedule or NoExecute"))
+		}
+	}
+	return v.err()
+}
+
+// Validate checks a node against the resource schema: Name is required;
+// Total has exactly schema.Len() entries, none negative; label keys are
+// non-empty; every taint has a key and an effect of NoSchedule,
+// PreferNoSchedule or NoExecute (a taint's effect may not be empty).
+func (n *Node) Validate(schema *ResourceSchema) error {
+	if n == nil {
+		return errors.Join(Errorf("node", "", ErrRequired, "nil node"))
+	}
+	var v validator
+	p := fmt.Sprintf("node %q", n.Name)
+	v.required(p+".name", n.Name)
+	v.resources(p+".total", n.Total, schema)
+	if _, empty := n.Labels[""]; empty {
+		v.add(Errorf(p+".labels", "", ErrRequired, "label key must not be empty"))
+	}
+	for i, t := range n.Taints {
+		tp := fmt.Sprintf("%s.taints[%d]", p, i)
+		v.required(tp+".key", t.Key)
+		switch t.Effect {
+		case TaintNoSchedule, TaintPreferNoSchedule, TaintNoExecute:
+		case "":
+			v.add(Errorf(tp+".effect", "", ErrRequired, "want NoSchedule, PreferNoSchedule or NoExecute"))
+		default:
+			v.add(Errorf(tp+".effect", string(t.Effect), ErrUnknownName, "want NoSchedule, PreferNoSchedule or NoExecute"))
+		}
+	}
+	return v.err()
+}
+
+// Validate checks a queue: Name is required; PriorityFactor is finite and
+// not negative (0 means 1); every LimitsByPriorityClass entry has a
+// non-empty class and resource name and a fraction in [0, 1]. Class and
+// resource names are checked against the configuration by the scheduler,
+// not here.
+func (q *Queue) Validate() error {
+	if q == nil {
+		return errors.Join(Errorf("queue", "", ErrRequired, "nil queue"))
+	}
+	var v validator
+	p := fmt.Sprintf("queue %q", q.Name)
+	v.required(p+".name", q.Name)
+	f := q.PriorityFactor
+	switch {
+	case math.IsNaN(f) || math.IsInf(f, 0):
+		v.add(Errorf(p+".priorityFactor", formatFloat(f), ErrOutOfRange, "must be finite"))
+	case f < 0:
+		v.add(Errorf(p+".priorityFactor", formatFloat(f), ErrNegative, ""))
+	}
+	for _, class := range sortedKeys(q.LimitsByPriorityClass) {
+		cp := p + ".limitsByPriorityClass." + class
+		if class == "" {
+			v.add(Errorf(p+".limitsByPriorityClass", "", ErrRequired, "priority class name must not be empty"))
+		}
+		v.fractions(cp, q.LimitsByPriorityClass[class])
+	}
+	return v.err()
+}
+
+// Validate checks a priority class: Name is required; every
+// MaximumResourceFractionPerQueue entry has a non-empty resource name and a
+// fraction in [0, 1]. Any Priority is valid.
+func (pc *PriorityClass) Validate() error {
+	if pc == nil {
+		return errors.Join(Errorf("priorityClass", "", ErrRequired, "nil priority class"))
+	}
+	var v validator
+	p := fmt.Sprintf("priorityClass %q", pc.Name)
+	v.required(p+".name", pc.Name)
+	v.fractions(p+".maximumResourceFractionPerQueue", pc.MaximumResourceFractionPerQueue)
+	return v.err()
+}
+
+// validator accumulates problems.
+type validator struct{ errs []error }
+
+func (v *validator) add(err *FieldError) { v.errs = append(v.errs, err) }
+
+func (v *validator) err() error { return errors.Join(v.errs...) }
+
+func (v *validator) required(field, value string) {
+	if value == "" {
+		v.add(Errorf(field, "", ErrRequired, ""))
+	}
+}
+
+// resources checks a vector's length against the schema and its entries for
+// negatives; entries are named by resource (field.cpu).
+func (v *validator) resources(field string, r Resources, schema *ResourceSchema) {
+	if schema == nil {
+		v.add(Errorf(field, "", ErrRequired, "no resource schema to check against"))
+		return
+	}
+	if len(r) != schema.Len() {
+		if len(r) == 0 {
+			v.add(Errorf(field, "", ErrRequired, "want %d resources", schema.Len()))
+		} else {
+			v.add(Errorf(field, strconv.Itoa(len(r)), ErrInconsistent, "has %d resources, schema has %d", len(r), schema.Len()))
+		}
+		return
+	}
+	for i, x := range r {
+		if x < 0 {
+			v.add(Errorf(field+"."+schema.Name(i), FormatQuantity(x), ErrNegative, ""))
+		}
+	}
+}
+
+// fractions checks a resource-name → fraction map: names non-empty,
+// fractions in [0, 1].
+func (v *validator) fractions(field string, m map[string]float64) {
+	for _, name := range sortedKeys(m) {
+		f := m[name]
+		if name == "" {
+			v.add(Errorf(field, "", ErrRequired, "resource name must not be empty"))
+		}
+		if !(f >= 0 && f <= 1) { // also catches NaN
+			v.add(Errorf(field+"."+name, formatFloat(f), ErrOutOfRange, "want a fraction in [0, 1]"))
+		}
+	}
+}
+
+func formatFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
