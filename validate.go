@@ -36,6 +36,14 @@ func (j *Job) Validate(schema *ResourceSchema) error {
 	if j == nil {
 		return errors.Join(Errorf("job", "", ErrRequired, "nil job"))
 	}
+	if j.valid(schema) {
+		return nil
+	}
+	return j.report(schema)
+}
+
+// report is the full check behind Validate, naming every problem.
+func (j *Job) report(schema *ResourceSchema) error {
 	var v validator
 	p := fmt.Sprintf("job %q", j.ID)
 	v.required(p+".id", j.ID)
@@ -77,6 +85,45 @@ func (j *Job) Validate(schema *ResourceSchema) error {
 		}
 	}
 	return v.err()
+}
+
+// valid is Validate's answer without the report: it allocates nothing, so
+// a scheduler can check every running job on each cycle. It must accept
+// exactly what Validate accepts (a property test holds them together).
+func (j *Job) valid(schema *ResourceSchema) bool {
+	if schema == nil || j.ID == "" || j.Queue == "" || len(j.Requests) != schema.Len() || j.Requests.AnyNegative() {
+		return false
+	}
+	if j.Gang.ID != "" {
+		if j.Gang.Cardinality < 1 {
+			return false
+		}
+	} else if j.Gang.Cardinality != 0 || j.Gang.NodeUniformityLabel != "" {
+		return false
+	}
+	if _, empty := j.NodeSelector[""]; empty {
+		return false
+	}
+	for _, t := range j.Tolerations {
+		switch t.Operator {
+		case "", TolerationEqual:
+			if t.Key == "" {
+				return false
+			}
+		case TolerationExists:
+			if t.Value != "" {
+				return false
+			}
+		default:
+			return false
+		}
+		switch t.Effect {
+		case "", TaintNoSchedule, TaintPreferNoSchedule, TaintNoExecute:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // Validate checks a node against the resource schema: Name is required;

@@ -65,7 +65,8 @@ type Tier uint8
 const (
 	TierOwn    Tier = iota // only this queue has jobs on the node
 	TierUnused             // no jobs on the node
-	TierShared             // other queues (possibly with this one) have jobs on the node
+	TierJoined             // this queue and others have jobs on the node
+	TierShared             // only other queues have jobs on the node
 )
 
 func (t Tier) String() string {
@@ -74,6 +75,8 @@ func (t Tier) String() string {
 		return "own"
 	case TierUnused:
 		return "unused"
+	case TierJoined:
+		return "joined"
 	case TierShared:
 		return "shared"
 	}
@@ -365,6 +368,8 @@ func (db *DB) Tier(node, queue int) Tier {
 		return TierUnused
 	case o == int32(queue):
 		return TierOwn
+	case db.Jobs(node, queue) > 0:
+		return TierJoined
 	}
 	return TierShared
 }

@@ -59,7 +59,8 @@ func TestTiers(t *testing.T) {
 		{"unused before others' smaller nodes", 2, 1, nil, "unused"},
 		{"q1 goes to its own node", 1, 4, nil, "other"},
 		{"own too small: unused", 0, 17, nil, "unused"},
-		{"own and unused too small: smallest of the rest", 0, 21, nil, "other"},
+		{"own and unused too small: a node q0 shares before a node only q1 uses", 0, 21, nil, "shared"},
+		{"q1: other is its own, so q1 prefers it", 1, 21, nil, "other"},
 		{"only the shared node is large enough", 0, 29, nil, "shared"},
 		{"unbind returns node to unused", 3, 21, func(db *binpack.DB) { db.Unbind(0, 0, 0, r3(0, 16, 0)) }, "own"},
 		{"shared and other queues' nodes compete by size", 2, 5, func(db *binpack.DB) {
@@ -81,7 +82,7 @@ func TestTiers(t *testing.T) {
 	require.Equal(t, binpack.TierOwn, db.Tier(0, 0))
 	require.Equal(t, binpack.TierUnused, db.Tier(1, 0))
 	require.Equal(t, binpack.TierShared, db.Tier(2, 0))
-	require.Equal(t, binpack.TierShared, db.Tier(3, 0))
+	require.Equal(t, binpack.TierJoined, db.Tier(3, 0))
 	require.Equal(t, []int{0, 1}, db.Users(3))
 	require.Equal(t, []int{}, db.Users(1))
 }

@@ -11,8 +11,13 @@
 //
 // Select implements Armada's per-queue bin-packing. For a job of queue q it
 // looks first at the nodes whose only user is q, then at unused nodes, then
-// at all other nodes; a node's users are the queues with jobs bound to it
-// right now. Within a tier it picks the fitting node with the smallest free
+// at nodes q shares with other queues, and last at nodes only other queues
+// use; a node's users are the queues with jobs bound to it right now. The
+// third tier is Flotilla's refinement of Armada's "nodes with multiple
+// users": a queue that must share spreads onto nodes it already shares
+// before it intrudes on another queue's own nodes, which is what keeps
+// preemption to fair share from displacing a queue's jobs on the nodes it
+// filled (seeds/armada-scheduler.md's two-node example). Within a tier it picks the fitting node with the smallest free
 // resources at the job's level, compared lexicographically over the indexed
 // resources (by default nvidia.com/gpu, cpu, memory), each rounded down to a
 // resolution, ties going to the lowest node index. A node fits when the

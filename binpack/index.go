@@ -106,7 +106,8 @@ type scanMode uint8
 
 const (
 	scanTier   scanMode = iota // tier index, stop at the end of one owner
-	scanShared                 // all index, skip nodes owned by self
+	scanJoined                 // all index, only nodes self shares with others
+	scanShared                 // all index, skip nodes self uses
 )
 
 // scanState is the state of one index scan, kept in the DB so that the
@@ -166,6 +167,9 @@ func (db *DB) Select(q *Query) (node int, ok bool) {
 	}
 	all := db.allIx[q.Level]
 	all.flush(db, q.Level)
+	if n := db.scanIndex(all.tree, 0, scanJoined); n >= 0 {
+		return db.done(n)
+	}
 	return db.done(db.scanIndex(all.tree, 0, scanShared))
 }
 
@@ -193,8 +197,15 @@ func (db *DB) visitItem(it item) bool {
 		return false
 	}
 	n := int(it.node)
-	if s.mode == scanShared && db.owner(n) == s.self {
-		return true
+	switch s.mode {
+	case scanJoined:
+		if db.owner(n) != ownerShared || db.Jobs(n, int(s.self)) == 0 {
+			return true
+		}
+	case scanShared:
+		if db.Jobs(n, int(s.self)) > 0 {
+			return true
+		}
 	}
 	for i := 0; i < db.nidx; i++ {
 		if it.k[i] < s.rk[i] {

@@ -182,8 +182,10 @@ func (w *world) tier(n, q int) int {
 		return 0
 	case len(u) == 0:
 		return 1
+	case slices.Contains(u, q):
+		return 2
 	}
-	return 2
+	return 3
 }
 
 func oracleFloor(a, b int64) int64 {

@@ -89,3 +89,54 @@ func BenchmarkLargeCycle(b *testing.B) {
 		b.Fatalf("scheduled %d, want 320000", len(res.Scheduled))
 	}
 }
+
+// BenchmarkRebalance is issue 4's: 1,000 × 32-core nodes full of one
+// queue's preemptible one-core jobs, then nine more equal queues arrive
+// with backlogs. One op is the rebalancing cycle (evict, refill, diff).
+func BenchmarkRebalance(b *testing.B) {
+	schema := flotilla.MustResourceSchema("cpu", "memory", "nvidia.com/gpu")
+	cfg := scheduler.DefaultConfig(schema)
+	s, err := scheduler.New(cfg)
+	require.NoError(b, err)
+	snap := &scheduler.Snapshot{}
+	total := schema.MustParse(map[string]string{"cpu": "32", "memory": "256Gi"})
+	req := schema.MustParse(map[string]string{"cpu": "1", "memory": "4Gi"})
+	for i := range 1000 {
+		name := fmt.Sprintf("node-%04d", i)
+		snap.Nodes = append(snap.Nodes, &flotilla.Node{Name: name, Total: total})
+		for k := range 32 {
+			snap.Running = append(snap.Running, scheduler.Running{
+				Job: &flotilla.Job{ID: fmt.Sprintf("r%04d-%02d", i, k), Queue: "q00", Requests: req,
+					PriorityClass: flotilla.ArmadaPreemptible, SubmitTime: t0},
+				Node: name, Start: t0,
+			})
+		}
+	}
+	store, err := queue.New(cfg.PriorityClasses, cfg.DefaultPriorityClass)
+	require.NoError(b, err)
+	for q := range 10 {
+		name := fmt.Sprintf("q%02d", q)
+		snap.Queues = append(snap.Queues, &flotilla.Queue{Name: name})
+		if q == 0 {
+			continue
+		}
+		for i := range 4000 {
+			require.NoError(b, store.Add(&flotilla.Job{ID: fmt.Sprintf("%s-%05d", name, i), Queue: name,
+				PriorityClass: flotilla.ArmadaPreemptible, Requests: req, SubmitTime: t0.Add(time.Second)}))
+		}
+	}
+	snap.Queued = store
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	var res *scheduler.Result
+	for b.Loop() {
+		res, err = s.Schedule(ctx, snap, t0.Add(time.Minute))
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	if len(res.Scheduled) != 28800 || len(res.Preempted) != 28800 {
+		b.Fatalf("scheduled %d, preempted %d, want 28800 each", len(res.Scheduled), len(res.Preempted))
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/binpack"
@@ -21,6 +22,23 @@ const (
 	// AssetFairness: a weighted sum of resources in CPU-equivalent units, with
 	// resource factors total_r / total_cpu (seeds/armada-priority.md).
 	AssetFairness FairnessModel = "asset"
+)
+
+// Strategy chooses how a cycle hands out the cluster.
+type Strategy string
+
+const (
+	// ProgressiveFilling is the default (also meant by ""): fair share by
+	// progressive filling, with preemption (seeds/armada-scheduler.md).
+	ProgressiveFilling Strategy = "progressive-filling"
+	// Lottery is Armada's legacy slice-and-lottery leasing
+	// (seeds/armada-priority.md): the cluster's free resources are sliced
+	// among queues in proportion to 1/effective queue priority, each queue
+	// fills its slice in queue order, and the rest goes by lottery. Queue
+	// priorities follow usage with PriorityHalftime, carried between cycles
+	// in Snapshot.QueuePriorities / Result.QueuePriorities. It never
+	// preempts.
+	Lottery Strategy = "lottery"
 )
 
 // Config is everything a Scheduler needs besides a snapshot. Start from
@@ -65,6 +83,17 @@ type Config struct {
 	// EnablePreferLargeJobOrdering: among queues tied on fraction of fair
 	// share, try the one whose next job is larger first.
 	EnablePreferLargeJobOrdering bool
+	// Strategy is ProgressiveFilling (the default when empty) or Lottery.
+	Strategy Strategy
+	// PriorityHalftime is how fast a queue's priority approaches its usage
+	// under the lottery: after one half-time it has moved half way
+	// (priority.Decay). Required (> 0) with Lottery; only Lottery uses it.
+	PriorityHalftime time.Duration
+	// UseProbabilisticSchedulingForAllResources skips the lottery strategy's
+	// slice round and hands out the whole cluster by lottery (Armada's
+	// scheduling.useProbabilisticSchedulingForAllResources). Only Lottery
+	// uses it.
+	UseProbabilisticSchedulingForAllResources bool
 }
 
 // DefaultConfig returns the documented defaults for a schema: Armada's two
@@ -98,6 +127,9 @@ func (c *Config) validate() error {
 	for i := range c.PriorityClasses {
 		pc := &c.PriorityClasses[i]
 		add(pc.Validate())
+		if pc.Priority == math.MinInt32 {
+			add(flotilla.Errorf(fmt.Sprintf("priorityClasses[%d].priority", i), fmt.Sprint(pc.Priority), flotilla.ErrOutOfRange, "reserved for evicted jobs"))
+		}
 		if names[pc.Name] {
 			add(flotilla.Errorf(fmt.Sprintf("priorityClasses[%d].name", i), pc.Name, flotilla.ErrDuplicate, ""))
 		}
@@ -156,6 +188,32 @@ func (c *Config) validate() error {
 	}
 	if c.MaximumPerQueueSchedulingRate > 0 && c.MaximumPerQueueSchedulingBurst == 0 {
 		add(flotilla.Errorf("maximumPerQueueSchedulingBurst", "0", flotilla.ErrInconsistent, "a rate limit needs a burst ≥ 1"))
+	}
+	add(c.validateStrategy())
+	return errors.Join(errs...)
+}
+
+// validateStrategy checks Strategy and the fields only the lottery reads.
+func (c *Config) validateStrategy() error {
+	var errs []error
+	switch c.Strategy {
+	case "", ProgressiveFilling:
+		if c.UseProbabilisticSchedulingForAllResources {
+			errs = append(errs, flotilla.Errorf("useProbabilisticSchedulingForAllResources", "true", flotilla.ErrInconsistent, "only the lottery strategy uses it"))
+		}
+	case Lottery:
+		if _, ok := c.Schema.Index("cpu"); !ok {
+			errs = append(errs, flotilla.Errorf("strategy", string(c.Strategy), flotilla.ErrUnknownResource,
+				"the lottery values queue usage in cpu (seeds/armada-priority.md); the schema has no cpu"))
+		}
+		if c.PriorityHalftime == 0 {
+			errs = append(errs, flotilla.Errorf("priorityHalftime", c.PriorityHalftime.String(), flotilla.ErrRequired, "the lottery strategy needs a half-time > 0"))
+		}
+	default:
+		errs = append(errs, flotilla.Errorf("strategy", string(c.Strategy), flotilla.ErrUnknownName, `want %q or %q`, ProgressiveFilling, Lottery))
+	}
+	if c.PriorityHalftime < 0 {
+		errs = append(errs, flotilla.Errorf("priorityHalftime", c.PriorityHalftime.String(), flotilla.ErrNegative, ""))
 	}
 	return errors.Join(errs...)
 }

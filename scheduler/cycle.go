@@ -35,6 +35,23 @@ type cycle struct {
 
 	globalTokens float64
 	res          Result
+	sel          *fairness.Selector
+
+	// run holds the snapshot's running jobs, then jobs scheduled this cycle
+	// (stNew), so preemption can find and displace them; nodeRun lists them
+	// per node and gangRun per gang id.
+	run     []runJob
+	nodeRun [][]int32
+	gangRun map[string][]int32
+	// held counts evicted jobs still holding capacity at evictedLevel;
+	// minPreemptibleLevel is the lowest level a preemptible job is bound at.
+	// Together they say whether a second, displacing search can help.
+	held                int
+	minPreemptibleLevel int
+	anyPreemptible      bool
+	// scratch for victim selection
+	victims, taken []int32
+	one            [1]int32
 }
 
 // queueState is one queue's standing during the cycle.
@@ -53,8 +70,20 @@ type queueState struct {
 	scheduled    int
 	demand       flotilla.Resources
 
-	cursor   *queue.Cursor
-	head     *queue.Entry
+	cursor *queue.Cursor
+	head   *queue.Entry
+	// headRun is the run index of head when head is an evicted job, or -1;
+	// headRetry the same when head is a displaced job offered again.
+	headRun, headRetry int32
+	// evicted are the queue's evicted jobs in LessEvicted order; evPos is
+	// how many have been offered.
+	evicted []int32
+	evPos   int
+	// retry are jobs placed this cycle and then displaced, offered again
+	// before the queue's next new job; stopped is set once the queue may
+	// take no more new jobs this cycle.
+	retry    []int32
+	stopped  bool
 	examined int
 	tokens   float64
 	fair     float64
@@ -122,6 +151,10 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 		return nil, err
 	}
 	c.db = db
+	c.nodeRun = make([][]int32, db.NodeCount())
+	c.gangRun = map[string][]int32{}
+	c.minPreemptibleLevel = len(s.levels)
+	c.run = make([]runJob, 0, len(snap.Running))
 	if err := c.bindRunning(); err != nil {
 		return nil, err
 	}
@@ -133,6 +166,8 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 	c.collectDemand()
 	c.computeShares()
 	c.initRateLimits()
+	c.evictForFairShare()
+	c.db.Forget()
 	return c, nil
 }
 
@@ -176,6 +211,7 @@ func (c *cycle) bindRunning() error {
 		c.db.Bind(ni, qi, c.s.bindLevel[ci], j.Requests)
 		c.account(qi, ci, j.Requests)
 		c.queues[qi].running++
+		c.addRun(j, r.Start, ni, qi, ci, stRunning)
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
@@ -186,6 +222,28 @@ func (c *cycle) bindRunning() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// addRun records a job bound to a node, for preemption.
+func (c *cycle) addRun(j *flotilla.Job, start time.Time, node, qi, ci int, st runState) int32 {
+	ri := int32(len(c.run))
+	c.run = append(c.run, runJob{job: j, start: start, node: int32(node), queue: int32(qi), class: int32(ci), state: st})
+	c.nodeRun[node] = append(c.nodeRun[node], ri)
+	if j.Gang.ID != "" {
+		c.gangRun[j.Gang.ID] = append(c.gangRun[j.Gang.ID], ri)
+	}
+	if c.s.classes[ci].Preemptible {
+		c.anyPreemptible = true
+		c.minPreemptibleLevel = min(c.minPreemptibleLevel, c.s.bindLevel[ci])
+	}
+	return ri
+}
+
+// unaccount removes req from queue qi's allocation at class ci.
+func (c *cycle) unaccount(qi, ci int, req flotilla.Resources) {
+	qs := &c.queues[qi]
+	qs.alloc.Sub(req)
+	qs.allocByClass[ci].Sub(req)
 }
 
 // account adds req to queue qi's allocation at class ci.

@@ -13,19 +13,19 @@ import (
 // fair share would be smallest after its next job (higher class priority
 // first, ties by name), try that job, and advance the queue.
 func (c *cycle) fill(ctx context.Context) error {
-	sel := fairness.NewSelector(c.s.cfg.EnablePreferLargeJobOrdering)
-	if c.snap.Queued != nil {
-		for qi := range c.queues {
-			qs := &c.queues[qi]
-			if qs.queuedLen == 0 {
-				continue
-			}
+	c.sel = fairness.NewSelector(c.s.cfg.EnablePreferLargeJobOrdering)
+	sel := c.sel
+	for qi := range c.queues {
+		qs := &c.queues[qi]
+		if qs.queuedLen > 0 {
 			qs.cursor = c.snap.Queued.Cursor(qs.q.Name)
-			if c.advance(qi) {
-				sel.Push(c.candidate(qi))
-			}
+		}
+		if c.advance(qi) {
+			sel.Push(c.candidate(qi))
 		}
 	}
+	// stop, once set, ends new jobs for every queue (round or global rate
+	// limit); evicted jobs still go back, since they are not new work.
 	var stop Reason
 	for iter := 0; sel.Len() > 0; iter++ {
 		if iter&1023 == 0 {
@@ -36,20 +36,27 @@ func (c *cycle) fill(ctx context.Context) error {
 		cand, _ := sel.Peek()
 		qi := cand.Queue
 		qs := &c.queues[qi]
-		if c.roundLimitReached() {
-			stop = Reason{ReasonRoundLimit, "the cycle scheduled its maximum fraction of the cluster"}
-			break
+		if qs.headRun >= 0 {
+			c.tryEvicted(qi, qs.headRun)
+		} else {
+			if stop.Code == 0 && c.roundLimitReached() {
+				stop = Reason{ReasonRoundLimit, "the cycle scheduled its maximum fraction of the cluster"}
+			}
+			if stop.Code == 0 && c.globalTokens < 1 {
+				stop = Reason{ReasonGlobalRateLimit, "the global scheduling rate limit has no tokens left"}
+			}
+			if stop.Code != 0 {
+				sel.Remove(qi)
+				c.notExamined(qi, stop)
+				continue
+			}
+			if qs.tokens < 1 {
+				sel.Remove(qi)
+				c.notExamined(qi, Reason{ReasonQueueRateLimit, "the queue's scheduling rate limit has no tokens left"})
+				continue
+			}
+			c.try(qi)
 		}
-		if c.globalTokens < 1 {
-			stop = Reason{ReasonGlobalRateLimit, "the global scheduling rate limit has no tokens left"}
-			break
-		}
-		if qs.tokens < 1 {
-			sel.Remove(qi)
-			c.notExamined(qi, Reason{ReasonQueueRateLimit, "the queue's scheduling rate limit has no tokens left"})
-			continue
-		}
-		c.try(qi)
 		if c.advance(qi) {
 			sel.Update(qi, c.candidate(qi))
 			continue
@@ -57,19 +64,31 @@ func (c *cycle) fill(ctx context.Context) error {
 		sel.Remove(qi)
 		c.notExamined(qi, Reason{ReasonLookback, fmt.Sprintf("maxQueueLookback %d reached", c.s.cfg.MaxQueueLookback)})
 	}
-	if stop.Code != 0 {
-		for sel.Len() > 0 {
-			cand, _ := sel.Pop()
-			c.notExamined(cand.Queue, stop)
-		}
-	}
+	c.finishEvictions()
+	c.dropDisplaced()
 	return nil
 }
 
-// advance loads the queue's next job, within its lookback.
+// advance loads the queue's next job: its evicted jobs first, then queued
+// jobs within its lookback (evicted jobs do not count toward it).
 func (c *cycle) advance(qi int) bool {
 	qs := &c.queues[qi]
-	qs.head = nil
+	qs.head, qs.headRun, qs.headRetry = nil, -1, -1
+	if qs.evPos < len(qs.evicted) {
+		ri := qs.evicted[qs.evPos]
+		qs.evPos++
+		qs.head, qs.headRun = &c.run[ri].entry, ri
+		return true
+	}
+	if len(qs.retry) > 0 {
+		ri := qs.retry[0]
+		qs.retry = qs.retry[1:]
+		qs.head, qs.headRetry = &c.run[ri].entry, ri
+		return true
+	}
+	if qs.cursor == nil {
+		return false
+	}
 	if lb := c.s.cfg.MaxQueueLookback; lb > 0 && qs.examined >= lb {
 		return false
 	}
@@ -82,13 +101,27 @@ func (c *cycle) advance(qi int) bool {
 	return true
 }
 
-// notExamined records the queue's jobs the cycle will not reach.
+// notExamined records the queue's jobs the cycle will not reach. After a
+// rate or round limit the queue is stopped: a job of it displaced later
+// is not offered again.
 func (c *cycle) notExamined(qi int, why Reason) {
 	qs := &c.queues[qi]
 	n := qs.queuedLen - qs.examined
-	if qs.head != nil {
+	switch {
+	case qs.head == nil, qs.headRun >= 0:
+	case qs.headRetry >= 0:
+		qs.retry = append(qs.retry, qs.headRetry)
+	default:
 		n++
-		qs.head = nil
+	}
+	qs.head, qs.headRun, qs.headRetry = nil, -1, -1
+	switch why.Code {
+	case ReasonRoundLimit, ReasonGlobalRateLimit, ReasonQueueRateLimit:
+		qs.stopped = true
+		for _, ri := range qs.retry {
+			c.unscheduled(c.run[ri].job, displacedReason)
+		}
+		qs.retry = nil
 	}
 	if n > 0 {
 		c.res.NotExamined = append(c.res.NotExamined, QueueRemainder{Queue: qs.q.Name, Count: n, Reason: why})
@@ -120,55 +153,105 @@ func (c *cycle) roundLimitReached() bool {
 	return false
 }
 
-// try attempts the queue's head job: per-class limit, the scheduling-key
-// cache, then a node search.
+// try attempts the queue's head job, a new one: per-class limit, the
+// scheduling-key cache, a search for free capacity and, failing that, a
+// search that may displace evicted jobs and preempt lower-priority ones.
 func (c *cycle) try(qi int) {
 	qs := &c.queues[qi]
 	e := qs.head
 	j := e.Job
 	ci, _ := c.s.class(j)
-	if lim := qs.limitByClass[ci]; lim != nil {
-		held := qs.allocByClass[ci]
-		for r, l := range lim {
-			var h int64
-			if held != nil {
-				h = held[r]
-			}
-			if l >= 0 && h+j.Requests[r] > l {
-				c.unscheduled(j, Reason{ReasonQueueClassLimit, fmt.Sprintf("queue %s would hold more than its %s limit of %s at priority class %s",
-					qs.q.Name, c.s.cfg.Schema.Name(r), flotilla.FormatQuantity(l), c.s.classes[ci].Name)})
-				return
-			}
-		}
+	if c.overClassLimit(qi, ci, j.Requests) {
+		c.unscheduled(j, c.classLimitReason(qi, ci, j.Requests))
+		return
 	}
 	if why, ok := c.failed[e.Key]; ok {
 		c.unscheduled(j, why)
 		return
 	}
-	c.query = binpack.Query{
-		Requests:   j.Requests,
-		Level:      0,
-		Queue:      qi,
-		Constraint: c.db.Constraints(j.NodeSelector, j.Tolerations),
-		OnlyNode:   -1,
-	}
+	c.query = c.makeQuery(j, qi, evictedLevel)
 	node, ok := c.db.Select(&c.query)
+	displacing := false
+	if !ok && (c.held > 0 || c.minPreemptibleLevel < c.s.classLevel[ci]) {
+		c.query.Level = c.s.classLevel[ci]
+		node, ok = c.db.Select(&c.query)
+		displacing = ok
+	}
 	if !ok {
+		c.query.Level = evictedLevel
 		msg := c.db.Explain(&c.query).String(c.s.cfg.Schema)
 		c.failed[e.Key] = Reason{ReasonSameAsFailed, "identical requirements to a job that did not fit: " + msg}
 		c.unscheduled(j, Reason{ReasonNoFit, msg})
 		return
 	}
 	c.db.Bind(node, qi, c.s.bindLevel[ci], j.Requests)
-	// A single job is its own transaction: nothing will roll it back.
 	c.db.Forget()
+	if displacing {
+		c.makeRoom(node, c.s.classLevel[ci])
+	}
 	c.account(qi, ci, j.Requests)
 	c.scheduledTotal.Add(j.Requests)
 	qs.running++
 	qs.scheduled++
 	qs.tokens--
 	c.globalTokens--
+	ri := c.addRun(j, c.now, node, qi, ci, stNew)
+	c.run[ri].sched = int32(len(c.res.Scheduled))
+	c.run[ri].entry = *e
 	c.res.Scheduled = append(c.res.Scheduled, Assignment{Job: j, Node: c.db.Node(node).Name})
+}
+
+func (c *cycle) makeQuery(j *flotilla.Job, qi, level int) binpack.Query {
+	return binpack.Query{
+		Requests:   j.Requests,
+		Level:      level,
+		Queue:      qi,
+		Constraint: c.db.Constraints(j.NodeSelector, j.Tolerations),
+		OnlyNode:   -1,
+	}
+}
+
+// overClassLimit reports whether queue qi would exceed its cap at class ci.
+func (c *cycle) overClassLimit(qi, ci int, req flotilla.Resources) bool {
+	return c.classLimitShort(qi, ci, req) >= 0
+}
+
+// classLimitShort returns the first resource over the cap, or -1.
+func (c *cycle) classLimitShort(qi, ci int, req flotilla.Resources) int {
+	qs := &c.queues[qi]
+	lim := qs.limitByClass[ci]
+	if lim == nil {
+		return -1
+	}
+	held := qs.allocByClass[ci]
+	for r, l := range lim {
+		var h int64
+		if held != nil {
+			h = held[r]
+		}
+		if l >= 0 && h+req[r] > l {
+			return r
+		}
+	}
+	return -1
+}
+
+func (c *cycle) classLimitReason(qi, ci int, req flotilla.Resources) Reason {
+	r := c.classLimitShort(qi, ci, req)
+	return Reason{ReasonQueueClassLimit, fmt.Sprintf("queue %s would hold more than its %s limit of %s at priority class %s",
+		c.queues[qi].q.Name, c.s.cfg.Schema.Name(r), flotilla.FormatQuantity(c.queues[qi].limitByClass[ci][r]), c.s.classes[ci].Name)}
+}
+
+// dropDisplaced takes out of Result.Scheduled the jobs of this cycle that
+// a higher-priority job displaced later in the same cycle.
+func (c *cycle) dropDisplaced() {
+	out := c.res.Scheduled[:0]
+	for _, a := range c.res.Scheduled {
+		if a.Job != nil {
+			out = append(out, a)
+		}
+	}
+	c.res.Scheduled = out
 }
 
 func (c *cycle) unscheduled(j *flotilla.Job, why Reason) {

@@ -137,8 +137,10 @@ func (o *oracle) pick(nodes []*oNode, j *flotilla.Job) *oNode {
 			return 0
 		case len(n.users) == 0:
 			return 1
+		case n.users[j.Queue] > 0:
+			return 2
 		}
-		return 2
+		return 3
 	}
 	var idx []int
 	for _, name := range []string{"nvidia.com/gpu", "cpu", "memory"} {
@@ -146,7 +148,7 @@ func (o *oracle) pick(nodes []*oNode, j *flotilla.Job) *oNode {
 			idx = append(idx, i)
 		}
 	}
-	for t := range 3 {
+	for t := range 4 {
 		var best *oNode
 		for _, n := range nodes {
 			if tier(n) != t || n.n.Unschedulable || !j.Requests.Fits(n.free) ||

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -27,6 +28,11 @@ type genWorld struct {
 }
 
 func makeWorld(t testing.TB, seed uint64, lookback int) *genWorld {
+	return makeWorldClasses(t, seed, lookback, []string{"", flotilla.ArmadaDefault, flotilla.ArmadaPreemptible})
+}
+
+// makeWorldClasses draws jobs' priority classes from classes.
+func makeWorldClasses(t testing.TB, seed uint64, lookback int, classes []string) *genWorld {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	schema := flotilla.MustResourceSchema("cpu", "memory", "nvidia.com/gpu")
 	cfg := scheduler.DefaultConfig(schema)
@@ -58,12 +64,11 @@ func makeWorld(t testing.TB, seed uint64, lookback int) *genWorld {
 	}
 	store, err := queue.New(cfg.PriorityClasses, cfg.DefaultPriorityClass)
 	require.NoError(t, err)
-	classes := []string{"", flotilla.ArmadaDefault, flotilla.ArmadaPreemptible}
 	newJob := func(id int) *flotilla.Job {
 		j := &flotilla.Job{
 			ID:            fmt.Sprintf("j%03d", id),
 			Queue:         w.snap.Queues[rng.IntN(len(w.snap.Queues))].Name,
-			PriorityClass: classes[rng.IntN(3)],
+			PriorityClass: classes[rng.IntN(len(classes))],
 			Priority:      uint32(rng.IntN(3)),
 			SubmitTime:    t0.Add(time.Duration(rng.IntN(5)) * time.Second),
 			Requests: flotilla.Resources{
@@ -99,6 +104,39 @@ func makeWorld(t testing.TB, seed uint64, lookback int) *genWorld {
 			w.snap.Running = append(w.snap.Running, scheduler.Running{Job: j, Node: w.snap.Nodes[ni].Name, Start: t0})
 		}
 	}
+	// Running gangs: preemptible members of one queue over several nodes.
+	gangs := rng.IntN(3)
+	if !slices.Contains(classes, flotilla.ArmadaPreemptible) {
+		gangs = 0 // a preemption-free world
+	}
+	for g := range gangs {
+		size := 2 + rng.IntN(2)
+		q := w.snap.Queues[rng.IntN(len(w.snap.Queues))].Name
+		var members []scheduler.Running
+		for m := range size {
+			j := newJob(id)
+			id++
+			j.Queue, j.PriorityClass = q, flotilla.ArmadaPreemptible
+			j.Gang = flotilla.Gang{ID: fmt.Sprintf("g%d", g), Cardinality: size}
+			ni := (rng.IntN(len(w.snap.Nodes)) + m) % len(w.snap.Nodes)
+			if !j.Requests.Fits(used[ni]) {
+				break
+			}
+			used[ni].Sub(j.Requests)
+			members = append(members, scheduler.Running{Job: j, Node: w.snap.Nodes[ni].Name, Start: t0})
+		}
+		if len(members) == size {
+			w.snap.Running = append(w.snap.Running, members...)
+			continue
+		}
+		for _, m := range members {
+			for ni, n := range w.snap.Nodes {
+				if n.Name == m.Node {
+					used[ni].Add(m.Job.Requests)
+				}
+			}
+		}
+	}
 	for range rng.IntN(60) {
 		j := newJob(id)
 		id++
@@ -125,8 +163,10 @@ func properties(t *testing.T) *gopter.Properties {
 
 func TestPropertyAgreesWithNaiveOracle(t *testing.T) {
 	p := properties(t)
+	// One non-preemptible class: nothing can be preempted, so the naive
+	// progressive-filling cycle is the whole specification.
 	p.Property("fast cycle == naive cycle", prop.ForAll(func(seed uint64, lookback int) string {
-		w := makeWorld(t, seed, lookback)
+		w := makeWorldClasses(t, seed, lookback, []string{"", flotilla.ArmadaDefault})
 		got := w.schedule(t).Scheduled
 		o := &oracle{schema: w.cfg.Schema, classes: map[string]flotilla.PriorityClass{}, defClass: w.cfg.DefaultPriorityClass, lookback: lookback}
 		for _, pc := range w.cfg.PriorityClasses {
@@ -148,24 +188,18 @@ func TestPropertyAgreesWithNaiveOracle(t *testing.T) {
 
 func TestPropertyPlacementsAreValid(t *testing.T) {
 	p := properties(t)
-	p.Property("no over-commit; selectors, taints and cordons honoured", prop.ForAll(func(seed uint64) string {
+	p.Property("no over-commit at any priority; selectors, taints and cordons honoured", prop.ForAll(func(seed uint64) string {
 		w := makeWorld(t, seed, 0)
 		res := w.schedule(t)
-		free := map[string]flotilla.Resources{}
+		if msg := overCommitted(w, res); msg != "" {
+			return fmt.Sprintf("seed %d: %s", seed, msg)
+		}
 		nodes := map[string]*flotilla.Node{}
 		for _, n := range w.snap.Nodes {
-			free[n.Name] = n.Total.Clone()
 			nodes[n.Name] = n
-		}
-		for _, r := range w.snap.Running {
-			free[r.Node].Sub(r.Job.Requests)
 		}
 		for _, a := range res.Scheduled {
 			n := nodes[a.Node]
-			free[a.Node].Sub(a.Job.Requests)
-			if free[a.Node].AnyNegative() {
-				return fmt.Sprintf("seed %d: %s over-committed by %s", seed, a.Node, a.Job.ID)
-			}
 			if n.Unschedulable {
 				return fmt.Sprintf("seed %d: %s placed on cordoned %s", seed, a.Job.ID, a.Node)
 			}
@@ -176,6 +210,56 @@ func TestPropertyPlacementsAreValid(t *testing.T) {
 		return ""
 	}, gen.UInt64()))
 	p.TestingRun(t)
+}
+
+// overCommitted checks the cluster after applying res: at every class
+// priority p, the jobs that count there (priority ≥ p, and non-preemptible
+// ones always) fit every node. It returns a description of the first
+// violation, or "".
+func overCommitted(w *genWorld, res *scheduler.Result) string {
+	classes := map[string]flotilla.PriorityClass{}
+	for _, pc := range w.cfg.PriorityClasses {
+		classes[pc.Name] = pc
+	}
+	class := func(j *flotilla.Job) flotilla.PriorityClass {
+		if j.PriorityClass == "" {
+			return classes[w.cfg.DefaultPriorityClass]
+		}
+		return classes[j.PriorityClass]
+	}
+	gone := map[string]bool{}
+	for _, p := range res.Preempted {
+		gone[p.Job.ID] = true
+	}
+	type placed struct {
+		j    *flotilla.Job
+		node string
+	}
+	var all []placed
+	for _, r := range w.snap.Running {
+		if !gone[r.Job.ID] {
+			all = append(all, placed{r.Job, r.Node})
+		}
+	}
+	for _, a := range res.Scheduled {
+		all = append(all, placed{a.Job, a.Node})
+	}
+	for _, pc := range w.cfg.PriorityClasses {
+		free := map[string]flotilla.Resources{}
+		for _, n := range w.snap.Nodes {
+			free[n.Name] = n.Total.Clone()
+		}
+		for _, x := range all {
+			c := class(x.j)
+			if c.Priority >= pc.Priority || !c.Preemptible {
+				free[x.node].Sub(x.j.Requests)
+				if free[x.node].AnyNegative() {
+					return fmt.Sprintf("%s over-committed at priority %d by %s", x.node, pc.Priority, x.j.ID)
+				}
+			}
+		}
+	}
+	return ""
 }
 
 func TestPropertyDeterministic(t *testing.T) {

@@ -22,6 +22,10 @@ type Result struct {
 	Queues []QueueReport
 	// RateLimits is the token-bucket state to pass to the next cycle.
 	RateLimits RateLimitState
+	// QueuePriorities is the lottery strategy's queue-priority state to pass
+	// to the next cycle: every snapshot queue's priority decayed to now
+	// toward the usage of its running jobs. Zero under progressive filling.
+	QueuePriorities QueuePriorityState
 }
 
 // Assignment places a job on a node.
@@ -69,6 +73,12 @@ const (
 	ReasonLookback
 	// ReasonGangLargerThanBurst: the gang needs more tokens than a bucket holds.
 	ReasonGangLargerThanBurst
+	// ReasonDisplaced: placed, then displaced within the same cycle by a job
+	// of higher priority (urgency preemption of a job that had not started).
+	ReasonDisplaced
+	// ReasonGangUnsupported: the lottery strategy leases single jobs only;
+	// gang members wait for progressive filling.
+	ReasonGangUnsupported
 )
 
 var reasonNames = [...]string{
@@ -80,6 +90,8 @@ var reasonNames = [...]string{
 	ReasonRoundLimit:          "round-limit",
 	ReasonLookback:            "lookback",
 	ReasonGangLargerThanBurst: "gang-larger-than-burst",
+	ReasonDisplaced:           "displaced",
+	ReasonGangUnsupported:     "gang-unsupported",
 }
 
 func (c ReasonCode) String() string {

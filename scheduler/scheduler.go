@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"time"
 
@@ -18,7 +19,8 @@ type Scheduler struct {
 	classes    []flotilla.PriorityClass
 	classIndex map[string]int
 	defClass   int
-	// levels are the distinct class priorities, ascending.
+	// levels are the node database's levels: evictedLevel (below every
+	// class), then the distinct class priorities, ascending.
 	levels []int32
 	// classLevel is the level a class's jobs look for room at; bindLevel the
 	// level they hold capacity at (the top level for non-preemptible jobs,
@@ -45,6 +47,9 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.Fairness == "" {
 		cfg.Fairness = DominantResourceFairness
 	}
+	if cfg.Strategy == "" {
+		cfg.Strategy = ProgressiveFilling
+	}
 	if len(cfg.PriorityClasses) == 0 {
 		return nil, flotilla.Errorf("priorityClasses", "[]", flotilla.ErrRequired, "at least one class")
 	}
@@ -61,7 +66,7 @@ func New(cfg Config) (*Scheduler, error) {
 		s.levels = append(s.levels, pc.Priority)
 	}
 	slices.Sort(s.levels)
-	s.levels = slices.Compact(s.levels)
+	s.levels = append([]int32{math.MinInt32}, slices.Compact(s.levels)...)
 	for _, pc := range s.classes {
 		l, _ := slices.BinarySearch(s.levels, pc.Priority)
 		s.classLevel = append(s.classLevel, l)
@@ -94,7 +99,11 @@ func (s *Scheduler) Schedule(ctx context.Context, snap *Snapshot, now time.Time)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.fill(ctx); err != nil {
+	run := c.fill
+	if s.cfg.Strategy == Lottery {
+		run = c.lease
+	}
+	if err := run(ctx); err != nil {
 		return nil, err
 	}
 	return c.result(), nil

@@ -22,9 +22,26 @@ type Snapshot struct {
 	// RateLimits is the token-bucket state left by the previous cycle
 	// (Result.RateLimits); the zero value means every bucket is full.
 	RateLimits RateLimitState
+	// QueuePriorities is the lottery strategy's queue-priority state left
+	// by the previous cycle (Result.QueuePriorities); the zero value means
+	// every queue's priority is 0. Progressive filling ignores it.
+	QueuePriorities QueuePriorityState
 	// Seed feeds the cycle's random choices (eviction draws), so the same
 	// snapshot, now and seed give the same decision.
 	Seed uint64
+}
+
+// QueuePriorityState carries Armada's half-life queue priorities from one
+// lottery cycle to the next (seeds/armada-priority.md, "Queue priority").
+type QueuePriorityState struct {
+	// Priorities maps a queue's name to its priority: its resource usage,
+	// in resource-factor units (cpu cores, fairness.NewAsset's Usage),
+	// decayed with the configured half-time. A queue not listed has
+	// priority 0. Values must be finite and ≥ 0.
+	Priorities map[string]float64
+	// Time is when Priorities were computed; zero means never, and then no
+	// time counts as having passed.
+	Time time.Time
 }
 
 // Running is a job bound to a node.

@@ -1,0 +1,353 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/binpack"
+	"github.com/flotilla-sched/flotilla/fairness"
+	"github.com/flotilla-sched/flotilla/priority"
+	"github.com/flotilla-sched/flotilla/queue"
+)
+
+// leaseStream is the second PCG word of the lottery's random source, so its
+// draws never coincide with those of other random choices seeded from
+// Snapshot.Seed.
+const leaseStream = 0x1077e27
+
+// Per-job outcomes during a lottery cycle.
+const (
+	leaseUntouched uint8 = iota // never taken; Lease found no room for it
+	leasePlaced                 // bound to a node
+	leaseReported               // refused with a reason already in Unscheduled
+	leaseDeferred               // refused because a limit ran out: not examined
+)
+
+// leaseQueue is one queue's part in a lottery cycle.
+type leaseQueue struct {
+	qi      int
+	entries []*queue.Entry
+	outcome []uint8
+	// examined counts the queued jobs looked at, within the lookback.
+	examined int
+	// rateDeferred and stopDeferred count jobs refused because the queue's
+	// rate limit, or a limit of the whole cycle (stop), ran out.
+	rateDeferred, stopDeferred int
+}
+
+// lease is the lottery strategy (Config.Strategy == Lottery): Armada's legacy
+// slice-and-lottery leasing (seeds/armada-priority.md) over the whole
+// cluster's free resources, through priority.Lease.
+//
+//  1. Each snapshot queue's priority (Snapshot.QueuePriorities, 0 when
+//     absent) decays from the state's time to now toward the usage of the
+//     queue's running jobs in the snapshot, valued by the asset model in cpu
+//     cores (priority.Decay). Those priorities are Result.QueuePriorities,
+//     at now; the cycle leases with them.
+//  2. The offer is the free capacity (binpack level 0) of every node that
+//     is not cordoned, summed.
+//  3. Each queue takes part, in name order, with effective priority
+//     priority × priority factor and its queued jobs in queue order, at most
+//     MaxQueueLookback of them (0: all); the rest are not examined. Gang
+//     members are left queued: the lottery leases single jobs.
+//  4. priority.Lease slices the offer in proportion to 1/effective priority
+//     and hands out what the slices leave by lottery, drawing from a PCG
+//     source seeded with Snapshot.Seed. Whenever it takes a job, the job
+//     goes through the same checks and bookkeeping as under progressive
+//     filling: the queue's per-class limit, the scheduling-key cache of
+//     failures, a node search at level 0 (free capacity: the lottery never
+//     preempts) in the queue's node tiers, Bind, and the round and rate
+//     limits (a job refused by a limit is not examined, like under
+//     progressive filling).
+//  5. Jobs examined and not placed are Unscheduled, with the node search's
+//     explanation when no room was left for them.
+//
+// It starts no goroutine and reads no clock; ctx is polled every 1024 jobs.
+func (c *cycle) lease(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.leaseUnevict()
+	cfg := &c.s.cfg
+	schema := cfg.Schema
+	var usage priority.UsageModel
+	asset, err := fairness.NewAsset(schema, c.total, cfg.ResourceWeights)
+	if err == nil {
+		usage = &asset
+	}
+	// A cluster with no cpu leaves the asset model undefined: every usage
+	// counts 0 and the lottery weighs resources by the offer.
+	prios, err := c.decayQueuePriorities(usage)
+	if err != nil {
+		return err
+	}
+	c.res.QueuePriorities = QueuePriorityState{Priorities: prios, Time: c.now}
+
+	offer := schema.Zero()
+	for n := 0; n < c.db.NodeCount(); n++ {
+		if c.db.Cordoned(n) {
+			continue
+		}
+		for r, v := range c.db.Allocatable(n, 0) {
+			offer[r] += max(v, 0)
+		}
+	}
+
+	lqs, inputs := c.leaseQueues(prios)
+	var (
+		stop      Reason
+		cancelled bool
+		calls     int
+	)
+	place := func(li, k int) bool {
+		lq := &lqs[li]
+		if calls++; calls&1023 == 0 && ctx.Err() != nil {
+			cancelled = true
+		}
+		if cancelled {
+			lq.outcome[k] = leaseDeferred
+			return false
+		}
+		if stop.Code == 0 {
+			switch {
+			case c.roundLimitReached():
+				stop = Reason{ReasonRoundLimit, "the cycle scheduled its maximum fraction of the cluster"}
+			case c.globalTokens < 1:
+				stop = Reason{ReasonGlobalRateLimit, "the global scheduling rate limit has no tokens left"}
+			}
+		}
+		switch {
+		case stop.Code != 0:
+			lq.outcome[k] = leaseDeferred
+			lq.stopDeferred++
+			return false
+		case c.queues[lq.qi].tokens < 1:
+			lq.outcome[k] = leaseDeferred
+			lq.rateDeferred++
+			return false
+		}
+		if c.leasePlace(lq.qi, lq.entries[k]) {
+			lq.outcome[k] = leasePlaced
+			return true
+		}
+		lq.outcome[k] = leaseReported
+		return false
+	}
+	rng := rand.New(rand.NewPCG(c.snap.Seed, leaseStream))
+	opts := priority.LeaseOptions{
+		UseProbabilisticSchedulingForAllResources: cfg.UseProbabilisticSchedulingForAllResources,
+		Usage: usage,
+		Place: place,
+	}
+	if _, err := priority.Lease(inputs, offer, opts, rng); err != nil {
+		// Every input was checked above; an error here is a bug.
+		return fmt.Errorf("scheduler: lottery: %w", err)
+	}
+	if cancelled {
+		return ctx.Err()
+	}
+	c.leaseReport(lqs, stop)
+	return nil
+}
+
+// leaseUnevict puts every job the cycle evicted to fair share back on its
+// node: the lottery never preempts.
+func (c *cycle) leaseUnevict() {
+	for qi := range c.queues {
+		for _, ri := range c.queues[qi].evicted {
+			c.tryEvicted(qi, ri)
+		}
+	}
+	// Only a queue already over a per-class limit could leave one evicted.
+	c.finishEvictions()
+}
+
+// decayQueuePriorities returns every snapshot queue's priority at now: the
+// carried priority decayed toward the queue's running usage over the time
+// since the state was computed.
+func (c *cycle) decayQueuePriorities(usage priority.UsageModel) (map[string]float64, error) {
+	prev := c.snap.QueuePriorities
+	for _, name := range sortedKeys(prev.Priorities) {
+		if p := prev.Priorities[name]; !(p >= 0) || math.IsInf(p, 0) {
+			return nil, flotilla.Errorf("queuePriorities.priorities."+name, fmt.Sprint(p), flotilla.ErrOutOfRange, "want a finite priority ≥ 0")
+		}
+	}
+	var elapsed time.Duration
+	if !prev.Time.IsZero() {
+		elapsed = c.now.Sub(prev.Time) // negative reads as no time, as in Decay
+	}
+	running := make([]flotilla.Resources, len(c.queues))
+	for i := range c.snap.Running {
+		j := c.snap.Running[i].Job
+		qi := c.queueIdx[j.Queue]
+		if running[qi] == nil {
+			running[qi] = c.s.cfg.Schema.Zero()
+		}
+		running[qi].Add(j.Requests)
+	}
+	out := make(map[string]float64, len(c.queues))
+	for qi := range c.queues {
+		u := 0.0
+		if usage != nil && running[qi] != nil {
+			u = usage.Usage(running[qi])
+		}
+		name := c.queues[qi].q.Name
+		out[name] = priority.Decay(prev.Priorities[name], u, elapsed, c.s.cfg.PriorityHalftime)
+	}
+	return out, nil
+}
+
+// leaseQueues gathers, in queue-name order, each queue's effective priority
+// and the queued jobs it offers to the lottery. Jobs it cannot offer (gang
+// members, requests that do not fit the schema) are reported at once.
+func (c *cycle) leaseQueues(prios map[string]float64) ([]leaseQueue, []priority.LeaseQueue) {
+	order := make([]int, len(c.queues))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(c.queues[a].q.Name, c.queues[b].q.Name) })
+	lqs := make([]leaseQueue, len(order))
+	inputs := make([]priority.LeaseQueue, len(order))
+	lookback := c.s.cfg.MaxQueueLookback
+	n := c.s.cfg.Schema.Len()
+	for li, qi := range order {
+		qs := &c.queues[qi]
+		lq := &lqs[li]
+		lq.qi = qi
+		var jobs []flotilla.Resources
+		if c.snap.Queued != nil && qs.queuedLen > 0 {
+			c.snap.Queued.Ascend(qs.q.Name, func(e *queue.Entry) bool {
+				if lookback > 0 && lq.examined >= lookback {
+					return false
+				}
+				lq.examined++
+				j := e.Job
+				switch {
+				case j.IsGang():
+					c.unscheduled(j, Reason{ReasonGangUnsupported, "the lottery strategy leases single jobs; gangs need progressive filling"})
+				case len(j.Requests) != n || j.Requests.AnyNegative():
+					c.unscheduled(j, c.noFit(qi, e))
+				default:
+					lq.entries = append(lq.entries, e)
+					jobs = append(jobs, j.Requests)
+				}
+				return true
+			})
+		}
+		lq.outcome = make([]uint8, len(lq.entries))
+		eff := prios[qs.q.Name] / qs.weight // priority × factor
+		if math.IsInf(eff, 0) || math.IsNaN(eff) {
+			eff = math.MaxFloat64
+		}
+		inputs[li] = priority.LeaseQueue{Name: qs.q.Name, EffectivePriority: eff, Jobs: jobs}
+	}
+	return lqs, inputs
+}
+
+// leasePlace is the lottery's placement of one job, with the checks and
+// bookkeeping of progressive filling's try: per-class limit, the
+// scheduling-key cache, a node search at level 0 in the queue's tiers, Bind.
+// It reports whether the job was placed; if not, the reason is recorded.
+func (c *cycle) leasePlace(qi int, e *queue.Entry) bool {
+	qs := &c.queues[qi]
+	j := e.Job
+	ci, _ := c.s.class(j)
+	if lim := qs.limitByClass[ci]; lim != nil {
+		held := qs.allocByClass[ci]
+		for r, l := range lim {
+			var h int64
+			if held != nil {
+				h = held[r]
+			}
+			if l >= 0 && h+j.Requests[r] > l {
+				c.unscheduled(j, Reason{ReasonQueueClassLimit, fmt.Sprintf("queue %s would hold more than its %s limit of %s at priority class %s",
+					qs.q.Name, c.s.cfg.Schema.Name(r), flotilla.FormatQuantity(l), c.s.classes[ci].Name)})
+				return false
+			}
+		}
+	}
+	if why, ok := c.failed[e.Key]; ok {
+		c.unscheduled(j, why)
+		return false
+	}
+	c.query = c.leaseQuery(qi, j)
+	node, ok := c.db.Select(&c.query)
+	if !ok {
+		c.unscheduled(j, c.noFit(qi, e))
+		return false
+	}
+	c.db.Bind(node, qi, c.s.bindLevel[ci], j.Requests)
+	// A single job is its own transaction: nothing will roll it back.
+	c.db.Forget()
+	c.account(qi, ci, j.Requests)
+	c.scheduledTotal.Add(j.Requests)
+	qs.running++
+	qs.scheduled++
+	qs.tokens--
+	c.globalTokens--
+	c.res.Scheduled = append(c.res.Scheduled, Assignment{Job: j, Node: c.db.Node(node).Name})
+	return true
+}
+
+func (c *cycle) leaseQuery(qi int, j *flotilla.Job) binpack.Query {
+	return binpack.Query{
+		Requests:   j.Requests,
+		Level:      0,
+		Queue:      qi,
+		Constraint: c.db.Constraints(j.NodeSelector, j.Tolerations),
+		OnlyNode:   -1,
+	}
+}
+
+// noFit explains why no node takes e now, and caches the failure by
+// scheduling key: under the lottery free capacity only shrinks, so a job
+// with the same requirements will not fit either.
+func (c *cycle) noFit(qi int, e *queue.Entry) Reason {
+	if why, ok := c.failed[e.Key]; ok {
+		return why
+	}
+	c.query = c.leaseQuery(qi, e.Job)
+	msg := c.db.Explain(&c.query).String(c.s.cfg.Schema)
+	c.failed[e.Key] = Reason{ReasonSameAsFailed, "identical requirements to a job that did not fit: " + msg}
+	return Reason{ReasonNoFit, msg}
+}
+
+// leaseReport gives every examined job the lottery neither placed nor
+// refused a reason (no room was left for it), and counts per queue the jobs
+// not examined: beyond the lookback, or refused because a limit ran out.
+func (c *cycle) leaseReport(lqs []leaseQueue, stop Reason) {
+	for li := range lqs {
+		lq := &lqs[li]
+		for k, o := range lq.outcome {
+			if o == leaseUntouched {
+				c.unscheduled(lq.entries[k].Job, c.noFit(lq.qi, lq.entries[k]))
+			}
+		}
+	}
+	byQueue := make([]int, len(c.queues))
+	for li := range lqs {
+		byQueue[lqs[li].qi] = li
+	}
+	for qi := range c.queues {
+		lq := &lqs[byQueue[qi]]
+		qs := &c.queues[qi]
+		name := qs.q.Name
+		if n := qs.queuedLen - lq.examined; n > 0 {
+			c.res.NotExamined = append(c.res.NotExamined, QueueRemainder{Queue: name, Count: n,
+				Reason: Reason{ReasonLookback, fmt.Sprintf("maxQueueLookback %d reached", c.s.cfg.MaxQueueLookback)}})
+		}
+		if lq.rateDeferred > 0 {
+			c.res.NotExamined = append(c.res.NotExamined, QueueRemainder{Queue: name, Count: lq.rateDeferred,
+				Reason: Reason{ReasonQueueRateLimit, "the queue's scheduling rate limit has no tokens left"}})
+		}
+		if lq.stopDeferred > 0 {
+			c.res.NotExamined = append(c.res.NotExamined, QueueRemainder{Queue: name, Count: lq.stopDeferred, Reason: stop})
+		}
+	}
+}
