@@ -1,0 +1,204 @@
+package binpack
+
+import (
+	"encoding/binary"
+	"slices"
+
+	"github.com/flotilla-sched/flotilla"
+)
+
+// This file makes the DB aware of Node.Cluster and of node labels as
+// placement domains, for gangs: every member of a gang lands in one cluster
+// and, with a node-uniformity label, on nodes that share one value of it.
+// The rest of the DB ignores Node.Cluster.
+
+// Restriction is a placement domain: the nodes of one cluster and, when
+// Label is set, only those that carry Label with the value Value (which may
+// be empty; a node without the label is outside every such domain).
+type Restriction struct {
+	// Cluster is compared with Node.Cluster; "" is the default cluster.
+	Cluster string
+	// Label and Value narrow the domain to nodes with Labels[Label] ==
+	// Value. An empty Label means every node of the cluster.
+	Label, Value string
+}
+
+// admits reports whether node lies in the domain.
+func (r *Restriction) admits(n *flotilla.Node) bool {
+	if n.Cluster != r.Cluster {
+		return false
+	}
+	if r.Label == "" {
+		return true
+	}
+	v, ok := n.Labels[r.Label]
+	return ok && v == r.Value
+}
+
+// restrictTag starts the intern key of a restricted constraint. 0x80 0x00
+// is a non-minimal uvarint, which binary.AppendUvarint never writes, so no
+// key made by Constraints starts with it.
+var restrictTag = [2]byte{0x80, 0x00}
+
+// Restrict returns the id of the constraint that admits the nodes id admits
+// that also lie in r. Put it in a Query to make Select choose only within
+// r; Admits and Select honour it, and ids are interned like those of
+// Constraints: the same (id, r) always gives the same id.
+//
+// Explain on a restricted id checks only the original node selector and
+// tolerations over every node; use ExplainIn with the same Restriction to
+// explain a query within the domain.
+//
+// A pair already seen costs a map lookup and does not allocate; a new one
+// costs O(N) and N/8 bytes. An id out of range is returned unchanged
+// (Select and Explain report it as an invalid query).
+func (db *DB) Restrict(id ConstraintID, r Restriction) ConstraintID {
+	if id < 0 || int(id) >= len(db.cons) {
+		return id
+	}
+	buf := append(db.consBuf[:0], restrictTag[:]...)
+	buf = binary.AppendUvarint(buf, uint64(id))
+	buf = appendString(buf, r.Cluster)
+	buf = appendString(buf, r.Label)
+	buf = appendString(buf, r.Value)
+	db.consBuf = buf
+	if rid, ok := db.consIndex[string(buf)]; ok {
+		return rid
+	}
+	base := &db.cons[id]
+	c := constraint{
+		selector:    base.selector,
+		tolerations: base.tolerations,
+		bits:        make([]uint64, len(base.bits)),
+	}
+	for i, n := range db.nodes {
+		if base.has(i) && r.admits(n) {
+			c.bits[i>>6] |= 1 << (i & 63)
+		}
+	}
+	rid := ConstraintID(len(db.cons))
+	db.cons = append(db.cons, c)
+	db.consIndex[string(buf)] = rid
+	return rid
+}
+
+// ExplainIn is Explain for a query confined to the domain r: it says why no
+// node of r fits q (q.Constraint may be restricted already or not). Nodes
+// outside r are not considered and not counted; a domain with no nodes
+// (or whose only node is not q.OnlyNode) gives NoNodes. Like Explain it
+// costs O(N·(R + selector + taints)); it allocates only when (q.Constraint,
+// r) is new to Restrict.
+func (db *DB) ExplainIn(q *Query, r Restriction) Reason {
+	res := Reason{Node: -1, Resource: -1}
+	if ok, field, value := db.valid(q); !ok {
+		res.Kind, res.Field, res.Value = InvalidQuery, field, value
+		return res
+	}
+	rq := *q
+	rq.Constraint = db.Restrict(q.Constraint, r)
+	if n, ok := db.Select(&rq); ok {
+		res.Kind, res.Node, res.NodeName = Fits, n, db.nodes[n].Name
+		return res
+	}
+	c := &db.cons[q.Constraint]
+	lo, hi := 0, len(db.nodes)
+	if q.OnlyNode >= 0 {
+		lo, hi = q.OnlyNode, q.OnlyNode+1
+	}
+	now, empty := candidate{node: -1}, candidate{node: -1}
+	inDomain := 0
+	for n := lo; n < hi; n++ {
+		node := db.nodes[n]
+		if !r.admits(node) {
+			continue
+		}
+		inDomain++
+		switch {
+		case !flotilla.SelectorMatches(c.selector, node.Labels):
+			res.Selector++
+			continue
+		case !flotilla.TaintsTolerated(node.Taints, c.tolerations):
+			res.Taints++
+			continue
+		case db.cordoned[n] && q.OnlyNode < 0:
+			res.Cordoned++
+			continue
+		}
+		res.Candidates++
+		if q.Requests.Fits(node.Total) {
+			now.consider(n, q.Requests, db.Allocatable(n, q.Level))
+		} else {
+			empty.consider(n, q.Requests, node.Total)
+		}
+	}
+	best := now
+	switch {
+	case inDomain == 0:
+		res.Kind = NoNodes
+		return res
+	case res.Candidates == 0:
+		res.Kind = NoMatchingNode
+		return res
+	case now.node >= 0:
+		res.Kind = Insufficient
+	default:
+		res.Kind, best = TooLarge, empty
+	}
+	res.Node, res.NodeName, res.Resource, res.Short = best.node, db.nodes[best.node].Name, best.resource, best.short
+	return res
+}
+
+// Clusters returns the distinct Node.Cluster values, ascending (so "", the
+// default cluster, comes first when present). O(N log N); allocates.
+func (db *DB) Clusters() []string {
+	var out []string
+	for _, n := range db.nodes {
+		out = append(out, n.Cluster)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// LabelValues returns, ascending, the distinct values of label among the
+// nodes of cluster that carry it (cordoned nodes included); none when no
+// node of the cluster carries it. O(N log N); allocates.
+func (db *DB) LabelValues(cluster, label string) []string {
+	var out []string
+	for _, n := range db.nodes {
+		if n.Cluster != cluster {
+			continue
+		}
+		if v, ok := n.Labels[label]; ok {
+			out = append(out, v)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// CompareIndexed compares two vectors of the DB's schema lexicographically
+// over the indexed resources, in the order Options.IndexedResources gives
+// them, exactly (resolutions are ignored): -1 when a is smaller, +1 when
+// larger, 0 when they agree on every indexed resource. It is the order
+// smallest-fit uses, for callers that rank requests or free capacity the
+// same way. It allocates nothing; vectors shorter than the schema compare
+// as if padded with zeros.
+func (db *DB) CompareIndexed(a, b flotilla.Resources) int {
+	for i := 0; i < db.nidx; i++ {
+		r := db.idxRes[i]
+		var x, y int64
+		if r < len(a) {
+			x = a[r]
+		}
+		if r < len(b) {
+			y = b[r]
+		}
+		switch {
+		case x < y:
+			return -1
+		case x > y:
+			return +1
+		}
+	}
+	return 0
+}

@@ -1,0 +1,59 @@
+// Package gang implements gang scheduling (seeds/armada-scheduler.md, "Gang
+// scheduling"): sets of jobs that run all together, on one cluster, or not
+// at all.
+//
+// A gang is the jobs sharing a Job.Gang.ID; each member carries the gang's
+// Cardinality and, optionally, a NodeUniformityLabel: all members must then
+// run on nodes that share one value of that label (one rack, one network
+// block). The package covers a gang's whole life in the scheduler:
+//
+//   - ValidateSubmission checks a submit request: all members present,
+//     agreeing on cardinality, queue and label, the ID never used before.
+//   - An Accumulator collects members from the queued-job stream and hands
+//     out a gang only once it is complete; only complete gangs are
+//     scheduling candidates. Its ClassPriority, for queue ordering, is the
+//     lowest of its members'.
+//   - A Placer binds a complete gang into a binpack.DB inside one
+//     transaction (Mark, Select and Bind per member, Rollback on failure):
+//     all members in one domain (a cluster, or one label value within a
+//     cluster), or none and no trace, with an Explanation naming the member
+//     that did not fit and the resource it fell short on.
+//   - EvictionClosure widens evictions to whole gangs, for preemption.
+//
+// Per scheduling cycle:
+//
+//	var acc gang.Accumulator
+//	var placer gang.Placer
+//	for e := range queuedEntries {                 // in queue order
+//		g, complete, err := acc.Add(e)             // err: a member that disagrees
+//		if err != nil || !complete {
+//			continue
+//		}
+//		res, err := placer.Place(db, g, queueIndex, levels) // levels[i]: bind level of g.Members[i]
+//		if err != nil {
+//			return err                             // bad input; db untouched
+//		}
+//		if res.Placed {
+//			db.Forget()                            // commit; res.Nodes[i] hosts g.Members[i]
+//		} else {
+//			report(g, res.Why.String(schema))
+//		}
+//	}
+//	waiting := acc.Pending()                       // incomplete gangs
+//	acc.Reset()
+//
+// Placement rule, in short: members go largest request first, each on the
+// node binpack's smallest-fit Select picks at level 0 (free capacity; no
+// preemption) within the domain, and each is bound at its own level. The
+// winning domain has the most members placed, then the least disruption
+// (equal while nothing is preempted), then the tightest fit (the least free
+// capacity left in the domain), then the first cluster, then the first label
+// value, ascending; Placer.Place says how it finds it without trying every
+// domain. A label that no node carries makes the gang unschedulable, with
+// that reason.
+//
+// Nothing here reads the clock, draws random numbers, starts goroutines or
+// keeps package-level state. Accumulator and Placer are reusable scratch
+// owned by one goroutine: after a warm-up cycle, Add, Reset and Place
+// allocate nothing.
+package gang

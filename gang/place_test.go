@@ -1,0 +1,312 @@
+package gang_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/binpack"
+	"github.com/flotilla-sched/flotilla/gang"
+)
+
+// Two 32-core nodes each run 16 one-core jobs: a 32-member one-core gang
+// fills them exactly; with one more member it is not placed at all and the
+// DB is exactly as before.
+func TestPlaceExactFitAndAllOrNothing(t *testing.T) {
+	for _, size := range []int{32, 33} {
+		db := newDB(t, 2, node("n1", "", 32), node("n2", "", 32))
+		for n := range 2 {
+			for range 16 {
+				db.Bind(n, 1, preemptible, cores(1)) // queue 1's running jobs
+			}
+		}
+		db.Forget()
+		before := stateOf(db)
+		var acc gang.Accumulator
+		g := uniformGang(t, &acc, "g", size, cores(1), "")
+		var p gang.Placer
+		res, err := p.Place(db, g, 0, levelsOf(size, preemptible))
+		require.NoError(t, err)
+		if size == 32 {
+			require.True(t, res.Placed)
+			require.Len(t, res.Nodes, 32)
+			assert.Equal(t, gang.Fits, res.Why.Cause)
+			for n := range 2 {
+				assert.Equal(t, int64(0), db.Allocatable(n, 0)[0], "node %d full", n)
+				assert.Equal(t, 16, db.Jobs(n, 0))
+			}
+			assert.Equal(t, 32, db.Pending(), "binds stay in the undo log for the caller to Forget")
+			continue
+		}
+		require.False(t, res.Placed)
+		assert.Nil(t, res.Nodes)
+		assert.Empty(t, before.diff(stateOf(db)))
+		why := res.Why
+		assert.Equal(t, gang.MemberDoesNotFit, why.Cause)
+		assert.Equal(t, 32, why.PlacedBefore)
+		assert.Equal(t, 32, why.Member, "equal members go in member order: the last one is left")
+		assert.Equal(t, "g-32", why.Job)
+		assert.Equal(t, binpack.Insufficient, why.Reason.Kind)
+		assert.Equal(t, 0, why.Reason.Resource, "cpu")
+		assert.Equal(t, core, why.Reason.Short)
+		assert.Equal(t, `gang "g": member 32 (job "g-32") does not fit in the default cluster after 32 of 33 members were placed: `+
+			`no node fits: cpu short by 1 on the best node (n1)`, why.String(schemaCM))
+	}
+}
+
+// Values v1, v2, v3 of a uniformity label each cover two 32-core nodes; v1
+// and v3 nodes have one core used. Four 16-core members fit only on v2.
+func TestPlaceUniformityLabel(t *testing.T) {
+	var nodes []*flotilla.Node
+	for _, v := range []string{"v1", "v2", "v3"} {
+		for i := range 2 {
+			nodes = append(nodes, node(v+"-"+string(rune('a'+i)), "", 32, "rack", v))
+		}
+	}
+	db := newDB(t, 2, nodes...)
+	for _, n := range []int{0, 1, 4, 5} {
+		db.Bind(n, 1, top, cores(1))
+	}
+	db.Forget()
+	var acc gang.Accumulator
+	g := uniformGang(t, &acc, "g", 4, cores(16), "rack")
+	var p gang.Placer
+	res, err := p.Place(db, g, 0, levelsOf(4, top))
+	require.NoError(t, err)
+	require.True(t, res.Placed)
+	assert.Equal(t, binpack.Restriction{Label: "rack", Value: "v2"}, res.Domain)
+	for i, n := range res.Nodes {
+		assert.Equal(t, "v2", db.Node(n).Labels["rack"], "member %d", i)
+	}
+	assert.Equal(t, []int{2, 2, 3, 3}, slices.Sorted(slices.Values(res.Nodes)))
+}
+
+// When several values hold the gang, the tightest fit wins (least free
+// capacity left), then the lowest value.
+func TestPlaceUniformityTieBreaks(t *testing.T) {
+	t.Run("tightest", func(t *testing.T) {
+		db := newDB(t, 2,
+			node("a", "", 32, "rack", "v1"), node("b", "", 32, "rack", "v2"), node("c", "", 32, "rack", "v3"))
+		db.Bind(0, 1, top, cores(2))
+		db.Bind(1, 1, top, cores(8)) // v2 has the least free, and still holds the gang
+		db.Bind(2, 1, top, cores(4))
+		db.Forget()
+		var acc gang.Accumulator
+		res, err := new(gang.Placer).Place(db, uniformGang(t, &acc, "g", 2, cores(8), "rack"), 0, levelsOf(2, top))
+		require.NoError(t, err)
+		require.True(t, res.Placed)
+		assert.Equal(t, "v2", res.Domain.Value)
+		assert.Equal(t, []int{1, 1}, res.Nodes)
+	})
+	t.Run("lowest value", func(t *testing.T) {
+		db := newDB(t, 1, node("a", "", 32, "rack", "v3"), node("b", "", 32, "rack", "v1"), node("c", "", 32, "rack", "v2"))
+		var acc gang.Accumulator
+		res, err := new(gang.Placer).Place(db, uniformGang(t, &acc, "g", 2, cores(8), "rack"), 0, levelsOf(2, top))
+		require.NoError(t, err)
+		require.True(t, res.Placed)
+		assert.Equal(t, "v1", res.Domain.Value)
+		assert.Equal(t, []int{1, 1}, res.Nodes)
+	})
+	t.Run("most members placed explains the failure", func(t *testing.T) {
+		db := newDB(t, 1, node("a", "", 16, "rack", "v1"), node("b", "", 32, "rack", "v2"), node("c", "", 8, "rack", "v3"))
+		var acc gang.Accumulator
+		g := uniformGang(t, &acc, "g", 3, cores(16), "rack")
+		before := stateOf(db)
+		res, err := new(gang.Placer).Place(db, g, 0, levelsOf(3, top))
+		require.NoError(t, err)
+		require.False(t, res.Placed)
+		assert.Empty(t, before.diff(stateOf(db)))
+		assert.Equal(t, "v2", res.Domain.Value)
+		assert.Equal(t, 2, res.Why.PlacedBefore)
+		assert.Equal(t, binpack.Insufficient, res.Why.Reason.Kind)
+		assert.Equal(t, "b", res.Why.Reason.NodeName, "the reason is about the domain's own nodes")
+		assert.Contains(t, res.Why.String(schemaCM), `in the default cluster on rack=v2 after 2 of 3 members were placed`)
+	})
+}
+
+func TestPlaceNoNodeCarriesLabel(t *testing.T) {
+	db := newDB(t, 1, node("a", "", 32, "zone", "z1"), node("b", "", 32))
+	var acc gang.Accumulator
+	before := stateOf(db)
+	res, err := new(gang.Placer).Place(db, uniformGang(t, &acc, "g", 2, cores(1), "rack"), 0, levelsOf(2, top))
+	require.NoError(t, err)
+	require.False(t, res.Placed)
+	assert.Equal(t, gang.NoUniformityLabel, res.Why.Cause)
+	assert.Equal(t, `gang "g": no node carries the node-uniformity label "rack"`, res.Why.String(schemaCM))
+	assert.Empty(t, before.diff(stateOf(db)))
+
+	empty := newDB(t, 1)
+	res, err = new(gang.Placer).Place(empty, uniformGang(t, &acc, "h", 1, cores(1), ""), 0, []int{0})
+	require.NoError(t, err)
+	assert.Equal(t, gang.NoNodes, res.Why.Cause)
+	assert.Equal(t, `gang "h": no nodes`, res.Why.String(schemaCM))
+
+	// A lone job is a gang of one, explained as a job.
+	lone, complete, err := acc.Add(member(t, newStore(t), "solo", "", 0, cores(64)))
+	require.NoError(t, err)
+	require.True(t, complete)
+	res, err = new(gang.Placer).Place(db, lone, 0, []int{0})
+	require.NoError(t, err)
+	assert.Equal(t, `job "solo" does not fit in the default cluster: no node is large enough: cpu short by 32 even on an empty node (a)`,
+		res.Why.String(schemaCM))
+}
+
+// A gang never spans clusters, even when the clusters together would hold
+// it; a lone cluster that holds it is chosen.
+func TestPlaceOneCluster(t *testing.T) {
+	db := newDB(t, 1, node("a1", "a", 32), node("b1", "b", 16), node("b2", "b", 8))
+	var acc gang.Accumulator
+	g := uniformGang(t, &acc, "g", 2, cores(20), "")
+	before := stateOf(db)
+	res, err := new(gang.Placer).Place(db, g, 0, levelsOf(2, top))
+	require.NoError(t, err)
+	require.False(t, res.Placed)
+	assert.Empty(t, before.diff(stateOf(db)))
+	assert.Equal(t, "a", res.Domain.Cluster, "a places one member, b none")
+	assert.Contains(t, res.Why.String(schemaCM), `in cluster "a" after 1 of 2 members were placed: no node fits: cpu short by 8`)
+
+	g = uniformGang(t, &acc, "h", 2, cores(8), "")
+	res, err = new(gang.Placer).Place(db, g, 0, levelsOf(2, top))
+	require.NoError(t, err)
+	require.True(t, res.Placed)
+	assert.Equal(t, "b", res.Domain.Cluster, "b has less free capacity: the tighter fit")
+	assert.Equal(t, []int{2, 1}, res.Nodes)
+	for _, n := range res.Nodes {
+		assert.Equal(t, "b", db.Node(n).Cluster)
+	}
+}
+
+// Members go largest first: 8, 16, 16 cores fill a 16- and a 24-core node
+// exactly, which smallest-first would not.
+func TestPlaceLargestFirst(t *testing.T) {
+	db := newDB(t, 1, node("a", "", 16), node("b", "", 24))
+	s := newStore(t)
+	var acc gang.Accumulator
+	var g *gang.Gang
+	for i, c := range []int64{8, 16, 16} {
+		var err error
+		g, _, err = acc.Add(member(t, s, string(rune('x'+i)), "g", 3, cores(c)))
+		require.NoError(t, err)
+	}
+	res, err := new(gang.Placer).Place(db, g, 0, levelsOf(3, top))
+	require.NoError(t, err)
+	require.True(t, res.Placed)
+	assert.Equal(t, []int{1, 0, 1}, res.Nodes, "per member, in member order")
+}
+
+// Members of different priority classes are bound at their own levels, and
+// a member's node selector holds within the domain.
+func TestPlaceLevelsAndSelectors(t *testing.T) {
+	db := newDB(t, 1, node("a", "", 32, "zone", "x"), node("b", "", 32, "zone", "y"))
+	s := newStore(t)
+	mk := func(id, class string, sel map[string]string) *flotilla.Job {
+		return &flotilla.Job{ID: id, Queue: "A", PriorityClass: class, Requests: cores(4), NodeSelector: sel,
+			Gang: flotilla.Gang{ID: "g", Cardinality: 2}}
+	}
+	var acc gang.Accumulator
+	var g *gang.Gang
+	for _, j := range []*flotilla.Job{
+		mk("hi", flotilla.ArmadaDefault, map[string]string{"zone": "y"}),
+		mk("lo", flotilla.ArmadaPreemptible, nil),
+	} {
+		e, err := s.NewEntry(j)
+		require.NoError(t, err)
+		g, _, err = acc.Add(e)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, int32(20000), g.ClassPriority, "the gang's class is its lowest member's")
+	res, err := new(gang.Placer).Place(db, g, 0, []int{top, preemptible})
+	require.NoError(t, err)
+	require.True(t, res.Placed)
+	assert.Equal(t, 1, res.Nodes[0], "hi needs zone y")
+	assert.Equal(t, 1, res.Nodes[1], "lo joins it on the queue's own node")
+	assert.Equal(t, 32*core-8*core, db.Allocatable(1, preemptible)[0])
+	assert.Equal(t, 32*core-4*core, db.Allocatable(1, top)[0], "only hi holds capacity at the top level")
+}
+
+func TestPlaceBadInput(t *testing.T) {
+	db := newDB(t, 2, node("a", "", 32))
+	var acc gang.Accumulator
+	g := uniformGang(t, &acc, "g", 2, cores(1), "")
+	var p gang.Placer
+	var fe *flotilla.FieldError
+
+	_, err := p.Place(nil, g, 0, []int{0, 0})
+	require.ErrorIs(t, err, flotilla.ErrRequired)
+	_, err = p.Place(db, nil, 0, nil)
+	require.ErrorIs(t, err, flotilla.ErrRequired)
+
+	before := stateOf(db)
+	_, err = p.Place(db, g, 2, []int{0, 5, 1})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, flotilla.ErrOutOfRange)
+	assert.ErrorIs(t, err, flotilla.ErrInconsistent)
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, "queue", fe.Field)
+	assert.Equal(t, "2", fe.Value)
+	for _, want := range []string{`queue "2"`, `levels "3"`, `levels[1] "5"`} {
+		assert.Contains(t, err.Error(), want)
+	}
+
+	incomplete := &gang.Gang{ID: "h", Cardinality: 3, Members: g.Members}
+	_, err = p.Place(db, incomplete, 0, []int{0, 0})
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, `gang "h".members`, fe.Field)
+	assert.ErrorIs(t, err, flotilla.ErrInconsistent)
+
+	bad := &gang.Gang{ID: "b", Cardinality: 2, Members: []*queueEntry{g.Members[0], nil}}
+	_, err = p.Place(db, bad, 0, []int{0, 0})
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, `gang "b".members[1]`, fe.Field)
+
+	short := member(t, newStore(t), "s", "c", 1, flotilla.Resources{core})
+	_, err = p.Place(db, &gang.Gang{ID: "c", Cardinality: 1, Members: []*queueEntry{short}}, 0, []int{0})
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, `gang "c".members[0].requests`, fe.Field)
+	neg := member(t, newStore(t), "n", "d", 1, flotilla.Resources{-core, 0})
+	_, err = p.Place(db, &gang.Gang{ID: "d", Cardinality: 1, Members: []*queueEntry{neg}}, 0, []int{0})
+	assert.ErrorIs(t, err, flotilla.ErrNegative)
+	assert.Empty(t, before.diff(stateOf(db)))
+	assert.False(t, errors.Is(err, flotilla.ErrDuplicate))
+}
+
+// After warm-up, Place allocates nothing: placing, failing, and with a
+// uniformity label.
+func TestPlaceAllocations(t *testing.T) {
+	var nodes []*flotilla.Node
+	for i := range 8 {
+		nodes = append(nodes, node(string(rune('a'+i)), []string{"", "b"}[i%2], 32, "rack", []string{"r1", "r2"}[i/4]))
+	}
+	db := newDB(t, 1, nodes...)
+	var acc gang.Accumulator
+	fits := uniformGang(t, &acc, "fits", 4, cores(8), "")
+	uniform := uniformGang(t, &acc, "uniform", 4, cores(8), "rack")
+	uniform.Members[1].Job.NodeSelector = map[string]string{"rack": "r2"}
+	uniform.Members[2].Job.Tolerations = []flotilla.Toleration{{Key: "dedicated", Operator: flotilla.TolerationExists}}
+	tooBig := uniformGang(t, &acc, "big", 9, cores(32), "rack")
+	s := newStore(t)
+	var mixed *gang.Gang
+	for i, c := range []int64{1, 8, 2, 8, 4} {
+		var err error
+		mixed, _, err = acc.Add(member(t, s, string(rune('p'+i)), "mixed", 5, cores(c)))
+		require.NoError(t, err)
+	}
+	levels := levelsOf(9, top)
+	var p gang.Placer
+	for _, g := range []*gang.Gang{fits, uniform, tooBig, mixed} {
+		m := db.Mark()
+		run := func() {
+			res, err := p.Place(db, g, 0, levels[:len(g.Members)])
+			if err != nil || res.Placed == (g == tooBig) {
+				t.Fatalf("%s: %v %v", g.ID, res.Placed, err)
+			}
+			db.Rollback(m)
+		}
+		run()
+		assert.Zero(t, testing.AllocsPerRun(50, run), g.ID)
+	}
+}
