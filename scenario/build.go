@@ -67,6 +67,10 @@ type Settings struct {
 	RequeuePreempted                  bool
 	RoundDuration                     time.Duration
 	Seed                              uint64
+	// Strategy is never empty: StrategyProgressiveFilling by default.
+	Strategy                                  Strategy
+	PriorityHalftime                          time.Duration
+	UseProbabilisticSchedulingForAllResources bool
 }
 
 // ResourceResolution is an indexed resource with its resolution in

@@ -36,6 +36,7 @@ func TestBuildDefaults(t *testing.T) {
 		DefaultPriorityClass:         flotilla.ArmadaDefault,
 		RoundDuration:                time.Second,
 		Seed:                         1,
+		Strategy:                     StrategyProgressiveFilling,
 	}, b.Settings)
 	assert.Equal(t, flotilla.DefaultPriorityClasses(), b.PriorityClasses)
 	assert.Equal(t, time.Unix(0, 0).UTC(), b.Start)
@@ -75,6 +76,9 @@ func TestBuildSettings(t *testing.T) {
 		RequeuePreempted:             true,
 		RoundDuration:                "250ms",
 		Seed:                         ptr(uint64(42)),
+		Strategy:                     StrategyLottery,
+		PriorityHalftime:             "10m",
+		UseProbabilisticSchedulingForAllResources: true,
 	}
 	b := build(t, f)
 	assert.Equal(t, Settings{
@@ -92,6 +96,9 @@ func TestBuildSettings(t *testing.T) {
 		RequeuePreempted:             true,
 		RoundDuration:                250 * time.Millisecond,
 		Seed:                         42,
+		Strategy:                     StrategyLottery,
+		PriorityHalftime:             10 * time.Minute,
+		UseProbabilisticSchedulingForAllResources: true,
 	}, b.Settings)
 	assert.Equal(t, b.Start.Add(250*time.Millisecond), b.Rounds[1].Time)
 	assert.Equal(t, flotilla.ArmadaPreemptible, b.Rounds[0].Submit[0].PriorityClass, "default class applied")

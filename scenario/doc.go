@@ -73,6 +73,17 @@
 //     fairness model though only "asset" uses them; an indexed resource
 //     without a resolution has resolution 1 milli-unit; roundDuration is a
 //     Go duration ≥ 0 (0 puts every round at the same instant).
+//   - Strategy (an addition to SCENARIOS.md): config.strategy is
+//     "progressive-filling" (default) or "lottery", Armada's legacy
+//     slice-and-lottery leasing by half-life queue priority. "lottery"
+//     needs config.priorityHalftime, a Go duration > 0 such as "10m", and
+//     cpu on some node (usage is valued in cpu); it may set
+//     config.useProbabilisticSchedulingForAllResources to skip the slice
+//     round, which is an error under progressive filling. The runner
+//     carries queue priorities from round to round, as it carries rate
+//     limits; each round decays them toward the usage of the jobs running
+//     when it starts. The lottery never preempts and leaves gang members
+//     queued.
 //   - Priority classes: absent or empty means flotilla.DefaultPriorityClasses();
 //     defaultPriorityClass (default "armada-default") must name one.
 //   - Size: at most MaxNodes nodes and MaxJobs jobs after expansion.

@@ -15,6 +15,17 @@ const (
 	FairnessAsset Fairness = "asset"
 )
 
+// Strategy names how a round hands out the cluster: "progressive-filling"
+// (the default) or "lottery" (Armada's legacy slice-and-lottery leasing by
+// half-life queue priority).
+type Strategy string
+
+// The strategies a scenario may name.
+const (
+	StrategyProgressiveFilling Strategy = "progressive-filling"
+	StrategyLottery            Strategy = "lottery"
+)
+
 // Defaults of the optional fields whose default is not Go's zero value.
 const (
 	DefaultProtectedFractionOfFairShare = 1.0
@@ -91,6 +102,15 @@ type Config struct {
 	RoundDuration string `json:"roundDuration,omitempty"`
 	// Seed seeds the scheduler's random source. Default 1.
 	Seed *uint64 `json:"seed,omitempty"`
+	// Strategy is "progressive-filling" (default when empty) or "lottery".
+	// (An addition to SCENARIOS.md.)
+	Strategy Strategy `json:"strategy,omitempty"`
+	// PriorityHalftime is the lottery's queue-priority half-time, a Go
+	// duration > 0 such as "10m"; required with "lottery", unused otherwise.
+	PriorityHalftime string `json:"priorityHalftime,omitempty"`
+	// UseProbabilisticSchedulingForAllResources skips the lottery's slice
+	// round; only valid with "lottery".
+	UseProbabilisticSchedulingForAllResources bool `json:"useProbabilisticSchedulingForAllResources,omitempty"`
 }
 
 // IndexedResource is one entry of the smallest-fit order.

@@ -31,6 +31,9 @@ func (b *Built) SchedulerConfig() scheduler.Config {
 	cfg.MaximumPerQueueSchedulingRate = s.MaximumPerQueueSchedulingRate
 	cfg.MaximumPerQueueSchedulingBurst = s.MaximumPerQueueSchedulingBurst
 	cfg.EnablePreferLargeJobOrdering = s.EnablePreferLargeJobOrdering
+	cfg.Strategy = scheduler.Strategy(s.Strategy)
+	cfg.PriorityHalftime = s.PriorityHalftime
+	cfg.UseProbabilisticSchedulingForAllResources = s.UseProbabilisticSchedulingForAllResources
 	return cfg
 }
 
@@ -52,6 +55,7 @@ func Run(ctx context.Context, b *Built) (*Output, error) {
 	st := &runState{b: b, store: store, running: map[string]int{}}
 	out := &Output{}
 	var rate scheduler.RateLimitState
+	var prios scheduler.QueuePriorityState
 	for ri := range b.Rounds {
 		round := &b.Rounds[ri]
 		if err := st.retire(ri, round); err != nil {
@@ -63,18 +67,20 @@ func Run(ctx context.Context, b *Built) (*Output, error) {
 			}
 		}
 		snap := &scheduler.Snapshot{
-			Nodes:      b.Nodes,
-			Queues:     b.Queues,
-			Running:    st.snapshotRunning(),
-			Queued:     store,
-			RateLimits: rate,
-			Seed:       b.Settings.Seed + uint64(ri),
+			Nodes:           b.Nodes,
+			Queues:          b.Queues,
+			Running:         st.snapshotRunning(),
+			Queued:          store,
+			RateLimits:      rate,
+			QueuePriorities: prios,
+			Seed:            b.Settings.Seed + uint64(ri),
 		}
 		res, err := sched.Schedule(ctx, snap, round.Time)
 		if err != nil {
 			return nil, fmt.Errorf("rounds[%d]: %w", ri, err)
 		}
 		rate = res.RateLimits
+		prios = res.QueuePriorities
 		ro, err := st.apply(ri, round, res)
 		if err != nil {
 			return nil, err

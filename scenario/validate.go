@@ -115,6 +115,48 @@ func (b *builder) config() {
 	if c.Seed != nil {
 		s.Seed = *c.Seed
 	}
+	b.strategy()
+}
+
+// strategy checks the strategy and the fields only the lottery uses.
+func (b *builder) strategy() {
+	c := &b.f.Config
+	s := &b.out.Settings
+	const p = "config."
+	s.Strategy = c.Strategy
+	switch c.Strategy {
+	case "":
+		s.Strategy = StrategyProgressiveFilling
+	case StrategyProgressiveFilling, StrategyLottery:
+	default:
+		b.add(badEnum(p+"strategy", string(c.Strategy), string(StrategyProgressiveFilling), string(StrategyLottery)))
+	}
+	lottery := s.Strategy == StrategyLottery
+	if c.PriorityHalftime != "" {
+		d, err := time.ParseDuration(c.PriorityHalftime)
+		switch {
+		case err != nil:
+			b.add(flotilla.Errorf(p+"priorityHalftime", c.PriorityHalftime, flotilla.ErrMalformed, `want a Go duration such as "10m"`))
+		case d < 0:
+			b.add(flotilla.Errorf(p+"priorityHalftime", c.PriorityHalftime, flotilla.ErrNegative, ""))
+		case d == 0:
+			b.add(flotilla.Errorf(p+"priorityHalftime", c.PriorityHalftime, flotilla.ErrOutOfRange, "want a duration > 0"))
+		default:
+			s.PriorityHalftime = d
+		}
+	} else if lottery {
+		b.add(flotilla.Errorf(p+"priorityHalftime", "", flotilla.ErrRequired, `the lottery strategy needs a half-time such as "10m"`))
+	}
+	s.UseProbabilisticSchedulingForAllResources = c.UseProbabilisticSchedulingForAllResources
+	if c.UseProbabilisticSchedulingForAllResources && s.Strategy == StrategyProgressiveFilling {
+		b.add(flotilla.Errorf(p+"useProbabilisticSchedulingForAllResources", "true", flotilla.ErrInconsistent, `only "strategy": "lottery" uses it`))
+	}
+	if lottery {
+		if _, ok := b.schema.Index("cpu"); !ok {
+			b.add(flotilla.Errorf(p+"strategy", string(c.Strategy), flotilla.ErrUnknownResource,
+				"the lottery values queue usage in cpu; no node has cpu"))
+		}
+	}
 }
 
 func (b *builder) rateLimit(rateField, burstField string, rate float64, burst int) {

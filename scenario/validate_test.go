@@ -72,6 +72,21 @@ func TestValidateRules(t *testing.T) {
 			f.Rounds[1].Submit[0].PriorityClass = "batch"
 		}, "config.defaultPriorityClass", flotilla.ErrUnknownName},
 
+		{"unknown strategy", func(f *File) { f.Config.Strategy = "lotery" }, "config.strategy", flotilla.ErrUnknownName},
+		{"lottery without half-time", func(f *File) { f.Config.Strategy = StrategyLottery }, "config.priorityHalftime", flotilla.ErrRequired},
+		{"malformed half-time", func(f *File) { f.Config.Strategy, f.Config.PriorityHalftime = StrategyLottery, "10 minutes" }, "config.priorityHalftime", flotilla.ErrMalformed},
+		{"negative half-time", func(f *File) { f.Config.PriorityHalftime = "-10m" }, "config.priorityHalftime", flotilla.ErrNegative},
+		{"zero half-time", func(f *File) { f.Config.Strategy, f.Config.PriorityHalftime = StrategyLottery, "0s" }, "config.priorityHalftime", flotilla.ErrOutOfRange},
+		{"all-lottery without the lottery", func(f *File) { f.Config.UseProbabilisticSchedulingForAllResources = true },
+			"config.useProbabilisticSchedulingForAllResources", flotilla.ErrInconsistent},
+		{"lottery without cpu", func(f *File) {
+			f.Config.Strategy, f.Config.PriorityHalftime = StrategyLottery, "10m"
+			f.Nodes[0].Resources = map[string]string{"memory": "128"}
+			for i := range f.Rounds {
+				f.Rounds[i].Submit[0].Requests = map[string]string{"memory": "1"}
+			}
+		}, "config.strategy", flotilla.ErrUnknownResource},
+
 		// priority classes
 		{"class without name", func(f *File) {
 			f.PriorityClasses = []PriorityClass{{Name: flotilla.ArmadaDefault}, {}}
@@ -314,6 +329,13 @@ func TestValidateAccepts(t *testing.T) {
 		{"same gang id in two rounds is not allowed but ids of other gangs are", func(f *File) {
 			f.Rounds[0].Submit[0].Gang = &GangSpec{ID: "g1"}
 			f.Rounds[1].Submit[0].Gang = &GangSpec{ID: "g2", Cardinality: 1}
+		}},
+		{"lottery", func(f *File) {
+			f.Config.Strategy, f.Config.PriorityHalftime = StrategyLottery, "10m"
+			f.Config.UseProbabilisticSchedulingForAllResources = true
+		}},
+		{"explicit progressive filling with an unused half-time", func(f *File) {
+			f.Config.Strategy, f.Config.PriorityHalftime = StrategyProgressiveFilling, "1h"
 		}},
 		{"tolerate everything", func(f *File) { f.Rounds[0].Submit[0].Tolerations = []Toleration{{Operator: "Exists"}} }},
 		{"every config field", func(f *File) {

@@ -166,7 +166,9 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 	c.collectDemand()
 	c.computeShares()
 	c.initRateLimits()
-	c.evictForFairShare()
+	if s.cfg.Strategy != Lottery { // the lottery never preempts
+		c.evictForFairShare()
+	}
 	c.db.Forget()
 	return c, nil
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/flotilla-sched/flotilla"
-	"github.com/flotilla-sched/flotilla/binpack"
 	"github.com/flotilla-sched/flotilla/fairness"
 	"github.com/flotilla-sched/flotilla/priority"
 	"github.com/flotilla-sched/flotilla/queue"
@@ -45,13 +44,15 @@ type leaseQueue struct {
 // slice-and-lottery leasing (seeds/armada-priority.md) over the whole
 // cluster's free resources, through priority.Lease.
 //
+//  0. Jobs the cycle evicted to fair share go back on their nodes: the
+//     lottery never preempts.
 //  1. Each snapshot queue's priority (Snapshot.QueuePriorities, 0 when
 //     absent) decays from the state's time to now toward the usage of the
 //     queue's running jobs in the snapshot, valued by the asset model in cpu
 //     cores (priority.Decay). Those priorities are Result.QueuePriorities,
 //     at now; the cycle leases with them.
-//  2. The offer is the free capacity (binpack level 0) of every node that
-//     is not cordoned, summed.
+//  2. The offer is the free capacity (at evictedLevel, the lowest level)
+//     of every node that is not cordoned, summed.
 //  3. Each queue takes part, in name order, with effective priority
 //     priority × priority factor and its queued jobs in queue order, at most
 //     MaxQueueLookback of them (0: all); the rest are not examined. Gang
@@ -61,7 +62,7 @@ type leaseQueue struct {
 //     source seeded with Snapshot.Seed. Whenever it takes a job, the job
 //     goes through the same checks and bookkeeping as under progressive
 //     filling: the queue's per-class limit, the scheduling-key cache of
-//     failures, a node search at level 0 (free capacity: the lottery never
+//     failures, a node search for free capacity (the lottery never
 //     preempts) in the queue's node tiers, Bind, and the round and rate
 //     limits (a job refused by a limit is not examined, like under
 //     progressive filling).
@@ -73,7 +74,6 @@ func (c *cycle) lease(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	c.leaseUnevict()
 	cfg := &c.s.cfg
 	schema := cfg.Schema
 	var usage priority.UsageModel
@@ -94,7 +94,7 @@ func (c *cycle) lease(ctx context.Context) error {
 		if c.db.Cordoned(n) {
 			continue
 		}
-		for r, v := range c.db.Allocatable(n, 0) {
+		for r, v := range c.db.Allocatable(n, evictedLevel) {
 			offer[r] += max(v, 0)
 		}
 	}
@@ -154,18 +154,6 @@ func (c *cycle) lease(ctx context.Context) error {
 	}
 	c.leaseReport(lqs, stop)
 	return nil
-}
-
-// leaseUnevict puts every job the cycle evicted to fair share back on its
-// node: the lottery never preempts.
-func (c *cycle) leaseUnevict() {
-	for qi := range c.queues {
-		for _, ri := range c.queues[qi].evicted {
-			c.tryEvicted(qi, ri)
-		}
-	}
-	// Only a queue already over a per-class limit could leave one evicted.
-	c.finishEvictions()
 }
 
 // decayQueuePriorities returns every snapshot queue's priority at now: the
@@ -252,31 +240,23 @@ func (c *cycle) leaseQueues(prios map[string]float64) ([]leaseQueue, []priority.
 
 // leasePlace is the lottery's placement of one job, with the checks and
 // bookkeeping of progressive filling's try: per-class limit, the
-// scheduling-key cache, a node search at level 0 in the queue's tiers, Bind.
-// It reports whether the job was placed; if not, the reason is recorded.
+// scheduling-key cache, a node search for free capacity (evictedLevel, the
+// lowest level: the lottery never displaces anything) in the queue's tiers,
+// Bind. It reports whether the job was placed; if not, the reason is
+// recorded.
 func (c *cycle) leasePlace(qi int, e *queue.Entry) bool {
 	qs := &c.queues[qi]
 	j := e.Job
 	ci, _ := c.s.class(j)
-	if lim := qs.limitByClass[ci]; lim != nil {
-		held := qs.allocByClass[ci]
-		for r, l := range lim {
-			var h int64
-			if held != nil {
-				h = held[r]
-			}
-			if l >= 0 && h+j.Requests[r] > l {
-				c.unscheduled(j, Reason{ReasonQueueClassLimit, fmt.Sprintf("queue %s would hold more than its %s limit of %s at priority class %s",
-					qs.q.Name, c.s.cfg.Schema.Name(r), flotilla.FormatQuantity(l), c.s.classes[ci].Name)})
-				return false
-			}
-		}
+	if c.overClassLimit(qi, ci, j.Requests) {
+		c.unscheduled(j, c.classLimitReason(qi, ci, j.Requests))
+		return false
 	}
 	if why, ok := c.failed[e.Key]; ok {
 		c.unscheduled(j, why)
 		return false
 	}
-	c.query = c.leaseQuery(qi, j)
+	c.query = c.makeQuery(j, qi, evictedLevel)
 	node, ok := c.db.Select(&c.query)
 	if !ok {
 		c.unscheduled(j, c.noFit(qi, e))
@@ -291,18 +271,11 @@ func (c *cycle) leasePlace(qi int, e *queue.Entry) bool {
 	qs.scheduled++
 	qs.tokens--
 	c.globalTokens--
+	ri := c.addRun(j, c.now, node, qi, ci, stNew)
+	c.run[ri].sched = int32(len(c.res.Scheduled))
+	c.run[ri].entry = *e
 	c.res.Scheduled = append(c.res.Scheduled, Assignment{Job: j, Node: c.db.Node(node).Name})
 	return true
-}
-
-func (c *cycle) leaseQuery(qi int, j *flotilla.Job) binpack.Query {
-	return binpack.Query{
-		Requests:   j.Requests,
-		Level:      0,
-		Queue:      qi,
-		Constraint: c.db.Constraints(j.NodeSelector, j.Tolerations),
-		OnlyNode:   -1,
-	}
 }
 
 // noFit explains why no node takes e now, and caches the failure by
@@ -312,7 +285,7 @@ func (c *cycle) noFit(qi int, e *queue.Entry) Reason {
 	if why, ok := c.failed[e.Key]; ok {
 		return why
 	}
-	c.query = c.leaseQuery(qi, e.Job)
+	c.query = c.makeQuery(e.Job, qi, evictedLevel)
 	msg := c.db.Explain(&c.query).String(c.s.cfg.Schema)
 	c.failed[e.Key] = Reason{ReasonSameAsFailed, "identical requirements to a job that did not fit: " + msg}
 	return Reason{ReasonNoFit, msg}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leanovate/gopter/gen"
+	"github.com/leanovate/gopter/prop"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -362,4 +364,82 @@ func findField(err error, field string) *flotilla.FieldError {
 		}
 	}
 	return nil
+}
+
+// TestPropertyLottery: on random worlds (the progressive-filling
+// properties' generator) with random carried priorities, the lottery
+// over-commits no node at any priority, honours selectors, taints and
+// cordons, preempts nothing, accounts for every queued job exactly once
+// (scheduled, unscheduled, or counted as not examined), and repeats itself
+// for the same inputs.
+func TestPropertyLottery(t *testing.T) {
+	p := properties(t)
+	p.Property("lottery placements are valid and complete", prop.ForAll(func(seed uint64, lookback int, allLottery bool) string {
+		w := makeWorld(t, seed, lookback)
+		w.cfg.Strategy, w.cfg.PriorityHalftime = scheduler.Lottery, time.Minute
+		w.cfg.UseProbabilisticSchedulingForAllResources = allLottery
+		w.snap.Seed = seed
+		w.snap.QueuePriorities = scheduler.QueuePriorityState{Priorities: map[string]float64{}, Time: t0.Add(-time.Duration(seed%600) * time.Second)}
+		for i, q := range w.snap.Queues {
+			w.snap.QueuePriorities.Priorities[q.Name] = float64((seed >> (8 * i)) % 64)
+		}
+		res := w.schedule(t)
+		if msg := overCommitted(w, res); msg != "" {
+			return fmt.Sprintf("seed %d: %s", seed, msg)
+		}
+		if len(res.Preempted) > 0 {
+			return fmt.Sprintf("seed %d: the lottery preempted %s", seed, res.Preempted[0].Job.ID)
+		}
+		nodes := map[string]*flotilla.Node{}
+		for _, n := range w.snap.Nodes {
+			nodes[n.Name] = n
+		}
+		seen := map[string]int{}
+		for _, a := range res.Scheduled {
+			n := nodes[a.Node]
+			if n.Unschedulable || !flotilla.SelectorMatches(a.Job.NodeSelector, n.Labels) || !flotilla.TaintsTolerated(n.Taints, a.Job.Tolerations) {
+				return fmt.Sprintf("seed %d: %s may not go on %s", seed, a.Job.ID, a.Node)
+			}
+			seen[a.Job.ID]++
+		}
+		for _, u := range res.Unscheduled {
+			seen[u.Job.ID]++
+		}
+		notExamined := 0
+		for _, r := range res.NotExamined {
+			notExamined += r.Count
+		}
+		for id, n := range seen {
+			if n != 1 {
+				return fmt.Sprintf("seed %d: %s reported %d times", seed, id, n)
+			}
+		}
+		if len(seen)+notExamined != len(w.queued) {
+			return fmt.Sprintf("seed %d: %d queued, %d reported, %d not examined", seed, len(w.queued), len(seen), notExamined)
+		}
+		again := w.schedule(t)
+		if fmt.Sprint(again.Scheduled, again.Unscheduled, again.QueuePriorities) != fmt.Sprint(res.Scheduled, res.Unscheduled, res.QueuePriorities) {
+			return fmt.Sprintf("seed %d: a second run decided differently", seed)
+		}
+		return ""
+	}, gen.UInt64(), gen.IntRange(0, 6), gen.Bool()))
+	p.TestingRun(t)
+}
+
+// BenchmarkLotteryColdCycle is BenchmarkColdCycle under the lottery: 1,000
+// × 32-core nodes, 10 queues, 32,000 one-core jobs, an empty cluster.
+func BenchmarkLotteryColdCycle(b *testing.B) {
+	s, snap := benchWorld(b, 1000, 10, 32000)
+	cfg := s.Config()
+	cfg.Strategy, cfg.PriorityHalftime = scheduler.Lottery, 20*time.Minute
+	s, err := scheduler.New(cfg)
+	require.NoError(b, err)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := s.Schedule(ctx, snap, t0)
+		if err != nil || len(res.Scheduled) != 32000 {
+			b.Fatalf("err %v, %d scheduled", err, len(res.Scheduled))
+		}
+	}
 }

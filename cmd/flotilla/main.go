@@ -3,6 +3,11 @@
 // README and SCENARIOS.md), printing what each round decided.
 //
 //	flotilla schedule [-o table|json] [-expect FILE.expect.json] FILE.json
+//	flotilla priority -bank-tree FILE [-weights FILE] [-recompute=false] -jobs FILE
+//
+// priority prints flux-accounting's multi-factor priority of each job in a
+// jobs file (a JSON array or JSON lines of {"id", "user", "bank", "queue",
+// "urgency"}) against a bank tree, as `flux account jobs` does.
 //
 // Exit codes: 0 when the scenario ran (whatever it decided), 1 when an
 // -expect file was given and the outcome differs, 2 for bad input.
@@ -22,6 +27,8 @@ import (
 const usage = `usage:
   flotilla schedule [-o table|json] [-expect FILE.expect.json] FILE.json
       run a scenario file through the scheduler and print each round
+  flotilla priority -bank-tree FILE [-weights FILE] [-recompute=false] -jobs FILE
+      print each job's multi-factor priority breakdown, as flux account jobs does
 `
 
 func main() {
@@ -37,6 +44,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "schedule":
 		return schedule(ctx, args[1:], stdout, stderr)
+	case "priority":
+		return priorityCmd(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
