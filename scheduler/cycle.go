@@ -9,6 +9,7 @@ import (
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/binpack"
 	"github.com/flotilla-sched/flotilla/fairness"
+	"github.com/flotilla-sched/flotilla/gang"
 	"github.com/flotilla-sched/flotilla/queue"
 )
 
@@ -36,6 +37,9 @@ type cycle struct {
 	globalTokens float64
 	res          Result
 	sel          *fairness.Selector
+	acc          gang.Accumulator
+	placer       gang.Placer
+	levelsBuf    []int
 
 	// run holds the snapshot's running jobs, then jobs scheduled this cycle
 	// (stNew), so preemption can find and displace them; nodeRun lists them
@@ -71,7 +75,16 @@ type queueState struct {
 	demand       flotilla.Resources
 
 	cursor *queue.Cursor
-	head   *queue.Entry
+	// head is the queue's next candidate: a lone job, or with headGang set
+	// the first member of a complete gang; headReq and headPrio are what
+	// fairness judges (the whole gang's requests, its lowest class).
+	head     *queue.Entry
+	headGang *gang.Gang
+	headReq  flotilla.Resources
+	headPrio int32
+	// pulled counts jobs taken from the cursor; examined counts units
+	// toward the lookback (a gang once).
+	pulled int
 	// headRun is the run index of head when head is an evicted job, or -1;
 	// headRetry the same when head is a displaced job offered again.
 	headRun, headRetry int32
@@ -224,6 +237,27 @@ func (c *cycle) bindRunning() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// setHead makes e (or gang g, whose first member e is) the queue's head.
+func (qs *queueState) setHead(e *queue.Entry, g *gang.Gang) {
+	qs.head, qs.headGang, qs.headRun, qs.headRetry = e, g, -1, -1
+	switch {
+	case g != nil:
+		qs.headReq, qs.headPrio = g.Requests, g.ClassPriority
+	case e != nil:
+		qs.headReq, qs.headPrio = e.Job.Requests, e.ClassPriority
+	default:
+		qs.headReq = nil
+	}
+}
+
+// headCost is the scheduling-rate tokens the head needs: one per job.
+func (qs *queueState) headCost() int {
+	if qs.headGang != nil {
+		return len(qs.headGang.Members)
+	}
+	return 1
 }
 
 // addRun records a job bound to a node, for preemption.

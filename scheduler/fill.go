@@ -42,20 +42,29 @@ func (c *cycle) fill(ctx context.Context) error {
 			if stop.Code == 0 && c.roundLimitReached() {
 				stop = Reason{ReasonRoundLimit, "the cycle scheduled its maximum fraction of the cluster"}
 			}
-			if stop.Code == 0 && c.globalTokens < 1 {
-				stop = Reason{ReasonGlobalRateLimit, "the global scheduling rate limit has no tokens left"}
-			}
-			if stop.Code != 0 {
+			cost := qs.headCost()
+			switch {
+			case stop.Code != 0:
 				sel.Remove(qi)
 				c.notExamined(qi, stop)
 				continue
-			}
-			if qs.tokens < 1 {
+			case c.largerThanBurst(cost):
+				c.unscheduledUnit(qi, Reason{ReasonGangLargerThanBurst, fmt.Sprintf(
+					"a gang of %d needs more scheduling-rate tokens than a bucket holds", cost)})
+			case c.globalTokens < float64(cost):
+				stop = Reason{ReasonGlobalRateLimit, "the global scheduling rate limit has no tokens left"}
+				sel.Remove(qi)
+				c.notExamined(qi, stop)
+				continue
+			case qs.tokens < float64(cost):
 				sel.Remove(qi)
 				c.notExamined(qi, Reason{ReasonQueueRateLimit, "the queue's scheduling rate limit has no tokens left"})
 				continue
+			case qs.headGang != nil:
+				c.tryGang(qi)
+			default:
+				c.try(qi)
 			}
-			c.try(qi)
 		}
 		if c.advance(qi) {
 			sel.Update(qi, c.candidate(qi))
@@ -66,6 +75,7 @@ func (c *cycle) fill(ctx context.Context) error {
 	}
 	c.finishEvictions()
 	c.dropDisplaced()
+	c.reportIncompleteGangs()
 	return nil
 }
 
@@ -73,32 +83,54 @@ func (c *cycle) fill(ctx context.Context) error {
 // jobs within its lookback (evicted jobs do not count toward it).
 func (c *cycle) advance(qi int) bool {
 	qs := &c.queues[qi]
-	qs.head, qs.headRun, qs.headRetry = nil, -1, -1
+	qs.setHead(nil, nil)
 	if qs.evPos < len(qs.evicted) {
 		ri := qs.evicted[qs.evPos]
 		qs.evPos++
-		qs.head, qs.headRun = &c.run[ri].entry, ri
+		qs.setHead(&c.run[ri].entry, nil)
+		qs.headRun = ri
 		return true
 	}
 	if len(qs.retry) > 0 {
 		ri := qs.retry[0]
 		qs.retry = qs.retry[1:]
-		qs.head, qs.headRetry = &c.run[ri].entry, ri
+		qs.setHead(&c.run[ri].entry, nil)
+		qs.headRetry = ri
 		return true
 	}
 	if qs.cursor == nil {
 		return false
 	}
-	if lb := c.s.cfg.MaxQueueLookback; lb > 0 && qs.examined >= lb {
-		return false
+	for {
+		if lb := c.s.cfg.MaxQueueLookback; lb > 0 && qs.examined >= lb {
+			return false
+		}
+		e, ok := qs.cursor.Next()
+		if !ok {
+			return false
+		}
+		qs.pulled++
+		if !e.Job.IsGang() {
+			qs.examined++
+			qs.setHead(e, nil)
+			return true
+		}
+		// Gang members wait until the gang is complete; a gang counts
+		// once toward the lookback, when its first member is seen.
+		g, complete, err := c.acc.Add(e)
+		if err != nil {
+			qs.examined++
+			c.unscheduled(e.Job, Reason{ReasonGangInvalid, err.Error()})
+			continue
+		}
+		if len(g.Members) == 1 {
+			qs.examined++
+		}
+		if complete {
+			qs.setHead(g.Members[0], g)
+			return true
+		}
 	}
-	e, ok := qs.cursor.Next()
-	if !ok {
-		return false
-	}
-	qs.examined++
-	qs.head = e
-	return true
 }
 
 // notExamined records the queue's jobs the cycle will not reach. After a
@@ -106,15 +138,17 @@ func (c *cycle) advance(qi int) bool {
 // is not offered again.
 func (c *cycle) notExamined(qi int, why Reason) {
 	qs := &c.queues[qi]
-	n := qs.queuedLen - qs.examined
+	n := qs.queuedLen - qs.pulled
 	switch {
 	case qs.head == nil, qs.headRun >= 0:
 	case qs.headRetry >= 0:
 		qs.retry = append(qs.retry, qs.headRetry)
+	case qs.headGang != nil:
+		n += len(qs.headGang.Members)
 	default:
 		n++
 	}
-	qs.head, qs.headRun, qs.headRetry = nil, -1, -1
+	qs.setHead(nil, nil)
 	switch why.Code {
 	case ReasonRoundLimit, ReasonGlobalRateLimit, ReasonQueueRateLimit:
 		qs.stopped = true
@@ -134,10 +168,10 @@ func (c *cycle) notExamined(qi int, why Reason) {
 func (c *cycle) candidate(qi int) fairness.Candidate {
 	qs := &c.queues[qi]
 	copy(c.scratch, qs.alloc)
-	c.scratch.Add(qs.head.Job.Requests)
+	c.scratch.Add(qs.headReq)
 	after := c.model.Share(c.scratch)
 	cur := c.model.Share(qs.alloc)
-	cand := fairness.NewCandidate(qi, qs.q.Name, qs.head.ClassPriority, cur, after-cur, qs.fair, qs.adjusted)
+	cand := fairness.NewCandidate(qi, qs.q.Name, qs.headPrio, cur, after-cur, qs.fair, qs.adjusted)
 	if qs.fair > 0 {
 		cand.Fraction = after / qs.fair
 	}

@@ -250,8 +250,9 @@ func (c *cycle) dropVictim(ri int32, unbind bool) {
 	c.globalTokens++
 	c.scheduledTotal.Sub(r.job.Requests)
 	c.res.Scheduled[r.sched].Job = nil
-	// Offer it again, first in its queue: it may fit elsewhere.
-	if qs.stopped {
+	// Offer it again, first in its queue: it may fit elsewhere. A gang
+	// member is not offered alone: its gang lost its place as a whole.
+	if qs.stopped || r.job.IsGang() {
 		c.unscheduled(r.job, displacedReason)
 		return
 	}

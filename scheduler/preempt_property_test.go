@@ -163,3 +163,50 @@ func applyResult(t testing.TB, snap *scheduler.Snapshot, res *scheduler.Result) 
 	}
 	return next
 }
+
+// Gangs: all members placed or none, within one cluster and, with a
+// uniformity label, on one value of it.
+func TestPropertyGangsAllOrNothing(t *testing.T) {
+	p := properties(t)
+	p.Property("gangs placed whole, in one domain", prop.ForAll(func(seed uint64) string {
+		w := preemptWorld(t, seed)
+		res := w.schedule(t)
+		nodes := map[string]*flotilla.Node{}
+		for _, n := range w.snap.Nodes {
+			nodes[n.Name] = n
+		}
+		want := map[string]int{}
+		for _, j := range w.queued {
+			if j.IsGang() {
+				want[j.Gang.ID] = j.Gang.Cardinality
+			}
+		}
+		placed := map[string][]*flotilla.Node{}
+		for _, a := range res.Scheduled {
+			if a.Job.IsGang() {
+				placed[a.Job.Gang.ID] = append(placed[a.Job.Gang.ID], nodes[a.Node])
+			}
+		}
+		for id, ns := range placed {
+			if len(ns) != want[id] {
+				return fmt.Sprintf("seed %d: gang %s placed %d of %d", seed, id, len(ns), want[id])
+			}
+			var label string
+			for _, j := range w.queued {
+				if j.Gang.ID == id {
+					label = j.Gang.NodeUniformityLabel
+				}
+			}
+			for _, n := range ns {
+				if n.Cluster != ns[0].Cluster {
+					return fmt.Sprintf("seed %d: gang %s spans clusters", seed, id)
+				}
+				if label != "" && n.Labels[label] != ns[0].Labels[label] {
+					return fmt.Sprintf("seed %d: gang %s spans %s values", seed, id, label)
+				}
+			}
+		}
+		return ""
+	}, gen.UInt64()))
+	p.TestingRun(t)
+}

@@ -49,6 +49,7 @@ func makeWorldClasses(t testing.TB, seed uint64, lookback int, classes []string)
 				int64(rng.IntN(3)) * 1000,
 			},
 			Unschedulable: rng.IntN(10) == 0,
+			Cluster:       fmt.Sprintf("c%d", rng.IntN(2)),
 		}
 		if rng.IntN(4) == 0 {
 			n.Taints = []flotilla.Taint{{Key: "dedicated", Value: "gpu", Effect: flotilla.TaintNoSchedule}}
@@ -135,6 +136,25 @@ func makeWorldClasses(t testing.TB, seed uint64, lookback int, classes []string)
 					used[ni].Add(m.Job.Requests)
 				}
 			}
+		}
+	}
+	// Queued gangs, in preemption-capable worlds: 2–4 members of one queue,
+	// sometimes with a uniformity label, sometimes one member short.
+	for g := range gangs * 2 {
+		size := 2 + rng.IntN(3)
+		q := w.snap.Queues[rng.IntN(len(w.snap.Queues))].Name
+		label := []string{"", "", "zone"}[rng.IntN(3)]
+		present := size
+		if rng.IntN(5) == 0 {
+			present--
+		}
+		for range present {
+			j := newJob(id)
+			id++
+			j.Queue, j.NodeSelector = q, nil
+			j.Gang = flotilla.Gang{ID: fmt.Sprintf("q%d", g), Cardinality: size, NodeUniformityLabel: label}
+			require.NoError(t, store.Add(j))
+			w.queued = append(w.queued, j)
 		}
 	}
 	for range rng.IntN(60) {
@@ -318,7 +338,9 @@ func TestPropertyNoStarvedQueueBesideAnOverServedOne(t *testing.T) {
 		}
 		for _, u := range res.Unscheduled {
 			q := report[u.Job.Queue]
-			if q.Share >= q.FairShare {
+			// A gang member fits only with its whole gang, which
+			// TestPropertyGangsAllOrNothing and package gang check.
+			if q.Share >= q.FairShare || u.Job.IsGang() {
 				continue
 			}
 			for _, n := range w.snap.Nodes {

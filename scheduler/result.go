@@ -76,6 +76,10 @@ const (
 	// ReasonDisplaced: placed, then displaced within the same cycle by a job
 	// of higher priority (urgency preemption of a job that had not started).
 	ReasonDisplaced
+	// ReasonGangIncomplete: not all of the gang's members were seen.
+	ReasonGangIncomplete
+	// ReasonGangInvalid: the member disagrees with its gang's others.
+	ReasonGangInvalid
 	// ReasonGangUnsupported: the lottery strategy leases single jobs only;
 	// gang members wait for progressive filling.
 	ReasonGangUnsupported
@@ -91,6 +95,8 @@ var reasonNames = [...]string{
 	ReasonLookback:            "lookback",
 	ReasonGangLargerThanBurst: "gang-larger-than-burst",
 	ReasonDisplaced:           "displaced",
+	ReasonGangIncomplete:      "gang-incomplete",
+	ReasonGangInvalid:         "gang-invalid",
 	ReasonGangUnsupported:     "gang-unsupported",
 }
 

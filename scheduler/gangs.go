@@ -1,0 +1,101 @@
+package scheduler
+
+import (
+	"fmt"
+)
+
+// tryGang places the queue's head gang all at once or not at all: per-class
+// limits over all its members, then one gang.Placer transaction (one
+// cluster, one uniformity-label value), rolled back on failure. Gangs take
+// free capacity only: they neither preempt by urgency nor displace evicted
+// jobs.
+func (c *cycle) tryGang(qi int) {
+	qs := &c.queues[qi]
+	g := qs.headGang
+	// Per-class limits: account members one by one, undo on the first
+	// member that would cross its class's cap.
+	for i, m := range g.Members {
+		ci, _ := c.s.class(m.Job)
+		if c.overClassLimit(qi, ci, m.Job.Requests) {
+			why := c.classLimitReason(qi, ci, m.Job.Requests)
+			for _, d := range g.Members[:i] {
+				dc, _ := c.s.class(d.Job)
+				c.unaccount(qi, dc, d.Job.Requests)
+			}
+			c.unscheduledUnit(qi, Reason{why.Code, fmt.Sprintf("gang %s, member %s: %s", g.ID, m.Job.ID, why.Message)})
+			return
+		}
+		c.account(qi, ci, m.Job.Requests)
+	}
+	for _, m := range g.Members {
+		ci, _ := c.s.class(m.Job)
+		c.unaccount(qi, ci, m.Job.Requests)
+	}
+	levels := c.levelsBuf[:0]
+	for _, m := range g.Members {
+		ci, _ := c.s.class(m.Job)
+		levels = append(levels, c.s.bindLevel[ci])
+	}
+	c.levelsBuf = levels
+	mark := c.db.Mark()
+	pl, err := c.placer.Place(c.db, g, qi, levels)
+	if err != nil || !pl.Placed {
+		c.db.Rollback(mark)
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		} else {
+			msg = pl.Why.String(c.s.cfg.Schema)
+		}
+		c.unscheduledUnit(qi, Reason{ReasonNoFit, msg})
+		return
+	}
+	c.db.Forget()
+	for i, m := range g.Members {
+		ci, _ := c.s.class(m.Job)
+		node := pl.Nodes[i]
+		c.account(qi, ci, m.Job.Requests)
+		ri := c.addRun(m.Job, c.now, node, qi, ci, stNew)
+		c.run[ri].sched = int32(len(c.res.Scheduled))
+		c.run[ri].entry = *m
+		c.res.Scheduled = append(c.res.Scheduled, Assignment{Job: m.Job, Node: c.db.Node(node).Name})
+	}
+	n := len(g.Members)
+	c.scheduledTotal.Add(g.Requests)
+	qs.running += n
+	qs.scheduled += n
+	qs.tokens -= float64(n)
+	c.globalTokens -= float64(n)
+}
+
+// unscheduledUnit records the queue's head, a job or every member of a
+// gang, as not scheduled for why.
+func (c *cycle) unscheduledUnit(qi int, why Reason) {
+	qs := &c.queues[qi]
+	if qs.headGang == nil {
+		c.unscheduled(qs.head.Job, why)
+		return
+	}
+	for _, m := range qs.headGang.Members {
+		c.unscheduled(m.Job, why)
+	}
+}
+
+// largerThanBurst reports whether a unit of cost jobs can never get enough
+// tokens from a bucket: it is skipped rather than blocking its queue.
+func (c *cycle) largerThanBurst(cost int) bool {
+	cfg := &c.s.cfg
+	return cost > 1 && ((cfg.MaximumSchedulingRate > 0 && cost > cfg.MaximumSchedulingBurst) ||
+		(cfg.MaximumPerQueueSchedulingRate > 0 && cost > cfg.MaximumPerQueueSchedulingBurst))
+}
+
+// reportIncompleteGangs records the members of gangs whose other members
+// were not seen this cycle (not yet submitted, or beyond the lookback).
+func (c *cycle) reportIncompleteGangs() {
+	for _, g := range c.acc.Pending() {
+		why := Reason{ReasonGangIncomplete, fmt.Sprintf("gang %s: %d of %d members seen", g.ID, len(g.Members), g.Cardinality)}
+		for _, m := range g.Members {
+			c.unscheduled(m.Job, why)
+		}
+	}
+}

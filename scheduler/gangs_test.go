@@ -1,0 +1,164 @@
+package scheduler_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/scheduler"
+)
+
+func inGang(id string, card int, label string) func(*flotilla.Job) {
+	return func(j *flotilla.Job) { j.Gang = flotilla.Gang{ID: id, Cardinality: card, NodeUniformityLabel: label} }
+}
+
+func TestGangFitsExactlyOrNotAtAll(t *testing.T) {
+	for _, c := range []struct {
+		members int
+		placed  int
+	}{{32, 32}, {33, 0}} {
+		t.Run(fmt.Sprint(c.members), func(t *testing.T) {
+			w := newWorld(t)
+			w.addNodes(2, "32")
+			w.addQueue("A", 1)
+			w.addQueue("B", 1)
+			for range 16 {
+				w.run("B", "1", "node-0", nonPreemptible)
+				w.run("B", "1", "node-1", nonPreemptible)
+			}
+			w.submit("A", c.members, "1", inGang("g", c.members, ""))
+			res := w.schedule()
+			assert.Len(t, res.Scheduled, c.placed)
+			if c.placed == 0 {
+				require.Len(t, res.Unscheduled, c.members)
+				assert.Equal(t, scheduler.ReasonNoFit, res.Unscheduled[0].Reason.Code)
+				assert.Contains(t, res.Unscheduled[0].Reason.Message, "cpu")
+				assert.Empty(t, res.Preempted)
+			}
+		})
+	}
+}
+
+func TestGangUniformityLabelPicksTheValueThatHoldsIt(t *testing.T) {
+	w := newWorld(t)
+	for i, v := range []string{"v1", "v1", "v2", "v2", "v3", "v3"} {
+		w.nodes = append(w.nodes, &flotilla.Node{Name: fmt.Sprintf("n%d", i), Total: w.res("32"), Labels: map[string]string{"rack": v}})
+	}
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	for _, n := range []string{"n0", "n1", "n4", "n5"} {
+		w.run("B", "1", n, nonPreemptible)
+	}
+	w.submit("A", 4, "16", inGang("g", 4, "rack"))
+	res := w.schedule()
+	require.Len(t, res.Scheduled, 4)
+	for _, a := range res.Scheduled {
+		assert.Contains(t, []string{"n2", "n3"}, a.Node)
+	}
+}
+
+func TestGangWithoutTheLabelAnywhereSaysSo(t *testing.T) {
+	w := newWorld(t)
+	w.addNodes(2, "32")
+	w.addQueue("A", 1)
+	w.submit("A", 2, "1", inGang("g", 2, "rack"))
+	res := w.schedule()
+	assert.Empty(t, res.Scheduled)
+	require.Len(t, res.Unscheduled, 2)
+	assert.Contains(t, res.Unscheduled[0].Reason.Message, "rack")
+}
+
+func TestFairShareJudgesTheWholeGang(t *testing.T) {
+	w := newWorld(t)
+	w.addNodes(1, "16")
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	w.submit("A", 8, "1", inGang("g", 8, ""))
+	w.submit("B", 16, "1")
+	res := w.schedule()
+	assert.Equal(t, map[string]int{"A": 8, "B": 8}, countByQueue(res.Scheduled))
+	// B goes first while its fraction after one more job is below A's after
+	// the whole gang (8/16 of a 1/2 share = 1.0): 8 jobs, then the gang.
+	assert.Equal(t, "B", res.Scheduled[0].Job.Queue)
+	assert.Equal(t, "A", res.Scheduled[8].Job.Queue)
+}
+
+func TestGangCountsOnceTowardLookback(t *testing.T) {
+	w := newWorld(t)
+	w.addNodes(1, "32")
+	w.addQueue("A", 1)
+	w.submit("A", 4, "1", inGang("g", 4, ""))
+	w.submit("A", 2, "1")
+	w.cfg.MaxQueueLookback = 2
+	res := w.schedule()
+	assert.Len(t, res.Scheduled, 5, "the gang and one lone job")
+	require.Len(t, res.NotExamined, 1)
+	assert.Equal(t, 1, res.NotExamined[0].Count)
+}
+
+func TestGangLargerThanBurstDoesNotBlockItsQueue(t *testing.T) {
+	w := newWorld(t)
+	w.addNodes(1, "32")
+	w.addQueue("A", 1)
+	w.submit("A", 5, "1", inGang("g", 5, ""))
+	w.submit("A", 3, "1")
+	w.cfg.MaximumPerQueueSchedulingRate, w.cfg.MaximumPerQueueSchedulingBurst = 1, 4
+	res := w.schedule()
+	assert.Len(t, res.Scheduled, 3)
+	require.Len(t, res.Unscheduled, 5)
+	assert.Equal(t, scheduler.ReasonGangLargerThanBurst, res.Unscheduled[0].Reason.Code)
+}
+
+func TestIncompleteGangWaits(t *testing.T) {
+	w := newWorld(t)
+	w.addNodes(1, "32")
+	w.addQueue("A", 1)
+	w.submit("A", 2, "1", inGang("g", 3, ""))
+	res := w.schedule()
+	assert.Empty(t, res.Scheduled)
+	require.Len(t, res.Unscheduled, 2)
+	assert.Equal(t, scheduler.ReasonGangIncomplete, res.Unscheduled[0].Reason.Code)
+	assert.Contains(t, res.Unscheduled[0].Reason.Message, "2 of 3")
+}
+
+// A gang's class for ordering is its lowest member's: 31 default members and
+// one preemptible member order as a preemptible unit, behind B's default job.
+func TestGangOrdersByItsLowestClass(t *testing.T) {
+	w := newWorld(t)
+	w.addNodes(1, "32")
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	w.submit("A", 31, "1", inGang("g", 32, ""), nonPreemptible)
+	w.submit("A", 1, "1", inGang("g", 32, ""), preemptible)
+	w.submit("B", 1, "1", nonPreemptible)
+	res := w.schedule()
+	require.Len(t, res.Scheduled, 1)
+	assert.Equal(t, "B", res.Scheduled[0].Job.Queue, "B's default job goes first and the gang no longer fits")
+}
+
+func TestGangsLandWithinOneCluster(t *testing.T) {
+	w := newWorld(t)
+	for i := range 4 {
+		w.nodes = append(w.nodes, &flotilla.Node{Name: fmt.Sprintf("n%d", i), Cluster: fmt.Sprintf("c%d", i/2), Total: w.res("8")})
+	}
+	w.addQueue("A", 1)
+	w.submit("A", 3, "6", inGang("g", 3, ""))
+	w.submit("A", 2, "6", inGang("h", 2, ""))
+	res := w.schedule()
+	// Three 6-core members need three nodes; no cluster has three, so g
+	// waits though the cluster as a whole could hold it. h fits in one.
+	require.Len(t, res.Scheduled, 2)
+	clusters := map[string]bool{}
+	for _, a := range res.Scheduled {
+		assert.Equal(t, "h", a.Job.Gang.ID)
+		for _, n := range w.nodes {
+			if n.Name == a.Node {
+				clusters[n.Cluster] = true
+			}
+		}
+	}
+	assert.Len(t, clusters, 1)
+}
