@@ -140,3 +140,55 @@ func BenchmarkRebalance(b *testing.B) {
 		b.Fatalf("scheduled %d, preempted %d, want 28800 each", len(res.Scheduled), len(res.Preempted))
 	}
 }
+
+// BenchmarkGangCycle is issue 3's: 1,000 × 32-core nodes, 10 queues, 32,000
+// cores of demand, half as gangs of 8 × 4-core members and half as one-core
+// jobs. ns/job is comparable with BenchmarkColdCycle's.
+func BenchmarkGangCycle(b *testing.B) {
+	schema := flotilla.MustResourceSchema("cpu", "memory", "nvidia.com/gpu")
+	cfg := scheduler.DefaultConfig(schema)
+	s, err := scheduler.New(cfg)
+	require.NoError(b, err)
+	snap := &scheduler.Snapshot{}
+	total := schema.MustParse(map[string]string{"cpu": "32", "memory": "256Gi"})
+	for i := range 1000 {
+		snap.Nodes = append(snap.Nodes, &flotilla.Node{Name: fmt.Sprintf("node-%04d", i), Total: total})
+	}
+	store, err := queue.New(cfg.PriorityClasses, cfg.DefaultPriorityClass)
+	require.NoError(b, err)
+	one := schema.MustParse(map[string]string{"cpu": "1", "memory": "4Gi"})
+	four := schema.MustParse(map[string]string{"cpu": "4", "memory": "16Gi"})
+	jobs := 0
+	for q := range 10 {
+		name := fmt.Sprintf("q%02d", q)
+		snap.Queues = append(snap.Queues, &flotilla.Queue{Name: name})
+		for g := range 50 { // 50 gangs × 32 cores = 1,600 cores per queue
+			for m := range 8 {
+				require.NoError(b, store.Add(&flotilla.Job{ID: fmt.Sprintf("%s-g%02d-%d", name, g, m), Queue: name,
+					Requests: four, SubmitTime: t0.Add(time.Duration(2*g) * time.Second),
+					Gang: flotilla.Gang{ID: fmt.Sprintf("%s-g%02d", name, g), Cardinality: 8}}))
+				jobs++
+			}
+		}
+		for i := range 1600 {
+			require.NoError(b, store.Add(&flotilla.Job{ID: fmt.Sprintf("%s-s%04d", name, i), Queue: name,
+				Requests: one, SubmitTime: t0.Add(time.Duration(i) * 62500 * time.Microsecond)}))
+			jobs++
+		}
+	}
+	snap.Queued = store
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	var res *scheduler.Result
+	for b.Loop() {
+		res, err = s.Schedule(ctx, snap, t0)
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	if len(res.Scheduled) != jobs {
+		b.Fatalf("scheduled %d of %d", len(res.Scheduled), jobs)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(jobs), "ns/job")
+}

@@ -229,9 +229,13 @@ func (c *cycle) try(qi int) {
 	qs.scheduled++
 	qs.tokens--
 	c.globalTokens--
-	ri := c.addRun(j, c.now, node, qi, ci, stNew)
-	c.run[ri].sched = int32(len(c.res.Scheduled))
-	c.run[ri].entry = *e
+	// Only a preemptible job can be displaced later in the cycle, so only
+	// it needs a record.
+	if c.s.classes[ci].Preemptible {
+		ri := c.addRun(j, c.now, node, qi, ci, stNew)
+		c.run[ri].sched = int32(len(c.res.Scheduled))
+		c.run[ri].entry = *e
+	}
 	c.res.Scheduled = append(c.res.Scheduled, Assignment{Job: j, Node: c.db.Node(node).Name})
 }
 
