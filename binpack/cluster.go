@@ -89,63 +89,12 @@ func (db *DB) Restrict(id ConstraintID, r Restriction) ConstraintID {
 // costs O(N·(R + selector + taints)); it allocates only when (q.Constraint,
 // r) is new to Restrict.
 func (db *DB) ExplainIn(q *Query, r Restriction) Reason {
-	res := Reason{Node: -1, Resource: -1}
 	if ok, field, value := db.valid(q); !ok {
-		res.Kind, res.Field, res.Value = InvalidQuery, field, value
-		return res
+		return Reason{Kind: InvalidQuery, Node: -1, Resource: -1, Field: field, Value: value}
 	}
 	rq := *q
 	rq.Constraint = db.Restrict(q.Constraint, r)
-	if n, ok := db.Select(&rq); ok {
-		res.Kind, res.Node, res.NodeName = Fits, n, db.nodes[n].Name
-		return res
-	}
-	c := &db.cons[q.Constraint]
-	lo, hi := 0, len(db.nodes)
-	if q.OnlyNode >= 0 {
-		lo, hi = q.OnlyNode, q.OnlyNode+1
-	}
-	now, empty := candidate{node: -1}, candidate{node: -1}
-	inDomain := 0
-	for n := lo; n < hi; n++ {
-		node := db.nodes[n]
-		if !r.admits(node) {
-			continue
-		}
-		inDomain++
-		switch {
-		case !flotilla.SelectorMatches(c.selector, node.Labels):
-			res.Selector++
-			continue
-		case !flotilla.TaintsTolerated(node.Taints, c.tolerations):
-			res.Taints++
-			continue
-		case db.cordoned[n] && q.OnlyNode < 0:
-			res.Cordoned++
-			continue
-		}
-		res.Candidates++
-		if q.Requests.Fits(node.Total) {
-			now.consider(n, q.Requests, db.Allocatable(n, q.Level))
-		} else {
-			empty.consider(n, q.Requests, node.Total)
-		}
-	}
-	best := now
-	switch {
-	case inDomain == 0:
-		res.Kind = NoNodes
-		return res
-	case res.Candidates == 0:
-		res.Kind = NoMatchingNode
-		return res
-	case now.node >= 0:
-		res.Kind = Insufficient
-	default:
-		res.Kind, best = TooLarge, empty
-	}
-	res.Node, res.NodeName, res.Resource, res.Short = best.node, db.nodes[best.node].Name, best.resource, best.short
-	return res
+	return db.explain(q, &rq, r.admits)
 }
 
 // Clusters returns the distinct Node.Cluster values, ascending (so "", the

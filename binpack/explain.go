@@ -75,16 +75,19 @@ type Reason struct {
 // smallest largest shortfall relative to the request, then the lowest index.
 // It costs O(N·(R + selector + taints)) and allocates.
 func (db *DB) Explain(q *Query) Reason {
-	r := Reason{Node: -1, Resource: -1}
 	if ok, field, value := db.valid(q); !ok {
-		r.Kind, r.Field, r.Value = InvalidQuery, field, value
-		return r
+		return Reason{Kind: InvalidQuery, Node: -1, Resource: -1, Field: field, Value: value}
 	}
-	if len(db.nodes) == 0 {
-		r.Kind = NoNodes
-		return r
-	}
-	if n, ok := db.Select(q); ok {
+	return db.explain(q, q, nil)
+}
+
+// explain is the scan behind Explain and ExplainIn for a valid query q:
+// sel is the query Select is asked first (q itself, or q confined to a
+// domain), and admit, when not nil, confines the scan to the domain's
+// nodes; a scan that admits no node says NoNodes.
+func (db *DB) explain(q, sel *Query, admit func(*flotilla.Node) bool) Reason {
+	r := Reason{Node: -1, Resource: -1}
+	if n, ok := db.Select(sel); ok {
 		r.Kind, r.Node, r.NodeName = Fits, n, db.nodes[n].Name
 		return r
 	}
@@ -94,8 +97,13 @@ func (db *DB) Explain(q *Query) Reason {
 		lo, hi = q.OnlyNode, q.OnlyNode+1
 	}
 	now, empty := candidate{node: -1}, candidate{node: -1}
+	admitted := 0
 	for n := lo; n < hi; n++ {
 		node := db.nodes[n]
+		if admit != nil && !admit(node) {
+			continue
+		}
+		admitted++
 		switch {
 		case !flotilla.SelectorMatches(c.selector, node.Labels):
 			r.Selector++
@@ -116,6 +124,9 @@ func (db *DB) Explain(q *Query) Reason {
 	}
 	best := now
 	switch {
+	case admitted == 0:
+		r.Kind = NoNodes
+		return r
 	case r.Candidates == 0:
 		r.Kind = NoMatchingNode
 		return r
