@@ -1,23 +1,63 @@
-// Package scheduler composes queue, fairness and binpack into one scheduling
-// cycle: given a snapshot of nodes, queues, running and queued jobs, and the
-// time, it decides which queued jobs to place on which nodes, and why the
-// others wait.
+// Package scheduler composes queue, fairness, binpack and gang into one
+// scheduling cycle: given a snapshot of nodes, queues, running and queued
+// jobs, and the time, it decides which queued jobs to place on which nodes,
+// which running jobs to preempt, and why the others wait.
 //
-// A cycle is progressive filling (seeds/armada-scheduler.md, "Job scheduling
-// order"): among the queues' next jobs, the one from the queue whose fraction
-// of its fair share would be smallest after the job is tried first (a higher
-// priority class always goes first; ties by queue name). Each queue is
-// bin-packed on its own: the queue's own nodes, then unused nodes, then shared
-// nodes, and within each the smallest node that fits.
+// # The cycle
+//
+// Progressive filling (seeds/armada-scheduler.md, "Job scheduling order"):
+// among the queues' next units (a job, or a complete gang), the one from the
+// queue whose fraction of its fair share would be smallest after the unit is
+// tried first; a higher priority class always goes first; ties go by queue
+// name. Each queue is bin-packed on its own: the queue's own nodes, then
+// unused nodes, then nodes it shares, then other queues' nodes, and within
+// each the smallest node that fits (package binpack).
+//
+// Limits, all from Config: maxQueueLookback per queue, counted in units (a
+// gang once; evicted jobs not at all); maximumResourceFractionToSchedule per
+// cycle, checked before each unit, so a cycle may overshoot by one; global
+// and per-queue token buckets read at now, a gang taking one token per
+// member (a gang larger than a bucket is reported and skipped, never
+// blocking its queue), with state carried in Snapshot.RateLimits and
+// Result.RateLimits; per-queue, per-priority-class caps. A job whose
+// requirements equal one that already failed this cycle is skipped without a
+// node search (the scheduling-key cache).
+//
+// # Preemption
+//
+// The node database tracks allocatable per priority level, plus one level
+// below every class where evicted jobs hold their capacity.
+//
+// Urgency: a new job that finds no free capacity searches again at its own
+// class's level, where preemptible jobs of lower priority do not count. If
+// it lands, the fewest such jobs on that node are preempted, lowest priority
+// first, then those that would be rescheduled last; a gang member takes its
+// gang with it. Non-preemptible jobs are never preempted. A job placed
+// earlier in the same cycle that is displaced this way is offered again.
+//
+// To fair share: before filling, queues whose share exceeds
+// protectedFractionOfFairShare × max(fair share, adjusted fair share) have
+// their preemptible jobs evicted, node by node with evictionProbability
+// drawn from Snapshot.Seed, whole gangs together. Evicted jobs go first in
+// their queues and may only return to their own node; new work displaces
+// them only when no free capacity exists, and then the ones offered last are
+// those that do not fit. Evicted jobs that do not return are preempted; a
+// gang with any member not returned is preempted whole.
+//
+// Gangs place only on free capacity: they neither preempt by urgency nor
+// displace evicted jobs.
+//
+// # Strategies
+//
+// Config.Strategy chooses progressive filling (the default) or Armada's
+// legacy slice-and-lottery leasing over half-life queue priorities (package
+// priority), whose state is carried in Snapshot.QueuePriorities and
+// Result.QueuePriorities. The lottery never preempts and leases lone jobs
+// only.
+//
+// # Determinism
 //
 // Schedule is pure: it reads no clock (now is an argument), draws randomness
 // only from the snapshot's seed, starts no goroutines and does no I/O. The
 // caller acts on the Result (bind, evict) and owns the next snapshot.
-//
-// Limits a cycle honours, all from Config: maxQueueLookback per queue,
-// maximumResourceFractionToSchedule per cycle (checked before each job, so a
-// cycle may overshoot by one job), global and per-queue token buckets read at
-// now (state carried in Snapshot.RateLimits / Result.RateLimits), and
-// per-queue, per-priority-class resource caps. A job whose requirements equal
-// one that already failed this cycle is skipped without a node search.
 package scheduler
