@@ -29,6 +29,9 @@ type Placer struct {
 	cons  []binpack.ConstraintID // per member: its node selector and tolerations
 	cur   []int                  // per member: its node in the current attempt
 	query binpack.Query
+	// search is the level members are Selected at: 0 (free capacity) for
+	// Place, the caller's level for PlaceAt.
+	search int
 
 	sum    flotilla.Resources // the members' requests, summed
 	dfree  []int64            // per domain: free capacity, R entries each
@@ -185,6 +188,17 @@ func (e Explanation) String(schema *flotilla.ResourceSchema) string {
 // Explain (O(N·R)). After warm-up (the first gang with each uniformity
 // label and each distinct member constraint per DB) it allocates nothing.
 func (p *Placer) Place(db *binpack.DB, g *Gang, q int, levels []int) (Placement, error) {
+	return p.PlaceAt(db, g, q, levels, 0)
+}
+
+// PlaceAt is Place with every member Selected at level search instead of
+// level 0: capacity held by jobs bound below search counts as free. A
+// scheduler uses it for a gang that found no free capacity, with search
+// the level of the gang's lowest class, and then preempts on each node it
+// used the jobs bound below search that no longer fit (removing all of them
+// always suffices, since every member was placed counting only jobs at
+// search or above). Domains are ranked by their allocatable at search.
+func (p *Placer) PlaceAt(db *binpack.DB, g *Gang, q int, levels []int, search int) (Placement, error) {
 	if db == nil {
 		return Placement{}, flotilla.Errorf("db", "", flotilla.ErrRequired, "nil node database")
 	}
@@ -192,6 +206,10 @@ func (p *Placer) Place(db *binpack.DB, g *Gang, q int, levels []int) (Placement,
 	if err := p.check(g, q, levels); err != nil {
 		return Placement{}, err
 	}
+	if search < 0 || search >= p.nlev {
+		return Placement{}, flotilla.Errorf("search", fmt.Sprint(search), flotilla.ErrOutOfRange, "the db has %d levels", p.nlev)
+	}
+	p.search = search
 	m := len(g.Members)
 	p.grow(m)
 	for i, e := range g.Members {
@@ -299,7 +317,7 @@ func (p *Placer) rank(doms []domain, g *Gang) {
 			if db.Cordoned(int(n)) {
 				continue
 			}
-			for r, v := range db.Allocatable(int(n), 0) {
+			for r, v := range db.Allocatable(int(n), p.search) {
 				free[r] += max(v, 0)
 			}
 		}
@@ -334,7 +352,7 @@ func (p *Placer) attempt(g *Gang, dom *domain, q int, levels []int, m int) int {
 			c = lastRestricted
 		}
 		req := g.Members[i].Job.Requests
-		p.query = binpack.Query{Requests: req, Queue: q, Constraint: c, OnlyNode: -1}
+		p.query = binpack.Query{Requests: req, Level: p.search, Queue: q, Constraint: c, OnlyNode: -1}
 		n, ok := db.Select(&p.query)
 		if !ok {
 			return k

@@ -40,6 +40,7 @@ type cycle struct {
 	acc          gang.Accumulator
 	placer       gang.Placer
 	levelsBuf    []int
+	nodesBuf     []int
 
 	// run holds the snapshot's running jobs, then jobs scheduled this cycle
 	// (stNew), so preemption can find and displace them; nodeRun lists them

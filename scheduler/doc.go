@@ -44,8 +44,8 @@
 // those that do not fit. Evicted jobs that do not return are preempted; a
 // gang with any member not returned is preempted whole.
 //
-// Gangs place only on free capacity: they neither preempt by urgency nor
-// displace evicted jobs.
+// Gangs do the same as a unit: free capacity first, then a search at the
+// level of the gang's lowest class, preempting on each node it used.
 //
 // # Strategies
 //

@@ -2,13 +2,16 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 )
 
 // tryGang places the queue's head gang all at once or not at all: per-class
 // limits over all its members, then one gang.Placer transaction (one
-// cluster, one uniformity-label value), rolled back on failure. Gangs take
-// free capacity only: they neither preempt by urgency nor displace evicted
-// jobs.
+// cluster, one uniformity-label value), rolled back on failure. A gang
+// first looks for free capacity; failing that, it searches again at its
+// lowest class's level, where evicted jobs and lower-priority preemptible
+// jobs do not count, and on each node it used preempts the fewest such jobs
+// that make room, as a lone job does.
 func (c *cycle) tryGang(qi int) {
 	qs := &c.queues[qi]
 	g := qs.headGang
@@ -37,8 +40,25 @@ func (c *cycle) tryGang(qi int) {
 		levels = append(levels, c.s.bindLevel[ci])
 	}
 	c.levelsBuf = levels
+	// The gang's search level for displacement is its lowest class's.
+	search := len(c.s.levels) - 1
+	for _, m := range g.Members {
+		ci, _ := c.s.class(m.Job)
+		search = min(search, c.s.classLevel[ci])
+	}
 	mark := c.db.Mark()
 	pl, err := c.placer.Place(c.db, g, qi, levels)
+	displacing := false
+	if err == nil && !pl.Placed && (c.held > 0 || c.minPreemptibleLevel < search) {
+		// No free capacity: try again where evicted jobs and lower-priority
+		// preemptible jobs do not count, keeping the first explanation.
+		c.db.Rollback(mark)
+		why := pl.Why
+		if pl, err = c.placer.PlaceAt(c.db, g, qi, levels, search); err == nil && !pl.Placed {
+			pl.Why = why
+		}
+		displacing = pl.Placed
+	}
 	if err != nil || !pl.Placed {
 		c.db.Rollback(mark)
 		msg := ""
@@ -51,9 +71,18 @@ func (c *cycle) tryGang(qi int) {
 		return
 	}
 	c.db.Forget()
+	nodes := append(c.nodesBuf[:0], pl.Nodes...)
+	c.nodesBuf = nodes
+	if displacing {
+		for i, n := range nodes {
+			if !slices.Contains(nodes[:i], n) && !c.nodeFits(n) {
+				c.makeRoom(n, search)
+			}
+		}
+	}
 	for i, m := range g.Members {
 		ci, _ := c.s.class(m.Job)
-		node := pl.Nodes[i]
+		node := nodes[i]
 		c.account(qi, ci, m.Job.Requests)
 		ri := c.addRun(m.Job, c.now, node, qi, ci, stNew)
 		c.run[ri].sched = int32(len(c.res.Scheduled))

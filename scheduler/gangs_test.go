@@ -162,3 +162,41 @@ func TestGangsLandWithinOneCluster(t *testing.T) {
 	}
 	assert.Len(t, clusters, 1)
 }
+
+func TestGangPreemptsForUrgencyAsAUnit(t *testing.T) {
+	w := newWorld(t)
+	w.addNodes(2, "8")
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	for range 8 {
+		w.run("A", "1", "node-0", preemptible)
+		w.run("A", "1", "node-1", preemptible)
+	}
+	w.submit("B", 2, "6", inGang("g", 2, ""), nonPreemptible)
+	w.cfg.EvictionProbability = 0 // urgency alone
+	res := w.schedule()
+	require.Len(t, res.Scheduled, 2)
+	assert.NotEqual(t, res.Scheduled[0].Node, res.Scheduled[1].Node)
+	require.Len(t, res.Preempted, 12, "six one-core jobs on each node make room for a 6-core member")
+	for _, p := range res.Preempted {
+		assert.Equal(t, scheduler.PreemptedForUrgency, p.Reason)
+	}
+}
+
+func TestGangDisplacesEvictedJobsForFairShare(t *testing.T) {
+	w := newWorld(t)
+	w.addNodes(2, "8")
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	for range 8 {
+		w.run("A", "1", "node-0", preemptible)
+		w.run("A", "1", "node-1", preemptible)
+	}
+	w.submit("B", 2, "4", inGang("g", 2, ""), preemptible)
+	res := w.schedule()
+	assert.Equal(t, map[string]int{"B": 2}, countByQueue(res.Scheduled), "B's gang takes half the cluster, its fair share")
+	assert.Len(t, res.Preempted, 8)
+	for _, p := range res.Preempted {
+		assert.Equal(t, scheduler.PreemptedForFairShare, p.Reason)
+	}
+}
