@@ -10,6 +10,7 @@ import (
 	"github.com/flotilla-sched/flotilla/binpack"
 	"github.com/flotilla-sched/flotilla/fairness"
 	"github.com/flotilla-sched/flotilla/gang"
+	"github.com/flotilla-sched/flotilla/preempt"
 	"github.com/flotilla-sched/flotilla/queue"
 )
 
@@ -56,6 +57,9 @@ type cycle struct {
 	anyPreemptible      bool
 	// scratch for victim selection
 	victims, taken []int32
+	victimInfo     []preempt.Victim
+	victimOrder    []int
+	kept           []int
 	one            [1]int32
 }
 

@@ -1,12 +1,12 @@
 package scheduler
 
 import (
-	"cmp"
 	"math/rand/v2"
 	"slices"
 	"time"
 
 	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/preempt"
 	"github.com/flotilla-sched/flotilla/queue"
 )
 
@@ -60,7 +60,7 @@ func (c *cycle) evictForFairShare() {
 	for qi := range c.queues {
 		qs := &c.queues[qi]
 		share[qi] = c.model.Share(qs.alloc)
-		evictable[qi] = share[qi] > cfg.ProtectedFractionOfFairShare*max(qs.fair, qs.adjusted)
+		evictable[qi] = preempt.Evictable(share[qi], qs.fair, qs.adjusted, cfg.ProtectedFractionOfFairShare)
 		any = any || evictable[qi]
 	}
 	if !any {
@@ -174,42 +174,33 @@ func (c *cycle) makeRoom(node, level int) {
 			cand = append(cand, ri)
 		}
 	}
-	slices.SortFunc(cand, func(a, b int32) int {
-		ra, rb := &c.run[a], &c.run[b]
-		if d := cmp.Compare(c.s.bindLevel[ra.class], c.s.bindLevel[rb.class]); d != 0 {
-			return d
-		}
-		fa := c.model.Share(c.queues[ra.queue].alloc) / c.queues[ra.queue].fair
-		fb := c.model.Share(c.queues[rb.queue].alloc) / c.queues[rb.queue].fair
-		if d := cmp.Compare(fb, fa); d != 0 {
-			return d
-		}
-		if d := rb.start.Compare(ra.start); d != 0 {
-			return d
-		}
-		return cmp.Compare(rb.job.ID, ra.job.ID)
-	})
-	c.victims = cand
-	// Take victims until the node fits, then give back any the node can
-	// keep after all, latest taken first: the fewest that make room.
-	taken := c.taken[:0]
+	vs := c.victimInfo[:0]
 	for _, ri := range cand {
-		if c.nodeFits(node) {
-			break
-		}
 		r := &c.run[ri]
-		c.db.Unbind(node, int(r.queue), c.s.bindLevel[r.class], r.job.Requests)
-		taken = append(taken, ri)
+		qs := &c.queues[r.queue]
+		vs = append(vs, preempt.Victim{Level: c.s.bindLevel[r.class], QueueFraction: c.model.Share(qs.alloc) / qs.fair, Start: r.start, ID: r.job.ID})
 	}
-	for i := len(taken) - 1; i >= 0; i-- {
-		r := &c.run[taken[i]]
-		lvl := c.s.bindLevel[r.class]
-		c.db.Bind(node, int(r.queue), lvl, r.job.Requests)
-		if c.nodeFits(node) {
-			taken = slices.Delete(taken, i, i+1)
-			continue
-		}
-		c.db.Unbind(node, int(r.queue), lvl, r.job.Requests)
+	c.victimInfo = vs
+	c.victimOrder = c.victimOrder[:0]
+	for i := range cand {
+		c.victimOrder = append(c.victimOrder, i)
+	}
+	slices.SortFunc(c.victimOrder, func(a, b int) int { return preempt.Compare(&vs[a], &vs[b]) })
+	c.victims = cand
+	ordered := func(i int) *runJob { return &c.run[cand[c.victimOrder[i]]] }
+	kept := preempt.Fewest(len(cand), func() bool { return c.nodeFits(node) },
+		func(i int) {
+			r := ordered(i)
+			c.db.Unbind(node, int(r.queue), c.s.bindLevel[r.class], r.job.Requests)
+		},
+		func(i int) {
+			r := ordered(i)
+			c.db.Bind(node, int(r.queue), c.s.bindLevel[r.class], r.job.Requests)
+		}, c.kept)
+	c.kept = kept
+	taken := c.taken[:0]
+	for _, i := range kept {
+		taken = append(taken, cand[c.victimOrder[i]])
 	}
 	c.taken = taken
 	// The victims' gang mates elsewhere go too: a gang is preempted whole.
