@@ -154,6 +154,13 @@ const (
 	minInt64 = -1 << 63
 )
 
+// Has reports whether a member of gang id has been added since Reset, so
+// that the gang is under way (or complete). O(1).
+func (a *Accumulator) Has(id string) bool {
+	_, ok := a.byID[id]
+	return ok
+}
+
 // Pending returns the gangs still missing members, in the order their
 // first member arrived: what the stream held of gangs that cannot be
 // scheduled yet, for reporting. It allocates the returned slice only.

@@ -155,3 +155,21 @@ func TestAccumulatorAllocations(t *testing.T) {
 	cycle()
 	assert.Zero(t, testing.AllocsPerRun(20, cycle))
 }
+
+func TestAccumulatorHas(t *testing.T) {
+	var a gang.Accumulator
+	e := &queue.Entry{Job: &flotilla.Job{ID: "m0", Queue: "q", Requests: flotilla.Resources{1}, Gang: flotilla.Gang{ID: "g", Cardinality: 2}}}
+	if a.Has("g") {
+		t.Fatal("empty accumulator has g")
+	}
+	if _, complete, err := a.Add(e); err != nil || complete {
+		t.Fatalf("add: complete=%v err=%v", complete, err)
+	}
+	if !a.Has("g") || a.Has("h") {
+		t.Fatal("Has disagrees with what was added")
+	}
+	a.Reset()
+	if a.Has("g") {
+		t.Fatal("Reset keeps g")
+	}
+}

@@ -134,7 +134,7 @@ func (c *Config) validate() error {
 			add(flotilla.Errorf(fmt.Sprintf("priorityClasses[%d].name", i), pc.Name, flotilla.ErrDuplicate, ""))
 		}
 		names[pc.Name] = true
-		for r := range pc.MaximumResourceFractionPerQueue {
+		for _, r := range sortedKeys(pc.MaximumResourceFractionPerQueue) {
 			if _, ok := c.Schema.Index(r); !ok {
 				add(flotilla.Errorf(fmt.Sprintf("priorityClasses[%d].maximumResourceFractionPerQueue", i), r, flotilla.ErrUnknownResource, ""))
 			}
@@ -148,7 +148,8 @@ func (c *Config) validate() error {
 	default:
 		add(flotilla.Errorf("fairness", string(c.Fairness), flotilla.ErrUnknownName, `want "drf" or "asset"`))
 	}
-	for r, w := range c.ResourceWeights {
+	for _, r := range sortedKeys(c.ResourceWeights) {
+		w := c.ResourceWeights[r]
 		if _, ok := c.Schema.Index(r); !ok {
 			add(flotilla.Errorf("resourceWeights", r, flotilla.ErrUnknownResource, ""))
 		}

@@ -55,12 +55,14 @@ type cycle struct {
 	held                int
 	minPreemptibleLevel int
 	anyPreemptible      bool
+	// runningIDs holds the snapshot's running job ids.
+	runningIDs map[string]struct{}
 	// scratch for victim selection
-	victims, taken []int32
-	victimInfo     []preempt.Victim
-	victimOrder    []int
-	kept           []int
-	one            [1]int32
+	victims, taken, backBuf []int32
+	victimInfo              []preempt.Victim
+	victimOrder             []int
+	kept                    []int
+	one                     [1]int32
 }
 
 // queueState is one queue's standing during the cycle.
@@ -88,8 +90,10 @@ type queueState struct {
 	headReq  flotilla.Resources
 	headPrio int32
 	// pulled counts jobs taken from the cursor; examined counts units
-	// toward the lookback (a gang once).
+	// toward the lookback (a gang once); peeked is a job read from the
+	// cursor but not taken, because it would start a unit past the lookback.
 	pulled int
+	peeked *queue.Entry
 	// headRun is the run index of head when head is an evicted job, or -1;
 	// headRetry the same when head is a displaced job offered again.
 	headRun, headRetry int32
@@ -100,8 +104,10 @@ type queueState struct {
 	// retry are jobs placed this cycle and then displaced, offered again
 	// before the queue's next new job; stopped is set once the queue may
 	// take no more new jobs this cycle.
-	retry    []int32
-	stopped  bool
+	retry   []int32
+	stopped bool
+	// reported is set once the queue's not-examined remainder is recorded.
+	reported bool
 	examined int
 	tokens   float64
 	fair     float64
@@ -181,7 +187,9 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 		return nil, err
 	}
 	c.computeLimits()
-	c.collectDemand()
+	if err := c.collectDemand(); err != nil {
+		return nil, err
+	}
 	c.computeShares()
 	c.initRateLimits()
 	if s.cfg.Strategy != Lottery { // the lottery never preempts
@@ -196,12 +204,13 @@ func (c *cycle) bindRunning() error {
 	schema := c.s.cfg.Schema
 	var errs []error
 	seen := make(map[string]struct{}, len(c.snap.Running))
+	c.runningIDs = seen
 	for i := range c.snap.Running {
 		r := &c.snap.Running[i]
-		field := fmt.Sprintf("running[%d]", i)
+		field := runningField(i)
 		j := r.Job
 		if j == nil {
-			errs = append(errs, flotilla.Errorf(field+".job", "<nil>", flotilla.ErrRequired, ""))
+			errs = append(errs, flotilla.Errorf(field.String()+".job", "<nil>", flotilla.ErrRequired, ""))
 			continue
 		}
 		if err := j.Validate(schema); err != nil {
@@ -209,29 +218,45 @@ func (c *cycle) bindRunning() error {
 			continue
 		}
 		if _, dup := seen[j.ID]; dup {
-			errs = append(errs, flotilla.Errorf(field+".job.id", j.ID, flotilla.ErrDuplicate, ""))
+			errs = append(errs, flotilla.Errorf(field.String()+".job.id", j.ID, flotilla.ErrDuplicate, ""))
 			continue
 		}
 		seen[j.ID] = struct{}{}
 		qi, ok := c.queueIdx[j.Queue]
 		if !ok {
-			errs = append(errs, flotilla.Errorf(field+".job.queue", j.Queue, flotilla.ErrUnknownName, "no such queue in the snapshot"))
+			errs = append(errs, flotilla.Errorf(field.String()+".job.queue", j.Queue, flotilla.ErrUnknownName, "no such queue in the snapshot"))
 			continue
 		}
 		ci, ok := c.s.class(j)
 		if !ok {
-			errs = append(errs, flotilla.Errorf(field+".job.priorityClass", j.PriorityClass, flotilla.ErrUnknownName, "no such priority class"))
+			errs = append(errs, flotilla.Errorf(field.String()+".job.priorityClass", j.PriorityClass, flotilla.ErrUnknownName, "no such priority class"))
 			continue
 		}
 		ni, ok := c.db.NodeIndex(r.Node)
 		if !ok {
-			errs = append(errs, flotilla.Errorf(field+".node", r.Node, flotilla.ErrUnknownName, "no such node in the snapshot"))
+			errs = append(errs, flotilla.Errorf(field.String()+".node", r.Node, flotilla.ErrUnknownName, "no such node in the snapshot"))
 			continue
 		}
 		c.db.Bind(ni, qi, c.s.bindLevel[ci], j.Requests)
 		c.account(qi, ci, j.Requests)
 		c.queues[qi].running++
 		c.addRun(j, r.Start, ni, qi, ci, stRunning)
+	}
+	// A gang with a non-preemptible member is never preempted, so all its
+	// members hold their capacity at the top level.
+	top := int32(len(c.s.levels) - 1)
+	for _, id := range sortedKeys(c.gangRun) {
+		ms := c.gangRun[id]
+		if c.preemptible(ms[0]) {
+			continue
+		}
+		for _, m := range ms {
+			if r := &c.run[m]; r.level != top {
+				c.db.Unbind(int(r.node), int(r.queue), int(r.level), r.job.Requests)
+				c.db.Bind(int(r.node), int(r.queue), int(top), r.job.Requests)
+				r.level = top
+			}
+		}
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
@@ -268,7 +293,7 @@ func (qs *queueState) headCost() int {
 // addRun records a job bound to a node, for preemption.
 func (c *cycle) addRun(j *flotilla.Job, start time.Time, node, qi, ci int, st runState) int32 {
 	ri := int32(len(c.run))
-	c.run = append(c.run, runJob{job: j, start: start, node: int32(node), queue: int32(qi), class: int32(ci), state: st})
+	c.run = append(c.run, runJob{job: j, start: start, node: int32(node), queue: int32(qi), class: int32(ci), level: int32(c.s.bindLevel[ci]), state: st})
 	c.nodeRun[node] = append(c.nodeRun[node], ri)
 	if j.Gang.ID != "" {
 		c.gangRun[j.Gang.ID] = append(c.gangRun[j.Gang.ID], ri)
@@ -286,6 +311,12 @@ func (c *cycle) unaccount(qi, ci int, req flotilla.Resources) {
 	qs.alloc.Sub(req)
 	qs.allocByClass[ci].Sub(req)
 }
+
+// runningField names Snapshot.Running[i] in errors. It is a value whose
+// String is only built when an error is reported.
+type runningField int
+
+func (f runningField) String() string { return fmt.Sprintf("running[%d]", int(f)) }
 
 // account adds req to queue qi's allocation at class ci.
 func (c *cycle) account(qi, ci int, req flotilla.Resources) {
@@ -339,20 +370,34 @@ func (c *cycle) computeLimits() {
 	}
 }
 
-// collectDemand sums each queue's queued requests, for adjusted fair share.
-func (c *cycle) collectDemand() {
-	if c.snap.Queued == nil {
-		return
-	}
+// collectDemand sums each queue's queued requests, for adjusted fair
+// share, and checks the queued jobs against the snapshot: a known class
+// with the priority the store ordered it by, and not also running.
+func (c *cycle) collectDemand() error {
+	var errs []error
 	for qi := range c.queues {
 		qs := &c.queues[qi]
 		qs.demand.Add(qs.alloc)
+		if c.snap.Queued == nil {
+			continue
+		}
 		c.snap.Queued.Ascend(qs.q.Name, func(e *queue.Entry) bool {
-			qs.demand.Add(e.Job.Requests)
+			j := e.Job
+			if ci, ok := c.s.class(j); !ok {
+				errs = append(errs, flotilla.Errorf("queued.priorityClass", j.PriorityClass, flotilla.ErrUnknownName, "job %q: no such priority class", j.ID))
+			} else if c.s.classes[ci].Priority != e.ClassPriority {
+				errs = append(errs, flotilla.Errorf("queued.priorityClass", j.PriorityClass, flotilla.ErrInconsistent,
+					"job %q: the store orders it at priority %d, the config's class has %d", j.ID, e.ClassPriority, c.s.classes[ci].Priority))
+			}
+			if _, running := c.runningIDs[j.ID]; running {
+				errs = append(errs, flotilla.Errorf("queued.id", j.ID, flotilla.ErrDuplicate, "the job is also running"))
+			}
+			qs.demand.Add(j.Requests)
 			qs.queuedLen++
-			return true
+			return len(errs) < 100
 		})
 	}
+	return errors.Join(errs...)
 }
 
 // computeShares sets fair and adjusted fair shares over active queues.

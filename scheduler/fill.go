@@ -22,6 +22,8 @@ func (c *cycle) fill(ctx context.Context) error {
 		}
 		if c.advance(qi) {
 			sel.Push(c.candidate(qi))
+		} else {
+			c.notExamined(qi, c.lookbackReason())
 		}
 	}
 	// stop, once set, ends new jobs for every queue (round or global rate
@@ -71,7 +73,7 @@ func (c *cycle) fill(ctx context.Context) error {
 			continue
 		}
 		sel.Remove(qi)
-		c.notExamined(qi, Reason{ReasonLookback, fmt.Sprintf("maxQueueLookback %d reached", c.s.cfg.MaxQueueLookback)})
+		c.notExamined(qi, c.lookbackReason())
 	}
 	c.finishEvictions()
 	c.dropDisplaced()
@@ -84,9 +86,13 @@ func (c *cycle) fill(ctx context.Context) error {
 func (c *cycle) advance(qi int) bool {
 	qs := &c.queues[qi]
 	qs.setHead(nil, nil)
-	if qs.evPos < len(qs.evicted) {
+	for qs.evPos < len(qs.evicted) {
 		ri := qs.evicted[qs.evPos]
 		qs.evPos++
+		// Skip jobs already settled with their gang, or taken as victims.
+		if r := &c.run[ri]; r.state != stEvicted || r.tried {
+			continue
+		}
 		qs.setHead(&c.run[ri].entry, nil)
 		qs.headRun = ri
 		return true
@@ -102,29 +108,34 @@ func (c *cycle) advance(qi int) bool {
 		return false
 	}
 	for {
-		if lb := c.s.cfg.MaxQueueLookback; lb > 0 && qs.examined >= lb {
+		e := qs.peeked
+		if e == nil {
+			var ok bool
+			if e, ok = qs.cursor.Next(); !ok {
+				return false
+			}
+		}
+		// The lookback bounds units: a lone job, or a gang counted at its
+		// first member; the rest of a gang already begun is always read.
+		starts := !e.Job.IsGang() || !c.acc.Has(e.Job.Gang.ID)
+		if lb := c.s.cfg.MaxQueueLookback; starts && lb > 0 && qs.examined >= lb {
+			qs.peeked = e
 			return false
 		}
-		e, ok := qs.cursor.Next()
-		if !ok {
-			return false
-		}
+		qs.peeked = nil
 		qs.pulled++
-		if !e.Job.IsGang() {
+		if starts {
 			qs.examined++
+		}
+		if !e.Job.IsGang() {
 			qs.setHead(e, nil)
 			return true
 		}
-		// Gang members wait until the gang is complete; a gang counts
-		// once toward the lookback, when its first member is seen.
+		// Gang members wait until the gang is complete.
 		g, complete, err := c.acc.Add(e)
 		if err != nil {
-			qs.examined++
 			c.unscheduled(e.Job, Reason{ReasonGangInvalid, err.Error()})
 			continue
-		}
-		if len(g.Members) == 1 {
-			qs.examined++
 		}
 		if complete {
 			qs.setHead(g.Members[0], g)
@@ -157,9 +168,14 @@ func (c *cycle) notExamined(qi int, why Reason) {
 		}
 		qs.retry = nil
 	}
-	if n > 0 {
+	if n > 0 && !qs.reported {
+		qs.reported = true
 		c.res.NotExamined = append(c.res.NotExamined, QueueRemainder{Queue: qs.q.Name, Count: n, Reason: why})
 	}
+}
+
+func (c *cycle) lookbackReason() Reason {
+	return Reason{ReasonLookback, fmt.Sprintf("maxQueueLookback %d reached", c.s.cfg.MaxQueueLookback)}
 }
 
 // candidate is the queue's standing if its next job were scheduled. Shares

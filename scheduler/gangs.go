@@ -34,10 +34,21 @@ func (c *cycle) tryGang(qi int) {
 		ci, _ := c.s.class(m.Job)
 		c.unaccount(qi, ci, m.Job.Requests)
 	}
+	// Members hold capacity at their class's level, or all at the top level
+	// when any member is non-preemptible: the gang can then never be
+	// preempted, so none of its capacity may look free to anyone.
 	levels := c.levelsBuf[:0]
+	top := len(c.s.levels) - 1
+	pinned := false
 	for _, m := range g.Members {
 		ci, _ := c.s.class(m.Job)
 		levels = append(levels, c.s.bindLevel[ci])
+		pinned = pinned || !c.s.classes[ci].Preemptible
+	}
+	if pinned {
+		for i := range levels {
+			levels[i] = top
+		}
 	}
 	c.levelsBuf = levels
 	// The gang's search level for displacement is its lowest class's.
@@ -85,6 +96,7 @@ func (c *cycle) tryGang(qi int) {
 		node := nodes[i]
 		c.account(qi, ci, m.Job.Requests)
 		ri := c.addRun(m.Job, c.now, node, qi, ci, stNew)
+		c.run[ri].level = int32(levels[i])
 		c.run[ri].sched = int32(len(c.res.Scheduled))
 		c.run[ri].entry = *m
 		c.res.Scheduled = append(c.res.Scheduled, Assignment{Job: m.Job, Node: c.db.Node(node).Name})

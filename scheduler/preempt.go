@@ -36,12 +36,18 @@ type runJob struct {
 	node  int32
 	queue int32
 	class int32
+	// level is what the job holds capacity at: its class's bind level, or
+	// the top level for a member of a gang with a non-preemptible member.
+	level int32
 	state runState
 	// share and fair are the queue's standing when the job was evicted to
 	// fair share, for the Preemption record.
 	share, fair float64
 	// sched is the job's index in Result.Scheduled, for stNew jobs.
 	sched int32
+	// tried is set once an evicted job has been offered (and its hold
+	// released), alone or with its gang.
+	tried bool
 }
 
 // evictForFairShare evicts, node by node with probability
@@ -75,7 +81,7 @@ func (c *cycle) evictForFairShare() {
 		}
 		for _, ri := range c.nodeRun[n] {
 			r := &c.run[ri]
-			if r.state == stRunning && c.s.classes[r.class].Preemptible && evictable[r.queue] {
+			if r.state == stRunning && c.preemptible(ri) && evictable[r.queue] {
 				c.evictGang(ri, share[r.queue])
 			}
 		}
@@ -105,7 +111,7 @@ func (c *cycle) evict(ri int32, share float64) {
 	r := &c.run[ri]
 	j := r.job
 	qs := &c.queues[r.queue]
-	c.db.Unbind(int(r.node), int(r.queue), c.s.bindLevel[r.class], j.Requests)
+	c.db.Unbind(int(r.node), int(r.queue), int(r.level), j.Requests)
 	c.db.Hold(int(r.node), evictedLevel, j.Requests)
 	c.unaccount(int(r.queue), int(r.class), j.Requests)
 	r.state = stEvicted
@@ -114,6 +120,18 @@ func (c *cycle) evict(ri int32, share float64) {
 	qs.running--
 	qs.evicted = append(qs.evicted, ri)
 	c.held++
+}
+
+// preemptible reports whether run job ri may be preempted: its class is
+// preemptible and, for a gang member, every member's is (taking one member
+// takes them all, and non-preemptible jobs are never preempted).
+func (c *cycle) preemptible(ri int32) bool {
+	for _, m := range c.gangOf(ri) {
+		if !c.s.classes[c.run[m].class].Preemptible {
+			return false
+		}
+	}
+	return true
 }
 
 // gangOf returns the run jobs evicted together with ri: its gang's running
@@ -132,32 +150,86 @@ func (c *cycle) gangOf(ri int32) []int32 {
 // among the jobs not evicted, searching at its own class level, where the
 // other evicted jobs' holds do not count: so when new work displaced some
 // evicted jobs, those offered last are the ones that do not fit. Either way
-// its hold is released; a job that does not go back will be preempted.
+// its hold is released; a job that does not go back will be preempted. A
+// gang member brings back its whole gang, each on its own node, or none.
 func (c *cycle) tryEvicted(qi int, ri int32) {
-	r := &c.run[ri]
-	j := r.job
-	n := int(r.node)
-	c.db.Release(n, evictedLevel, j.Requests)
-	c.held--
-	if c.overClassLimit(qi, int(r.class), j.Requests) {
-		c.db.Forget()
-		return
+	// Copy: gangOf's buffer is reused by makeRoom below.
+	members := c.backBuf[:0]
+	for _, m := range c.gangOf(ri) {
+		if r := &c.run[m]; r.state == stEvicted && !r.tried {
+			members = append(members, m)
+		}
 	}
-	level := c.s.classLevel[r.class]
-	c.query = c.makeQuery(j, qi, level)
-	c.query.OnlyNode = n
-	if _, ok := c.db.Select(&c.query); !ok {
-		c.db.Forget()
-		return
+	c.backBuf = members
+	for _, m := range members {
+		r := &c.run[m]
+		c.db.Release(int(r.node), evictedLevel, r.job.Requests)
+		c.held--
 	}
-	c.db.Bind(n, qi, c.s.bindLevel[r.class], j.Requests)
 	c.db.Forget()
-	if !c.nodeFits(n) {
-		c.makeRoom(n, level)
+	// All members' class limits, counted together.
+	ok := true
+	for i, m := range members {
+		r := &c.run[m]
+		if c.overClassLimit(int(r.queue), int(r.class), r.job.Requests) {
+			ok = false
+		}
+		c.account(int(r.queue), int(r.class), r.job.Requests)
+		if !ok {
+			for _, d := range members[:i+1] {
+				dr := &c.run[d]
+				c.unaccount(int(dr.queue), int(dr.class), dr.job.Requests)
+			}
+			break
+		}
 	}
-	c.account(qi, int(r.class), j.Requests)
-	r.state = stBack
-	c.queues[qi].running++
+	if !ok {
+		c.markTried(members)
+		return
+	}
+	for _, m := range members {
+		r := &c.run[m]
+		c.unaccount(int(r.queue), int(r.class), r.job.Requests)
+	}
+	// Search every member at the gang's lowest class level, as for a
+	// queued gang: its own members are then never its victims.
+	level := len(c.s.levels) - 1
+	for _, m := range members {
+		level = min(level, c.s.classLevel[c.run[m].class])
+	}
+	mark := c.db.Mark()
+	for _, m := range members {
+		r := &c.run[m]
+		c.query = c.makeQuery(r.job, int(r.queue), level)
+		c.query.OnlyNode = int(r.node)
+		if _, fits := c.db.Select(&c.query); !fits {
+			c.db.Rollback(mark)
+			c.markTried(members)
+			return
+		}
+		c.db.Bind(int(r.node), int(r.queue), int(r.level), r.job.Requests)
+	}
+	c.db.Forget()
+	for _, m := range members {
+		r := &c.run[m]
+		c.account(int(r.queue), int(r.class), r.job.Requests)
+		r.state = stBack
+		c.queues[r.queue].running++
+	}
+	for i, m := range members {
+		n := int(c.run[m].node)
+		if !slices.ContainsFunc(members[:i], func(o int32) bool { return int(c.run[o].node) == n }) && !c.nodeFits(n) {
+			c.makeRoom(n, level)
+		}
+	}
+}
+
+// markTried records that evicted jobs were offered and did not go back:
+// they stay evicted, without a hold, until finishEvictions preempts them.
+func (c *cycle) markTried(members []int32) {
+	for _, m := range members {
+		c.run[m].tried = true
+	}
 }
 
 // makeRoom preempts, on node, the fewest preemptible running jobs of lower
@@ -170,7 +242,7 @@ func (c *cycle) makeRoom(node, level int) {
 	cand := c.victims[:0]
 	for _, ri := range c.nodeRun[node] {
 		r := &c.run[ri]
-		if (r.state == stRunning || r.state == stBack || r.state == stNew) && c.s.classes[r.class].Preemptible && c.s.bindLevel[r.class] < level {
+		if (r.state == stRunning || r.state == stBack || r.state == stNew) && int(r.level) < level && c.preemptible(ri) {
 			cand = append(cand, ri)
 		}
 	}
@@ -178,7 +250,7 @@ func (c *cycle) makeRoom(node, level int) {
 	for _, ri := range cand {
 		r := &c.run[ri]
 		qs := &c.queues[r.queue]
-		vs = append(vs, preempt.Victim{Level: c.s.bindLevel[r.class], QueueFraction: c.model.Share(qs.alloc) / qs.fair, Start: r.start, ID: r.job.ID})
+		vs = append(vs, preempt.Victim{Level: int(r.level), QueueFraction: c.model.Share(qs.alloc) / qs.fair, Start: r.start, ID: r.job.ID})
 	}
 	c.victimInfo = vs
 	c.victimOrder = c.victimOrder[:0]
@@ -191,11 +263,11 @@ func (c *cycle) makeRoom(node, level int) {
 	kept := preempt.Fewest(len(cand), func() bool { return c.nodeFits(node) },
 		func(i int) {
 			r := ordered(i)
-			c.db.Unbind(node, int(r.queue), c.s.bindLevel[r.class], r.job.Requests)
+			c.db.Unbind(node, int(r.queue), int(r.level), r.job.Requests)
 		},
 		func(i int) {
 			r := ordered(i)
-			c.db.Bind(node, int(r.queue), c.s.bindLevel[r.class], r.job.Requests)
+			c.db.Bind(node, int(r.queue), int(r.level), r.job.Requests)
 		}, c.kept)
 	c.kept = kept
 	taken := c.taken[:0]
@@ -211,8 +283,13 @@ func (c *cycle) makeRoom(node, level int) {
 	}
 	for _, ri := range taken {
 		for _, m := range c.gangOf(ri) {
-			if mr := &c.run[m]; mr.state == stRunning || mr.state == stBack || mr.state == stNew {
+			switch mr := &c.run[m]; mr.state {
+			case stRunning, stBack, stNew:
 				c.dropVictim(m, true)
+			case stEvicted: // already off the books; give up its hold
+				c.db.Release(int(mr.node), evictedLevel, mr.job.Requests)
+				c.held--
+				c.preempt(m, PreemptedForUrgency)
 			}
 		}
 	}
@@ -226,11 +303,12 @@ func (c *cycle) dropVictim(ri int32, unbind bool) {
 	r := &c.run[ri]
 	q, cl := int(r.queue), int(r.class)
 	if unbind {
-		c.db.Unbind(int(r.node), q, c.s.bindLevel[cl], r.job.Requests)
+		c.db.Unbind(int(r.node), q, int(r.level), r.job.Requests)
 	}
 	c.unaccount(q, cl, r.job.Requests)
 	qs := &c.queues[q]
 	qs.running--
+	defer c.refresh(q)
 	if r.state != stNew {
 		c.preempt(ri, PreemptedForUrgency)
 		return
@@ -254,6 +332,13 @@ func (c *cycle) dropVictim(ri int32, unbind bool) {
 }
 
 var displacedReason = Reason{ReasonDisplaced, "placed, then displaced in the same cycle by a job of higher priority"}
+
+// refresh re-ranks queue q after its allocation changed under it.
+func (c *cycle) refresh(q int) {
+	if c.sel != nil && c.sel.Contains(q) && c.queues[q].head != nil {
+		c.sel.Update(q, c.candidate(q))
+	}
+}
 
 // nodeFits reports whether every class level of node has non-negative
 // allocatable (the evicted level may stay negative: that is displacement).
@@ -287,7 +372,7 @@ func (c *cycle) finishEvictions() {
 				case stEvicted:
 					c.preempt(m, PreemptedForFairShare)
 				case stBack:
-					c.db.Unbind(int(mr.node), int(mr.queue), c.s.bindLevel[mr.class], mr.job.Requests)
+					c.db.Unbind(int(mr.node), int(mr.queue), int(mr.level), mr.job.Requests)
 					c.unaccount(int(mr.queue), int(mr.class), mr.job.Requests)
 					c.queues[mr.queue].running--
 					c.preempt(m, PreemptedForFairShare)
