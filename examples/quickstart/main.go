@@ -1,6 +1,7 @@
 // Command quickstart drives Flotilla's scheduler over a fake cluster: three
-// queues with different priority factors share eight 32-core nodes, and each
-// cycle prints who got what.
+// queues with different priority factors share eight 32-core nodes with
+// preemptible jobs, and each cycle prints who got what. When the third queue
+// arrives, preemption to fair share makes room for it.
 //
 //	go run ./examples/quickstart
 package main
@@ -58,7 +59,9 @@ func run() error {
 				Queue:      q,
 				JobSet:     q + "-set",
 				SubmitTime: at,
-				Requests:   schema.MustParse(map[string]string{"cpu": cpu, "memory": mem}),
+				// Preemptible jobs can be preempted to fair share.
+				PriorityClass: flotilla.ArmadaPreemptible,
+				Requests:      schema.MustParse(map[string]string{"cpu": cpu, "memory": mem}),
 			}
 			if err := store.Add(j); err != nil {
 				return err
@@ -102,11 +105,28 @@ func run() error {
 		if err != nil {
 			return err
 		}
+		// Act on the decision: evict the preempted (they wait in their
+		// queue again), start the scheduled.
+		gone := map[string]bool{}
+		for _, p := range res.Preempted {
+			gone[p.Job.ID] = true
+			if err := store.Add(p.Job); err != nil {
+				return err
+			}
+		}
+		kept := running[:0]
+		for _, r := range running {
+			if !gone[r.Job.ID] {
+				kept = append(kept, r)
+			}
+		}
+		running = kept
 		for _, a := range res.Scheduled {
 			store.Remove(a.Job.ID)
 			running = append(running, scheduler.Running{Job: a.Job, Node: a.Node, Start: now})
 		}
-		fmt.Printf("cycle %d: %d scheduled, %d examined and left waiting\n", cycle, len(res.Scheduled), len(res.Unscheduled))
+		fmt.Printf("cycle %d: %d scheduled, %d preempted, %d examined and left waiting\n",
+			cycle, len(res.Scheduled), len(res.Preempted), len(res.Unscheduled))
 		tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  QUEUE\tRUNNING\tQUEUED\tALLOCATED\tSHARE\tFAIR SHARE")
 		for _, q := range res.Queues {
