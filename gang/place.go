@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 
@@ -209,6 +210,13 @@ func (p *Placer) PlaceAt(db *binpack.DB, g *Gang, q int, levels []int, search in
 	if search < 0 || search >= p.nlev {
 		return Placement{}, flotilla.Errorf("search", fmt.Sprint(search), flotilla.ErrOutOfRange, "the db has %d levels", p.nlev)
 	}
+	for i, l := range levels {
+		if l < search {
+			// A member bound below the search level would not count against
+			// the next member's search: the two could share capacity.
+			return Placement{}, flotilla.Errorf(fmt.Sprintf("levels[%d]", i), fmt.Sprint(l), flotilla.ErrOutOfRange, "below the search level %d", search)
+		}
+	}
 	p.search = search
 	m := len(g.Members)
 	p.grow(m)
@@ -282,7 +290,7 @@ func (p *Placer) explain(g *Gang, dom *domain, q int, levels []int, mark binpack
 	db := p.db
 	placed := p.attempt(g, dom, q, levels, len(g.Members))
 	fail := p.order[placed]
-	p.query = binpack.Query{Requests: g.Members[fail].Job.Requests, Queue: q, Constraint: p.cons[fail], OnlyNode: -1}
+	p.query = binpack.Query{Requests: g.Members[fail].Job.Requests, Level: p.search, Queue: q, Constraint: p.cons[fail], OnlyNode: -1}
 	if dom.all {
 		why.Reason = db.Explain(&p.query)
 	} else {
@@ -301,7 +309,7 @@ func (p *Placer) rank(doms []domain, g *Gang) {
 	db, R := p.db, p.nres
 	clear(p.sum)
 	for _, e := range g.Members {
-		p.sum.Add(e.Job.Requests)
+		addSaturating(p.sum, e.Job.Requests)
 	}
 	if cap(p.dfree) < len(doms)*R {
 		p.dfree = make([]int64, len(doms)*R)
@@ -318,7 +326,7 @@ func (p *Placer) rank(doms []domain, g *Gang) {
 				continue
 			}
 			for r, v := range db.Allocatable(int(n), p.search) {
-				free[r] += max(v, 0)
+				free[r] = satAdd(free[r], max(v, 0))
 			}
 		}
 		p.placed[d] = -1
@@ -493,4 +501,20 @@ func (p *Placer) checkMember(id string, i int, e *queue.Entry) error {
 		}
 	}
 	return nil
+}
+
+// satAdd is a + b for non-negative b, clamped at math.MaxInt64: a cluster's
+// free capacity summed in milli-units can exceed int64.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// addSaturating sets dst += src with satAdd, for non-negative src.
+func addSaturating(dst, src flotilla.Resources) {
+	for i, v := range src {
+		dst[i] = satAdd(dst[i], max(v, 0))
+	}
 }

@@ -2,10 +2,12 @@ package queue
 
 import "github.com/flotilla-sched/flotilla"
 
-// The scheduling key is FNV-1a-style, a 64-bit word at a time: xor the
-// word in, multiply by the FNV-1a 64-bit prime, fold the high half down (so
-// that a flip in a word's top bits cannot cancel against the next word), and
-// finally avalanche with MurmurHash3's fmix64.
+// The scheduling key is hashed a 64-bit word at a time: xor the word into
+// the state, then apply a full avalanche (multiply, fold, multiply, fold).
+// Each step is a bijection of state ^ word, so two inputs that differ in
+// one word can never meet again, and inputs differing in several words
+// collide only if the state cancels a word exactly (about 2^-64 for an
+// unplanned pair). A last fmix64 finishes the hash.
 const (
 	fnvOffset = 14695981039346656037
 	fnvPrime  = 1099511628211
@@ -17,7 +19,9 @@ type hasher uint64
 
 func (h hasher) u64(v uint64) hasher {
 	x := (uint64(h) ^ v) * fnvPrime
-	return hasher(x ^ x>>32)
+	x ^= x >> 32
+	x *= 0xff51afd7ed558ccd
+	return hasher(x ^ x>>29)
 }
 
 func (h hasher) str(s string) hasher {
