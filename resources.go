@@ -210,6 +210,21 @@ func (r Resources) AddChecked(o Resources) bool {
 	return true
 }
 
+// AddSaturating sets r += o, clamping each entry to the int64 range
+// instead of wrapping: for sums (demand, capacity) that may exceed it.
+func (r Resources) AddSaturating(o Resources) {
+	for i, v := range o {
+		switch {
+		case v > 0 && r[i] > math.MaxInt64-v:
+			r[i] = math.MaxInt64
+		case v < 0 && r[i] < math.MinInt64-v:
+			r[i] = math.MinInt64
+		default:
+			r[i] += v
+		}
+	}
+}
+
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {

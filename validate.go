@@ -186,7 +186,8 @@ func (q *Queue) Validate() error {
 
 // Validate checks a priority class: Name is required; every
 // MaximumResourceFractionPerQueue entry has a non-empty resource name and a
-// fraction in [0, 1]. Any Priority is valid.
+// fraction in [0, 1]. Any Priority but math.MinInt32 (reserved: the
+// scheduler holds evicted jobs' capacity below every class) is valid.
 func (pc *PriorityClass) Validate() error {
 	if pc == nil {
 		return errors.Join(Errorf("priorityClass", "", ErrRequired, "nil priority class"))
@@ -194,6 +195,9 @@ func (pc *PriorityClass) Validate() error {
 	var v validator
 	p := fmt.Sprintf("priorityClass %q", pc.Name)
 	v.required(p+".name", pc.Name)
+	if pc.Priority == math.MinInt32 {
+		v.add(Errorf(p+".priority", strconv.Itoa(int(pc.Priority)), ErrOutOfRange, "reserved for evicted jobs"))
+	}
 	v.fractions(p+".maximumResourceFractionPerQueue", pc.MaximumResourceFractionPerQueue)
 	return v.err()
 }

@@ -309,7 +309,7 @@ func (p *Placer) rank(doms []domain, g *Gang) {
 	db, R := p.db, p.nres
 	clear(p.sum)
 	for _, e := range g.Members {
-		addSaturating(p.sum, e.Job.Requests)
+		p.sum.AddSaturating(e.Job.Requests)
 	}
 	if cap(p.dfree) < len(doms)*R {
 		p.dfree = make([]int64, len(doms)*R)
@@ -510,11 +510,4 @@ func satAdd(a, b int64) int64 {
 		return math.MaxInt64
 	}
 	return a + b
-}
-
-// addSaturating sets dst += src with satAdd, for non-negative src.
-func addSaturating(dst, src flotilla.Resources) {
-	for i, v := range src {
-		dst[i] = satAdd(dst[i], max(v, 0))
-	}
 }

@@ -118,6 +118,7 @@ func (f *File) build(maxNodes, maxJobs int) (*Built, error) {
 	b.priorityClasses()
 	b.defaultClass()
 	b.nodes()
+	b.cluster()
 	b.queues()
 	b.rounds()
 	if len(b.errs) > 0 {

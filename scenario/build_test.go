@@ -174,7 +174,8 @@ func TestBuildJobs(t *testing.T) {
 	g1 := r1.Submit[2]
 	assert.Equal(t, &flotilla.Job{
 		ID: "g-1", Queue: "A", JobSet: "s1", PriorityClass: flotilla.ArmadaPreemptible, Priority: 5,
-		SubmitTime:   b.Start.Add(time.Second),
+		SubmitTime: b.Start.Add(time.Second + 2), // the round's third job
+
 		Requests:     flotilla.Resources{2000, 4000},
 		NodeSelector: map[string]string{"zone": "a"},
 		Tolerations: []flotilla.Toleration{

@@ -60,12 +60,14 @@
 //     (or 0) cardinality means "the number of members submitted".
 //   - Ids: node names after expansion are unique; job ids after expansion
 //     are unique across all rounds.
-//   - finish and cancel: each id must have been submitted in an earlier
-//     round or the same round, and must not have been finished or
-//     cancelled before (nor be named twice in one round). Whether the job
-//     is running or queued when the round starts, and in which order a
-//     round's submissions, finishes and cancellations apply, is the
-//     runner's business.
+//   - finish and cancel: they apply at the start of their round, before
+//     its submissions, so each id must have been submitted in an earlier
+//     round, and must not have been finished or cancelled before (nor be
+//     named twice in one round). Whether the job is running (finish) or
+//     queued or running (cancel) when the round starts is checked by Run.
+//   - Submit order: the k-th job submitted in a round has submit time
+//     round time + k ns, so jobs otherwise equal are ordered as submitted
+//     (templates in file order, a template's jobs by index).
 //   - Config: protectedFractionOfFairShare is any finite value ≥ 0 (values
 //     above 1 are meaningful); evictionProbability and every resource
 //     fraction are in [0, 1]; rates and bursts are ≥ 0 and a positive rate

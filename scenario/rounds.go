@@ -30,13 +30,14 @@ type ended struct {
 // roundState is what rounds carry from one round to the next.
 type roundState struct {
 	submitted map[string]string // job id → template path
+	round     map[string]int    // job id → round it was submitted in
 	gangs     map[string]string // gang id → first template path, all rounds
 	ended     map[string]ended
 	jobs      int // expanded so far, for MaxJobs
 }
 
 func (b *builder) rounds() {
-	st := &roundState{submitted: map[string]string{}, gangs: map[string]string{}, ended: map[string]ended{}}
+	st := &roundState{submitted: map[string]string{}, round: map[string]int{}, gangs: map[string]string{}, ended: map[string]ended{}}
 	queueList := make([]string, 0, len(b.f.Queues))
 	for _, q := range b.f.Queues {
 		queueList = append(queueList, q.Name)
@@ -94,16 +95,19 @@ func (b *builder) rounds() {
 					continue
 				}
 				st.submitted[id] = p
+				st.round[id] = r
 				job := &flotilla.Job{
 					ID:            id,
 					Queue:         t.Queue,
 					JobSet:        t.JobSet,
 					PriorityClass: class,
 					Priority:      t.Priority,
-					SubmitTime:    br.Time,
-					Requests:      requests.Clone(),
-					NodeSelector:  selector,
-					Tolerations:   tolerations,
+					// Ties keep submit order: the k-th job of a round is
+					// submitted k nanoseconds into it.
+					SubmitTime:   br.Time.Add(time.Duration(len(br.Submit))),
+					Requests:     requests.Clone(),
+					NodeSelector: selector,
+					Tolerations:  tolerations,
 				}
 				if g != nil {
 					g.jobs = append(g.jobs, job)
@@ -198,7 +202,8 @@ func (b *builder) finishGang(g *gangAcc) {
 }
 
 // ends checks a finish or cancel list: every id must have been submitted in
-// this or an earlier round and not already finished or cancelled.
+// an earlier round (the lists apply at the start of their round) and not
+// already finished or cancelled.
 func (b *builder) ends(rp string, r int, list string, ids []string, st *roundState) []string {
 	for k, id := range ids {
 		f := fmt.Sprintf("%s.%s[%d]", rp, list, k)
@@ -207,7 +212,11 @@ func (b *builder) ends(rp string, r int, list string, ids []string, st *roundSta
 			continue
 		}
 		if _, ok := st.submitted[id]; !ok {
-			b.add(flotilla.Errorf(f, id, flotilla.ErrUnknownName, "no job with this id is submitted in this or an earlier round"))
+			b.add(flotilla.Errorf(f, id, flotilla.ErrUnknownName, "no job with this id is submitted in an earlier round"))
+			continue
+		}
+		if st.round[id] == r {
+			b.add(flotilla.Errorf(f, id, flotilla.ErrInconsistent, "submitted in this same round; %s applies at the start of a round, before its submissions", list))
 			continue
 		}
 		if prev, ok := st.ended[id]; ok {

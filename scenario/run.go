@@ -143,6 +143,7 @@ func (st *runState) retire(ri int, round *BuiltRound) error {
 // apply moves the cluster to the state the result decided and reports it.
 func (st *runState) apply(ri int, round *BuiltRound, res *scheduler.Result) (RoundOutput, error) {
 	ro := RoundOutput{Round: ri}
+	requeued := map[string]string{}
 	for _, p := range res.Preempted {
 		if _, ok := st.running[p.Job.ID]; !ok {
 			return ro, fmt.Errorf("rounds[%d]: scheduler preempted %q, which is not running", ri, p.Job.ID)
@@ -153,6 +154,7 @@ func (st *runState) apply(ri int, round *BuiltRound, res *scheduler.Result) (Rou
 			if err := st.store.Add(p.Job); err != nil {
 				return ro, fmt.Errorf("rounds[%d]: requeue %q: %w", ri, p.Job.ID, err)
 			}
+			requeued[p.Job.ID] = "preempted this round (" + string(p.Reason) + ") and requeued"
 		}
 	}
 	for _, a := range res.Scheduled {
@@ -192,7 +194,10 @@ func (st *runState) apply(ri int, round *BuiltRound, res *scheduler.Result) (Rou
 	for qi, q := range st.b.Queues {
 		st.store.Ascend(q.Name, func(e *queue.Entry) bool {
 			if !seen[e.Job.ID] {
-				reason := why[q.Name]
+				reason := requeued[e.Job.ID]
+				if reason == "" {
+					reason = why[q.Name]
+				}
 				if reason == "" {
 					reason = "not examined this round"
 				}

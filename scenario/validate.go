@@ -188,6 +188,9 @@ func (b *builder) priorityClasses() {
 	first := map[string]int{}
 	for i, pc := range b.f.PriorityClasses {
 		f := fmt.Sprintf("priorityClasses[%d]", i)
+		if pc.Priority == math.MinInt32 {
+			b.add(flotilla.Errorf(f+".priority", fmt.Sprint(pc.Priority), flotilla.ErrOutOfRange, "reserved for evicted jobs"))
+		}
 		if j, dup := first[pc.Name]; dup {
 			b.add(flotilla.Errorf(f+".name", pc.Name, flotilla.ErrDuplicate, "also priorityClasses[%d]", j))
 		} else if pc.Name == "" {
@@ -271,6 +274,43 @@ func (b *builder) nodes() {
 		}
 		if dups > 0 {
 			b.add(flotilla.Errorf(f+".name", t.Name, flotilla.ErrDuplicate, "%s%s", firstDup, more(dups)))
+		}
+	}
+}
+
+// cluster checks what the scheduler needs of the cluster as a whole: its
+// total fits int64 milli-units, and asset fairness can value it (cpu
+// present and non-zero, some resource with a positive weight).
+func (b *builder) cluster() {
+	if b.schema == nil {
+		return
+	}
+	total := b.schema.Zero()
+	for i, n := range b.out.Nodes {
+		if len(n.Total) == len(total) && !total.AddChecked(n.Total) {
+			b.add(flotilla.Errorf("nodes", n.Name, flotilla.ErrOutOfRange,
+				"the cluster's total overflows at node %d (about 9.2e15 base units of one resource)", i))
+			return
+		}
+	}
+	if b.out.Settings.Fairness != FairnessAsset {
+		return
+	}
+	const f = "config.fairness"
+	cpu, ok := b.schema.Index("cpu")
+	if !ok || total[cpu] == 0 {
+		b.add(flotilla.Errorf(f, string(FairnessAsset), flotilla.ErrInconsistent, "asset fairness values resources in cpu; the nodes have no cpu"))
+		return
+	}
+	if w := b.out.Settings.ResourceWeights; w != nil {
+		positive := false
+		for name, x := range w {
+			if _, ok := b.schema.Index(name); ok && x > 0 {
+				positive = true
+			}
+		}
+		if !positive {
+			b.add(flotilla.Errorf("config.resourceWeights", fmt.Sprint(w), flotilla.ErrOutOfRange, "asset fairness needs some resource with a positive weight"))
 		}
 	}
 }

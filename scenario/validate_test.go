@@ -310,7 +310,6 @@ func TestValidateAccepts(t *testing.T) {
 		name string
 		edit func(f *File)
 	}{
-		{"cancel of a job submitted in the same round", func(f *File) { f.Rounds[1].Cancel = append(f.Rounds[1].Cancel, "b") }},
 		{"zero counts", func(f *File) {
 			f.Rounds[0].Submit[0].Count = ptr(0)
 			f.Rounds[1].Finish, f.Rounds[1].Cancel = nil, nil

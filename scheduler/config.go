@@ -127,9 +127,6 @@ func (c *Config) validate() error {
 	for i := range c.PriorityClasses {
 		pc := &c.PriorityClasses[i]
 		add(pc.Validate())
-		if pc.Priority == math.MinInt32 {
-			add(flotilla.Errorf(fmt.Sprintf("priorityClasses[%d].priority", i), fmt.Sprint(pc.Priority), flotilla.ErrOutOfRange, "reserved for evicted jobs"))
-		}
 		if names[pc.Name] {
 			add(flotilla.Errorf(fmt.Sprintf("priorityClasses[%d].name", i), pc.Name, flotilla.ErrDuplicate, ""))
 		}

@@ -377,7 +377,7 @@ func (c *cycle) collectDemand() error {
 	var errs []error
 	for qi := range c.queues {
 		qs := &c.queues[qi]
-		qs.demand.Add(qs.alloc)
+		qs.demand.AddSaturating(qs.alloc)
 		if c.snap.Queued == nil {
 			continue
 		}
@@ -392,7 +392,7 @@ func (c *cycle) collectDemand() error {
 			if _, running := c.runningIDs[j.ID]; running {
 				errs = append(errs, flotilla.Errorf("queued.id", j.ID, flotilla.ErrDuplicate, "the job is also running"))
 			}
-			qs.demand.Add(j.Requests)
+			qs.demand.AddSaturating(j.Requests)
 			qs.queuedLen++
 			return len(errs) < 100
 		})

@@ -84,7 +84,8 @@ func schedule(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return 2
 		}
 		if expect, err = scenario.ParseExpect(edata); err != nil {
-			reportBadInput(stderr, *expectPath, err)
+			fmt.Fprintf(stderr, "flotilla: %s is not a valid expect file:\n", *expectPath)
+			printErrors(stderr, err)
 			return 2
 		}
 	}

@@ -130,7 +130,8 @@ func run() error {
 		tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  QUEUE\tRUNNING\tQUEUED\tALLOCATED\tSHARE\tFAIR SHARE")
 		for _, q := range res.Queues {
-			fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%.3f\t%.3f\n", q.Name, q.Running, q.Queued, schema.String(q.Allocated), q.Share, q.FairShare)
+			// Queued is read from the store, after preempted jobs went back.
+			fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%.3f\t%.3f\n", q.Name, q.Running, store.QueueLen(q.Name), schema.String(q.Allocated), q.Share, q.FairShare)
 		}
 		tw.Flush()
 	}
