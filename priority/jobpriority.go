@@ -76,6 +76,9 @@ type Calculation struct {
 	// Priority is the sum of the products, rounded half away from zero and
 	// clamped to [0, MaxJobPriority]; NaN gives 0.
 	Priority uint32
+	// QueuePriority is the queue factor exactly as given: Queue.Factor is
+	// the same value as a float64, which cannot hold every int64.
+	QueuePriority int64
 }
 
 // Calculate evaluates flux-accounting's multi-factor priority
@@ -94,6 +97,7 @@ func Calculate(f Factors, w Weights) Calculation {
 		Bank:      Term{Factor: f.Bank, Weight: w.Bank, Product: f.Bank * float64(w.Bank)},
 		Urgency:   Term{Factor: float64(f.Urgency), Weight: w.Urgency, Product: float64(f.Urgency-DefaultUrgency) * float64(w.Urgency)},
 	}
+	c.QueuePriority = f.Queue
 	sum := c.FairShare.Product + c.Queue.Product + c.Bank.Product + c.Urgency.Product
 	c.Priority = clampPriority(sum)
 	return c

@@ -155,7 +155,7 @@ func Slices(offer flotilla.Resources, effectivePriorities []float64, minPriority
 	out := vectors(len(effectivePriorities), len(offer))
 	inv := make([]float64, len(effectivePriorities))
 	for i, p := range effectivePriorities {
-		inv[i] = 1 / max(p, floor)
+		inv[i] = floor / max(p, floor) // 1/max(p, floor) scaled by floor: in (0, 1], never +Inf
 	}
 	members := make([]int, len(inv))
 	for i := range members {
@@ -340,7 +340,7 @@ func Lease(queues []LeaseQueue, offer flotilla.Resources, opts LeaseOptions, rng
 	for q := range queues {
 		st[q].states, states = states[:len(queues[q].Jobs):len(queues[q].Jobs)], states[len(queues[q].Jobs):]
 		st[q].slice = working[q]
-		inv[q] = 1 / max(queues[q].EffectivePriority, floor)
+		inv[q] = floor / max(queues[q].EffectivePriority, floor) // as in Slices: in (0, 1]
 		if len(queues[q].Jobs) > 0 {
 			members = append(members, q)
 			st[q].inLotto = true

@@ -1,9 +1,9 @@
 package priority
 
 import (
-	"bytes"
+	"github.com/flotilla-sched/flotilla/internal/strictjson"
+
 	"cmp"
-	"encoding/json"
 	"errors"
 	"io"
 	"math"
@@ -313,9 +313,9 @@ func (f WeightsFile) Weights() (Weights, error) {
 	return w, nil
 }
 
-// decodeStrict decodes exactly one JSON value into v, rejecting unknown
-// keys and trailing data, and turns decoding errors into FieldErrors under
-// root.
+// decodeStrict decodes exactly one JSON value into v with
+// internal/strictjson; root names the document only in size and read
+// errors, the rest carry their JSON path.
 func decodeStrict(r io.Reader, root string, v any) error {
 	data, err := io.ReadAll(io.LimitReader(r, maxLoadBytes+1))
 	if err != nil {
@@ -324,40 +324,9 @@ func decodeStrict(r io.Reader, root string, v any) error {
 	if len(data) > maxLoadBytes {
 		return flotilla.Errorf(root, strconv.Itoa(len(data))+" bytes", flotilla.ErrOutOfRange, "larger than %d bytes", maxLoadBytes)
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return jsonFieldError(root, data, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return flotilla.Errorf(root, snippet(data, int(dec.InputOffset())), flotilla.ErrMalformed, "trailing data after the JSON value")
-	}
-	return nil
-}
-
-func jsonFieldError(root string, data []byte, err error) error {
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syn):
-		return flotilla.Errorf(root, snippet(data, int(syn.Offset)), flotilla.ErrMalformed, "%v (offset %d)", syn, syn.Offset)
-	case errors.As(err, &typ):
-		field := root
-		if typ.Field != "" {
-			field += "." + typ.Field
-		}
-		return flotilla.Errorf(field, typ.Value, flotilla.ErrMalformed, "want %s", typ.Type)
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return flotilla.Errorf(root, snippet(data, len(data)), flotilla.ErrMalformed, "unexpected end of input")
-	}
-	msg := err.Error()
-	if name, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		if u, err := strconv.Unquote(name); err == nil {
-			name = u
-		}
-		return flotilla.Errorf(root, name, flotilla.ErrUnknownName, "unknown key")
-	}
-	return flotilla.Errorf(root, "", flotilla.ErrMalformed, "%s", msg)
+	// Strict: unknown or repeated keys, keys in the wrong case, wrong types,
+	// all reported with their JSON path.
+	return strictjson.Decode(data, v)
 }
 
 // snippet returns up to 32 bytes of data around offset, for error values.

@@ -76,14 +76,16 @@ func TestLoadBankTreeErrors(t *testing.T) {
 		field    string
 		value    string
 	}{
-		{"syntax", `{"banks": [`, flotilla.ErrMalformed, "banktree", ""},
-		{"not an object", `[1, 2]`, flotilla.ErrMalformed, "banktree", "array"},
-		{"unknown key", `{"banks": [], "bankz": 1}`, flotilla.ErrUnknownName, "banktree", "bankz"},
-		{"unknown nested key", `{"banks": [{"name": "A", "prio": 1}]}`, flotilla.ErrUnknownName, "banktree", "prio"},
-		{"wrong type", `{"banks": [{"name": "A", "shares": "many"}]}`, flotilla.ErrMalformed, "banktree.banks.shares", "string"},
-		{"fractional shares", `{"banks": [{"name": "A", "shares": 1.5}]}`, flotilla.ErrMalformed, "banktree.banks.shares", "number 1.5"},
-		{"trailing data", `{} {}`, flotilla.ErrMalformed, "banktree", ""},
-		{"empty input", ``, flotilla.ErrMalformed, "banktree", ""},
+		{"syntax", `{"banks": [`, flotilla.ErrMalformed, "(root)", ""},
+		{"not an object", `[1, 2]`, flotilla.ErrMalformed, "(root)", "[…]"},
+		{"unknown key", `{"banks": [], "bankz": 1}`, flotilla.ErrUnknownName, "bankz", "bankz"},
+		{"unknown nested key", `{"banks": [{"name": "A", "prio": 1}]}`, flotilla.ErrUnknownName, "banks[0].prio", "prio"},
+		{"repeated key", `{"banks": [{"name": "A"}], "banks": []}`, flotilla.ErrDuplicate, "banks", ""},
+		{"key in the wrong case", `{"banks": [{"Name": "A"}]}`, flotilla.ErrUnknownName, "banks[0].Name", "Name"},
+		{"wrong type", `{"banks": [{"name": "A", "shares": "many"}]}`, flotilla.ErrMalformed, "banks[0].shares", "many"},
+		{"fractional shares", `{"banks": [{"name": "A", "shares": 1.5}]}`, flotilla.ErrMalformed, "banks[0].shares", "1.5"},
+		{"trailing data", `{} {}`, flotilla.ErrMalformed, "(root)", ""},
+		{"empty input", ``, flotilla.ErrRequired, "(root)", ""},
 		{"bad half-life", `{"usageHalfLife": "a week"}`, flotilla.ErrMalformed, "usageHalfLife", "a week"},
 		{"zero half-life", `{"usageHalfLife": "0s"}`, flotilla.ErrOutOfRange, "usageHalfLife", "0s"},
 		{"bank without name", `{"banks": [{"shares": 1}]}`, flotilla.ErrRequired, "banks[0].name", ""},
@@ -144,13 +146,13 @@ func TestLoadWeights(t *testing.T) {
 		err   error
 		field string
 	}{
-		{`{"age": 1}`, flotilla.ErrUnknownName, "weights"},
+		{`{"age": 1}`, flotilla.ErrUnknownName, "age"},
 		{`{"bank": -1}`, flotilla.ErrNegative, "weights.bank"},
-		{`{"bank": 0.5}`, flotilla.ErrMalformed, "weights.bank"},
-		{`{"bank": 1e30}`, flotilla.ErrMalformed, "weights.bank"},
-		{`{"bank": "10"}`, flotilla.ErrMalformed, "weights.bank"},
-		{`null x`, flotilla.ErrMalformed, "weights"},
-		{`{"bank":`, flotilla.ErrMalformed, "weights"},
+		{`{"bank": 0.5}`, flotilla.ErrMalformed, "bank"},
+		{`{"bank": 1e30}`, flotilla.ErrMalformed, "bank"},
+		{`{"bank": "10"}`, flotilla.ErrMalformed, "bank"},
+		{`null x`, flotilla.ErrMalformed, "(root)"},
+		{`{"bank":`, flotilla.ErrMalformed, "(root)"},
 	} {
 		_, err := priority.LoadWeights(strings.NewReader(c.in))
 		var fe *flotilla.FieldError

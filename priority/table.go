@@ -46,7 +46,7 @@ func WriteJobsTable(w io.Writer, rows []Breakdown) error {
 			bankPrio(c.Bank.Factor),
 			strconv.FormatInt(c.Bank.Weight, 10),
 			cell(queue),
-			strconv.FormatFloat(c.Queue.Factor, 'f', -1, 64),
+			strconv.FormatInt(c.QueuePriority, 10),
 			strconv.FormatInt(c.Queue.Weight, 10),
 			strconv.FormatFloat(c.FairShare.Factor, 'g', 6, 64),
 			strconv.FormatInt(c.FairShare.Weight, 10),

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/internal/strictjson"
 )
 
 // Built is a scenario expanded into Flotilla's vocabulary, every default
@@ -86,7 +87,7 @@ type ResourceResolution struct {
 // the offending value.
 func Parse(data []byte) (*File, error) {
 	f := new(File)
-	if err := decodeStrict(data, f); err != nil {
+	if err := strictjson.Decode(data, f); err != nil {
 		return nil, err
 	}
 	if err := f.Validate(); err != nil {
@@ -102,6 +103,10 @@ func (f *File) Validate() error {
 	_, err := f.Build()
 	return err
 }
+
+// RootField is the Field of errors about a document as a whole (syntax
+// errors, empty input, trailing data).
+const RootField = strictjson.RootField
 
 // Build validates f and expands it into the vocabulary. On any problem it
 // returns nil and every problem, as Validate does.
@@ -199,7 +204,7 @@ func (b *builder) parseResources(field string, m map[string]string) flotilla.Res
 func (b *builder) checkResourceNames(field string, keys []string) {
 	for _, k := range keys {
 		if _, ok := b.schema.Index(k); !ok {
-			b.add(flotilla.Errorf(joinKey(field, k), k, flotilla.ErrUnknownResource, "known: %s", knownList(b.schema.Names())))
+			b.add(flotilla.Errorf(strictjson.JoinKey(field, k), k, flotilla.ErrUnknownResource, "known: %s", knownList(b.schema.Names())))
 		}
 	}
 }

@@ -1,6 +1,8 @@
 package scenario
 
 import (
+	"github.com/flotilla-sched/flotilla/internal/strictjson"
+
 	"testing"
 
 	"github.com/flotilla-sched/flotilla"
@@ -205,6 +207,6 @@ func TestSuggest(t *testing.T) {
 		"zzz":           "",
 		"":              "",
 	} {
-		assert.Equal(t, want, suggest(key, known), key)
+		assert.Equal(t, want, strictjson.Suggest(key, known), key)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/internal/strictjson"
 )
 
 // Expect is a NAME.expect.json file: per round, how many jobs of each queue
@@ -60,7 +61,7 @@ func (m *Mismatch) Unwrap() error { return ErrMismatch }
 // name non-empty, reporting every problem at once.
 func ParseExpect(data []byte) (*Expect, error) {
 	e := new(Expect)
-	if err := decodeStrict(data, e); err != nil {
+	if err := strictjson.Decode(data, e); err != nil {
 		return nil, err
 	}
 	var errs []error
@@ -75,7 +76,7 @@ func ParseExpect(data []byte) (*Expect, error) {
 					errs = append(errs, flotilla.Errorf(field, "", flotilla.ErrRequired, "a queue name is empty"))
 				}
 				if n := part.m[q]; n < 0 {
-					errs = append(errs, flotilla.Errorf(joinKey(field, q), strconv.Itoa(n), flotilla.ErrNegative, ""))
+					errs = append(errs, flotilla.Errorf(strictjson.JoinKey(field, q), strconv.Itoa(n), flotilla.ErrNegative, ""))
 				}
 			}
 		}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/flotilla-sched/flotilla/internal/strictjson"
 )
 
 // Preemption reasons, as written in Preemption.Reason.
@@ -76,7 +78,7 @@ type QueueReport struct {
 // errors), for golden files.
 func ParseOutput(data []byte) (*Output, error) {
 	out := new(Output)
-	if err := decodeStrict(data, out); err != nil {
+	if err := strictjson.Decode(data, out); err != nil {
 		return nil, err
 	}
 	return out, nil

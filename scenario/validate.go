@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/internal/strictjson"
 )
 
 func (b *builder) config() {
@@ -171,7 +172,7 @@ func (b *builder) rateLimit(rateField, burstField string, rate float64, burst in
 func (b *builder) fractions(field string, m map[string]float64) {
 	for _, r := range slices.Sorted(maps.Keys(m)) {
 		b.checkResourceNames(field, []string{r})
-		b.add(checkRange(joinKey(field, r), m[r], 0, 1))
+		b.add(checkRange(strictjson.JoinKey(field, r), m[r], 0, 1))
 	}
 }
 
@@ -340,7 +341,7 @@ func (b *builder) queues() {
 			limits = make(map[string]map[string]float64, len(q.LimitsByPriorityClass))
 		}
 		for _, pc := range slices.Sorted(maps.Keys(q.LimitsByPriorityClass)) {
-			lf := joinKey(f+".limitsByPriorityClass", pc)
+			lf := strictjson.JoinKey(f+".limitsByPriorityClass", pc)
 			if !b.classes[pc] {
 				b.add(flotilla.Errorf(lf, pc, flotilla.ErrUnknownName, "no such priority class; known: %s", knownList(b.classNames)))
 			}
@@ -399,7 +400,7 @@ func checkEnum(field, v string, allowed ...string) error {
 }
 
 func badEnum(field, v string, allowed ...string) error {
-	if s := suggest(v, allowed); s != "" {
+	if s := strictjson.Suggest(v, allowed); s != "" {
 		return flotilla.Errorf(field, v, flotilla.ErrUnknownName, "did you mean %q? want %s", s, knownList(allowed))
 	}
 	return flotilla.Errorf(field, v, flotilla.ErrUnknownName, "want %s", knownList(allowed))

@@ -1,4 +1,4 @@
-package scenario
+package strictjson
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 // errors, empty input, trailing data).
 const RootField = "(root)"
 
-// decodeStrict decodes the JSON document data into v, a pointer to a struct.
+// Decode decodes the JSON document data into v, a pointer to a struct.
 //
 // Before decoding it walks the document's tokens against v's type and
 // reports, all at once and with JSON paths such as rounds[0].submit[1].cuont:
@@ -28,7 +28,7 @@ const RootField = "(root)"
 // reported alone, with its line and column. JSON null is accepted anywhere
 // and means "absent", as in encoding/json. Data after the top-level value is
 // an error.
-func decodeStrict(data []byte, v any) error {
+func Decode(data []byte, v any) error {
 	c := &checker{
 		data:    data,
 		dec:     json.NewDecoder(bytes.NewReader(data)),
@@ -195,7 +195,7 @@ func (c *checker) object(path string, member func(p, k string, vt json.Token) er
 		if err != nil {
 			return c.syntax(err)
 		}
-		p := joinKey(path, k)
+		p := JoinKey(path, k)
 		if seen[k] {
 			c.errs = append(c.errs, flotilla.Errorf(p, k, flotilla.ErrDuplicate, "key appears twice in one object"))
 			if err := c.skip(vt); err != nil {
@@ -299,16 +299,16 @@ func checkNumber(path, lit string, t reflect.Type) error {
 func isRange(err error) bool { return errors.Is(err, strconv.ErrRange) }
 
 func unknownField(path, key string, known []string) error {
-	if s := suggest(key, known); s != "" {
+	if s := Suggest(key, known); s != "" {
 		return flotilla.Errorf(path, key, flotilla.ErrUnknownName, "unknown field; did you mean %q?", s)
 	}
 	return flotilla.Errorf(path, key, flotilla.ErrUnknownName, "unknown field; known fields: %s", strings.Join(known, ", "))
 }
 
-// suggest returns the known name closest to key, or "" when none is close:
+// Suggest returns the known name closest to key, or "" when none is close:
 // a case-insensitive match, or within edit distance 1 (2 for keys of five
 // or more bytes), transpositions counting as one edit.
-func suggest(key string, known []string) string {
+func Suggest(key string, known []string) string {
 	best, bestD := "", 3
 	limit := 1
 	if len(key) >= 5 {
@@ -353,8 +353,8 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-// joinKey appends an object key to a path; an empty key is written "".
-func joinKey(path, key string) string {
+// JoinKey appends an object key to a path; an empty key is written "".
+func JoinKey(path, key string) string {
 	if key == "" {
 		key = `""`
 	}
