@@ -60,6 +60,9 @@ func schedule(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	format := fs.String("o", "table", "output format: table or json")
 	expectPath := fs.String("expect", "", "compare the outcome with this .expect.json file")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	if fs.NArg() != 1 {

@@ -151,3 +151,12 @@ func TestExpectMismatchExitsOne(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "rounds[0].scheduled.A: want 3, got 11")
 }
+
+func TestSubcommandHelpExitsZero(t *testing.T) {
+	code, _, errOut := runCmd("schedule", "-h")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, errOut, "-expect")
+	code, _, errOut = runCmd("priority", "-h")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, errOut, "-bank-tree")
+}

@@ -45,6 +45,9 @@ func priorityCmd(args []string, stdout, stderr io.Writer) int {
 	jobsPath := fs.String("jobs", "", `jobs file: a JSON array or JSON lines of {"id", "user", "bank", "queue", "urgency"}; required`)
 	recompute := fs.Bool("recompute", true, "rank associations by their usage first; false keeps every fair-share at 0.5, as for new associations")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	if fs.NArg() != 0 || *treePath == "" || *jobsPath == "" {
