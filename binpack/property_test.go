@@ -66,7 +66,11 @@ type world struct {
 	jobs   []job
 }
 
-func newWorld(seed int64) (*world, error) {
+func newWorld(seed int64) (*world, error) { return newWorldN(seed, 13, 9) }
+
+// newWorldN draws a world of up to maxNodes-1 nodes whose capacities are
+// multiples of 500 below spread×500.
+func newWorldN(seed int64, maxNodes int, spread int) (*world, error) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
 	schemas := [][]string{{"cpu"}, {"cpu", "memory"}, {gpuName, "cpu", "memory"},
 		{"memory", "cpu", "ephemeral-storage", gpuName}, {"x", "y"}, {"a", "b", "c", "d", "e"}}
@@ -97,10 +101,10 @@ func newWorld(seed int64) (*world, error) {
 			}
 		}
 	}
-	for i := range rng.IntN(13) {
+	for i := range rng.IntN(maxNodes) {
 		n := &flotilla.Node{Name: fmt.Sprint("n", i), Total: make(flotilla.Resources, w.nres)}
 		for r := range n.Total {
-			n.Total[r] = int64(rng.IntN(9)) * 500
+			n.Total[r] = int64(rng.IntN(spread)) * 500
 		}
 		if z := rng.IntN(3); z < 2 {
 			n.Labels = map[string]string{"zone": []string{"a", "b"}[z]}

@@ -1,8 +1,6 @@
 package binpack_test
 
 import (
-	"fmt"
-	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -152,64 +150,4 @@ func reviewLazyOracle(t *testing.T, maxN, spread int) {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
 	}
-}
-
-var _ = fmt.Sprint
-
-func newWorldN(seed int64, maxNodes int, spread int) (*world, error) {
-	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
-	schemas := [][]string{{"cpu"}, {"cpu", "memory"}, {gpuName, "cpu", "memory"},
-		{"memory", "cpu", "ephemeral-storage", gpuName}, {"x", "y"}, {"a", "b", "c", "d", "e"}}
-	names := schemas[rng.IntN(len(schemas))]
-	schema := flotilla.MustResourceSchema(names...)
-	w := &world{rng: rng, nres: len(names), nlev: 1 + rng.IntN(3), queues: 1 + rng.IntN(4)}
-	levels := make([]int32, w.nlev)
-	for l := range levels {
-		levels[l] = int32(l*1000 + rng.IntN(1000))
-	}
-	opts := binpack.Options{Schema: schema, Levels: levels, Queues: w.queues}
-	if rng.IntN(2) == 0 {
-		perm := rng.Perm(len(names))[:1+rng.IntN(min(len(names), binpack.MaxIndexedResources))]
-		for _, i := range perm {
-			res := []int64{1, 250, 1000, 3000}[rng.IntN(4)]
-			opts.IndexedResources = append(opts.IndexedResources, binpack.IndexedResource{Name: names[i], Resolution: res})
-			w.idx, w.resol = append(w.idx, i), append(w.resol, res)
-		}
-	} else {
-		for _, n := range []string{gpuName, "cpu", "memory"} {
-			if i, ok := schema.Index(n); ok {
-				w.idx, w.resol = append(w.idx, i), append(w.resol, 1)
-			}
-		}
-		if len(w.idx) == 0 { // none of the defaults: the schema's first ones
-			for i := range min(len(names), binpack.MaxIndexedResources) {
-				w.idx, w.resol = append(w.idx, i), append(w.resol, 1)
-			}
-		}
-	}
-	for i := range rng.IntN(maxNodes) {
-		n := &flotilla.Node{Name: fmt.Sprint("n", i), Total: make(flotilla.Resources, w.nres)}
-		for r := range n.Total {
-			n.Total[r] = int64(rng.IntN(spread)) * 500
-		}
-		if z := rng.IntN(3); z < 2 {
-			n.Labels = map[string]string{"zone": []string{"a", "b"}[z]}
-		}
-		if rng.IntN(3) == 0 {
-			effects := []flotilla.TaintEffect{flotilla.TaintNoSchedule, flotilla.TaintNoExecute, flotilla.TaintPreferNoSchedule}
-			n.Taints = append(n.Taints, flotilla.Taint{Key: []string{"dedicated", "gpu"}[rng.IntN(2)],
-				Value: []string{"x", "y"}[rng.IntN(2)], Effect: effects[rng.IntN(3)]})
-		}
-		n.Unschedulable = rng.IntN(7) == 0
-		w.nodes = append(w.nodes, n)
-	}
-	db, err := binpack.New(opts, w.nodes)
-	if err != nil {
-		return nil, err
-	}
-	w.db = db
-	for _, c := range consSpecs {
-		w.cons = append(w.cons, db.Constraints(c.sel, c.tols))
-	}
-	return w, nil
 }
