@@ -62,6 +62,8 @@ type cycle struct {
 	victimInfo              []preempt.Victim
 	victimOrder             []int
 	kept                    []int
+	unitMembers             []int32
+	unitStarts              []int
 	one                     [1]int32
 }
 
@@ -94,6 +96,9 @@ type queueState struct {
 	// cursor but not taken, because it would start a unit past the lookback.
 	pulled int
 	peeked *queue.Entry
+	// begun counts gangs with members read but not complete; readAhead how
+	// many jobs were read past the lookback looking for their members.
+	begun, readAhead int
 	// headRun is the run index of head when head is an evicted job, or -1;
 	// headRetry the same when head is a displaced job offered again.
 	headRun, headRetry int32

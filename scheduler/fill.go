@@ -116,11 +116,19 @@ func (c *cycle) advance(qi int) bool {
 			}
 		}
 		// The lookback bounds units: a lone job, or a gang counted at its
-		// first member; the rest of a gang already begun is always read.
+		// first member. Past it, the queue is read on (a bounded distance)
+		// only for the missing members of gangs already begun, whose
+		// members a class difference may have spread apart; other jobs
+		// read then are left unexamined.
 		starts := !e.Job.IsGang() || !c.acc.Has(e.Job.Gang.ID)
 		if lb := c.s.cfg.MaxQueueLookback; starts && lb > 0 && qs.examined >= lb {
-			qs.peeked = e
-			return false
+			if qs.begun == 0 || qs.readAhead >= gangReadAhead {
+				qs.peeked = e
+				return false
+			}
+			qs.peeked = nil
+			qs.readAhead++
+			continue
 		}
 		qs.peeked = nil
 		qs.pulled++
@@ -137,12 +145,20 @@ func (c *cycle) advance(qi int) bool {
 			c.unscheduled(e.Job, Reason{ReasonGangInvalid, err.Error()})
 			continue
 		}
+		if starts {
+			qs.begun++
+		}
 		if complete {
+			qs.begun--
 			qs.setHead(g.Members[0], g)
 			return true
 		}
 	}
 }
+
+// gangReadAhead bounds how far past its lookback a queue is read for the
+// missing members of gangs it has begun.
+const gangReadAhead = 10000
 
 // notExamined records the queue's jobs the cycle will not reach. After a
 // rate or round limit the queue is stopped: a job of it displaced later
@@ -219,11 +235,18 @@ func (c *cycle) try(qi int) {
 		c.unscheduled(j, why)
 		return
 	}
+	// Three searches, each only if the one before found nothing: free
+	// capacity; capacity evicted jobs hold (every running job counts);
+	// capacity lower-priority preemptible jobs hold (urgency preemption).
 	c.query = c.makeQuery(j, qi, evictedLevel)
 	node, ok := c.db.Select(&c.query)
+	if !ok && c.held > 0 {
+		c.query.Level = lowestClassLevel
+		node, ok = c.db.Select(&c.query)
+	}
 	displacing := false
-	if !ok && (c.held > 0 || c.minPreemptibleLevel < c.s.classLevel[ci]) {
-		c.query.Level = c.s.classLevel[ci]
+	if cl := c.s.classLevel[ci]; !ok && cl > lowestClassLevel && c.minPreemptibleLevel < cl {
+		c.query.Level = cl
 		node, ok = c.db.Select(&c.query)
 		displacing = ok
 	}

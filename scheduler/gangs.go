@@ -57,18 +57,24 @@ func (c *cycle) tryGang(qi int) {
 		ci, _ := c.s.class(m.Job)
 		search = min(search, c.s.classLevel[ci])
 	}
+	// As for a lone job: free capacity, then evicted jobs' capacity, then
+	// lower-priority preemptible jobs' capacity; the explanation kept is the
+	// first search's.
 	mark := c.db.Mark()
 	pl, err := c.placer.Place(c.db, g, qi, levels)
-	displacing := false
-	if err == nil && !pl.Placed && (c.held > 0 || c.minPreemptibleLevel < search) {
-		// No free capacity: try again where evicted jobs and lower-priority
-		// preemptible jobs do not count, keeping the first explanation.
+	why := pl.Why
+	if err == nil && !pl.Placed && c.held > 0 {
 		c.db.Rollback(mark)
-		why := pl.Why
-		if pl, err = c.placer.PlaceAt(c.db, g, qi, levels, search); err == nil && !pl.Placed {
-			pl.Why = why
-		}
+		pl, err = c.placer.PlaceAt(c.db, g, qi, levels, lowestClassLevel)
+	}
+	displacing := false
+	if err == nil && !pl.Placed && search > lowestClassLevel && c.minPreemptibleLevel < search {
+		c.db.Rollback(mark)
+		pl, err = c.placer.PlaceAt(c.db, g, qi, levels, search)
 		displacing = pl.Placed
+	}
+	if err == nil && !pl.Placed {
+		pl.Why = why
 	}
 	if err != nil || !pl.Placed {
 		c.db.Rollback(mark)

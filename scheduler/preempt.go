@@ -16,6 +16,10 @@ import (
 // must displace them does.
 const evictedLevel = 0
 
+// lowestClassLevel is the level of the lowest priority class: a search
+// there counts every job bound to a node but not evicted jobs' holds.
+const lowestClassLevel = evictedLevel + 1
+
 // runState is where a running job of the snapshot stands in the cycle.
 type runState uint8
 
@@ -259,20 +263,48 @@ func (c *cycle) makeRoom(node, level int) {
 	}
 	slices.SortFunc(c.victimOrder, func(a, b int) int { return preempt.Compare(&vs[a], &vs[b]) })
 	c.victims = cand
-	ordered := func(i int) *runJob { return &c.run[cand[c.victimOrder[i]]] }
-	kept := preempt.Fewest(len(cand), func() bool { return c.nodeFits(node) },
-		func(i int) {
-			r := ordered(i)
-			c.db.Unbind(node, int(r.queue), int(r.level), r.job.Requests)
+	// Victims are chosen as units: a lone job, or every candidate of one
+	// gang on this node, which go (and come back) together; a unit stands
+	// where its first member falls in victim order.
+	members := c.unitMembers[:0]
+	starts := c.unitStarts[:0]
+	for _, k := range c.victimOrder {
+		ri := cand[k]
+		id := c.run[ri].job.Gang.ID
+		if id != "" && slices.ContainsFunc(members, func(o int32) bool { return c.run[o].job.Gang.ID == id }) {
+			continue // already in its gang's unit
+		}
+		starts = append(starts, len(members))
+		members = append(members, ri)
+		if id == "" {
+			continue
+		}
+		for _, k2 := range c.victimOrder {
+			if o := cand[k2]; o != ri && c.run[o].job.Gang.ID == id {
+				members = append(members, o)
+			}
+		}
+	}
+	starts = append(starts, len(members))
+	c.unitMembers, c.unitStarts = members, starts
+	unit := func(u int) []int32 { return members[starts[u]:starts[u+1]] }
+	kept := preempt.Fewest(len(starts)-1, func() bool { return c.nodeFits(node) },
+		func(u int) {
+			for _, ri := range unit(u) {
+				r := &c.run[ri]
+				c.db.Unbind(node, int(r.queue), int(r.level), r.job.Requests)
+			}
 		},
-		func(i int) {
-			r := ordered(i)
-			c.db.Bind(node, int(r.queue), int(r.level), r.job.Requests)
+		func(u int) {
+			for _, ri := range unit(u) {
+				r := &c.run[ri]
+				c.db.Bind(node, int(r.queue), int(r.level), r.job.Requests)
+			}
 		}, c.kept)
 	c.kept = kept
 	taken := c.taken[:0]
-	for _, i := range kept {
-		taken = append(taken, cand[c.victimOrder[i]])
+	for _, u := range kept {
+		taken = append(taken, unit(u)...)
 	}
 	c.taken = taken
 	// The victims' gang mates elsewhere go too: a gang is preempted whole.
