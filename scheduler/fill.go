@@ -180,7 +180,7 @@ func (c *cycle) notExamined(qi int, why Reason) {
 	case ReasonRoundLimit, ReasonGlobalRateLimit, ReasonQueueRateLimit:
 		qs.stopped = true
 		for _, ri := range qs.retry {
-			c.unscheduled(c.run[ri].job, displacedReason)
+			c.unscheduled(c.run[ri].job, displacedReason())
 		}
 		qs.retry = nil
 	}

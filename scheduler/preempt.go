@@ -354,7 +354,7 @@ func (c *cycle) dropVictim(ri int32, unbind bool) {
 	// Offer it again, first in its queue: it may fit elsewhere. A gang
 	// member is not offered alone: its gang lost its place as a whole.
 	if qs.stopped || r.job.IsGang() {
-		c.unscheduled(r.job, displacedReason)
+		c.unscheduled(r.job, displacedReason())
 		return
 	}
 	qs.retry = append(qs.retry, ri)
@@ -363,7 +363,9 @@ func (c *cycle) dropVictim(ri int32, unbind bool) {
 	}
 }
 
-var displacedReason = Reason{ReasonDisplaced, "placed, then displaced in the same cycle by a job of higher priority"}
+func displacedReason() Reason {
+	return Reason{ReasonDisplaced, "placed, then displaced in the same cycle by a job of higher priority"}
+}
 
 // refresh re-ranks queue q after its allocation changed under it.
 func (c *cycle) refresh(q int) {
