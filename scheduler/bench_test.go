@@ -46,21 +46,38 @@ func benchWorld(b *testing.B, nodes, queues, jobs int) (*scheduler.Scheduler, *s
 
 func timeStep(i int) time.Duration { return time.Duration(i) * time.Millisecond }
 
-// BenchmarkColdCycle is issue 2's headline: 1,000 × 32-core nodes, 10
-// queues, 32,000 one-core jobs, an empty cluster. One op is one cycle.
-func BenchmarkColdCycle(b *testing.B) {
-	s, snap := benchWorld(b, 1000, 10, 32000)
+// benchNodes returns n nodes of 32 cores and 256Gi named node-0000….
+func benchNodes(schema *flotilla.ResourceSchema, n int) []*flotilla.Node {
+	total := schema.MustParse(map[string]string{"cpu": "32", "memory": "256Gi"})
+	nodes := make([]*flotilla.Node, n)
+	for i := range nodes {
+		nodes[i] = &flotilla.Node{Name: fmt.Sprintf("node-%04d", i), Total: total}
+	}
+	return nodes
+}
+
+// runCycles times s.Schedule over snap at now, one cycle per op, and
+// returns the last result.
+func runCycles(b *testing.B, s *scheduler.Scheduler, snap *scheduler.Snapshot, now time.Time) *scheduler.Result {
+	b.Helper()
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
 	var res *scheduler.Result
 	for b.Loop() {
 		var err error
-		res, err = s.Schedule(ctx, snap, t0)
-		if err != nil {
+		if res, err = s.Schedule(ctx, snap, now); err != nil {
 			b.Fatal(err)
 		}
 	}
+	return res
+}
+
+// BenchmarkColdCycle is issue 2's headline: 1,000 × 32-core nodes, 10
+// queues, 32,000 one-core jobs, an empty cluster. One op is one cycle.
+func BenchmarkColdCycle(b *testing.B) {
+	s, snap := benchWorld(b, 1000, 10, 32000)
+	res := runCycles(b, s, snap, t0)
 	if len(res.Scheduled) != 32000 {
 		b.Fatalf("scheduled %d, want 32000", len(res.Scheduled))
 	}
@@ -74,17 +91,7 @@ func BenchmarkLargeCycle(b *testing.B) {
 		b.Skip("large")
 	}
 	s, snap := benchWorld(b, 10000, 100, 1000000)
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.ResetTimer()
-	var res *scheduler.Result
-	for b.Loop() {
-		var err error
-		res, err = s.Schedule(ctx, snap, t0)
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
+	res := runCycles(b, s, snap, t0)
 	if len(res.Scheduled) != 320000 {
 		b.Fatalf("scheduled %d, want 320000", len(res.Scheduled))
 	}
@@ -99,11 +106,10 @@ func BenchmarkRebalance(b *testing.B) {
 	s, err := scheduler.New(cfg)
 	require.NoError(b, err)
 	snap := &scheduler.Snapshot{}
-	total := schema.MustParse(map[string]string{"cpu": "32", "memory": "256Gi"})
 	req := schema.MustParse(map[string]string{"cpu": "1", "memory": "4Gi"})
-	for i := range 1000 {
-		name := fmt.Sprintf("node-%04d", i)
-		snap.Nodes = append(snap.Nodes, &flotilla.Node{Name: name, Total: total})
+	snap.Nodes = benchNodes(schema, 1000)
+	for i, n := range snap.Nodes {
+		name := n.Name
 		for k := range 32 {
 			snap.Running = append(snap.Running, scheduler.Running{
 				Job: &flotilla.Job{ID: fmt.Sprintf("r%04d-%02d", i, k), Queue: "q00", Requests: req,
@@ -126,16 +132,7 @@ func BenchmarkRebalance(b *testing.B) {
 		}
 	}
 	snap.Queued = store
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.ResetTimer()
-	var res *scheduler.Result
-	for b.Loop() {
-		res, err = s.Schedule(ctx, snap, t0.Add(time.Minute))
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
+	res := runCycles(b, s, snap, t0.Add(time.Minute))
 	if len(res.Scheduled) != 28800 || len(res.Preempted) != 28800 {
 		b.Fatalf("scheduled %d, preempted %d, want 28800 each", len(res.Scheduled), len(res.Preempted))
 	}
@@ -150,10 +147,7 @@ func BenchmarkGangCycle(b *testing.B) {
 	s, err := scheduler.New(cfg)
 	require.NoError(b, err)
 	snap := &scheduler.Snapshot{}
-	total := schema.MustParse(map[string]string{"cpu": "32", "memory": "256Gi"})
-	for i := range 1000 {
-		snap.Nodes = append(snap.Nodes, &flotilla.Node{Name: fmt.Sprintf("node-%04d", i), Total: total})
-	}
+	snap.Nodes = benchNodes(schema, 1000)
 	store, err := queue.New(cfg.PriorityClasses, cfg.DefaultPriorityClass)
 	require.NoError(b, err)
 	one := schema.MustParse(map[string]string{"cpu": "1", "memory": "4Gi"})
@@ -177,16 +171,7 @@ func BenchmarkGangCycle(b *testing.B) {
 		}
 	}
 	snap.Queued = store
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.ResetTimer()
-	var res *scheduler.Result
-	for b.Loop() {
-		res, err = s.Schedule(ctx, snap, t0)
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
+	res := runCycles(b, s, snap, t0)
 	if len(res.Scheduled) != jobs {
 		b.Fatalf("scheduled %d of %d", len(res.Scheduled), jobs)
 	}
