@@ -238,8 +238,16 @@ func oracleAdmits(c consSpec, n *flotilla.Node) bool {
 
 // oracleSelect is a linear scan: eligible nodes, min by (tier, key, index).
 func (w *world) oracleSelect(q *binpack.Query, c int) int {
+	return linearSelect(w.nodes, q, c, w.alloc, w.tier, w.key)
+}
+
+// linearSelect is the oracle behind every Select property: over nodes, the
+// fitting node of the lowest tier with the smallest key, then index, from
+// the caller's own view of allocatable, tiers and keys.
+func linearSelect(nodes []*flotilla.Node, q *binpack.Query, c int,
+	alloc func(n, level int) flotilla.Resources, tier func(n, queue int) int, key func(n, level int) []int64) int {
 	fits := func(n int) bool {
-		return oracleAdmits(consSpecs[c], w.nodes[n]) && q.Requests.Fits(w.alloc(n, q.Level))
+		return oracleAdmits(consSpecs[c], nodes[n]) && q.Requests.Fits(alloc(n, q.Level))
 	}
 	if q.OnlyNode >= 0 {
 		if fits(q.OnlyNode) {
@@ -248,11 +256,11 @@ func (w *world) oracleSelect(q *binpack.Query, c int) int {
 		return -1
 	}
 	best, bestTier, bestKey := -1, 0, []int64(nil)
-	for n := range w.nodes {
-		if w.nodes[n].Unschedulable || !fits(n) {
+	for n := range nodes {
+		if nodes[n].Unschedulable || !fits(n) {
 			continue
 		}
-		t, k := w.tier(n, q.Queue), w.key(n, q.Level)
+		t, k := tier(n, q.Queue), key(n, q.Level)
 		if best < 0 || t < bestTier || (t == bestTier && slices.Compare(k, bestKey) < 0) {
 			best, bestTier, bestKey = n, t, k
 		}

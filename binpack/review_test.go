@@ -57,27 +57,7 @@ func (r *rvWorld) key(n, l int) []int64 {
 }
 
 func (r *rvWorld) oracle(q *binpack.Query, c int) int {
-	w := r.w
-	fits := func(n int) bool {
-		return oracleAdmits(consSpecs[c], w.nodes[n]) && q.Requests.Fits(r.alloc(n, q.Level))
-	}
-	if q.OnlyNode >= 0 {
-		if fits(q.OnlyNode) {
-			return q.OnlyNode
-		}
-		return -1
-	}
-	best, bestTier, bestKey := -1, 0, []int64(nil)
-	for n := range w.nodes {
-		if w.nodes[n].Unschedulable || !fits(n) {
-			continue
-		}
-		t, k := r.tier(n, q.Queue), r.key(n, q.Level)
-		if best < 0 || t < bestTier || (t == bestTier && slices.Compare(k, bestKey) < 0) {
-			best, bestTier, bestKey = n, t, k
-		}
-	}
-	return best
+	return linearSelect(r.w.nodes, q, c, r.alloc, r.tier, r.key)
 }
 
 // TestReviewSelectLazyOracle compares Select with a linear oracle after
