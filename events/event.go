@@ -1,0 +1,175 @@
+package events
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Type is the kind of an event. The zero Type is invalid.
+type Type uint8
+
+// The event types of SERVICE.md's life cycle.
+const (
+	Submitted Type = iota + 1
+	Leased
+	Running
+	Succeeded
+	Failed
+	Cancelled
+	Preempted
+	LeaseExpired
+	LeaseReturned
+	CancelRequested
+)
+
+var typeNames = [...]string{
+	Submitted:       "submitted",
+	Leased:          "leased",
+	Running:         "running",
+	Succeeded:       "succeeded",
+	Failed:          "failed",
+	Cancelled:       "cancelled",
+	Preempted:       "preempted",
+	LeaseExpired:    "lease-expired",
+	LeaseReturned:   "lease-returned",
+	CancelRequested: "cancel-requested",
+}
+
+// Types lists every valid Type in declaration order.
+func Types() []Type {
+	ts := make([]Type, 0, len(typeNames)-1)
+	for t := Submitted; t <= CancelRequested; t++ {
+		ts = append(ts, t)
+	}
+	return ts
+}
+
+// Valid reports whether t is one of the declared types.
+func (t Type) Valid() bool { return t >= Submitted && t <= CancelRequested }
+
+// String is the type's wire name ("lease-expired"), or "type(N)" for an
+// invalid value.
+func (t Type) String() string {
+	if t.Valid() {
+		return typeNames[t]
+	}
+	return fmt.Sprintf("type(%d)", uint8(t))
+}
+
+// ParseType returns the Type with this wire name.
+func ParseType(s string) (Type, error) {
+	for t := Submitted; t <= CancelRequested; t++ {
+		if typeNames[t] == s {
+			return t, nil
+		}
+	}
+	return 0, fmt.Errorf("events: unknown event type %q", s)
+}
+
+// MarshalText encodes the wire name; an invalid Type is an error.
+func (t Type) MarshalText() ([]byte, error) {
+	if !t.Valid() {
+		return nil, fmt.Errorf("events: invalid event type %d", uint8(t))
+	}
+	return []byte(typeNames[t]), nil
+}
+
+// UnmarshalText decodes a wire name.
+func (t *Type) UnmarshalText(b []byte) error {
+	v, err := ParseType(string(b))
+	if err != nil {
+		return err
+	}
+	*t = v
+	return nil
+}
+
+// Event is one entry of a job set's log. Fields that do not apply to the
+// event's type are zero.
+type Event struct {
+	// Seq orders the events of one job set: 1, 2, 3, … with no gaps.
+	Seq  uint64
+	Time time.Time
+	// Queue and JobSet name the log; Job the job it is about.
+	Queue, JobSet, Job string
+	Type               Type
+	// Cluster and Node name the lease (leased, and the events of a leased
+	// or running job).
+	Cluster, Node string
+	// Attempt is the lease's attempt number, 1 for the first lease; on
+	// the events of a leased or running job it names the lease they are
+	// about. Zero on other events (and accepted as "the current lease").
+	Attempt int
+	// Reason is a sentence for people: why a job failed, was preempted
+	// (and for which job), or how long its lease went unrenewed.
+	Reason string
+	// ExitCode is the job's exit code, for succeeded and failed.
+	ExitCode int
+	// Requeued is set on preempted, lease-expired and lease-returned when
+	// the job goes back to its queue rather than ending.
+	Requeued bool
+}
+
+// timeLayout is RFC 3339 with milliseconds, as in SERVICE.md.
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// wire is the JSON form of an Event (SERVICE.md): fields that do not apply
+// are omitted.
+type wire struct {
+	Seq      uint64 `json:"seq"`
+	Time     string `json:"time"`
+	Queue    string `json:"queue"`
+	JobSet   string `json:"jobSet"`
+	Job      string `json:"job"`
+	Type     Type   `json:"type"`
+	Cluster  string `json:"cluster,omitempty"`
+	Node     string `json:"node,omitempty"`
+	Attempt  int    `json:"attempt,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	ExitCode *int   `json:"exitCode,omitempty"`
+	Requeued bool   `json:"requeued,omitempty"`
+}
+
+// MarshalJSON writes SERVICE.md's form of one event, time in UTC with
+// milliseconds; exitCode appears on succeeded and failed events only.
+func (e Event) MarshalJSON() ([]byte, error) {
+	w := wire{
+		Seq: e.Seq, Time: e.Time.UTC().Format(timeLayout),
+		Queue: e.Queue, JobSet: e.JobSet, Job: e.Job, Type: e.Type,
+		Cluster: e.Cluster, Node: e.Node, Attempt: e.Attempt,
+		Reason: e.Reason, Requeued: e.Requeued,
+	}
+	if e.Type == Succeeded || e.Type == Failed {
+		code := e.ExitCode
+		w.ExitCode = &code
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads the form MarshalJSON writes. An unknown type, a
+// malformed time or a negative attempt is an error.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	var w wire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	t, err := time.Parse(time.RFC3339Nano, w.Time)
+	if err != nil {
+		return fmt.Errorf("events: time %q: %w", w.Time, err)
+	}
+	if !w.Type.Valid() {
+		return fmt.Errorf("events: event %d has no type", w.Seq)
+	}
+	if w.Attempt < 0 {
+		return fmt.Errorf("events: attempt %d is negative", w.Attempt)
+	}
+	*e = Event{
+		Seq: w.Seq, Time: t, Queue: w.Queue, JobSet: w.JobSet, Job: w.Job, Type: w.Type,
+		Cluster: w.Cluster, Node: w.Node, Attempt: w.Attempt, Reason: w.Reason, Requeued: w.Requeued,
+	}
+	if w.ExitCode != nil {
+		e.ExitCode = *w.ExitCode
+	}
+	return nil
+}
