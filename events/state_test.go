@@ -21,15 +21,15 @@ type cell struct {
 }
 
 var serviceTable = map[cell]State{
-	{None, Submitted, false, false}:          Queued,
-	{Queued, Leased, false, false}:           LeasedState,
-	{LeasedState, Running, false, false}:     RunningState,
-	{LeasedState, Running, false, true}:      RunningState,
-	{RunningState, Succeeded, false, false}:  SucceededState,
-	{RunningState, Succeeded, false, true}:   SucceededState,
-	{Queued, Cancelled, false, false}:        CancelledState,
-	{LeasedState, Cancelled, false, true}:    CancelledState,
-	{RunningState, Cancelled, false, true}:   CancelledState,
+	{None, Submitted, false, false}:               Queued,
+	{Queued, Leased, false, false}:                LeasedState,
+	{LeasedState, Running, false, false}:          RunningState,
+	{LeasedState, Running, false, true}:           RunningState,
+	{RunningState, Succeeded, false, false}:       SucceededState,
+	{RunningState, Succeeded, false, true}:        SucceededState,
+	{Queued, Cancelled, false, false}:             CancelledState,
+	{LeasedState, Cancelled, false, true}:         CancelledState,
+	{RunningState, Cancelled, false, true}:        CancelledState,
 	{LeasedState, CancelRequested, false, false}:  LeasedState,
 	{RunningState, CancelRequested, false, false}: RunningState,
 }
