@@ -35,6 +35,8 @@ func TestCalculateSeedExamples(t *testing.T) {
 		{"bonds: bank A 100, queue bronze 1", priority.Factors{FairShare: 0.5, Queue: 1, Bank: 100, Urgency: 16}, bank1000, 160000},
 		{"negative total clamps to 0", priority.Factors{FairShare: 0, Urgency: 1}, def, 0},
 		{"overflow clamps to 2^32-1", priority.Factors{FairShare: 1, Queue: 1 << 40, Urgency: 16}, def, math.MaxUint32},
+		{"negative sum held at urgency 0", priority.Factors{FairShare: 0, Urgency: 0}, bank1000, 0},
+		{"huge sum expedited at urgency 31", priority.Factors{FairShare: 1, Queue: 1 << 40, Urgency: 31}, bank1000, math.MaxUint32},
 		{"rounds half away from zero", priority.Factors{FairShare: 0.000005, Urgency: 16}, def, 1},
 	}
 	for _, c := range cases {

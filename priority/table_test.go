@@ -51,6 +51,28 @@ func TestWriteJobsTableShowsHoldAndExpedite(t *testing.T) {
 	}, "\n"), b.String())
 }
 
+// TestWriteJobsTableShowsQueuePriorityExactly: QPRIO is an int64 in the
+// tree, and the table prints it exactly even above 2^53, where a float64
+// copy would round it.
+func TestWriteJobsTableShowsQueuePriorityExactly(t *testing.T) {
+	tree, err := priority.LoadBankTree(strings.NewReader(
+		`{"banks": [], "associations": [{"user": "u", "bank": "root"}], "queues": [{"name": "q", "priority": 9007199254740993}]}`), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := tree.Prioritize(priority.JobRef{ID: "j", User: "u", Queue: "q"}, priority.DefaultUrgency, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	if err := priority.WriteJobsTable(&sb, []priority.Breakdown{b}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sb.String(), "9007199254740993") {
+		t.Errorf("table does not show the queue priority 9007199254740993:\n%s", sb.String())
+	}
+}
+
 func TestWriteJobsTableEmpty(t *testing.T) {
 	var b strings.Builder
 	require.NoError(t, priority.WriteJobsTable(&b, nil))
