@@ -254,3 +254,14 @@ func TestPriorityClassValidate(t *testing.T) {
 	}
 	checkProblems(t, "nil class", (*PriorityClass)(nil).Validate(), []problem{{"priorityClass", ErrRequired}})
 }
+
+// TestPriorityClassValidateRejectsReservedPriority: math.MinInt32 is
+// reserved (the scheduler holds evicted jobs' capacity below every class),
+// so Validate rejects it rather than accept a class scheduler.New refuses.
+func TestPriorityClassValidateRejectsReservedPriority(t *testing.T) {
+	pc := PriorityClass{Name: "x", Priority: math.MinInt32}
+	if err := pc.Validate(); err == nil {
+		t.Errorf("Validate accepted priority %d, which the scheduler rejects", pc.Priority)
+	}
+	checkProblems(t, "reserved priority", pc.Validate(), []problem{{`priorityClass "x".priority`, ErrOutOfRange}})
+}

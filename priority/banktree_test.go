@@ -119,6 +119,34 @@ func TestBreakdownsKeepSubmissionOrder(t *testing.T) {
 	assert.Equal(t, float64(20), a.Calculation.Urgency.Factor, "re-prioritizing replaces in place")
 }
 
+// TestReprioritizeKeepsHeldAndExpeditedJobs: the stored breakdown of a held
+// or expedited job keeps its factors and its override, and a priority update
+// under new weights leaves it held or expedited.
+func TestReprioritizeKeepsHeldAndExpeditedJobs(t *testing.T) {
+	tree := seedTree(t)
+	held, err := tree.Prioritize(priority.JobRef{ID: "held", User: "user1"}, priority.MinUrgency, t0)
+	require.NoError(t, err)
+	fast, err := tree.Prioritize(priority.JobRef{ID: "fast", User: "user1"}, priority.MaxUrgency, t0)
+	require.NoError(t, err)
+	assert.Equal(t, priority.Held, held.Calculation.Override)
+	assert.Equal(t, uint32(0), held.Calculation.Priority)
+	assert.Equal(t, 0.5, held.Calculation.FairShare.Factor, "the factors are still stored")
+	assert.Equal(t, priority.Expedited, fast.Calculation.Override)
+	assert.Equal(t, uint32(priority.MaxJobPriority), fast.Calculation.Priority)
+
+	w := tree.Weights()
+	w.FairShare = 1 << 40
+	require.NoError(t, tree.SetWeights(w))
+	require.NoError(t, tree.Reprioritize(t0.Add(time.Hour)))
+	held, _ = tree.Breakdown("held")
+	fast, _ = tree.Breakdown("fast")
+	assert.Equal(t, priority.Held, held.Calculation.Override)
+	assert.Equal(t, uint32(0), held.Calculation.Priority)
+	assert.Equal(t, int64(1<<40), held.Calculation.FairShare.Weight)
+	assert.Equal(t, priority.Expedited, fast.Calculation.Override)
+	assert.Equal(t, uint32(priority.MaxJobPriority), fast.Calculation.Priority)
+}
+
 // TestFairShareFluxDocExample is the worked example of flux-accounting's
 // doc/components/fair-share.rst: 3 accounts, 7 users.
 func TestFairShareFluxDocExample(t *testing.T) {

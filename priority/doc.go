@@ -28,11 +28,15 @@
 //
 // # Job priority (flux-accounting)
 //
-// A job's integer priority is
+// A job's urgency (0–31, default 16) is looked at first: urgency 0 holds the
+// job (priority 0) and urgency 31 expedites it (priority 4294967295), as in
+// flux-accounting's multi-factor plugin. Any other urgency gives the integer
+// priority
 //
 //	P = F_fairshare·W_fairshare + F_queue·W_queue + F_bank·W_bank + (F_urgency − 16)·W_urgency
 //
-// rounded and clamped to [0, 4294967295]; Calculate is that formula. BankTree
+// rounded and clamped to [0, 4294967295]; Calculate is that rule, and its
+// Calculation keeps every term even when the urgency overrode the sum. BankTree
 // holds the root → banks → associations hierarchy (an association is a user
 // under one bank; a user may sit under several), per-bank and per-queue
 // priority values, half-life-decayed historical usage, the factor weights

@@ -67,29 +67,67 @@ type Term struct {
 	Product float64
 }
 
+// UrgencyOverride says whether a job's urgency set its priority outright
+// instead of through the weighted sum, as flux-core's hold and expedite
+// urgencies do.
+type UrgencyOverride uint8
+
+const (
+	// NotOverridden: the priority is the weighted sum of the terms.
+	NotOverridden UrgencyOverride = iota
+	// Held: urgency MinUrgency (0) holds the job; its priority is 0.
+	Held
+	// Expedited: urgency MaxUrgency (31) expedites the job; its priority is
+	// MaxJobPriority.
+	Expedited
+)
+
+// String returns "", "hold" or "expedite" (the names flux-core's tools
+// give urgency 0 and 31).
+func (o UrgencyOverride) String() string {
+	switch o {
+	case Held:
+		return "hold"
+	case Expedited:
+		return "expedite"
+	}
+	return ""
+}
+
 // Calculation is a priority together with every term that made it.
 type Calculation struct {
 	FairShare Term
 	Queue     Term
 	Bank      Term
 	Urgency   Term
-	// Priority is the sum of the products, rounded half away from zero and
-	// clamped to [0, MaxJobPriority]; NaN gives 0.
+	// Override is Held or Expedited when the urgency set Priority outright;
+	// the terms are computed all the same, so a breakdown still shows what
+	// the job's factors were.
+	Override UrgencyOverride
+	// Priority is 0 when Held, MaxJobPriority when Expedited, and otherwise
+	// the sum of the products, rounded half away from zero and clamped to
+	// [0, MaxJobPriority]; NaN gives 0.
 	Priority uint32
 	// QueuePriority is the queue factor exactly as given: Queue.Factor is
 	// the same value as a float64, which cannot hold every int64.
 	QueuePriority int64
 }
 
-// Calculate evaluates flux-accounting's multi-factor priority
+// Calculate evaluates flux-accounting's multi-factor priority. Urgency is
+// looked at first: urgency MinUrgency (0) means the job is held and its
+// priority is 0, urgency MaxUrgency (31) means it is expedited and its
+// priority is MaxJobPriority (2^32 − 1), whatever the other factors. Every
+// other urgency goes into the weighted sum
 //
 //	P = F_fairshare·W_fairshare + F_queue·W_queue + F_bank·W_bank + (F_urgency − 16)·W_urgency
 //
-// (seeds/flux-accounting-job-priorities.rst). It checks nothing: any factor
-// and weight values give a result in [0, 2^32 − 1]. The rounding
-// (half away from zero) follows flux-accounting's mf_priority plugin, which
-// rounds the double sum before clamping. Unlike flux-core we give urgency 0
-// and 31 no hold/expedite meaning: they are plain values of the formula.
+// (seeds/flux-accounting-job-priorities.rst). The terms are filled in for
+// held and expedited jobs too, and Override says which rule gave the
+// priority. Calculate checks nothing: any factor and weight values give a
+// result in [0, 2^32 − 1] (only exactly 0 and 31 are special; urgencies
+// outside 0–31 are plain values of the formula). The rounding (half away
+// from zero) follows flux-accounting's mf_priority plugin, which rounds the
+// double sum before clamping.
 func Calculate(f Factors, w Weights) Calculation {
 	c := Calculation{
 		FairShare: Term{Factor: f.FairShare, Weight: w.FairShare, Product: f.FairShare * float64(w.FairShare)},
@@ -98,8 +136,15 @@ func Calculate(f Factors, w Weights) Calculation {
 		Urgency:   Term{Factor: float64(f.Urgency), Weight: w.Urgency, Product: float64(f.Urgency-DefaultUrgency) * float64(w.Urgency)},
 	}
 	c.QueuePriority = f.Queue
-	sum := c.FairShare.Product + c.Queue.Product + c.Bank.Product + c.Urgency.Product
-	c.Priority = clampPriority(sum)
+	switch f.Urgency {
+	case MinUrgency:
+		c.Override, c.Priority = Held, 0
+	case MaxUrgency:
+		c.Override, c.Priority = Expedited, MaxJobPriority
+	default:
+		sum := c.FairShare.Product + c.Queue.Product + c.Bank.Product + c.Urgency.Product
+		c.Priority = clampPriority(sum)
+	}
 	return c
 }
 

@@ -33,10 +33,10 @@ func TestCalculateSeedExamples(t *testing.T) {
 		// −5 and its weight 10, so the job's priority is 50000 − 50.
 		{"user2 under bank C (−5)", priority.Factors{FairShare: 0.5, Bank: -5, Urgency: 16}, bank10, 49950},
 		{"bonds: bank A 100, queue bronze 1", priority.Factors{FairShare: 0.5, Queue: 1, Bank: 100, Urgency: 16}, bank1000, 160000},
-		{"urgency 31", priority.Factors{FairShare: 0.5, Urgency: 31}, def, 65000},
-		{"urgency 0", priority.Factors{FairShare: 0.5, Urgency: 0}, def, 34000},
-		{"negative total clamps to 0", priority.Factors{FairShare: 0, Urgency: 0}, def, 0},
+		{"negative total clamps to 0", priority.Factors{FairShare: 0, Urgency: 1}, def, 0},
 		{"overflow clamps to 2^32-1", priority.Factors{FairShare: 1, Queue: 1 << 40, Urgency: 16}, def, math.MaxUint32},
+		{"negative sum held at urgency 0", priority.Factors{FairShare: 0, Urgency: 0}, bank1000, 0},
+		{"huge sum expedited at urgency 31", priority.Factors{FairShare: 1, Queue: 1 << 40, Urgency: 31}, bank1000, math.MaxUint32},
 		{"rounds half away from zero", priority.Factors{FairShare: 0.000005, Urgency: 16}, def, 1},
 	}
 	for _, c := range cases {
@@ -45,6 +45,42 @@ func TestCalculateSeedExamples(t *testing.T) {
 			assert.Equal(t, c.want, got.Priority)
 		})
 	}
+}
+
+// TestCalculateUrgencyZeroHoldsAndThirtyOneExpedites: urgency is looked at
+// before any other factor. 0 holds the job (priority 0) and 31 expedites it
+// (priority 2^32 − 1) whatever the weighted sum would be; every other
+// urgency goes through the sum. The terms are kept in every case.
+func TestCalculateUrgencyZeroHoldsAndThirtyOneExpedites(t *testing.T) {
+	def := priority.DefaultWeights()
+	cases := []struct {
+		name     string
+		f        priority.Factors
+		want     uint32
+		override priority.UrgencyOverride
+	}{
+		{"0 holds", priority.Factors{FairShare: 0.5, Urgency: 0}, 0, priority.Held},
+		{"0 holds a job whose sum is huge", priority.Factors{FairShare: 1, Queue: 1 << 40, Urgency: 0}, 0, priority.Held},
+		{"1 is in the sum", priority.Factors{FairShare: 0.5, Urgency: 1}, 35000, priority.NotOverridden},
+		{"16 is neutral", priority.Factors{FairShare: 0.5, Urgency: 16}, 50000, priority.NotOverridden},
+		{"30 is in the sum", priority.Factors{FairShare: 0.5, Urgency: 30}, 64000, priority.NotOverridden},
+		{"31 expedites", priority.Factors{FairShare: 0.5, Urgency: 31}, math.MaxUint32, priority.Expedited},
+		{"31 expedites a job whose sum is negative", priority.Factors{FairShare: 0, Bank: -1e12, Urgency: 31}, math.MaxUint32, priority.Expedited},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := priority.Calculate(c.f, def)
+			assert.Equal(t, c.want, got.Priority)
+			assert.Equal(t, c.override, got.Override)
+			assert.Equal(t, priority.Term{Factor: float64(c.f.Urgency), Weight: 1000, Product: float64(c.f.Urgency-16) * 1000}, got.Urgency,
+				"the urgency term is shown as computed")
+			assert.Equal(t, priority.Term{Factor: c.f.FairShare, Weight: 100000, Product: c.f.FairShare * 100000}, got.FairShare,
+				"the other terms are shown as computed")
+		})
+	}
+	assert.Equal(t, "hold", priority.Held.String())
+	assert.Equal(t, "expedite", priority.Expedited.String())
+	assert.Equal(t, "", priority.NotOverridden.String())
 }
 
 func TestCalculateTerms(t *testing.T) {
@@ -85,7 +121,7 @@ func TestCalculateProperties(t *testing.T) {
 		gen.OneConstOf(math.NaN(), math.Inf(1), math.Inf(-1), 0.0, -0.0, math.MaxFloat64, -math.MaxFloat64))
 	anyInt := gen.OneGenOf(gen.Int64(), gen.Int64Range(-1e6, 1e6), gen.OneConstOf(int64(math.MaxInt64), int64(math.MinInt64)))
 
-	props.Property("priority is the clamped, rounded sum for any factor and weight values", prop.ForAll(
+	props.Property("priority is 0 at urgency 0, 2^32-1 at 31, else the clamped, rounded sum, for any factor and weight values", prop.ForAll(
 		func(fs, bank float64, queue int64, urgency int, wf, wq, wb, wu int64) bool {
 			f := priority.Factors{FairShare: fs, Queue: queue, Bank: bank, Urgency: urgency}
 			w := priority.Weights{FairShare: wf, Queue: wq, Bank: wb, Urgency: wu}
@@ -93,6 +129,10 @@ func TestCalculateProperties(t *testing.T) {
 			sum := c.FairShare.Product + c.Queue.Product + c.Bank.Product + c.Urgency.Product
 			var want uint64
 			switch {
+			case urgency == 0:
+				want = 0
+			case urgency == 31:
+				want = math.MaxUint32
 			case math.IsNaN(sum) || sum <= 0:
 				want = 0
 			case sum >= math.MaxUint32:
@@ -102,7 +142,7 @@ func TestCalculateProperties(t *testing.T) {
 			}
 			return uint64(c.Priority) == want && want <= math.MaxUint32
 		},
-		anyFloat, anyFloat, anyInt, gen.IntRange(-1000, 1000), anyInt, anyInt, anyInt, anyInt,
+		anyFloat, anyFloat, anyInt, gen.OneGenOf(gen.IntRange(-1000, 1000), gen.IntRange(0, 31)), anyInt, anyInt, anyInt, anyInt,
 	))
 
 	props.Property("with weights ≥ 0, more fair-share never lowers the priority", prop.ForAll(

@@ -50,6 +50,21 @@ func TestSlicesFloorZeroPriority(t *testing.T) {
 	assert.Equal(t, []flotilla.Resources{cpu(3), cpu(1)}, s)
 }
 
+// TestSlicesTinyFloorGivesPriorityZeroAlmostEverything: "a floor of exactly
+// 0 can only be had with a tiny positive value" (Slices), so a valid floor
+// below ~5.6e-309, where 1/floor is +Inf, must still give (almost) all of
+// the offer to the priority-0 queue rather than split it evenly (Inf/Inf
+// is NaN).
+func TestSlicesTinyFloorGivesPriorityZeroAlmostEverything(t *testing.T) {
+	s, err := priority.Slices(flotilla.Resources{1000}, []float64{0, 1}, 1e-310)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s[0][0] < 999 {
+		t.Errorf("slices %v, want queue 0 (priority 0 under floor 1e-310) to get ~all of 1000", s)
+	}
+}
+
 func TestSlicesLargestRemainder(t *testing.T) {
 	// 1000 milli split three ways: 333.33 each; the leftover unit goes to
 	// the first queue.

@@ -82,6 +82,17 @@ func TestLoadBankTreeErrors(t *testing.T) {
 		{"unknown nested key", `{"banks": [{"name": "A", "prio": 1}]}`, flotilla.ErrUnknownName, "banks[0].prio", "prio"},
 		{"repeated key", `{"banks": [{"name": "A"}], "banks": []}`, flotilla.ErrDuplicate, "banks", ""},
 		{"key in the wrong case", `{"banks": [{"Name": "A"}]}`, flotilla.ErrUnknownName, "banks[0].Name", "Name"},
+		// A repeated key is an error even when its last value alone would
+		// load: taking the last "banks" would drop bank A and blame the
+		// association instead.
+		{"repeated key whose last value drops a bank", `{"banks": [{"name": "A"}], "associations": [{"user": "u", "bank": "A"}], "banks": []}`,
+			flotilla.ErrDuplicate, "banks", ""},
+		// Keys are matched case-sensitively, as the jobs file's are.
+		{"keys in the wrong case everywhere", `{"banks": [{"Name": "A", "SHARES": 2}], "associations": [{"User": "u", "Bank": "A"}]}`,
+			flotilla.ErrUnknownName, "banks[0].Name", "Name"},
+		// An unknown key deep in the file is named by its path, not "banktree".
+		{"unknown nested key beside other keys", `{"banks": [{"name": "A", "prio": 3}], "associations": []}`,
+			flotilla.ErrUnknownName, "banks[0].prio", "prio"},
 		{"wrong type", `{"banks": [{"name": "A", "shares": "many"}]}`, flotilla.ErrMalformed, "banks[0].shares", "many"},
 		{"fractional shares", `{"banks": [{"name": "A", "shares": 1.5}]}`, flotilla.ErrMalformed, "banks[0].shares", "1.5"},
 		{"trailing data", `{} {}`, flotilla.ErrMalformed, "(root)", ""},

@@ -56,6 +56,7 @@ func TestDecayAfterOneHalfTime(t *testing.T) {
 		got := priority.Decay(c.a, c.b, time.Hour, time.Hour)
 		assert.InDelta(t, c.a+(c.b-c.a)/2, got, 1e-12, "A=%v B=%v", c.a, c.b)
 	}
+	assert.Equal(t, 15.0, priority.Decay(10, 20, time.Hour, time.Hour), "seed: one half-time from 10 toward 20")
 }
 
 func TestDecayConvergesUnderConstantUsage(t *testing.T) {

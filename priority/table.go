@@ -22,7 +22,10 @@ const jobsTableHeader = "JOBID\tUSER\tBANK\tBANKPRIO\tBANKFACT\tQUEUE\tQPRIO\tQF
 // right even after the weights have changed (the warning in
 // seeds/flux-accounting-job-priorities.rst does not apply). BANKPRIO always
 // shows a decimal point (100.0); FAIRSHARE shows up to 6 significant digits.
-// A job with no queue shows "-". Rows are printed in the order given.
+// A job with no queue shows "-". A held or expedited job shows its override
+// beside its urgency, "0(hold)" or "31(expedite)", with every factor and
+// weight still shown and PRIORITY 0 or 4294967295. Rows are printed in the
+// order given.
 func WriteJobsTable(w io.Writer, rows []Breakdown) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	line := make([]string, 0, 13)
@@ -50,7 +53,7 @@ func WriteJobsTable(w io.Writer, rows []Breakdown) error {
 			strconv.FormatInt(c.Queue.Weight, 10),
 			strconv.FormatFloat(c.FairShare.Factor, 'g', 6, 64),
 			strconv.FormatInt(c.FairShare.Weight, 10),
-			strconv.FormatFloat(c.Urgency.Factor, 'f', -1, 64),
+			urgency(c),
 			strconv.FormatInt(c.Urgency.Weight, 10),
 			strconv.FormatUint(uint64(c.Priority), 10),
 		)
@@ -72,6 +75,15 @@ func cell(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// urgency is the URGENCY cell: the urgency, and the override it caused.
+func urgency(c *Calculation) string {
+	s := strconv.FormatFloat(c.Urgency.Factor, 'f', -1, 64)
+	if c.Override != NotOverridden {
+		s += "(" + c.Override.String() + ")"
+	}
+	return s
 }
 
 func bankPrio(p float64) string {

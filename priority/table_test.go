@@ -30,6 +30,49 @@ func TestWriteJobsTableFormats(t *testing.T) {
 	}, "\n"), b.String())
 }
 
+// TestWriteJobsTableShowsHoldAndExpedite: a held or expedited job shows the
+// override beside its urgency, its factors and weights as for any job, and
+// PRIORITY 0 or 4294967295.
+func TestWriteJobsTableShowsHoldAndExpedite(t *testing.T) {
+	w := priority.DefaultWeights()
+	rows := []priority.Breakdown{
+		{JobID: "held", User: "u", Bank: "A",
+			Calculation: priority.Calculate(priority.Factors{FairShare: 0.5, Queue: 2, Urgency: 0}, w)},
+		{JobID: "fast", User: "u", Bank: "A",
+			Calculation: priority.Calculate(priority.Factors{FairShare: 0.5, Queue: 2, Urgency: 31}, w)},
+	}
+	var b strings.Builder
+	require.NoError(t, priority.WriteJobsTable(&b, rows))
+	assert.Equal(t, strings.Join([]string{
+		"JOBID  USER  BANK  BANKPRIO  BANKFACT  QUEUE  QPRIO  QFACT  FAIRSHARE  FSFACTOR  URGENCY       URGFACT  PRIORITY",
+		"held   u     A     0.0       0         -      2      10000  0.5        100000    0(hold)       1000     0",
+		"fast   u     A     0.0       0         -      2      10000  0.5        100000    31(expedite)  1000     4294967295",
+		"",
+	}, "\n"), b.String())
+}
+
+// TestWriteJobsTableShowsQueuePriorityExactly: QPRIO is an int64 in the
+// tree, and the table prints it exactly even above 2^53, where a float64
+// copy would round it.
+func TestWriteJobsTableShowsQueuePriorityExactly(t *testing.T) {
+	tree, err := priority.LoadBankTree(strings.NewReader(
+		`{"banks": [], "associations": [{"user": "u", "bank": "root"}], "queues": [{"name": "q", "priority": 9007199254740993}]}`), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := tree.Prioritize(priority.JobRef{ID: "j", User: "u", Queue: "q"}, priority.DefaultUrgency, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	if err := priority.WriteJobsTable(&sb, []priority.Breakdown{b}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sb.String(), "9007199254740993") {
+		t.Errorf("table does not show the queue priority 9007199254740993:\n%s", sb.String())
+	}
+}
+
 func TestWriteJobsTableEmpty(t *testing.T) {
 	var b strings.Builder
 	require.NoError(t, priority.WriteJobsTable(&b, nil))

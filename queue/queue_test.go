@@ -613,3 +613,30 @@ func TestRemoveAfterForbiddenPriorityChange(t *testing.T) {
 	assert.NotContains(t, cursorIDs(s, "A"), "j100")
 	assert.Len(t, s.JobSet("A", "s"), 199)
 }
+
+// TestSchedulingKeyDistinguishesCraftedLabelValues: two jobs whose only
+// difference is the value of one node-selector label (16 lowercase/digit
+// characters, a valid Kubernetes label value) get different scheduling keys,
+// even for values crafted against the hash. A weak per-word mixing
+// (xor-in / multiply / fold) confined a difference in a word's top byte to
+// bytes 3 and 7 of the state, which the next word cancelled.
+func TestSchedulingKeyDistinguishesCraftedLabelValues(t *testing.T) {
+	const alpha = "abcdefghijklmnopqrstuvwxyz0123456789"
+	seen := make(map[uint64]string)
+	job := &flotilla.Job{Requests: flotilla.Resources{1000, 4 << 30}}
+	b := []byte("rack-aa?bbb?bbb?")
+	for _, c := range []byte(alpha) {
+		for _, x := range []byte(alpha) {
+			for _, y := range []byte(alpha) {
+				b[7], b[11], b[15] = c, x, y
+				v := string(b)
+				job.NodeSelector = map[string]string{"topology/rack": v}
+				k := SchedulingKey(job, 30000)
+				if other, dup := seen[k]; dup {
+					t.Fatalf("selector values %q and %q share scheduling key %#x", other, v, k)
+				}
+				seen[k] = v
+			}
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package scenario
 
 import (
+	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -225,4 +227,50 @@ func TestBuildNil(t *testing.T) {
 	b, err := f.Build()
 	assert.Nil(t, b)
 	requireFieldError(t, err, RootField, flotilla.ErrRequired)
+}
+
+// TestBuildTiesKeepSubmitOrderJobsByIndex: SCENARIOS.md, "Submit time is
+// the round's time ... and ties keep that order" (templates in the order
+// listed, a template's jobs by index). With room for 10 of 12 one-cpu jobs,
+// a-0 … a-9 start and a-10, a-11 wait.
+func TestBuildTiesKeepSubmitOrderJobsByIndex(t *testing.T) {
+	out, err := runDoc(t, `{
+	  "nodes": [{"name": "n", "resources": {"cpu": "10"}}],
+	  "queues": [{"name": "A"}],
+	  "rounds": [{"submit": [{"id": "a", "queue": "A", "count": 12, "requests": {"cpu": "1"}}]}]
+	}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range out.Rounds[0].Scheduled {
+		got = append(got, s.Job)
+	}
+	var want []string
+	for i := range 10 {
+		want = append(want, fmt.Sprintf("a-%d", i))
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("scheduled %v, want %v (submit order)", got, want)
+	}
+}
+
+// TestBuildTiesKeepSubmitOrderTemplatesInFileOrder: templates go in the
+// order listed, so a template listed first goes first even when its ids
+// sort later.
+func TestBuildTiesKeepSubmitOrderTemplatesInFileOrder(t *testing.T) {
+	out, err := runDoc(t, `{
+	  "nodes": [{"name": "n", "resources": {"cpu": "1"}}],
+	  "queues": [{"name": "A"}],
+	  "rounds": [{"submit": [
+	    {"id": "zeta", "queue": "A", "requests": {"cpu": "1"}},
+	    {"id": "alpha", "queue": "A", "requests": {"cpu": "1"}}
+	  ]}]
+	}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Rounds[0].Scheduled) != 1 || out.Rounds[0].Scheduled[0].Job != "zeta" {
+		t.Errorf("scheduled %+v, want zeta (listed first)", out.Rounds[0].Scheduled)
+	}
 }

@@ -3,6 +3,7 @@ package scenario
 import (
 	"github.com/flotilla-sched/flotilla/internal/strictjson"
 
+	"errors"
 	"testing"
 
 	"github.com/flotilla-sched/flotilla"
@@ -208,5 +209,15 @@ func TestSuggest(t *testing.T) {
 		"":              "",
 	} {
 		assert.Equal(t, want, strictjson.Suggest(key, known), key)
+	}
+}
+
+// TestParseReportsARepeatedKeyAsDuplicateWithItsPath: a key given twice in
+// one object is ErrDuplicate, with the key's path as the field.
+func TestParseReportsARepeatedKeyAsDuplicateWithItsPath(t *testing.T) {
+	_, err := Parse([]byte(`{"config": {}, "config": {}, "nodes": [{"name": "n", "resources": {"cpu": "1"}}]}`))
+	var fe *flotilla.FieldError
+	if !errors.Is(err, flotilla.ErrDuplicate) || !errors.As(err, &fe) || fe.Field != "config" {
+		t.Errorf("err = %v", err)
 	}
 }

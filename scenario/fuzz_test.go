@@ -2,11 +2,14 @@ package scenario
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/flotilla-sched/flotilla"
 	"github.com/stretchr/testify/require"
 )
 
@@ -88,5 +91,45 @@ func FuzzParseOutput(f *testing.F) {
 		var w bytes.Buffer
 		require.NoError(t, WriteTable(&w, out))
 		require.NoError(t, WriteJSON(&w, out))
+	})
+}
+
+// FuzzParseRun: whatever Parse accepts, Run either runs or fails with a
+// *flotilla.FieldError, and never panics.
+func FuzzParseRun(f *testing.F) {
+	f.Add([]byte(`{"nodes": [{"name": "n", "resources": {"cpu": "4"}}], "queues": [{"name": "A"}],
+	  "rounds": [{"submit": [{"id": "a", "queue": "A", "count": 3, "requests": {"cpu": "1"}}]}, {"finish": ["a-0"]}]}`))
+	f.Add([]byte(`{"config": {"fairness": "asset", "protectedFractionOfFairShare": 0, "requeuePreempted": true,
+	  "defaultPriorityClass": "armada-preemptible"},
+	  "nodes": [{"name": "n", "count": 2, "resources": {"cpu": "4", "memory": "4Gi"}}], "queues": [{"name": "A"}, {"name": "B"}],
+	  "rounds": [{"submit": [{"id": "a", "queue": "A", "count": 8, "requests": {"cpu": "1"}}]},
+	             {"submit": [{"id": "b", "queue": "B", "count": 4, "priorityClass": "armada-default", "requests": {"cpu": "2"},
+	                          "gang": {"id": "g"}}]}, {"cancel": ["a-1"]}]}`))
+	f.Add([]byte(`{"config": {"strategy": "lottery", "priorityHalftime": "1m"},
+	  "nodes": [{"name": "n", "count": 2, "resources": {"cpu": "4"}}], "queues": [{"name": "A", "priorityFactor": 2}, {"name": "B"}],
+	  "rounds": [{"submit": [{"id": "a", "queue": "A", "count": 8, "requests": {"cpu": "1"}}, {"id": "b", "queue": "B", "count": 8, "requests": {"cpu": "1"}}]}, {}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := Parse(data)
+		if err != nil {
+			return
+		}
+		b, err := file.Build()
+		if err != nil {
+			t.Fatalf("Build after Parse: %v", err)
+		}
+		jobs := 0
+		for _, r := range b.Rounds {
+			jobs += len(r.Submit)
+		}
+		if len(b.Nodes) > 64 || jobs > 512 || len(b.Rounds) > 16 {
+			return
+		}
+		_, err = Run(context.Background(), b)
+		if err != nil {
+			var fe *flotilla.FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("Run error is not a FieldError: %v", err)
+			}
+		}
 	})
 }

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -82,4 +83,19 @@ func requireAllFieldErrors(t testing.TB, err error) {
 		require.True(t, errors.As(e, &fe), "not a *FieldError: %T %v", e, e)
 		require.NotEmpty(t, fe.Field, "field path missing: %v", e)
 	}
+}
+
+// runDoc parses, builds and runs a scenario document, failing the test when
+// it does not parse or build.
+func runDoc(t *testing.T, doc string) (*Output, error) {
+	t.Helper()
+	f, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	b, err := f.Build()
+	if err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	return Run(context.Background(), b)
 }

@@ -1,7 +1,11 @@
 package scenario
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/flotilla-sched/flotilla"
@@ -362,6 +366,60 @@ func TestValidateAccepts(t *testing.T) {
 			tc.edit(f)
 			_, err := Parse(marshal(t, f))
 			require.NoError(t, err)
+		})
+	}
+}
+
+// TestValidateRejectsCancelOfAJobSubmittedInTheSameRound: SCENARIOS.md,
+// finish and cancel apply at the start of the round that lists them, so an
+// id submitted in the same round is bad input, rejected by Parse with the
+// field named, never a run-time failure.
+func TestValidateRejectsCancelOfAJobSubmittedInTheSameRound(t *testing.T) {
+	_, err := Parse([]byte(`{
+	  "nodes": [{"name": "n", "resources": {"cpu": "1"}}],
+	  "queues": [{"name": "A"}],
+	  "rounds": [{"submit": [{"id": "a", "queue": "A", "requests": {"cpu": "1"}}], "cancel": ["a"]}]
+	}`))
+	if err == nil || !strings.Contains(err.Error(), `rounds[0].cancel[0] "a"`) {
+		t.Errorf("want the same-round cancel rejected naming rounds[0].cancel[0], got %v", err)
+	}
+}
+
+// TestValidateRejectsWhatRunWouldReject: the package doc says "a file that
+// validates builds without error" and SCENARIOS.md that bad input is
+// rejected "with an error that names the field and the value", so a
+// configuration the scheduler would refuse (asset fairness with every weight
+// 0, without cpu or with zero cpu; a cluster total that overflows; a class
+// at the reserved priority) is rejected by Parse, not by Run with a field
+// that is no path in the file ("weights", "schema", "total.cpu",
+// "nodes[1].total").
+func TestValidateRejectsWhatRunWouldReject(t *testing.T) {
+	job := `"queues": [{"name": "A"}], "rounds": [{"submit": [{"id": "a", "queue": "A", "requests": {"%s": "1"}}]}]`
+	cases := map[string]string{
+		"asset with all weights zero": `{"config": {"fairness": "asset", "resourceWeights": {"cpu": 0}},
+		   "nodes": [{"name": "n", "resources": {"cpu": "4"}}], ` + fmt.Sprintf(job, "cpu") + `}`,
+		"asset without cpu": `{"config": {"fairness": "asset"},
+		   "nodes": [{"name": "n", "resources": {"memory": "4Gi"}}], ` + fmt.Sprintf(job, "memory") + `}`,
+		"asset with zero cpu": `{"config": {"fairness": "asset"},
+		   "nodes": [{"name": "n", "count": 0, "resources": {"cpu": "4"}}], ` + fmt.Sprintf(job, "cpu") + `}`,
+		"cluster total overflows": `{"nodes": [{"name": "n", "count": 2, "resources": {"cpu": "4", "memory": "8Pi"}}], ` +
+			fmt.Sprintf(job, "cpu") + `}`,
+		"reserved class priority": `{"priorityClasses": [{"name": "armada-default", "priority": -2147483648}],
+		   "nodes": [{"name": "n", "resources": {"cpu": "4"}}], ` + fmt.Sprintf(job, "cpu") + `}`,
+	}
+	for name, doc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f, perr := Parse([]byte(doc))
+			if perr == nil {
+				b, err := f.Build()
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, rerr := Run(context.Background(), b)
+				var fe *flotilla.FieldError
+				errors.As(rerr, &fe)
+				t.Errorf("Parse accepted a file that Run rejects: %v (field %q)", rerr, fe.Field)
+			}
 		})
 	}
 }

@@ -135,3 +135,21 @@ func TestSubcommandHelpExitsZero(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.Contains(t, errOut, "-bank-tree")
 }
+
+// TestBadExpectFileIsNotCalledAScenario: a malformed expect file exits 2
+// with a message that says it is the expect file that is bad, not "is not a
+// valid scenario".
+func TestBadExpectFileIsNotCalledAScenario(t *testing.T) {
+	dir := t.TempDir()
+	exp := filepath.Join(dir, "x.expect.json")
+	if err := os.WriteFile(exp, []byte(`{"rounds": [], "bogus": 1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCmd("schedule", "-expect", exp, "../../testdata/scenarios/weighted-queues.json")
+	if code != 2 {
+		t.Fatalf("exit %d, want 2", code)
+	}
+	if strings.Contains(stderr, "is not a valid scenario") {
+		t.Errorf("stderr calls the expect file a scenario:\n%s", stderr)
+	}
+}

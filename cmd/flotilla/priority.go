@@ -23,7 +23,8 @@ const maxJobsBytes = 64 << 20
 // jobRecord is one job of a jobs file (JSON field names in jobFields).
 type jobRecord struct {
 	ID, User, Bank, Queue string
-	// Urgency is 0–31; absent means priority.DefaultUrgency.
+	// Urgency is 0–31 (0 holds the job, 31 expedites it); absent means
+	// priority.DefaultUrgency.
 	Urgency int
 	// where is "line N" for a job read from JSON lines, else empty.
 	where string

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -126,4 +127,25 @@ func TestPriorityUsageErrors(t *testing.T) {
 	code, out, _ := runCmd("help")
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, "flotilla priority -bank-tree FILE")
+}
+
+// TestPriorityPrintsFluxBondsExample: with the seed's tree and weights
+// (bank A priority 100 weighing 1000, queue bronze priority 1), `flotilla
+// priority` exits 0 and prints flux-accounting's 160000 for bonds's job.
+func TestPriorityPrintsFluxBondsExample(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tree := write("t.json", `{"banks": [{"name": "A", "priority": 100}], "associations": [{"user": "bonds", "bank": "A"}], "queues": [{"name": "bronze", "priority": 1}]}`)
+	w := write("w.json", `{"bank": 1000}`)
+	jobs := write("j.json", `[{"id": "fnYtwBV", "user": "bonds", "bank": "A", "queue": "bronze"}]`)
+	code, out, stderr := runCmd("priority", "-bank-tree", tree, "-weights", w, "-jobs", jobs, "-recompute=false")
+	if code != 0 || !strings.Contains(out, "160000") {
+		t.Errorf("exit %d, out:\n%s\nstderr:\n%s", code, out, stderr)
+	}
 }

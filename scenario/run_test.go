@@ -1,0 +1,61 @@
+package scenario
+
+import (
+	"context"
+	"reflect"
+	"testing"
+)
+
+// TestRunLeavesItsBuiltUnchanged: Run is deterministic and does not change
+// the Built it is given, so two runs of one Built give the same output.
+func TestRunLeavesItsBuiltUnchanged(t *testing.T) {
+	doc := `{
+	  "config": {"defaultPriorityClass": "p", "requeuePreempted": true},
+	  "priorityClasses": [{"name": "p", "priority": 1, "preemptible": true}],
+	  "nodes": [{"name": "n", "count": 2, "resources": {"cpu": "4"}}],
+	  "queues": [{"name": "A"}, {"name": "B"}],
+	  "rounds": [
+	    {"submit": [{"id": "a", "queue": "A", "count": 8, "requests": {"cpu": "1"}}]},
+	    {"submit": [{"id": "b", "queue": "B", "count": 8, "requests": {"cpu": "1"}}]},
+	    {}
+	  ]
+	}`
+	f, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := f.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o1, err := Run(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o2, err := Run(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(o1, o2) {
+		t.Errorf("two runs of one Built differ")
+	}
+}
+
+// TestRunDemandSaturatesSoAdjustedFairShareStaysPositive: queue demand is
+// summed without wrapping, so three queued jobs of 4000T cpu (4e18 milli
+// each, past int64 together) leave the only active queue, holding 89% of
+// the cluster, with an adjusted fair share above 0.
+func TestRunDemandSaturatesSoAdjustedFairShareStaysPositive(t *testing.T) {
+	out, err := runDoc(t, `{
+	  "nodes": [{"name": "n", "resources": {"cpu": "9000T"}}],
+	  "queues": [{"name": "A"}],
+	  "rounds": [{"submit": [{"id": "a", "queue": "A", "count": 3, "requests": {"cpu": "4000T"}}]}]
+	}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := out.Rounds[0].Queues[0]
+	if q.Running != 2 || !(q.AdjustedFairShare > 0) {
+		t.Errorf("queue A: running %d, share %v, adjusted fair share %v; want adjusted fair share > 0", q.Running, q.Share, q.AdjustedFairShare)
+	}
+}
