@@ -121,9 +121,9 @@ func (f *File) build(maxNodes, maxJobs int) (*Built, error) {
 	b.buildSchema()
 	b.config()
 	b.priorityClasses()
-	b.defaultClass()
 	b.nodes()
 	b.cluster()
+	b.libraryConfig()
 	b.queues()
 	b.rounds()
 	if len(b.errs) > 0 {
@@ -198,13 +198,4 @@ func (b *builder) parseResources(field string, m map[string]string) flotilla.Res
 		return b.schema.Zero()
 	}
 	return r
-}
-
-// checkResourceNames reports every key of m that is not in the schema.
-func (b *builder) checkResourceNames(field string, keys []string) {
-	for _, k := range keys {
-		if _, ok := b.schema.Index(k); !ok {
-			b.add(flotilla.Errorf(strictjson.JoinKey(field, k), k, flotilla.ErrUnknownResource, "known: %s", knownList(b.schema.Names())))
-		}
-	}
 }

@@ -10,14 +10,14 @@ import (
 
 // gangAcc gathers a gang's members within one round.
 type gangAcc struct {
-	id                   string
-	queue, jobSet, class string
-	path                 string // the first member template
-	card                 int    // explicit cardinality, 0 when none given yet
-	cardPath             string
-	label                string
-	members              int
-	jobs                 []*flotilla.Job
+	id            string
+	queue, jobSet string
+	path          string // the first member template
+	card          int    // explicit cardinality, 0 when none given yet
+	cardPath      string
+	label         string
+	members       int
+	jobs          []*flotilla.Job
 }
 
 // ended records where a job was finished or cancelled.
@@ -78,7 +78,7 @@ func (b *builder) rounds() {
 			var g *gangAcc
 			if t.Gang != nil {
 				var isNew bool
-				g, isNew = b.gangMember(p, t, class, n, gangs, st)
+				g, isNew = b.gangMember(p, t, n, gangs, st)
 				if isNew {
 					gangOrder = append(gangOrder, g)
 				}
@@ -130,7 +130,7 @@ func (b *builder) rounds() {
 // gangMember checks template t (path p, n jobs) against the other members of
 // its gang in this round and returns the gang's accumulator (nil when the
 // gang id is missing) and whether t is the gang's first template.
-func (b *builder) gangMember(p string, t *JobTemplate, class string, n int, gangs map[string]*gangAcc, st *roundState) (*gangAcc, bool) {
+func (b *builder) gangMember(p string, t *JobTemplate, n int, gangs map[string]*gangAcc, st *roundState) (*gangAcc, bool) {
 	gs := t.Gang
 	gp := p + ".gang"
 	if gs.ID == "" {
@@ -151,7 +151,7 @@ func (b *builder) gangMember(p string, t *JobTemplate, class string, n int, gang
 		} else {
 			st.gangs[gs.ID] = p
 		}
-		g = &gangAcc{id: gs.ID, queue: t.Queue, jobSet: t.JobSet, class: class, path: p, label: gs.NodeUniformityLabel}
+		g = &gangAcc{id: gs.ID, queue: t.Queue, jobSet: t.JobSet, path: p, label: gs.NodeUniformityLabel}
 		if gs.Cardinality > 0 {
 			g.card, g.cardPath = gs.Cardinality, gp+".cardinality"
 		}
@@ -167,9 +167,6 @@ func (b *builder) gangMember(p string, t *JobTemplate, class string, n int, gang
 	}
 	if t.JobSet != g.jobSet {
 		disagree(p+".jobSet", t.JobSet, g.jobSet)
-	}
-	if class != g.class {
-		disagree(p+".priorityClass", class, g.class)
 	}
 	if gs.NodeUniformityLabel != g.label {
 		disagree(gp+".nodeUniformityLabel", gs.NodeUniformityLabel, g.label)

@@ -190,9 +190,7 @@ func (c *Config) validate() error {
 		if r == "" {
 			add(flotilla.Errorf("resourceWeights", "", flotilla.ErrRequired, "resource name must not be empty"))
 		}
-		if w < 0 || math.IsNaN(w) || math.IsInf(w, 0) {
-			add(flotilla.Errorf("resourceWeights."+r, fmt.Sprint(w), flotilla.ErrOutOfRange, "want a finite weight ≥ 0"))
-		}
+		add(checkFraction("resourceWeights."+r, w, math.Inf(1)))
 	}
 	for _, e := range binpack.ValidateIndexedResources(c.IndexedResources) {
 		add(e)
@@ -251,8 +249,12 @@ func (c *Config) validateStrategy() error {
 	return errors.Join(errs...)
 }
 
-// checkFraction accepts finite values in [0, hi].
+// checkFraction accepts finite values in [0, hi]; a finite negative value is
+// ErrNegative, anything else outside the range ErrOutOfRange.
 func checkFraction(field string, v, hi float64) error {
+	if v < 0 && !math.IsInf(v, -1) {
+		return flotilla.Errorf(field, fmt.Sprint(v), flotilla.ErrNegative, "")
+	}
 	if math.IsNaN(v) || v < 0 || v > hi || math.IsInf(v, -1) || (math.IsInf(v, 1) && !math.IsInf(hi, 1)) {
 		return flotilla.Errorf(field, fmt.Sprint(v), flotilla.ErrOutOfRange, "want a value in [0, %v]", hi)
 	}
