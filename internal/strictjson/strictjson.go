@@ -18,7 +18,8 @@ import (
 // errors, empty input, trailing data).
 const RootField = "(root)"
 
-// Decode decodes the JSON document data into v, a pointer to a struct.
+// Decode decodes the JSON document data into v, a pointer to a struct (or
+// to a slice, for a document that is an array).
 //
 // It walks the document's tokens against v's type and reports, all at once
 // and with JSON paths such as rounds[0].submit[1].cuont: object keys that
