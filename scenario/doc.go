@@ -44,7 +44,8 @@
 //     (the check scheduler.New makes; under asset fairness also
 //     fairness.NewAsset over the cluster's total), each node template by
 //     flotilla's Node.Validate (name, label keys, taints), each queue by
-//     Queue.Validate. The format checks only what is its own: JSON shape,
+//     Queue.Validate, each job template by Job.Validate (id, queue, node
+//     selector, tolerations). The format checks only what is its own: JSON shape,
 //     strings it parses (quantities, durations), counts and expansion,
 //     unique names, references between fields, gangs and rounds.
 //   - Resource schema: the union of the resource names of all node
@@ -66,7 +67,8 @@
 //   - Jobs: id, queue and a non-empty requests map are required;
 //     "count": 0 submits nothing. jobSet defaults to "". Tolerations follow
 //     Kubernetes: operator Equal (default) or Exists, no key only with
-//     Exists, no value with Exists.
+//     Exists (an empty key with Equal is reported at the operator), no
+//     value with Exists.
 //   - Gangs: every member of a gang is submitted in one round with the same
 //     queue, jobSet, cardinality and nodeUniformityLabel; members may have
 //     different priority classes (Armada orders the gang by its members'

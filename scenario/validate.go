@@ -327,28 +327,6 @@ func expandedName(name string, count *int, k int) string {
 	return name + "-" + strconv.Itoa(k)
 }
 
-func taintEffects() []string {
-	return []string{string(flotilla.TaintNoSchedule), string(flotilla.TaintPreferNoSchedule), string(flotilla.TaintNoExecute)}
-}
-
-func tolerationOperators() []string {
-	return []string{string(flotilla.TolerationEqual), string(flotilla.TolerationExists)}
-}
-
-func checkEnum(field, v string, allowed ...string) error {
-	if slices.Contains(allowed, v) {
-		return nil
-	}
-	return badEnum(field, v, allowed...)
-}
-
-func badEnum(field, v string, allowed ...string) error {
-	if s := strictjson.Suggest(v, allowed); s != "" {
-		return flotilla.Errorf(field, v, flotilla.ErrUnknownName, "did you mean %q? want %s", s, knownList(allowed))
-	}
-	return flotilla.Errorf(field, v, flotilla.ErrUnknownName, "want %s", knownList(allowed))
-}
-
 func knownList(names []string) string {
 	if len(names) == 0 {
 		return "none"

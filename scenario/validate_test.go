@@ -160,7 +160,7 @@ func TestValidateRules(t *testing.T) {
 		}, "rounds[0].submit[0].tolerations[0].operator", flotilla.ErrUnknownName},
 		{"toleration without key needs Exists", func(f *File) {
 			submit0(f).Tolerations = []Toleration{{Value: "true"}}
-		}, "rounds[0].submit[0].tolerations[0].key", flotilla.ErrRequired},
+		}, "rounds[0].submit[0].tolerations[0].operator", flotilla.ErrInconsistent},
 		{"toleration Exists with value", func(f *File) {
 			submit0(f).Tolerations = []Toleration{{Key: "gpu", Operator: "Exists", Value: "true"}}
 		}, "rounds[0].submit[0].tolerations[0].value", flotilla.ErrInconsistent},
@@ -388,6 +388,13 @@ func TestScenarioAndLibraryValidationAgree(t *testing.T) {
 			return n.Validate(schema)
 		}
 	}
+	jobWith := func(edit func(*flotilla.Job)) func() error {
+		return func() error {
+			j := flotilla.Job{ID: "a", Queue: "A", Requests: schema.MustParse(map[string]string{"cpu": "1"})}
+			edit(&j)
+			return j.Validate(schema)
+		}
+	}
 	limit := func(r string, f float64) map[string]map[string]float64 {
 		return map[string]map[string]float64{flotilla.ArmadaDefault: {r: f}}
 	}
@@ -461,6 +468,14 @@ func TestScenarioAndLibraryValidationAgree(t *testing.T) {
 		{"negative burst", func(f *File) { f.Config.MaximumSchedulingBurst = -1 },
 			cfgWith(func(c *scheduler.Config) { c.MaximumSchedulingBurst = -1 }),
 			"config.maximumSchedulingBurst", "maximumSchedulingBurst", flotilla.ErrNegative},
+		{"toleration Exists with a value", func(f *File) {
+			f.Rounds[0].Submit[0].Tolerations = []Toleration{{Key: "k", Operator: "Exists", Value: "v"}}
+		}, jobWith(func(j *flotilla.Job) {
+			j.Tolerations = []flotilla.Toleration{{Key: "k", Operator: flotilla.TolerationExists, Value: "v"}}
+		}), "rounds[0].submit[0].tolerations[0].value", `job "a".tolerations[0].value`, flotilla.ErrInconsistent},
+		{"empty node selector key", func(f *File) { f.Rounds[0].Submit[0].NodeSelector = map[string]string{"": "x"} },
+			jobWith(func(j *flotilla.Job) { j.NodeSelector = map[string]string{"": "x"} }),
+			"rounds[0].submit[0].nodeSelector", `job "a".nodeSelector`, flotilla.ErrRequired},
 		{"unknown default class", func(f *File) { f.Config.DefaultPriorityClass = "gold" },
 			cfgWith(func(c *scheduler.Config) { c.DefaultPriorityClass = "gold" }),
 			"config.defaultPriorityClass", "defaultPriorityClass", flotilla.ErrUnknownName},
