@@ -338,3 +338,23 @@ func TestConfigIndexedResourceProblemsAreCaughtAtNew(t *testing.T) {
 		assert.Equal(t, err.Error(), cfg.Validate().Error(), c.name)
 	}
 }
+
+// A queue whose weight 1/priorityFactor is not finite (1e-310), or whose
+// weight would overflow the sum of weights (two queues at 1e-308), is bad
+// input named by the queue, not a cycle with NaN or zero fair shares.
+func TestScheduleRejectsQueueWhoseWeightIsNotFinite(t *testing.T) {
+	for _, factors := range [][]float64{{1e-310, 1}, {1e-308, 1e-308}} {
+		w := newWorld(t)
+		w.addNodes(1, "8")
+		w.addQueue("A", factors[0])
+		w.addQueue("B", factors[1])
+		w.submit("A", 2, "1")
+		w.submit("B", 2, "1")
+		s, err := scheduler.New(w.cfg)
+		require.NoError(t, err)
+		_, err = s.Schedule(context.Background(), w.snapshot(), t0)
+		require.Error(t, err, "%v", factors)
+		assert.ErrorIs(t, err, flotilla.ErrOutOfRange)
+		assert.Contains(t, err.Error(), `queue "A".priorityFactor`)
+	}
+}
