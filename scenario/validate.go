@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -109,7 +110,7 @@ func (b *builder) config() {
 func (b *builder) libraryConfig() {
 	cfg := b.out.SchedulerConfig()
 	err := cfg.Validate()
-	b.addMapped(err, func(field string) string {
+	b.addMapped(asWritten(err, b.f.Config.IndexedResources), func(field string) string {
 		if strings.HasPrefix(field, "priorityClasses") {
 			return field
 		}
@@ -131,6 +132,39 @@ func (b *builder) libraryConfig() {
 		}
 		return "config.fairness" // the schema or the total: the cluster asset fairness is asked to value
 	})
+}
+
+// asWritten gives problems with an indexed resource's resolution the value
+// as the file writes it ("-1"), not in milli-units ("-1000").
+func asWritten(err error, ir []IndexedResource) error {
+	var out []error
+	for _, e := range flatten(err) {
+		var fe *flotilla.FieldError
+		if errors.As(e, &fe) {
+			var k int
+			if _, scan := fmt.Sscanf(fe.Field, "indexedResources[%d].resolution", &k); scan == nil &&
+				fe.Field == fmt.Sprintf("indexedResources[%d].resolution", k) && k < len(ir) && ir[k].Resolution != "" {
+				e = &flotilla.FieldError{Field: fe.Field, Value: ir[k].Resolution, Err: fe.Err}
+			}
+		}
+		out = append(out, e)
+	}
+	return errors.Join(out...)
+}
+
+// flatten lists the problems of an errors.Join tree.
+func flatten(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, flatten(e)...)
+		}
+		return out
+	}
+	return []error{err}
 }
 
 // addMapped adds every problem of err (an errors.Join of

@@ -496,3 +496,13 @@ func TestScenarioAndLibraryValidationAgree(t *testing.T) {
 		})
 	}
 }
+
+// The library judges an indexed resource's resolution in milli-units; the
+// problem still shows the value as the file writes it.
+func TestIndexedResourceResolutionProblemNamesTheValueAsWritten(t *testing.T) {
+	f := baseFile()
+	f.Config.IndexedResources = []IndexedResource{{Name: "cpu", Resolution: "-1"}, {Name: "memory", Resolution: "0"}}
+	err := f.Validate()
+	assert.Equal(t, "-1", requireFieldError(t, err, "config.indexedResources[0].resolution", flotilla.ErrOutOfRange).Value)
+	assert.Equal(t, "0", requireFieldError(t, err, "config.indexedResources[1].resolution", flotilla.ErrOutOfRange).Value)
+}
