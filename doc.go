@@ -12,4 +12,7 @@
 // milli-units makes every comparison exact; the price is that one vector entry
 // holds at most about 9.2·10^15 base units (8 PiB of memory), which validation
 // enforces.
+//
+// A queue's weight is 1/PriorityFactor; Queue.Validate keeps it finite by
+// accepting only factors of 0 (meaning 1) or at least MinPriorityFactor.
 package flotilla

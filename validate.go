@@ -155,11 +155,22 @@ func (n *Node) Validate(schema *ResourceSchema) error {
 	return v.err()
 }
 
+// MinPriorityFactor is the smallest priority factor a queue may have (0
+// aside, which means 1). A queue's weight is 1/PriorityFactor, so weights
+// are at most 1e6 and the sum of the weights of any number of queues a
+// program can hold stays finite; below it 1/f grows toward +Inf (1e-310
+// already gives +Inf), and fair shares computed from such weights are NaN
+// or 0.
+const MinPriorityFactor = 1e-6
+
 // Validate checks a queue: Name is required; PriorityFactor is finite and
-// not negative (0 means 1); every LimitsByPriorityClass entry has a
-// non-empty class and resource name and a fraction in [0, 1]. Class and
-// resource names are checked against the configuration by the scheduler,
-// not here.
+// either 0 (meaning 1) or at least MinPriorityFactor, so that its weight
+// 1/PriorityFactor is finite and the sum of all queues' weights cannot
+// overflow; every LimitsByPriorityClass entry has a
+// non-empty class and resource name and a fraction in [0, 1]. Class names
+// are checked against the configuration by the scheduler, not here; a
+// resource name no node has is a resource of capacity 0, on which a cap is
+// harmless.
 func (q *Queue) Validate() error {
 	if q == nil {
 		return errors.Join(Errorf("queue", "", ErrRequired, "nil queue"))
@@ -173,6 +184,9 @@ func (q *Queue) Validate() error {
 		v.add(Errorf(p+".priorityFactor", formatFloat(f), ErrOutOfRange, "must be finite"))
 	case f < 0:
 		v.add(Errorf(p+".priorityFactor", formatFloat(f), ErrNegative, ""))
+	case f != 0 && f < MinPriorityFactor:
+		v.add(Errorf(p+".priorityFactor", formatFloat(f), ErrOutOfRange,
+			"want 0 (meaning 1) or at least %g, so that the weight 1/factor stays finite", MinPriorityFactor))
 	}
 	for _, class := range sortedKeys(q.LimitsByPriorityClass) {
 		cp := p + ".limitsByPriorityClass." + class

@@ -227,6 +227,34 @@ func TestQueueValidate(t *testing.T) {
 	checkProblems(t, "nil queue", (*Queue)(nil).Validate(), []problem{{"queue", ErrRequired}})
 }
 
+// A priority factor is 0 (meaning 1) or at least MinPriorityFactor: below it
+// the weight 1/f is +Inf (1e-310) or so large that two queues' weights sum
+// to +Inf (1e-308), and fair shares come out NaN or 0.
+func TestQueuePriorityFactorBelowMinimumIsOutOfRange(t *testing.T) {
+	cases := []struct {
+		name   string
+		factor float64
+		ok     bool
+	}{
+		{"zero means 1", 0, true},
+		{"minimum", MinPriorityFactor, true},
+		{"large", 1e300, true},
+		{"weight is +Inf", 1e-310, false},
+		{"two weights sum to +Inf", 1e-308, false},
+		{"just below the minimum", MinPriorityFactor * 0.99, false},
+		{"smallest positive float", math.SmallestNonzeroFloat64, false},
+	}
+	for _, c := range cases {
+		q := Queue{Name: "A", PriorityFactor: c.factor}
+		if c.ok {
+			checkProblems(t, c.name, q.Validate(), nil)
+			assert.False(t, math.IsInf(q.Weight()+q.Weight(), 0), c.name)
+			continue
+		}
+		checkProblems(t, c.name, q.Validate(), []problem{{`queue "A".priorityFactor`, ErrOutOfRange}})
+	}
+}
+
 func TestPriorityClassValidate(t *testing.T) {
 	for _, pc := range DefaultPriorityClasses() {
 		assert.NoError(t, pc.Validate(), pc.Name)

@@ -33,7 +33,8 @@ type Options struct {
 	// IndexedResources orders the smallest-fit comparison. Empty means
 	// "nvidia.com/gpu", "cpu", "memory" (those in the schema, resolution 1);
 	// if the schema has none of these, its first MaxIndexedResources
-	// resources. At most MaxIndexedResources entries.
+	// resources. At most MaxIndexedResources entries (see
+	// ValidateIndexedResources); a name the schema lacks is skipped.
 	IndexedResources []IndexedResource
 	// Levels are the distinct priority-class priorities, strictly ascending.
 	// Jobs are bound and queries made at a level index into this list.
@@ -204,31 +205,44 @@ func (db *DB) setIndexed(ir []IndexedResource) []error {
 		}
 		return nil
 	}
+	errs := ValidateIndexedResources(ir)
+	for _, r := range ir[:min(len(ir), MaxIndexedResources)] {
+		// A resource absent from the schema has capacity 0 on every node:
+		// it adds nothing to the key, so it is skipped.
+		if i, ok := s.Index(r.Name); ok && r.Resolution >= 1 && !slices.Contains(db.idxRes[:db.nidx], i) {
+			db.idxRes[db.nidx], db.idxResol[db.nidx] = i, r.Resolution
+			db.nidx++
+		}
+	}
+	return errs
+}
+
+// ValidateIndexedResources reports every problem with an explicit list of
+// indexed resources, each a *flotilla.FieldError with a field such as
+// "indexedResources[2].name": more than MaxIndexedResources entries, an
+// empty or repeated name, a resolution below 1 milli-unit. A name that is
+// not in the schema is not a problem: such a resource has capacity 0 on
+// every node, so it orders nothing and New skips it (Armada's default
+// configuration indexes nvidia.com/gpu on clusters without GPUs).
+func ValidateIndexedResources(ir []IndexedResource) []error {
 	var errs []error
 	if len(ir) > MaxIndexedResources {
 		errs = append(errs, flotilla.Errorf("indexedResources", fmt.Sprint(len(ir)), flotilla.ErrOutOfRange, "at most %d indexed resources", MaxIndexedResources))
 	}
-	seen := make(map[string]bool, len(ir))
+	seen := make(map[string]int, len(ir))
 	for k, r := range ir {
 		field := fmt.Sprintf("indexedResources[%d]", k)
-		i, ok := s.Index(r.Name)
-		switch {
-		case r.Name == "":
+		if r.Name == "" {
 			errs = append(errs, flotilla.Errorf(field+".name", r.Name, flotilla.ErrRequired, ""))
-		case !ok:
-			errs = append(errs, flotilla.Errorf(field+".name", r.Name, flotilla.ErrUnknownResource, ""))
-		case seen[r.Name]:
-			errs = append(errs, flotilla.Errorf(field+".name", r.Name, flotilla.ErrDuplicate, ""))
+		} else if j, dup := seen[r.Name]; dup {
+			errs = append(errs, flotilla.Errorf(field+".name", r.Name, flotilla.ErrDuplicate, "also indexedResources[%d]", j))
+		} else {
+			seen[r.Name] = k
 		}
-		seen[r.Name] = true
 		if r.Resolution < 1 {
 			errs = append(errs, flotilla.Errorf(field+".resolution", fmt.Sprint(r.Resolution), flotilla.ErrOutOfRange, "must be at least 1 (milli-units)"))
 		}
-		if ok && k < MaxIndexedResources {
-			db.idxRes[k], db.idxResol[k] = i, r.Resolution
-		}
 	}
-	db.nidx = min(len(ir), MaxIndexedResources)
 	return errs
 }
 

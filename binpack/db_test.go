@@ -120,6 +120,35 @@ func TestSmallestFit(t *testing.T) {
 	}
 }
 
+// An indexed resource absent from the schema is a resource of capacity 0 on
+// every node: New accepts it (Armada's default config indexes
+// nvidia.com/gpu on CPU-only clusters) and smallest-fit orders nodes as if it
+// were not listed.
+func TestIndexedResourceAbsentFromSchemaIsSkipped(t *testing.T) {
+	cpuMem := flotilla.MustResourceSchema("cpu", "memory")
+	n := func(name string, cpu, mem int64) *flotilla.Node {
+		return &flotilla.Node{Name: name, Total: flotilla.Resources{cpu * core, mem * gi}}
+	}
+	nodes := []*flotilla.Node{n("a", 8, 64), n("b", 4, 128), n("c", 4, 16), n("d", 16, 8)}
+	cases := []struct {
+		name    string
+		indexed []binpack.IndexedResource
+		want    string
+	}{
+		{"gpu absent, then cpu, memory", []binpack.IndexedResource{{Name: gpuName, Resolution: 1}, {Name: "cpu", Resolution: 1}, {Name: "memory", Resolution: 1}}, "c"},
+		{"memory, then an absent resource, then cpu", []binpack.IndexedResource{{Name: "memory", Resolution: 1}, {Name: "example.com/fpga", Resolution: 1}, {Name: "cpu", Resolution: 1}}, "d"},
+		{"only absent resources: every node ties, lowest index wins", []binpack.IndexedResource{{Name: gpuName, Resolution: 1}}, "a"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			db, err := binpack.New(binpack.Options{Schema: cpuMem, IndexedResources: c.indexed, Levels: []int32{0}, Queues: 1}, nodes)
+			require.NoError(t, err)
+			require.Equal(t, c.want, selectName(db, query(flotilla.Resources{core, gi}, 0, 0)))
+			require.Equal(t, 0, db.CompareIndexed(flotilla.Resources{0, 0}, flotilla.Resources{0, 0}))
+		})
+	}
+}
+
 func TestSelectors(t *testing.T) {
 	a := node3("a", 0, 4, 16)
 	a.Labels = map[string]string{"zone": "a", "disk": "ssd"}
@@ -295,7 +324,7 @@ func TestNewValidation(t *testing.T) {
 	cpu := flotilla.MustResourceSchema("cpu", "memory")
 	_, err := binpack.New(binpack.Options{
 		Schema:           cpu,
-		IndexedResources: []binpack.IndexedResource{{Name: "gpu", Resolution: 1}, {Name: "cpu"}, {Name: ""}, {Name: "cpu", Resolution: 1}},
+		IndexedResources: []binpack.IndexedResource{{Name: "gpu", Resolution: 1}, {Name: "cpu"}, {Name: ""}, {Name: "cpu", Resolution: 1}, {Name: "memory", Resolution: 1}},
 		Levels:           []int32{10, 10, 5},
 		Queues:           -1,
 	}, []*flotilla.Node{
@@ -312,13 +341,12 @@ func TestNewValidation(t *testing.T) {
 		fields = append(fields, fe.Field+"="+fe.Value)
 	}
 	require.Equal(t, []string{
-		"levels[1]=10", "levels[2]=5", "queues=-1",
-		"indexedResources[0].name=gpu", "indexedResources[1].resolution=0",
+		"levels[1]=10", "levels[2]=5", "queues=-1", "indexedResources=5",
+		"indexedResources[1].resolution=0",
 		"indexedResources[2].name=", "indexedResources[2].resolution=0", "indexedResources[3].name=cpu",
 		"nodes[1].name=a", "nodes[1].total=[1]", "nodes[2]=", "nodes[3].name=", "nodes[3].total.cpu=-1m",
 	}, fields)
 	require.ErrorIs(t, err, flotilla.ErrDuplicate)
-	require.ErrorIs(t, err, flotilla.ErrUnknownResource)
 	require.ErrorIs(t, err, flotilla.ErrNegative)
 
 	_, err = binpack.New(binpack.Options{}, []*flotilla.Node{nil, {Name: "x"}})

@@ -20,7 +20,9 @@
 // filled (seeds/armada-scheduler.md's two-node example). Within a tier it picks the fitting node with the smallest free
 // resources at the job's level, compared lexicographically over the indexed
 // resources (by default nvidia.com/gpu, cpu, memory), each rounded down to a
-// resolution, ties going to the lowest node index. A node fits when the
+// resolution, ties going to the lowest node index. An indexed resource the
+// schema lacks is capacity 0 on every node and is skipped
+// (ValidateIndexedResources states what an explicit list may hold). A node fits when the
 // request fits exactly in every resource, its labels satisfy the job's node
 // selector, the job tolerates its NoSchedule and NoExecute taints, and it is
 // not cordoned; a query restricted to one node (OnlyNode, for an evicted job

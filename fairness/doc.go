@@ -8,7 +8,8 @@
 //     fairness (the default, as Armada now does): the largest fraction of any
 //     resource. NewAsset builds asset fairness (seeds/armada-priority.md): a
 //     weighted sum in cpu-equivalent units, each resource divided by its
-//     resource factor total_r/total_cpu. Model is one concrete type with no
+//     resource factor total_r/total_cpu; a resource the cluster or the
+//     schema lacks costs nothing, whatever its weight. Model is one concrete type with no
 //     interface behind it, so Share is a short loop that never allocates; the
 //     scheduler calls it once per gang attempt.
 //

@@ -26,12 +26,12 @@ func ExampleNewAsset() {
 	m, _ = fairness.NewAsset(schema, total, nil)
 	fmt.Printf("default weights: usage %g cpu, share %.2f\n", m.Usage(used), m.Share(used))
 
-	_, err = fairness.NewAsset(schema, total, map[string]float64{"cpu": 1, "tpu": 1})
+	_, err = fairness.NewAsset(schema, total, map[string]float64{"cpu": 1, "tpu": -1})
 	fmt.Println(err)
 	// Output:
 	// usage 8 cpu, share 0.2667 of the cluster
 	// default weights: usage 7 cpu, share 0.35
-	// weights.tpu "tpu": names an unknown resource: known: cpu, memory, nvidia.com/gpu
+	// weights.tpu "-1": must not be negative
 }
 
 // Under dominant-resource fairness a vector costs its largest fraction of any

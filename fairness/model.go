@@ -108,15 +108,18 @@ func DefaultAssetWeights() map[string]float64 {
 // means DefaultAssetWeights (cpu 1, nvidia.com/gpu 1, memory and everything
 // else 0); a non-nil map replaces the defaults entirely, so a resource it does
 // not name weighs 0 — cpu included. A resource the cluster does not have
-// (total 0) costs nothing, whatever its weight: its factor would be 0.
+// (total 0) costs nothing, whatever its weight: its factor would be 0. A
+// weight naming a resource the schema lacks is the same: that resource has
+// capacity 0 everywhere, so its weight contributes nothing (it must still be
+// a finite number ≥ 0).
 //
 // Errors are *flotilla.FieldError values, all reported at once (joined with
 // errors.Join): a nil schema (ErrRequired), a total of the wrong length
 // (ErrInconsistent), a negative total (ErrNegative), cpu missing from the
-// schema (ErrUnknownResource) or a total cpu of 0 (ErrOutOfRange), a weight
-// naming no resource of the schema (ErrUnknownResource), a negative weight
-// (ErrNegative), a NaN or infinite weight (ErrOutOfRange), and weights under
-// which the whole cluster costs nothing (ErrOutOfRange).
+// schema (ErrUnknownResource) or a total cpu of 0 (ErrOutOfRange), a
+// negative weight (ErrNegative), a NaN or infinite weight (ErrOutOfRange),
+// weights under which the whole cluster costs nothing (ErrOutOfRange), and
+// weights so large that their sum overflows (ErrOutOfRange).
 func NewAsset(schema *flotilla.ResourceSchema, total flotilla.Resources, weights map[string]float64) (Model, error) {
 	if schema == nil {
 		return Model{}, flotilla.Errorf("schema", "", flotilla.ErrRequired, "")
@@ -159,14 +162,11 @@ func NewAsset(schema *flotilla.ResourceSchema, total flotilla.Resources, weights
 		field, value := "weights."+name, strconv.FormatFloat(v, 'g', -1, 64)
 		i, ok := schema.Index(name)
 		switch {
-		case !ok:
-			errs = append(errs, flotilla.Errorf(field, name, flotilla.ErrUnknownResource,
-				"known: %s", strings.Join(schema.Names(), ", ")))
 		case math.IsNaN(v) || math.IsInf(v, 0):
 			errs = append(errs, flotilla.Errorf(field, value, flotilla.ErrOutOfRange, "must be a finite number"))
 		case v < 0:
 			errs = append(errs, flotilla.Errorf(field, value, flotilla.ErrNegative, ""))
-		default:
+		case ok:
 			w[i] = v
 		}
 	}
@@ -186,6 +186,10 @@ func NewAsset(schema *flotilla.ResourceSchema, total flotilla.Resources, weights
 	if sum == 0 {
 		return Model{}, flotilla.Errorf("weights", "", flotilla.ErrOutOfRange,
 			"no resource the cluster has weighs more than 0, so every queue would cost nothing")
+	}
+	if math.IsInf(sum, 0) || math.IsInf(sum*cpuCores, 0) {
+		return Model{}, flotilla.Errorf("weights", strconv.FormatFloat(sum, 'g', -1, 64), flotilla.ErrOutOfRange,
+			"the weights sum (times the cluster's cpu) to +Inf, so shares would be NaN")
 	}
 	for k := range m.terms {
 		m.terms[k].share = w[m.terms[k].i] / sum

@@ -78,6 +78,21 @@ func TestAssetResourceMissingFromCluster(t *testing.T) {
 	assert.Equal(t, 2.0, m.Usage(flotilla.Resources{gi(8), cores(2)}))
 }
 
+// A weight for a resource the schema lacks is a weight on a resource of
+// capacity 0: it contributes nothing, and the model is the one without it.
+func TestAssetWeightForResourceAbsentFromSchemaContributesNothing(t *testing.T) {
+	cpuMem := flotilla.MustResourceSchema("cpu", "memory")
+	total := flotilla.Resources{cores(10), gi(20)}
+	with, err := fairness.NewAsset(cpuMem, total, map[string]float64{"cpu": 1, "memory": 1, "nvidia.com/gpu": 5})
+	require.NoError(t, err)
+	without, err := fairness.NewAsset(cpuMem, total, map[string]float64{"cpu": 1, "memory": 1})
+	require.NoError(t, err)
+	v := flotilla.Resources{cores(5), gi(2)}
+	assert.Equal(t, without.Usage(v), with.Usage(v))
+	assert.Equal(t, without.Share(v), with.Share(v))
+	assert.Equal(t, 6.0, with.Usage(v))
+}
+
 func TestNewAssetErrors(t *testing.T) {
 	noCPU := flotilla.MustResourceSchema("memory", "nvidia.com/gpu")
 	tests := []struct {
@@ -93,7 +108,8 @@ func TestNewAssetErrors(t *testing.T) {
 		{"cpu missing from schema", noCPU, flotilla.Resources{gi(1), cores(1)}, map[string]float64{"memory": 1}, []error{flotilla.ErrUnknownResource}, []string{"schema"}},
 		{"total cpu 0", seedSchema, flotilla.Resources{0, gi(1), cores(1)}, nil, []error{flotilla.ErrOutOfRange}, []string{"total.cpu"}},
 		{"negative total", seedSchema, flotilla.Resources{cores(1), -1, 0}, nil, []error{flotilla.ErrNegative}, []string{"total.memory"}},
-		{"unknown weight", seedSchema, seedTotal, map[string]float64{"cpu": 1, "tpu": 1}, []error{flotilla.ErrUnknownResource}, []string{"weights.tpu"}},
+		{"NaN weight for a resource the schema lacks", seedSchema, seedTotal, map[string]float64{"cpu": 1, "tpu": math.NaN()}, []error{flotilla.ErrOutOfRange}, []string{"weights.tpu"}},
+		{"weights whose sum overflows", seedSchema, seedTotal, map[string]float64{"cpu": math.MaxFloat64, "memory": math.MaxFloat64}, []error{flotilla.ErrOutOfRange}, []string{"weights"}},
 		{"negative weight", seedSchema, seedTotal, map[string]float64{"cpu": 1, "memory": -0.5}, []error{flotilla.ErrNegative}, []string{"weights.memory"}},
 		{"NaN weight", seedSchema, seedTotal, map[string]float64{"cpu": math.NaN()}, []error{flotilla.ErrOutOfRange}, []string{"weights.cpu"}},
 		{"infinite weight", seedSchema, seedTotal, map[string]float64{"cpu": math.Inf(1)}, []error{flotilla.ErrOutOfRange}, []string{"weights.cpu"}},
@@ -101,8 +117,8 @@ func TestNewAssetErrors(t *testing.T) {
 		{"only weight on a resource the cluster lacks", seedSchema, flotilla.Resources{cores(1), gi(1), 0}, map[string]float64{"nvidia.com/gpu": 1}, []error{flotilla.ErrOutOfRange}, []string{"weights"}},
 		{
 			"every problem at once", seedSchema, flotilla.Resources{0, -1, 0},
-			map[string]float64{"tpu": 1, "memory": -1},
-			[]error{flotilla.ErrNegative, flotilla.ErrOutOfRange, flotilla.ErrNegative, flotilla.ErrUnknownResource},
+			map[string]float64{"tpu": -1, "memory": -1},
+			[]error{flotilla.ErrNegative, flotilla.ErrOutOfRange, flotilla.ErrNegative, flotilla.ErrNegative},
 			[]string{"total.memory", "total.cpu", "weights.memory", "weights.tpu"},
 		},
 	}

@@ -85,12 +85,19 @@ type ResourceResolution struct {
 // validates it, reporting every problem at once: the error is an
 // errors.Join of *flotilla.FieldError values whose Field is the JSON path of
 // the offending value.
+//
+// A value of the wrong JSON type (such as "seed": -1, or a number where a
+// string belongs) does not hide the other problems: it is reported at its
+// path, the rest of the file is decoded without it and validated, and
+// every problem is returned together. A problem at the path of a value
+// already reported as mistyped (which reads as absent) is not repeated.
 func Parse(data []byte) (*File, error) {
 	f := new(File)
-	if err := strictjson.Decode(data, f); err != nil {
-		return nil, err
+	decodeErr := strictjson.Decode(data, f)
+	if strictjson.Fatal(decodeErr) {
+		return nil, decodeErr
 	}
-	if err := f.Validate(); err != nil {
+	if err := strictjson.Merge(decodeErr, f.Validate()); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -121,9 +128,9 @@ func (f *File) build(maxNodes, maxJobs int) (*Built, error) {
 	b.buildSchema()
 	b.config()
 	b.priorityClasses()
-	b.defaultClass()
 	b.nodes()
 	b.cluster()
+	b.libraryConfig()
 	b.queues()
 	b.rounds()
 	if len(b.errs) > 0 {
@@ -198,13 +205,4 @@ func (b *builder) parseResources(field string, m map[string]string) flotilla.Res
 		return b.schema.Zero()
 	}
 	return r
-}
-
-// checkResourceNames reports every key of m that is not in the schema.
-func (b *builder) checkResourceNames(field string, keys []string) {
-	for _, k := range keys {
-		if _, ok := b.schema.Index(k); !ok {
-			b.add(flotilla.Errorf(strictjson.JoinKey(field, k), k, flotilla.ErrUnknownResource, "known: %s", knownList(b.schema.Names())))
-		}
-	}
 }

@@ -1,8 +1,10 @@
 package scenario
 
 import (
+	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -273,4 +275,43 @@ func TestBuildTiesKeepSubmitOrderTemplatesInFileOrder(t *testing.T) {
 	if len(out.Rounds[0].Scheduled) != 1 || out.Rounds[0].Scheduled[0].Job != "zeta" {
 		t.Errorf("scheduled %+v, want zeta (listed first)", out.Rounds[0].Scheduled)
 	}
+}
+
+// A gang may mix priority classes (Armada orders it by its members' lowest
+// class priority and binds each member at its own class): the format
+// accepts it, every member keeps its own class, and the gang is scheduled
+// whole or not at all.
+func TestGangMayMixPriorityClassesAndIsScheduledWhole(t *testing.T) {
+	doc := func(nodeCPU string) []byte {
+		return []byte(`{
+  "nodes": [{"name": "n", "count": 2, "resources": {"cpu": "` + nodeCPU + `"}}],
+  "queues": [{"name": "A"}],
+  "rounds": [{"submit": [
+    {"id": "x", "queue": "A", "priorityClass": "armada-default", "requests": {"cpu": "2"}, "gang": {"id": "g"}},
+    {"id": "y", "queue": "A", "priorityClass": "armada-preemptible", "count": 2, "requests": {"cpu": "1"}, "gang": {"id": "g"}}
+  ]}]
+}`)
+	}
+	run := func(nodeCPU string) []string {
+		f, err := Parse(doc(nodeCPU))
+		require.NoError(t, err)
+		b, err := f.Build()
+		require.NoError(t, err)
+		classes := map[string]string{}
+		for _, j := range b.Rounds[0].Submit {
+			classes[j.ID] = j.PriorityClass
+			assert.Equal(t, flotilla.Gang{ID: "g", Cardinality: 3}, j.Gang, j.ID)
+		}
+		assert.Equal(t, map[string]string{"x": flotilla.ArmadaDefault, "y-0": flotilla.ArmadaPreemptible, "y-1": flotilla.ArmadaPreemptible}, classes)
+		out, err := Run(context.Background(), b)
+		require.NoError(t, err)
+		var got []string
+		for _, p := range out.Rounds[0].Scheduled {
+			got = append(got, p.Job)
+		}
+		slices.Sort(got)
+		return got
+	}
+	assert.Equal(t, []string{"x", "y-0", "y-1"}, run("2"), "two 2-cpu nodes hold the gang")
+	assert.Empty(t, run("1500m"), "no node holds x: no member is scheduled")
 }

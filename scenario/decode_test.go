@@ -221,3 +221,37 @@ func TestParseReportsARepeatedKeyAsDuplicateWithItsPath(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// A value of the wrong type (here "seed": -1 into a uint64, and a number
+// where a quantity string belongs) is one problem among the others: the rest
+// of the file is still decoded and validated, and every problem is
+// reported at once. A problem at a mistyped value's own path (the value
+// reads as absent) is not reported twice.
+func TestParseReportsTypeErrorsWithEveryOtherProblem(t *testing.T) {
+	data := `{
+  "config": {"seed": -1, "fairness": "fifo", "evictionProbability": 2, "roundDuration": "soon"},
+  "nodes": [{"name": "n", "resources": {"cpu": 4, "memory": "1Gi"}, "taints": [{"key": "k"}]}],
+  "queues": [{"name": "A", "priorityFactor": -1}, {"name": "A"}],
+  "rounds": [{"submit": [{"id": "a", "queue": "C", "requests": {"cpu": "1"}}]}]
+}`
+	_, err := Parse([]byte(data))
+	requireAllFieldErrors(t, err)
+	want := []struct {
+		field string
+		class error
+	}{
+		{"config.seed", flotilla.ErrNegative},
+		{"nodes[0].resources.cpu", flotilla.ErrMalformed},
+		{"config.fairness", flotilla.ErrUnknownName},
+		{"config.evictionProbability", flotilla.ErrOutOfRange},
+		{"config.roundDuration", flotilla.ErrMalformed},
+		{"nodes[0].taints[0].effect", flotilla.ErrRequired},
+		{"queues[0].priorityFactor", flotilla.ErrNegative},
+		{"queues[1].name", flotilla.ErrDuplicate},
+		{"rounds[0].submit[0].queue", flotilla.ErrUnknownName},
+	}
+	for _, w := range want {
+		requireFieldError(t, err, w.field, w.class)
+	}
+	assert.Len(t, leaves(err), len(want), "%v", err)
+}

@@ -38,11 +38,26 @@
 //
 // # Rules where SCENARIOS.md is silent
 //
+//   - One validation path: every value the library also takes is judged by
+//     the library's own validator, its problems renamed to the file's
+//     paths: the config and priority classes by scheduler.Config.Validate
+//     (the check scheduler.New makes; under asset fairness also
+//     fairness.NewAsset over the cluster's total), each node template by
+//     flotilla's Node.Validate (name, label keys, taints), each queue by
+//     Queue.Validate, each job template by Job.Validate (id, queue, node
+//     selector, tolerations). The format checks only what is its own: JSON shape,
+//     strings it parses (quantities, durations), counts and expansion,
+//     unique names, references between fields, gangs and rounds.
 //   - Resource schema: the union of the resource names of all node
 //     templates (count 0 included), in byte order with "cpu" moved first
-//     when present. A request, weight, limit or indexed resource naming any
-//     other resource is an ErrUnknownResource (this catches typos such as
-//     "cpus"; a job asking for a resource no node has cannot run anyway).
+//     when present. A request naming any other resource is an
+//     ErrUnknownResource (this catches typos such as "cpus"; a job asking
+//     for a resource no node has cannot run anyway). A resource weight,
+//     indexed resource, round fraction, class cap or queue limit naming a
+//     resource no node has is accepted: that resource has capacity 0
+//     everywhere, so it weighs nothing, orders no nodes and caps nothing
+//     (Armada's default config indexes nvidia.com/gpu on CPU-only
+//     clusters, as SCENARIOS.md's example does).
 //   - Nodes: at least one template; each needs a name and a non-empty
 //     resources map. "count": 0 is allowed and makes no nodes. A node
 //     template may carry "cluster" (an addition to SCENARIOS.md): nodes
@@ -52,10 +67,12 @@
 //   - Jobs: id, queue and a non-empty requests map are required;
 //     "count": 0 submits nothing. jobSet defaults to "". Tolerations follow
 //     Kubernetes: operator Equal (default) or Exists, no key only with
-//     Exists, no value with Exists.
+//     Exists (an empty key with Equal is reported at the operator), no
+//     value with Exists.
 //   - Gangs: every member of a gang is submitted in one round with the same
-//     queue, jobSet, priority class (after defaulting), cardinality and
-//     nodeUniformityLabel; the number of members must equal the
+//     queue, jobSet, cardinality and nodeUniformityLabel; members may have
+//     different priority classes (Armada orders the gang by its members'
+//     lowest class priority and binds each member at its own class); the number of members must equal the
 //     cardinality; a gang id is never reused in a later round. An absent
 //     (or 0) cardinality means "the number of members submitted".
 //   - Ids: node names after expansion are unique; job ids after expansion
@@ -71,14 +88,19 @@
 //   - Config: protectedFractionOfFairShare is any finite value ≥ 0 (values
 //     above 1 are meaningful); evictionProbability and every resource
 //     fraction are in [0, 1]; rates and bursts are ≥ 0 and a positive rate
-//     needs a burst ≥ 1; resourceWeights are ≥ 0 and validated under either
-//     fairness model though only "asset" uses them; an indexed resource
-//     without a resolution has resolution 1 milli-unit; roundDuration is a
-//     Go duration ≥ 0 (0 puts every round at the same instant).
+//     needs a burst ≥ 1; resourceWeights are finite and ≥ 0 and validated
+//     under either fairness model though only "asset" uses them; at most
+//     binpack.MaxIndexedResources indexed resources, each named once, and
+//     one without a resolution has resolution 1 milli-unit; roundDuration
+//     is a Go duration ≥ 0 (0 puts every round at the same instant).
+//   - Queues: priorityFactor absent or 0 means 1 (as for flotilla.Queue);
+//     otherwise it is at least flotilla.MinPriorityFactor (1e-6), so that
+//     every weight 1/factor, and their sum, is finite.
 //   - Strategy (an addition to SCENARIOS.md): config.strategy is
 //     "progressive-filling" (default) or "lottery", Armada's legacy
 //     slice-and-lottery leasing by half-life queue priority. "lottery"
-//     needs config.priorityHalftime, a Go duration > 0 such as "10m", and
+//     needs config.priorityHalftime, a Go duration > 0 such as "10m"
+//     (a negative one is an error under either strategy), and
 //     cpu on some node (usage is valued in cpu); it may set
 //     config.useProbabilisticSchedulingForAllResources to skip the slice
 //     round, which is an error under progressive filling. The runner

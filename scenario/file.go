@@ -170,11 +170,12 @@ type Toleration struct {
 type QueueSpec struct {
 	// Name is required and unique.
 	Name string `json:"name"`
-	// PriorityFactor scales the queue's claim (weight 1/factor); absent
-	// means 1; it must be > 0.
+	// PriorityFactor scales the queue's claim (weight 1/factor); absent or
+	// 0 means 1; otherwise it must be at least flotilla.MinPriorityFactor.
 	PriorityFactor *float64 `json:"priorityFactor,omitempty"`
 	// LimitsByPriorityClass caps, per class and resource, the fraction in
-	// [0, 1] of the cluster this queue may hold at that class.
+	// [0, 1] of the cluster this queue may hold at that class. A resource
+	// no node has is capacity 0: a cap on it is accepted and changes nothing.
 	LimitsByPriorityClass map[string]map[string]float64 `json:"limitsByPriorityClass,omitempty"`
 }
 

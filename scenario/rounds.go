@@ -10,14 +10,14 @@ import (
 
 // gangAcc gathers a gang's members within one round.
 type gangAcc struct {
-	id                   string
-	queue, jobSet, class string
-	path                 string // the first member template
-	card                 int    // explicit cardinality, 0 when none given yet
-	cardPath             string
-	label                string
-	members              int
-	jobs                 []*flotilla.Job
+	id            string
+	queue, jobSet string
+	path          string // the first member template
+	card          int    // explicit cardinality, 0 when none given yet
+	cardPath      string
+	label         string
+	members       int
+	jobs          []*flotilla.Job
 }
 
 // ended records where a job was finished or cancelled.
@@ -53,12 +53,9 @@ func (b *builder) rounds() {
 			p := fmt.Sprintf("%s.submit[%d]", rp, i)
 			n := b.count(p+".count", t.Count, &st.jobs, b.maxJobs, "jobs")
 			if t.ID == "" {
-				b.add(flotilla.Errorf(p+".id", "", flotilla.ErrRequired, ""))
-				n = 0
+				n = 0 // reported by Job.Validate below
 			}
-			if t.Queue == "" {
-				b.add(flotilla.Errorf(p+".queue", "", flotilla.ErrRequired, ""))
-			} else if !b.queueNames[t.Queue] {
+			if t.Queue != "" && !b.queueNames[t.Queue] {
 				b.add(flotilla.Errorf(p+".queue", t.Queue, flotilla.ErrUnknownName, "no such queue; known: %s", knownList(queueList)))
 			}
 			class := t.PriorityClass
@@ -71,14 +68,13 @@ func (b *builder) rounds() {
 				b.add(flotilla.Errorf(p+".requests", "", flotilla.ErrRequired, "a job needs at least one resource request"))
 			}
 			requests := b.parseResources(p+".requests", t.Requests)
-			if _, ok := t.NodeSelector[""]; ok {
-				b.add(flotilla.Errorf(p+".nodeSelector", "", flotilla.ErrRequired, "a label key is empty"))
-			}
-			tolerations := b.tolerations(p, t.Tolerations)
+			tolerations := convertTolerations(t.Tolerations)
+			proto := &flotilla.Job{ID: t.ID, Queue: t.Queue, Requests: requests, NodeSelector: t.NodeSelector, Tolerations: tolerations}
+			b.addRenamed(proto.Validate(b.schema), fmt.Sprintf("job %q", t.ID), p)
 			var g *gangAcc
 			if t.Gang != nil {
 				var isNew bool
-				g, isNew = b.gangMember(p, t, class, n, gangs, st)
+				g, isNew = b.gangMember(p, t, n, gangs, st)
 				if isNew {
 					gangOrder = append(gangOrder, g)
 				}
@@ -130,7 +126,7 @@ func (b *builder) rounds() {
 // gangMember checks template t (path p, n jobs) against the other members of
 // its gang in this round and returns the gang's accumulator (nil when the
 // gang id is missing) and whether t is the gang's first template.
-func (b *builder) gangMember(p string, t *JobTemplate, class string, n int, gangs map[string]*gangAcc, st *roundState) (*gangAcc, bool) {
+func (b *builder) gangMember(p string, t *JobTemplate, n int, gangs map[string]*gangAcc, st *roundState) (*gangAcc, bool) {
 	gs := t.Gang
 	gp := p + ".gang"
 	if gs.ID == "" {
@@ -151,7 +147,7 @@ func (b *builder) gangMember(p string, t *JobTemplate, class string, n int, gang
 		} else {
 			st.gangs[gs.ID] = p
 		}
-		g = &gangAcc{id: gs.ID, queue: t.Queue, jobSet: t.JobSet, class: class, path: p, label: gs.NodeUniformityLabel}
+		g = &gangAcc{id: gs.ID, queue: t.Queue, jobSet: t.JobSet, path: p, label: gs.NodeUniformityLabel}
 		if gs.Cardinality > 0 {
 			g.card, g.cardPath = gs.Cardinality, gp+".cardinality"
 		}
@@ -167,9 +163,6 @@ func (b *builder) gangMember(p string, t *JobTemplate, class string, n int, gang
 	}
 	if t.JobSet != g.jobSet {
 		disagree(p+".jobSet", t.JobSet, g.jobSet)
-	}
-	if class != g.class {
-		disagree(p+".priorityClass", class, g.class)
 	}
 	if gs.NodeUniformityLabel != g.label {
 		disagree(gp+".nodeUniformityLabel", gs.NodeUniformityLabel, g.label)
@@ -235,28 +228,17 @@ func (b *builder) ends(rp string, r int, list string, ids []string, st *roundSta
 	return append([]string(nil), ids...)
 }
 
-// tolerations validates and converts a template's tolerations.
-func (b *builder) tolerations(p string, ts []Toleration) []flotilla.Toleration {
+// convertTolerations converts a template's tolerations, the default
+// operator made explicit; Job.Validate judges them.
+func convertTolerations(ts []Toleration) []flotilla.Toleration {
 	if len(ts) == 0 {
 		return nil
 	}
 	out := make([]flotilla.Toleration, len(ts))
 	for j, t := range ts {
-		f := fmt.Sprintf("%s.tolerations[%d]", p, j)
 		op := t.Operator
 		if op == "" {
 			op = string(flotilla.TolerationEqual)
-		} else if err := checkEnum(f+".operator", op, tolerationOperators()...); err != nil {
-			b.add(err)
-		}
-		if t.Key == "" && op != string(flotilla.TolerationExists) {
-			b.add(flotilla.Errorf(f+".key", "", flotilla.ErrRequired, "a toleration without a key must use operator Exists"))
-		}
-		if op == string(flotilla.TolerationExists) && t.Value != "" {
-			b.add(flotilla.Errorf(f+".value", t.Value, flotilla.ErrInconsistent, "operator Exists takes no value"))
-		}
-		if t.Effect != "" {
-			b.add(checkEnum(f+".effect", t.Effect, taintEffects()...))
 		}
 		out[j] = flotilla.Toleration{Key: t.Key, Operator: flotilla.TolerationOperator(op), Value: t.Value, Effect: flotilla.TaintEffect(t.Effect)}
 	}

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -10,86 +11,55 @@ import (
 	"time"
 
 	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/fairness"
 	"github.com/flotilla-sched/flotilla/internal/strictjson"
 )
 
+// config turns the config fields into Settings, parsing what the format
+// writes as strings (durations, quantities) and applying the format's
+// defaults. The values are judged by the scheduler's own Config.Validate
+// (see libraryConfig), not here.
 func (b *builder) config() {
 	c := &b.f.Config
 	s := &b.out.Settings
 	const p = "config."
 
 	s.Fairness = c.Fairness
-	switch c.Fairness {
-	case "":
+	if s.Fairness == "" {
 		s.Fairness = FairnessDRF
-	case FairnessDRF, FairnessAsset:
-	default:
-		b.add(badEnum(p+"fairness", string(c.Fairness), string(FairnessDRF), string(FairnessAsset)))
 	}
-
 	if c.ResourceWeights != nil {
 		s.ResourceWeights = maps.Clone(c.ResourceWeights)
 	}
-	for _, r := range slices.Sorted(maps.Keys(c.ResourceWeights)) {
-		b.checkResourceNames(p+"resourceWeights", []string{r})
-		b.add(checkRange(p+"resourceWeights."+r, c.ResourceWeights[r], 0, math.Inf(1)))
-	}
-
-	seen := map[string]int{}
 	for i, ir := range c.IndexedResources {
-		f := fmt.Sprintf("%sindexedResources[%d]", p, i)
-		switch j, dup := seen[ir.Name]; {
-		case ir.Name == "":
-			b.add(flotilla.Errorf(f+".name", "", flotilla.ErrRequired, ""))
-		case dup:
-			b.add(flotilla.Errorf(f+".name", ir.Name, flotilla.ErrDuplicate, "also %sindexedResources[%d]", p, j))
-		default:
-			seen[ir.Name] = i
-			if _, ok := b.schema.Index(ir.Name); !ok {
-				b.add(flotilla.Errorf(f+".name", ir.Name, flotilla.ErrUnknownResource, "known: %s", knownList(b.schema.Names())))
-			}
-		}
 		res := int64(1)
 		if ir.Resolution != "" {
 			v, err := flotilla.ParseQuantity(ir.Resolution)
-			switch {
-			case err != nil:
-				b.add(&flotilla.FieldError{Field: f + ".resolution", Value: ir.Resolution, Err: err})
-			case v <= 0:
-				b.add(flotilla.Errorf(f+".resolution", ir.Resolution, flotilla.ErrOutOfRange, "want a positive quantity"))
-			default:
+			if err != nil {
+				b.add(&flotilla.FieldError{Field: fmt.Sprintf("%sindexedResources[%d].resolution", p, i), Value: ir.Resolution, Err: err})
+			} else {
 				res = v
 			}
 		}
 		s.IndexedResources = append(s.IndexedResources, ResourceResolution{Name: ir.Name, Resolution: res})
 	}
-
 	s.ProtectedFractionOfFairShare = DefaultProtectedFractionOfFairShare
 	if c.ProtectedFractionOfFairShare != nil {
 		s.ProtectedFractionOfFairShare = *c.ProtectedFractionOfFairShare
-		b.add(checkRange(p+"protectedFractionOfFairShare", s.ProtectedFractionOfFairShare, 0, math.Inf(1)))
 	}
 	s.EvictionProbability = DefaultEvictionProbability
 	if c.EvictionProbability != nil {
 		s.EvictionProbability = *c.EvictionProbability
-		b.add(checkRange(p+"evictionProbability", s.EvictionProbability, 0, 1))
 	}
 	s.MaxQueueLookback = DefaultMaxQueueLookback
 	if c.MaxQueueLookback != nil {
 		s.MaxQueueLookback = *c.MaxQueueLookback
-		b.add(checkNonNegative(p+"maxQueueLookback", s.MaxQueueLookback))
 	}
-
 	if c.MaximumResourceFractionToSchedule != nil {
 		s.MaximumResourceFractionToSchedule = maps.Clone(c.MaximumResourceFractionToSchedule)
 	}
-	b.fractions(p+"maximumResourceFractionToSchedule", c.MaximumResourceFractionToSchedule)
-
 	s.MaximumSchedulingRate, s.MaximumSchedulingBurst = c.MaximumSchedulingRate, c.MaximumSchedulingBurst
 	s.MaximumPerQueueSchedulingRate, s.MaximumPerQueueSchedulingBurst = c.MaximumPerQueueSchedulingRate, c.MaximumPerQueueSchedulingBurst
-	b.rateLimit(p+"maximumSchedulingRate", p+"maximumSchedulingBurst", c.MaximumSchedulingRate, c.MaximumSchedulingBurst)
-	b.rateLimit(p+"maximumPerQueueSchedulingRate", p+"maximumPerQueueSchedulingBurst", c.MaximumPerQueueSchedulingRate, c.MaximumPerQueueSchedulingBurst)
-
 	s.EnablePreferLargeJobOrdering = c.EnablePreferLargeJobOrdering
 	s.RequeuePreempted = c.RequeuePreempted
 	s.DefaultPriorityClass = c.DefaultPriorityClass
@@ -116,92 +86,124 @@ func (b *builder) config() {
 	if c.Seed != nil {
 		s.Seed = *c.Seed
 	}
-	b.strategy()
-}
-
-// strategy checks the strategy and the fields only the lottery uses.
-func (b *builder) strategy() {
-	c := &b.f.Config
-	s := &b.out.Settings
-	const p = "config."
 	s.Strategy = c.Strategy
-	switch c.Strategy {
-	case "":
+	if s.Strategy == "" {
 		s.Strategy = StrategyProgressiveFilling
-	case StrategyProgressiveFilling, StrategyLottery:
-	default:
-		b.add(badEnum(p+"strategy", string(c.Strategy), string(StrategyProgressiveFilling), string(StrategyLottery)))
 	}
-	lottery := s.Strategy == StrategyLottery
 	if c.PriorityHalftime != "" {
 		d, err := time.ParseDuration(c.PriorityHalftime)
-		switch {
-		case err != nil:
+		if err != nil {
 			b.add(flotilla.Errorf(p+"priorityHalftime", c.PriorityHalftime, flotilla.ErrMalformed, `want a Go duration such as "10m"`))
-		case d < 0:
-			b.add(flotilla.Errorf(p+"priorityHalftime", c.PriorityHalftime, flotilla.ErrNegative, ""))
-		case d == 0:
-			b.add(flotilla.Errorf(p+"priorityHalftime", c.PriorityHalftime, flotilla.ErrOutOfRange, "want a duration > 0"))
-		default:
+		} else {
 			s.PriorityHalftime = d
 		}
-	} else if lottery {
-		b.add(flotilla.Errorf(p+"priorityHalftime", "", flotilla.ErrRequired, `the lottery strategy needs a half-time such as "10m"`))
 	}
 	s.UseProbabilisticSchedulingForAllResources = c.UseProbabilisticSchedulingForAllResources
-	if c.UseProbabilisticSchedulingForAllResources && s.Strategy == StrategyProgressiveFilling {
-		b.add(flotilla.Errorf(p+"useProbabilisticSchedulingForAllResources", "true", flotilla.ErrInconsistent, `only "strategy": "lottery" uses it`))
+}
+
+// libraryConfig validates the settings and priority classes with the
+// scheduler's Config.Validate, the same check scheduler.New makes, naming
+// each problem by its path in the file: priorityClasses[i]... as is,
+// everything else under config. Under asset fairness it then builds the
+// cost model over the cluster's total, as the scheduler's first cycle will,
+// so a cluster asset fairness cannot value is reported now.
+func (b *builder) libraryConfig() {
+	cfg := b.out.SchedulerConfig()
+	err := cfg.Validate()
+	b.addMapped(asWritten(err, b.f.Config.IndexedResources), func(field string) string {
+		if strings.HasPrefix(field, "priorityClasses") {
+			return field
+		}
+		return "config." + field
+	})
+	if err != nil || b.out.Settings.Fairness != FairnessAsset {
+		return
 	}
-	if lottery {
-		if _, ok := b.schema.Index("cpu"); !ok {
-			b.add(flotilla.Errorf(p+"strategy", string(c.Strategy), flotilla.ErrUnknownResource,
-				"the lottery values queue usage in cpu; no node has cpu"))
+	total := b.schema.Zero()
+	for _, n := range b.out.Nodes {
+		if len(n.Total) == len(total) && !total.AddChecked(n.Total) {
+			return // reported by cluster
 		}
 	}
+	_, err = fairness.NewAsset(b.schema, total, cfg.ResourceWeights)
+	b.addMapped(err, func(field string) string {
+		if rest, ok := strings.CutPrefix(field, "weights"); ok {
+			return "config.resourceWeights" + rest
+		}
+		return "config.fairness" // the schema or the total: the cluster asset fairness is asked to value
+	})
 }
 
-func (b *builder) rateLimit(rateField, burstField string, rate float64, burst int) {
-	b.add(checkRange(rateField, rate, 0, math.Inf(1)))
-	b.add(checkNonNegative(burstField, burst))
-	if rate > 0 && burst == 0 {
-		b.add(flotilla.Errorf(burstField, "0", flotilla.ErrInconsistent, "a rate limit needs a burst ≥ 1"))
+// asWritten gives problems with an indexed resource's resolution the value
+// as the file writes it ("-1"), not in milli-units ("-1000").
+func asWritten(err error, ir []IndexedResource) error {
+	var out []error
+	for _, e := range flatten(err) {
+		var fe *flotilla.FieldError
+		if errors.As(e, &fe) {
+			var k int
+			if _, scan := fmt.Sscanf(fe.Field, "indexedResources[%d].resolution", &k); scan == nil &&
+				fe.Field == fmt.Sprintf("indexedResources[%d].resolution", k) && k < len(ir) && ir[k].Resolution != "" {
+				e = &flotilla.FieldError{Field: fe.Field, Value: ir[k].Resolution, Err: fe.Err}
+			}
+		}
+		out = append(out, e)
 	}
+	return errors.Join(out...)
 }
 
-// fractions checks a resource→fraction map: known resources, values in [0, 1].
-func (b *builder) fractions(field string, m map[string]float64) {
-	for _, r := range slices.Sorted(maps.Keys(m)) {
-		b.checkResourceNames(field, []string{r})
-		b.add(checkRange(strictjson.JoinKey(field, r), m[r], 0, 1))
+// flatten lists the problems of an errors.Join tree.
+func flatten(err error) []error {
+	if err == nil {
+		return nil
 	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, flatten(e)...)
+		}
+		return out
+	}
+	return []error{err}
 }
 
+// addMapped adds every problem of err (an errors.Join of
+// *flotilla.FieldError, or one), with each field rewritten by rename.
+func (b *builder) addMapped(err error, rename func(string) string) {
+	if err == nil {
+		return
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			b.addMapped(e, rename)
+		}
+		return
+	}
+	if fe, ok := err.(*flotilla.FieldError); ok {
+		err = &flotilla.FieldError{Field: rename(fe.Field), Value: fe.Value, Err: fe.Err}
+	}
+	b.add(err)
+}
+
+// addRenamed adds the problems of err with the field prefix from (such as
+// `queue "A"`) replaced by to (such as "queues[3]").
+func (b *builder) addRenamed(err error, from, to string) {
+	b.addMapped(err, func(field string) string {
+		if rest, ok := strings.CutPrefix(field, from); ok {
+			return to + rest
+		}
+		return field
+	})
+}
+
+// priorityClasses converts the file's classes (or takes the defaults); they
+// are judged with the rest of the scheduler's config in libraryConfig.
 func (b *builder) priorityClasses() {
 	b.classes = map[string]bool{}
 	if len(b.f.PriorityClasses) == 0 {
 		b.out.PriorityClasses = flotilla.DefaultPriorityClasses()
-		for _, pc := range b.out.PriorityClasses {
-			b.classes[pc.Name] = true
-			b.classNames = append(b.classNames, pc.Name)
-		}
-		return
 	}
-	first := map[string]int{}
-	for i, pc := range b.f.PriorityClasses {
-		f := fmt.Sprintf("priorityClasses[%d]", i)
-		if pc.Priority == math.MinInt32 {
-			b.add(flotilla.Errorf(f+".priority", fmt.Sprint(pc.Priority), flotilla.ErrOutOfRange, "reserved for evicted jobs"))
-		}
-		if j, dup := first[pc.Name]; dup {
-			b.add(flotilla.Errorf(f+".name", pc.Name, flotilla.ErrDuplicate, "also priorityClasses[%d]", j))
-		} else if pc.Name == "" {
-			b.add(flotilla.Errorf(f+".name", "", flotilla.ErrRequired, ""))
-		} else {
-			first[pc.Name] = i
-			b.classes[pc.Name] = true
-			b.classNames = append(b.classNames, pc.Name)
-		}
-		b.fractions(f+".maximumResourceFractionPerQueue", pc.MaximumResourceFractionPerQueue)
+	for _, pc := range b.f.PriorityClasses {
 		b.out.PriorityClasses = append(b.out.PriorityClasses, flotilla.PriorityClass{
 			Name:                            pc.Name,
 			Priority:                        pc.Priority,
@@ -209,16 +211,18 @@ func (b *builder) priorityClasses() {
 			MaximumResourceFractionPerQueue: maps.Clone(pc.MaximumResourceFractionPerQueue),
 		})
 	}
-}
-
-func (b *builder) defaultClass() {
-	name := b.out.Settings.DefaultPriorityClass
-	if !b.classes[name] {
-		b.add(flotilla.Errorf("config.defaultPriorityClass", name, flotilla.ErrUnknownName,
-			"no such priority class; known: %s", knownList(b.classNames)))
+	for _, pc := range b.out.PriorityClasses {
+		if pc.Name != "" && !b.classes[pc.Name] {
+			b.classes[pc.Name] = true
+			b.classNames = append(b.classNames, pc.Name)
+		}
 	}
 }
 
+// nodes expands the node templates. Each template is checked as one node by
+// flotilla's Node.Validate (name, label keys, taints), its problems named
+// nodes[i]...; counts, resource maps and duplicate names after expansion
+// are the format's own.
 func (b *builder) nodes() {
 	if len(b.f.Nodes) == 0 {
 		b.add(flotilla.Errorf("nodes", "", flotilla.ErrRequired, "a scenario needs at least one node template"))
@@ -229,30 +233,26 @@ func (b *builder) nodes() {
 	for i := range b.f.Nodes {
 		t := &b.f.Nodes[i]
 		f := fmt.Sprintf("nodes[%d]", i)
-		if t.Name == "" {
-			b.add(flotilla.Errorf(f+".name", "", flotilla.ErrRequired, ""))
-		}
 		n := b.count(f+".count", t.Count, &total, b.maxNodes, "nodes")
 		if len(t.Resources) == 0 {
 			b.add(flotilla.Errorf(f+".resources", "", flotilla.ErrRequired, "a node needs at least one resource"))
 		}
 		capacity := b.parseResources(f+".resources", t.Resources)
-		if _, ok := t.Labels[""]; ok {
-			b.add(flotilla.Errorf(f+".labels", "", flotilla.ErrRequired, "a label key is empty"))
-		}
 		taints := make([]flotilla.Taint, len(t.Taints))
 		for j, tt := range t.Taints {
-			tf := fmt.Sprintf("%s.taints[%d]", f, j)
-			if tt.Key == "" {
-				b.add(flotilla.Errorf(tf+".key", "", flotilla.ErrRequired, ""))
-			}
-			if tt.Effect == "" {
-				b.add(flotilla.Errorf(tf+".effect", "", flotilla.ErrRequired, "want %s", knownList(taintEffects())))
-			} else {
-				b.add(checkEnum(tf+".effect", tt.Effect, taintEffects()...))
-			}
 			taints[j] = flotilla.Taint{Key: tt.Key, Value: tt.Value, Effect: flotilla.TaintEffect(tt.Effect)}
 		}
+		proto := &flotilla.Node{Name: t.Name, Cluster: t.Cluster, Labels: t.Labels, Taints: taints, Total: capacity, Unschedulable: t.Unschedulable}
+		b.addMapped(proto.Validate(b.schema), func(field string) string {
+			rest, ok := strings.CutPrefix(field, fmt.Sprintf("node %q", t.Name))
+			if !ok {
+				return field
+			}
+			if r, ok := strings.CutPrefix(rest, ".total"); ok {
+				rest = ".resources" + r
+			}
+			return f + rest
+		})
 		dups, firstDup := 0, ""
 		for k := range n {
 			name := expandedName(t.Name, t.Count, k)
@@ -279,9 +279,7 @@ func (b *builder) nodes() {
 	}
 }
 
-// cluster checks what the scheduler needs of the cluster as a whole: its
-// total fits int64 milli-units, and asset fairness can value it (cpu
-// present and non-zero, some resource with a positive weight).
+// cluster checks that the cluster's total fits int64 milli-units.
 func (b *builder) cluster() {
 	if b.schema == nil {
 		return
@@ -294,28 +292,11 @@ func (b *builder) cluster() {
 			return
 		}
 	}
-	if b.out.Settings.Fairness != FairnessAsset {
-		return
-	}
-	const f = "config.fairness"
-	cpu, ok := b.schema.Index("cpu")
-	if !ok || total[cpu] == 0 {
-		b.add(flotilla.Errorf(f, string(FairnessAsset), flotilla.ErrInconsistent, "asset fairness values resources in cpu; the nodes have no cpu"))
-		return
-	}
-	if w := b.out.Settings.ResourceWeights; w != nil {
-		positive := false
-		for name, x := range w {
-			if _, ok := b.schema.Index(name); ok && x > 0 {
-				positive = true
-			}
-		}
-		if !positive {
-			b.add(flotilla.Errorf("config.resourceWeights", fmt.Sprint(w), flotilla.ErrOutOfRange, "asset fairness needs some resource with a positive weight"))
-		}
-	}
 }
 
+// queues converts the queues, judging each with flotilla's Queue.Validate
+// (its problems named queues[i]...); names must be unique and limits must
+// name configured classes.
 func (b *builder) queues() {
 	b.queueNames = map[string]bool{}
 	first := map[string]int{}
@@ -323,32 +304,28 @@ func (b *builder) queues() {
 		f := fmt.Sprintf("queues[%d]", i)
 		if j, dup := first[q.Name]; dup {
 			b.add(flotilla.Errorf(f+".name", q.Name, flotilla.ErrDuplicate, "also queues[%d]", j))
-		} else if q.Name == "" {
-			b.add(flotilla.Errorf(f+".name", "", flotilla.ErrRequired, ""))
-		} else {
+		} else if q.Name != "" {
 			first[q.Name] = i
 			b.queueNames[q.Name] = true
 		}
 		factor := DefaultPriorityFactor
-		if q.PriorityFactor != nil {
+		if q.PriorityFactor != nil && *q.PriorityFactor != 0 {
 			factor = *q.PriorityFactor
-			if !(factor > 0) || math.IsInf(factor, 0) {
-				b.add(flotilla.Errorf(f+".priorityFactor", formatFloat(factor), flotilla.ErrOutOfRange, "want a finite value > 0"))
-			}
 		}
 		var limits map[string]map[string]float64
 		if q.LimitsByPriorityClass != nil {
 			limits = make(map[string]map[string]float64, len(q.LimitsByPriorityClass))
 		}
 		for _, pc := range slices.Sorted(maps.Keys(q.LimitsByPriorityClass)) {
-			lf := strictjson.JoinKey(f+".limitsByPriorityClass", pc)
-			if !b.classes[pc] {
-				b.add(flotilla.Errorf(lf, pc, flotilla.ErrUnknownName, "no such priority class; known: %s", knownList(b.classNames)))
+			if pc != "" && !b.classes[pc] {
+				b.add(flotilla.Errorf(strictjson.JoinKey(f+".limitsByPriorityClass", pc), pc, flotilla.ErrUnknownName,
+					"no such priority class; known: %s", knownList(b.classNames)))
 			}
-			b.fractions(lf, q.LimitsByPriorityClass[pc])
 			limits[pc] = maps.Clone(q.LimitsByPriorityClass[pc])
 		}
-		b.out.Queues = append(b.out.Queues, &flotilla.Queue{Name: q.Name, PriorityFactor: factor, LimitsByPriorityClass: limits})
+		out := &flotilla.Queue{Name: q.Name, PriorityFactor: factor, LimitsByPriorityClass: limits}
+		b.addRenamed(out.Validate(), fmt.Sprintf("queue %q", q.Name), f)
+		b.out.Queues = append(b.out.Queues, out)
 	}
 }
 
@@ -383,50 +360,6 @@ func expandedName(name string, count *int, k int) string {
 	}
 	return name + "-" + strconv.Itoa(k)
 }
-
-func taintEffects() []string {
-	return []string{string(flotilla.TaintNoSchedule), string(flotilla.TaintPreferNoSchedule), string(flotilla.TaintNoExecute)}
-}
-
-func tolerationOperators() []string {
-	return []string{string(flotilla.TolerationEqual), string(flotilla.TolerationExists)}
-}
-
-func checkEnum(field, v string, allowed ...string) error {
-	if slices.Contains(allowed, v) {
-		return nil
-	}
-	return badEnum(field, v, allowed...)
-}
-
-func badEnum(field, v string, allowed ...string) error {
-	if s := strictjson.Suggest(v, allowed); s != "" {
-		return flotilla.Errorf(field, v, flotilla.ErrUnknownName, "did you mean %q? want %s", s, knownList(allowed))
-	}
-	return flotilla.Errorf(field, v, flotilla.ErrUnknownName, "want %s", knownList(allowed))
-}
-
-// checkRange accepts finite values in [lo, hi] (hi may be +Inf).
-func checkRange(field string, v, lo, hi float64) error {
-	switch {
-	case math.IsNaN(v) || math.IsInf(v, 0):
-		return flotilla.Errorf(field, formatFloat(v), flotilla.ErrOutOfRange, "want a finite number")
-	case v < 0 && lo == 0:
-		return flotilla.Errorf(field, formatFloat(v), flotilla.ErrNegative, "")
-	case v < lo || v > hi:
-		return flotilla.Errorf(field, formatFloat(v), flotilla.ErrOutOfRange, "want a value in [%s, %s]", formatFloat(lo), formatFloat(hi))
-	}
-	return nil
-}
-
-func checkNonNegative(field string, v int) error {
-	if v < 0 {
-		return flotilla.Errorf(field, strconv.Itoa(v), flotilla.ErrNegative, "")
-	}
-	return nil
-}
-
-func formatFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 func knownList(names []string) string {
 	if len(names) == 0 {

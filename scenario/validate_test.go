@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/binpack"
+	"github.com/flotilla-sched/flotilla/scheduler"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -35,9 +37,7 @@ func TestValidateRules(t *testing.T) {
 	}{
 		// config
 		{"unknown fairness", func(f *File) { f.Config.Fairness = "max-min" }, "config.fairness", flotilla.ErrUnknownName},
-		{"weight for unknown resource", func(f *File) { f.Config.ResourceWeights = map[string]float64{"gpu": 1} }, "config.resourceWeights.gpu", flotilla.ErrUnknownResource},
 		{"negative weight", func(f *File) { f.Config.ResourceWeights = map[string]float64{"cpu": -1} }, "config.resourceWeights.cpu", flotilla.ErrNegative},
-		{"indexed resource unknown", func(f *File) { f.Config.IndexedResources = []IndexedResource{{Name: "gpu"}} }, "config.indexedResources[0].name", flotilla.ErrUnknownResource},
 		{"indexed resource without name", func(f *File) { f.Config.IndexedResources = []IndexedResource{{Resolution: "1"}} }, "config.indexedResources[0].name", flotilla.ErrRequired},
 		{"indexed resource twice", func(f *File) {
 			f.Config.IndexedResources = []IndexedResource{{Name: "cpu"}, {Name: "cpu"}}
@@ -58,9 +58,6 @@ func TestValidateRules(t *testing.T) {
 		{"round fraction above 1", func(f *File) {
 			f.Config.MaximumResourceFractionToSchedule = map[string]float64{"cpu": 1.5}
 		}, "config.maximumResourceFractionToSchedule.cpu", flotilla.ErrOutOfRange},
-		{"round fraction unknown resource", func(f *File) {
-			f.Config.MaximumResourceFractionToSchedule = map[string]float64{"gpu": 0.5}
-		}, "config.maximumResourceFractionToSchedule.gpu", flotilla.ErrUnknownResource},
 		{"negative rate", func(f *File) { f.Config.MaximumSchedulingRate = -1 }, "config.maximumSchedulingRate", flotilla.ErrNegative},
 		{"negative burst", func(f *File) { f.Config.MaximumSchedulingBurst = -1 }, "config.maximumSchedulingBurst", flotilla.ErrNegative},
 		{"rate without burst", func(f *File) { f.Config.MaximumSchedulingRate = 10 }, "config.maximumSchedulingBurst", flotilla.ErrInconsistent},
@@ -80,7 +77,7 @@ func TestValidateRules(t *testing.T) {
 		{"lottery without half-time", func(f *File) { f.Config.Strategy = StrategyLottery }, "config.priorityHalftime", flotilla.ErrRequired},
 		{"malformed half-time", func(f *File) { f.Config.Strategy, f.Config.PriorityHalftime = StrategyLottery, "10 minutes" }, "config.priorityHalftime", flotilla.ErrMalformed},
 		{"negative half-time", func(f *File) { f.Config.PriorityHalftime = "-10m" }, "config.priorityHalftime", flotilla.ErrNegative},
-		{"zero half-time", func(f *File) { f.Config.Strategy, f.Config.PriorityHalftime = StrategyLottery, "0s" }, "config.priorityHalftime", flotilla.ErrOutOfRange},
+		{"zero half-time", func(f *File) { f.Config.Strategy, f.Config.PriorityHalftime = StrategyLottery, "0s" }, "config.priorityHalftime", flotilla.ErrRequired},
 		{"all-lottery without the lottery", func(f *File) { f.Config.UseProbabilisticSchedulingForAllResources = true },
 			"config.useProbabilisticSchedulingForAllResources", flotilla.ErrInconsistent},
 		{"lottery without cpu", func(f *File) {
@@ -101,9 +98,6 @@ func TestValidateRules(t *testing.T) {
 		{"class fraction above 1", func(f *File) {
 			f.PriorityClasses = []PriorityClass{{Name: flotilla.ArmadaDefault, MaximumResourceFractionPerQueue: map[string]float64{"cpu": 2}}}
 		}, "priorityClasses[0].maximumResourceFractionPerQueue.cpu", flotilla.ErrOutOfRange},
-		{"class fraction unknown resource", func(f *File) {
-			f.PriorityClasses = []PriorityClass{{Name: flotilla.ArmadaDefault, MaximumResourceFractionPerQueue: map[string]float64{"gpu": 0.5}}}
-		}, "priorityClasses[0].maximumResourceFractionPerQueue.gpu", flotilla.ErrUnknownResource},
 
 		// nodes
 		{"no nodes", func(f *File) { f.Nodes = nil; f.Rounds = nil }, "nodes", flotilla.ErrRequired},
@@ -134,14 +128,14 @@ func TestValidateRules(t *testing.T) {
 		// queues
 		{"queue without name", func(f *File) { f.Queues[1].Name = "" }, "queues[1].name", flotilla.ErrRequired},
 		{"queue twice", func(f *File) { f.Queues = append(f.Queues, QueueSpec{Name: "A"}) }, "queues[2].name", flotilla.ErrDuplicate},
-		{"zero priority factor", func(f *File) { f.Queues[0].PriorityFactor = ptr(0.0) }, "queues[0].priorityFactor", flotilla.ErrOutOfRange},
-		{"negative priority factor", func(f *File) { f.Queues[0].PriorityFactor = ptr(-2.0) }, "queues[0].priorityFactor", flotilla.ErrOutOfRange},
+		{"negative priority factor", func(f *File) { f.Queues[0].PriorityFactor = ptr(-2.0) }, "queues[0].priorityFactor", flotilla.ErrNegative},
+		{"priority factor whose weight is +Inf", func(f *File) { f.Queues[0].PriorityFactor = ptr(1e-310) }, "queues[0].priorityFactor", flotilla.ErrOutOfRange},
+		{"priority factor whose weights overflow when summed", func(f *File) {
+			f.Queues[0].PriorityFactor, f.Queues[1].PriorityFactor = ptr(1e-308), ptr(1e-308)
+		}, "queues[1].priorityFactor", flotilla.ErrOutOfRange},
 		{"limit for unknown class", func(f *File) {
 			f.Queues[0].LimitsByPriorityClass = map[string]map[string]float64{"urgent": {"cpu": 0.5}}
 		}, "queues[0].limitsByPriorityClass.urgent", flotilla.ErrUnknownName},
-		{"limit for unknown resource", func(f *File) {
-			f.Queues[0].LimitsByPriorityClass = map[string]map[string]float64{flotilla.ArmadaPreemptible: {"gpu": 0.5}}
-		}, "queues[0].limitsByPriorityClass.armada-preemptible.gpu", flotilla.ErrUnknownResource},
 		{"limit above 1", func(f *File) {
 			f.Queues[0].LimitsByPriorityClass = map[string]map[string]float64{flotilla.ArmadaPreemptible: {"cpu": 1.01}}
 		}, "queues[0].limitsByPriorityClass.armada-preemptible.cpu", flotilla.ErrOutOfRange},
@@ -170,7 +164,7 @@ func TestValidateRules(t *testing.T) {
 		}, "rounds[0].submit[0].tolerations[0].operator", flotilla.ErrUnknownName},
 		{"toleration without key needs Exists", func(f *File) {
 			submit0(f).Tolerations = []Toleration{{Value: "true"}}
-		}, "rounds[0].submit[0].tolerations[0].key", flotilla.ErrRequired},
+		}, "rounds[0].submit[0].tolerations[0].operator", flotilla.ErrInconsistent},
 		{"toleration Exists with value", func(f *File) {
 			submit0(f).Tolerations = []Toleration{{Key: "gpu", Operator: "Exists", Value: "true"}}
 		}, "rounds[0].submit[0].tolerations[0].value", flotilla.ErrInconsistent},
@@ -208,13 +202,6 @@ func TestValidateRules(t *testing.T) {
 			j.Gang = gangOf("g", 5, "")
 			f.Rounds[0].Submit = append(f.Rounds[0].Submit, j)
 		}, "rounds[0].submit[1].jobSet", flotilla.ErrInconsistent},
-		{"members disagree on priority class", func(f *File) {
-			submit0(f).Gang = gangOf("g", 5, "")
-			j := job("a2", "A")
-			j.PriorityClass = flotilla.ArmadaPreemptible
-			j.Gang = gangOf("g", 5, "")
-			f.Rounds[0].Submit = append(f.Rounds[0].Submit, j)
-		}, "rounds[0].submit[1].priorityClass", flotilla.ErrInconsistent},
 		{"gang id reused in a later round", func(f *File) {
 			submit0(f).Gang = gangOf("g", 0, "")
 			f.Rounds[1].Submit[0].Gang = gangOf("g", 0, "")
@@ -252,14 +239,14 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	f := baseFile()
 	f.Config.Fairness = "fifo"
 	f.Nodes[0].Resources["cpu"] = "-1"
-	f.Queues[0].PriorityFactor = ptr(0.0)
+	f.Queues[0].PriorityFactor = ptr(-1.0)
 	f.Rounds[0].Submit[0].Queue = "C"
 	f.Rounds[1].Submit[0].PriorityClass = "urgent"
 	f.Rounds[1].Finish = []string{"zz"}
 	err := f.Validate()
 	requireFieldError(t, err, "config.fairness", flotilla.ErrUnknownName)
 	requireFieldError(t, err, "nodes[0].resources.cpu", flotilla.ErrNegative)
-	requireFieldError(t, err, "queues[0].priorityFactor", flotilla.ErrOutOfRange)
+	requireFieldError(t, err, "queues[0].priorityFactor", flotilla.ErrNegative)
 	requireFieldError(t, err, "rounds[0].submit[0].queue", flotilla.ErrUnknownName)
 	requireFieldError(t, err, "rounds[1].submit[0].priorityClass", flotilla.ErrUnknownName)
 	requireFieldError(t, err, "rounds[1].finish[0]", flotilla.ErrUnknownName)
@@ -340,6 +327,20 @@ func TestValidateAccepts(t *testing.T) {
 		{"explicit progressive filling with an unused half-time", func(f *File) {
 			f.Config.Strategy, f.Config.PriorityHalftime = StrategyProgressiveFilling, "1h"
 		}},
+		// A resource no node has is a resource of capacity 0 everywhere:
+		// naming it in a weight, an index, a round fraction or a cap is
+		// harmless (Armada's default config indexes nvidia.com/gpu on
+		// CPU-only clusters).
+		{"resources no node has in weights, index, fractions and caps", func(f *File) {
+			f.Config.ResourceWeights = map[string]float64{"cpu": 1, "nvidia.com/gpu": 1}
+			f.Config.IndexedResources = []IndexedResource{{Name: "nvidia.com/gpu", Resolution: "1"}, {Name: "cpu"}}
+			f.Config.MaximumResourceFractionToSchedule = map[string]float64{"nvidia.com/gpu": 0.5}
+			f.PriorityClasses = []PriorityClass{{Name: flotilla.ArmadaDefault, MaximumResourceFractionPerQueue: map[string]float64{"nvidia.com/gpu": 0.5}}}
+			f.Queues[0].LimitsByPriorityClass = map[string]map[string]float64{flotilla.ArmadaDefault: {"nvidia.com/gpu": 0.5}}
+		}},
+		// 0 means the default factor 1, as for flotilla.Queue.
+		{"zero priority factor", func(f *File) { f.Queues[0].PriorityFactor = ptr(0.0) }},
+		{"minimum priority factor", func(f *File) { f.Queues[0].PriorityFactor = ptr(flotilla.MinPriorityFactor) }},
 		{"tolerate everything", func(f *File) { f.Rounds[0].Submit[0].Tolerations = []Toleration{{Operator: "Exists"}} }},
 		{"every config field", func(f *File) {
 			f.Config = Config{
@@ -422,4 +423,144 @@ func TestValidateRejectsWhatRunWouldReject(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The scenario format and the library judge the same input the same way:
+// each bad (or newly accepted) value goes through Parse and through the
+// library validator the scenario delegates to, and both accept it or both
+// reject it with the same sentinel, each naming the field in its own terms.
+func TestScenarioAndLibraryValidationAgree(t *testing.T) {
+	schema := flotilla.MustResourceSchema("cpu", "memory")
+	cfgWith := func(edit func(*scheduler.Config)) func() error {
+		return func() error {
+			cfg := scheduler.DefaultConfig(schema)
+			edit(&cfg)
+			_, err := scheduler.New(cfg)
+			return err
+		}
+	}
+	queueWith := func(q flotilla.Queue) func() error { return func() error { return q.Validate() } }
+	nodeWith := func(taints ...flotilla.Taint) func() error {
+		return func() error {
+			n := flotilla.Node{Name: "node", Total: schema.Zero(), Taints: taints}
+			return n.Validate(schema)
+		}
+	}
+	jobWith := func(edit func(*flotilla.Job)) func() error {
+		return func() error {
+			j := flotilla.Job{ID: "a", Queue: "A", Requests: schema.MustParse(map[string]string{"cpu": "1"})}
+			edit(&j)
+			return j.Validate(schema)
+		}
+	}
+	limit := func(r string, f float64) map[string]map[string]float64 {
+		return map[string]map[string]float64{flotilla.ArmadaDefault: {r: f}}
+	}
+	cases := []struct {
+		name          string
+		edit          func(*File)
+		library       func() error
+		field, libFld string
+		sentinel      error // nil: both accept
+	}{
+		{"priority factor 0 means 1", func(f *File) { f.Queues[0].PriorityFactor = ptr(0.0) },
+			queueWith(flotilla.Queue{Name: "A", PriorityFactor: 0}), "", "", nil},
+		{"priority factor with an infinite weight", func(f *File) { f.Queues[0].PriorityFactor = ptr(1e-310) },
+			queueWith(flotilla.Queue{Name: "A", PriorityFactor: 1e-310}), "queues[0].priorityFactor", `queue "A".priorityFactor`, flotilla.ErrOutOfRange},
+		{"negative priority factor", func(f *File) { f.Queues[0].PriorityFactor = ptr(-1.0) },
+			queueWith(flotilla.Queue{Name: "A", PriorityFactor: -1}), "queues[0].priorityFactor", `queue "A".priorityFactor`, flotilla.ErrNegative},
+		{"queue limit on a resource no node has", func(f *File) { f.Queues[0].LimitsByPriorityClass = limit("nvidia.com/gpu", 0.5) },
+			queueWith(flotilla.Queue{Name: "A", LimitsByPriorityClass: limit("nvidia.com/gpu", 0.5)}), "", "", nil},
+		{"queue limit above 1", func(f *File) { f.Queues[0].LimitsByPriorityClass = limit("cpu", 1.5) },
+			queueWith(flotilla.Queue{Name: "A", LimitsByPriorityClass: limit("cpu", 1.5)}),
+			"queues[0].limitsByPriorityClass.armada-default.cpu", `queue "A".limitsByPriorityClass.armada-default.cpu`, flotilla.ErrOutOfRange},
+		{"class cap on a resource no node has", func(f *File) {
+			f.PriorityClasses = []PriorityClass{{Name: flotilla.ArmadaDefault, MaximumResourceFractionPerQueue: map[string]float64{"nvidia.com/gpu": 0.5}}}
+		}, cfgWith(func(c *scheduler.Config) {
+			c.PriorityClasses = []flotilla.PriorityClass{{Name: flotilla.ArmadaDefault, MaximumResourceFractionPerQueue: map[string]float64{"nvidia.com/gpu": 0.5}}}
+		}), "", "", nil},
+		{"class cap NaN", func(f *File) {
+			f.PriorityClasses = []PriorityClass{{Name: flotilla.ArmadaDefault, MaximumResourceFractionPerQueue: map[string]float64{"cpu": math.NaN()}}}
+		}, cfgWith(func(c *scheduler.Config) {
+			c.PriorityClasses = []flotilla.PriorityClass{{Name: flotilla.ArmadaDefault, MaximumResourceFractionPerQueue: map[string]float64{"cpu": math.NaN()}}}
+		}), "priorityClasses[0].maximumResourceFractionPerQueue.cpu", "priorityClasses[0].maximumResourceFractionPerQueue.cpu", flotilla.ErrOutOfRange},
+		{"class without name", func(f *File) { f.PriorityClasses = []PriorityClass{{Name: flotilla.ArmadaDefault}, {}} },
+			cfgWith(func(c *scheduler.Config) {
+				c.PriorityClasses = []flotilla.PriorityClass{{Name: flotilla.ArmadaDefault}, {}}
+			}),
+			"priorityClasses[1].name", "priorityClasses[1].name", flotilla.ErrRequired},
+		{"taint with empty effect", func(f *File) { f.Nodes[0].Taints = []Taint{{Key: "gpu"}} },
+			nodeWith(flotilla.Taint{Key: "gpu"}), "nodes[0].taints[0].effect", `node "node".taints[0].effect`, flotilla.ErrRequired},
+		{"taint with unknown effect", func(f *File) { f.Nodes[0].Taints = []Taint{{Key: "gpu", Effect: "Never"}} },
+			nodeWith(flotilla.Taint{Key: "gpu", Effect: "Never"}), "nodes[0].taints[0].effect", `node "node".taints[0].effect`, flotilla.ErrUnknownName},
+		{"indexed resource no node has", func(f *File) { f.Config.IndexedResources = []IndexedResource{{Name: "nvidia.com/gpu"}, {Name: "cpu"}} },
+			cfgWith(func(c *scheduler.Config) {
+				c.IndexedResources = []binpack.IndexedResource{{Name: "nvidia.com/gpu", Resolution: 1}, {Name: "cpu", Resolution: 1}}
+			}), "", "", nil},
+		{"duplicate indexed resource", func(f *File) { f.Config.IndexedResources = []IndexedResource{{Name: "cpu"}, {Name: "cpu"}} },
+			cfgWith(func(c *scheduler.Config) {
+				c.IndexedResources = []binpack.IndexedResource{{Name: "cpu", Resolution: 1}, {Name: "cpu", Resolution: 1}}
+			}), "config.indexedResources[1].name", "indexedResources[1].name", flotilla.ErrDuplicate},
+		{"too many indexed resources", func(f *File) {
+			f.Config.IndexedResources = []IndexedResource{{Name: "a"}, {Name: "b"}, {Name: "c"}, {Name: "d"}, {Name: "e"}}
+		}, cfgWith(func(c *scheduler.Config) {
+			for _, n := range []string{"a", "b", "c", "d", "e"} {
+				c.IndexedResources = append(c.IndexedResources, binpack.IndexedResource{Name: n, Resolution: 1})
+			}
+		}), "config.indexedResources", "indexedResources", flotilla.ErrOutOfRange},
+		{"weight for a resource no node has", func(f *File) { f.Config.ResourceWeights = map[string]float64{"cpu": 1, "nvidia.com/gpu": 2} },
+			cfgWith(func(c *scheduler.Config) { c.ResourceWeights = map[string]float64{"cpu": 1, "nvidia.com/gpu": 2} }), "", "", nil},
+		{"NaN weight", func(f *File) { f.Config.ResourceWeights = map[string]float64{"cpu": math.NaN()} },
+			cfgWith(func(c *scheduler.Config) { c.ResourceWeights = map[string]float64{"cpu": math.NaN()} }),
+			"config.resourceWeights.cpu", "resourceWeights.cpu", flotilla.ErrOutOfRange},
+		{"negative weight", func(f *File) { f.Config.ResourceWeights = map[string]float64{"cpu": -1} },
+			cfgWith(func(c *scheduler.Config) { c.ResourceWeights = map[string]float64{"cpu": -1} }),
+			"config.resourceWeights.cpu", "resourceWeights.cpu", flotilla.ErrNegative},
+		{"round fraction on a resource no node has", func(f *File) { f.Config.MaximumResourceFractionToSchedule = map[string]float64{"nvidia.com/gpu": 0.1} },
+			cfgWith(func(c *scheduler.Config) {
+				c.MaximumResourceFractionToSchedule = map[string]float64{"nvidia.com/gpu": 0.1}
+			}), "", "", nil},
+		{"infinite protected fraction", func(f *File) { f.Config.ProtectedFractionOfFairShare = ptr(math.Inf(1)) },
+			cfgWith(func(c *scheduler.Config) { c.ProtectedFractionOfFairShare = math.Inf(1) }),
+			"config.protectedFractionOfFairShare", "protectedFractionOfFairShare", flotilla.ErrOutOfRange},
+		{"negative burst", func(f *File) { f.Config.MaximumSchedulingBurst = -1 },
+			cfgWith(func(c *scheduler.Config) { c.MaximumSchedulingBurst = -1 }),
+			"config.maximumSchedulingBurst", "maximumSchedulingBurst", flotilla.ErrNegative},
+		{"toleration Exists with a value", func(f *File) {
+			f.Rounds[0].Submit[0].Tolerations = []Toleration{{Key: "k", Operator: "Exists", Value: "v"}}
+		}, jobWith(func(j *flotilla.Job) {
+			j.Tolerations = []flotilla.Toleration{{Key: "k", Operator: flotilla.TolerationExists, Value: "v"}}
+		}), "rounds[0].submit[0].tolerations[0].value", `job "a".tolerations[0].value`, flotilla.ErrInconsistent},
+		{"empty node selector key", func(f *File) { f.Rounds[0].Submit[0].NodeSelector = map[string]string{"": "x"} },
+			jobWith(func(j *flotilla.Job) { j.NodeSelector = map[string]string{"": "x"} }),
+			"rounds[0].submit[0].nodeSelector", `job "a".nodeSelector`, flotilla.ErrRequired},
+		{"unknown default class", func(f *File) { f.Config.DefaultPriorityClass = "gold" },
+			cfgWith(func(c *scheduler.Config) { c.DefaultPriorityClass = "gold" }),
+			"config.defaultPriorityClass", "defaultPriorityClass", flotilla.ErrUnknownName},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := baseFile()
+			tc.edit(f)
+			libErr := tc.library()
+			if tc.sentinel == nil {
+				_, err := Parse(marshal(t, f))
+				assert.NoError(t, err, "scenario")
+				assert.NoError(t, libErr, "library")
+				return
+			}
+			requireFieldError(t, f.Validate(), tc.field, tc.sentinel)
+			requireFieldError(t, libErr, tc.libFld, tc.sentinel)
+		})
+	}
+}
+
+// The library judges an indexed resource's resolution in milli-units; the
+// problem still shows the value as the file writes it.
+func TestIndexedResourceResolutionProblemNamesTheValueAsWritten(t *testing.T) {
+	f := baseFile()
+	f.Config.IndexedResources = []IndexedResource{{Name: "cpu", Resolution: "-1"}, {Name: "memory", Resolution: "0"}}
+	err := f.Validate()
+	assert.Equal(t, "-1", requireFieldError(t, err, "config.indexedResources[0].resolution", flotilla.ErrOutOfRange).Value)
+	assert.Equal(t, "0", requireFieldError(t, err, "config.indexedResources[1].resolution", flotilla.ErrOutOfRange).Value)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/flotilla-sched/flotilla"
@@ -111,33 +112,72 @@ func DefaultConfig(schema *flotilla.ResourceSchema) Config {
 	}
 }
 
+// Validate reports every problem of c at once, as New would, after filling
+// in the same defaults New does (nil PriorityClasses, empty
+// DefaultPriorityClass, Fairness and Strategy). The result is nil or an
+// errors.Join of *flotilla.FieldError values whose fields are the Config's
+// field names in lower camel case, e.g. "indexedResources[1].name",
+// "resourceWeights.cpu" or "priorityClasses[0].maximumResourceFractionPerQueue.cpu".
+//
+// A resource name the schema lacks is not an error in ResourceWeights,
+// IndexedResources, MaximumResourceFractionToSchedule or a class's
+// MaximumResourceFractionPerQueue (nor in a queue's LimitsByPriorityClass):
+// such a resource has capacity 0 on every node, so its weight contributes
+// nothing, it orders no nodes, and a cap on it never binds. Armada's default
+// configuration names nvidia.com/gpu on CPU-only clusters. Empty names,
+// duplicates and bad values are errors.
+func (c Config) Validate() error {
+	c.defaults()
+	if len(c.PriorityClasses) == 0 {
+		return errors.Join(flotilla.Errorf("priorityClasses", "[]", flotilla.ErrRequired, "at least one class"))
+	}
+	return c.validate()
+}
+
+// defaults fills in the defaults of the fields whose zero value means one.
+func (c *Config) defaults() {
+	if c.PriorityClasses == nil {
+		c.PriorityClasses = flotilla.DefaultPriorityClasses()
+	}
+	if c.DefaultPriorityClass == "" {
+		c.DefaultPriorityClass = flotilla.ArmadaDefault
+	}
+	if c.Fairness == "" {
+		c.Fairness = DominantResourceFairness
+	}
+	if c.Strategy == "" {
+		c.Strategy = ProgressiveFilling
+	}
+}
+
 // validate reports every problem in c at once.
 func (c *Config) validate() error {
 	var errs []error
 	add := func(e error) {
-		if e != nil {
-			errs = append(errs, e)
+		if e == nil {
+			return
 		}
+		if j, ok := e.(interface{ Unwrap() []error }); ok {
+			errs = append(errs, j.Unwrap()...)
+			return
+		}
+		errs = append(errs, e)
 	}
 	if c.Schema == nil {
 		add(flotilla.Errorf("schema", "<nil>", flotilla.ErrRequired, ""))
 		return errors.Join(errs...)
 	}
-	names := map[string]bool{}
+	names := map[string]int{}
 	for i := range c.PriorityClasses {
 		pc := &c.PriorityClasses[i]
-		add(pc.Validate())
-		if names[pc.Name] {
-			add(flotilla.Errorf(fmt.Sprintf("priorityClasses[%d].name", i), pc.Name, flotilla.ErrDuplicate, ""))
-		}
-		names[pc.Name] = true
-		for _, r := range sortedKeys(pc.MaximumResourceFractionPerQueue) {
-			if _, ok := c.Schema.Index(r); !ok {
-				add(flotilla.Errorf(fmt.Sprintf("priorityClasses[%d].maximumResourceFractionPerQueue", i), r, flotilla.ErrUnknownResource, ""))
-			}
+		add(renamePrefix(pc.Validate(), fmt.Sprintf("priorityClass %q", pc.Name), fmt.Sprintf("priorityClasses[%d]", i)))
+		if j, dup := names[pc.Name]; dup && pc.Name != "" {
+			add(flotilla.Errorf(fmt.Sprintf("priorityClasses[%d].name", i), pc.Name, flotilla.ErrDuplicate, "also priorityClasses[%d]", j))
+		} else if !dup {
+			names[pc.Name] = i
 		}
 	}
-	if len(c.PriorityClasses) > 0 && !names[c.DefaultPriorityClass] {
+	if _, ok := names[c.DefaultPriorityClass]; len(c.PriorityClasses) > 0 && (!ok || c.DefaultPriorityClass == "") {
 		add(flotilla.Errorf("defaultPriorityClass", c.DefaultPriorityClass, flotilla.ErrUnknownName, "no such priority class"))
 	}
 	switch c.Fairness {
@@ -147,20 +187,13 @@ func (c *Config) validate() error {
 	}
 	for _, r := range sortedKeys(c.ResourceWeights) {
 		w := c.ResourceWeights[r]
-		if _, ok := c.Schema.Index(r); !ok {
-			add(flotilla.Errorf("resourceWeights", r, flotilla.ErrUnknownResource, ""))
+		if r == "" {
+			add(flotilla.Errorf("resourceWeights", "", flotilla.ErrRequired, "resource name must not be empty"))
 		}
-		if w < 0 || math.IsNaN(w) || math.IsInf(w, 0) {
-			add(flotilla.Errorf("resourceWeights."+r, fmt.Sprint(w), flotilla.ErrOutOfRange, "want a finite weight ≥ 0"))
-		}
+		add(checkFraction("resourceWeights."+r, w, math.Inf(1)))
 	}
-	for i, ir := range c.IndexedResources {
-		if _, ok := c.Schema.Index(ir.Name); !ok {
-			add(flotilla.Errorf(fmt.Sprintf("indexedResources[%d].name", i), ir.Name, flotilla.ErrUnknownResource, ""))
-		}
-		if ir.Resolution < 1 {
-			add(flotilla.Errorf(fmt.Sprintf("indexedResources[%d].resolution", i), flotilla.FormatQuantity(ir.Resolution), flotilla.ErrOutOfRange, "want a positive quantity"))
-		}
+	for _, e := range binpack.ValidateIndexedResources(c.IndexedResources) {
+		add(e)
 	}
 	add(checkFraction("protectedFractionOfFairShare", c.ProtectedFractionOfFairShare, math.Inf(1)))
 	add(checkFraction("evictionProbability", c.EvictionProbability, 1))
@@ -168,8 +201,8 @@ func (c *Config) validate() error {
 		add(flotilla.Errorf("maxQueueLookback", fmt.Sprint(c.MaxQueueLookback), flotilla.ErrNegative, ""))
 	}
 	for _, r := range sortedKeys(c.MaximumResourceFractionToSchedule) {
-		if _, ok := c.Schema.Index(r); !ok {
-			add(flotilla.Errorf("maximumResourceFractionToSchedule", r, flotilla.ErrUnknownResource, ""))
+		if r == "" {
+			add(flotilla.Errorf("maximumResourceFractionToSchedule", "", flotilla.ErrRequired, "resource name must not be empty"))
 		}
 		add(checkFraction("maximumResourceFractionToSchedule."+r, c.MaximumResourceFractionToSchedule[r], 1))
 	}
@@ -216,8 +249,12 @@ func (c *Config) validateStrategy() error {
 	return errors.Join(errs...)
 }
 
-// checkFraction accepts finite values in [0, hi].
+// checkFraction accepts finite values in [0, hi]; a finite negative value is
+// ErrNegative, anything else outside the range ErrOutOfRange.
 func checkFraction(field string, v, hi float64) error {
+	if v < 0 && !math.IsInf(v, -1) {
+		return flotilla.Errorf(field, fmt.Sprint(v), flotilla.ErrNegative, "")
+	}
 	if math.IsNaN(v) || v < 0 || v > hi || math.IsInf(v, -1) || (math.IsInf(v, 1) && !math.IsInf(hi, 1)) {
 		return flotilla.Errorf(field, fmt.Sprint(v), flotilla.ErrOutOfRange, "want a value in [0, %v]", hi)
 	}
@@ -225,6 +262,29 @@ func checkFraction(field string, v, hi float64) error {
 		return flotilla.Errorf(field, fmt.Sprint(v), flotilla.ErrOutOfRange, "want a finite value")
 	}
 	return nil
+}
+
+// renamePrefix rewrites the fields of err's *flotilla.FieldErrors that start
+// with from to start with to instead, keeping the class (errors.Is) and the
+// value; the result is flat: one element per problem.
+func renamePrefix(err error, from, to string) error {
+	if err == nil {
+		return nil
+	}
+	var in []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		in = j.Unwrap()
+	} else {
+		in = []error{err}
+	}
+	out := make([]error, 0, len(in))
+	for _, e := range in {
+		if fe, ok := e.(*flotilla.FieldError); ok && strings.HasPrefix(fe.Field, from) {
+			e = &flotilla.FieldError{Field: to + strings.TrimPrefix(fe.Field, from), Value: fe.Value, Err: fe.Err}
+		}
+		out = append(out, e)
+	}
+	return errors.Join(out...)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

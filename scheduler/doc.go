@@ -23,6 +23,18 @@
 // requirements equal one that already failed this cycle is skipped without a
 // node search (the scheduling-key cache).
 //
+// # Configuration
+//
+// New validates the whole Config at once (Config.Validate), including the
+// indexed resources the node database will use, so a bad config never
+// reaches Schedule. A resource name the schema lacks is not an error in
+// resource weights, indexed resources, round fractions or per-class and
+// per-queue caps: it is a resource of capacity 0 on every node, which weighs
+// nothing, orders no nodes and binds no cap (Armada's default config indexes
+// nvidia.com/gpu on CPU-only clusters). Queues are validated by Schedule
+// with flotilla's Queue.Validate; a priority factor below
+// flotilla.MinPriorityFactor is rejected there so weights stay finite.
+//
 // # Preemption
 //
 // The node database tracks allocatable per priority level, plus one level

@@ -7,6 +7,7 @@ package scheduler_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -305,7 +306,7 @@ func TestReviewConfigErrorOrderIsDeterministic(t *testing.T) {
 	seen := map[string]bool{}
 	for range 20 {
 		cfg := w.cfg
-		cfg.ResourceWeights = map[string]float64{"a": 1, "b": 1, "c": 1, "d": 1}
+		cfg.ResourceWeights = map[string]float64{"a": -1, "b": -1, "c": math.NaN(), "d": -1}
 		_, err := scheduler.New(cfg)
 		require.Error(t, err)
 		seen[err.Error()] = true

@@ -35,27 +35,14 @@ type resFraction struct {
 	frac float64
 }
 
-// New validates cfg and returns a Scheduler. Every problem is reported at
-// once, each a *flotilla.FieldError naming the field and value.
+// New validates cfg (see Config.Validate) and returns a Scheduler. Every
+// problem is reported at once, each a *flotilla.FieldError naming the field
+// and value.
 func New(cfg Config) (*Scheduler, error) {
-	if cfg.PriorityClasses == nil {
-		cfg.PriorityClasses = flotilla.DefaultPriorityClasses()
-	}
-	if cfg.DefaultPriorityClass == "" {
-		cfg.DefaultPriorityClass = flotilla.ArmadaDefault
-	}
-	if cfg.Fairness == "" {
-		cfg.Fairness = DominantResourceFairness
-	}
-	if cfg.Strategy == "" {
-		cfg.Strategy = ProgressiveFilling
-	}
-	if len(cfg.PriorityClasses) == 0 {
-		return nil, flotilla.Errorf("priorityClasses", "[]", flotilla.ErrRequired, "at least one class")
-	}
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg.defaults()
 	s := &Scheduler{
 		cfg:        cfg,
 		classes:    slices.Clone(cfg.PriorityClasses),
@@ -78,7 +65,10 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	s.defClass = s.classIndex[cfg.DefaultPriorityClass]
 	for _, r := range sortedKeys(cfg.MaximumResourceFractionToSchedule) {
-		i, _ := cfg.Schema.Index(r)
+		i, ok := cfg.Schema.Index(r)
+		if !ok {
+			continue // capacity 0 everywhere: nothing is scheduled of it
+		}
 		s.roundLimit = append(s.roundLimit, resFraction{i, cfg.MaximumResourceFractionToSchedule[r]})
 	}
 	return s, nil

@@ -3,12 +3,15 @@ package scheduler_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/binpack"
+	"github.com/flotilla-sched/flotilla/queue"
 	"github.com/flotilla-sched/flotilla/scheduler"
 )
 
@@ -235,14 +238,13 @@ func TestConfigErrorsAllReported(t *testing.T) {
 	cfg.EvictionProbability = 2
 	cfg.MaxQueueLookback = -1
 	cfg.DefaultPriorityClass = "gold"
-	cfg.MaximumResourceFractionToSchedule = map[string]float64{"gpu": 0.5}
+	cfg.MaximumResourceFractionToSchedule = map[string]float64{"gpu": 1.5}
 	_, err := scheduler.New(cfg)
 	require.Error(t, err)
-	for _, want := range []string{`fairness "fifo"`, `evictionProbability "2"`, `maxQueueLookback "-1"`, `defaultPriorityClass "gold"`, `maximumResourceFractionToSchedule "gpu"`} {
+	for _, want := range []string{`fairness "fifo"`, `evictionProbability "2"`, `maxQueueLookback "-1"`, `defaultPriorityClass "gold"`, `maximumResourceFractionToSchedule.gpu "1.5"`} {
 		assert.Contains(t, err.Error(), want)
 	}
 	assert.ErrorIs(t, err, flotilla.ErrOutOfRange)
-	assert.ErrorIs(t, err, flotilla.ErrUnknownResource)
 }
 
 func TestCancelledContext(t *testing.T) {
@@ -256,4 +258,103 @@ func TestCancelledContext(t *testing.T) {
 	cancel()
 	_, err = s.Schedule(ctx, w.snapshot(), t0)
 	assert.ErrorIs(t, err, context.Canceled)
+}
+
+// A resource no node has is a resource of capacity 0 everywhere: New accepts
+// it as an indexed resource, a resource weight, a round fraction and a class
+// or queue cap (Armada's default config indexes nvidia.com/gpu on CPU-only
+// clusters), and the cycle decides exactly as it does without it.
+func TestConfigResourceAbsentFromSchemaIsCapacityZero(t *testing.T) {
+	run := func(absent bool) map[string]int {
+		schema := flotilla.MustResourceSchema("cpu", "memory")
+		cfg := scheduler.DefaultConfig(schema)
+		cfg.Fairness = scheduler.AssetFairness
+		cfg.ResourceWeights = map[string]float64{"cpu": 1, "memory": 0.5}
+		cfg.IndexedResources = []binpack.IndexedResource{{Name: "cpu", Resolution: 1}, {Name: "memory", Resolution: 1}}
+		cfg.MaximumResourceFractionToSchedule = map[string]float64{"cpu": 0.75}
+		limits := map[string]map[string]float64{flotilla.ArmadaDefault: {"cpu": 0.5}}
+		if absent {
+			cfg.ResourceWeights["nvidia.com/gpu"] = 4
+			cfg.IndexedResources = append([]binpack.IndexedResource{{Name: "nvidia.com/gpu", Resolution: 1}}, cfg.IndexedResources...)
+			cfg.MaximumResourceFractionToSchedule["nvidia.com/gpu"] = 0
+			cfg.PriorityClasses = flotilla.DefaultPriorityClasses()
+			for i := range cfg.PriorityClasses {
+				cfg.PriorityClasses[i].MaximumResourceFractionPerQueue = map[string]float64{"nvidia.com/gpu": 0}
+			}
+			limits[flotilla.ArmadaDefault]["nvidia.com/gpu"] = 0
+		}
+		s, err := scheduler.New(cfg)
+		require.NoError(t, err)
+		store, err := queue.New(cfg.PriorityClasses, cfg.DefaultPriorityClass)
+		require.NoError(t, err)
+		var nodes []*flotilla.Node
+		for i := range 4 {
+			nodes = append(nodes, &flotilla.Node{Name: fmt.Sprintf("n%d", i), Total: schema.MustParse(map[string]string{"cpu": fmt.Sprint(4 + i), "memory": "16Gi"})})
+		}
+		queues := []*flotilla.Queue{{Name: "A", LimitsByPriorityClass: limits}, {Name: "B"}}
+		for i := range 12 {
+			q := queues[i%2].Name
+			require.NoError(t, store.Add(&flotilla.Job{ID: fmt.Sprintf("j%02d", i), Queue: q, SubmitTime: t0,
+				Requests: schema.MustParse(map[string]string{"cpu": "1", "memory": "1Gi"})}))
+		}
+		res, err := s.Schedule(context.Background(), &scheduler.Snapshot{Nodes: nodes, Queues: queues, Queued: store}, t0)
+		require.NoError(t, err)
+		got := map[string]int{}
+		for _, a := range res.Scheduled {
+			got[a.Job.ID+"@"+a.Node]++
+		}
+		return got
+	}
+	without := run(false)
+	require.NotEmpty(t, without)
+	assert.Equal(t, without, run(true))
+}
+
+// Config.Validate (and so New) catches at construction what the node
+// database would otherwise reject only at the first Schedule: duplicate
+// indexed resources, more than binpack.MaxIndexedResources, empty names and
+// resolutions below 1.
+func TestConfigIndexedResourceProblemsAreCaughtAtNew(t *testing.T) {
+	cases := []struct {
+		name    string
+		indexed []binpack.IndexedResource
+		field   string
+		class   error
+	}{
+		{"duplicate", []binpack.IndexedResource{{Name: "cpu", Resolution: 1}, {Name: "cpu", Resolution: 1}}, "indexedResources[1].name", flotilla.ErrDuplicate},
+		{"too many", []binpack.IndexedResource{{Name: "a", Resolution: 1}, {Name: "b", Resolution: 1}, {Name: "c", Resolution: 1}, {Name: "d", Resolution: 1}, {Name: "e", Resolution: 1}}, "indexedResources", flotilla.ErrOutOfRange},
+		{"empty name", []binpack.IndexedResource{{Name: "", Resolution: 1}}, "indexedResources[0].name", flotilla.ErrRequired},
+		{"resolution 0", []binpack.IndexedResource{{Name: "cpu"}}, "indexedResources[0].resolution", flotilla.ErrOutOfRange},
+	}
+	for _, c := range cases {
+		cfg := scheduler.DefaultConfig(flotilla.MustResourceSchema("cpu"))
+		cfg.IndexedResources = c.indexed
+		_, err := scheduler.New(cfg)
+		require.Error(t, err, c.name)
+		var fe *flotilla.FieldError
+		require.True(t, errors.As(err, &fe), c.name)
+		assert.Equal(t, c.field, fe.Field, c.name)
+		assert.ErrorIs(t, err, c.class, c.name)
+		assert.Equal(t, err.Error(), cfg.Validate().Error(), c.name)
+	}
+}
+
+// A queue whose weight 1/priorityFactor is not finite (1e-310), or whose
+// weight would overflow the sum of weights (two queues at 1e-308), is bad
+// input named by the queue, not a cycle with NaN or zero fair shares.
+func TestScheduleRejectsQueueWhoseWeightIsNotFinite(t *testing.T) {
+	for _, factors := range [][]float64{{1e-310, 1}, {1e-308, 1e-308}} {
+		w := newWorld(t)
+		w.addNodes(1, "8")
+		w.addQueue("A", factors[0])
+		w.addQueue("B", factors[1])
+		w.submit("A", 2, "1")
+		w.submit("B", 2, "1")
+		s, err := scheduler.New(w.cfg)
+		require.NoError(t, err)
+		_, err = s.Schedule(context.Background(), w.snapshot(), t0)
+		require.Error(t, err, "%v", factors)
+		assert.ErrorIs(t, err, flotilla.ErrOutOfRange)
+		assert.Contains(t, err.Error(), `queue "A".priorityFactor`)
+	}
 }

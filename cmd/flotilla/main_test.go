@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -152,4 +154,27 @@ func TestBadExpectFileIsNotCalledAScenario(t *testing.T) {
 	if strings.Contains(stderr, "is not a valid scenario") {
 		t.Errorf("stderr calls the expect file a scenario:\n%s", stderr)
 	}
+}
+
+// testdata/scenarios/scenarios-md-example.json is SCENARIOS.md's input
+// example, comments stripped, so the documented example runs as a golden
+// scenario (its expected counts are reasoned in testdata/scenarios/README.md).
+func TestScenariosMDExampleIsTheDocumentedOne(t *testing.T) {
+	doc, err := os.ReadFile("../../../shared/SCENARIOS.md")
+	if err != nil {
+		t.Skip("../shared is not beside the checkout")
+	}
+	_, after, ok := strings.Cut(string(doc), "## Input")
+	require.True(t, ok)
+	_, after, ok = strings.Cut(after, "```json\n")
+	require.True(t, ok)
+	block, _, ok := strings.Cut(after, "```")
+	require.True(t, ok)
+	comment := regexp.MustCompile(`\s*//.*`)
+	var documented, repo any
+	require.NoError(t, json.Unmarshal([]byte(comment.ReplaceAllString(block, "")), &documented))
+	data, err := os.ReadFile("../../testdata/scenarios/scenarios-md-example.json")
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &repo))
+	assert.Equal(t, documented, repo)
 }

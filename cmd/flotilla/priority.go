@@ -2,25 +2,24 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/internal/strictjson"
 	"github.com/flotilla-sched/flotilla/priority"
 )
 
 // maxJobsBytes bounds the jobs file: 64 MiB, as the priority loaders.
 const maxJobsBytes = 64 << 20
 
-// jobRecord is one job of a jobs file (JSON field names in jobFields).
+// jobRecord is one job of a jobs file (its JSON form is jobJSON).
 type jobRecord struct {
 	ID, User, Bank, Queue string
 	// Urgency is 0–31 (0 holds the job, 31 expedites it); absent means
@@ -29,9 +28,6 @@ type jobRecord struct {
 	// where is "line N" for a job read from JSON lines, else empty.
 	where string
 }
-
-// jobFields are the keys of a job object; every other key is an error.
-var jobFields = []string{"id", "user", "bank", "queue", "urgency"}
 
 // priorityCmd runs `flotilla priority`: it loads a bank tree (and optional
 // weights), ranks every association by its usage, computes each job's
@@ -142,13 +138,24 @@ func renameField(err error, from, to, where string) error {
 	return err
 }
 
+// jobJSON is one job object of a jobs file, as internal/strictjson decodes
+// it: these keys only, each at most once, each of its type.
+type jobJSON struct {
+	ID      string `json:"id"`
+	User    string `json:"user"`
+	Bank    string `json:"bank"`
+	Queue   string `json:"queue"`
+	Urgency *int   `json:"urgency"`
+}
+
 // decodeJobs reads a jobs file: a JSON array of job objects, or one job
-// object per line (blank lines skipped). Decoding is strict: each key must
-// be one of jobFields, given once, with a value of its type (null means
-// absent); id and user are required; urgency is an integer 0–31 (default
-// 16); job ids are unique. Every problem is reported, joined, as a
-// *flotilla.FieldError whose field is jobs[i] or jobs[i].key, i counting
-// jobs from 0; problems with the file as a whole name "jobs".
+// object per line (blank lines skipped). Decoding is strict, by
+// internal/strictjson: each key must be one of jobJSON's, given once, with
+// a value of its type (null means absent); id and user are required;
+// urgency is an integer 0–31 (default 16); job ids are unique. Every
+// problem is reported, joined, as a *flotilla.FieldError whose field is
+// jobs[i] or jobs[i].key, i counting jobs from 0; problems with the file as
+// a whole name "jobs".
 func decodeJobs(r io.Reader) ([]jobRecord, error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxJobsBytes+1))
 	if err != nil {
@@ -157,168 +164,115 @@ func decodeJobs(r io.Reader) ([]jobRecord, error) {
 	if len(data) > maxJobsBytes {
 		return nil, flotilla.Errorf("jobs", strconv.Itoa(len(data))+" bytes", flotilla.ErrOutOfRange, "larger than %d bytes", maxJobsBytes)
 	}
-	var objs [][]byte
+	var objs []jobJSON
 	var where []string // for error details: "line N" of JSON lines, else ""
+	var broken []bool  // lines that did not decode at all: reported alone
+	var decodeErrs []error
 	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && trimmed[0] == '[' {
-		var raw []json.RawMessage
-		dec := json.NewDecoder(bytes.NewReader(trimmed))
-		if err := dec.Decode(&raw); err != nil {
-			return nil, flotilla.Errorf("jobs", "", flotilla.ErrMalformed, "want a JSON array of job objects: %v", err)
+		err := strictjson.Decode(trimmed, &objs)
+		if strictjson.Fatal(err) {
+			return nil, prefixFields(err, "jobs", "")
 		}
-		if _, err := dec.Token(); err != io.EOF {
-			return nil, flotilla.Errorf("jobs", "", flotilla.ErrMalformed, "data after the JSON array")
-		}
-		for _, m := range raw {
-			objs = append(objs, m)
-			where = append(where, "")
-		}
+		decodeErrs = append(decodeErrs, prefixFields(err, "jobs", ""))
+		where, broken = make([]string, len(objs)), make([]bool, len(objs))
 	} else {
 		for n, line := range bytes.Split(data, []byte("\n")) {
 			if len(bytes.TrimSpace(line)) == 0 {
 				continue
 			}
-			objs = append(objs, line)
-			where = append(where, fmt.Sprintf("line %d", n+1))
+			var o jobJSON
+			at := fmt.Sprintf("line %d", n+1)
+			err := strictjson.Decode(line, &o)
+			decodeErrs = append(decodeErrs, prefixFields(err, fmt.Sprintf("jobs[%d]", len(objs)), at))
+			objs, where, broken = append(objs, o), append(where, at), append(broken, strictjson.Fatal(err))
 		}
 	}
 	if len(objs) == 0 {
 		return nil, flotilla.Errorf("jobs", "", flotilla.ErrRequired, "no jobs: want a JSON array or JSON lines of job objects")
 	}
+	decoded := errors.Join(decodeErrs...)
 	var errs []error
 	jobs := make([]jobRecord, 0, len(objs))
 	seen := map[string]int{}
-	for i, obj := range objs {
+	for i, o := range objs {
 		field := fmt.Sprintf("jobs[%d]", i)
-		j, jerrs := decodeJob(obj, field, where[i])
-		errs = append(errs, jerrs...)
-		if len(jerrs) > 0 {
+		bad := func(f, v string, class error, format string, args ...any) {
+			detail := fmt.Sprintf(format, args...)
+			switch {
+			case where[i] == "":
+			case detail == "":
+				detail = where[i]
+			default:
+				detail += " (" + where[i] + ")"
+			}
+			errs = append(errs, flotilla.Errorf(f, v, class, "%s", detail))
+		}
+		if broken[i] {
 			continue
 		}
-		if first, dup := seen[j.ID]; dup {
-			errs = append(errs, flotilla.Errorf(field+".id", j.ID, flotilla.ErrDuplicate, "also jobs[%d]", first))
-			continue
+		j := jobRecord{ID: o.ID, User: o.User, Bank: o.Bank, Queue: o.Queue, Urgency: priority.DefaultUrgency, where: where[i]}
+		if o.Urgency != nil {
+			if u := *o.Urgency; u < priority.MinUrgency || u > priority.MaxUrgency {
+				bad(field+".urgency", strconv.Itoa(u), flotilla.ErrOutOfRange, "want an integer %d–%d", priority.MinUrgency, priority.MaxUrgency)
+			}
+			j.Urgency = *o.Urgency
 		}
-		seen[j.ID] = i
+		if j.ID == "" {
+			bad(field+".id", "", flotilla.ErrRequired, "")
+		}
+		if j.User == "" {
+			bad(field+".user", "", flotilla.ErrRequired, "")
+		}
+		if j.ID != "" {
+			if first, dup := seen[j.ID]; dup {
+				bad(field+".id", j.ID, flotilla.ErrDuplicate, "also jobs[%d]", first)
+			} else {
+				seen[j.ID] = i
+			}
+		}
 		jobs = append(jobs, j)
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if err := strictjson.Merge(decoded, errors.Join(errs...)); err != nil {
+		return nil, err
 	}
 	return jobs, nil
 }
 
-// decodeJob strictly decodes one job object.
-func decodeJob(obj []byte, field, where string) (jobRecord, []error) {
-	j := jobRecord{Urgency: priority.DefaultUrgency, where: where}
-	var errs []error
-	bad := func(f, v string, class error, format string, args ...any) {
-		detail := fmt.Sprintf(format, args...)
+// prefixFields renames the fields of err's problems, as strictjson names
+// them inside one value, to their place in the jobs file: the document
+// itself (strictjson.RootField) becomes prefix, a path inside it is put
+// after prefix (jobs[0].id, or jobs + [0].id). A non-empty where (such as
+// "line 3") is added to each problem's detail.
+func prefixFields(err error, prefix, where string) error {
+	if err == nil {
+		return nil
+	}
+	var in []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		in = j.Unwrap()
+	} else {
+		in = []error{err}
+	}
+	out := make([]error, 0, len(in))
+	for _, e := range in {
+		var fe *flotilla.FieldError
+		if !errors.As(e, &fe) {
+			out = append(out, e)
+			continue
+		}
+		field := prefix
 		switch {
-		case where == "":
-		case detail == "":
-			detail = where
+		case fe.Field == strictjson.RootField:
+		case strings.HasPrefix(fe.Field, "["):
+			field += fe.Field
 		default:
-			detail += " (" + where + ")"
+			field += "." + fe.Field
 		}
-		if detail == "" {
-			errs = append(errs, flotilla.Errorf(f, v, class, ""))
-			return
+		inner := fe.Err
+		if where != "" {
+			inner = fmt.Errorf("%w (%s)", fe.Err, where)
 		}
-		errs = append(errs, flotilla.Errorf(f, v, class, "%s", detail))
+		out = append(out, &flotilla.FieldError{Field: field, Value: fe.Value, Err: inner})
 	}
-	dec := json.NewDecoder(bytes.NewReader(obj))
-	dec.UseNumber()
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		bad(field, snippet(obj), flotilla.ErrMalformed, "want a JSON object")
-		return j, errs
-	}
-	given := map[string]bool{}
-	typed := map[string]bool{} // keys whose value had the wrong type
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			bad(field, snippet(obj), flotilla.ErrMalformed, "%s", syntaxMessage(err))
-			return j, errs
-		}
-		key, _ := tok.(string)
-		var val any
-		if err := dec.Decode(&val); err != nil {
-			bad(field, snippet(obj), flotilla.ErrMalformed, "%s", syntaxMessage(err))
-			return j, errs
-		}
-		kf := field + "." + key
-		switch {
-		case !slices.Contains(jobFields, key):
-			bad(kf, key, flotilla.ErrUnknownName, "unknown key; want one of %s", strings.Join(jobFields, ", "))
-			continue
-		case given[key]:
-			bad(kf, key, flotilla.ErrDuplicate, "key given twice")
-			continue
-		}
-		given[key] = true
-		if val == nil {
-			continue // null means absent
-		}
-		if key == "urgency" {
-			n, ok := val.(json.Number)
-			u, err := n.Int64()
-			switch {
-			case !ok || err != nil:
-				bad(kf, fmt.Sprint(val), flotilla.ErrMalformed, "want an integer %d–%d", priority.MinUrgency, priority.MaxUrgency)
-			case u < priority.MinUrgency || u > priority.MaxUrgency:
-				bad(kf, n.String(), flotilla.ErrOutOfRange, "want an integer %d–%d", priority.MinUrgency, priority.MaxUrgency)
-			default:
-				j.Urgency = int(u)
-			}
-			continue
-		}
-		s, ok := val.(string)
-		if !ok {
-			typed[key] = true
-			bad(kf, fmt.Sprint(val), flotilla.ErrMalformed, "want a string")
-			continue
-		}
-		switch key {
-		case "id":
-			j.ID = s
-		case "user":
-			j.User = s
-		case "bank":
-			j.Bank = s
-		case "queue":
-			j.Queue = s
-		}
-	}
-	if _, err := dec.Token(); err != nil {
-		bad(field, snippet(obj), flotilla.ErrMalformed, "%s", syntaxMessage(err))
-		return j, errs
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		bad(field, snippet(obj), flotilla.ErrMalformed, "data after the job object")
-	}
-	// A key given with a value of the wrong type is reported above.
-	if j.ID == "" && !typed["id"] {
-		bad(field+".id", "", flotilla.ErrRequired, "")
-	}
-	if j.User == "" && !typed["user"] {
-		bad(field+".user", "", flotilla.ErrRequired, "")
-	}
-	return j, errs
-}
-
-// syntaxMessage words a decoding error for people.
-func syntaxMessage(err error) string {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return "the object ends early"
-	}
-	return err.Error()
-}
-
-// snippet is up to 40 bytes of b, for error values.
-func snippet(b []byte) string {
-	b = bytes.TrimSpace(b)
-	if len(b) > 40 {
-		b = append(b[:37:37], "..."...)
-	}
-	return strings.ToValidUTF8(string(b), "?")
+	return errors.Join(out...)
 }

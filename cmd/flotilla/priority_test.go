@@ -67,7 +67,7 @@ func TestPriorityBadInput(t *testing.T) {
 		jobs          string
 		want          []string
 	}{
-		{"unknown key", tree, "", `{"id": "a", "user": "user1", "urgncy": 3}`, []string{`jobs[0].urgncy "urgncy"`, "unknown key"}},
+		{"unknown key", tree, "", `{"id": "a", "user": "user1", "urgncy": 3}`, []string{`jobs[0].urgncy "urgncy"`, `unknown field; did you mean "urgency"?`}},
 		{"urgency out of range", tree, "", `{"id": "a", "user": "user1", "urgency": 40}`, []string{`jobs[0].urgency "40"`, "out of range"}},
 		{"urgency not an integer", tree, "", `{"id": "a", "user": "user1", "urgency": 1.5}`, []string{`jobs[0].urgency "1.5"`}},
 		{"urgency a string", tree, "", `[{"id": "a", "user": "user1", "urgency": "high"}]`, []string{`jobs[0].urgency "high"`}},

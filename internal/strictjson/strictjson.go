@@ -18,16 +18,25 @@ import (
 // errors, empty input, trailing data).
 const RootField = "(root)"
 
-// Decode decodes the JSON document data into v, a pointer to a struct.
+// Decode decodes the JSON document data into v, a pointer to a struct (or
+// to a slice, for a document that is an array).
 //
-// Before decoding it walks the document's tokens against v's type and
-// reports, all at once and with JSON paths such as rounds[0].submit[1].cuont:
-// object keys that name no field (matched exactly, case-sensitively, unlike
-// encoding/json), keys repeated within one object, and values of the wrong
-// JSON type or out of the field's range. A syntax error stops the walk and is
-// reported alone, with its line and column. JSON null is accepted anywhere
-// and means "absent", as in encoding/json. Data after the top-level value is
-// an error.
+// It walks the document's tokens against v's type and reports, all at once
+// and with JSON paths such as rounds[0].submit[1].cuont: object keys that
+// name no field (matched exactly, case-sensitively, unlike encoding/json),
+// keys repeated within one object, and values of the wrong JSON type or out
+// of the field's range. JSON null is accepted anywhere and means "absent",
+// as in encoding/json.
+//
+// Decoding is lenient where checking is strict: v receives every value
+// that is well typed, while a bad value is decoded as JSON null (a field is
+// left absent, a map entry or array element gets its zero value), an
+// unknown key is ignored and a repeated key keeps its first value. So a
+// caller can go on to validate what was decoded and report those problems
+// together with these (see Merge). A syntax error, an empty document, a
+// top-level value that is not an object and data after the top-level value
+// are fatal (Fatal reports them): they are returned alone, with Field
+// RootField, and v is left unchanged.
 func Decode(data []byte, v any) error {
 	c := &checker{
 		data:    data,
@@ -42,7 +51,8 @@ func Decode(data []byte, v any) error {
 	if err != nil {
 		return c.syntax(err)
 	}
-	if err := c.check("", reflect.TypeOf(v).Elem(), tok); err != nil {
+	tree, err := c.check("", reflect.TypeOf(v).Elem(), tok)
+	if err != nil {
 		return err
 	}
 	end := c.dec.InputOffset()
@@ -55,17 +65,84 @@ func Decode(data []byte, v any) error {
 		return flotilla.Errorf(RootField, snippet(data, start), flotilla.ErrMalformed,
 			"data after the top-level value at line %d, column %d", line, col)
 	}
-	if len(c.errs) > 0 {
-		return errors.Join(c.errs...)
+	if _, isBad := tree.(bad); isBad {
+		return errors.Join(c.errs...) // the top level is not an object: nothing to decode
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	clean, err := json.Marshal(tree)
+	if err == nil {
+		dec := json.NewDecoder(bytes.NewReader(clean))
+		dec.DisallowUnknownFields()
+		err = dec.Decode(v)
+	}
+	if err != nil {
 		// Unreachable when the walk above agrees with encoding/json; kept so
 		// that a disagreement is an error rather than a silent zero value.
 		return flotilla.Errorf(RootField, "", flotilla.ErrMalformed, "%v", err)
 	}
-	return nil
+	return errors.Join(c.errs...)
+}
+
+// Fatal reports whether err, returned by Decode, stopped decoding: it holds
+// a problem with the document as a whole (Field RootField), so v was left
+// unchanged and there is nothing more to check.
+func Fatal(err error) bool {
+	for _, e := range leaves(err) {
+		var fe *flotilla.FieldError
+		if !errors.As(e, &fe) || fe.Field == RootField {
+			return true
+		}
+	}
+	return false
+}
+
+// Merge joins the problems Decode found (decoded) with those a later check
+// of the decoded value found (later), dropping each later problem whose
+// field is one Decode already reported, or lies inside one: a value Decode
+// left out shows up again as missing, and saying so twice helps nobody.
+// The result is flat: one element per problem.
+func Merge(decoded, later error) error {
+	var out []error
+	var paths []string
+	for _, e := range leaves(decoded) {
+		out = append(out, e)
+		var fe *flotilla.FieldError
+		if errors.As(e, &fe) {
+			paths = append(paths, fe.Field)
+		}
+	}
+	for _, e := range leaves(later) {
+		var fe *flotilla.FieldError
+		if errors.As(e, &fe) && covered(fe.Field, paths) {
+			continue
+		}
+		out = append(out, e)
+	}
+	return errors.Join(out...)
+}
+
+// covered reports whether field is one of paths or lies inside one.
+func covered(field string, paths []string) bool {
+	for _, p := range paths {
+		if field == p || strings.HasPrefix(field, p+".") || strings.HasPrefix(field, p+"[") {
+			return true
+		}
+	}
+	return false
+}
+
+// leaves flattens errors.Join trees.
+func leaves(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, leaves(e)...)
+		}
+		return out
+	}
+	return []error{err}
 }
 
 // checker walks a token stream against a Go type.
@@ -105,12 +182,19 @@ func (c *checker) info(t reflect.Type) *structInfo {
 	return si
 }
 
-// check verifies the value starting with tok against t. Type problems are
-// collected in c.errs; the returned error is a syntax error, which ends the
-// walk.
-func (c *checker) check(path string, t reflect.Type, tok json.Token) error {
+// bad stands for a value of the wrong type or range in the tree check
+// builds; it is written as null (absent, or a map entry's zero value, which
+// keeps the key and so the names a map declares).
+type bad struct{}
+
+// check verifies the value starting with tok against t and returns it as a
+// generic tree (map[string]any, []any, string, bool, json.Number or nil)
+// holding only what is well typed: a bad value is bad{} (null inside
+// objects and arrays), an unknown or repeated key is left out. Type problems are collected in
+// c.errs; the returned error is a syntax error, which ends the walk.
+func (c *checker) check(path string, t reflect.Type, tok json.Token) (any, error) {
 	if tok == nil {
-		return nil
+		return nil, nil
 	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -119,49 +203,57 @@ func (c *checker) check(path string, t reflect.Type, tok json.Token) error {
 	case reflect.Struct:
 		if tok != json.Delim('{') {
 			c.mismatch(path, tok, "an object")
-			return c.skip(tok)
+			return bad{}, c.skip(tok)
 		}
 		si := c.info(t)
-		return c.object(path, func(p, k string, vt json.Token) error {
+		return c.object(path, func(p, k string, vt json.Token) (any, bool, error) {
 			ft, ok := si.byName[k]
 			if !ok {
 				c.errs = append(c.errs, unknownField(p, k, si.names))
-				return c.skip(vt)
+				return nil, false, c.skip(vt)
 			}
-			return c.check(p, ft, vt)
+			v, err := c.check(p, ft, vt)
+			return v, true, err
 		})
 	case reflect.Map:
 		if tok != json.Delim('{') {
 			c.mismatch(path, tok, "an object")
-			return c.skip(tok)
+			return bad{}, c.skip(tok)
 		}
-		return c.object(path, func(p, _ string, vt json.Token) error {
-			return c.check(p, t.Elem(), vt)
+		return c.object(path, func(p, _ string, vt json.Token) (any, bool, error) {
+			v, err := c.check(p, t.Elem(), vt)
+			return v, true, err
 		})
 	case reflect.Slice:
 		if tok != json.Delim('[') {
 			c.mismatch(path, tok, "an array")
-			return c.skip(tok)
+			return bad{}, c.skip(tok)
 		}
+		out := []any{}
 		for i := 0; c.dec.More(); i++ {
 			vt, err := c.dec.Token()
 			if err != nil {
-				return c.syntax(err)
+				return nil, c.syntax(err)
 			}
-			if err := c.check(fmt.Sprintf("%s[%d]", path, i), t.Elem(), vt); err != nil {
-				return err
+			v, err := c.check(fmt.Sprintf("%s[%d]", path, i), t.Elem(), vt)
+			if err != nil {
+				return nil, err
 			}
+			if _, isBad := v.(bad); isBad {
+				v = nil // keeps the indices of the elements after it
+			}
+			out = append(out, v)
 		}
-		return c.closing()
+		return out, c.closing()
 	case reflect.String:
 		if _, ok := tok.(string); !ok {
 			c.mismatch(path, tok, "a string")
-			return c.skip(tok)
+			return bad{}, c.skip(tok)
 		}
 	case reflect.Bool:
 		if _, ok := tok.(bool); !ok {
 			c.mismatch(path, tok, "true or false")
-			return c.skip(tok)
+			return bad{}, c.skip(tok)
 		}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
@@ -169,46 +261,97 @@ func (c *checker) check(path string, t reflect.Type, tok json.Token) error {
 		n, ok := tok.(json.Number)
 		if !ok {
 			c.mismatch(path, tok, "a number")
-			return c.skip(tok)
+			return bad{}, c.skip(tok)
 		}
 		if err := checkNumber(path, string(n), t); err != nil {
 			c.errs = append(c.errs, err)
+			return bad{}, nil
 		}
 	default:
 		// Types the scenario formats do not use; let encoding/json judge.
-		return c.skip(tok)
+		return c.generic(tok)
 	}
-	return nil
+	return tok, nil
+}
+
+// generic reads the rest of a value whose first token is tok as a generic
+// tree, unchecked.
+func (c *checker) generic(tok json.Token) (any, error) {
+	switch tok {
+	case json.Delim('{'):
+		m := map[string]any{}
+		for c.dec.More() {
+			kt, err := c.dec.Token()
+			if err != nil {
+				return nil, c.syntax(err)
+			}
+			vt, err := c.dec.Token()
+			if err != nil {
+				return nil, c.syntax(err)
+			}
+			v, err := c.generic(vt)
+			if err != nil {
+				return nil, err
+			}
+			k, _ := kt.(string)
+			m[k] = v
+		}
+		return m, c.closing()
+	case json.Delim('['):
+		out := []any{}
+		for c.dec.More() {
+			vt, err := c.dec.Token()
+			if err != nil {
+				return nil, c.syntax(err)
+			}
+			v, err := c.generic(vt)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		return out, c.closing()
+	}
+	return tok, nil
 }
 
 // object walks the members of an object whose '{' has been read, calling
-// member for each first occurrence of a key and reporting repeats.
-func (c *checker) object(path string, member func(p, k string, vt json.Token) error) error {
+// member for each first occurrence of a key and reporting repeats; it
+// returns the members member kept, by key.
+func (c *checker) object(path string, member func(p, k string, vt json.Token) (any, bool, error)) (any, error) {
 	seen := map[string]bool{}
+	out := map[string]any{}
 	for c.dec.More() {
 		kt, err := c.dec.Token()
 		if err != nil {
-			return c.syntax(err)
+			return nil, c.syntax(err)
 		}
 		k, _ := kt.(string)
 		vt, err := c.dec.Token()
 		if err != nil {
-			return c.syntax(err)
+			return nil, c.syntax(err)
 		}
 		p := JoinKey(path, k)
 		if seen[k] {
 			c.errs = append(c.errs, flotilla.Errorf(p, k, flotilla.ErrDuplicate, "key appears twice in one object"))
 			if err := c.skip(vt); err != nil {
-				return err
+				return nil, err
 			}
 			continue
 		}
 		seen[k] = true
-		if err := member(p, k, vt); err != nil {
-			return err
+		v, keep, err := member(p, k, vt)
+		if err != nil {
+			return nil, err
+		}
+		if _, isBad := v.(bad); isBad {
+			v = nil // null: a field reads as absent, a map entry as its zero value
+		}
+		if keep {
+			out[k] = v
 		}
 	}
-	return c.closing()
+	return out, c.closing()
 }
 
 // closing reads the '}' or ']' that ends the current object or array.

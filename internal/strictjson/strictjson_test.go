@@ -1,0 +1,92 @@
+package strictjson_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/internal/strictjson"
+)
+
+type inner struct {
+	N int    `json:"n"`
+	S string `json:"s"`
+}
+
+type doc struct {
+	Seed  *uint64           `json:"seed"`
+	Name  string            `json:"name"`
+	Count int               `json:"count"`
+	Flag  bool              `json:"flag"`
+	Res   map[string]string `json:"res"`
+	List  []inner           `json:"list"`
+	Tags  []string          `json:"tags"`
+}
+
+func fields(t *testing.T, err error) []string {
+	t.Helper()
+	var out []string
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var fe *flotilla.FieldError
+		require.True(t, errors.As(e, &fe), "%v", e)
+		out = append(out, fe.Field)
+	}
+	return out
+}
+
+// A type error is reported at its path and decoding goes on: every well
+// typed value still reaches v, the bad ones read as absent (a map entry or
+// array element as its zero value, keeping keys and indices), so the caller
+// can validate the rest.
+func TestDecodeReportsTypeErrorsAndDecodesTheRest(t *testing.T) {
+	var v doc
+	err := strictjson.Decode([]byte(`{
+	  "seed": -1, "name": 7, "count": 3, "flag": true, "extra": 1,
+	  "res": {"cpu": 4, "memory": "1Gi"},
+	  "list": [{"n": 1.5, "s": "a"}, "x", {"n": 2, "s": "b"}],
+	  "tags": ["t", 1, "u"]}`), &v)
+	require.Error(t, err)
+	assert.False(t, strictjson.Fatal(err))
+	assert.Equal(t, []string{"seed", "name", "extra", "res.cpu", "list[0].n", "list[1]", "tags[1]"}, fields(t, err))
+	assert.Equal(t, doc{
+		Count: 3, Flag: true,
+		Res:  map[string]string{"cpu": "", "memory": "1Gi"},
+		List: []inner{{S: "a"}, {}, {N: 2, S: "b"}},
+		Tags: []string{"t", "", "u"},
+	}, v)
+}
+
+// Problems with the document as a whole stop decoding: v is unchanged and
+// Fatal says so.
+func TestDecodeFatalProblemsLeaveTheValueUnchanged(t *testing.T) {
+	for _, data := range []string{``, `[1]`, `{"name": "a",}`, `{"name": "a"} {}`, `{"name": "a"`} {
+		v := doc{Name: "before"}
+		err := strictjson.Decode([]byte(data), &v)
+		require.Error(t, err, data)
+		assert.True(t, strictjson.Fatal(err), data)
+		assert.Equal(t, "before", v.Name, data)
+	}
+	var v doc
+	require.NoError(t, strictjson.Decode([]byte(`{"name": "a", "seed": null}`), &v))
+	assert.False(t, strictjson.Fatal(nil))
+}
+
+// Merge keeps every decode problem and drops later ones at, or inside, a
+// path decoding already reported.
+func TestMergeDropsLaterProblemsAtReportedPaths(t *testing.T) {
+	decoded := errors.Join(
+		flotilla.Errorf("res.cpu", "4", flotilla.ErrMalformed, ""),
+		flotilla.Errorf("list[1]", "x", flotilla.ErrMalformed, ""))
+	later := errors.Join(
+		flotilla.Errorf("res.cpu", "", flotilla.ErrRequired, ""),
+		flotilla.Errorf("res.cpus", "", flotilla.ErrUnknownResource, ""),
+		flotilla.Errorf("list[1].n", "", flotilla.ErrRequired, ""),
+		flotilla.Errorf("list[10]", "", flotilla.ErrRequired, ""),
+		flotilla.Errorf("res", "", flotilla.ErrInconsistent, ""))
+	assert.Equal(t, []string{"res.cpu", "list[1]", "res.cpus", "list[10]", "res"}, fields(t, strictjson.Merge(decoded, later)))
+	assert.NoError(t, strictjson.Merge(nil, nil))
+	assert.Equal(t, []string{"res"}, fields(t, strictjson.Merge(nil, flotilla.Errorf("res", "", flotilla.ErrRequired, ""))))
+}
