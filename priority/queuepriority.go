@@ -126,8 +126,9 @@ func (p *QueuePriorities) SetFactors(queues []flotilla.Queue) error {
 }
 
 func checkFactor(field string, f float64) error {
-	if math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 {
-		return flotilla.Errorf(field, formatFloat(f), flotilla.ErrOutOfRange, "must be finite and > 0")
+	if math.IsNaN(f) || math.IsInf(f, 0) || f < flotilla.MinPriorityFactor {
+		return flotilla.Errorf(field, formatFloat(f), flotilla.ErrOutOfRange,
+			"must be finite and at least %g, so that 1/factor stays finite", flotilla.MinPriorityFactor)
 	}
 	return nil
 }

@@ -173,6 +173,24 @@ func TestSetFactorsZeroMeansOne(t *testing.T) {
 	assert.Equal(t, 0.5, qs[1].Factor)
 }
 
+// A factor below flotilla.MinPriorityFactor would make the weight 1/factor
+// (and the queue-priority arithmetic) non-finite: SetFactor and SetFactors
+// refuse it like Queue.Validate does, and change nothing.
+func TestSetFactorsRejectsFactorsBelowTheMinimum(t *testing.T) {
+	qp, err := priority.NewQueuePriorities(time.Hour, t0)
+	require.NoError(t, err)
+	for _, f := range []float64{1e-310, 1e-7, -1, math.NaN(), math.Inf(1)} {
+		err := qp.SetFactors([]flotilla.Queue{{Name: "a", PriorityFactor: 1}, {Name: "b", PriorityFactor: f}})
+		require.ErrorIs(t, err, flotilla.ErrOutOfRange, "factor %g", f)
+		var fe *flotilla.FieldError
+		require.ErrorAs(t, err, &fe)
+		assert.Equal(t, "queues[1].priorityFactor", fe.Field)
+		assert.ErrorIs(t, qp.SetFactor("c", f), flotilla.ErrOutOfRange, "factor %g", f)
+	}
+	assert.Empty(t, qp.Queues(), "nothing was set")
+	require.NoError(t, qp.SetFactor("a", flotilla.MinPriorityFactor))
+}
+
 func TestDecayProperties(t *testing.T) {
 	props := gopter.NewProperties(gopterParams())
 	value := gen.Float64Range(0, 1e6)
