@@ -188,18 +188,7 @@ func (db *DB) explain(q, sel *Query, admit func(*flotilla.Node) bool) Reason {
 		lo, hi = q.OnlyNode, q.OnlyNode+1
 	}
 	now, empty := candidate{node: -1}, candidate{node: -1}
-	groups := map[exclusionKey]*Exclusion{}
-	var order []exclusionKey
-	count := func(k exclusionKey, short int64) {
-		g, ok := groups[k]
-		if !ok {
-			g = &Exclusion{Filter: k.filter, Resource: k.resource, Short: short}
-			groups[k] = g
-			order = append(order, k)
-		}
-		g.Nodes++
-		g.Short = min(g.Short, short)
-	}
+	var gs exclusionGroups
 	for n := lo; n < hi; n++ {
 		node := db.nodes[n]
 		if admit != nil && !admit(node) {
@@ -208,17 +197,17 @@ func (db *DB) explain(q, sel *Query, admit func(*flotilla.Node) bool) Reason {
 		r.Nodes++
 		if term := selectorMismatch(keys, c.selector, node.Labels); term >= 0 {
 			r.Selector++
-			count(exclusionKey{filter: FilterSelector, term: term, resource: -1}, 0)
+			gs.count(exclusionKey{filter: FilterSelector, term: term, resource: -1}, 0)
 			continue
 		}
 		if t := untolerated(node.Taints, c.tolerations); t >= 0 {
 			r.Taints++
-			count(exclusionKey{filter: FilterTaint, taint: node.Taints[t], resource: -1}, 0)
+			gs.count(exclusionKey{filter: FilterTaint, taint: node.Taints[t], resource: -1}, 0)
 			continue
 		}
 		if db.cordoned[n] && q.OnlyNode < 0 {
 			r.Cordoned++
-			count(exclusionKey{filter: FilterCordoned, resource: -1}, 0)
+			gs.count(exclusionKey{filter: FilterCordoned, resource: -1}, 0)
 			continue
 		}
 		r.Candidates++
@@ -231,7 +220,7 @@ func (db *DB) explain(q, sel *Query, admit func(*flotilla.Node) bool) Reason {
 			empty.consider(n, q.Requests, avail)
 		}
 		res, short := firstShort(q.Requests, avail)
-		count(exclusionKey{filter: filter, resource: res}, short)
+		gs.count(exclusionKey{filter: filter, resource: res}, short)
 	}
 	best := now
 	switch {
@@ -245,16 +234,14 @@ func (db *DB) explain(q, sel *Query, admit func(*flotilla.Node) bool) Reason {
 	default:
 		r.Kind, best = TooLarge, empty
 	}
-	r.Excluded = make([]Exclusion, 0, len(order))
-	for _, k := range order {
-		g := groups[k]
+	r.Excluded = gs.groups
+	for i, k := range gs.keys {
 		switch k.filter {
 		case FilterSelector:
-			g.Detail = keys[k.term] + "=" + c.selector[keys[k.term]]
+			r.Excluded[i].Detail = keys[k.term] + "=" + c.selector[keys[k.term]]
 		case FilterTaint:
-			g.Detail = taintString(k.taint)
+			r.Excluded[i].Detail = taintString(k.taint)
 		}
-		r.Excluded = append(r.Excluded, *g)
 	}
 	slices.SortFunc(r.Excluded, func(a, b Exclusion) int {
 		return cmp.Or(cmp.Compare(a.Filter, b.Filter), cmp.Compare(b.Nodes, a.Nodes),
@@ -264,6 +251,55 @@ func (db *DB) explain(q, sel *Query, admit func(*flotilla.Node) bool) Reason {
 		r.Node, r.NodeName, r.Resource, r.Short = best.node, db.nodes[best.node].Name, best.resource, best.short
 	}
 	return r
+}
+
+// exclusionGroups counts nodes per exclusionKey: a linear search (the
+// last group hit first), since a scan meets few distinct causes, and a map
+// once it meets many.
+type exclusionGroups struct {
+	keys   []exclusionKey
+	groups []Exclusion
+	last   int
+	index  map[exclusionKey]int
+}
+
+// manyGroups is when exclusionGroups switches to a map.
+const manyGroups = 16
+
+func (gs *exclusionGroups) count(k exclusionKey, short int64) {
+	i := -1
+	switch {
+	case gs.last < len(gs.keys) && gs.keys[gs.last] == k:
+		i = gs.last
+	case gs.index != nil:
+		if j, ok := gs.index[k]; ok {
+			i = j
+		}
+	default:
+		for j := range gs.keys {
+			if gs.keys[j] == k {
+				i = j
+				break
+			}
+		}
+	}
+	if i < 0 {
+		i = len(gs.keys)
+		gs.keys = append(gs.keys, k)
+		gs.groups = append(gs.groups, Exclusion{Filter: k.filter, Resource: k.resource, Short: short})
+		if gs.index == nil && len(gs.keys) > manyGroups {
+			gs.index = make(map[exclusionKey]int, 2*manyGroups)
+			for j, kj := range gs.keys {
+				gs.index[kj] = j
+			}
+		} else if gs.index != nil {
+			gs.index[k] = i
+		}
+	}
+	gs.last = i
+	g := &gs.groups[i]
+	g.Nodes++
+	g.Short = min(g.Short, short)
 }
 
 // selectorMismatch returns the index in keys (the selector's keys, sorted)

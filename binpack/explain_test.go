@@ -247,3 +247,21 @@ func TestExplainKeepsTheBestCandidate(t *testing.T) {
 	require.Equal(t, "busy-10", r.NodeName, "the node short by least")
 	require.Equal(t, 2*core, r.Short)
 }
+
+// Many distinct causes (here a taint per node, more than the linear search
+// keeps) are each counted, in order of most nodes then name.
+func TestExplainCountsManyDistinctTaints(t *testing.T) {
+	var nodes []*flotilla.Node
+	for i := range 40 {
+		n := node3(fmt.Sprintf("n%02d", i), 0, 8, 8)
+		n.Taints = []flotilla.Taint{{Key: fmt.Sprintf("t%02d", i%20), Effect: flotilla.TaintNoSchedule}}
+		nodes = append(nodes, n)
+	}
+	db := mustNew(t, binpack.Options{}, nodes...)
+	r := db.Explain(query(r3(0, 1, 1), 0, 0))
+	require.Equal(t, binpack.NoMatchingNode, r.Kind)
+	require.Len(t, r.Excluded, 20)
+	for i, e := range r.Excluded {
+		assert.Equal(t, binpack.Exclusion{Filter: binpack.FilterTaint, Detail: fmt.Sprintf("t%02d:NoSchedule", i), Resource: -1, Nodes: 2}, e)
+	}
+}
