@@ -56,15 +56,14 @@
 // enough; for a gang, no cluster or label value could hold it), which only
 // a change of nodes or job resolves, and ReasonNoRoom when it would fit an
 // empty matching node but none has room now: kube-scheduler's
-// UnschedulableAndUnresolvable and Unschedulable. The Reason names every
-// filter that excluded nodes with its node count, and the shortfall per
-// resource (Reason.Filtered, Reason.Shortfall), as a sentence too: "0/3
-// nodes fit: 1 untolerated taint gpu=true:NoSchedule, 1 cordoned, 1 short
-// of cpu by at least 3". Room is measured at the job's last search: free
+// UnschedulableAndUnresolvable and Unschedulable. Reason.Search names
+// every filter that excluded nodes with its node count, and the shortfall
+// per resource; the message says the same: "0/3 nodes fit: 1 untolerated
+// taint gpu=true:NoSchedule, 1 cordoned, 1 short of cpu by at least 3". Room is measured at the job's last search: free
 // capacity, plus what evicted jobs hold when there are any, plus, when the
 // job may preempt, what preemptible jobs of lower priority hold. A job
 // skipped by the scheduling-key cache gets the first job's code and
-// findings, and Reason.SameAs names that job.
+// findings, and Reason.Search.SameAs names that job.
 //
 // # Strategies
 //

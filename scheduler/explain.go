@@ -17,8 +17,10 @@ const urgencyNote = " (room counts what lower-priority preemptible jobs hold)"
 // noFitReason is the Reason of a lone job that found no node, from the
 // node database's explanation r of its last search, made at level.
 func (c *cycle) noFitReason(r binpack.Reason, level int) Reason {
-	why := fitFindings(r, c.s.cfg.Schema)
-	why.Message = r.String(c.s.cfg.Schema)
+	why := Reason{Code: ReasonNoRoom, Message: r.String(c.s.cfg.Schema), Search: search(r, c.s.cfg.Schema)}
+	if r.Kind.Unresolvable() {
+		why.Code = ReasonNeverFits
+	}
 	if level > lowestClassLevel && r.Kind == binpack.Insufficient {
 		why.Message += urgencyNote
 	}
@@ -28,52 +30,50 @@ func (c *cycle) noFitReason(r binpack.Reason, level int) Reason {
 // gangNoFitReason is the Reason of a gang that was not placed, from the
 // placer's explanation of its last search, made at level.
 func (c *cycle) gangNoFitReason(e gang.Explanation, level int) Reason {
-	why := fitFindings(e.Reason, c.s.cfg.Schema)
-	if e.Cause != gang.MemberDoesNotFit {
-		why = Reason{}
+	why := Reason{Code: ReasonNoRoom, Message: e.String(c.s.cfg.Schema), Search: &NodeSearch{}}
+	if e.Cause == gang.MemberDoesNotFit {
+		why.Search = search(e.Reason, c.s.cfg.Schema)
 	}
-	why.Code = ReasonNoRoom
 	if e.NeverFits {
 		why.Code = ReasonNeverFits
-	}
-	why.Message = e.String(c.s.cfg.Schema)
-	if level > lowestClassLevel && e.Cause == gang.MemberDoesNotFit && !e.NeverFits {
+	} else if level > lowestClassLevel && e.Cause == gang.MemberDoesNotFit {
 		why.Message += urgencyNote
 	}
 	return why
 }
 
-// fitFindings is the code and the findings (no message) of explanation r.
-func fitFindings(r binpack.Reason, schema *flotilla.ResourceSchema) Reason {
-	why := Reason{Code: ReasonNoRoom, Nodes: r.Nodes}
-	if r.Kind.Unresolvable() {
-		why.Code = ReasonNeverFits
-	}
+// search is the findings of explanation r.
+func search(r binpack.Reason, schema *flotilla.ResourceSchema) *NodeSearch {
+	s := &NodeSearch{Nodes: r.Nodes}
 	for _, x := range r.Excluded {
 		switch x.Filter {
 		case binpack.FilterSelector:
-			why.Filtered = append(why.Filtered, NodeFilter{Filter: FilterSelector, Detail: x.Detail, Nodes: x.Nodes})
+			s.Filtered = append(s.Filtered, NodeFilter{Filter: FilterSelector, Detail: x.Detail, Nodes: x.Nodes})
 		case binpack.FilterTaint:
-			why.Filtered = append(why.Filtered, NodeFilter{Filter: FilterTaint, Detail: x.Detail, Nodes: x.Nodes})
+			s.Filtered = append(s.Filtered, NodeFilter{Filter: FilterTaint, Detail: x.Detail, Nodes: x.Nodes})
 		case binpack.FilterCordoned:
-			why.Filtered = append(why.Filtered, NodeFilter{Filter: FilterCordoned, Nodes: x.Nodes})
+			s.Filtered = append(s.Filtered, NodeFilter{Filter: FilterCordoned, Nodes: x.Nodes})
 		case binpack.FilterTooSmall, binpack.FilterNoRoom:
 			name := ""
 			if x.Resource >= 0 {
 				name = schema.Name(x.Resource)
 			}
-			why.Shortfall = append(why.Shortfall, Shortfall{Resource: name, Amount: x.Short, Nodes: x.Nodes,
+			s.Shortfall = append(s.Shortfall, Shortfall{Resource: name, Amount: x.Short, Nodes: x.Nodes,
 				WhenEmpty: x.Filter == binpack.FilterTooSmall})
 		}
 	}
-	return why
+	return s
 }
 
-// sameAs is the Reason of a job skipped by the scheduling-key cache: the
-// code and findings of first, the reason of job id that failed with the
-// same key, and a message that says so.
+// sameAs is the Reason of the jobs the scheduling-key cache skips after
+// job id failed with first: first's code and findings, with Search.SameAs
+// set and a message that says so.
 func sameAs(first Reason, id string) Reason {
-	first.SameAs = id
+	if first.Search != nil {
+		s := *first.Search
+		s.SameAs = id
+		first.Search = &s
+	}
 	first.Message = "same requirements as job " + id + ": " + first.Message
 	return first
 }

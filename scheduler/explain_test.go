@@ -38,7 +38,7 @@ func TestShortfallCountsTheCapacityTheJobMayPreempt(t *testing.T) {
 			require.Len(t, res.Unscheduled, 1)
 			why := res.Unscheduled[0].Reason
 			assert.Equal(t, scheduler.ReasonNoRoom, why.Code)
-			assert.Equal(t, []scheduler.Shortfall{{Resource: "cpu", Amount: w.res(c.short)[0], Nodes: 1}}, why.Shortfall)
+			assert.Equal(t, []scheduler.Shortfall{{Resource: "cpu", Amount: w.res(c.short)[0], Nodes: 1}}, why.Search.Shortfall)
 			assert.Contains(t, why.Message, "0/1 nodes fit: 1 short of cpu by at least "+c.short)
 		})
 	}
@@ -121,14 +121,14 @@ func TestNeverFitsApartFromNoRoom(t *testing.T) {
 			why := res.Unscheduled[0].Reason
 			assert.Equal(t, c.msg, why.Message)
 			total := 0
-			for _, f := range why.Filtered {
+			for _, f := range why.Search.Filtered {
 				total += f.Nodes
 			}
-			for _, s := range why.Shortfall {
+			for _, s := range why.Search.Shortfall {
 				total += s.Nodes
 			}
-			assert.Equal(t, 4, why.Nodes)
-			assert.Equal(t, why.Nodes, total, "every node counted once")
+			assert.Equal(t, 4, why.Search.Nodes)
+			assert.Equal(t, why.Search.Nodes, total, "every node counted once")
 		})
 	}
 }
@@ -154,15 +154,17 @@ func TestNoFitReasonCarriesTheFindings(t *testing.T) {
 		Code: scheduler.ReasonNoRoom,
 		Message: "0/5 nodes fit: 1 node selector zone=a mismatched, 1 untolerated taint gpu:NoExecute, 1 cordoned, " +
 			"1 short of cpu by at least 4 even when empty, 1 short of cpu by at least 6",
-		Nodes: 5,
-		Filtered: []scheduler.NodeFilter{
-			{Filter: scheduler.FilterSelector, Detail: "zone=a", Nodes: 1},
-			{Filter: scheduler.FilterTaint, Detail: "gpu:NoExecute", Nodes: 1},
-			{Filter: scheduler.FilterCordoned, Nodes: 1},
-		},
-		Shortfall: []scheduler.Shortfall{
-			{Resource: "cpu", Amount: 4000, Nodes: 1, WhenEmpty: true},
-			{Resource: "cpu", Amount: 6000, Nodes: 1},
+		Search: &scheduler.NodeSearch{
+			Nodes: 5,
+			Filtered: []scheduler.NodeFilter{
+				{Filter: scheduler.FilterSelector, Detail: "zone=a", Nodes: 1},
+				{Filter: scheduler.FilterTaint, Detail: "gpu:NoExecute", Nodes: 1},
+				{Filter: scheduler.FilterCordoned, Nodes: 1},
+			},
+			Shortfall: []scheduler.Shortfall{
+				{Resource: "cpu", Amount: 4000, Nodes: 1, WhenEmpty: true},
+				{Resource: "cpu", Amount: 6000, Nodes: 1},
+			},
 		},
 	}, why)
 }

@@ -114,24 +114,34 @@ func (c ReasonCode) String() string {
 }
 
 // Reason is a code, a sentence for people and, for ReasonNeverFits and
-// ReasonNoRoom, what the node search found, for programs. It is a value
-// but not comparable with == (it holds slices); Reasons of one Result may
-// share those slices, which are never changed after the cycle. Build it
-// with keyed fields.
+// ReasonNoRoom, what the node search found, for programs. It is a small
+// value; == compares Search by pointer, so compare two Reasons' searches
+// by content (reflect.DeepEqual) when they may come from different
+// searches. Build it with keyed fields.
 type Reason struct {
 	Code    ReasonCode
 	Message string
-	// SameAs, for ReasonNeverFits and ReasonNoRoom, is the ID of the job
-	// whose node search this reason repeats: a job with the same
-	// scheduling key failed earlier in the cycle, so no search was made for
-	// this one (the scheduling-key cache). The Code and the findings are
-	// that job's. Empty when the search was this job's own.
+	// Search is what the node search found, for ReasonNeverFits and
+	// ReasonNoRoom; nil for the other codes (and for a gang the placer
+	// refused as bad input, never-fits with the error as Message). Jobs skipped by the
+	// scheduling-key cache share one Search; it is never changed after the
+	// cycle, and must not be changed by the caller.
+	Search *NodeSearch
+}
+
+// NodeSearch is what a node search that found no node says, per node.
+type NodeSearch struct {
+	// SameAs is the ID of the job whose node search this repeats: a job
+	// with the same scheduling key failed earlier in the cycle, so no
+	// search was made for this one (the scheduling-key cache), and the
+	// Reason's Code and findings are that job's. Empty when the search was
+	// the job's own.
 	SameAs string
 	// Nodes counts the nodes searched (every node, or for a gang the
 	// domain's: its cluster, and the value of its uniformity label, where
 	// it came closest, for the member that did not fit there). Each is
 	// counted once, in Filtered or in Shortfall, so their Nodes add up to
-	// Nodes. Zero when no search was made.
+	// Nodes. Zero when the gang found no domain at all.
 	Nodes int
 	// Filtered counts the nodes the job's constraints exclude: a node
 	// selector term, an untolerated taint, a cordon.

@@ -113,12 +113,13 @@ func TestSchedulingKeyCacheKeepsTheFirstJobsCode(t *testing.T) {
 			require.Len(t, res.Unscheduled, 3)
 			first := res.Unscheduled[0].Reason
 			assert.Equal(t, c.code, first.Code)
-			assert.Empty(t, first.SameAs, "the first job was searched for")
+			assert.Empty(t, first.Search.SameAs, "the first job was searched for")
 			for _, u := range res.Unscheduled[1:] {
 				assert.Equal(t, c.code, u.Reason.Code, "a cached hit keeps the first job's code")
-				assert.Equal(t, jobs[0].ID, u.Reason.SameAs)
+				assert.Equal(t, jobs[0].ID, u.Reason.Search.SameAs)
 				assert.Equal(t, "same requirements as job "+jobs[0].ID+": "+first.Message, u.Reason.Message)
-				assert.Equal(t, first.Shortfall, u.Reason.Shortfall)
+				assert.Equal(t, first.Search.Shortfall, u.Reason.Search.Shortfall)
+				assert.Same(t, res.Unscheduled[1].Reason.Search, u.Reason.Search, "cached hits share one search")
 			}
 		})
 	}
