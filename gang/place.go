@@ -17,8 +17,8 @@ import (
 // keeps scratch memory and, per DB, the gang domains (clusters, and
 // clusters × values of each node-uniformity label seen), so that after
 // warm-up Place allocates nothing but the explanation of a gang that does
-// not fit. It holds on to the last DB it was given
-// until it is given another one.
+// not fit. It holds on to the last DB it was given until it is given
+// another one.
 //
 // The zero Placer is ready to use. It is not safe for concurrent use.
 type Placer struct {
