@@ -92,3 +92,26 @@ func BenchmarkSelectNoFit(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkExplain10kNodes explains a job that fits no node of 10,000: a
+// third pass its node selector, and those are short of cpu. Explain runs
+// once per failing scheduling key.
+func BenchmarkExplain10kNodes(b *testing.B) {
+	nodes := benchNodes(10_000)
+	db, err := binpack.New(binpack.Options{Schema: schemaCM, Levels: twoLevels, Queues: 10}, nodes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range nodes {
+		db.Bind(i, i%10, 1, flotilla.Resources{8 * core, 0})
+	}
+	db.Forget()
+	q := &binpack.Query{Requests: flotilla.Resources{30 * core, gi}, Level: 1, OnlyNode: -1,
+		Constraint: db.Constraints(map[string]string{"zone": "zone-1"}, nil)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := db.Explain(q); r.Kind != binpack.Insufficient {
+			b.Fatal(r.Kind)
+		}
+	}
+}

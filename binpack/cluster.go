@@ -86,8 +86,7 @@ func (db *DB) Restrict(id ConstraintID, r Restriction) ConstraintID {
 // node of r fits q (q.Constraint may be restricted already or not). Nodes
 // outside r are not considered and not counted; a domain with no nodes
 // (or whose only node is not q.OnlyNode) gives NoNodes. Like Explain it
-// costs O(N·(R + selector + taints)); it allocates only when (q.Constraint,
-// r) is new to Restrict.
+// costs O(N·(R + selector + taints)) and allocates.
 func (db *DB) ExplainIn(q *Query, r Restriction) Reason {
 	if ok, field, value := db.valid(q); !ok {
 		return Reason{Kind: InvalidQuery, Node: -1, Resource: -1, Field: field, Value: value}

@@ -96,7 +96,7 @@ func TestExplainIn(t *testing.T) {
 	assert.Equal(t, "e-none", r.NodeName)
 	assert.Equal(t, 1, r.Resource)
 	assert.Equal(t, core, r.Short)
-	assert.Equal(t, "no node fits: cpu short by 1 on the best node (e-none)", r.String(schema3))
+	assert.Equal(t, "0/2 nodes fit: 2 short of cpu by at least 1", r.String(schema3))
 
 	q.Requests = r3(0, 2, 2)
 	r = db.ExplainIn(q, east)

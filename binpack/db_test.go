@@ -175,7 +175,7 @@ func TestSelectors(t *testing.T) {
 	r := db.Explain(q)
 	require.Equal(t, binpack.NoMatchingNode, r.Kind)
 	require.Equal(t, 2, r.Selector)
-	require.Equal(t, "no node matches: 2 fail the node selector", r.String(schema3))
+	require.Equal(t, "0/2 nodes fit: 2 node selector zone=c mismatched", r.String(schema3))
 	// Interning: equal content, different maps.
 	require.Equal(t, db.Constraints(map[string]string{"zone": "b"}, nil), db.Constraints(map[string]string{"zone": "b"}, nil))
 	require.True(t, db.Constraints(map[string]string{"zone": "b"}, nil) != db.Constraints(map[string]string{"zone": "a"}, nil))
@@ -249,7 +249,7 @@ func TestCordon(t *testing.T) {
 	q.OnlyNode = 1
 	q.Requests = r3(0, 8, 16)
 	require.Equal(t, "", selectName(db, q), "OnlyNode still checks the fit")
-	require.Equal(t, "no node fits: cpu short by 4 on the best node (open)", db.Explain(q).String(schema3))
+	require.Equal(t, "0/1 nodes fit: 1 short of cpu by at least 4", db.Explain(q).String(schema3))
 }
 
 func TestRollback(t *testing.T) {
@@ -392,11 +392,11 @@ func TestExplain(t *testing.T) {
 	r := db.Explain(q)
 	require.Equal(t, binpack.Insufficient, r.Kind)
 	require.Equal(t, 8, r.Candidates)
-	require.Equal(t, "no node fits: cpu short by 4 on the best node (node-6)", r.String(schema3))
+	require.Equal(t, "0/8 nodes fit: 8 short of cpu by at least 4", r.String(schema3))
 	q.Requests = r3(1, 9, 8)
 	r = db.Explain(q)
 	require.Equal(t, binpack.TooLarge, r.Kind)
-	require.Equal(t, "no node is large enough: nvidia.com/gpu short by 1 even on an empty node (node-0)", r.String(schema3))
+	require.Equal(t, "0/8 nodes fit: 8 short of nvidia.com/gpu by at least 1 even when empty", r.String(schema3))
 	q.Requests = r3(0, 1, 1)
 	q.Level = 1
 	r = db.Explain(q)

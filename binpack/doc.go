@@ -47,6 +47,15 @@
 //	}
 //	db.Forget() // keep the placements, drop the undo log
 //
+// Explain and ExplainIn answer a query Select could not: they count every
+// node examined once, under the first check it fails (node selector term,
+// untolerated taint, cordon, too small even when empty, no room at the
+// query's level), grouped by the term, taint or first short resource with
+// the smallest shortfall among the group, in kube-scheduler's manner:
+// "0/3 nodes fit: 1 untolerated taint gpu=true:NoSchedule, 1 cordoned, 1
+// short of cpu by at least 3". Reason.Kind says whether the job could fit
+// an empty DB (Insufficient) or not (ReasonKind.Unresolvable).
+//
 // Costs, for N nodes, L levels and R resources: New is O(N·L·log N);
 // Select is O(log N) plus the candidates it steps over that are in the
 // rounded key range but do not fit, and allocates nothing; Bind and Unbind

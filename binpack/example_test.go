@@ -52,6 +52,6 @@ func Example() {
 	// job of B on node-2
 	// gang member on node-2
 	// gang member on node-1
-	// no node fits: cpu short by 8 on the best node (node-2)
+	// 0/2 nodes fit: 2 short of cpu by at least 8
 	// free cores: 24 32
 }

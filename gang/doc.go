@@ -17,7 +17,9 @@
 //     transaction (Mark, Select and Bind per member, Rollback on failure):
 //     all members in one domain (a cluster, or one label value within a
 //     cluster), or none and no trace, with an Explanation naming the member
-//     that did not fit and the resource it fell short on.
+//     that did not fit, the domain's nodes counted under the filter that
+//     excluded each (binpack.Explain's style), and whether the gang could
+//     never fit, even on empty nodes.
 //   - EvictionClosure widens evictions to whole gangs, for preemption.
 //
 // Per scheduling cycle:
@@ -55,5 +57,6 @@
 // Nothing here reads the clock, draws random numbers, starts goroutines or
 // keeps package-level state. Accumulator and Placer are reusable scratch
 // owned by one goroutine: after a warm-up cycle, Add, Reset and Place
-// allocate nothing.
+// allocate nothing (Place, when a gang does not fit, allocates its
+// explanation).
 package gang

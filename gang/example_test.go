@@ -97,7 +97,7 @@ func ExamplePlacer_Place() {
 	// g4-1 on v2a
 	// g4-2 on v2b
 	// g4-3 on v2b
-	// gang "g5": member 2 (job "g5-2") does not fit in the default cluster on rack=v1 after 2 of 5 members were placed: no node fits: cpu short by 1 on the best node (v1a)
+	// gang "g5": member 2 (job "g5-2") does not fit in the default cluster on rack=v1 after 2 of 5 members were placed: 0/2 nodes fit: 2 short of cpu by at least 1
 }
 
 func ExampleValidateSubmission() {

@@ -16,8 +16,9 @@ import (
 // Placer places complete gangs into a binpack.DB, all members or none. It
 // keeps scratch memory and, per DB, the gang domains (clusters, and
 // clusters × values of each node-uniformity label seen), so that after
-// warm-up Place allocates nothing. It holds on to the last DB it was given
-// until it is given another one.
+// warm-up Place allocates nothing but the explanation of a gang that does
+// not fit. It holds on to the last DB it was given until it is given
+// another one.
 //
 // The zero Placer is ready to use. It is not safe for concurrent use.
 type Placer struct {
@@ -35,6 +36,7 @@ type Placer struct {
 	search int
 
 	sum    flotilla.Resources // the members' requests, summed
+	total  flotilla.Resources // a domain's uncordoned nodes' totals, summed
 	dfree  []int64            // per domain: free capacity, R entries each
 	placed []int              // per domain: members placed, -1 if not tried
 	cand   []int              // domains that may hold the gang, tightest first
@@ -117,9 +119,17 @@ type Explanation struct {
 	// Domain is where Member did not fit.
 	Domain binpack.Restriction
 	// Reason is binpack's explanation for Member in Domain, with the
-	// members placed before it still bound: which resource fell short on
-	// the best node, and by how much, or which constraint no node met.
+	// members placed before it still bound: every node of the domain
+	// counted under the filter that excluded it, the shortfalls by
+	// resource.
 	Reason binpack.Reason
+	// NeverFits is true when the gang could not be placed even if every
+	// node were empty: no domain, or in every domain some member has no
+	// uncordoned node that admits it and is large enough, or the members'
+	// summed requests exceed the domain's uncordoned nodes' totals. (A
+	// domain that passes these checks may still be unable to pack the
+	// gang; NeverFits is then false.)
+	NeverFits bool
 }
 
 // String renders the explanation for people; schema (may be nil) names
@@ -187,7 +197,9 @@ func (e Explanation) String(schema *flotilla.ResourceSchema) string {
 // L·R)), in a single domain; with several domains, O(N·R) to rank them plus
 // one attempt per domain tried; on failure, an attempt per domain and one
 // Explain (O(N·R)). After warm-up (the first gang with each uniformity
-// label and each distinct member constraint per DB) it allocates nothing.
+// label and each distinct member constraint per DB) it allocates nothing,
+// except, on failure, the explanation's node counts, and whether the gang
+// never fits costs O(M·N·R) more.
 func (p *Placer) Place(db *binpack.DB, g *Gang, q int, levels []int) (Placement, error) {
 	return p.PlaceAt(db, g, q, levels, 0)
 }
@@ -233,7 +245,7 @@ func (p *Placer) PlaceAt(db *binpack.DB, g *Gang, q int, levels []int, search in
 	why := Explanation{Gang: g.ID, Label: g.UniformityLabel, Member: -1, Members: m}
 	doms := p.domainsFor(g.UniformityLabel)
 	if len(doms) == 0 {
-		why.Cause = NoUniformityLabel
+		why.Cause, why.NeverFits = NoUniformityLabel, true
 		if db.NodeCount() == 0 {
 			why.Cause = NoNodes
 		}
@@ -245,7 +257,7 @@ func (p *Placer) PlaceAt(db *binpack.DB, g *Gang, q int, levels []int, search in
 		dom := &doms[0]
 		if placed := p.attempt(g, dom, q, levels, m); placed < m {
 			db.Rollback(mark)
-			return p.explain(g, dom, q, levels, mark, why), nil
+			return p.explain(g, doms, dom, q, levels, mark, why), nil
 		}
 		return Placement{Placed: true, Nodes: p.cur[:m], Domain: dom.r, Why: why}, nil
 	}
@@ -281,12 +293,13 @@ func (p *Placer) PlaceAt(db *binpack.DB, g *Gang, q int, levels []int, search in
 			best = d
 		}
 	}
-	return p.explain(g, &doms[best], q, levels, mark, why), nil
+	return p.explain(g, doms, &doms[best], q, levels, mark, why), nil
 }
 
 // explain replays the attempt in dom up to the member that did not fit,
-// asks binpack why that member does not fit there, and rolls back to mark.
-func (p *Placer) explain(g *Gang, dom *domain, q int, levels []int, mark binpack.Mark, why Explanation) Placement {
+// asks binpack why that member does not fit there, rolls back to mark,
+// and says whether the gang could fit any of doms were they empty.
+func (p *Placer) explain(g *Gang, doms []domain, dom *domain, q int, levels []int, mark binpack.Mark, why Explanation) Placement {
 	db := p.db
 	placed := p.attempt(g, dom, q, levels, len(g.Members))
 	fail := p.order[placed]
@@ -298,7 +311,58 @@ func (p *Placer) explain(g *Gang, dom *domain, q int, levels []int, mark binpack
 	}
 	db.Rollback(mark)
 	why.Cause, why.Member, why.Job, why.PlacedBefore, why.Domain = MemberDoesNotFit, fail, g.Members[fail].Job.ID, placed, dom.r
+	why.NeverFits = true
+	for d := range doms {
+		if !p.neverFitsIn(g, &doms[d]) {
+			why.NeverFits = false
+			break
+		}
+	}
 	return Placement{Domain: dom.r, Why: why}
+}
+
+// neverFitsIn reports whether g cannot fit dom even with its nodes empty:
+// the members' summed requests exceed the totals of its uncordoned nodes,
+// or some member has no uncordoned node there that admits it and whose
+// total holds it. Only on the failure path: O(M·N·R), members equal to the
+// one before them in placement order checked once.
+func (p *Placer) neverFitsIn(g *Gang, dom *domain) bool {
+	db := p.db
+	clear(p.sum)
+	for _, e := range g.Members {
+		p.sum.AddSaturating(e.Job.Requests)
+	}
+	total := p.total
+	clear(total)
+	for _, n := range dom.nodes {
+		if !db.Cordoned(int(n)) {
+			for r, v := range db.Node(int(n)).Total {
+				total[r] = satAdd(total[r], v)
+			}
+		}
+	}
+	if !p.sum.Fits(total) {
+		return true
+	}
+	prev := -1
+	for _, i := range p.order[:len(g.Members)] {
+		req := g.Members[i].Job.Requests
+		if prev >= 0 && p.cons[i] == p.cons[prev] && req.Equal(g.Members[prev].Job.Requests) {
+			continue
+		}
+		prev = i
+		fits := false
+		for _, n := range dom.nodes {
+			if !db.Cordoned(int(n)) && db.Admits(p.cons[i], int(n)) && req.Fits(db.Node(int(n)).Total) {
+				fits = true
+				break
+			}
+		}
+		if !fits {
+			return true
+		}
+	}
+	return false
 }
 
 // rank computes each domain's free capacity (level-0 allocatable over its
@@ -387,6 +451,7 @@ func (p *Placer) use(db *binpack.DB) {
 		p.domains = make(map[string][]domain)
 	}
 	p.sum = make(flotilla.Resources, p.nres)
+	p.total = make(flotilla.Resources, p.nres)
 	if p.cmpMembers == nil {
 		p.cmpMembers, p.cmpDomains = p.compareMembers, p.compareDomains
 	}

@@ -55,7 +55,7 @@ func TestPlaceExactFitAndAllOrNothing(t *testing.T) {
 		assert.Equal(t, 0, why.Reason.Resource, "cpu")
 		assert.Equal(t, core, why.Reason.Short)
 		assert.Equal(t, `gang "g": member 32 (job "g-32") does not fit in the default cluster after 32 of 33 members were placed: `+
-			`no node fits: cpu short by 1 on the best node (n1)`, why.String(schemaCM))
+			`0/2 nodes fit: 2 short of cpu by at least 1`, why.String(schemaCM))
 	}
 }
 
@@ -152,7 +152,7 @@ func TestPlaceNoNodeCarriesLabel(t *testing.T) {
 	require.True(t, complete)
 	res, err = new(gang.Placer).Place(db, lone, 0, []int{0})
 	require.NoError(t, err)
-	assert.Equal(t, `job "solo" does not fit in the default cluster: no node is large enough: cpu short by 32 even on an empty node (a)`,
+	assert.Equal(t, `job "solo" does not fit in the default cluster: 0/2 nodes fit: 2 short of cpu by at least 32 even when empty`,
 		res.Why.String(schemaCM))
 }
 
@@ -168,7 +168,7 @@ func TestPlaceOneCluster(t *testing.T) {
 	require.False(t, res.Placed)
 	assert.Empty(t, before.diff(stateOf(db)))
 	assert.Equal(t, "a", res.Domain.Cluster, "a places one member, b none")
-	assert.Contains(t, res.Why.String(schemaCM), `in cluster "a" after 1 of 2 members were placed: no node fits: cpu short by 8`)
+	assert.Contains(t, res.Why.String(schemaCM), `in cluster "a" after 1 of 2 members were placed: 0/1 nodes fit: 1 short of cpu by at least 8`)
 
 	g = uniformGang(t, &acc, "h", 2, cores(8), "")
 	res, err = new(gang.Placer).Place(db, g, 0, levelsOf(2, top))
@@ -308,7 +308,54 @@ func TestPlaceAllocations(t *testing.T) {
 			db.Rollback(m)
 		}
 		run()
-		assert.Zero(t, testing.AllocsPerRun(50, run), g.ID)
+		allocs := testing.AllocsPerRun(50, run)
+		if g == tooBig {
+			assert.LessOrEqual(t, allocs, 4.0, "a gang that does not fit allocates only its explanation")
+		} else {
+			assert.Zero(t, allocs, g.ID)
+		}
+	}
+}
+
+// NeverFits: a gang that no domain could hold even with every node empty
+// never fits; one that some domain could hold when empty has no room now.
+func TestPlaceNeverFitsOnlyWhenNoDomainHoldsTheGangEmpty(t *testing.T) {
+	cases := []struct {
+		name      string
+		nodes     []*flotilla.Node
+		busy      map[int]int64 // node → cores bound
+		members   int
+		cores     int64
+		label     string
+		neverFits bool
+	}{
+		{name: "room when empty, none now", nodes: []*flotilla.Node{node("a", "", 32), node("b", "", 32)},
+			busy: map[int]int64{0: 20, 1: 20}, members: 2, cores: 16, neverFits: false},
+		{name: "a member larger than every node", nodes: []*flotilla.Node{node("a", "", 32), node("b", "", 32)},
+			members: 2, cores: 40, neverFits: true},
+		{name: "members fit nodes, the sum exceeds every cluster", nodes: []*flotilla.Node{node("a", "x", 32), node("b", "y", 32)},
+			members: 2, cores: 20, neverFits: true},
+		{name: "too small in one cluster, no room in the other", nodes: []*flotilla.Node{node("a", "east", 8), node("b", "west", 64)},
+			busy: map[int]int64{1: 60}, members: 2, cores: 16, neverFits: false},
+		{name: "no node carries the label", nodes: []*flotilla.Node{node("a", "", 32)},
+			members: 2, cores: 1, label: "rack", neverFits: true},
+		{name: "cordoned nodes do not count", nodes: []*flotilla.Node{node("a", "", 32), {Name: "c", Total: cores(32), Unschedulable: true}},
+			members: 2, cores: 20, neverFits: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			db := newDB(t, 2, c.nodes...)
+			for n, busy := range c.busy {
+				db.Bind(n, 1, top, cores(busy))
+			}
+			db.Forget()
+			var acc gang.Accumulator
+			g := uniformGang(t, &acc, "g", c.members, cores(c.cores), c.label)
+			res, err := new(gang.Placer).Place(db, g, 0, levelsOf(c.members, top))
+			require.NoError(t, err)
+			require.False(t, res.Placed)
+			assert.Equal(t, c.neverFits, res.Why.NeverFits, res.Why.String(schemaCM))
+		})
 	}
 }
 

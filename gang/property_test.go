@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"testing"
@@ -228,7 +229,7 @@ func TestPropertyPlace(t *testing.T) {
 		// Same world, same answer.
 		w2, _ := newWorld(seed)
 		res2, err := new(gang.Placer).Place(w2.db, w2.g, w2.q, w2.levels)
-		if err != nil || res2.Placed != res.Placed || !slices.Equal(res2.Nodes, nodes) || res2.Domain != res.Domain || res2.Why != res.Why {
+		if err != nil || res2.Placed != res.Placed || !slices.Equal(res2.Nodes, nodes) || res2.Domain != res.Domain || !reflect.DeepEqual(res2.Why, res.Why) {
 			return fail("not deterministic: %+v then %+v (%v)", res, res2, err)
 		}
 

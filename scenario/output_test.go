@@ -18,8 +18,8 @@ func smallOutput() *Output {
 			Round:     0,
 			Scheduled: []Placement{{Job: "a-0", Queue: "A", Node: "node-0"}},
 			Unschedulable: []Unschedulable{
-				{Job: "a-1", Queue: "A", Reason: "no-fit: cpu"},
-				{Job: "b-0", Queue: "B", Reason: "no-fit: cpu"},
+				{Job: "a-1", Queue: "A", Reason: "no-room: cpu"},
+				{Job: "b-0", Queue: "B", Reason: "no-room: cpu"},
 			},
 			Queues: []QueueReport{
 				{Name: "A", Running: 1, Queued: 1, Allocated: map[string]string{"memory": "4Gi", "cpu": "1"}, Share: 0.5, FairShare: 0.5, AdjustedFairShare: 0.5},
@@ -52,12 +52,12 @@ func TestWriteJSON(t *testing.T) {
         {
           "job": "a-1",
           "queue": "A",
-          "reason": "no-fit: cpu"
+          "reason": "no-room: cpu"
         },
         {
           "job": "b-0",
           "queue": "B",
-          "reason": "no-fit: cpu"
+          "reason": "no-room: cpu"
         }
       ],
       "queues": [
@@ -128,7 +128,7 @@ func TestWriteTable(t *testing.T) {
   scheduled:     1 (A 1)
   preempted:     0
   unschedulable: 2 (A 1, B 1)
-    2 × no-fit: cpu (e.g. a-1 of A)
+    2 × no-room: cpu (e.g. a-1 of A)
 
 round 1: 0 scheduled, 1 preempted, 0 unschedulable; 0 running, 0 queued at the end
   QUEUE  RUNNING  QUEUED  ALLOCATED  SHARE  FAIR SHARE  ADJUSTED FAIR SHARE

@@ -59,6 +59,24 @@
 // Gangs do the same as a unit: free capacity first, then a search at the
 // level of the gang's lowest class, preempting on each node it used.
 //
+// # Why a job waits
+//
+// Every examined job that is not placed gets a Reason in
+// Result.Unscheduled. A job that found no node gets ReasonNeverFits when it
+// could not fit even on an empty cluster (no node matches its node
+// selector, tolerations and the cordons, or none that matches is large
+// enough; for a gang, no cluster or label value could hold it), which only
+// a change of nodes or job resolves, and ReasonNoRoom when it would fit an
+// empty matching node but none has room now: kube-scheduler's
+// UnschedulableAndUnresolvable and Unschedulable. Reason.Search names
+// every filter that excluded nodes with its node count, and the shortfall
+// per resource; the message says the same: "0/3 nodes fit: 1 untolerated
+// taint gpu=true:NoSchedule, 1 cordoned, 1 short of cpu by at least 3". Room is measured at the job's last search: free
+// capacity, plus what evicted jobs hold when there are any, plus, when the
+// job may preempt, what preemptible jobs of lower priority hold. A job
+// skipped by the scheduling-key cache gets the first job's code and
+// findings, and Reason.Search.SameAs names that job.
+//
 // # Strategies
 //
 // Config.Strategy chooses progressive filling (the default) or Armada's

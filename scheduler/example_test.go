@@ -55,7 +55,7 @@ func ExampleScheduler_Schedule() {
 	// bob-3 → n2
 	// alice: 4 running, 2 waiting, share 0.50 of fair share 0.50
 	// bob: 4 running, 2 waiting, share 0.50 of fair share 0.50
-	// alice-4 waits: no-fit
+	// alice-4 waits: no-room
 }
 
 // Jobs ordered within a queue by flux-accounting's multi-factor priority:

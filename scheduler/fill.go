@@ -42,7 +42,7 @@ func (c *cycle) fill(ctx context.Context) error {
 			c.tryEvicted(qi, qs.headRun)
 		} else {
 			if stop.Code == 0 && c.roundLimitReached() {
-				stop = Reason{ReasonRoundLimit, "the cycle scheduled its maximum fraction of the cluster"}
+				stop = Reason{Code: ReasonRoundLimit, Message: "the cycle scheduled its maximum fraction of the cluster"}
 			}
 			cost := qs.headCost()
 			switch {
@@ -51,16 +51,16 @@ func (c *cycle) fill(ctx context.Context) error {
 				c.notExamined(qi, stop)
 				continue
 			case c.largerThanBurst(cost):
-				c.unscheduledUnit(qi, Reason{ReasonGangLargerThanBurst, fmt.Sprintf(
+				c.unscheduledUnit(qi, Reason{Code: ReasonGangLargerThanBurst, Message: fmt.Sprintf(
 					"a gang of %d needs more scheduling-rate tokens than a bucket holds", cost)})
 			case c.globalTokens < float64(cost):
-				stop = Reason{ReasonGlobalRateLimit, "the global scheduling rate limit has no tokens left"}
+				stop = Reason{Code: ReasonGlobalRateLimit, Message: "the global scheduling rate limit has no tokens left"}
 				sel.Remove(qi)
 				c.notExamined(qi, stop)
 				continue
 			case qs.tokens < float64(cost):
 				sel.Remove(qi)
-				c.notExamined(qi, Reason{ReasonQueueRateLimit, "the queue's scheduling rate limit has no tokens left"})
+				c.notExamined(qi, Reason{Code: ReasonQueueRateLimit, Message: "the queue's scheduling rate limit has no tokens left"})
 				continue
 			case qs.headGang != nil:
 				c.tryGang(qi)
@@ -142,7 +142,7 @@ func (c *cycle) advance(qi int) bool {
 		// Gang members wait until the gang is complete.
 		g, complete, err := c.acc.Add(e)
 		if err != nil {
-			c.unscheduled(e.Job, Reason{ReasonGangInvalid, err.Error()})
+			c.unscheduled(e.Job, Reason{Code: ReasonGangInvalid, Message: err.Error()})
 			continue
 		}
 		if starts {
@@ -191,7 +191,7 @@ func (c *cycle) notExamined(qi int, why Reason) {
 }
 
 func (c *cycle) lookbackReason() Reason {
-	return Reason{ReasonLookback, fmt.Sprintf("maxQueueLookback %d reached", c.s.cfg.MaxQueueLookback)}
+	return Reason{Code: ReasonLookback, Message: fmt.Sprintf("maxQueueLookback %d reached", c.s.cfg.MaxQueueLookback)}
 }
 
 // candidate is the queue's standing if its next job were scheduled. Shares
@@ -251,10 +251,11 @@ func (c *cycle) try(qi int) {
 		displacing = ok
 	}
 	if !ok {
-		c.query.Level = evictedLevel
-		msg := c.db.Explain(&c.query).String(c.s.cfg.Schema)
-		c.failed[e.Key] = Reason{ReasonSameAsFailed, "identical requirements to a job that did not fit: " + msg}
-		c.unscheduled(j, Reason{ReasonNoFit, msg})
+		// Explained at the last search's level, the most room the job
+		// could use: shortfalls count what it may displace or preempt.
+		why := c.noFitReason(c.db.Explain(&c.query), c.query.Level)
+		c.failed[e.Key] = sameAs(why, j.ID)
+		c.unscheduled(j, why)
 		return
 	}
 	c.db.Bind(node, qi, c.s.bindLevel[ci], j.Requests)
@@ -315,7 +316,7 @@ func (c *cycle) classLimitShort(qi, ci int, req flotilla.Resources) int {
 
 func (c *cycle) classLimitReason(qi, ci int, req flotilla.Resources) Reason {
 	r := c.classLimitShort(qi, ci, req)
-	return Reason{ReasonQueueClassLimit, fmt.Sprintf("queue %s would hold more than its %s limit of %s at priority class %s",
+	return Reason{Code: ReasonQueueClassLimit, Message: fmt.Sprintf("queue %s would hold more than its %s limit of %s at priority class %s",
 		c.queues[qi].q.Name, c.s.cfg.Schema.Name(r), flotilla.FormatQuantity(c.queues[qi].limitByClass[ci][r]), c.s.classes[ci].Name)}
 }
 

@@ -551,7 +551,7 @@ func TestFinalGangWithALowMemberPreemptsNothingAtThatPriority(t *testing.T) {
 	assert.Empty(t, res.Scheduled)
 	assert.Empty(t, res.Preempted)
 	require.Len(t, res.Unscheduled, 2)
-	assert.Equal(t, scheduler.ReasonNoFit, res.Unscheduled[0].Reason.Code)
+	assert.Equal(t, scheduler.ReasonNoRoom, res.Unscheduled[0].Reason.Code)
 }
 
 // A running gang with a non-preemptible member is pinned at the top level:

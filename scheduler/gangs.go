@@ -25,7 +25,7 @@ func (c *cycle) tryGang(qi int) {
 				dc, _ := c.s.class(d.Job)
 				c.unaccount(qi, dc, d.Job.Requests)
 			}
-			c.unscheduledUnit(qi, Reason{why.Code, fmt.Sprintf("gang %s, member %s: %s", g.ID, m.Job.ID, why.Message)})
+			c.unscheduledUnit(qi, Reason{Code: why.Code, Message: fmt.Sprintf("gang %s, member %s: %s", g.ID, m.Job.ID, why.Message)})
 			return
 		}
 		c.account(qi, ci, m.Job.Requests)
@@ -59,32 +59,29 @@ func (c *cycle) tryGang(qi int) {
 	}
 	// As for a lone job: free capacity, then evicted jobs' capacity, then
 	// lower-priority preemptible jobs' capacity; the explanation kept is the
-	// first search's.
+	// last search's, the most room the gang could use.
 	mark := c.db.Mark()
+	level := evictedLevel
 	pl, err := c.placer.Place(c.db, g, qi, levels)
-	why := pl.Why
 	if err == nil && !pl.Placed && c.held > 0 {
 		c.db.Rollback(mark)
-		pl, err = c.placer.PlaceAt(c.db, g, qi, levels, lowestClassLevel)
+		level = lowestClassLevel
+		pl, err = c.placer.PlaceAt(c.db, g, qi, levels, level)
 	}
 	displacing := false
 	if err == nil && !pl.Placed && search > lowestClassLevel && c.minPreemptibleLevel < search {
 		c.db.Rollback(mark)
-		pl, err = c.placer.PlaceAt(c.db, g, qi, levels, search)
+		level = search
+		pl, err = c.placer.PlaceAt(c.db, g, qi, levels, level)
 		displacing = pl.Placed
-	}
-	if err == nil && !pl.Placed {
-		pl.Why = why
 	}
 	if err != nil || !pl.Placed {
 		c.db.Rollback(mark)
-		msg := ""
 		if err != nil {
-			msg = err.Error()
+			c.unscheduledUnit(qi, Reason{Code: ReasonNeverFits, Message: err.Error()})
 		} else {
-			msg = pl.Why.String(c.s.cfg.Schema)
+			c.unscheduledUnit(qi, c.gangNoFitReason(pl.Why, level))
 		}
-		c.unscheduledUnit(qi, Reason{ReasonNoFit, msg})
 		return
 	}
 	c.db.Forget()
@@ -140,7 +137,7 @@ func (c *cycle) largerThanBurst(cost int) bool {
 // were not seen this cycle (not yet submitted, or beyond the lookback).
 func (c *cycle) reportIncompleteGangs() {
 	for _, g := range c.acc.Pending() {
-		why := Reason{ReasonGangIncomplete, fmt.Sprintf("gang %s: %d of %d members seen", g.ID, len(g.Members), g.Cardinality)}
+		why := Reason{Code: ReasonGangIncomplete, Message: fmt.Sprintf("gang %s: %d of %d members seen", g.ID, len(g.Members), g.Cardinality)}
 		for _, m := range g.Members {
 			c.unscheduled(m.Job, why)
 		}

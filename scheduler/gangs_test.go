@@ -34,7 +34,7 @@ func TestGangFitsExactlyOrNotAtAll(t *testing.T) {
 			assert.Len(t, res.Scheduled, c.placed)
 			if c.placed == 0 {
 				require.Len(t, res.Unscheduled, c.members)
-				assert.Equal(t, scheduler.ReasonNoFit, res.Unscheduled[0].Reason.Code)
+				assert.Equal(t, scheduler.ReasonNoRoom, res.Unscheduled[0].Reason.Code)
 				assert.Contains(t, res.Unscheduled[0].Reason.Message, "cpu")
 				assert.Empty(t, res.Preempted)
 			}

@@ -117,9 +117,9 @@ func (c *cycle) lease(ctx context.Context) error {
 		if stop.Code == 0 {
 			switch {
 			case c.roundLimitReached():
-				stop = Reason{ReasonRoundLimit, "the cycle scheduled its maximum fraction of the cluster"}
+				stop = Reason{Code: ReasonRoundLimit, Message: "the cycle scheduled its maximum fraction of the cluster"}
 			case c.globalTokens < 1:
-				stop = Reason{ReasonGlobalRateLimit, "the global scheduling rate limit has no tokens left"}
+				stop = Reason{Code: ReasonGlobalRateLimit, Message: "the global scheduling rate limit has no tokens left"}
 			}
 		}
 		switch {
@@ -218,7 +218,7 @@ func (c *cycle) leaseQueues(prios map[string]float64) ([]leaseQueue, []priority.
 				j := e.Job
 				switch {
 				case j.IsGang():
-					c.unscheduled(j, Reason{ReasonGangUnsupported, "the lottery strategy leases single jobs; gangs need progressive filling"})
+					c.unscheduled(j, Reason{Code: ReasonGangUnsupported, Message: "the lottery strategy leases single jobs; gangs need progressive filling"})
 				case len(j.Requests) != n || j.Requests.AnyNegative():
 					c.unscheduled(j, c.noFit(qi, e))
 				default:
@@ -286,9 +286,9 @@ func (c *cycle) noFit(qi int, e *queue.Entry) Reason {
 		return why
 	}
 	c.query = c.makeQuery(e.Job, qi, evictedLevel)
-	msg := c.db.Explain(&c.query).String(c.s.cfg.Schema)
-	c.failed[e.Key] = Reason{ReasonSameAsFailed, "identical requirements to a job that did not fit: " + msg}
-	return Reason{ReasonNoFit, msg}
+	why := c.noFitReason(c.db.Explain(&c.query), evictedLevel)
+	c.failed[e.Key] = sameAs(why, e.Job.ID)
+	return why
 }
 
 // leaseReport gives every examined job the lottery neither placed nor
@@ -313,11 +313,11 @@ func (c *cycle) leaseReport(lqs []leaseQueue, stop Reason) {
 		name := qs.q.Name
 		if n := qs.queuedLen - lq.examined; n > 0 {
 			c.res.NotExamined = append(c.res.NotExamined, QueueRemainder{Queue: name, Count: n,
-				Reason: Reason{ReasonLookback, fmt.Sprintf("maxQueueLookback %d reached", c.s.cfg.MaxQueueLookback)}})
+				Reason: Reason{Code: ReasonLookback, Message: fmt.Sprintf("maxQueueLookback %d reached", c.s.cfg.MaxQueueLookback)}})
 		}
 		if lq.rateDeferred > 0 {
 			c.res.NotExamined = append(c.res.NotExamined, QueueRemainder{Queue: name, Count: lq.rateDeferred,
-				Reason: Reason{ReasonQueueRateLimit, "the queue's scheduling rate limit has no tokens left"}})
+				Reason: Reason{Code: ReasonQueueRateLimit, Message: "the queue's scheduling rate limit has no tokens left"}})
 		}
 		if lq.stopDeferred > 0 {
 			c.res.NotExamined = append(c.res.NotExamined, QueueRemainder{Queue: name, Count: lq.stopDeferred, Reason: stop})

@@ -252,7 +252,7 @@ func TestLotteryReasons(t *testing.T) {
 	for _, u := range res.Unscheduled {
 		why[u.Job.ID] = u.Reason.Code
 	}
-	assert.Equal(t, map[string]scheduler.ReasonCode{big.ID: scheduler.ReasonNoFit, gang.ID: scheduler.ReasonGangUnsupported}, why)
+	assert.Equal(t, map[string]scheduler.ReasonCode{big.ID: scheduler.ReasonNeverFits, gang.ID: scheduler.ReasonGangUnsupported}, why)
 	require.Len(t, res.NotExamined, 1)
 	assert.Equal(t, scheduler.QueueRemainder{Queue: "A", Count: 4, Reason: res.NotExamined[0].Reason}, res.NotExamined[0])
 	assert.Equal(t, scheduler.ReasonLookback, res.NotExamined[0].Reason.Code)
@@ -270,7 +270,7 @@ func TestLotteryReasons(t *testing.T) {
 		}
 		assert.Equal(t, 10-3, remaining+len(res.Unscheduled), "every queued job not placed is accounted for once")
 		for _, u := range res.Unscheduled {
-			assert.Contains(t, []scheduler.ReasonCode{scheduler.ReasonNoFit, scheduler.ReasonGangUnsupported}, u.Reason.Code)
+			assert.Contains(t, []scheduler.ReasonCode{scheduler.ReasonNoRoom, scheduler.ReasonGangUnsupported}, u.Reason.Code)
 		}
 		assert.InDelta(t, 0, res.RateLimits.Global.Tokens, 1e-9)
 	})

@@ -364,7 +364,7 @@ func (c *cycle) dropVictim(ri int32, unbind bool) {
 }
 
 func displacedReason() Reason {
-	return Reason{ReasonDisplaced, "placed, then displaced in the same cycle by a job of higher priority"}
+	return Reason{Code: ReasonDisplaced, Message: "placed, then displaced in the same cycle by a job of higher priority"}
 }
 
 // refresh re-ranks queue q after its allocation changed under it.

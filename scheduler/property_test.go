@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -296,7 +297,7 @@ func TestPropertyDeterministic(t *testing.T) {
 			}
 		}
 		for i := range a.Unscheduled {
-			if a.Unscheduled[i].Job.ID != b.Unscheduled[i].Job.ID || a.Unscheduled[i].Reason != b.Unscheduled[i].Reason {
+			if a.Unscheduled[i].Job.ID != b.Unscheduled[i].Job.ID || !reflect.DeepEqual(a.Unscheduled[i].Reason, b.Unscheduled[i].Reason) {
 				return false
 			}
 		}

@@ -56,11 +56,17 @@ type Preemption struct {
 type ReasonCode uint8
 
 const (
-	// ReasonNoFit: no node had room (or matched selectors and taints).
-	ReasonNoFit ReasonCode = iota + 1
-	// ReasonSameAsFailed: a job with identical requirements already failed to
-	// fit this cycle, so no node search was made.
-	ReasonSameAsFailed
+	// ReasonNeverFits: the job cannot fit even on an empty cluster: no node
+	// matches its node selector, tolerations and the cordons, or none that
+	// matches is large enough (for a gang: no domain could hold it; see
+	// tryGang). It is unresolvable until the nodes, or the job, change.
+	// kube-scheduler's UnschedulableAndUnresolvable.
+	ReasonNeverFits ReasonCode = iota + 1
+	// ReasonNoRoom: the job would fit a matching node if that node were
+	// empty, but no node has room now, counting the capacity the job may
+	// take by preemption. It may fit once jobs finish or are preempted.
+	// kube-scheduler's Unschedulable.
+	ReasonNoRoom
 	// ReasonQueueClassLimit: the queue's limit for the job's priority class.
 	ReasonQueueClassLimit
 	// ReasonGlobalRateLimit: the global scheduling rate limit ran out.
@@ -86,8 +92,8 @@ const (
 )
 
 var reasonNames = [...]string{
-	ReasonNoFit:               "no-fit",
-	ReasonSameAsFailed:        "same-as-failed",
+	ReasonNeverFits:           "never-fits",
+	ReasonNoRoom:              "no-room",
 	ReasonQueueClassLimit:     "queue-class-limit",
 	ReasonGlobalRateLimit:     "global-rate-limit",
 	ReasonQueueRateLimit:      "queue-rate-limit",
@@ -107,10 +113,43 @@ func (c ReasonCode) String() string {
 	return fmt.Sprintf("reason(%d)", c)
 }
 
-// Reason is a code and a sentence for people.
+// Reason is a code, a sentence for people and, for ReasonNeverFits and
+// ReasonNoRoom, what the node search found, for programs. It is a small
+// value; == compares Search by pointer, so compare two Reasons' searches
+// by content (reflect.DeepEqual) when they may come from different
+// searches. Build it with keyed fields.
 type Reason struct {
 	Code    ReasonCode
 	Message string
+	// Search is what the node search found, for ReasonNeverFits and
+	// ReasonNoRoom; nil for the other codes (and for a gang the placer
+	// refused as bad input, never-fits with the error as Message). Jobs skipped by the
+	// scheduling-key cache share one Search; it is never changed after the
+	// cycle, and must not be changed by the caller.
+	Search *NodeSearch
+}
+
+// NodeSearch is what a node search that found no node says, per node.
+type NodeSearch struct {
+	// SameAs is the ID of the job whose node search this repeats: a job
+	// with the same scheduling key failed earlier in the cycle, so no
+	// search was made for this one (the scheduling-key cache), and the
+	// Reason's Code and findings are that job's. Empty when the search was
+	// the job's own.
+	SameAs string
+	// Nodes counts the nodes searched (every node, or for a gang the
+	// domain's: its cluster, and the value of its uniformity label, where
+	// it came closest, for the member that did not fit there). Each is
+	// counted once, in Filtered or in Shortfall, so their Nodes add up to
+	// Nodes. Zero when the gang found no domain at all.
+	Nodes int
+	// Filtered counts the nodes the job's constraints exclude: a node
+	// selector term, an untolerated taint, a cordon.
+	Filtered []NodeFilter
+	// Shortfall counts the nodes that pass those filters but lack a
+	// resource, grouped by the first resource (in schema order) each lacks,
+	// too small even when empty apart from without room now.
+	Shortfall []Shortfall
 }
 
 func (r Reason) String() string {
@@ -118,6 +157,44 @@ func (r Reason) String() string {
 		return r.Code.String()
 	}
 	return r.Code.String() + ": " + r.Message
+}
+
+// Filter names a check that excludes a node whatever its free capacity.
+type Filter string
+
+// The filters, in the order a node is checked against them.
+const (
+	FilterSelector Filter = "selector" // the node's labels lack a node-selector term
+	FilterTaint    Filter = "taint"    // the node has a NoSchedule/NoExecute taint the job does not tolerate
+	FilterCordoned Filter = "cordoned" // the node is unschedulable
+)
+
+// NodeFilter counts the nodes one filter excluded for one cause.
+type NodeFilter struct {
+	Filter Filter
+	// Detail is the first selector term the node lacks, in key order
+	// ("zone=a"), or its first taint the job does not tolerate
+	// ("gpu=true:NoSchedule"; "gpu:NoSchedule" without a value); "" for a
+	// cordon.
+	Detail string
+	Nodes  int
+}
+
+// Shortfall counts the nodes that lack one resource for the job.
+type Shortfall struct {
+	// Resource is the resource's name.
+	Resource string
+	// Amount is the smallest shortfall among the Nodes, in the units of
+	// Job.Requests: each of them lacks at least Amount. Room is counted at
+	// the level the job searched last: free capacity, plus capacity held
+	// by evicted jobs when there are any, plus, when the job may preempt,
+	// capacity held by preemptible jobs of lower priority.
+	Amount int64
+	Nodes  int
+	// WhenEmpty is true when the nodes lack Amount even when empty (too
+	// small for the job), false when they would hold it empty but lack
+	// room now.
+	WhenEmpty bool
 }
 
 // Unscheduled is a job the cycle examined and left queued.

@@ -66,7 +66,7 @@ func TestLargeUnschedulableJobDoesNotBlockSmallerOnes(t *testing.T) {
 	assert.Len(t, res.Scheduled, 3)
 	require.Len(t, res.Unscheduled, 1)
 	assert.Equal(t, big, res.Unscheduled[0].Job)
-	assert.Equal(t, scheduler.ReasonNoFit, res.Unscheduled[0].Reason.Code)
+	assert.Equal(t, scheduler.ReasonNeverFits, res.Unscheduled[0].Reason.Code)
 	assert.Contains(t, res.Unscheduled[0].Reason.Message, "cpu")
 }
 
@@ -97,16 +97,35 @@ func TestPerJobPriorityLowerNumberFirst(t *testing.T) {
 	assert.Equal(t, want.ID, res.Scheduled[0].Job.ID)
 }
 
-func TestSchedulingKeyCacheSkipsIdenticalFailures(t *testing.T) {
-	w := newWorld(t)
-	w.addNodes(1, "8")
-	w.addQueue("A", 1)
-	w.submit("A", 3, "16")
-	res := w.schedule()
-	require.Len(t, res.Unscheduled, 3)
-	assert.Equal(t, scheduler.ReasonNoFit, res.Unscheduled[0].Reason.Code)
-	assert.Equal(t, scheduler.ReasonSameAsFailed, res.Unscheduled[1].Reason.Code)
-	assert.Equal(t, scheduler.ReasonSameAsFailed, res.Unscheduled[2].Reason.Code)
+func TestSchedulingKeyCacheKeepsTheFirstJobsCode(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cpu  string
+		code scheduler.ReasonCode
+	}{
+		{"larger than the node: never fits", "16", scheduler.ReasonNeverFits},
+		{"fits the empty node: no room", "6", scheduler.ReasonNoRoom},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.addNodes(1, "8")
+			w.addQueue("A", 1)
+			w.submit("A", 1, "4")
+			jobs := w.submit("A", 3, c.cpu)
+			res := w.schedule()
+			require.Len(t, res.Unscheduled, 3)
+			first := res.Unscheduled[0].Reason
+			assert.Equal(t, c.code, first.Code)
+			assert.Empty(t, first.Search.SameAs, "the first job was searched for")
+			for _, u := range res.Unscheduled[1:] {
+				assert.Equal(t, c.code, u.Reason.Code, "a cached hit keeps the first job's code")
+				assert.Equal(t, jobs[0].ID, u.Reason.Search.SameAs)
+				assert.Equal(t, "same requirements as job "+jobs[0].ID+": "+first.Message, u.Reason.Message)
+				assert.Equal(t, first.Search.Shortfall, u.Reason.Search.Shortfall)
+				assert.Same(t, res.Unscheduled[1].Reason.Search, u.Reason.Search, "cached hits share one search")
+			}
+		})
+	}
 }
 
 func TestRoundFractionStopsAfterCrossingJob(t *testing.T) {

@@ -1,0 +1,79 @@
+package scheduler
+
+import (
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/binpack"
+	"github.com/flotilla-sched/flotilla/gang"
+)
+
+// This file turns the node database's explanations into Reasons: the code
+// (never fits even on an empty cluster, or no room now), the sentence, and
+// the per-filter node counts and shortfalls for programs.
+
+// urgencyNote ends the message of a job explained at its class's level,
+// where capacity held by preemptible jobs of lower priority counts as room.
+const urgencyNote = " (room counts what lower-priority preemptible jobs hold)"
+
+// noFitReason is the Reason of a lone job that found no node, from the
+// node database's explanation r of its last search, made at level.
+func (c *cycle) noFitReason(r binpack.Reason, level int) Reason {
+	why := Reason{Code: ReasonNoRoom, Message: r.String(c.s.cfg.Schema), Search: search(r, c.s.cfg.Schema)}
+	if r.Kind.Unresolvable() {
+		why.Code = ReasonNeverFits
+	}
+	if level > lowestClassLevel && r.Kind == binpack.Insufficient {
+		why.Message += urgencyNote
+	}
+	return why
+}
+
+// gangNoFitReason is the Reason of a gang that was not placed, from the
+// placer's explanation of its last search, made at level.
+func (c *cycle) gangNoFitReason(e gang.Explanation, level int) Reason {
+	why := Reason{Code: ReasonNoRoom, Message: e.String(c.s.cfg.Schema), Search: &NodeSearch{}}
+	if e.Cause == gang.MemberDoesNotFit {
+		why.Search = search(e.Reason, c.s.cfg.Schema)
+	}
+	if e.NeverFits {
+		why.Code = ReasonNeverFits
+	} else if level > lowestClassLevel && e.Cause == gang.MemberDoesNotFit {
+		why.Message += urgencyNote
+	}
+	return why
+}
+
+// search is the findings of explanation r.
+func search(r binpack.Reason, schema *flotilla.ResourceSchema) *NodeSearch {
+	s := &NodeSearch{Nodes: r.Nodes}
+	for _, x := range r.Excluded {
+		switch x.Filter {
+		case binpack.FilterSelector:
+			s.Filtered = append(s.Filtered, NodeFilter{Filter: FilterSelector, Detail: x.Detail, Nodes: x.Nodes})
+		case binpack.FilterTaint:
+			s.Filtered = append(s.Filtered, NodeFilter{Filter: FilterTaint, Detail: x.Detail, Nodes: x.Nodes})
+		case binpack.FilterCordoned:
+			s.Filtered = append(s.Filtered, NodeFilter{Filter: FilterCordoned, Nodes: x.Nodes})
+		case binpack.FilterTooSmall, binpack.FilterNoRoom:
+			name := ""
+			if x.Resource >= 0 {
+				name = schema.Name(x.Resource)
+			}
+			s.Shortfall = append(s.Shortfall, Shortfall{Resource: name, Amount: x.Short, Nodes: x.Nodes,
+				WhenEmpty: x.Filter == binpack.FilterTooSmall})
+		}
+	}
+	return s
+}
+
+// sameAs is the Reason of the jobs the scheduling-key cache skips after
+// job id failed with first: first's code and findings, with Search.SameAs
+// set and a message that says so.
+func sameAs(first Reason, id string) Reason {
+	if first.Search != nil {
+		s := *first.Search
+		s.SameAs = id
+		first.Search = &s
+	}
+	first.Message = "same requirements as job " + id + ": " + first.Message
+	return first
+}

@@ -1,0 +1,196 @@
+package scheduler_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/scheduler"
+)
+
+// The seed's example: a 32-core node holding 10 cores of armada-default
+// and 20 of armada-preemptible. A 23-core armada-default job could use the
+// 2 free cores and the 20 it may preempt: short by 1. A preemptible job
+// may preempt nothing: short by 21.
+func TestShortfallCountsTheCapacityTheJobMayPreempt(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		class func(*flotilla.Job)
+		short string
+	}{
+		{"armada-default preempts the preemptible jobs", nonPreemptible, "1"},
+		{"armada-preemptible preempts nothing", preemptible, "21"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.cfg.EvictionProbability = 0
+			w.addNodes(1, "32")
+			w.addQueue("A", 1)
+			w.addQueue("B", 1)
+			w.run("A", "10", "node-0", nonPreemptible)
+			w.run("A", "20", "node-0", preemptible)
+			w.submit("B", 1, "23", c.class)
+			res := w.schedule()
+			require.Empty(t, res.Scheduled)
+			require.Empty(t, res.Preempted)
+			require.Len(t, res.Unscheduled, 1)
+			why := res.Unscheduled[0].Reason
+			assert.Equal(t, scheduler.ReasonNoRoom, why.Code)
+			assert.Equal(t, []scheduler.Shortfall{{Resource: "cpu", Amount: w.res(c.short)[0], Nodes: 1}}, why.Search.Shortfall)
+			assert.Contains(t, why.Message, "0/1 nodes fit: 1 short of cpu by at least "+c.short)
+		})
+	}
+}
+
+// The same for a gang: its explanation is its last search's, at the level
+// of its lowest class when it may preempt.
+func TestGangShortfallCountsTheCapacityItMayPreempt(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		class func(*flotilla.Job)
+		short string
+	}{
+		{"armada-default preempts the preemptible jobs", nonPreemptible, "1"},
+		{"armada-preemptible preempts nothing", preemptible, "21"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.cfg.EvictionProbability = 0
+			w.addNodes(1, "32")
+			w.addQueue("A", 1)
+			w.addQueue("B", 1)
+			w.run("A", "10", "node-0", nonPreemptible)
+			w.run("A", "20", "node-0", preemptible)
+			w.submit("B", 1, "23", c.class, inGang("g", 1, ""))
+			res := w.schedule()
+			require.Empty(t, res.Scheduled)
+			require.Len(t, res.Unscheduled, 1)
+			why := res.Unscheduled[0].Reason
+			assert.Equal(t, scheduler.ReasonNoRoom, why.Code)
+			assert.Contains(t, why.Message, "1 short of cpu by at least "+c.short)
+		})
+	}
+}
+
+// Never fits: even on an empty cluster (too large for every matching node,
+// or no node matches); no room: it would fit an empty matching node.
+func TestNeverFitsApartFromNoRoom(t *testing.T) {
+	gpuTaint := []flotilla.Taint{{Key: "gpu", Value: "true", Effect: flotilla.TaintNoSchedule}}
+	for _, c := range []struct {
+		name string
+		cpu  string
+		mod  func(*flotilla.Job)
+		code scheduler.ReasonCode
+		msg  string
+	}{
+		{"no room now on a node it fits when empty", "20", nil, scheduler.ReasonNoRoom,
+			"0/4 nodes fit: 1 node selector zone=a mismatched, 1 untolerated taint gpu=true:NoSchedule, 1 cordoned, 1 short of cpu by at least 8"},
+		{"larger than every matching node", "40", nil, scheduler.ReasonNeverFits,
+			"0/4 nodes fit: 1 node selector zone=a mismatched, 1 untolerated taint gpu=true:NoSchedule, 1 cordoned, 1 short of cpu by at least 8 even when empty"},
+		{"no node matches the selector", "1", func(j *flotilla.Job) { j.NodeSelector = map[string]string{"zone": "c"} }, scheduler.ReasonNeverFits,
+			"0/4 nodes fit: 4 node selector zone=c mismatched"},
+		{"a GPU job without the toleration hears about the taint", "1", func(j *flotilla.Job) { j.Requests[2] = 1000 }, scheduler.ReasonNeverFits,
+			"0/4 nodes fit: 1 node selector zone=a mismatched, 1 untolerated taint gpu=true:NoSchedule, 1 cordoned, 1 short of nvidia.com/gpu by at least 1 even when empty"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.cfg.EvictionProbability = 0
+			zoneA := map[string]string{"zone": "a"}
+			w.nodes = []*flotilla.Node{
+				{Name: "zone-b", Total: w.res("64"), Labels: map[string]string{"zone": "b"}},
+				{Name: "gpu", Total: w.schema.MustParse(map[string]string{"cpu": "64", "nvidia.com/gpu": "8"}), Labels: zoneA, Taints: gpuTaint},
+				{Name: "cordoned", Total: w.res("64"), Labels: zoneA, Unschedulable: true},
+				{Name: "open", Total: w.res("32"), Labels: zoneA},
+			}
+			w.addQueue("A", 1)
+			w.addQueue("B", 1)
+			w.run("A", "20", "open", nonPreemptible)
+			mods := []func(*flotilla.Job){nonPreemptible, func(j *flotilla.Job) { j.NodeSelector = map[string]string{"zone": "a"} }}
+			if c.mod != nil {
+				mods = append(mods, c.mod)
+			}
+			w.submit("B", 2, c.cpu, mods...)
+			w.cfg.DefaultPriorityClass = flotilla.ArmadaDefault
+			res := w.schedule()
+			require.Len(t, res.Unscheduled, 2)
+			for _, u := range res.Unscheduled {
+				assert.Equal(t, c.code, u.Reason.Code, "the cached second job too")
+			}
+			why := res.Unscheduled[0].Reason
+			assert.Equal(t, c.msg, why.Message)
+			total := 0
+			for _, f := range why.Search.Filtered {
+				total += f.Nodes
+			}
+			for _, s := range why.Search.Shortfall {
+				total += s.Nodes
+			}
+			assert.Equal(t, 4, why.Search.Nodes)
+			assert.Equal(t, why.Search.Nodes, total, "every node counted once")
+		})
+	}
+}
+
+func TestNoFitReasonCarriesTheFindings(t *testing.T) {
+	w := newWorld(t)
+	zoneA := map[string]string{"zone": "a"}
+	w.nodes = []*flotilla.Node{
+		{Name: "zone-b", Total: w.res("64"), Labels: map[string]string{"zone": "b"}},
+		{Name: "gpu", Total: w.res("64"), Labels: zoneA, Taints: []flotilla.Taint{{Key: "gpu", Effect: flotilla.TaintNoExecute}}},
+		{Name: "cordoned", Total: w.res("64"), Labels: zoneA, Unschedulable: true},
+		{Name: "small", Total: w.res("4"), Labels: zoneA},
+		{Name: "busy", Total: w.res("32"), Labels: zoneA},
+	}
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	w.run("A", "30", "busy", nonPreemptible)
+	w.submit("B", 1, "8", nonPreemptible, func(j *flotilla.Job) { j.NodeSelector = map[string]string{"zone": "a"} })
+	res := w.schedule()
+	require.Len(t, res.Unscheduled, 1)
+	why := res.Unscheduled[0].Reason
+	assert.Equal(t, scheduler.Reason{
+		Code: scheduler.ReasonNoRoom,
+		Message: "0/5 nodes fit: 1 node selector zone=a mismatched, 1 untolerated taint gpu:NoExecute, 1 cordoned, " +
+			"1 short of cpu by at least 4 even when empty, 1 short of cpu by at least 6",
+		Search: &scheduler.NodeSearch{
+			Nodes: 5,
+			Filtered: []scheduler.NodeFilter{
+				{Filter: scheduler.FilterSelector, Detail: "zone=a", Nodes: 1},
+				{Filter: scheduler.FilterTaint, Detail: "gpu:NoExecute", Nodes: 1},
+				{Filter: scheduler.FilterCordoned, Nodes: 1},
+			},
+			Shortfall: []scheduler.Shortfall{
+				{Resource: "cpu", Amount: 4000, Nodes: 1, WhenEmpty: true},
+				{Resource: "cpu", Amount: 6000, Nodes: 1},
+			},
+		},
+	}, why)
+}
+
+func TestGangNeverFitsWhenNoClusterHoldsItEmpty(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		members int
+		code    scheduler.ReasonCode
+	}{
+		{"the members together exceed the cluster", 4, scheduler.ReasonNeverFits},
+		{"room when empty, none now", 2, scheduler.ReasonNoRoom},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.cfg.EvictionProbability = 0
+			w.addNodes(2, "32")
+			w.addQueue("A", 1)
+			w.addQueue("B", 1)
+			w.run("A", "20", "node-0", nonPreemptible)
+			w.submit("B", c.members, "20", nonPreemptible, inGang("g", c.members, ""))
+			res := w.schedule()
+			require.Len(t, res.Unscheduled, c.members)
+			for _, u := range res.Unscheduled {
+				assert.Equal(t, c.code, u.Reason.Code, u.Reason.Message)
+			}
+		})
+	}
+}
