@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/flotilla-sched/flotilla/internal/safetext"
 	"github.com/flotilla-sched/flotilla/internal/strictjson"
 )
 
@@ -148,16 +149,16 @@ func WriteTable(w io.Writer, out *Output) error {
 		fmt.Fprintln(tw, "  QUEUE\tRUNNING\tQUEUED\tALLOCATED\tSHARE\tFAIR SHARE\tADJUSTED FAIR SHARE")
 		for _, q := range r.Queues {
 			fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%.3f\t%.3f\t%.3f\n",
-				q.Name, q.Running, q.Queued, formatAllocated(q.Allocated), q.Share, q.FairShare, q.AdjustedFairShare)
+				safetext.Name(q.Name), q.Running, q.Queued, formatAllocated(q.Allocated), q.Share, q.FairShare, q.AdjustedFairShare)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		ew.printf("  scheduled:     %s\n", countLine(len(r.Scheduled), func(i int) string { return r.Scheduled[i].Queue }))
+		ew.printf("  scheduled:     %s\n", countLine(len(r.Scheduled), func(i int) string { return safetext.Name(r.Scheduled[i].Queue) }))
 		ew.printf("  preempted:     %s\n", countLine(len(r.Preempted), func(i int) string {
-			return r.Preempted[i].Queue + " " + r.Preempted[i].Reason
+			return safetext.Name(r.Preempted[i].Queue) + " " + safetext.Name(r.Preempted[i].Reason)
 		}))
-		ew.printf("  unschedulable: %s\n", countLine(len(r.Unschedulable), func(i int) string { return r.Unschedulable[i].Queue }))
+		ew.printf("  unschedulable: %s\n", countLine(len(r.Unschedulable), func(i int) string { return safetext.Name(r.Unschedulable[i].Queue) }))
 		writeReasons(ew, r.Unschedulable)
 	}
 	return ew.err
@@ -207,11 +208,11 @@ func writeReasons(ew *errWriter, us []Unschedulable) {
 			ew.printf("    … and %d more reasons\n", len(groups)-maxReasons)
 			break
 		}
-		reason := g.reason
-		if reason == "" {
-			reason = "(no reason given)"
+		reason := "(no reason given)"
+		if g.reason != "" {
+			reason = safetext.Name(g.reason)
 		}
-		ew.printf("    %d × %s (e.g. %s of %s)\n", g.n, reason, g.example.Job, g.example.Queue)
+		ew.printf("    %d × %s (e.g. %s of %s)\n", g.n, reason, safetext.Name(g.example.Job), safetext.Name(g.example.Queue))
 	}
 }
 
@@ -227,7 +228,7 @@ func formatAllocated(m map[string]string) string {
 	}
 	parts := make([]string, len(names))
 	for i, n := range names {
-		parts[i] = n + "=" + m[n]
+		parts[i] = safetext.Name(n) + "=" + safetext.Name(m[n])
 	}
 	return strings.Join(parts, " ")
 }

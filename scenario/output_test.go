@@ -167,3 +167,29 @@ func TestWritersReportWriteErrors(t *testing.T) {
 	assert.EqualError(t, WriteJSON(&failingWriter{}, smallOutput()), "disk full")
 	assert.NoError(t, WriteTable(&strings.Builder{}, nil))
 }
+
+// TestWriteTableEscapesNamesWithControlCharacters: queue, job and node names
+// reach the table Go-quoted when they hold control characters, so a name
+// can neither add lines nor send terminal escapes.
+func TestWriteTableEscapesNamesWithControlCharacters(t *testing.T) {
+	evil := "q\x1b[31m\nforged line\tx"
+	plain := &Output{Rounds: []RoundOutput{{
+		Scheduled:     []Placement{{Job: "j", Queue: "Q", Node: "n"}},
+		Preempted:     []Preemption{{Job: "j", Queue: "Q", Node: "n", Reason: ReasonUrgency}},
+		Unschedulable: []Unschedulable{{Job: "j", Queue: "Q", Reason: "no-fit: cpu"}},
+		Queues:        []QueueReport{{Name: "Q", Allocated: map[string]string{"cpu": "1"}}},
+	}}}
+	bad := &Output{Rounds: []RoundOutput{{
+		Scheduled:     []Placement{{Job: evil, Queue: evil, Node: evil}},
+		Preempted:     []Preemption{{Job: evil, Queue: evil, Node: evil, Reason: ReasonUrgency}},
+		Unschedulable: []Unschedulable{{Job: evil, Queue: evil, Reason: "no-fit: " + evil}},
+		Queues:        []QueueReport{{Name: evil, Allocated: map[string]string{evil: "1"}}},
+	}}}
+	var want, got bytes.Buffer
+	require.NoError(t, WriteTable(&want, plain))
+	require.NoError(t, WriteTable(&got, bad))
+	assert.Equal(t, strings.Count(want.String(), "\n"), strings.Count(got.String(), "\n"), got.String())
+	assert.NotContains(t, got.String(), "\x1b")
+	assert.NotContains(t, got.String(), "\t")
+	assert.Contains(t, got.String(), `"q\x1b[31m\nforged line\tx"`)
+}
