@@ -1,18 +1,32 @@
 // Package scenario reads, checks and expands the scenario files of
 // `flotilla schedule` (SCENARIOS.md is the format's public description), reads
-// and checks their expected outcomes (NAME.expect.json), and writes what a
-// run decided as JSON or as tables. Running a scenario through the scheduler
-// is not this package's job: a runner takes the Built value, plays its rounds
-// and fills an Output.
+// and checks their expected outcomes (NAME.expect.json), runs them through
+// the scheduler, and writes what a run decided as JSON or as tables.
 //
-// Typical use:
+// Typical use, for small scenarios:
 //
 //	f, err := scenario.Parse(data)      // strict JSON + validation
 //	b, err := f.Build()                 // schema, nodes, queues, jobs per round
-//	out := run(b)                       // the runner (cmd/flotilla)
+//	out, err := scenario.Run(ctx, b)    // every round, kept
 //	err = scenario.WriteTable(os.Stdout, out)
 //	exp, err := scenario.ParseExpect(expectData)
 //	err = exp.Check(out)                // every mismatch, errors.Join'ed
+//
+// Every round lists every job still queued, so keeping all rounds costs
+// rounds × queued jobs. RunStream hands each round over as soon as it is
+// decided and keeps none; JSONStream and TableStream write the same bytes as
+// WriteJSON and WriteTable a round at a time, and Expect.NewCheck compares
+// round by round. `flotilla schedule` works this way, in the memory of one
+// round:
+//
+//	js := scenario.NewJSONStream(os.Stdout)
+//	check := exp.NewCheck()
+//	err = scenario.RunStream(ctx, b, func(r *scenario.RoundOutput) error {
+//		check.Round(r)
+//		return js.WriteRound(r)
+//	})
+//	err = js.Close()
+//	err = check.Err()
 //
 // # Errors
 //

@@ -2,8 +2,11 @@ package scenario
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -192,4 +195,65 @@ func TestWriteTableEscapesNamesWithControlCharacters(t *testing.T) {
 	assert.NotContains(t, got.String(), "\x1b")
 	assert.NotContains(t, got.String(), "\t")
 	assert.Contains(t, got.String(), `"q\x1b[31m\nforged line\tx"`)
+}
+
+// TestJSONStreamIsWriteJSONByteForByte: streaming a run round by round gives
+// exactly the document WriteJSON gives for the whole Output, for every repo
+// scenario, for a hand-built output with nil lists and for no rounds at all.
+func TestJSONStreamIsWriteJSONByteForByte(t *testing.T) {
+	stream := func(rounds []RoundOutput) string {
+		var b bytes.Buffer
+		js := NewJSONStream(&b)
+		for i := range rounds {
+			require.NoError(t, js.WriteRound(&rounds[i]))
+		}
+		require.NoError(t, js.Close())
+		require.NoError(t, js.Close(), "a second Close writes nothing")
+		require.Error(t, js.WriteRound(&RoundOutput{}), "no round after Close")
+		return b.String()
+	}
+	whole := func(out *Output) string {
+		var b bytes.Buffer
+		require.NoError(t, WriteJSON(&b, out))
+		return b.String()
+	}
+	assert.Equal(t, whole(&Output{}), stream(nil))
+	assert.Equal(t, whole(smallOutput()), stream(smallOutput().Rounds))
+
+	files, err := filepath.Glob("../testdata/scenarios/*.json")
+	require.NoError(t, err)
+	n := 0
+	for _, p := range files {
+		if strings.HasSuffix(p, ".expect.json") || strings.HasSuffix(p, ".golden.json") {
+			continue
+		}
+		n++
+		data, err := os.ReadFile(p)
+		require.NoError(t, err)
+		f, err := Parse(data)
+		require.NoError(t, err, p)
+		b, err := f.Build()
+		require.NoError(t, err, p)
+		out, err := Run(context.Background(), b)
+		require.NoError(t, err, p)
+		var streamed bytes.Buffer
+		js := NewJSONStream(&streamed)
+		require.NoError(t, RunStream(context.Background(), b, js.WriteRound), p)
+		require.NoError(t, js.Close())
+		assert.Equal(t, whole(out), streamed.String(), p)
+		golden, err := os.ReadFile(strings.TrimSuffix(p, ".json") + ".golden.json")
+		require.NoError(t, err)
+		assert.Equal(t, string(golden), streamed.String(), p)
+	}
+	assert.NotZero(t, n)
+}
+
+// TestTableStreamStopsAtTheFirstWriteError: after a failed write, later
+// rounds write nothing and report the same error.
+func TestTableStreamStopsAtTheFirstWriteError(t *testing.T) {
+	w := &failingWriter{after: 1}
+	ts := NewTableStream(w)
+	rounds := smallOutput().Rounds
+	require.EqualError(t, ts.WriteRound(&rounds[0]), "disk full")
+	require.EqualError(t, ts.WriteRound(&rounds[1]), "disk full")
 }
