@@ -2,6 +2,7 @@ package binpack
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/flotilla-sched/flotilla"
@@ -56,7 +57,7 @@ type Reason struct {
 	Node     int
 	NodeName string
 	// Resource is the schema index of the first resource the best
-	// candidate lacks, and Short by how much (milli-units), for
+	// candidate lacks, and Short by how much (in the resource's unit), for
 	// Insufficient and TooLarge; else -1 and 0.
 	Resource int
 	Short    int64
@@ -176,6 +177,12 @@ func (r Reason) String(schema *flotilla.ResourceSchema) string {
 		}
 		return fmt.Sprintf("resource[%d]", i)
 	}
+	quantity := func(i int, v int64) string {
+		if schema != nil && i >= 0 && i < schema.Len() {
+			return schema.Quantity(i, v)
+		}
+		return strconv.FormatInt(v, 10)
+	}
 	switch r.Kind {
 	case Fits:
 		return fmt.Sprintf("fits on %s", r.NodeName)
@@ -200,10 +207,10 @@ func (r Reason) String(schema *flotilla.ResourceSchema) string {
 			return fmt.Sprintf("no node fits (best node %s)", r.NodeName)
 		}
 		return fmt.Sprintf("no node fits: %s short by %s on the best node (%s)",
-			name(r.Resource), flotilla.FormatQuantity(r.Short), r.NodeName)
+			name(r.Resource), quantity(r.Resource, r.Short), r.NodeName)
 	case TooLarge:
 		return fmt.Sprintf("no node is large enough: %s short by %s even on an empty node (%s)",
-			name(r.Resource), flotilla.FormatQuantity(r.Short), r.NodeName)
+			name(r.Resource), quantity(r.Resource, r.Short), r.NodeName)
 	}
 	return r.Kind.String()
 }

@@ -32,8 +32,8 @@ func TestReviewPlaceAtExplainsAtSearchLevel(t *testing.T) {
 }
 
 // rank sums each domain's free capacity without overflow checks: a cluster
-// of 1,000 nodes with 10 TB of ephemeral storage each (1e16 milli-units)
-// wraps negative, is dropped from the candidates, and the gang goes to a
+// of 1,000 nodes with 10 PB of ephemeral storage each (1e16 bytes; a DB does
+// not bound its cluster's total as the scheduler does) wraps negative, is dropped from the candidates, and the gang goes to a
 // looser cluster instead of the tightest one that holds it.
 func TestReviewPlaceDomainFreeCapacityOverflow(t *testing.T) {
 	schema := flotilla.MustResourceSchema("cpu", "memory", "ephemeral-storage")

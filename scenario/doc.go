@@ -57,6 +57,11 @@
 //     when present. A request, weight, limit or indexed resource naming any
 //     other resource is an ErrUnknownResource (this catches typos such as
 //     "cpus"; a job asking for a resource no node has cannot run anyway).
+//     Each resource has its flotilla.DefaultUnit, as in Kubernetes: cpu in
+//     milli-units, every other resource in whole units (bytes of memory),
+//     a finer quantity rounding up to one unit. So a node may hold up to
+//     8 EiB of memory and a cluster of MaxNodes nodes of 4 TiB (2^42 bytes)
+//     totals 4.4·10^17 bytes, well inside an int64.
 //   - Nodes: at least one template; each needs a name and a non-empty
 //     resources map. "count": 0 is allowed and makes no nodes. A node
 //     template may carry "cluster" (an addition to SCENARIOS.md): nodes
@@ -87,7 +92,7 @@
 //     fraction are in [0, 1]; rates and bursts are ≥ 0 and a positive rate
 //     needs a burst ≥ 1; resourceWeights are ≥ 0 and validated under either
 //     fairness model though only "asset" uses them; an indexed resource
-//     without a resolution has resolution 1 milli-unit; roundDuration is a
+//     without a resolution has resolution 1 unit (exact); roundDuration is a
 //     Go duration ≥ 0 (0 puts every round at the same instant).
 //   - Strategy (an addition to SCENARIOS.md): config.strategy is
 //     "progressive-filling" (default) or "lottery", Armada's legacy

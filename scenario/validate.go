@@ -51,7 +51,13 @@ func (b *builder) config() {
 		}
 		res := int64(1)
 		if ir.Resolution != "" {
-			v, err := flotilla.ParseQuantity(ir.Resolution)
+			// In the resource's unit; an unknown resource (reported above)
+			// is read in milli-units only to report a malformed quantity.
+			parse := flotilla.UnitMilli.Parse
+			if r, ok := b.schema.Index(ir.Name); ok {
+				parse = func(q string) (int64, error) { return b.schema.ParseQuantity(r, q) }
+			}
+			v, err := parse(ir.Resolution)
 			switch {
 			case err != nil:
 				b.add(&flotilla.FieldError{Field: f + ".resolution", Value: ir.Resolution, Err: err})
@@ -280,7 +286,7 @@ func (b *builder) nodes() {
 }
 
 // cluster checks what the scheduler needs of the cluster as a whole: its
-// total fits int64 milli-units, and asset fairness can value it (cpu
+// total fits int64 in each resource's unit, and asset fairness can value it (cpu
 // present and non-zero, some resource with a positive weight).
 func (b *builder) cluster() {
 	if b.schema == nil {
@@ -290,7 +296,7 @@ func (b *builder) cluster() {
 	for i, n := range b.out.Nodes {
 		if len(n.Total) == len(total) && !total.AddChecked(n.Total) {
 			b.add(flotilla.Errorf("nodes", n.Name, flotilla.ErrOutOfRange,
-				"the cluster's total overflows at node %d (about 9.2e15 base units of one resource)", i))
+				"the cluster's total overflows at node %d (above 9.2e15 cpu or 9.2e18 bytes of memory)", i))
 			return
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/flotilla-sched/flotilla"
@@ -57,7 +58,8 @@ type Config struct {
 	// means the seed's defaults (cpu 1, nvidia.com/gpu 1, others 0).
 	ResourceWeights map[string]float64
 	// IndexedResources order the smallest-fit comparison; nil means gpu, cpu,
-	// memory (those present in Schema) at resolution 1 milli-unit.
+	// memory (those present in Schema) at resolution 1 (exact). A
+	// Resolution is in the resource's unit of Schema (milli-cpu, bytes).
 	IndexedResources []binpack.IndexedResource
 	// ProtectedFractionOfFairShare: a queue is evictable to fair share when
 	// its share exceeds this × max(fair share, adjusted fair share). 0 makes
@@ -155,11 +157,16 @@ func (c *Config) validate() error {
 		}
 	}
 	for i, ir := range c.IndexedResources {
-		if _, ok := c.Schema.Index(ir.Name); !ok {
+		r, ok := c.Schema.Index(ir.Name)
+		if !ok {
 			add(flotilla.Errorf(fmt.Sprintf("indexedResources[%d].name", i), ir.Name, flotilla.ErrUnknownResource, ""))
 		}
 		if ir.Resolution < 1 {
-			add(flotilla.Errorf(fmt.Sprintf("indexedResources[%d].resolution", i), flotilla.FormatQuantity(ir.Resolution), flotilla.ErrOutOfRange, "want a positive quantity"))
+			value := strconv.FormatInt(ir.Resolution, 10)
+			if ok {
+				value = c.Schema.Quantity(r, ir.Resolution)
+			}
+			add(flotilla.Errorf(fmt.Sprintf("indexedResources[%d].resolution", i), value, flotilla.ErrOutOfRange, "want a positive quantity"))
 		}
 	}
 	add(checkFraction("protectedFractionOfFairShare", c.ProtectedFractionOfFairShare, math.Inf(1)))
