@@ -11,6 +11,12 @@
 //
 // Exit codes: 0 when the scenario ran (whatever it decided), 1 when an
 // -expect file was given and the outcome differs, 2 for bad input.
+//
+// schedule writes and checks each round as soon as it is decided, keeping
+// none, so its memory is one round's whatever the number of rounds; bad
+// input found only while running (a finish naming a job that is not
+// running) ends the output after the rounds before it. Tables print names
+// with control characters Go-quoted.
 package main
 
 import (
