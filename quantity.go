@@ -7,9 +7,93 @@ import (
 	"strconv"
 )
 
-// ParseQuantity parses a Kubernetes quantity into exact integer milli-units:
-// "500m" is 500, "1" is 1000, "1.5" is 1500, "4Gi" is 4·2^30·1000 and "2e3"
-// is 2,000,000.
+// Unit is what one count of a resource vector entry stands for: a
+// thousandth of the resource's base unit (UnitMilli, as Kubernetes'
+// MilliValue, for cpu) or one whole base unit (UnitWhole, as Kubernetes'
+// Value: one byte of memory or storage, one GPU). Whole units let one int64
+// entry hold 9.2·10^18 bytes (8 EiB), so that sums over 100,000 nodes of
+// 4 TiB stay exact; milli-units keep fractional cpu ("500m") exact.
+type Unit uint8
+
+const (
+	// UnitMilli counts thousandths of a base unit: "500m" is 500, "1" is 1000.
+	UnitMilli Unit = iota + 1
+	// UnitWhole counts base units: "1" is 1, "4Gi" is 4·2^30, and "500m"
+	// rounds up to 1.
+	UnitWhole
+)
+
+// DefaultUnit is the unit NewResourceSchema gives a resource, Kubernetes'
+// rule: UnitMilli for "cpu", UnitWhole for every other resource (memory,
+// ephemeral-storage, hugepages-*, nvidia.com/gpu and other extended
+// resources).
+func DefaultUnit(name string) Unit {
+	if name == "cpu" {
+		return UnitMilli
+	}
+	return UnitWhole
+}
+
+// String returns "milli" or "whole".
+func (u Unit) String() string {
+	switch u {
+	case UnitMilli:
+		return "milli"
+	case UnitWhole:
+		return "whole"
+	}
+	return "Unit(" + strconv.Itoa(int(u)) + ")"
+}
+
+// valid reports whether u is one of the declared units.
+func (u Unit) valid() bool { return u == UnitMilli || u == UnitWhole }
+
+// shift is the power of ten one base unit is worth in u.
+func (u Unit) shift() int64 {
+	if u == UnitMilli {
+		return 3
+	}
+	return 0
+}
+
+// Parse reads a Kubernetes quantity (the grammar of ParseQuantity) as an
+// exact count of u, rounding a value that is not a whole number of u away
+// from zero: in UnitWhole "1.5" is 2 and "1n" is 1. Errors are as
+// ParseQuantity's, ErrOutOfRange when the count does not fit an int64.
+// Parse never panics; a Unit other than UnitMilli and UnitWhole reads as
+// UnitWhole.
+func (u Unit) Parse(s string) (int64, error) {
+	q, ok := scanQuantity(s)
+	if !ok {
+		return 0, Errorf("quantity", s, ErrMalformed, "")
+	}
+	v, ok := q.scaled(u.shift())
+	if !ok {
+		if u == UnitMilli {
+			return 0, Errorf("quantity", s, ErrOutOfRange, "milli-units overflow int64")
+		}
+		return 0, Errorf("quantity", s, ErrOutOfRange, "overflows int64")
+	}
+	return v, nil
+}
+
+// Format renders a count of u as the canonical quantity, which Parse reads
+// back to the same count: in UnitMilli as FormatQuantity; in UnitWhole as
+// FormatQuantity(v·1000) would (4·2^30 → "4Gi", 1536 → "1536"), without
+// the overflow of that product. A quantity prints the same whatever unit
+// holds it.
+func (u Unit) Format(v int64) string {
+	if u == UnitMilli {
+		return FormatQuantity(v)
+	}
+	return formatBase(v, false)
+}
+
+// ParseQuantity parses a Kubernetes quantity into exact integer milli-units
+// (UnitMilli.Parse): "500m" is 500, "1" is 1000, "1.5" is 1500, "4Gi" is
+// 4·2^30·1000 and "2e3" is 2,000,000. Resource vectors hold each resource in
+// its schema's unit: parse them with ResourceSchema.Parse or
+// ResourceSchema.ParseQuantity.
 //
 // The grammar is Kubernetes':
 //
@@ -34,17 +118,7 @@ import (
 // input outside the grammar (including the empty string), ErrOutOfRange for
 // values whose milli-units do not fit in an int64 (above 9,223,372,036,854,775,807m,
 // about 8Pi). ParseQuantity never panics.
-func ParseQuantity(s string) (int64, error) {
-	q, ok := scanQuantity(s)
-	if !ok {
-		return 0, Errorf("quantity", s, ErrMalformed, "")
-	}
-	v, ok := q.milli()
-	if !ok {
-		return 0, Errorf("quantity", s, ErrOutOfRange, "milli-units overflow int64")
-	}
-	return v, nil
-}
+func ParseQuantity(s string) (int64, error) { return UnitMilli.Parse(s) }
 
 // FormatQuantity renders milli-units as the canonical quantity, which
 // ParseQuantity reads back to exactly the same value:
@@ -60,20 +134,28 @@ func ParseQuantity(s string) (int64, error) {
 //     "1000000", 0 → "0".
 //
 // Negative values carry a leading "-". The result depends on the value only,
-// never on how it was written.
-func FormatQuantity(milli int64) string {
+// never on how it was written. A value of a resource vector is formatted in
+// its resource's unit by ResourceSchema.Quantity.
+func FormatQuantity(milli int64) string { return formatBase(milli, true) }
+
+// formatBase renders v, a count of milli-units when milli is true and of
+// base units otherwise.
+func formatBase(v int64, milli bool) string {
 	var buf [24]byte // "-9223372036854775808m" is 21 bytes
 	b := buf[:0]
-	u := uint64(milli)
-	if milli < 0 {
+	u := uint64(v)
+	if v < 0 {
 		b = append(b, '-')
 		u = -u // two's-complement magnitude, exact for math.MinInt64
 	}
-	if u%1000 != 0 {
-		b = strconv.AppendUint(b, u, 10)
-		return string(append(b, 'm'))
+	base := u
+	if milli {
+		if u%1000 != 0 {
+			b = strconv.AppendUint(b, u, 10)
+			return string(append(b, 'm'))
+		}
+		base = u / 1000
 	}
-	base := u / 1000
 	k := 0
 	for k < len(binarySuffixes) && base != 0 && base&(1<<10-1) == 0 {
 		base >>= 10
@@ -217,9 +299,9 @@ func (q *quantity) digitAt(i int) byte {
 	return q.fracPart[i-len(q.intPart)] - '0'
 }
 
-// milli evaluates q in milli-units, rounding away from zero; ok is false on
-// int64 overflow.
-func (q *quantity) milli() (int64, bool) {
+// scaled evaluates q in units of 10^-shift base units (shift 3: milli-units,
+// 0: base units), rounding away from zero; ok is false on int64 overflow.
+func (q *quantity) scaled(shift int64) (int64, bool) {
 	n := len(q.intPart) + len(q.fracPart)
 	lead := 0
 	for lead < n && q.digitAt(lead) == 0 {
@@ -229,7 +311,7 @@ func (q *quantity) milli() (int64, bool) {
 	if sig == 0 {
 		return 0, true
 	}
-	e := q.exp10 + 3 // value in milli = D · 10^e · 2^exp2
+	e := q.exp10 + shift // value in units = D · 10^e · 2^exp2
 	if sig <= 19 && -19 <= e && e <= 19 {
 		var d uint64
 		for i := lead; i < n; i++ {
@@ -241,7 +323,7 @@ func (q *quantity) milli() (int64, bool) {
 		}
 		return signed(mag, q.neg)
 	}
-	return q.milliBig(lead, sig, e)
+	return q.scaledBig(lead, sig, e)
 }
 
 // scaleUint64 returns ceil(d · 10^e · 2^exp2) for -19 ≤ e ≤ 19 and
@@ -286,16 +368,16 @@ func signed(mag uint64, neg bool) (int64, bool) {
 	return int64(mag), true
 }
 
-// milliBig is milli for inputs too long for 64-bit arithmetic. The work is
+// scaledBig is scaled for inputs too long for 64-bit arithmetic. The work is
 // bounded by the length of the input: hopeless exponents are decided without
 // computing.
-func (q *quantity) milliBig(lead, sig int, e int64) (int64, bool) {
+func (q *quantity) scaledBig(lead, sig int, e int64) (int64, bool) {
 	if e >= 0 && int64(sig)+e > 20 {
 		return 0, false // ≥ 10^20 > MaxInt64
 	}
 	if e < 0 && -e > int64(sig)+20 {
 		// 0 < D·2^exp2 < 10^sig · 2^60 < 10^(sig+19) < 10^-e: the magnitude is
-		// a nonzero fraction of one milli-unit, which rounds up to 1.
+		// a nonzero fraction of one unit, which rounds up to 1.
 		return signed(1, q.neg)
 	}
 	digits := make([]byte, 0, sig)

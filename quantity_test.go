@@ -194,7 +194,10 @@ func TestFormatQuantity(t *testing.T) {
 
 // bigMilli is an independent oracle: the exact rational value of a quantity
 // in milli-units, rounded away from zero, as a big.Int.
-func bigMilli(q quantity) *big.Int {
+func bigMilli(q quantity) *big.Int { return bigScaled(q, 3) }
+
+// bigScaled is the oracle in units of 10^-shift base units.
+func bigScaled(q quantity, shift int64) *big.Int {
 	digits := strings.TrimLeft(q.intPart+q.fracPart, "0")
 	if digits == "" {
 		return new(big.Int)
@@ -202,7 +205,7 @@ func bigMilli(q quantity) *big.Int {
 	num, _ := new(big.Int).SetString(digits, 10)
 	num.Lsh(num, q.exp2)
 	den := big.NewInt(1)
-	e := q.exp10 + 3
+	e := q.exp10 + shift
 	ten := big.NewInt(10)
 	if e >= 0 {
 		num.Mul(num, new(big.Int).Exp(ten, big.NewInt(e), nil))
@@ -252,6 +255,135 @@ func TestParseQuantityOracle(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestUnitWholeParseOracle: in whole units a quantity is its exact value in
+// base units rounded away from zero, up to the whole int64 range (8Ei), on
+// both the fast and the big paths.
+func TestUnitWholeParseOracle(t *testing.T) {
+	mantissas := []string{
+		"1", "9", "1.5", "0.001", "4", "5", "7.99", "8", "123456789", "9223372036854775807",
+		"9223372036854775808", "18446744073709551616", "0.0000000000000000001", "12345678901234567890123",
+	}
+	suffixes := []string{"", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"}
+	for e := -45; e <= 25; e++ {
+		suffixes = append(suffixes, "e"+big.NewInt(int64(e)).String())
+	}
+	maxI, minI := big.NewInt(math.MaxInt64), big.NewInt(math.MinInt64)
+	for _, m := range mantissas {
+		for _, sign := range []string{"", "-"} {
+			for _, suf := range suffixes {
+				s := sign + m + suf
+				q, ok := scanQuantity(s)
+				require.True(t, ok, s)
+				want := bigScaled(q, 0)
+				got, err := UnitWhole.Parse(s)
+				if want.Cmp(maxI) > 0 || want.Cmp(minI) < 0 {
+					assert.ErrorIs(t, err, ErrOutOfRange, "%s = %s", s, want)
+					continue
+				}
+				if assert.NoError(t, err, s) {
+					assert.Equal(t, want.Int64(), got, s)
+				}
+			}
+		}
+	}
+}
+
+// TestUnitParse: each unit reads the same quantity at its own scale, a finer
+// amount rounding up to one unit; whole units reach 8Ei where milli-units
+// stop just above 8Pi.
+func TestUnitParse(t *testing.T) {
+	cases := []struct {
+		in       string
+		milli    int64
+		whole    int64
+		milliErr error
+		wholeErr error
+	}{
+		{in: "1", milli: 1000, whole: 1},
+		{in: "500m", milli: 500, whole: 1},
+		{in: "1.5", milli: 1500, whole: 2},
+		{in: "-1.5", milli: -1500, whole: -2},
+		{in: "1n", milli: 1, whole: 1},
+		{in: "0", milli: 0, whole: 0},
+		{in: "4Gi", milli: 4 << 30 * 1000, whole: 4 << 30},
+		{in: "4Ti", milli: 4 << 40 * 1000, whole: 4 << 40},
+		{in: "400000Ti", milliErr: ErrOutOfRange, whole: 400000 << 40},
+		{in: "8Pi", milli: 8 << 50 * 1000, whole: 8 << 50},
+		{in: "9Pi", milliErr: ErrOutOfRange, whole: 9 << 50},
+		{in: "7Ei", milliErr: ErrOutOfRange, whole: 7 << 60},
+		{in: "8Ei", milliErr: ErrOutOfRange, wholeErr: ErrOutOfRange},
+		{in: "-8Ei", milliErr: ErrOutOfRange, whole: math.MinInt64},
+		{in: "x", milliErr: ErrMalformed, wholeErr: ErrMalformed},
+	}
+	for _, c := range cases {
+		for _, u := range []struct {
+			unit Unit
+			want int64
+			err  error
+		}{{UnitMilli, c.milli, c.milliErr}, {UnitWhole, c.whole, c.wholeErr}} {
+			got, err := u.unit.Parse(c.in)
+			if u.err != nil {
+				var fe *FieldError
+				require.ErrorAs(t, err, &fe, "%s in %v", c.in, u.unit)
+				assert.ErrorIs(t, err, u.err, "%s in %v", c.in, u.unit)
+				assert.Equal(t, "quantity", fe.Field)
+				assert.Equal(t, c.in, fe.Value)
+				continue
+			}
+			require.NoError(t, err, "%s in %v", c.in, u.unit)
+			assert.Equal(t, u.want, got, "%s in %v", c.in, u.unit)
+		}
+	}
+}
+
+// TestUnitWholeFormat: a quantity prints the same in whole units as in
+// milli-units, and values beyond the milli range print too.
+func TestUnitWholeFormat(t *testing.T) {
+	cases := []struct {
+		v    int64
+		want string
+	}{
+		{0, "0"}, {1, "1"}, {-1, "-1"}, {1536, "1536"}, {1024, "1Ki"}, {4 << 30, "4Gi"},
+		{4 << 40, "4Ti"}, {100_000 * 4 << 40, "400000Ti"}, {7 << 60, "7Ei"},
+		{math.MaxInt64, "9223372036854775807"}, {math.MinInt64, "-8Ei"}, {1_000_000, "1000000"},
+	}
+	for _, c := range cases {
+		assert.Equal(t, c.want, UnitWhole.Format(c.v), "%d", c.v)
+	}
+	assert.Equal(t, "1500m", UnitMilli.Format(1500))
+	assert.Equal(t, "milli", UnitMilli.String())
+	assert.Equal(t, "whole", UnitWhole.String())
+	assert.Equal(t, "Unit(0)", Unit(0).String())
+	assert.Equal(t, UnitMilli, DefaultUnit("cpu"))
+	for _, name := range []string{"memory", "ephemeral-storage", "hugepages-2Mi", "nvidia.com/gpu", "example.com/foo"} {
+		assert.Equal(t, UnitWhole, DefaultUnit(name), name)
+	}
+}
+
+// TestUnitWholeRoundTripProperty: Parse(Format(v)) is v in whole units over
+// all int64, and Format agrees with FormatQuantity of v·1000 where that
+// product fits.
+func TestUnitWholeRoundTripProperty(t *testing.T) {
+	params := gopter.DefaultTestParameters()
+	params.MinSuccessfulTests = 2000
+	params.Rng.Seed(1)
+	props := gopter.NewProperties(params)
+	props.Property("whole: Parse(Format(x)) == x over all int64", prop.ForAll(func(x int64) bool {
+		v, err := UnitWhole.Parse(UnitWhole.Format(x))
+		return err == nil && v == x
+	}, gen.Int64()))
+	props.Property("whole: Parse(Format(x)) == x on binary multiples", prop.ForAll(func(n int64, k uint8) bool {
+		unit := int64(1) << (10 * (uint(k) % 7))
+		x := n % (math.MaxInt64 / unit) * unit
+		v, err := UnitWhole.Parse(UnitWhole.Format(x))
+		return err == nil && v == x
+	}, gen.Int64(), gen.UInt8()))
+	props.Property("whole Format(x) == FormatQuantity(1000x)", prop.ForAll(func(x int64) bool {
+		return UnitWhole.Format(x) == FormatQuantity(x*1000)
+	}, gen.Int64Range(math.MinInt64/1000, math.MaxInt64/1000)))
+	props.TestingRun(t)
 }
 
 func TestQuantityRoundTripProperty(t *testing.T) {
@@ -327,6 +459,10 @@ func FuzzParseQuantity(f *testing.F) {
 		if q, ok := scanQuantity(s); ok && q.exp10 > -5000 && q.exp10 < 5000 {
 			if want := bigMilli(q); !want.IsInt64() || want.Int64() != v {
 				t.Fatalf("%q: got %d, oracle says %s", s, v, want)
+			}
+			w, err := UnitWhole.Parse(s)
+			if err != nil || w != bigScaled(q, 0).Int64() {
+				t.Fatalf("%q in whole units: got %d, %v; oracle says %s", s, w, err, bigScaled(q, 0))
 			}
 		}
 	})

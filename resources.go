@@ -10,25 +10,60 @@ import (
 )
 
 // ResourceSchema fixes the order of resources in every Resources vector of one
-// scheduler. It is immutable after construction and safe for concurrent use.
+// scheduler, and the Unit each entry counts. It is immutable after
+// construction and safe for concurrent use.
 type ResourceSchema struct {
 	names []string
+	units []Unit
 	index map[string]int
 }
 
-// NewResourceSchema returns a schema over the given resource names, in order.
-// Names must be non-empty and distinct.
+// NewResourceSchema returns a schema over the given resource names, in order,
+// each in its DefaultUnit: cpu in milli-units, every other resource in whole
+// units (bytes of memory, GPUs). Names must be non-empty and distinct.
 func NewResourceSchema(names ...string) (*ResourceSchema, error) {
-	s := &ResourceSchema{names: slices.Clone(names), index: make(map[string]int, len(names))}
+	specs := make([]ResourceSpec, len(names))
 	for i, n := range names {
+		specs[i] = ResourceSpec{Name: n, Unit: DefaultUnit(n)}
+	}
+	return NewResourceSchemaOf(specs...)
+}
+
+// ResourceSpec is one resource of a schema: its name and the Unit its vector
+// entries count.
+type ResourceSpec struct {
+	Name string
+	Unit Unit
+}
+
+// NewResourceSchemaOf returns a schema over the given resources, in order,
+// for units other than the default ones (a resource counted in milli-units
+// that is not cpu, say). Names must be non-empty and distinct, units
+// UnitMilli or UnitWhole; every problem is reported, joined.
+func NewResourceSchemaOf(resources ...ResourceSpec) (*ResourceSchema, error) {
+	s := &ResourceSchema{
+		names: make([]string, len(resources)),
+		units: make([]Unit, len(resources)),
+		index: make(map[string]int, len(resources)),
+	}
+	var errs []error
+	for i, r := range resources {
 		field := fmt.Sprintf("resources[%d]", i)
-		if n == "" {
-			return nil, Errorf(field, n, ErrRequired, "")
+		s.names[i], s.units[i] = r.Name, r.Unit
+		switch _, dup := s.index[r.Name]; {
+		case r.Name == "":
+			errs = append(errs, Errorf(field, r.Name, ErrRequired, ""))
+		case dup:
+			errs = append(errs, Errorf(field, r.Name, ErrDuplicate, ""))
+		default:
+			s.index[r.Name] = i
 		}
-		if _, dup := s.index[n]; dup {
-			return nil, Errorf(field, n, ErrDuplicate, "")
+		if !r.Unit.valid() {
+			errs = append(errs, Errorf(field+".unit", r.Unit.String(), ErrOutOfRange, "want UnitMilli or UnitWhole"))
 		}
-		s.index[n] = i
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
 	return s, nil
 }
@@ -49,6 +84,18 @@ func (s *ResourceSchema) Len() int { return len(s.names) }
 // Name is the name of resource i.
 func (s *ResourceSchema) Name(i int) string { return s.names[i] }
 
+// Unit is the unit of resource i: what one count of entry i of a vector is.
+func (s *ResourceSchema) Unit(i int) Unit { return s.units[i] }
+
+// Quantity renders v, a value of resource i in its unit, as the canonical
+// Kubernetes quantity ("500m", "4Gi"); ParseQuantity(i, …) reads it back.
+func (s *ResourceSchema) Quantity(i int, v int64) string { return s.units[i].Format(v) }
+
+// ParseQuantity reads a Kubernetes quantity as a value of resource i in its
+// unit, rounding up what is finer than the unit (Unit.Parse). Errors are
+// *FieldError with Field "quantity".
+func (s *ResourceSchema) ParseQuantity(i int, q string) (int64, error) { return s.units[i].Parse(q) }
+
 // Names returns a copy of the resource names in order.
 func (s *ResourceSchema) Names() []string { return slices.Clone(s.names) }
 
@@ -61,9 +108,10 @@ func (s *ResourceSchema) Index(name string) (int, bool) {
 // Zero returns a new all-zero vector of this schema.
 func (s *ResourceSchema) Zero() Resources { return make(Resources, len(s.names)) }
 
-// Parse turns a map of resource name to Kubernetes quantity into a vector.
-// field prefixes error paths (e.g. "jobs[2].requests"). Unknown names,
-// malformed quantities and negative values are all reported, joined.
+// Parse turns a map of resource name to Kubernetes quantity into a vector,
+// each value in its resource's unit (ParseQuantity). field prefixes error
+// paths (e.g. "jobs[2].requests"). Unknown names, malformed quantities and
+// negative values are all reported, joined.
 func (s *ResourceSchema) Parse(field string, m map[string]string) (Resources, error) {
 	r := s.Zero()
 	var errs []error
@@ -75,7 +123,7 @@ func (s *ResourceSchema) Parse(field string, m map[string]string) (Resources, er
 			errs = append(errs, Errorf(f, name, ErrUnknownResource, "known: %s", strings.Join(s.names, ", ")))
 			continue
 		}
-		v, err := ParseQuantity(q)
+		v, err := s.ParseQuantity(i, q)
 		if err != nil {
 			errs = append(errs, &FieldError{Field: f, Value: q, Err: err})
 			continue
@@ -101,12 +149,13 @@ func (s *ResourceSchema) MustParse(m map[string]string) Resources {
 	return r
 }
 
-// Format renders a vector as name=quantity pairs in schema order, zeros omitted.
+// Format renders a vector as name=quantity pairs, zeros omitted, each value
+// in its resource's unit (Quantity).
 func (s *ResourceSchema) Format(r Resources) map[string]string {
 	out := make(map[string]string, len(r))
 	for i, v := range r {
 		if v != 0 {
-			out[s.names[i]] = FormatQuantity(v)
+			out[s.names[i]] = s.Quantity(i, v)
 		}
 	}
 	return out
@@ -124,7 +173,7 @@ func (s *ResourceSchema) String(r Resources) string {
 		}
 		b.WriteString(s.names[i])
 		b.WriteByte('=')
-		b.WriteString(FormatQuantity(v))
+		b.WriteString(s.Quantity(i, v))
 	}
 	if b.Len() == 0 {
 		return "none"
@@ -132,7 +181,9 @@ func (s *ResourceSchema) String(r Resources) string {
 	return b.String()
 }
 
-// Resources is a dense vector of milli-units laid out by a ResourceSchema.
+// Resources is a dense vector laid out by a ResourceSchema: entry i is an
+// amount of resource i counted in the schema's Unit(i) (milli-cpu, bytes of
+// memory, whole GPUs by default).
 // Methods that take a second vector require equal lengths; they never
 // allocate unless their name says so (Clone).
 type Resources []int64

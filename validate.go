@@ -246,7 +246,7 @@ func (v *validator) resources(field string, r Resources, schema *ResourceSchema)
 	}
 	for i, x := range r {
 		if x < 0 {
-			v.add(Errorf(field+"."+schema.Name(i), FormatQuantity(x), ErrNegative, ""))
+			v.add(Errorf(field+"."+schema.Name(i), schema.Quantity(i, x), ErrNegative, ""))
 		}
 	}
 }

@@ -59,7 +59,7 @@ var testSchema = MustResourceSchema("cpu", "memory", "nvidia.com/gpu")
 func validJob() *Job {
 	return &Job{
 		ID: "a-1", Queue: "A", JobSet: "s1", PriorityClass: ArmadaDefault,
-		Requests:     Resources{1000, 4 << 30 * 1000, 0},
+		Requests:     Resources{1000, 4 << 30, 0},
 		NodeSelector: map[string]string{"zone": "a"},
 		Tolerations: []Toleration{
 			{Key: "gpu", Operator: TolerationEqual, Value: "true", Effect: TaintNoSchedule},
@@ -128,7 +128,7 @@ func TestJobValidate(t *testing.T) {
 
 func TestJobValidateValues(t *testing.T) {
 	j := validJob()
-	j.Requests[1] = -1536000
+	j.Requests[1] = -1536 // memory, in bytes
 	j.Gang.Cardinality = -2
 	errs := fieldErrors(t, j.Validate(testSchema))
 	require.Len(t, errs, 2)
@@ -146,7 +146,7 @@ func validNode() *Node {
 			{Key: "spot", Effect: TaintPreferNoSchedule},
 			{Key: "maint", Effect: TaintNoExecute},
 		},
-		Total: Resources{32000, 128 << 30 * 1000, 0},
+		Total: Resources{32000, 128 << 30, 0},
 	}
 }
 

@@ -20,7 +20,8 @@ var defaultIndexedNames = [...]string{"nvidia.com/gpu", "cpu", "memory"}
 
 // IndexedResource is one component of the smallest-fit key: nodes are
 // compared on the free amount of Name rounded down to a multiple of
-// Resolution (milli-units, at least 1).
+// Resolution (in the resource's unit of the schema, at least 1: a
+// resolution of 1 compares exact amounts).
 type IndexedResource struct {
 	Name       string
 	Resolution int64
@@ -240,7 +241,7 @@ func ValidateIndexedResources(ir []IndexedResource) []error {
 			seen[r.Name] = k
 		}
 		if r.Resolution < 1 {
-			errs = append(errs, flotilla.Errorf(field+".resolution", fmt.Sprint(r.Resolution), flotilla.ErrOutOfRange, "must be at least 1 (milli-units)"))
+			errs = append(errs, flotilla.Errorf(field+".resolution", fmt.Sprint(r.Resolution), flotilla.ErrOutOfRange, "must be at least 1 (in the resource's unit)"))
 		}
 	}
 	return errs
@@ -272,7 +273,7 @@ func (db *DB) validateNodes(nodes []*flotilla.Node) []error {
 		}
 		for r, v := range n.Total {
 			if v < 0 {
-				errs = append(errs, flotilla.Errorf(field(i, ".total."+db.schema.Name(r)), flotilla.FormatQuantity(v), flotilla.ErrNegative, ""))
+				errs = append(errs, flotilla.Errorf(field(i, ".total."+db.schema.Name(r)), db.schema.Quantity(r, v), flotilla.ErrNegative, ""))
 			}
 		}
 	}

@@ -13,7 +13,7 @@ import (
 // fit is rolled back as a whole.
 func Example() {
 	schema := flotilla.MustResourceSchema("cpu", "memory")
-	cores := func(n int64) flotilla.Resources { return flotilla.Resources{n * 1000, n * 4 << 30 * 1000} }
+	cores := func(n int64) flotilla.Resources { return flotilla.Resources{n * 1000, n * 4 << 30} }
 	db, err := binpack.New(binpack.Options{
 		Schema: schema,
 		Levels: []int32{20000, 30000}, // armada-preemptible, armada-default

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/flotilla-sched/flotilla"
@@ -122,7 +123,7 @@ type Reason struct {
 	Node     int
 	NodeName string
 	// Resource is the schema index of the first resource the best
-	// candidate lacks, and Short by how much (milli-units), for
+	// candidate lacks, and Short by how much (in the resource's unit), for
 	// Insufficient and TooLarge; else -1 and 0.
 	Resource int
 	Short    int64
@@ -381,11 +382,14 @@ func resourceName(schema *flotilla.ResourceSchema, i int) string {
 	return fmt.Sprintf("resource[%d]", i)
 }
 
-// formatAmount renders amount v (milli-units) of schema resource i for
+// formatAmount renders amount v (in the resource's unit) of schema resource i for
 // people. Every explanation formats amounts through it, so that how each
 // resource's amounts read is decided in one place; schema may be nil.
 func formatAmount(schema *flotilla.ResourceSchema, i int, v int64) string {
-	return flotilla.FormatQuantity(v)
+	if schema != nil && i >= 0 && i < schema.Len() {
+		return schema.Quantity(i, v)
+	}
+	return strconv.FormatInt(v, 10)
 }
 
 // String renders the reason for people, naming resources by schema (which

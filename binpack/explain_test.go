@@ -66,7 +66,7 @@ func TestExplainCountsEveryNodeUnderTheFirstFilterItFails(t *testing.T) {
 			excluded: []binpack.Exclusion{
 				{Filter: binpack.FilterTaint, Detail: "gpu=true:NoSchedule", Resource: -1, Nodes: 1},
 				{Filter: binpack.FilterCordoned, Resource: -1, Nodes: 1},
-				{Filter: binpack.FilterTooSmall, Resource: 0, Short: core, Nodes: 4},
+				{Filter: binpack.FilterTooSmall, Resource: 0, Short: 1, Nodes: 4},
 			},
 			msg: "0/6 nodes fit: 1 untolerated taint gpu=true:NoSchedule, 1 cordoned, 4 short of nvidia.com/gpu by at least 1 even when empty",
 		},

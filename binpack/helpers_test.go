@@ -12,14 +12,14 @@ import (
 const (
 	gpuName = "nvidia.com/gpu"
 	core    = int64(1000)
-	gi      = int64(1) << 30 * 1000
+	gi      = int64(1) << 30
 )
 
 var schema3 = flotilla.MustResourceSchema(gpuName, "cpu", "memory")
 
 // r3 is a (gpu, cpu, memory) vector in whole GPUs, cores and GiB.
 func r3(gpu, cpu, memGi int64) flotilla.Resources {
-	return flotilla.Resources{gpu * core, cpu * core, memGi * gi}
+	return flotilla.Resources{gpu, cpu * core, memGi * gi}
 }
 
 func node3(name string, gpu, cpu, memGi int64) *flotilla.Node {

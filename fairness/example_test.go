@@ -12,9 +12,9 @@ import (
 // queue using 5 cpu, 2Gi and 1 GPU has usage 5 + 2/2 + 1/0.5 = 8.
 func ExampleNewAsset() {
 	schema := flotilla.MustResourceSchema("cpu", "memory", "nvidia.com/gpu")
-	const gi = 1 << 30 * 1000 // milli-units of one Gi
-	total := flotilla.Resources{10_000, 20 * gi, 5_000}
-	used := flotilla.Resources{5_000, 2 * gi, 1_000}
+	const gi = 1 << 30 // bytes in one Gi
+	total := flotilla.Resources{10_000, 20 * gi, 5}
+	used := flotilla.Resources{5_000, 2 * gi, 1}
 
 	m, err := fairness.NewAsset(schema, total, map[string]float64{"cpu": 1, "memory": 1, "nvidia.com/gpu": 1})
 	if err != nil {
@@ -37,11 +37,11 @@ func ExampleNewAsset() {
 // Under dominant-resource fairness a vector costs its largest fraction of any
 // one resource.
 func ExampleNewDRF() {
-	const gi = 1 << 30 * 1000
-	m := fairness.NewDRF(flotilla.Resources{10_000, 20 * gi, 5_000}) // cpu, memory, gpu
-	fmt.Println(m.Share(flotilla.Resources{5_000, 2 * gi, 1_000}))   // cpu: 5/10
-	fmt.Println(m.Share(flotilla.Resources{1_000, 10 * gi, 0}))      // memory: 10/20
-	fmt.Println(m.Share(flotilla.Resources{1_000, 1 * gi, 4_000}))   // gpu: 4/5
+	const gi = 1 << 30
+	m := fairness.NewDRF(flotilla.Resources{10_000, 20 * gi, 5}) // cpu, memory, gpu
+	fmt.Println(m.Share(flotilla.Resources{5_000, 2 * gi, 1}))   // cpu: 5/10
+	fmt.Println(m.Share(flotilla.Resources{1_000, 10 * gi, 0}))  // memory: 10/20
+	fmt.Println(m.Share(flotilla.Resources{1_000, 1 * gi, 4}))   // gpu: 4/5
 	// Output:
 	// 0.5
 	// 0.5

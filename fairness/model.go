@@ -131,7 +131,7 @@ func NewAsset(schema *flotilla.ResourceSchema, total flotilla.Resources, weights
 	var errs []error
 	for i, t := range total {
 		if t < 0 {
-			errs = append(errs, flotilla.Errorf("total."+schema.Name(i), flotilla.FormatQuantity(t), flotilla.ErrNegative, ""))
+			errs = append(errs, flotilla.Errorf("total."+schema.Name(i), schema.Quantity(i, t), flotilla.ErrNegative, ""))
 		}
 	}
 	cpu, ok := schema.Index(ResourceCPU)
@@ -140,7 +140,7 @@ func NewAsset(schema *flotilla.ResourceSchema, total flotilla.Resources, weights
 		errs = append(errs, flotilla.Errorf("schema", ResourceCPU, flotilla.ErrUnknownResource,
 			"asset fairness measures every resource in cpu; schema has %s", strings.Join(schema.Names(), ", ")))
 	case total[cpu] <= 0:
-		errs = append(errs, flotilla.Errorf("total."+ResourceCPU, flotilla.FormatQuantity(total[cpu]), flotilla.ErrOutOfRange,
+		errs = append(errs, flotilla.Errorf("total."+ResourceCPU, schema.Quantity(cpu, total[cpu]), flotilla.ErrOutOfRange,
 			"asset fairness divides by the cluster's cpu, which must be positive"))
 	}
 	if weights == nil {
@@ -174,7 +174,10 @@ func NewAsset(schema *flotilla.ResourceSchema, total flotilla.Resources, weights
 		return Model{}, errors.Join(errs...)
 	}
 
-	cpuCores := float64(total[cpu]) / 1000
+	cpuCores := float64(total[cpu])
+	if schema.Unit(cpu) == flotilla.UnitMilli {
+		cpuCores /= 1000
+	}
 	m := Model{kind: Asset, n: len(total)}
 	sum := 0.0
 	for i, t := range total {

@@ -12,16 +12,19 @@ import (
 	"github.com/flotilla-sched/flotilla/fairness"
 )
 
-// gi is n Gi of memory in milli-units.
-func gi(n int64) int64 { return n << 30 * 1000 }
+// gi is n Gi of memory in bytes, memory's default unit.
+func gi(n int64) int64 { return n << 30 }
 
-// cores is n cpus or GPUs in milli-units.
+// cores is n cpus in milli-units, cpu's default unit.
 func cores(n float64) int64 { return int64(n * 1000) }
+
+// gpus is n GPUs in whole units, nvidia.com/gpu's default unit.
+func gpus(n int64) int64 { return n }
 
 var seedSchema = flotilla.MustResourceSchema("cpu", "memory", "nvidia.com/gpu")
 
 // seedTotal is the cluster of seeds/armada-priority.md: 10 cpu, 20Gi, 5 GPUs.
-var seedTotal = flotilla.Resources{cores(10), gi(20), cores(5)}
+var seedTotal = flotilla.Resources{cores(10), gi(20), gpus(5)}
 
 func allOnes() map[string]float64 {
 	return map[string]float64{"cpu": 1, "memory": 1, "nvidia.com/gpu": 1}
@@ -35,14 +38,14 @@ func TestAssetUsage(t *testing.T) {
 		wantUsage float64
 		wantShare float64
 	}{
-		{"seed example: 5 + 2/2 + 1/0.5", allOnes(), flotilla.Resources{cores(5), gi(2), cores(1)}, 8, 8.0 / 30},
-		{"seed example, seed default weights (memory 0)", nil, flotilla.Resources{cores(5), gi(2), cores(1)}, 7, 7.0 / 20},
+		{"seed example: 5 + 2/2 + 1/0.5", allOnes(), flotilla.Resources{cores(5), gi(2), gpus(1)}, 8, 8.0 / 30},
+		{"seed example, seed default weights (memory 0)", nil, flotilla.Resources{cores(5), gi(2), gpus(1)}, 7, 7.0 / 20},
 		{"whole cluster, all weights 1", allOnes(), seedTotal, 30, 1},
 		{"whole cluster, default weights", nil, seedTotal, 20, 1},
 		{"nothing", nil, flotilla.Resources{0, 0, 0}, 0, 0},
 		{"memory only costs nothing by default", nil, flotilla.Resources{0, gi(20), 0}, 0, 0},
-		{"gpu weight 2", map[string]float64{"cpu": 1, "nvidia.com/gpu": 2}, flotilla.Resources{cores(1), 0, cores(1)}, 1 + 2*2, 5.0 / 30},
-		{"cpu not named weighs 0", map[string]float64{"nvidia.com/gpu": 1}, flotilla.Resources{cores(4), 0, cores(1)}, 2, 0.2},
+		{"gpu weight 2", map[string]float64{"cpu": 1, "nvidia.com/gpu": 2}, flotilla.Resources{cores(1), 0, gpus(1)}, 1 + 2*2, 5.0 / 30},
+		{"cpu not named weighs 0", map[string]float64{"nvidia.com/gpu": 1}, flotilla.Resources{cores(4), 0, gpus(1)}, 2, 0.2},
 		{"fractional cpu", allOnes(), flotilla.Resources{500, 0, 0}, 0.5, 0.5 / 30},
 	}
 	for _, tc := range tests {
@@ -61,15 +64,43 @@ func TestAssetUsage(t *testing.T) {
 func TestAssetSeedExampleExact(t *testing.T) {
 	m, err := fairness.NewAsset(seedSchema, seedTotal, allOnes())
 	require.NoError(t, err)
-	assert.Equal(t, 8.0, m.Usage(flotilla.Resources{cores(5), gi(2), cores(1)}))
+	assert.Equal(t, 8.0, m.Usage(flotilla.Resources{cores(5), gi(2), gpus(1)}))
+}
+
+// TestAssetUsageDoesNotDependOnUnits: factor_r = total_r / total_cpu is a
+// ratio of amounts in r's own unit, so the seed example costs 8 cpu whether
+// memory and GPUs are counted in whole units (the default), all resources in
+// milli-units, or cpu in whole cores.
+func TestAssetUsageDoesNotDependOnUnits(t *testing.T) {
+	mustSchemaOf := func(t *testing.T, specs ...flotilla.ResourceSpec) *flotilla.ResourceSchema {
+		s, err := flotilla.NewResourceSchemaOf(specs...)
+		require.NoError(t, err)
+		return s
+	}
+	allMilli := mustSchemaOf(t,
+		flotilla.ResourceSpec{Name: "cpu", Unit: flotilla.UnitMilli},
+		flotilla.ResourceSpec{Name: "memory", Unit: flotilla.UnitMilli},
+		flotilla.ResourceSpec{Name: "nvidia.com/gpu", Unit: flotilla.UnitMilli})
+	wholeCPU := mustSchemaOf(t,
+		flotilla.ResourceSpec{Name: "cpu", Unit: flotilla.UnitWhole},
+		flotilla.ResourceSpec{Name: "memory", Unit: flotilla.UnitWhole},
+		flotilla.ResourceSpec{Name: "nvidia.com/gpu", Unit: flotilla.UnitWhole})
+	for _, schema := range []*flotilla.ResourceSchema{seedSchema, allMilli, wholeCPU} {
+		total := schema.MustParse(map[string]string{"cpu": "10", "memory": "20Gi", "nvidia.com/gpu": "5"})
+		used := schema.MustParse(map[string]string{"cpu": "5", "memory": "2Gi", "nvidia.com/gpu": "1"})
+		m, err := fairness.NewAsset(schema, total, allOnes())
+		require.NoError(t, err)
+		assert.Equal(t, 8.0, m.Usage(used), "units %v %v %v", schema.Unit(0), schema.Unit(1), schema.Unit(2))
+		assert.Equal(t, 8.0/30, m.Share(used))
+	}
 }
 
 func TestAssetResourceMissingFromCluster(t *testing.T) {
 	// No GPUs in the cluster: the gpu factor would be 0, so GPUs cost nothing.
 	m, err := fairness.NewAsset(seedSchema, flotilla.Resources{cores(10), gi(20), 0}, nil)
 	require.NoError(t, err)
-	assert.Equal(t, 5.0, m.Usage(flotilla.Resources{cores(5), 0, cores(1)}))
-	assert.Equal(t, 0.5, m.Share(flotilla.Resources{cores(5), 0, cores(1)}))
+	assert.Equal(t, 5.0, m.Usage(flotilla.Resources{cores(5), 0, gpus(1)}))
+	assert.Equal(t, 0.5, m.Share(flotilla.Resources{cores(5), 0, gpus(1)}))
 
 	// The default weights name a GPU the schema may not have.
 	cpuMem := flotilla.MustResourceSchema("memory", "cpu")
@@ -105,8 +136,8 @@ func TestNewAssetErrors(t *testing.T) {
 	}{
 		{"nil schema", nil, seedTotal, nil, []error{flotilla.ErrRequired}, []string{"schema"}},
 		{"total of wrong length", seedSchema, flotilla.Resources{1, 2}, nil, []error{flotilla.ErrInconsistent}, []string{"total"}},
-		{"cpu missing from schema", noCPU, flotilla.Resources{gi(1), cores(1)}, map[string]float64{"memory": 1}, []error{flotilla.ErrUnknownResource}, []string{"schema"}},
-		{"total cpu 0", seedSchema, flotilla.Resources{0, gi(1), cores(1)}, nil, []error{flotilla.ErrOutOfRange}, []string{"total.cpu"}},
+		{"cpu missing from schema", noCPU, flotilla.Resources{gi(1), gpus(1)}, map[string]float64{"memory": 1}, []error{flotilla.ErrUnknownResource}, []string{"schema"}},
+		{"total cpu 0", seedSchema, flotilla.Resources{0, gi(1), gpus(1)}, nil, []error{flotilla.ErrOutOfRange}, []string{"total.cpu"}},
 		{"negative total", seedSchema, flotilla.Resources{cores(1), -1, 0}, nil, []error{flotilla.ErrNegative}, []string{"total.memory"}},
 		{"NaN weight for a resource the schema lacks", seedSchema, seedTotal, map[string]float64{"cpu": 1, "tpu": math.NaN()}, []error{flotilla.ErrOutOfRange}, []string{"weights.tpu"}},
 		{"weights whose sum overflows", seedSchema, seedTotal, map[string]float64{"cpu": math.MaxFloat64, "memory": math.MaxFloat64}, []error{flotilla.ErrOutOfRange}, []string{"weights"}},
@@ -149,12 +180,12 @@ func TestDRFShare(t *testing.T) {
 		r     flotilla.Resources
 		want  float64
 	}{
-		{"seed cluster, seed usage: cpu dominates", seedTotal, flotilla.Resources{cores(5), gi(2), cores(1)}, 0.5},
+		{"seed cluster, seed usage: cpu dominates", seedTotal, flotilla.Resources{cores(5), gi(2), gpus(1)}, 0.5},
 		{"memory dominates", seedTotal, flotilla.Resources{cores(1), gi(10), 0}, 0.5},
-		{"gpu dominates", seedTotal, flotilla.Resources{cores(1), gi(1), cores(4)}, 0.8},
+		{"gpu dominates", seedTotal, flotilla.Resources{cores(1), gi(1), gpus(4)}, 0.8},
 		{"whole cluster", seedTotal, seedTotal, 1},
 		{"nothing", seedTotal, flotilla.Resources{0, 0, 0}, 0},
-		{"resource the cluster lacks is ignored", flotilla.Resources{cores(32), gi(256), 0}, flotilla.Resources{cores(8), gi(16), cores(1)}, 0.25},
+		{"resource the cluster lacks is ignored", flotilla.Resources{cores(32), gi(256), 0}, flotilla.Resources{cores(8), gi(16), gpus(1)}, 0.25},
 		{"more than the cluster", seedTotal, flotilla.Resources{cores(20), 0, 0}, 2},
 		{"cluster with nothing", flotilla.Resources{0, 0, 0}, flotilla.Resources{cores(1), 0, 0}, 0},
 		{"one 1-core job of 1000 × 32 cores", flotilla.Resources{cores(32000), gi(128000), 0}, flotilla.Resources{cores(1), gi(4), 0}, 1.0 / 32000},
@@ -200,7 +231,7 @@ func TestShareDoesNotAllocate(t *testing.T) {
 	drf := fairness.NewDRF(seedTotal)
 	asset, err := fairness.NewAsset(seedSchema, seedTotal, allOnes())
 	require.NoError(t, err)
-	r := flotilla.Resources{cores(5), gi(2), cores(1)}
+	r := flotilla.Resources{cores(5), gi(2), gpus(1)}
 	sink := 0.0
 	allocs := testing.AllocsPerRun(100, func() {
 		sink += drf.Share(r) + drf.Usage(r) + asset.Share(r) + asset.Usage(r)

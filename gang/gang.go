@@ -142,8 +142,8 @@ func (g *Gang) admit(e *queue.Entry) error {
 	}
 	for r, v := range j.Requests {
 		if s := g.Requests[r]; (v > 0 && s > maxInt64-v) || (v < 0 && s < minInt64-v) {
-			return flotilla.Errorf(field(g.ID, "requests"), flotilla.FormatQuantity(v), flotilla.ErrOutOfRange,
-				"job %q: the gang's total of resource %d overflows", j.ID, r)
+			return flotilla.Errorf(field(g.ID, "requests"), strconv.FormatInt(v, 10), flotilla.ErrOutOfRange,
+				"job %q: the gang's total of resource %d overflows (values in the resource's unit)", j.ID, r)
 		}
 	}
 	return nil

@@ -15,7 +15,7 @@ import (
 
 const (
 	core = int64(1000)
-	gi   = int64(1) << 30 * 1000
+	gi   = int64(1) << 30
 )
 
 type queueEntry = queue.Entry

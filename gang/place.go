@@ -562,14 +562,24 @@ func (p *Placer) checkMember(id string, i int, e *queue.Entry) error {
 	}
 	for r, v := range e.Job.Requests {
 		if v < 0 {
-			return flotilla.Errorf(f(".requests"), flotilla.FormatQuantity(v), flotilla.ErrNegative, "job %q, resource %d", e.Job.ID, r)
+			return flotilla.Errorf(f(".requests"), p.quantity(r, v), flotilla.ErrNegative, "job %q, resource %d", e.Job.ID, r)
 		}
 	}
 	return nil
 }
 
-// satAdd is a + b for non-negative b, clamped at math.MaxInt64: a cluster's
-// free capacity summed in milli-units can exceed int64.
+// quantity renders v, a value of resource r, in the unit of the db's schema.
+func (p *Placer) quantity(r int, v int64) string {
+	if s := p.db.Schema(); s != nil && r < s.Len() {
+		return s.Quantity(r, v)
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+// satAdd is a + b for non-negative b, clamped at math.MaxInt64. A DB does
+// not bound the sum of its nodes' capacity; the scheduler does (its cluster
+// total must fit an int64, which 100,000 nodes of 4 TiB in bytes do by a
+// factor of 20), so there the clamp never applies.
 func satAdd(a, b int64) int64 {
 	if a > math.MaxInt64-b {
 		return math.MaxInt64

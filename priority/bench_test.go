@@ -44,7 +44,7 @@ func BenchmarkLease(b *testing.B) {
 }
 
 func BenchmarkSlices(b *testing.B) {
-	offer := flotilla.Resources{32_000_000, 128_000 * gi, 800_000}
+	offer := flotilla.Resources{32_000_000, 128_000 * gi, 800}
 	prios := make([]float64, 100)
 	for i := range prios {
 		prios[i] = float64(i)

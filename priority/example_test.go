@@ -22,17 +22,17 @@ func ExampleDecay() {
 
 func ExampleQueuePriorities() {
 	schema := flotilla.MustResourceSchema("cpu", "memory", "nvidia.com/gpu")
-	gib := int64(1) << 30 * 1000
+	gib := int64(1) << 30
 	// The cluster of seeds/armada-priority.md, every resource weighted 1.
-	model, _ := fairness.NewAsset(schema, flotilla.Resources{10000, 20 * gib, 5000},
+	model, _ := fairness.NewAsset(schema, flotilla.Resources{10000, 20 * gib, 5},
 		map[string]float64{"cpu": 1, "memory": 1, "nvidia.com/gpu": 1})
 
 	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	qp, _ := priority.NewQueuePriorities(time.Hour, start)
 	_ = qp.SetFactor("batch", 2)
 	usage := map[string]flotilla.Resources{
-		"batch":       {5000, 2 * gib, 1000}, // worth 8
-		"interactive": {1000, 0, 0},          // worth 1
+		"batch":       {5000, 2 * gib, 1}, // worth 8
+		"interactive": {1000, 0, 0},       // worth 1
 	}
 	_ = qp.UpdateResources(start.Add(time.Hour), &model, usage)
 	for _, q := range qp.Queues() {

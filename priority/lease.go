@@ -136,7 +136,7 @@ type LeaseResult struct {
 
 // Slices divides offer among queues in proportion to 1/max(p, minPriority)
 // for each effective priority p (minPriority 0 means DefaultMinPriority).
-// Each resource is apportioned exactly in milli-units by largest remainder,
+// Each resource is apportioned exactly in its unit by largest remainder,
 // so for every resource the slices sum to the offer; ties in remainders go to
 // the earlier queue. An empty list of priorities gives no slices.
 func Slices(offer flotilla.Resources, effectivePriorities []float64, minPriority float64) ([]flotilla.Resources, error) {

@@ -273,9 +273,9 @@ func TestLeasePlaceCallback(t *testing.T) {
 
 func TestLeaseWithAssetModel(t *testing.T) {
 	_, m := seedModel(t)
-	offer := flotilla.Resources{4000, 8 * gi, 2000}
+	offer := flotilla.Resources{4000, 8 * gi, 2}
 	queues := []priority.LeaseQueue{
-		{Name: "a", EffectivePriority: 8, Jobs: []flotilla.Resources{{1000, gi, 1000}, {1000, gi, 1000}, {1000, gi, 1000}}},
+		{Name: "a", EffectivePriority: 8, Jobs: []flotilla.Resources{{1000, gi, 1}, {1000, gi, 1}, {1000, gi, 1}}},
 		{Name: "b", EffectivePriority: 0, Jobs: []flotilla.Resources{{1000, gi, 0}, {1000, gi, 0}, {1000, gi, 0}}},
 	}
 	res, err := priority.Lease(queues, offer, priority.LeaseOptions{Usage: &m}, seeded(5))

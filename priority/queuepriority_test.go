@@ -17,7 +17,7 @@ import (
 	"github.com/flotilla-sched/flotilla/priority"
 )
 
-const gi = int64(1) << 30 * 1000 // one Gi in milli-units
+const gi = int64(1) << 30 // bytes in one Gi
 
 var t0 = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -26,7 +26,7 @@ var t0 = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 func seedModel(t testing.TB) (*flotilla.ResourceSchema, fairness.Model) {
 	t.Helper()
 	schema := flotilla.MustResourceSchema("cpu", "memory", "nvidia.com/gpu")
-	m, err := fairness.NewAsset(schema, flotilla.Resources{10000, 20 * gi, 5000},
+	m, err := fairness.NewAsset(schema, flotilla.Resources{10000, 20 * gi, 5},
 		map[string]float64{"cpu": 1, "memory": 1, "nvidia.com/gpu": 1})
 	require.NoError(t, err)
 	return schema, m
@@ -40,7 +40,7 @@ func gopterParams() *gopter.TestParameters {
 
 func TestSeedUsageIsEight(t *testing.T) {
 	_, m := seedModel(t)
-	use := flotilla.Resources{5000, 2 * gi, 1000}
+	use := flotilla.Resources{5000, 2 * gi, 1}
 	assert.InDelta(t, 8.0, m.Usage(use), 1e-12)
 
 	// With no memory of the past (halfTime 0) the queue priority is the

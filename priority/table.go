@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/flotilla-sched/flotilla/internal/safetext"
 )
 
 // jobsTableHeader is the header row of WriteJobsTable, tab-separated, with
@@ -64,17 +66,14 @@ func WriteJobsTable(w io.Writer, rows []Breakdown) error {
 	return tw.Flush()
 }
 
-// cell keeps user-supplied names from breaking the table's columns.
+// cell keeps user-supplied names from breaking the table: "-" for an empty
+// name, the name Go-quoted when it holds control characters or invalid UTF-8
+// (safetext.Name).
 func cell(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return strings.Map(func(r rune) rune {
-		if r == '\t' || r == '\n' || r == '\r' || r == '\v' || r == '\f' {
-			return ' '
-		}
-		return r
-	}, s)
+	return safetext.Name(s)
 }
 
 // urgency is the URGENCY cell: the urgency, and the override it caused.

@@ -23,9 +23,9 @@ func TestWriteJobsTableFormats(t *testing.T) {
 	var b strings.Builder
 	require.NoError(t, priority.WriteJobsTable(&b, rows))
 	assert.Equal(t, strings.Join([]string{
-		"JOBID  USER      BANK  BANKPRIO  BANKFACT  QUEUE  QPRIO  QFACT  FAIRSHARE  FSFACTOR  URGENCY  URGFACT  PRIORITY",
-		"j1     user2     C     -5.0      10        -      0      10000  0.857143   100000    20       1000     89664",
-		"j 2    odd name  A     2.5       10        gold   3      10000  0.5        100000    16       1000     80025",
+		"JOBID   USER         BANK  BANKPRIO  BANKFACT  QUEUE  QPRIO  QFACT  FAIRSHARE  FSFACTOR  URGENCY  URGFACT  PRIORITY",
+		"j1      user2        C     -5.0      10        -      0      10000  0.857143   100000    20       1000     89664",
+		"\"j\\t2\"  \"odd\\nname\"  A     2.5       10        gold   3      10000  0.5        100000    16       1000     80025",
 		"",
 	}, "\n"), b.String())
 }
@@ -86,4 +86,19 @@ func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk ful
 func TestWriteJobsTablePropagatesWriteErrors(t *testing.T) {
 	err := priority.WriteJobsTable(failingWriter{}, []priority.Breakdown{{JobID: "x"}})
 	assert.EqualError(t, err, "disk full")
+}
+
+// TestWriteJobsTableEscapesNamesWithControlCharacters: job, user, bank and
+// queue names holding ESC, newline or tab come out Go-quoted, one line per
+// job, with no raw control character left.
+func TestWriteJobsTableEscapesNamesWithControlCharacters(t *testing.T) {
+	evil := "x\x1b[31m\nforged\ty"
+	rows := []priority.Breakdown{{JobID: evil, User: evil, Bank: evil, Queue: evil}}
+	var b strings.Builder
+	require.NoError(t, priority.WriteJobsTable(&b, rows))
+	out := b.String()
+	assert.Equal(t, 2, strings.Count(out, "\n"), out)
+	assert.NotContains(t, out, "\x1b")
+	assert.NotContains(t, out, "\t")
+	assert.Equal(t, 4, strings.Count(out, `"x\x1b[31m\nforged\ty"`), out)
 }

@@ -35,7 +35,7 @@ func benchJobs(n int) []*flotilla.Job {
 			PriorityClass: classes[rng.IntN(len(classes))],
 			Priority:      uint32(rng.IntN(4)),
 			SubmitTime:    t0.Add(time.Duration(rng.IntN(3600)) * time.Second),
-			Requests:      flotilla.Resources{int64(rng.IntN(8)+1) * 1000, int64(rng.IntN(32)+1) << 30 * 1000, 0},
+			Requests:      flotilla.Resources{int64(rng.IntN(8)+1) * 1000, int64(rng.IntN(32)+1) << 30, 0},
 		}
 	}
 	return jobs

@@ -31,7 +31,7 @@ func newStore(t testing.TB) *Store {
 }
 
 func job(id, queue, set string) *flotilla.Job {
-	return &flotilla.Job{ID: id, Queue: queue, JobSet: set, SubmitTime: t0, Requests: flotilla.Resources{1000, 1 << 30 * 1000, 0}}
+	return &flotilla.Job{ID: id, Queue: queue, JobSet: set, SubmitTime: t0, Requests: flotilla.Resources{1000, 1 << 30, 0}}
 }
 
 func ids(jobs []*flotilla.Job) []string {
@@ -566,7 +566,7 @@ func TestStoreProperty(t *testing.T) {
 
 func TestSchedulingKeyGolden(t *testing.T) {
 	j := &flotilla.Job{
-		Requests:     flotilla.Resources{1000, 4 << 30 * 1000, 0},
+		Requests:     flotilla.Resources{1000, 4 << 30 * 1000, 0}, // raw integers: the pinned key hashes them
 		NodeSelector: map[string]string{"zone": "a", "kubernetes.io/arch": "amd64"},
 		Tolerations:  []flotilla.Toleration{{Key: "nvidia.com/gpu", Operator: flotilla.TolerationExists, Effect: flotilla.TaintNoSchedule}},
 		Gang:         flotilla.Gang{NodeUniformityLabel: "rack"},

@@ -74,8 +74,8 @@ type Settings struct {
 	UseProbabilisticSchedulingForAllResources bool
 }
 
-// ResourceResolution is an indexed resource with its resolution in
-// milli-units (≥ 1).
+// ResourceResolution is an indexed resource with its resolution in the
+// resource's unit of the schema (≥ 1): milli-cpu, bytes of memory.
 type ResourceResolution struct {
 	Name       string
 	Resolution int64

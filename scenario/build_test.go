@@ -88,7 +88,7 @@ func TestBuildSettings(t *testing.T) {
 	assert.Equal(t, Settings{
 		Fairness:                          FairnessAsset,
 		ResourceWeights:                   map[string]float64{"cpu": 1, "memory": 0},
-		IndexedResources:                  []ResourceResolution{{Name: "memory", Resolution: 100_000}, {Name: "cpu", Resolution: 1}},
+		IndexedResources:                  []ResourceResolution{{Name: "memory", Resolution: 100}, {Name: "cpu", Resolution: 1}},
 		ProtectedFractionOfFairShare:      0.5,
 		EvictionProbability:               0.25,
 		MaxQueueLookback:                  7,
@@ -136,7 +136,7 @@ func TestBuildNodes(t *testing.T) {
 	require.Len(t, b.Nodes, 3)
 	assert.Equal(t, "node-0", b.Nodes[0].Name)
 	assert.Equal(t, "node-1", b.Nodes[1].Name)
-	assert.Equal(t, flotilla.Resources{32000, 128000}, b.Nodes[1].Total)
+	assert.Equal(t, flotilla.Resources{32000, 128}, b.Nodes[1].Total, "cpu in milli-units, memory in bytes")
 	assert.Equal(t, &flotilla.Node{
 		Name: "gpu", Cluster: "east", Labels: map[string]string{"zone": "a"}, Unschedulable: true,
 		Taints: []flotilla.Taint{{Key: "gpu", Value: "true", Effect: flotilla.TaintNoSchedule}},
@@ -180,7 +180,7 @@ func TestBuildJobs(t *testing.T) {
 		ID: "g-1", Queue: "A", JobSet: "s1", PriorityClass: flotilla.ArmadaPreemptible, Priority: 5,
 		SubmitTime: b.Start.Add(time.Second + 2), // the round's third job
 
-		Requests:     flotilla.Resources{2000, 4000},
+		Requests:     flotilla.Resources{2000, 4},
 		NodeSelector: map[string]string{"zone": "a"},
 		Tolerations: []flotilla.Toleration{
 			{Key: "gpu", Operator: flotilla.TolerationEqual, Value: "true"},
@@ -314,4 +314,39 @@ func TestGangMayMixPriorityClassesAndIsScheduledWhole(t *testing.T) {
 	}
 	assert.Equal(t, []string{"x", "y-0", "y-1"}, run("2"), "two 2-cpu nodes hold the gang")
 	assert.Empty(t, run("1500m"), "no node holds x: no member is scheduled")
+}
+
+// TestScenarioOf100000NodesOf4TiBRuns: a scenario at the node limit, 100,000
+// nodes of 64 cpu and 4Ti (4.4·10^17 bytes of memory in all, which
+// overflowed an int64 of milli-bytes), builds and runs; two queues of
+// whole-node jobs hold exactly what they asked for, 10,000 × 4Ti each.
+func TestScenarioOf100000NodesOf4TiBRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100,000 nodes")
+	}
+	doc := `{"nodes": [{"name": "node", "count": 100000, "resources": {"cpu": "64", "memory": "4Ti"}}],
+		"queues": [{"name": "A"}, {"name": "B"}],
+		"rounds": [{"submit": [
+			{"id": "a", "queue": "A", "count": 10000, "requests": {"cpu": "64", "memory": "4Ti"}},
+			{"id": "b", "queue": "B", "count": 10000, "requests": {"cpu": "64", "memory": "4Ti"}}]}]}`
+	f, err := Parse([]byte(doc))
+	require.NoError(t, err)
+	b, err := f.Build()
+	require.NoError(t, err)
+	require.Len(t, b.Nodes, MaxNodes)
+	assert.Equal(t, flotilla.Resources{64_000, 4 << 40}, b.Nodes[0].Total)
+	var rounds int
+	require.NoError(t, RunStream(context.Background(), b, func(r *RoundOutput) error {
+		rounds++
+		assert.Len(t, r.Scheduled, 20_000)
+		assert.Empty(t, r.Unschedulable)
+		for _, q := range r.Queues {
+			assert.Equal(t, 10_000, q.Running, q.Name)
+			assert.Equal(t, map[string]string{"cpu": "625Ki", "memory": "40000Ti"}, q.Allocated, q.Name)
+			assert.Equal(t, 0.1, q.Share, q.Name)
+			assert.Equal(t, 0.5, q.FairShare, q.Name)
+		}
+		return nil
+	}))
+	assert.Equal(t, 1, rounds)
 }

@@ -1,18 +1,32 @@
 // Package scenario reads, checks and expands the scenario files of
 // `flotilla schedule` (SCENARIOS.md is the format's public description), reads
-// and checks their expected outcomes (NAME.expect.json), and writes what a
-// run decided as JSON or as tables. Running a scenario through the scheduler
-// is not this package's job: a runner takes the Built value, plays its rounds
-// and fills an Output.
+// and checks their expected outcomes (NAME.expect.json), runs them through
+// the scheduler, and writes what a run decided as JSON or as tables.
 //
-// Typical use:
+// Typical use, for small scenarios:
 //
 //	f, err := scenario.Parse(data)      // strict JSON + validation
 //	b, err := f.Build()                 // schema, nodes, queues, jobs per round
-//	out := run(b)                       // the runner (cmd/flotilla)
+//	out, err := scenario.Run(ctx, b)    // every round, kept
 //	err = scenario.WriteTable(os.Stdout, out)
 //	exp, err := scenario.ParseExpect(expectData)
 //	err = exp.Check(out)                // every mismatch, errors.Join'ed
+//
+// Every round lists every job still queued, so keeping all rounds costs
+// rounds × queued jobs. RunStream hands each round over as soon as it is
+// decided and keeps none; JSONStream and TableStream write the same bytes as
+// WriteJSON and WriteTable a round at a time, and Expect.NewCheck compares
+// round by round. `flotilla schedule` works this way, in the memory of one
+// round:
+//
+//	js := scenario.NewJSONStream(os.Stdout)
+//	check := exp.NewCheck()
+//	err = scenario.RunStream(ctx, b, func(r *scenario.RoundOutput) error {
+//		check.Round(r)
+//		return js.WriteRound(r)
+//	})
+//	err = js.Close()
+//	err = check.Err()
 //
 // # Errors
 //
@@ -58,6 +72,11 @@
 //     everywhere, so it weighs nothing, orders no nodes and caps nothing
 //     (Armada's default config indexes nvidia.com/gpu on CPU-only
 //     clusters, as SCENARIOS.md's example does).
+//     Each resource has its flotilla.DefaultUnit, as in Kubernetes: cpu in
+//     milli-units, every other resource in whole units (bytes of memory),
+//     a finer quantity rounding up to one unit. So a node may hold up to
+//     8 EiB of memory and a cluster of MaxNodes nodes of 4 TiB (2^42 bytes)
+//     totals 4.4·10^17 bytes, well inside an int64.
 //   - Nodes: at least one template; each needs a name and a non-empty
 //     resources map. "count": 0 is allowed and makes no nodes. A node
 //     template may carry "cluster" (an addition to SCENARIOS.md): nodes
@@ -91,7 +110,7 @@
 //     needs a burst ≥ 1; resourceWeights are finite and ≥ 0 and validated
 //     under either fairness model though only "asset" uses them; at most
 //     binpack.MaxIndexedResources indexed resources, each named once, and
-//     one without a resolution has resolution 1 milli-unit; roundDuration
+//     one without a resolution has resolution 1 unit (exact); roundDuration
 //     is a Go duration ≥ 0 (0 puts every round at the same instant).
 //   - Queues: priorityFactor absent or 0 means 1 (as for flotilla.Queue);
 //     otherwise it is at least flotilla.MinPriorityFactor (1e-6), so that

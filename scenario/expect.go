@@ -95,31 +95,60 @@ func (e *Expect) Check(out *Output) error {
 	if out == nil {
 		out = &Output{}
 	}
-	var errs []error
-	if len(e.Rounds) != len(out.Rounds) {
-		errs = append(errs, &Mismatch{Round: -1, Field: "rounds", Want: len(e.Rounds), Got: len(out.Rounds)})
+	c := e.NewCheck()
+	for i := range out.Rounds {
+		c.Round(&out.Rounds[i])
 	}
-	for i := range min(len(e.Rounds), len(out.Rounds)) {
-		want, got := &e.Rounds[i], &out.Rounds[i]
-		scheduled := map[string]int{}
-		for _, s := range got.Scheduled {
-			scheduled[s.Queue]++
-		}
-		preempted := map[string]int{}
-		for _, p := range got.Preempted {
-			preempted[p.Queue]++
-		}
-		errs = compareCounts(errs, i, "scheduled", want.Scheduled, scheduled)
-		errs = compareCounts(errs, i, "preempted", want.Preempted, preempted)
-		if want.RunningAfter != nil {
-			running := map[string]int{}
-			for _, q := range got.Queues {
-				running[q.Name] += q.Running
-			}
-			errs = compareCounts(errs, i, "runningAfter", want.RunningAfter, running)
-		}
+	return c.Err()
+}
+
+// NewCheck starts comparing a run with e round by round, for runs too large
+// to keep (RunStream): give it each round in order with Round, then call
+// Err. It keeps only the mismatches found, never the rounds.
+func (e *Expect) NewCheck() *Check { return &Check{e: e} }
+
+// Check is an incremental Expect.Check; see Expect.NewCheck.
+type Check struct {
+	e      *Expect
+	rounds int
+	errs   []error
+}
+
+// Round compares the next round of the run with its expectation, if any.
+func (c *Check) Round(got *RoundOutput) {
+	i := c.rounds
+	c.rounds++
+	if i >= len(c.e.Rounds) {
+		return
 	}
-	return errors.Join(errs...)
+	want := &c.e.Rounds[i]
+	scheduled := map[string]int{}
+	for _, s := range got.Scheduled {
+		scheduled[s.Queue]++
+	}
+	preempted := map[string]int{}
+	for _, p := range got.Preempted {
+		preempted[p.Queue]++
+	}
+	c.errs = compareCounts(c.errs, i, "scheduled", want.Scheduled, scheduled)
+	c.errs = compareCounts(c.errs, i, "preempted", want.Preempted, preempted)
+	if want.RunningAfter != nil {
+		running := map[string]int{}
+		for _, q := range got.Queues {
+			running[q.Name] += q.Running
+		}
+		c.errs = compareCounts(c.errs, i, "runningAfter", want.RunningAfter, running)
+	}
+}
+
+// Err reports every difference found so far, as Expect.Check does: a
+// different number of rounds first, then the rounds' mismatches in order.
+// nil when the rounds given so far match.
+func (c *Check) Err() error {
+	if len(c.e.Rounds) != c.rounds {
+		return errors.Join(append([]error{&Mismatch{Round: -1, Field: "rounds", Want: len(c.e.Rounds), Got: c.rounds}}, c.errs...)...)
+	}
+	return errors.Join(c.errs...)
 }
 
 // compareCounts appends a *Mismatch for every queue whose counts differ, a

@@ -115,3 +115,29 @@ func TestCheckNilOutput(t *testing.T) {
 	require.ErrorAs(t, e.Check(nil), &m)
 	assert.Equal(t, Mismatch{Round: -1, Field: "rounds", Want: 1, Got: 0}, *m)
 }
+
+// TestCheckRoundByRoundKeepsNoRoundAndAgreesWithCheck: the incremental check
+// reports exactly what Check reports, round by round, each round given once
+// and dropped (here: a reused RoundOutput overwritten after each call).
+func TestCheckRoundByRoundKeepsNoRoundAndAgreesWithCheck(t *testing.T) {
+	e, err := ParseExpect([]byte(seedExpect))
+	require.NoError(t, err)
+	out := seedOutput()
+	out.Rounds[0].Scheduled = out.Rounds[0].Scheduled[:30]
+	out.Rounds = append(out.Rounds, RoundOutput{Round: 2})
+	c := e.NewCheck()
+	var reused RoundOutput
+	for _, r := range out.Rounds {
+		reused = r
+		c.Round(&reused)
+		reused = RoundOutput{}
+	}
+	require.Error(t, c.Err())
+	assert.Equal(t, e.Check(out).Error(), c.Err().Error())
+
+	c = e.NewCheck()
+	c.Round(&seedOutput().Rounds[0])
+	var m *Mismatch
+	require.ErrorAs(t, c.Err(), &m, "one round of two so far")
+	assert.Equal(t, Mismatch{Round: -1, Field: "rounds", Want: 2, Got: 1}, *m)
+}

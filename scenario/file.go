@@ -117,7 +117,8 @@ type Config struct {
 type IndexedResource struct {
 	Name string `json:"name"`
 	// Resolution is a positive quantity; free amounts are compared rounded
-	// down to multiples of it. Empty means 1 milli-unit (exact).
+	// down to multiples of it, in the resource's unit (a finer quantity rounds
+	// up to one unit: a milli-cpu, a byte). Empty means 1 unit (exact).
 	Resolution string `json:"resolution,omitempty"`
 }
 

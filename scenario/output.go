@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/flotilla-sched/flotilla/internal/safetext"
 	"github.com/flotilla-sched/flotilla/internal/strictjson"
 )
 
@@ -91,18 +93,7 @@ func WriteJSON(w io.Writer, out *Output) error {
 	norm := Output{Rounds: make([]RoundOutput, 0)}
 	if out != nil {
 		for _, r := range out.Rounds {
-			r.Scheduled = orEmpty(r.Scheduled)
-			r.Preempted = orEmpty(r.Preempted)
-			r.Unschedulable = orEmpty(r.Unschedulable)
-			qs := make([]QueueReport, len(r.Queues))
-			for i, q := range r.Queues {
-				if q.Allocated == nil {
-					q.Allocated = map[string]string{}
-				}
-				qs[i] = q
-			}
-			r.Queues = qs
-			norm.Rounds = append(norm.Rounds, r)
+			norm.Rounds = append(norm.Rounds, normalizeRound(r))
 		}
 	}
 	data, err := json.MarshalIndent(&norm, "", "  ")
@@ -111,6 +102,22 @@ func WriteJSON(w io.Writer, out *Output) error {
 	}
 	_, err = w.Write(append(data, '\n'))
 	return err
+}
+
+// normalizeRound returns r with nil lists and maps replaced by empty ones.
+func normalizeRound(r RoundOutput) RoundOutput {
+	r.Scheduled = orEmpty(r.Scheduled)
+	r.Preempted = orEmpty(r.Preempted)
+	r.Unschedulable = orEmpty(r.Unschedulable)
+	qs := make([]QueueReport, len(r.Queues))
+	for i, q := range r.Queues {
+		if q.Allocated == nil {
+			q.Allocated = map[string]string{}
+		}
+		qs[i] = q
+	}
+	r.Queues = qs
+	return r
 }
 
 func orEmpty[T any](s []T) []T {
@@ -132,35 +139,106 @@ func WriteTable(w io.Writer, out *Output) error {
 	if out == nil {
 		return nil
 	}
-	ew := &errWriter{w: w}
-	for i, r := range out.Rounds {
-		if i > 0 {
-			ew.printf("\n")
-		}
-		running, queued := 0, 0
-		for _, q := range r.Queues {
-			running += q.Running
-			queued += q.Queued
-		}
-		ew.printf("round %d: %d scheduled, %d preempted, %d unschedulable; %d running, %d queued at the end\n",
-			r.Round, len(r.Scheduled), len(r.Preempted), len(r.Unschedulable), running, queued)
-		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  QUEUE\tRUNNING\tQUEUED\tALLOCATED\tSHARE\tFAIR SHARE\tADJUSTED FAIR SHARE")
-		for _, q := range r.Queues {
-			fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%.3f\t%.3f\t%.3f\n",
-				q.Name, q.Running, q.Queued, formatAllocated(q.Allocated), q.Share, q.FairShare, q.AdjustedFairShare)
-		}
-		if err := tw.Flush(); err != nil {
+	ts := NewTableStream(w)
+	for i := range out.Rounds {
+		if err := ts.WriteRound(&out.Rounds[i]); err != nil {
 			return err
 		}
-		ew.printf("  scheduled:     %s\n", countLine(len(r.Scheduled), func(i int) string { return r.Scheduled[i].Queue }))
-		ew.printf("  preempted:     %s\n", countLine(len(r.Preempted), func(i int) string {
-			return r.Preempted[i].Queue + " " + r.Preempted[i].Reason
-		}))
-		ew.printf("  unschedulable: %s\n", countLine(len(r.Unschedulable), func(i int) string { return r.Unschedulable[i].Queue }))
-		writeReasons(ew, r.Unschedulable)
 	}
+	return nil
+}
+
+// TableStream writes the table of WriteTable one round at a time, keeping
+// nothing of earlier rounds.
+type TableStream struct {
+	ew     errWriter
+	rounds int
+}
+
+// NewTableStream returns a TableStream writing to w.
+func NewTableStream(w io.Writer) *TableStream { return &TableStream{ew: errWriter{w: w}} }
+
+// WriteRound writes one round's part of the table. After a write error it
+// writes nothing more and returns that error.
+func (ts *TableStream) WriteRound(r *RoundOutput) error {
+	ew := &ts.ew
+	if ts.rounds > 0 {
+		ew.printf("\n")
+	}
+	ts.rounds++
+	running, queued := 0, 0
+	for _, q := range r.Queues {
+		running += q.Running
+		queued += q.Queued
+	}
+	ew.printf("round %d: %d scheduled, %d preempted, %d unschedulable; %d running, %d queued at the end\n",
+		r.Round, len(r.Scheduled), len(r.Preempted), len(r.Unschedulable), running, queued)
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  QUEUE\tRUNNING\tQUEUED\tALLOCATED\tSHARE\tFAIR SHARE\tADJUSTED FAIR SHARE")
+	for _, q := range r.Queues {
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%.3f\t%.3f\t%.3f\n",
+			safetext.Name(q.Name), q.Running, q.Queued, formatAllocated(q.Allocated), q.Share, q.FairShare, q.AdjustedFairShare)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	ew.printf("  scheduled:     %s\n", countLine(len(r.Scheduled), func(i int) string { return safetext.Name(r.Scheduled[i].Queue) }))
+	ew.printf("  preempted:     %s\n", countLine(len(r.Preempted), func(i int) string {
+		return safetext.Name(r.Preempted[i].Queue) + " " + safetext.Name(r.Preempted[i].Reason)
+	}))
+	ew.printf("  unschedulable: %s\n", countLine(len(r.Unschedulable), func(i int) string { return safetext.Name(r.Unschedulable[i].Queue) }))
+	writeReasons(ew, r.Unschedulable)
 	return ew.err
+}
+
+// JSONStream writes the document of WriteJSON one round at a time, byte for
+// byte the same, keeping nothing of earlier rounds: `{"rounds": [`, each
+// round as it comes, then `]}` on Close.
+type JSONStream struct {
+	ew     errWriter
+	rounds int
+	closed bool
+}
+
+// NewJSONStream returns a JSONStream writing to w. Nothing is written before
+// the first WriteRound or Close.
+func NewJSONStream(w io.Writer) *JSONStream { return &JSONStream{ew: errWriter{w: w}} }
+
+// WriteRound writes one round, normalised as WriteJSON does (nil lists and
+// maps as [] and {}). It is an error after Close; after a write error it
+// writes nothing more and returns that error.
+func (js *JSONStream) WriteRound(r *RoundOutput) error {
+	if js.closed {
+		return errors.New("scenario: JSONStream.WriteRound after Close")
+	}
+	n := normalizeRound(*r)
+	data, err := json.MarshalIndent(&n, "    ", "  ")
+	if err != nil {
+		return err
+	}
+	if js.rounds == 0 {
+		io.WriteString(&js.ew, "{\n  \"rounds\": [\n    ")
+	} else {
+		io.WriteString(&js.ew, ",\n    ")
+	}
+	js.rounds++
+	js.ew.Write(data)
+	return js.ew.err
+}
+
+// Close ends the document; with no round written it writes the whole empty
+// document. Close does not close the underlying writer.
+func (js *JSONStream) Close() error {
+	if js.closed {
+		return js.ew.err
+	}
+	js.closed = true
+	if js.rounds == 0 {
+		io.WriteString(&js.ew, "{\n  \"rounds\": []\n}\n")
+	} else {
+		io.WriteString(&js.ew, "\n  ]\n}\n")
+	}
+	return js.ew.err
 }
 
 // countLine renders "0" or "12 (A 8, B 4)" over key(0) … key(n-1), keys in
@@ -207,11 +285,11 @@ func writeReasons(ew *errWriter, us []Unschedulable) {
 			ew.printf("    … and %d more reasons\n", len(groups)-maxReasons)
 			break
 		}
-		reason := g.reason
-		if reason == "" {
-			reason = "(no reason given)"
+		reason := "(no reason given)"
+		if g.reason != "" {
+			reason = safetext.Name(g.reason)
 		}
-		ew.printf("    %d × %s (e.g. %s of %s)\n", g.n, reason, g.example.Job, g.example.Queue)
+		ew.printf("    %d × %s (e.g. %s of %s)\n", g.n, reason, safetext.Name(g.example.Job), safetext.Name(g.example.Queue))
 	}
 }
 
@@ -227,7 +305,7 @@ func formatAllocated(m map[string]string) string {
 	}
 	parts := make([]string, len(names))
 	for i, n := range names {
-		parts[i] = n + "=" + m[n]
+		parts[i] = safetext.Name(n) + "=" + safetext.Name(m[n])
 	}
 	return strings.Join(parts, " ")
 }

@@ -2,8 +2,11 @@ package scenario
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -166,4 +169,91 @@ func TestWritersReportWriteErrors(t *testing.T) {
 	}
 	assert.EqualError(t, WriteJSON(&failingWriter{}, smallOutput()), "disk full")
 	assert.NoError(t, WriteTable(&strings.Builder{}, nil))
+}
+
+// TestWriteTableEscapesNamesWithControlCharacters: queue, job and node names
+// reach the table Go-quoted when they hold control characters, so a name
+// can neither add lines nor send terminal escapes.
+func TestWriteTableEscapesNamesWithControlCharacters(t *testing.T) {
+	evil := "q\x1b[31m\nforged line\tx"
+	plain := &Output{Rounds: []RoundOutput{{
+		Scheduled:     []Placement{{Job: "j", Queue: "Q", Node: "n"}},
+		Preempted:     []Preemption{{Job: "j", Queue: "Q", Node: "n", Reason: ReasonUrgency}},
+		Unschedulable: []Unschedulable{{Job: "j", Queue: "Q", Reason: "no-fit: cpu"}},
+		Queues:        []QueueReport{{Name: "Q", Allocated: map[string]string{"cpu": "1"}}},
+	}}}
+	bad := &Output{Rounds: []RoundOutput{{
+		Scheduled:     []Placement{{Job: evil, Queue: evil, Node: evil}},
+		Preempted:     []Preemption{{Job: evil, Queue: evil, Node: evil, Reason: ReasonUrgency}},
+		Unschedulable: []Unschedulable{{Job: evil, Queue: evil, Reason: "no-fit: " + evil}},
+		Queues:        []QueueReport{{Name: evil, Allocated: map[string]string{evil: "1"}}},
+	}}}
+	var want, got bytes.Buffer
+	require.NoError(t, WriteTable(&want, plain))
+	require.NoError(t, WriteTable(&got, bad))
+	assert.Equal(t, strings.Count(want.String(), "\n"), strings.Count(got.String(), "\n"), got.String())
+	assert.NotContains(t, got.String(), "\x1b")
+	assert.NotContains(t, got.String(), "\t")
+	assert.Contains(t, got.String(), `"q\x1b[31m\nforged line\tx"`)
+}
+
+// TestJSONStreamIsWriteJSONByteForByte: streaming a run round by round gives
+// exactly the document WriteJSON gives for the whole Output, for every repo
+// scenario, for a hand-built output with nil lists and for no rounds at all.
+func TestJSONStreamIsWriteJSONByteForByte(t *testing.T) {
+	stream := func(rounds []RoundOutput) string {
+		var b bytes.Buffer
+		js := NewJSONStream(&b)
+		for i := range rounds {
+			require.NoError(t, js.WriteRound(&rounds[i]))
+		}
+		require.NoError(t, js.Close())
+		require.NoError(t, js.Close(), "a second Close writes nothing")
+		require.Error(t, js.WriteRound(&RoundOutput{}), "no round after Close")
+		return b.String()
+	}
+	whole := func(out *Output) string {
+		var b bytes.Buffer
+		require.NoError(t, WriteJSON(&b, out))
+		return b.String()
+	}
+	assert.Equal(t, whole(&Output{}), stream(nil))
+	assert.Equal(t, whole(smallOutput()), stream(smallOutput().Rounds))
+
+	files, err := filepath.Glob("../testdata/scenarios/*.json")
+	require.NoError(t, err)
+	n := 0
+	for _, p := range files {
+		if strings.HasSuffix(p, ".expect.json") || strings.HasSuffix(p, ".golden.json") {
+			continue
+		}
+		n++
+		data, err := os.ReadFile(p)
+		require.NoError(t, err)
+		f, err := Parse(data)
+		require.NoError(t, err, p)
+		b, err := f.Build()
+		require.NoError(t, err, p)
+		out, err := Run(context.Background(), b)
+		require.NoError(t, err, p)
+		var streamed bytes.Buffer
+		js := NewJSONStream(&streamed)
+		require.NoError(t, RunStream(context.Background(), b, js.WriteRound), p)
+		require.NoError(t, js.Close())
+		assert.Equal(t, whole(out), streamed.String(), p)
+		golden, err := os.ReadFile(strings.TrimSuffix(p, ".json") + ".golden.json")
+		require.NoError(t, err)
+		assert.Equal(t, string(golden), streamed.String(), p)
+	}
+	assert.NotZero(t, n)
+}
+
+// TestTableStreamStopsAtTheFirstWriteError: after a failed write, later
+// rounds write nothing and report the same error.
+func TestTableStreamStopsAtTheFirstWriteError(t *testing.T) {
+	w := &failingWriter{after: 1}
+	ts := NewTableStream(w)
+	rounds := smallOutput().Rounds
+	require.EqualError(t, ts.WriteRound(&rounds[0]), "disk full")
+	require.EqualError(t, ts.WriteRound(&rounds[1]), "disk full")
 }

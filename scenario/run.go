@@ -43,27 +43,47 @@ func (b *Built) SchedulerConfig() scheduler.Config {
 // RequeuePreempted), and unscheduled jobs stay queued. A round's finish and
 // cancel lists apply before its submissions; an id that is neither running
 // (finish) nor queued or running (cancel) is an error naming the round.
+//
+// Run keeps every round: each lists every job still queued, so its memory
+// grows with rounds × queued jobs. Use RunStream for large scenarios.
 func Run(ctx context.Context, b *Built) (*Output, error) {
-	sched, err := scheduler.New(b.SchedulerConfig())
+	out := &Output{}
+	err := RunStream(ctx, b, func(r *RoundOutput) error {
+		out.Rounds = append(out.Rounds, *r)
+		return nil
+	})
 	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// RunStream plays a built scenario as Run does, but hands each round to emit
+// as soon as the round is decided and keeps nothing of it afterwards, so its
+// memory is that of the cluster and one round, whatever the number of
+// rounds. emit must not keep r past its return (copy what it needs); an
+// error from emit stops the run and is returned as it is. Rounds emitted
+// before an error stay emitted.
+func RunStream(ctx context.Context, b *Built, emit func(r *RoundOutput) error) error {
+	sched, err := scheduler.New(b.SchedulerConfig())
+	if err != nil {
+		return err
 	}
 	store, err := queue.New(b.PriorityClasses, b.Settings.DefaultPriorityClass)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	st := &runState{b: b, store: store, running: map[string]int{}}
-	out := &Output{}
 	var rate scheduler.RateLimitState
 	var prios scheduler.QueuePriorityState
 	for ri := range b.Rounds {
 		round := &b.Rounds[ri]
 		if err := st.retire(ri, round); err != nil {
-			return nil, err
+			return err
 		}
 		for i, j := range round.Submit {
 			if err := store.Add(j); err != nil {
-				return nil, fmt.Errorf("rounds[%d].submit[%d]: %w", ri, i, err)
+				return fmt.Errorf("rounds[%d].submit[%d]: %w", ri, i, err)
 			}
 		}
 		snap := &scheduler.Snapshot{
@@ -77,17 +97,19 @@ func Run(ctx context.Context, b *Built) (*Output, error) {
 		}
 		res, err := sched.Schedule(ctx, snap, round.Time)
 		if err != nil {
-			return nil, fmt.Errorf("rounds[%d]: %w", ri, err)
+			return fmt.Errorf("rounds[%d]: %w", ri, err)
 		}
 		rate = res.RateLimits
 		prios = res.QueuePriorities
 		ro, err := st.apply(ri, round, res)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out.Rounds = append(out.Rounds, ro)
+		if err := emit(&ro); err != nil {
+			return err
+		}
 	}
-	return out, nil
+	return nil
 }
 
 // runState is the fake cluster between rounds.
@@ -167,14 +189,8 @@ func (st *runState) apply(ri int, round *BuiltRound, res *scheduler.Result) (Rou
 	}
 	// Every job still queued is unschedulable: those the cycle examined with
 	// their own reason, the rest with their queue's not-examined reason.
-	seen := make(map[string]bool, len(res.Unscheduled))
-	for _, u := range res.Unscheduled {
-		if _, queued := st.store.Get(u.Job.ID); !queued || seen[u.Job.ID] {
-			continue
-		}
-		seen[u.Job.ID] = true
-		ro.Unschedulable = append(ro.Unschedulable, Unschedulable{Job: u.Job.ID, Queue: u.Job.Queue, Reason: u.Reason.String()})
-	}
+	var seen map[string]bool
+	ro.Unschedulable, seen = st.examined(res)
 	why := map[string]string{}
 	for _, r := range res.NotExamined {
 		why[r.Queue] = r.Reason.String()
@@ -221,4 +237,20 @@ func (st *runState) apply(ri int, round *BuiltRound, res *scheduler.Result) (Rou
 		})
 	}
 	return ro, nil
+}
+
+// examined lists the still-queued jobs the cycle examined and did not place,
+// each once with its reason, and returns their ids. It is the runner's only
+// reader of res.Unscheduled.
+func (st *runState) examined(res *scheduler.Result) ([]Unschedulable, map[string]bool) {
+	var out []Unschedulable
+	seen := make(map[string]bool, len(res.Unscheduled))
+	for _, u := range res.Unscheduled {
+		if _, queued := st.store.Get(u.Job.ID); !queued || seen[u.Job.ID] {
+			continue
+		}
+		seen[u.Job.ID] = true
+		out = append(out, Unschedulable{Job: u.Job.ID, Queue: u.Job.Queue, Reason: u.Reason.String()})
+	}
+	return out, seen
 }

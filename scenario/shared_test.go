@@ -103,7 +103,7 @@ func TestSharedSeedScenario(t *testing.T) {
 	assert.Equal(t, []string{"cpu", "memory"}, b.Schema.Names())
 	require.Len(t, b.Nodes, 2)
 	assert.Equal(t, "node-1", b.Nodes[1].Name)
-	assert.Equal(t, flotilla.Resources{32000, 128 << 30 * 1000}, b.Nodes[1].Total)
+	assert.Equal(t, flotilla.Resources{32000, 128 << 30}, b.Nodes[1].Total)
 	require.Len(t, b.Rounds, 2)
 	assert.Len(t, b.Rounds[0].Submit, 40)
 	assert.Len(t, b.Rounds[1].Submit, 50)

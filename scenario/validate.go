@@ -34,7 +34,14 @@ func (b *builder) config() {
 	for i, ir := range c.IndexedResources {
 		res := int64(1)
 		if ir.Resolution != "" {
-			v, err := flotilla.ParseQuantity(ir.Resolution)
+			// In the resource's unit; a resource the schema lacks has
+			// capacity 0 and its resolution orders nothing, so it is read in
+			// milli-units only to report a malformed quantity.
+			parse := flotilla.UnitMilli.Parse
+			if r, ok := b.schema.Index(ir.Name); ok {
+				parse = func(q string) (int64, error) { return b.schema.ParseQuantity(r, q) }
+			}
+			v, err := parse(ir.Resolution)
 			if err != nil {
 				b.add(&flotilla.FieldError{Field: fmt.Sprintf("%sindexedResources[%d].resolution", p, i), Value: ir.Resolution, Err: err})
 			} else {
@@ -279,7 +286,7 @@ func (b *builder) nodes() {
 	}
 }
 
-// cluster checks that the cluster's total fits int64 milli-units.
+// cluster checks that the cluster's total fits int64 in each resource's unit.
 func (b *builder) cluster() {
 	if b.schema == nil {
 		return
@@ -288,7 +295,7 @@ func (b *builder) cluster() {
 	for i, n := range b.out.Nodes {
 		if len(n.Total) == len(total) && !total.AddChecked(n.Total) {
 			b.add(flotilla.Errorf("nodes", n.Name, flotilla.ErrOutOfRange,
-				"the cluster's total overflows at node %d (about 9.2e15 base units of one resource)", i))
+				"the cluster's total overflows at node %d (above 9.2e15 cpu or 9.2e18 bytes of memory)", i))
 			return
 		}
 	}

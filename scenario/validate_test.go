@@ -403,7 +403,7 @@ func TestValidateRejectsWhatRunWouldReject(t *testing.T) {
 		   "nodes": [{"name": "n", "resources": {"memory": "4Gi"}}], ` + fmt.Sprintf(job, "memory") + `}`,
 		"asset with zero cpu": `{"config": {"fairness": "asset"},
 		   "nodes": [{"name": "n", "count": 0, "resources": {"cpu": "4"}}], ` + fmt.Sprintf(job, "cpu") + `}`,
-		"cluster total overflows": `{"nodes": [{"name": "n", "count": 2, "resources": {"cpu": "4", "memory": "8Pi"}}], ` +
+		"cluster total overflows": `{"nodes": [{"name": "n", "count": 2, "resources": {"cpu": "4", "memory": "5Ei"}}], ` +
 			fmt.Sprintf(job, "cpu") + `}`,
 		"reserved class priority": `{"priorityClasses": [{"name": "armada-default", "priority": -2147483648}],
 		   "nodes": [{"name": "n", "resources": {"cpu": "4"}}], ` + fmt.Sprintf(job, "cpu") + `}`,

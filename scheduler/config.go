@@ -58,7 +58,8 @@ type Config struct {
 	// means the seed's defaults (cpu 1, nvidia.com/gpu 1, others 0).
 	ResourceWeights map[string]float64
 	// IndexedResources order the smallest-fit comparison; nil means gpu, cpu,
-	// memory (those present in Schema) at resolution 1 milli-unit.
+	// memory (those present in Schema) at resolution 1 (exact). A
+	// Resolution is in the resource's unit of Schema (milli-cpu, bytes).
 	IndexedResources []binpack.IndexedResource
 	// ProtectedFractionOfFairShare: a queue is evictable to fair share when
 	// its share exceeds this × max(fair share, adjusted fair share). 0 makes

@@ -75,7 +75,7 @@ type queueState struct {
 	// allocByClass splits it per priority class for per-class limits.
 	alloc        flotilla.Resources
 	allocByClass []flotilla.Resources
-	// limitByClass is the per-class cap in milli-units, nil when uncapped;
+	// limitByClass is the per-class cap in each resource's unit, nil when uncapped;
 	// an entry < 0 means that resource is uncapped.
 	limitByClass [][]int64
 	running      int
@@ -347,7 +347,7 @@ func (c *cycle) buildModel() error {
 }
 
 // computeLimits turns per-class fractions (queue overrides first) into
-// milli-unit caps against the cluster total.
+// caps against the cluster total, in each resource's unit.
 func (c *cycle) computeLimits() {
 	schema := c.s.cfg.Schema
 	for qi := range c.queues {

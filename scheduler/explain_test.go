@@ -91,7 +91,7 @@ func TestNeverFitsApartFromNoRoom(t *testing.T) {
 			"0/4 nodes fit: 1 node selector zone=a mismatched, 1 untolerated taint gpu=true:NoSchedule, 1 cordoned, 1 short of cpu by at least 8 even when empty"},
 		{"no node matches the selector", "1", func(j *flotilla.Job) { j.NodeSelector = map[string]string{"zone": "c"} }, scheduler.ReasonNeverFits,
 			"0/4 nodes fit: 4 node selector zone=c mismatched"},
-		{"a GPU job without the toleration hears about the taint", "1", func(j *flotilla.Job) { j.Requests[2] = 1000 }, scheduler.ReasonNeverFits,
+		{"a GPU job without the toleration hears about the taint", "1", func(j *flotilla.Job) { j.Requests[2] = 1 }, scheduler.ReasonNeverFits,
 			"0/4 nodes fit: 1 node selector zone=a mismatched, 1 untolerated taint gpu=true:NoSchedule, 1 cordoned, 1 short of nvidia.com/gpu by at least 1 even when empty"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -317,7 +317,7 @@ func (c *cycle) classLimitShort(qi, ci int, req flotilla.Resources) int {
 func (c *cycle) classLimitReason(qi, ci int, req flotilla.Resources) Reason {
 	r := c.classLimitShort(qi, ci, req)
 	return Reason{Code: ReasonQueueClassLimit, Message: fmt.Sprintf("queue %s would hold more than its %s limit of %s at priority class %s",
-		c.queues[qi].q.Name, c.s.cfg.Schema.Name(r), flotilla.FormatQuantity(c.queues[qi].limitByClass[ci][r]), c.s.classes[ci].Name)}
+		c.queues[qi].q.Name, c.s.cfg.Schema.Name(r), c.s.cfg.Schema.Quantity(r, c.queues[qi].limitByClass[ci][r]), c.s.classes[ci].Name)}
 }
 
 // dropDisplaced takes out of Result.Scheduled the jobs of this cycle that

@@ -46,7 +46,7 @@ func makeWorldClasses(t testing.TB, seed uint64, lookback int, classes []string)
 			Labels: map[string]string{"zone": zones[rng.IntN(2)]},
 			Total: flotilla.Resources{
 				int64(1+rng.IntN(16)) * 1000,
-				int64(1+rng.IntN(64)) << 30 * 1000,
+				int64(1+rng.IntN(64)) << 30,
 				int64(rng.IntN(3)) * 1000,
 			},
 			Unschedulable: rng.IntN(10) == 0,
@@ -75,7 +75,7 @@ func makeWorldClasses(t testing.TB, seed uint64, lookback int, classes []string)
 			SubmitTime:    t0.Add(time.Duration(rng.IntN(5)) * time.Second),
 			Requests: flotilla.Resources{
 				int64(1+rng.IntN(8)) * 500,
-				int64(1+rng.IntN(16)) << 30 * 1000,
+				int64(1+rng.IntN(16)) << 30,
 				0,
 			},
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -376,4 +377,73 @@ func TestScheduleRejectsQueueWhoseWeightIsNotFinite(t *testing.T) {
 		assert.ErrorIs(t, err, flotilla.ErrOutOfRange)
 		assert.Contains(t, err.Error(), `queue "A".priorityFactor`)
 	}
+}
+
+// TestHundredThousandNodesOf4TiBScheduleWithExactAccounting: the largest
+// cluster a scenario allows, 100,000 nodes of 64 cpu and 4 TiB, is accepted
+// (its memory total, 4.4·10^17 bytes, fits an int64; in milli-bytes it
+// overflowed) and filled by two equal queues of whole-node jobs and a gang
+// that must land within one zone of 50,000 nodes: every allocation is exact.
+func TestHundredThousandNodesOf4TiBScheduleWithExactAccounting(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100,000 nodes")
+	}
+	const nodes = 100_000
+	schema := flotilla.MustResourceSchema("cpu", "memory")
+	cfg := scheduler.DefaultConfig(schema)
+	s, err := scheduler.New(cfg)
+	require.NoError(t, err)
+	node := schema.MustParse(map[string]string{"cpu": "64", "memory": "4Ti"})
+	require.Equal(t, flotilla.Resources{64_000, 1 << 42}, node)
+	snap := &scheduler.Snapshot{}
+	zones := []map[string]string{{"zone": "a"}, {"zone": "b"}}
+	for i := range nodes {
+		snap.Nodes = append(snap.Nodes, &flotilla.Node{Name: fmt.Sprintf("n%06d", i), Total: node, Labels: zones[i%2]})
+	}
+	for _, q := range []string{"A", "B", "G"} {
+		snap.Queues = append(snap.Queues, &flotilla.Queue{Name: q, PriorityFactor: 1})
+	}
+	store, err := queue.New(cfg.PriorityClasses, cfg.DefaultPriorityClass)
+	require.NoError(t, err)
+	for i := range 60_000 {
+		for _, q := range []string{"A", "B"} {
+			require.NoError(t, store.Add(&flotilla.Job{ID: fmt.Sprintf("%s%06d", q, i), Queue: q, Requests: node,
+				SubmitTime: t0.Add(time.Duration(i))}))
+		}
+	}
+	const gangSize = 8
+	for i := range gangSize {
+		require.NoError(t, store.Add(&flotilla.Job{ID: fmt.Sprint("g", i), Queue: "G", Requests: node, SubmitTime: t0,
+			Gang: flotilla.Gang{ID: "g", Cardinality: gangSize, NodeUniformityLabel: "zone"}}))
+	}
+	snap.Queued = store
+	res, err := s.Schedule(context.Background(), snap, t0)
+	require.NoError(t, err)
+	require.Len(t, res.Scheduled, nodes, "every node gets one whole-node job")
+
+	perQueue := (nodes - gangSize) / 2
+	want := map[string]int{"A": perQueue, "B": perQueue, "G": gangSize}
+	assert.Equal(t, want, countByQueue(res.Scheduled))
+	gangZone := ""
+	byName := map[string]*flotilla.Node{}
+	for _, n := range snap.Nodes {
+		byName[n.Name] = n
+	}
+	for _, a := range res.Scheduled {
+		if a.Job.Queue == "G" {
+			z := byName[a.Node].Labels["zone"]
+			if gangZone == "" {
+				gangZone = z
+			}
+			assert.Equal(t, gangZone, z, "the gang stays within one zone")
+		}
+	}
+	for _, q := range res.Queues {
+		n := int64(want[q.Name])
+		assert.Equal(t, flotilla.Resources{n * 64_000, n << 42}, q.Allocated, q.Name)
+		assert.Equal(t, schema.Quantity(1, n<<42), schema.Format(q.Allocated)["memory"], q.Name)
+		assert.Equal(t, float64(n)/nodes, q.Share, q.Name)
+		assert.InDelta(t, 1.0/3, q.FairShare, 1e-12, q.Name)
+	}
+	assert.Equal(t, "199984Ti", schema.Format(res.Queues[0].Allocated)["memory"])
 }

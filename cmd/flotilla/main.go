@@ -11,6 +11,12 @@
 //
 // Exit codes: 0 when the scenario ran (whatever it decided), 1 when an
 // -expect file was given and the outcome differs, 2 for bad input.
+//
+// schedule writes and checks each round as soon as it is decided, keeping
+// none, so its memory is one round's whatever the number of rounds; bad
+// input found only while running (a finish naming a job that is not
+// running) ends the output after the rounds before it. Tables print names
+// with control characters Go-quoted.
 package main
 
 import (
@@ -102,22 +108,44 @@ func schedule(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		reportBadInput(stderr, path, err)
 		return 2
 	}
-	out, err := scenario.Run(ctx, built)
-	if err != nil {
-		reportBadInput(stderr, path, err)
-		return 2
-	}
-	if *format == "json" {
-		err = scenario.WriteJSON(stdout, out)
-	} else {
-		err = scenario.WriteTable(stdout, out)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "flotilla: %v\n", err)
-		return 2
-	}
+	// Each round is written and checked as soon as it is decided and then
+	// dropped: memory stays that of one round, whatever the number of rounds.
+	var check *scenario.Check
 	if expect != nil {
-		if err := expect.Check(out); err != nil {
+		check = expect.NewCheck()
+	}
+	var writeRound func(*scenario.RoundOutput) error
+	var finish func() error
+	if *format == "json" {
+		js := scenario.NewJSONStream(stdout)
+		writeRound, finish = js.WriteRound, js.Close
+	} else {
+		writeRound, finish = scenario.NewTableStream(stdout).WriteRound, func() error { return nil }
+	}
+	var writeErr error
+	err = scenario.RunStream(ctx, built, func(r *scenario.RoundOutput) error {
+		if writeErr = writeRound(r); writeErr != nil {
+			return writeErr
+		}
+		if check != nil {
+			check.Round(r)
+		}
+		return nil
+	})
+	if err == nil {
+		writeErr = finish()
+		err = writeErr
+	}
+	if err != nil {
+		if writeErr != nil {
+			fmt.Fprintf(stderr, "flotilla: %v\n", err)
+		} else {
+			reportBadInput(stderr, path, err)
+		}
+		return 2
+	}
+	if check != nil {
+		if err := check.Err(); err != nil {
 			fmt.Fprintf(stderr, "flotilla: %s differs from %s:\n", path, *expectPath)
 			printErrors(stderr, err)
 			return 1

@@ -144,8 +144,8 @@ func jobPriorities(w io.Writer, start time.Time) error {
 
 func leasing(w io.Writer, start time.Time) error {
 	schema := flotilla.MustResourceSchema("cpu", "memory", "nvidia.com/gpu")
-	gi := int64(1) << 30 * 1000
-	cluster := flotilla.Resources{64_000, 256 * gi, 8_000}
+	gi := int64(1) << 30 // bytes: memory is counted in bytes, cpu in milli-cpu, GPUs whole
+	cluster := flotilla.Resources{64_000, 256 * gi, 8}
 	model, err := fairness.NewAsset(schema, cluster, map[string]float64{"cpu": 1, "memory": 1, "nvidia.com/gpu": 1})
 	if err != nil {
 		return err
@@ -162,7 +162,7 @@ func leasing(w io.Writer, start time.Time) error {
 	for m := 10; m <= 60; m += 10 {
 		now := start.Add(time.Duration(m) * time.Minute)
 		err := qp.UpdateResources(now, &model, map[string]flotilla.Resources{
-			"research": {16_000, 64 * gi, 2_000},
+			"research": {16_000, 64 * gi, 2},
 			"prod":     {8_000, 16 * gi, 0},
 		})
 		if err != nil {
@@ -175,7 +175,7 @@ func leasing(w io.Writer, start time.Time) error {
 	}
 
 	job := func(cpu, memGi, gpu int64) flotilla.Resources {
-		return flotilla.Resources{cpu * 1000, memGi * gi, gpu * 1000}
+		return flotilla.Resources{cpu * 1000, memGi * gi, gpu}
 	}
 	many := func(n int, r flotilla.Resources) []flotilla.Resources {
 		out := make([]flotilla.Resources, n)
