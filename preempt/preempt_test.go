@@ -116,3 +116,21 @@ func TestPropertyFewestIsMinimalAndSufficient(t *testing.T) {
 	}, gen.SliceOfN(6, gen.IntRange(0, 8)), gen.IntRange(0, 30)))
 	p.TestingRun(t)
 }
+
+func TestCompareReschedulingOrder(t *testing.T) {
+	// Each case: a is rescheduled before b, by the named rule.
+	cases := []struct {
+		rule string
+		a, b preempt.Evicted
+	}{
+		{"higher class first", preempt.Evicted{ClassPriority: 2, QueueFraction: 9, Queue: "z", Position: 9}, preempt.Evicted{ClassPriority: 1, QueueFraction: 0, Queue: "a", Position: 0}},
+		{"queue least above its fair share first", preempt.Evicted{ClassPriority: 1, QueueFraction: 1.5, Queue: "z", Position: 9}, preempt.Evicted{ClassPriority: 1, QueueFraction: 2, Queue: "a", Position: 0}},
+		{"smaller queue name on equal fractions", preempt.Evicted{ClassPriority: 1, QueueFraction: 2, Queue: "a", Position: 9}, preempt.Evicted{ClassPriority: 1, QueueFraction: 2, Queue: "b", Position: 0}},
+		{"earlier in the queue's evicted order", preempt.Evicted{ClassPriority: 1, QueueFraction: 2, Queue: "a", Position: 3}, preempt.Evicted{ClassPriority: 1, QueueFraction: 2, Queue: "a", Position: 4}},
+	}
+	for _, c := range cases {
+		assert.Negative(t, preempt.CompareRescheduling(&c.a, &c.b), c.rule)
+		assert.Positive(t, preempt.CompareRescheduling(&c.b, &c.a), c.rule)
+		assert.Zero(t, preempt.CompareRescheduling(&c.a, &c.a), c.rule)
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"github.com/flotilla-sched/flotilla/binpack"
 	"github.com/flotilla-sched/flotilla/fairness"
 	"github.com/flotilla-sched/flotilla/gang"
-	"github.com/flotilla-sched/flotilla/preempt"
 	"github.com/flotilla-sched/flotilla/queue"
 )
 
@@ -43,28 +42,12 @@ type cycle struct {
 	levelsBuf    []int
 	nodesBuf     []int
 
-	// run holds the snapshot's running jobs, then jobs scheduled this cycle
-	// (stNew), so preemption can find and displace them; nodeRun lists them
-	// per node and gangRun per gang id.
-	run     []runJob
-	nodeRun [][]int32
-	gangRun map[string][]int32
-	// held counts evicted jobs still holding capacity at evictedLevel;
-	// minPreemptibleLevel is the lowest level a preemptible job is bound at.
-	// Together they say whether a second, displacing search can help.
-	held                int
-	minPreemptibleLevel int
-	anyPreemptible      bool
 	// runningIDs holds the snapshot's running job ids.
 	runningIDs map[string]struct{}
-	// scratch for victim selection
-	victims, taken, backBuf []int32
-	victimInfo              []preempt.Victim
-	victimOrder             []int
-	kept                    []int
-	unitMembers             []int32
-	unitStarts              []int
-	one                     [1]int32
+
+	// evictions is the preemption state: running jobs, evicted jobs'
+	// holds, and the displacement index (evict.go).
+	evictions
 }
 
 // queueState is one queue's standing during the cycle.
