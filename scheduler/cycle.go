@@ -281,7 +281,7 @@ func (qs *queueState) headCost() int {
 // addRun records a job bound to a node, for preemption.
 func (c *cycle) addRun(j *flotilla.Job, start time.Time, node, qi, ci int, st runState) int32 {
 	ri := int32(len(c.run))
-	c.run = append(c.run, runJob{job: j, start: start, node: int32(node), queue: int32(qi), class: int32(ci), level: int32(c.s.bindLevel[ci]), state: st})
+	c.run = append(c.run, runJob{job: j, start: start, node: int32(node), queue: int32(qi), class: int32(ci), level: int32(c.s.bindLevel[ci]), state: st, rank: -1})
 	c.nodeRun[node] = append(c.nodeRun[node], ri)
 	if j.Gang.ID != "" {
 		c.gangRun[j.Gang.ID] = append(c.gangRun[j.Gang.ID], ri)

@@ -50,8 +50,13 @@ type runJob struct {
 	// sched is the job's index in Result.Scheduled, for stNew jobs.
 	sched int32
 	// tried is set once an evicted job has been offered (and its hold
-	// released), alone or with its gang.
+	// released), alone or with its gang, or displaced.
 	tried bool
+	// rank is the evicted job's unit's place in the displacement index
+	// (0: rescheduled last), -1 for a job not evicted.
+	rank int32
+	// by is the job an evicted job was displaced for.
+	by *flotilla.Job
 }
 
 // evictions is the cycle's preemption state: the running jobs (of the
@@ -81,6 +86,7 @@ type evictions struct {
 	unitMembers             []int32
 	unitStarts              []int
 	one                     [1]int32
+	displacement
 }
 
 // evictForFairShare evicts, node by node with probability
@@ -129,6 +135,7 @@ func (c *cycle) evictForFairShare() {
 			return 1
 		})
 	}
+	c.indexEvicted()
 }
 
 // evictGang evicts run job ri and every running member of its gang.
@@ -252,7 +259,7 @@ func (c *cycle) tryEvicted(qi int, ri int32) {
 	for i, m := range members {
 		n := int(c.run[m].node)
 		if !slices.ContainsFunc(members[:i], func(o int32) bool { return int(c.run[o].node) == n }) && !c.nodeFits(n) {
-			c.makeRoom(n, level)
+			c.makeRoom(n, level, c.run[m].job)
 		}
 	}
 }
@@ -265,10 +272,12 @@ func (c *cycle) markTried(members []int32) {
 	}
 }
 
-func (c *cycle) preempt(ri int32, why PreemptionReason) {
+// preempt records run job ri as preempted for why; by is the job it made
+// room for, or nil.
+func (c *cycle) preempt(ri int32, why PreemptionReason, by *flotilla.Job) {
 	r := &c.run[ri]
 	r.state = stPreempted
-	p := Preemption{Job: r.job, Node: c.db.Node(int(r.node)).Name, Reason: why}
+	p := Preemption{Job: r.job, Node: c.db.Node(int(r.node)).Name, Reason: why, For: by}
 	if why == PreemptedForFairShare {
 		p.Share, p.FairShare = r.share, r.fair
 	}
@@ -276,20 +285,22 @@ func (c *cycle) preempt(ri int32, why PreemptionReason) {
 }
 
 // finishEvictions preempts every evicted job the fill did not put back,
-// with its gang: a gang is preempted whole or not at all.
+// with its gang: a gang is preempted whole or not at all. A displaced job's
+// Preemption names the job it was displaced for.
 func (c *cycle) finishEvictions() {
 	for ri := range c.run {
 		if c.run[ri].state == stEvicted {
+			by := c.run[ri].by
 			for _, m := range c.gangOf(int32(ri)) {
 				mr := &c.run[m]
 				switch mr.state {
 				case stEvicted:
-					c.preempt(m, PreemptedForFairShare)
+					c.preempt(m, PreemptedForFairShare, by)
 				case stBack:
 					c.db.Unbind(int(mr.node), int(mr.queue), int(mr.level), mr.job.Requests)
 					c.unaccount(int(mr.queue), int(mr.class), mr.job.Requests)
 					c.queues[mr.queue].running--
-					c.preempt(m, PreemptedForFairShare)
+					c.preempt(m, PreemptedForFairShare, by)
 				}
 			}
 		}

@@ -3,6 +3,8 @@ package scheduler
 import (
 	"slices"
 
+	"github.com/flotilla-sched/flotilla"
+
 	"github.com/flotilla-sched/flotilla/preempt"
 )
 
@@ -11,8 +13,9 @@ import (
 // allocatable after a job bound there at level: lowest priority first and,
 // within a priority, the jobs that would be rescheduled last first (the
 // queue furthest above its fair share, then the latest started). Gang
-// members take their whole gang with them.
-func (c *cycle) makeRoom(node, level int) {
+// members take their whole gang with them. by is the job whose placement
+// needed the room, recorded in the victims' Preemptions.
+func (c *cycle) makeRoom(node, level int, by *flotilla.Job) {
 	cand := c.victims[:0]
 	for _, ri := range c.nodeRun[node] {
 		r := &c.run[ri]
@@ -81,17 +84,17 @@ func (c *cycle) makeRoom(node, level int) {
 	// Drop every victim first (they are already unbound), then sweep their
 	// gang mates that are still on some node.
 	for _, ri := range taken {
-		c.dropVictim(ri, false)
+		c.dropVictim(ri, false, by)
 	}
 	for _, ri := range taken {
 		for _, m := range c.gangOf(ri) {
 			switch mr := &c.run[m]; mr.state {
 			case stRunning, stBack, stNew:
-				c.dropVictim(m, true)
+				c.dropVictim(m, true, by)
 			case stEvicted: // already off the books; give up its hold
 				c.db.Release(int(mr.node), evictedLevel, mr.job.Requests)
 				c.held--
-				c.preempt(m, PreemptedForUrgency)
+				c.preempt(m, PreemptedForUrgency, by)
 			}
 		}
 	}
@@ -101,7 +104,7 @@ func (c *cycle) makeRoom(node, level int) {
 // dropVictim takes an urgency victim off the books (and off its node when
 // unbind is set): a running job is preempted, a job scheduled earlier in
 // this cycle goes back to waiting.
-func (c *cycle) dropVictim(ri int32, unbind bool) {
+func (c *cycle) dropVictim(ri int32, unbind bool, by *flotilla.Job) {
 	r := &c.run[ri]
 	q, cl := int(r.queue), int(r.class)
 	if unbind {
@@ -112,7 +115,7 @@ func (c *cycle) dropVictim(ri int32, unbind bool) {
 	qs.running--
 	defer c.refresh(q)
 	if r.state != stNew {
-		c.preempt(ri, PreemptedForUrgency)
+		c.preempt(ri, PreemptedForUrgency, by)
 		return
 	}
 	r.state = stDisplaced
