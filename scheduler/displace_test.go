@@ -1,13 +1,22 @@
 package scheduler_test
 
 import (
+	"cmp"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/leanovate/gopter/gen"
+	"github.com/leanovate/gopter/prop"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/queue"
 	"github.com/flotilla-sched/flotilla/scheduler"
 )
 
@@ -197,4 +206,209 @@ func TestEvictedJobThatDoesNotGoBackUnforcedNamesNoJob(t *testing.T) {
 	require.Len(t, res.Preempted, 1)
 	assert.Equal(t, over.ID, res.Preempted[0].Job.ID)
 	assert.Nil(t, res.Preempted[0].For)
+}
+
+// TestPropertyDisplacementMatchesNaiveOracle checks displacement against
+// its definition, by brute force on small worlds: every preemptible job of
+// queues A and B is evicted (protected fraction 0), and one urgent job of
+// queue N, tried first, may displace them. The oracle ranks the evicted
+// units in rescheduling order from the snapshot alone (higher class first,
+// then the smaller allocation the queue would hold after the unit — equal
+// weights, so equal fair shares —, then the queue name, then LessEvicted
+// order; a gang at its member offered first), and then tries k = 0, 1, …
+// units rescheduled last and, for each k, every node in index order that
+// admits the job: the first that fits once those units' holds there are
+// freed is the node, and the units among them with a member on it (with
+// their whole gangs) are the displaced set.
+func TestPropertyDisplacementMatchesNaiveOracle(t *testing.T) {
+	p := properties(t)
+	p.Property("the displaced set is the definition's", prop.ForAll(func(seed uint64) string {
+		w, urgent := displacementWorld(t, seed)
+		res := w.schedule()
+		got := map[string]bool{}
+		for id, why := range displacedFor(res, urgent.ID) {
+			if why != scheduler.PreemptedForFairShare {
+				return fmt.Sprintf("seed %d: %s preempted for %s", seed, id, why)
+			}
+			got[id] = true
+		}
+		want, node := displacementOracle(w, urgent)
+		if !maps.Equal(got, want) {
+			return fmt.Sprintf("seed %d: displaced %v, the definition says %v", seed, slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+		}
+		placed := ""
+		for _, a := range res.Scheduled {
+			if a.Job == urgent {
+				placed = a.Node
+			}
+		}
+		if node >= 0 && len(want) > 0 && placed != w.nodes[node].Name {
+			return fmt.Sprintf("seed %d: placed on %q, the definition says %s", seed, placed, w.nodes[node].Name)
+		}
+		if (node >= 0) != (placed != "") {
+			return fmt.Sprintf("seed %d: placed on %q, the oracle's node %d", seed, placed, node)
+		}
+		return ""
+	}, gen.UInt64()))
+	p.TestingRun(t)
+}
+
+// displacementWorld is two or three nodes of 4 to 8 cores filled by queues
+// A and B (lone jobs and two-member gangs, mostly preemptible at two
+// classes, started at random hours), and one urgent job of queue N.
+func displacementWorld(t *testing.T, seed uint64) (*world, *flotilla.Job) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	w := newWorld(t)
+	withMidPreemptible(w)
+	w.cfg.ProtectedFractionOfFairShare = 0
+	nodes := 2 + rng.IntN(2)
+	free := make([]int, nodes)
+	for i := range nodes {
+		free[i] = 4 + rng.IntN(5)
+		var labels map[string]string
+		if rng.IntN(2) == 0 {
+			labels = map[string]string{"slot": "a"}
+		}
+		labelledNode(w, fmt.Sprintf("node-%d", i), fmt.Sprint(free[i]), labels)
+	}
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	w.addQueue("N", 1)
+	classes := []func(*flotilla.Job){preemptible, midPreemptible, preemptible, midPreemptible, nonPreemptible}
+	start := func() func(*scheduler.Running) { return startedAt(time.Duration(rng.IntN(4)) * time.Hour) }
+	for g := 0; rng.IntN(3) > 0 && g < 3; g++ {
+		q, cpu := []string{"A", "B"}[rng.IntN(2)], 1+rng.IntN(3)
+		n0, n1 := rng.IntN(nodes), rng.IntN(nodes)
+		if free[n0] < cpu || free[n1] < cpu || (n0 == n1 && free[n0] < 2*cpu) {
+			continue
+		}
+		free[n0] -= cpu
+		free[n1] -= cpu
+		class := classes[rng.IntN(2)]
+		id := fmt.Sprintf("g%d", g)
+		st := start()
+		for _, n := range []int{n0, n1} {
+			w.run(q, fmt.Sprint(cpu), w.nodes[n].Name, func(j *flotilla.Job) { class(j); inGang(id, 2, "")(j) }, st)
+		}
+	}
+	for n := range nodes {
+		for free[n] > 0 && rng.IntN(6) > 0 {
+			cpu := min(free[n], 1+rng.IntN(3))
+			free[n] -= cpu
+			w.run([]string{"A", "B"}[rng.IntN(2)], fmt.Sprint(cpu), w.nodes[n].Name, classes[rng.IntN(len(classes))], start())
+		}
+	}
+	mods := []func(*flotilla.Job){nonPreemptible}
+	if rng.IntN(3) == 0 {
+		mods = append(mods, func(j *flotilla.Job) { j.NodeSelector = map[string]string{"slot": "a"} })
+	}
+	urgent := w.submit("N", 1, fmt.Sprint(1+rng.IntN(8)), mods...)[0]
+	return w, urgent
+}
+
+// displacementOracle returns the jobs the definition displaces for job j,
+// and the node index it lands on (-1 for none).
+func displacementOracle(w *world, j *flotilla.Job) (map[string]bool, int) {
+	cpu := func(r flotilla.Resources) int64 { return r[0] }
+	prio := map[string]int32{}
+	for _, pc := range w.cfg.PriorityClasses {
+		prio[pc.Name] = pc.Priority
+	}
+	node := map[string]int{}
+	for i, n := range w.nodes {
+		node[n.Name] = i
+	}
+	// Free capacity at the lowest level once every preemptible job is
+	// evicted and holds its place.
+	free := make([]int64, len(w.nodes))
+	for i, n := range w.nodes {
+		free[i] = cpu(n.Total)
+	}
+	type ev struct {
+		r     scheduler.Running
+		entry queue.Entry
+	}
+	evicted := map[string][]ev{}
+	base := map[string]int64{}
+	for _, r := range w.running {
+		free[node[r.Node]] -= cpu(r.Job.Requests)
+		if r.Job.PriorityClass == flotilla.ArmadaDefault {
+			base[r.Job.Queue] += cpu(r.Job.Requests)
+			continue
+		}
+		evicted[r.Job.Queue] = append(evicted[r.Job.Queue], ev{r, queue.Entry{Job: r.Job, ClassPriority: prio[r.Job.PriorityClass]}})
+	}
+	type unit struct {
+		prio    int32
+		after   int64
+		queue   string
+		pos     int
+		members []scheduler.Running
+	}
+	var units []unit
+	for q, es := range evicted {
+		slices.SortFunc(es, func(a, b ev) int {
+			if queue.LessEvicted(&a.entry, &b.entry, a.r.Start, b.r.Start) {
+				return -1
+			}
+			return 1
+		})
+		back := base[q]
+		seen := map[string]bool{}
+		for pos, e := range es {
+			if id := e.r.Job.Gang.ID; id != "" {
+				if seen[id] {
+					continue
+				}
+				seen[id] = true
+			}
+			u := unit{prio: e.entry.ClassPriority, after: back + cpu(e.r.Job.Requests), queue: q, pos: pos}
+			for _, o := range es {
+				if o.r.Job == e.r.Job || (e.r.Job.Gang.ID != "" && o.r.Job.Gang.ID == e.r.Job.Gang.ID) {
+					u.members = append(u.members, o.r)
+					back += cpu(o.r.Job.Requests)
+				}
+			}
+			units = append(units, u)
+		}
+	}
+	// Rescheduled last first.
+	slices.SortFunc(units, func(a, b unit) int {
+		return cmp.Or(cmp.Compare(a.prio, b.prio), cmp.Compare(b.after, a.after), strings.Compare(b.queue, a.queue), cmp.Compare(b.pos, a.pos))
+	})
+	admits := func(n *flotilla.Node) bool {
+		return n.Labels["slot"] == j.NodeSelector["slot"] || j.NodeSelector == nil
+	}
+	for k := 0; k <= len(units); k++ {
+		for n := range w.nodes {
+			if !admits(w.nodes[n]) {
+				continue
+			}
+			room := free[n]
+			var on []unit
+			for _, u := range units[:k] {
+				hit := false
+				for _, m := range u.members {
+					if node[m.Node] == n {
+						room += cpu(m.Job.Requests)
+						hit = true
+					}
+				}
+				if hit {
+					on = append(on, u)
+				}
+			}
+			if room < cpu(j.Requests) {
+				continue
+			}
+			out := map[string]bool{}
+			for _, u := range on {
+				for _, m := range u.members {
+					out[m.Job.ID] = true
+				}
+			}
+			return out, n
+		}
+	}
+	return map[string]bool{}, -1
 }
