@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"container/heap"
 	"slices"
 
 	"github.com/flotilla-sched/flotilla"
@@ -53,53 +54,103 @@ func (c *cycle) isHeld(ri int32) bool {
 
 // indexEvicted builds the displacement index once eviction is done: every
 // evicted unit in reverse rescheduling order, each member's rank its
-// unit's place in it.
+// unit's place in it. Each queue's evicted jobs are already in rescheduling
+// order among themselves (class priority descending, then the queue's
+// allocation growing, then position), so the index is their merge by
+// preempt.CompareRescheduling, made with a heap of the queues' next units.
 func (c *cycle) indexEvicted() {
-	type unit struct {
-		e  preempt.Evicted
-		ri int32
-	}
-	var units []unit
-	back := c.s.cfg.Schema.Zero()
-	after := c.s.cfg.Schema.Zero()
+	n := 0
 	for qi := range c.queues {
-		qs := &c.queues[qi]
-		copy(back, qs.alloc)
-		for p, ri := range qs.evicted {
-			r := &c.run[ri]
-			if r.rank >= 0 {
-				continue // a gang member, ranked at its member offered first
-			}
-			// As candidate ranks a queue whose head is this job.
-			copy(after, back)
-			after.Add(r.job.Requests)
-			cur, next := c.model.Share(back), c.model.Share(after)
-			cand := fairness.NewCandidate(qi, qs.q.Name, r.entry.ClassPriority, cur, next-cur, qs.fair, qs.adjusted)
-			if qs.fair > 0 {
-				cand.Fraction = next / qs.fair
-			}
-			units = append(units, unit{preempt.Evicted{Candidate: cand, Position: p}, ri})
-			for _, m := range c.gangOf(ri) {
-				if mr := &c.run[m]; mr.state == stEvicted {
-					mr.rank = 0
-					back.Add(mr.job.Requests)
-				}
-			}
+		n += len(c.queues[qi].evicted)
+	}
+	if n == 0 {
+		return
+	}
+	order := make([]int32, 0, n)
+	h := &evictedHeads{preferLarge: c.s.cfg.EnablePreferLargeJobOrdering}
+	back := make([]flotilla.Resources, len(c.queues))
+	for qi := range c.queues {
+		if len(c.queues[qi].evicted) > 0 {
+			back[qi] = c.queues[qi].alloc.Clone()
+			h.heads = append(h.heads, c.evictedHead(qi, back[qi], 0))
 		}
 	}
-	preferLarge := c.s.cfg.EnablePreferLargeJobOrdering
-	slices.SortFunc(units, func(a, b unit) int { return preempt.CompareRescheduling(&b.e, &a.e, preferLarge) })
-	c.order = make([]int32, len(units))
-	for k, u := range units {
-		c.order[k] = u.ri
-		for _, m := range c.gangOf(u.ri) {
+	heap.Init(h)
+	for h.Len() > 0 {
+		top := &h.heads[0]
+		qi := top.Candidate.Queue
+		ev := c.queues[qi].evicted
+		ri := ev[top.Position]
+		order = append(order, ri)
+		for _, m := range c.gangOf(ri) {
+			if mr := &c.run[m]; mr.state == stEvicted {
+				mr.rank = 0 // ranked: later members of its gang are skipped
+				back[qi].Add(mr.job.Requests)
+			}
+		}
+		p := top.Position + 1
+		for p < len(ev) && c.run[ev[p]].rank >= 0 {
+			p++
+		}
+		if p == len(ev) {
+			heap.Pop(h)
+			continue
+		}
+		*top = c.evictedHead(qi, back[qi], p)
+		heap.Fix(h, 0)
+	}
+	slices.Reverse(order)
+	for k, ri := range order {
+		for _, m := range c.gangOf(ri) {
 			c.run[m].rank = int32(k)
 		}
 	}
+	c.order = order
 }
 
-// displaceFor finds room for job j (constraint cons) in capacity evicted
-// jobs hold. It walks the evicted units from the one rescheduled last,
+// evictedHead is queue qi's evicted job at position p as the queue's next
+// unit, the queue holding back: ranked as candidate ranks a queue's head.
+func (c *cycle) evictedHead(qi int, back flotilla.Resources, p int) preempt.Evicted {
+	qs := &c.queues[qi]
+	r := &c.run[qs.evicted[p]]
+	copy(c.scratch, back)
+	c.scratch.Add(r.job.Requests)
+	cur, next := c.model.Share(back), c.model.Share(c.scratch)
+	cand := fairness.NewCandidate(qi, qs.q.Name, r.entry.ClassPriority, cur, next-cur, qs.fair, qs.adjusted)
+	if qs.fair > 0 {
+		cand.Fraction = next / qs.fair
+	}
+	return preempt.Evicted{Candidate: cand, Position: p}
+}
+
+// evictedHeads is a heap of the queues' next evicted units, rescheduled
+// first on top.
+type evictedHeads struct {
+	heads       []preempt.Evicted
+	preferLarge bool
+}
+
+func (h *evictedHeads) Len() int { return len(h.heads) }
+func (h *evictedHeads) Less(i, j int) bool {
+	return preempt.CompareRescheduling(&h.heads[i], &h.heads[j], h.preferLarge) < 0
+}
+func (h *evictedHeads) Swap(i, j int) { h.heads[i], h.heads[j] = h.heads[j], h.heads[i] }
+func (h *evictedHeads) Push(x any)    { h.heads = append(h.heads, x.(preempt.Evicted)) }
+func (h *evictedHeads) Pop() any {
+	x := h.heads[len(h.heads)-1]
+	h.heads = h.heads[:len(h.heads)-1]
+	return x
+}
+
+// displaceWalkBudget is how many evicted units a displacing walk takes
+// before it asks the node database whether any node can fit the job at all
+// (a search at lowestClassLevel, where evicted jobs' holds do not count):
+// most walks end within a few units, and a job that fits nowhere is then
+// not walked past every evicted job.
+const displaceWalkBudget = 32
+
+// displaceFor finds room for job j (the constraint of q, a query for j at
+// lowestClassLevel) in capacity evicted jobs hold. It walks the evicted units from the one rescheduled last,
 // adding what each holds on each node that admits j (not cordoned, selector
 // and taints; the queue's tiers play no part), until some node's free
 // capacity plus what the walked units hold there fits j; of the nodes the
@@ -107,7 +158,8 @@ func (c *cycle) indexEvicted() {
 // units with a member on that node are displaced, with their whole gangs
 // (displaceUnit), and the node is returned. It returns false, changing
 // nothing, when no node fits even with every unit walked.
-func (c *cycle) displaceFor(j *flotilla.Job, cons binpack.ConstraintID) (int, bool) {
+func (c *cycle) displaceFor(j *flotilla.Job, q *binpack.Query) (int, bool) {
+	cons := q.Constraint
 	R := len(j.Requests)
 	if c.freed == nil {
 		c.freed = make([]int64, c.db.NodeCount()*R)
@@ -122,6 +174,11 @@ func (c *cycle) displaceFor(j *flotilla.Job, cons binpack.ConstraintID) (int, bo
 		u := c.order[k]
 		if !c.isHeld(u) {
 			continue
+		}
+		if len(walked) == displaceWalkBudget {
+			if _, ok := c.db.Select(q); !ok {
+				break
+			}
 		}
 		walked = append(walked, u)
 		ms := c.gangOf(u)

@@ -111,6 +111,13 @@ func (c *cycle) evictForFairShare() {
 	if !any {
 		return
 	}
+	// The fill adds its preemptible placements to run: room for as many
+	// again as are running, or as are queued if fewer, saves regrowing it.
+	queued := 0
+	for qi := range c.queues {
+		queued += c.queues[qi].queuedLen
+	}
+	c.run = slices.Grow(c.run, min(queued, len(c.run)))
 	rng := rand.New(rand.NewPCG(c.snap.Seed, 0xf1a7111a))
 	for n := range c.nodeRun {
 		// Draw for every node, so that one node's draw does not depend on
@@ -124,6 +131,8 @@ func (c *cycle) evictForFairShare() {
 				c.evictGang(ri, share[r.queue])
 			}
 		}
+		// Evictions are final: keep the undo log short.
+		c.db.Forget()
 	}
 	for qi := range c.queues {
 		qs := &c.queues[qi]
@@ -156,7 +165,9 @@ func (c *cycle) evict(ri int32, share float64) {
 	c.unaccount(int(r.queue), int(r.class), j.Requests)
 	r.state = stEvicted
 	r.share, r.fair = share, qs.fair
-	r.entry = queue.Entry{Job: j, ClassPriority: c.s.classes[r.class].Priority, Key: queue.SchedulingKey(j, c.s.classes[r.class].Priority)}
+	// No scheduling key: an evicted job is offered by tryEvicted, which
+	// neither reads nor fills the cache of failed keys.
+	r.entry = queue.Entry{Job: j, ClassPriority: c.s.classes[r.class].Priority}
 	qs.running--
 	qs.evicted = append(qs.evicted, ri)
 	c.held++
@@ -288,6 +299,13 @@ func (c *cycle) preempt(ri int32, why PreemptionReason, by *flotilla.Job) {
 // with its gang: a gang is preempted whole or not at all. A displaced job's
 // Preemption names the job it was displaced for.
 func (c *cycle) finishEvictions() {
+	n := 0
+	for ri := range c.run {
+		if c.run[ri].state == stEvicted {
+			n++
+		}
+	}
+	c.res.Preempted = slices.Grow(c.res.Preempted, n)
 	for ri := range c.run {
 		if c.run[ri].state == stEvicted {
 			by := c.run[ri].by

@@ -237,16 +237,13 @@ func (c *cycle) try(qi int) {
 	}
 	// Three searches, each only if the one before found nothing: free
 	// capacity; capacity evicted jobs hold, displacing those rescheduled
-	// last (displaceFor; the search at lowestClassLevel, where every
-	// running job counts, says whether any node can do); capacity
-	// lower-priority preemptible jobs hold (urgency preemption).
+	// last (displaceFor); capacity lower-priority preemptible jobs hold
+	// (urgency preemption).
 	c.query = c.makeQuery(j, qi, evictedLevel)
 	node, ok := c.db.Select(&c.query)
 	if !ok && c.held > 0 {
 		c.query.Level = lowestClassLevel
-		if _, ok = c.db.Select(&c.query); ok {
-			node, ok = c.displaceFor(j, c.query.Constraint)
-		}
+		node, ok = c.displaceFor(j, &c.query)
 	}
 	displacing := false
 	if cl := c.s.classLevel[ci]; !ok && cl > lowestClassLevel && c.minPreemptibleLevel < cl {
