@@ -177,6 +177,46 @@ func TestDisplacementRules(t *testing.T) {
 	}
 }
 
+// The walk asks the node database whether the job fits anywhere once it
+// has taken displaceWalkBudget (32) units; past that it goes on to the
+// same answer as a walk without a budget, and a job that fits nowhere
+// displaces nothing. Forty one-core nodes, each with one evicted job of A
+// started a minute after the one before; only node-0 and node-1 are
+// labelled, so a job for them passes 38 units that would be rescheduled
+// later first.
+func TestDisplacementWalkPastItsBudget(t *testing.T) {
+	for _, c := range []struct {
+		name, cpu string
+		want      []int // nodes whose job is displaced
+	}{
+		{"fits: the job rescheduled last among those on admitted nodes", "1", []int{1}},
+		{"fits nowhere: nothing displaced", "2", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.addQueue("A", 1)
+			w.addQueue("B", 1)
+			var jobs []*flotilla.Job
+			for i := range 40 {
+				var labels map[string]string
+				if i < 2 {
+					labels = map[string]string{"slot": "a"}
+				}
+				labelledNode(w, fmt.Sprintf("node-%d", i), "1", labels)
+				jobs = append(jobs, w.run("A", "1", w.nodes[i].Name, preemptible, startedAt(time.Duration(i)*time.Minute)))
+			}
+			b := w.submit("B", 1, c.cpu, nonPreemptible, func(j *flotilla.Job) { j.NodeSelector = map[string]string{"slot": "a"} })[0]
+			res := w.schedule()
+			want := map[string]scheduler.PreemptionReason{}
+			for _, n := range c.want {
+				want[jobs[n].ID] = scheduler.PreemptedForFairShare
+			}
+			assert.Equal(t, want, displacedFor(res, b.ID))
+			assert.Len(t, res.Preempted, len(c.want))
+		})
+	}
+}
+
 // An urgency victim's Preemption names the job it made room for.
 func TestUrgencyPreemptionNamesTheJobItMadeRoomFor(t *testing.T) {
 	w := newWorld(t)
@@ -188,6 +228,54 @@ func TestUrgencyPreemptionNamesTheJobItMadeRoomFor(t *testing.T) {
 	b := w.submit("B", 1, "4", nonPreemptible)[0]
 	res := w.schedule()
 	assert.Equal(t, map[string]scheduler.PreemptionReason{v.ID: scheduler.PreemptedForUrgency}, displacedFor(res, b.ID))
+}
+
+// A job placed by urgency displaces, on its node, the evicted jobs there
+// rescheduled last until the node's free capacity is not negative; they
+// and the urgency victim name it. A (below its fair share) keeps its job
+// running until B's urgent job preempts it; C's evicted jobs on node-0 hold
+// 4 cores, of which the urgent job needs 2.
+func TestUrgencyPlacementDisplacesTheEvictedJobsOnItsNodeRescheduledLast(t *testing.T) {
+	w := newWorld(t)
+	w.addNodes(2, "8")
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	w.addQueue("C", 1)
+	a := w.run("A", "4", "node-0", preemptible)
+	w.run("C", "2", "node-0", preemptible, startedAt(-2*time.Hour))
+	c2 := w.run("C", "2", "node-0", preemptible, startedAt(-time.Hour))
+	w.run("C", "4", "node-1", nonPreemptible)
+	b := w.submit("B", 1, "6", nonPreemptible)[0]
+	res := w.schedule()
+	require.Len(t, res.Scheduled, 1)
+	assert.Equal(t, "node-0", res.Scheduled[0].Node)
+	assert.Equal(t, map[string]scheduler.PreemptionReason{a.ID: scheduler.PreemptedForUrgency, c2.ID: scheduler.PreemptedForFairShare}, displacedFor(res, b.ID))
+	assert.Len(t, res.Preempted, 2)
+}
+
+// A gang placed in evicted jobs' capacity displaces, on each node it used,
+// the evicted jobs there; each names the member placed on its node.
+func TestGangDisplacementNamesTheMemberOnEachNode(t *testing.T) {
+	w := newWorld(t)
+	w.addNodes(2, "4")
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	e0 := w.run("A", "4", "node-0", preemptible)
+	e1 := w.run("A", "4", "node-1", preemptible)
+	w.submit("B", 2, "4", nonPreemptible, inGang("g", 2, ""))
+	res := w.schedule()
+	require.Len(t, res.Scheduled, 2)
+	on := map[string]string{}
+	for _, a := range res.Scheduled {
+		on[a.Node] = a.Job.ID
+	}
+	got := map[string]string{}
+	for _, p := range res.Preempted {
+		require.NotNil(t, p.For, p.Job.ID)
+		assert.Equal(t, scheduler.PreemptedForFairShare, p.Reason)
+		got[p.Job.ID] = p.For.ID
+	}
+	assert.Equal(t, map[string]string{e0.ID: on["node-0"], e1.ID: on["node-1"]}, got)
 }
 
 // An evicted job that does not go back for a reason of its own (here its
