@@ -229,6 +229,9 @@ func (c *cycle) bindRunning() error {
 		c.account(qi, ci, j.Requests)
 		c.queues[qi].running++
 		c.addRun(j, r.Start, ni, qi, ci, stRunning)
+		if i&1023 == 1023 {
+			c.db.Forget() // running jobs are final: keep the undo log short
+		}
 	}
 	// A gang with a non-preemptible member is never preempted, so all its
 	// members hold their capacity at the top level.
