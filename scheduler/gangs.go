@@ -94,7 +94,7 @@ func (c *cycle) tryGang(qi int) {
 	// displacing placement, then evicted jobs whose holds no longer fit,
 	// rescheduled last first.
 	for i, n := range nodes {
-		if slices.Contains(nodes[:i], n) {
+		if (!displacing && c.held == 0) || slices.Contains(nodes[:i], n) {
 			continue
 		}
 		if displacing && !c.nodeFits(n) {
