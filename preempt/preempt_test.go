@@ -11,6 +11,7 @@ import (
 	"github.com/leanovate/gopter/prop"
 	"github.com/stretchr/testify/assert"
 
+	"github.com/flotilla-sched/flotilla/fairness"
 	"github.com/flotilla-sched/flotilla/preempt"
 )
 
@@ -115,4 +116,25 @@ func TestPropertyFewestIsMinimalAndSufficient(t *testing.T) {
 		return ""
 	}, gen.SliceOfN(6, gen.IntRange(0, 8)), gen.IntRange(0, 30)))
 	p.TestingRun(t)
+}
+
+func TestCompareReschedulingOrder(t *testing.T) {
+	ev := func(prio int32, frac float64, queue string, pos int) preempt.Evicted {
+		return preempt.Evicted{Candidate: fairness.Candidate{Queue: int(queue[0]), Name: queue, ClassPriority: prio, Fraction: frac}, Position: pos}
+	}
+	// Each case: a is rescheduled before b, by the named rule.
+	cases := []struct {
+		rule string
+		a, b preempt.Evicted
+	}{
+		{"higher class first", ev(2, 9, "z", 9), ev(1, 0, "a", 0)},
+		{"queue least far into its fair share after the job first", ev(1, 1.5, "z", 9), ev(1, 2, "a", 0)},
+		{"smaller queue name on equal fractions", ev(1, 2, "a", 9), ev(1, 2, "b", 0)},
+		{"earlier in the queue's evicted order", ev(1, 2, "a", 3), ev(1, 2, "a", 4)},
+	}
+	for _, c := range cases {
+		assert.Negative(t, preempt.CompareRescheduling(&c.a, &c.b, false), c.rule)
+		assert.Positive(t, preempt.CompareRescheduling(&c.b, &c.a, false), c.rule)
+		assert.Zero(t, preempt.CompareRescheduling(&c.a, &c.a, false), c.rule)
+	}
 }

@@ -47,12 +47,15 @@ type Placement struct {
 }
 
 // Preemption is a running job evicted from its node; Reason is
-// ReasonFairShare or ReasonUrgency.
+// ReasonFairShare or ReasonUrgency. For names the job whose placement
+// needed the room (scheduler.Preemption.For), empty (and omitted) when
+// none did: an evicted job that did not go back for another reason.
 type Preemption struct {
 	Job    string `json:"job"`
 	Queue  string `json:"queue"`
 	Node   string `json:"node"`
 	Reason string `json:"reason"`
+	For    string `json:"for,omitempty"`
 }
 
 // Unschedulable is a queued job the round did not place, and why.

@@ -171,7 +171,11 @@ func (st *runState) apply(ri int, round *BuiltRound, res *scheduler.Result) (Rou
 			return ro, fmt.Errorf("rounds[%d]: scheduler preempted %q, which is not running", ri, p.Job.ID)
 		}
 		st.stop(p.Job.ID)
-		ro.Preempted = append(ro.Preempted, Preemption{Job: p.Job.ID, Queue: p.Job.Queue, Node: p.Node, Reason: string(p.Reason)})
+		pr := Preemption{Job: p.Job.ID, Queue: p.Job.Queue, Node: p.Node, Reason: string(p.Reason)}
+		if p.For != nil {
+			pr.For = p.For.ID
+		}
+		ro.Preempted = append(ro.Preempted, pr)
 		if st.b.Settings.RequeuePreempted {
 			if err := st.store.Add(p.Job); err != nil {
 				return ro, fmt.Errorf("rounds[%d]: requeue %q: %w", ri, p.Job.ID, err)

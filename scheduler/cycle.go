@@ -10,7 +10,6 @@ import (
 	"github.com/flotilla-sched/flotilla/binpack"
 	"github.com/flotilla-sched/flotilla/fairness"
 	"github.com/flotilla-sched/flotilla/gang"
-	"github.com/flotilla-sched/flotilla/preempt"
 	"github.com/flotilla-sched/flotilla/queue"
 )
 
@@ -43,28 +42,12 @@ type cycle struct {
 	levelsBuf    []int
 	nodesBuf     []int
 
-	// run holds the snapshot's running jobs, then jobs scheduled this cycle
-	// (stNew), so preemption can find and displace them; nodeRun lists them
-	// per node and gangRun per gang id.
-	run     []runJob
-	nodeRun [][]int32
-	gangRun map[string][]int32
-	// held counts evicted jobs still holding capacity at evictedLevel;
-	// minPreemptibleLevel is the lowest level a preemptible job is bound at.
-	// Together they say whether a second, displacing search can help.
-	held                int
-	minPreemptibleLevel int
-	anyPreemptible      bool
 	// runningIDs holds the snapshot's running job ids.
 	runningIDs map[string]struct{}
-	// scratch for victim selection
-	victims, taken, backBuf []int32
-	victimInfo              []preempt.Victim
-	victimOrder             []int
-	kept                    []int
-	unitMembers             []int32
-	unitStarts              []int
-	one                     [1]int32
+
+	// evictions is the preemption state: running jobs, evicted jobs'
+	// holds, and the displacement index (evict.go).
+	evictions
 }
 
 // queueState is one queue's standing during the cycle.
@@ -246,6 +229,9 @@ func (c *cycle) bindRunning() error {
 		c.account(qi, ci, j.Requests)
 		c.queues[qi].running++
 		c.addRun(j, r.Start, ni, qi, ci, stRunning)
+		if i&1023 == 1023 {
+			c.db.Forget() // running jobs are final: keep the undo log short
+		}
 	}
 	// A gang with a non-preemptible member is never preempted, so all its
 	// members hold their capacity at the top level.
@@ -298,7 +284,7 @@ func (qs *queueState) headCost() int {
 // addRun records a job bound to a node, for preemption.
 func (c *cycle) addRun(j *flotilla.Job, start time.Time, node, qi, ci int, st runState) int32 {
 	ri := int32(len(c.run))
-	c.run = append(c.run, runJob{job: j, start: start, node: int32(node), queue: int32(qi), class: int32(ci), level: int32(c.s.bindLevel[ci]), state: st})
+	c.run = append(c.run, runJob{job: j, start: start, node: int32(node), queue: int32(qi), class: int32(ci), level: int32(c.s.bindLevel[ci]), state: st, rank: -1})
 	c.nodeRun[node] = append(c.nodeRun[node], ri)
 	if j.Gang.ID != "" {
 		c.gangRun[j.Gang.ID] = append(c.gangRun[j.Gang.ID], ri)

@@ -51,13 +51,33 @@
 // protectedFractionOfFairShare × max(fair share, adjusted fair share) have
 // their preemptible jobs evicted, node by node with evictionProbability
 // drawn from Snapshot.Seed, whole gangs together. Evicted jobs go first in
-// their queues and may only return to their own node; new work displaces
-// them only when no free capacity exists, and then the ones offered last are
-// those that do not fit. Evicted jobs that do not return are preempted; a
-// gang with any member not returned is preempted whole.
+// their queues and may only return to their own node. Evicted jobs that do
+// not return are preempted; a gang with any member not returned is
+// preempted whole.
 //
-// Gangs do the same as a unit: free capacity first, then a search at the
-// level of the gang's lowest class, preempting on each node it used.
+// Displacement: new work displaces evicted jobs only when no free capacity
+// exists, and then those that would be rescheduled last. The rescheduling
+// order is the order in which the fill would offer the evicted jobs back
+// were no new work to come between: higher class priority first, then the
+// queue that would hold the smallest fraction of its fair share after the
+// job (its allocation after the evictions plus its evicted jobs ahead of
+// this one), then the queue name, and within a queue the evicted order; a
+// gang ranks as its member offered first. The order is fixed at eviction
+// time (as in Armada), not updated as the fill changes the queues'
+// standing. A lone job walks the evicted jobs from the last, summing per
+// node (among the nodes its selector, taints and cordons admit; its queue's
+// tiers play no part) what they hold, until some node fits; of the nodes
+// the last job walked made fit, the lowest-numbered is chosen, and the
+// walked jobs on it are displaced, each with its whole gang, wherever its
+// members are. A job or gang placed by urgency, and a gang placed in
+// evicted jobs' capacity, displaces on each node it used the evicted jobs
+// there rescheduled last, until the node's free capacity is not negative.
+// A displaced job is preempted to fair share; its Preemption.For names the
+// job it made room for, as an urgency victim's does.
+//
+// Gangs do the same as a unit: free capacity first, then evicted jobs'
+// capacity, then a search at the level of the gang's lowest class,
+// preempting on each node it used.
 //
 // # Why a job waits
 //

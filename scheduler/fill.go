@@ -236,13 +236,14 @@ func (c *cycle) try(qi int) {
 		return
 	}
 	// Three searches, each only if the one before found nothing: free
-	// capacity; capacity evicted jobs hold (every running job counts);
-	// capacity lower-priority preemptible jobs hold (urgency preemption).
+	// capacity; capacity evicted jobs hold, displacing those rescheduled
+	// last (displaceFor); capacity lower-priority preemptible jobs hold
+	// (urgency preemption).
 	c.query = c.makeQuery(j, qi, evictedLevel)
 	node, ok := c.db.Select(&c.query)
 	if !ok && c.held > 0 {
 		c.query.Level = lowestClassLevel
-		node, ok = c.db.Select(&c.query)
+		node, ok = c.displaceFor(j, &c.query)
 	}
 	displacing := false
 	if cl := c.s.classLevel[ci]; !ok && cl > lowestClassLevel && c.minPreemptibleLevel < cl {
@@ -261,7 +262,8 @@ func (c *cycle) try(qi int) {
 	c.db.Bind(node, qi, c.s.bindLevel[ci], j.Requests)
 	c.db.Forget()
 	if displacing {
-		c.makeRoom(node, c.s.classLevel[ci])
+		c.makeRoom(node, c.s.classLevel[ci], j)
+		c.displaceOn(node, j)
 	}
 	c.account(qi, ci, j.Requests)
 	c.scheduledTotal.Add(j.Requests)

@@ -87,12 +87,17 @@ func (c *cycle) tryGang(qi int) {
 	c.db.Forget()
 	nodes := append(c.nodesBuf[:0], pl.Nodes...)
 	c.nodesBuf = nodes
-	if displacing {
-		for i, n := range nodes {
-			if !slices.Contains(nodes[:i], n) && !c.nodeFits(n) {
-				c.makeRoom(n, search)
-			}
+	// On each node it used, the gang makes room: lower-priority jobs for a
+	// displacing placement, then evicted jobs whose holds no longer fit,
+	// rescheduled last first.
+	for i, n := range nodes {
+		if (!displacing && c.held == 0) || slices.Contains(nodes[:i], n) {
+			continue
 		}
+		if displacing && !c.nodeFits(n) {
+			c.makeRoom(n, search, g.Members[i].Job)
+		}
+		c.displaceOn(n, g.Members[i].Job)
 	}
 	for i, m := range g.Members {
 		ci, _ := c.s.class(m.Job)

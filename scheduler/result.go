@@ -49,6 +49,14 @@ type Preemption struct {
 	Reason PreemptionReason
 	// Share and FairShare are the victim queue's, for fair-share preemptions.
 	Share, FairShare float64
+	// For is the job whose placement needed the room: for an urgency
+	// preemption, the higher-priority job (or the evicted job put back)
+	// bound to the node; for a fair-share preemption of an evicted job that
+	// new work displaced, that new job (or the gang member placed on the
+	// node). It is nil for an evicted job that did not go back for any
+	// other reason: a gang mate did not, its queue's class limit, or its
+	// node no longer admitting it.
+	For *flotilla.Job
 }
 
 // ReasonCode classifies why a job was not scheduled. Not fitting is a

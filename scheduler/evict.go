@@ -50,8 +50,43 @@ type runJob struct {
 	// sched is the job's index in Result.Scheduled, for stNew jobs.
 	sched int32
 	// tried is set once an evicted job has been offered (and its hold
-	// released), alone or with its gang.
+	// released), alone or with its gang, or displaced.
 	tried bool
+	// rank is the evicted job's unit's place in the displacement index
+	// (0: rescheduled last), -1 for a job not evicted.
+	rank int32
+	// by is the job an evicted job was displaced for.
+	by *flotilla.Job
+}
+
+// evictions is the cycle's preemption state: the running jobs (of the
+// snapshot, then those scheduled this cycle), where they are, and the
+// evicted jobs still holding capacity. The cycle embeds it; the mechanics
+// that act on it are the cycle's methods in evict.go (eviction to fair
+// share, putting evicted jobs back, settling them), displace.go (new work
+// displacing evicted jobs) and urgency.go (urgency preemption).
+type evictions struct {
+	// run holds the snapshot's running jobs, then jobs scheduled this cycle
+	// (stNew), so preemption can find and displace them; nodeRun lists them
+	// per node and gangRun per gang id.
+	run     []runJob
+	nodeRun [][]int32
+	gangRun map[string][]int32
+	// held counts evicted jobs still holding capacity at evictedLevel;
+	// minPreemptibleLevel is the lowest level a preemptible job is bound at.
+	// Together they say whether a second, displacing search can help.
+	held                int
+	minPreemptibleLevel int
+	anyPreemptible      bool
+	// scratch for victim selection
+	victims, taken, backBuf []int32
+	victimInfo              []preempt.Victim
+	victimOrder             []int
+	kept                    []int
+	unitMembers             []int32
+	unitStarts              []int
+	one                     [1]int32
+	displacement
 }
 
 // evictForFairShare evicts, node by node with probability
@@ -76,6 +111,13 @@ func (c *cycle) evictForFairShare() {
 	if !any {
 		return
 	}
+	// The fill adds its preemptible placements to run: room for as many
+	// again as are running, or as are queued if fewer, saves regrowing it.
+	queued := 0
+	for qi := range c.queues {
+		queued += c.queues[qi].queuedLen
+	}
+	c.run = slices.Grow(c.run, min(queued, len(c.run)))
 	rng := rand.New(rand.NewPCG(c.snap.Seed, 0xf1a7111a))
 	for n := range c.nodeRun {
 		// Draw for every node, so that one node's draw does not depend on
@@ -89,6 +131,8 @@ func (c *cycle) evictForFairShare() {
 				c.evictGang(ri, share[r.queue])
 			}
 		}
+		// Evictions are final: keep the undo log short.
+		c.db.Forget()
 	}
 	for qi := range c.queues {
 		qs := &c.queues[qi]
@@ -100,6 +144,7 @@ func (c *cycle) evictForFairShare() {
 			return 1
 		})
 	}
+	c.indexEvicted()
 }
 
 // evictGang evicts run job ri and every running member of its gang.
@@ -120,7 +165,9 @@ func (c *cycle) evict(ri int32, share float64) {
 	c.unaccount(int(r.queue), int(r.class), j.Requests)
 	r.state = stEvicted
 	r.share, r.fair = share, qs.fair
-	r.entry = queue.Entry{Job: j, ClassPriority: c.s.classes[r.class].Priority, Key: queue.SchedulingKey(j, c.s.classes[r.class].Priority)}
+	// No scheduling key: an evicted job is offered by tryEvicted, which
+	// neither reads nor fills the cache of failed keys.
+	r.entry = queue.Entry{Job: j, ClassPriority: c.s.classes[r.class].Priority}
 	qs.running--
 	qs.evicted = append(qs.evicted, ri)
 	c.held++
@@ -223,7 +270,7 @@ func (c *cycle) tryEvicted(qi int, ri int32) {
 	for i, m := range members {
 		n := int(c.run[m].node)
 		if !slices.ContainsFunc(members[:i], func(o int32) bool { return int(c.run[o].node) == n }) && !c.nodeFits(n) {
-			c.makeRoom(n, level)
+			c.makeRoom(n, level, c.run[m].job)
 		}
 	}
 }
@@ -236,159 +283,12 @@ func (c *cycle) markTried(members []int32) {
 	}
 }
 
-// makeRoom preempts, on node, the fewest preemptible running jobs of lower
-// priority than level that bring every class level back to non-negative
-// allocatable after a job bound there at level: lowest priority first and,
-// within a priority, the jobs that would be rescheduled last first (the
-// queue furthest above its fair share, then the latest started). Gang
-// members take their whole gang with them.
-func (c *cycle) makeRoom(node, level int) {
-	cand := c.victims[:0]
-	for _, ri := range c.nodeRun[node] {
-		r := &c.run[ri]
-		if (r.state == stRunning || r.state == stBack || r.state == stNew) && int(r.level) < level && c.preemptible(ri) {
-			cand = append(cand, ri)
-		}
-	}
-	vs := c.victimInfo[:0]
-	for _, ri := range cand {
-		r := &c.run[ri]
-		qs := &c.queues[r.queue]
-		vs = append(vs, preempt.Victim{Level: int(r.level), QueueFraction: c.model.Share(qs.alloc) / qs.fair, Start: r.start, ID: r.job.ID})
-	}
-	c.victimInfo = vs
-	c.victimOrder = c.victimOrder[:0]
-	for i := range cand {
-		c.victimOrder = append(c.victimOrder, i)
-	}
-	slices.SortFunc(c.victimOrder, func(a, b int) int { return preempt.Compare(&vs[a], &vs[b]) })
-	c.victims = cand
-	// Victims are chosen as units: a lone job, or every candidate of one
-	// gang on this node, which go (and come back) together; a unit stands
-	// where its first member falls in victim order.
-	members := c.unitMembers[:0]
-	starts := c.unitStarts[:0]
-	for _, k := range c.victimOrder {
-		ri := cand[k]
-		id := c.run[ri].job.Gang.ID
-		if id != "" && slices.ContainsFunc(members, func(o int32) bool { return c.run[o].job.Gang.ID == id }) {
-			continue // already in its gang's unit
-		}
-		starts = append(starts, len(members))
-		members = append(members, ri)
-		if id == "" {
-			continue
-		}
-		for _, k2 := range c.victimOrder {
-			if o := cand[k2]; o != ri && c.run[o].job.Gang.ID == id {
-				members = append(members, o)
-			}
-		}
-	}
-	starts = append(starts, len(members))
-	c.unitMembers, c.unitStarts = members, starts
-	unit := func(u int) []int32 { return members[starts[u]:starts[u+1]] }
-	kept := preempt.Fewest(len(starts)-1, func() bool { return c.nodeFits(node) },
-		func(u int) {
-			for _, ri := range unit(u) {
-				r := &c.run[ri]
-				c.db.Unbind(node, int(r.queue), int(r.level), r.job.Requests)
-			}
-		},
-		func(u int) {
-			for _, ri := range unit(u) {
-				r := &c.run[ri]
-				c.db.Bind(node, int(r.queue), int(r.level), r.job.Requests)
-			}
-		}, c.kept)
-	c.kept = kept
-	taken := c.taken[:0]
-	for _, u := range kept {
-		taken = append(taken, unit(u)...)
-	}
-	c.taken = taken
-	// The victims' gang mates elsewhere go too: a gang is preempted whole.
-	// Drop every victim first (they are already unbound), then sweep their
-	// gang mates that are still on some node.
-	for _, ri := range taken {
-		c.dropVictim(ri, false)
-	}
-	for _, ri := range taken {
-		for _, m := range c.gangOf(ri) {
-			switch mr := &c.run[m]; mr.state {
-			case stRunning, stBack, stNew:
-				c.dropVictim(m, true)
-			case stEvicted: // already off the books; give up its hold
-				c.db.Release(int(mr.node), evictedLevel, mr.job.Requests)
-				c.held--
-				c.preempt(m, PreemptedForUrgency)
-			}
-		}
-	}
-	c.db.Forget()
-}
-
-// dropVictim takes an urgency victim off the books (and off its node when
-// unbind is set): a running job is preempted, a job scheduled earlier in
-// this cycle goes back to waiting.
-func (c *cycle) dropVictim(ri int32, unbind bool) {
-	r := &c.run[ri]
-	q, cl := int(r.queue), int(r.class)
-	if unbind {
-		c.db.Unbind(int(r.node), q, int(r.level), r.job.Requests)
-	}
-	c.unaccount(q, cl, r.job.Requests)
-	qs := &c.queues[q]
-	qs.running--
-	defer c.refresh(q)
-	if r.state != stNew {
-		c.preempt(ri, PreemptedForUrgency)
-		return
-	}
-	r.state = stDisplaced
-	qs.scheduled--
-	qs.tokens++
-	c.globalTokens++
-	c.scheduledTotal.Sub(r.job.Requests)
-	c.res.Scheduled[r.sched].Job = nil
-	// Offer it again, first in its queue: it may fit elsewhere. A gang
-	// member is not offered alone: its gang lost its place as a whole.
-	if qs.stopped || r.job.IsGang() {
-		c.unscheduled(r.job, displacedReason())
-		return
-	}
-	qs.retry = append(qs.retry, ri)
-	if !c.sel.Contains(q) && c.advance(q) {
-		c.sel.Push(c.candidate(q))
-	}
-}
-
-func displacedReason() Reason {
-	return Reason{Code: ReasonDisplaced, Message: "placed, then displaced in the same cycle by a job of higher priority"}
-}
-
-// refresh re-ranks queue q after its allocation changed under it.
-func (c *cycle) refresh(q int) {
-	if c.sel != nil && c.sel.Contains(q) && c.queues[q].head != nil {
-		c.sel.Update(q, c.candidate(q))
-	}
-}
-
-// nodeFits reports whether every class level of node has non-negative
-// allocatable (the evicted level may stay negative: that is displacement).
-func (c *cycle) nodeFits(node int) bool {
-	for l := evictedLevel + 1; l < len(c.s.levels); l++ {
-		if c.db.Allocatable(node, l).AnyNegative() {
-			return false
-		}
-	}
-	return true
-}
-
-func (c *cycle) preempt(ri int32, why PreemptionReason) {
+// preempt records run job ri as preempted for why; by is the job it made
+// room for, or nil.
+func (c *cycle) preempt(ri int32, why PreemptionReason, by *flotilla.Job) {
 	r := &c.run[ri]
 	r.state = stPreempted
-	p := Preemption{Job: r.job, Node: c.db.Node(int(r.node)).Name, Reason: why}
+	p := Preemption{Job: r.job, Node: c.db.Node(int(r.node)).Name, Reason: why, For: by}
 	if why == PreemptedForFairShare {
 		p.Share, p.FairShare = r.share, r.fair
 	}
@@ -396,20 +296,29 @@ func (c *cycle) preempt(ri int32, why PreemptionReason) {
 }
 
 // finishEvictions preempts every evicted job the fill did not put back,
-// with its gang: a gang is preempted whole or not at all.
+// with its gang: a gang is preempted whole or not at all. A displaced job's
+// Preemption names the job it was displaced for.
 func (c *cycle) finishEvictions() {
+	n := 0
 	for ri := range c.run {
 		if c.run[ri].state == stEvicted {
+			n++
+		}
+	}
+	c.res.Preempted = slices.Grow(c.res.Preempted, n)
+	for ri := range c.run {
+		if c.run[ri].state == stEvicted {
+			by := c.run[ri].by
 			for _, m := range c.gangOf(int32(ri)) {
 				mr := &c.run[m]
 				switch mr.state {
 				case stEvicted:
-					c.preempt(m, PreemptedForFairShare)
+					c.preempt(m, PreemptedForFairShare, by)
 				case stBack:
 					c.db.Unbind(int(mr.node), int(mr.queue), int(mr.level), mr.job.Requests)
 					c.unaccount(int(mr.queue), int(mr.class), mr.job.Requests)
 					c.queues[mr.queue].running--
-					c.preempt(m, PreemptedForFairShare)
+					c.preempt(m, PreemptedForFairShare, by)
 				}
 			}
 		}

@@ -1,0 +1,282 @@
+package scheduler
+
+import (
+	"container/heap"
+	"slices"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/binpack"
+	"github.com/flotilla-sched/flotilla/fairness"
+	"github.com/flotilla-sched/flotilla/preempt"
+)
+
+// Displacing evicted jobs.
+//
+// The rescheduling order is the order in which the fill would offer the
+// evicted jobs back if all of them went back and no new work came between
+// (preempt.CompareRescheduling): each evicted job is ranked as progressive
+// filling ranks a queue's next unit — higher class priority first, then the
+// smallest fraction of its fair share the queue would hold after the job,
+// counting its allocation after the evictions plus the evicted jobs ahead
+// of it in its queue, then the queue name — and jobs of one queue keep
+// their evicted order (queue.LessEvicted). A gang is one unit, ranked where
+// its member offered first stands (offering it brings back the whole
+// gang). The order is fixed at eviction time, as Armada fixes it: new work
+// and displacements change the queues' standing during the fill, but the
+// index is not re-sorted.
+//
+// A job that must displace evicted jobs displaces those rescheduled last.
+
+// displacement is the index of evicted jobs for displacement, and the
+// scratch of its walks.
+type displacement struct {
+	// order lists the evicted units (a lone job, or a gang by its member
+	// offered first), rescheduled last first. Units offered, displaced or
+	// taken as urgency victims stay in it and are skipped; orderPos is how
+	// many at the front are known to be gone.
+	order    []int32
+	orderPos int
+	// freed[n*R:(n+1)*R] is, during a walk, what the units walked so far
+	// hold on node n; marked[n] is set when n is among touched.
+	freed   []int64
+	marked  []bool
+	touched []int32
+	walked  []int32
+	ranks   []int32
+}
+
+// isHeld reports whether run job ri is evicted and still holds its
+// capacity: not yet offered back, displaced or preempted.
+func (c *cycle) isHeld(ri int32) bool {
+	r := &c.run[ri]
+	return r.state == stEvicted && !r.tried
+}
+
+// indexEvicted builds the displacement index once eviction is done: every
+// evicted unit in reverse rescheduling order, each member's rank its
+// unit's place in it. Each queue's evicted jobs are already in rescheduling
+// order among themselves (class priority descending, then the queue's
+// allocation growing, then position), so the index is their merge by
+// preempt.CompareRescheduling, made with a heap of the queues' next units.
+func (c *cycle) indexEvicted() {
+	n := 0
+	for qi := range c.queues {
+		n += len(c.queues[qi].evicted)
+	}
+	if n == 0 {
+		return
+	}
+	order := make([]int32, 0, n)
+	h := &evictedHeads{preferLarge: c.s.cfg.EnablePreferLargeJobOrdering}
+	back := make([]flotilla.Resources, len(c.queues))
+	for qi := range c.queues {
+		if len(c.queues[qi].evicted) > 0 {
+			back[qi] = c.queues[qi].alloc.Clone()
+			h.heads = append(h.heads, c.evictedHead(qi, back[qi], 0))
+		}
+	}
+	heap.Init(h)
+	for h.Len() > 0 {
+		top := &h.heads[0]
+		qi := top.Candidate.Queue
+		ev := c.queues[qi].evicted
+		ri := ev[top.Position]
+		order = append(order, ri)
+		for _, m := range c.gangOf(ri) {
+			if mr := &c.run[m]; mr.state == stEvicted {
+				mr.rank = 0 // ranked: later members of its gang are skipped
+				back[qi].Add(mr.job.Requests)
+			}
+		}
+		p := top.Position + 1
+		for p < len(ev) && c.run[ev[p]].rank >= 0 {
+			p++
+		}
+		if p == len(ev) {
+			heap.Pop(h)
+			continue
+		}
+		*top = c.evictedHead(qi, back[qi], p)
+		heap.Fix(h, 0)
+	}
+	slices.Reverse(order)
+	for k, ri := range order {
+		for _, m := range c.gangOf(ri) {
+			c.run[m].rank = int32(k)
+		}
+	}
+	c.order = order
+}
+
+// evictedHead is queue qi's evicted job at position p as the queue's next
+// unit, the queue holding back: ranked as candidate ranks a queue's head.
+func (c *cycle) evictedHead(qi int, back flotilla.Resources, p int) preempt.Evicted {
+	qs := &c.queues[qi]
+	r := &c.run[qs.evicted[p]]
+	copy(c.scratch, back)
+	c.scratch.Add(r.job.Requests)
+	cur, next := c.model.Share(back), c.model.Share(c.scratch)
+	cand := fairness.NewCandidate(qi, qs.q.Name, r.entry.ClassPriority, cur, next-cur, qs.fair, qs.adjusted)
+	if qs.fair > 0 {
+		cand.Fraction = next / qs.fair
+	}
+	return preempt.Evicted{Candidate: cand, Position: p}
+}
+
+// evictedHeads is a heap of the queues' next evicted units, rescheduled
+// first on top.
+type evictedHeads struct {
+	heads       []preempt.Evicted
+	preferLarge bool
+}
+
+func (h *evictedHeads) Len() int { return len(h.heads) }
+func (h *evictedHeads) Less(i, j int) bool {
+	return preempt.CompareRescheduling(&h.heads[i], &h.heads[j], h.preferLarge) < 0
+}
+func (h *evictedHeads) Swap(i, j int) { h.heads[i], h.heads[j] = h.heads[j], h.heads[i] }
+func (h *evictedHeads) Push(x any)    { h.heads = append(h.heads, x.(preempt.Evicted)) }
+func (h *evictedHeads) Pop() any {
+	x := h.heads[len(h.heads)-1]
+	h.heads = h.heads[:len(h.heads)-1]
+	return x
+}
+
+// displaceWalkBudget is how many evicted units a displacing walk takes
+// before it asks the node database whether any node can fit the job at all
+// (a search at lowestClassLevel, where evicted jobs' holds do not count):
+// most walks end within a few units, and a job that fits nowhere is then
+// not walked past every evicted job.
+const displaceWalkBudget = 32
+
+// displaceFor finds room for job j (the constraint of q, a query for j at
+// lowestClassLevel) in capacity evicted jobs hold. It walks the evicted units from the one rescheduled last,
+// adding what each holds on each node that admits j (not cordoned, selector
+// and taints; the queue's tiers play no part), until some node's free
+// capacity plus what the walked units hold there fits j; of the nodes the
+// last unit walked made fit, the lowest-numbered is chosen. The walked
+// units with a member on that node are displaced, with their whole gangs
+// (displaceUnit), and the node is returned. It returns false, changing
+// nothing, when no node fits even with every unit walked.
+func (c *cycle) displaceFor(j *flotilla.Job, q *binpack.Query) (int, bool) {
+	cons := q.Constraint
+	R := len(j.Requests)
+	if c.freed == nil {
+		c.freed = make([]int64, c.db.NodeCount()*R)
+		c.marked = make([]bool, c.db.NodeCount())
+	}
+	for c.orderPos < len(c.order) && !c.isHeld(c.order[c.orderPos]) {
+		c.orderPos++
+	}
+	walked, touched := c.walked[:0], c.touched[:0]
+	found := -1
+	for k := c.orderPos; k < len(c.order) && found < 0; k++ {
+		u := c.order[k]
+		if !c.isHeld(u) {
+			continue
+		}
+		if len(walked) == displaceWalkBudget {
+			if _, ok := c.db.Select(q); !ok {
+				break
+			}
+		}
+		walked = append(walked, u)
+		ms := c.gangOf(u)
+		for _, m := range ms {
+			n := int(c.run[m].node)
+			if !c.isHeld(m) || c.db.Cordoned(n) || !c.db.Admits(cons, n) {
+				continue
+			}
+			if !c.marked[n] {
+				c.marked[n] = true
+				touched = append(touched, int32(n))
+			}
+			f := c.freed[n*R : n*R+R]
+			for i, v := range c.run[m].job.Requests {
+				f[i] += v
+			}
+		}
+		for _, m := range ms {
+			if n := int(c.run[m].node); c.marked[n] && (found < 0 || n < found) && c.fitsFreed(n, j.Requests) {
+				found = n
+			}
+		}
+	}
+	for _, n := range touched {
+		clear(c.freed[int(n)*R : int(n)*R+R])
+		c.marked[n] = false
+	}
+	c.walked, c.touched = walked, touched
+	if found < 0 {
+		return 0, false
+	}
+	for _, u := range walked {
+		if c.unitOn(u, found) {
+			c.displaceUnit(u, j)
+		}
+	}
+	return found, true
+}
+
+// fitsFreed reports whether req fits node n's free capacity plus what the
+// walk has freed there.
+func (c *cycle) fitsFreed(n int, req flotilla.Resources) bool {
+	a := c.db.Allocatable(n, evictedLevel)
+	f := c.freed[n*len(req):]
+	for i, v := range req {
+		if a[i]+f[i] < v {
+			return false
+		}
+	}
+	return true
+}
+
+// unitOn reports whether evicted unit u has a held member on node n.
+func (c *cycle) unitOn(u int32, n int) bool {
+	for _, m := range c.gangOf(u) {
+		if int(c.run[m].node) == n && c.isHeld(m) {
+			return true
+		}
+	}
+	return false
+}
+
+// displaceUnit releases the holds of evicted unit u, every member on every
+// node: they will not be offered back, and finishEvictions preempts them
+// to fair share, recording by as the job they made room for.
+func (c *cycle) displaceUnit(u int32, by *flotilla.Job) {
+	for _, m := range c.gangOf(u) {
+		if !c.isHeld(m) {
+			continue
+		}
+		r := &c.run[m]
+		c.db.Release(int(r.node), evictedLevel, r.job.Requests)
+		c.held--
+		r.tried = true
+		r.by = by
+	}
+}
+
+// displaceOn displaces, after job by was bound to node by another search
+// (urgency, or a gang's placement), the evicted units holding capacity
+// there that no longer fit: rescheduled last first, until the node's free
+// capacity is no longer negative.
+func (c *cycle) displaceOn(node int, by *flotilla.Job) {
+	if c.held == 0 || !c.db.Allocatable(node, evictedLevel).AnyNegative() {
+		return
+	}
+	ranks := c.ranks[:0]
+	for _, ri := range c.nodeRun[node] {
+		if c.isHeld(ri) && !slices.Contains(ranks, c.run[ri].rank) {
+			ranks = append(ranks, c.run[ri].rank)
+		}
+	}
+	slices.Sort(ranks)
+	c.ranks = ranks
+	for _, k := range ranks {
+		if !c.db.Allocatable(node, evictedLevel).AnyNegative() {
+			break
+		}
+		c.displaceUnit(c.order[k], by)
+	}
+}

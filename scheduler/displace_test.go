@@ -1,0 +1,502 @@
+package scheduler_test
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leanovate/gopter/gen"
+	"github.com/leanovate/gopter/prop"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/queue"
+	"github.com/flotilla-sched/flotilla/scheduler"
+)
+
+// displacedFor returns the jobs preempted to make room for job id, with
+// their reasons.
+func displacedFor(res *scheduler.Result, id string) map[string]scheduler.PreemptionReason {
+	m := map[string]scheduler.PreemptionReason{}
+	for _, p := range res.Preempted {
+		if p.For != nil && p.For.ID == id {
+			m[p.Job.ID] = p.Reason
+		}
+	}
+	return m
+}
+
+// withMidPreemptible adds a preemptible class between the default two.
+func withMidPreemptible(w *world) {
+	w.cfg.PriorityClasses = append(flotilla.DefaultPriorityClasses(), flotilla.PriorityClass{Name: "mid", Priority: 25000, Preemptible: true})
+	w.resetStore()
+}
+
+func midPreemptible(j *flotilla.Job) { j.PriorityClass = "mid" }
+
+// Two equal nodes, each holding one evicted job of A: B's urgent job must
+// displace one. E1 started first, so A offers it back first; E2 would be
+// rescheduled last and is the one displaced, whatever the node order.
+func TestDisplacementTakesTheEvictedJobRescheduledLast(t *testing.T) {
+	w := newWorld(t)
+	w.addNodes(2, "4")
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	w.run("A", "4", "node-0", preemptible, startedAt(-2*time.Hour))
+	e2 := w.run("A", "4", "node-1", preemptible, startedAt(-time.Hour))
+	b := w.submit("B", 1, "4", nonPreemptible)[0]
+	res := w.schedule()
+	assert.Equal(t, map[string]scheduler.PreemptionReason{e2.ID: scheduler.PreemptedForFairShare}, preemptedIDs(res))
+	assert.Equal(t, map[string]scheduler.PreemptionReason{e2.ID: scheduler.PreemptedForFairShare}, displacedFor(res, b.ID))
+	require.Len(t, res.Scheduled, 1)
+	assert.Equal(t, "node-1", res.Scheduled[0].Node)
+}
+
+// Displacement rules, each a world of three 4-core nodes whose every core
+// an evicted job of queue A holds, and one urgent job of queue B.
+func TestDisplacementRules(t *testing.T) {
+	type running struct {
+		name, node string
+		mod        func(*flotilla.Job)
+		start      time.Duration
+	}
+	gang := func(j *flotilla.Job) { preemptible(j); inGang("g", 2, "")(j) }
+	tolerates := func(j *flotilla.Job) {
+		j.Tolerations = []flotilla.Toleration{{Key: "k", Operator: flotilla.TolerationEqual, Value: "v", Effect: flotilla.TaintNoSchedule}}
+	}
+	tolerating := func(j *flotilla.Job) { preemptible(j); tolerates(j) }
+	tainted := func() *flotilla.Node {
+		return &flotilla.Node{Taints: []flotilla.Taint{{Key: "k", Value: "v", Effect: flotilla.TaintNoSchedule}}}
+	}
+	for _, c := range []struct {
+		rule    string
+		setup   func(w *world)
+		nodes   [3]*flotilla.Node
+		running []running
+		job     func(*flotilla.Job)
+		// want are the running jobs displaced; node where B's job lands.
+		want []string
+		node string
+	}{{
+		rule: "a gang rescheduled last is displaced whole, freeing every node it held",
+		running: []running{
+			{"lone", "node-0", preemptible, -3 * time.Hour},
+			{"g1", "node-1", gang, -time.Hour},
+			{"g2", "node-2", gang, -time.Hour},
+		},
+		want: []string{"g1", "g2"}, node: "node-1",
+	}, {
+		rule:  "a higher-class evicted job is spared when a lower one elsewhere suffices",
+		setup: withMidPreemptible,
+		running: []running{
+			{"low", "node-0", preemptible, -3 * time.Hour},
+			{"high", "node-1", midPreemptible, -time.Hour},
+			{"low2", "node-2", preemptible, -2 * time.Hour},
+		},
+		want: []string{"low2"}, node: "node-2",
+	}, {
+		rule:  "a selector passes over jobs on nodes it does not admit",
+		nodes: [3]*flotilla.Node{{Labels: map[string]string{"slot": "a"}}, {Labels: map[string]string{"slot": "a"}}, {}},
+		running: []running{
+			{"first", "node-0", preemptible, -3 * time.Hour},
+			{"second", "node-1", preemptible, -2 * time.Hour},
+			{"last", "node-2", preemptible, -time.Hour},
+		},
+		job:  func(j *flotilla.Job) { j.NodeSelector = map[string]string{"slot": "a"} },
+		want: []string{"second"}, node: "node-1",
+	}, {
+		rule:  "a taint the job does not tolerate passes over the jobs on that node",
+		nodes: [3]*flotilla.Node{{}, tainted(), {}},
+		running: []running{
+			{"first", "node-0", preemptible, -3 * time.Hour},
+			{"second", "node-2", preemptible, -2 * time.Hour},
+			{"last", "node-1", tolerating, -time.Hour},
+		},
+		want: []string{"second"}, node: "node-2",
+	}, {
+		rule:  "a cordoned node's jobs are passed over",
+		nodes: [3]*flotilla.Node{{}, {Unschedulable: true}, {}},
+		running: []running{
+			{"first", "node-0", preemptible, -3 * time.Hour},
+			{"second", "node-2", preemptible, -2 * time.Hour},
+			{"last", "node-1", preemptible, -time.Hour},
+		},
+		want: []string{"second"}, node: "node-2",
+	}, {
+		rule:  "a tolerated taint does not stop the walk at the last job",
+		nodes: [3]*flotilla.Node{{}, tainted(), {}},
+		running: []running{
+			{"first", "node-0", preemptible, -3 * time.Hour},
+			{"second", "node-2", preemptible, -2 * time.Hour},
+			{"last", "node-1", tolerating, -time.Hour},
+		},
+		job:  tolerates,
+		want: []string{"last"}, node: "node-1",
+	}} {
+		t.Run(c.rule, func(t *testing.T) {
+			w := newWorld(t)
+			if c.setup != nil {
+				c.setup(w)
+			}
+			for i, n := range c.nodes {
+				if n == nil {
+					n = &flotilla.Node{}
+				}
+				n.Name, n.Total = "node-"+string(rune('0'+i)), w.res("4")
+				w.nodes = append(w.nodes, n)
+			}
+			w.addQueue("A", 1)
+			w.addQueue("B", 1)
+			ids := map[string]string{}
+			for _, r := range c.running {
+				j := w.run("A", "4", r.node, r.mod, startedAt(r.start))
+				ids[j.ID] = r.name
+			}
+			mods := []func(*flotilla.Job){nonPreemptible}
+			if c.job != nil {
+				mods = append(mods, c.job)
+			}
+			b := w.submit("B", 1, "4", mods...)[0]
+			res := w.schedule()
+			var got []string
+			for id, why := range displacedFor(res, b.ID) {
+				assert.Equal(t, scheduler.PreemptedForFairShare, why)
+				got = append(got, ids[id])
+			}
+			assert.ElementsMatch(t, c.want, got)
+			assert.Len(t, res.Preempted, len(c.want), "only the displaced jobs are preempted")
+			require.Len(t, res.Scheduled, 1)
+			assert.Equal(t, c.node, res.Scheduled[0].Node)
+		})
+	}
+}
+
+// The walk asks the node database whether the job fits anywhere once it
+// has taken displaceWalkBudget (32) units; past that it goes on to the
+// same answer as a walk without a budget, and a job that fits nowhere
+// displaces nothing. Forty one-core nodes, each with one evicted job of A
+// started a minute after the one before; only node-0 and node-1 are
+// labelled, so a job for them passes 38 units that would be rescheduled
+// later first.
+func TestDisplacementWalkPastItsBudget(t *testing.T) {
+	for _, c := range []struct {
+		name, cpu string
+		want      []int // nodes whose job is displaced
+	}{
+		{"fits: the job rescheduled last among those on admitted nodes", "1", []int{1}},
+		{"fits nowhere: nothing displaced", "2", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.addQueue("A", 1)
+			w.addQueue("B", 1)
+			var jobs []*flotilla.Job
+			for i := range 40 {
+				var labels map[string]string
+				if i < 2 {
+					labels = map[string]string{"slot": "a"}
+				}
+				labelledNode(w, fmt.Sprintf("node-%d", i), "1", labels)
+				jobs = append(jobs, w.run("A", "1", w.nodes[i].Name, preemptible, startedAt(time.Duration(i)*time.Minute)))
+			}
+			b := w.submit("B", 1, c.cpu, nonPreemptible, func(j *flotilla.Job) { j.NodeSelector = map[string]string{"slot": "a"} })[0]
+			res := w.schedule()
+			want := map[string]scheduler.PreemptionReason{}
+			for _, n := range c.want {
+				want[jobs[n].ID] = scheduler.PreemptedForFairShare
+			}
+			assert.Equal(t, want, displacedFor(res, b.ID))
+			assert.Len(t, res.Preempted, len(c.want))
+		})
+	}
+}
+
+// An urgency victim's Preemption names the job it made room for.
+func TestUrgencyPreemptionNamesTheJobItMadeRoomFor(t *testing.T) {
+	w := newWorld(t)
+	w.cfg.EvictionProbability = 0 // urgency only
+	w.addNodes(1, "4")
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	v := w.run("A", "4", "node-0", preemptible)
+	b := w.submit("B", 1, "4", nonPreemptible)[0]
+	res := w.schedule()
+	assert.Equal(t, map[string]scheduler.PreemptionReason{v.ID: scheduler.PreemptedForUrgency}, displacedFor(res, b.ID))
+}
+
+// A job placed by urgency displaces, on its node, the evicted jobs there
+// rescheduled last until the node's free capacity is not negative; they
+// and the urgency victim name it. A (below its fair share) keeps its job
+// running until B's urgent job preempts it; C's evicted jobs on node-0 hold
+// 4 cores, of which the urgent job needs 2.
+func TestUrgencyPlacementDisplacesTheEvictedJobsOnItsNodeRescheduledLast(t *testing.T) {
+	w := newWorld(t)
+	w.addNodes(2, "8")
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	w.addQueue("C", 1)
+	a := w.run("A", "4", "node-0", preemptible)
+	w.run("C", "2", "node-0", preemptible, startedAt(-2*time.Hour))
+	c2 := w.run("C", "2", "node-0", preemptible, startedAt(-time.Hour))
+	w.run("C", "4", "node-1", nonPreemptible)
+	b := w.submit("B", 1, "6", nonPreemptible)[0]
+	res := w.schedule()
+	require.Len(t, res.Scheduled, 1)
+	assert.Equal(t, "node-0", res.Scheduled[0].Node)
+	assert.Equal(t, map[string]scheduler.PreemptionReason{a.ID: scheduler.PreemptedForUrgency, c2.ID: scheduler.PreemptedForFairShare}, displacedFor(res, b.ID))
+	assert.Len(t, res.Preempted, 2)
+}
+
+// A gang placed in evicted jobs' capacity displaces, on each node it used,
+// the evicted jobs there; each names the member placed on its node.
+func TestGangDisplacementNamesTheMemberOnEachNode(t *testing.T) {
+	w := newWorld(t)
+	w.addNodes(2, "4")
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	e0 := w.run("A", "4", "node-0", preemptible)
+	e1 := w.run("A", "4", "node-1", preemptible)
+	w.submit("B", 2, "4", nonPreemptible, inGang("g", 2, ""))
+	res := w.schedule()
+	require.Len(t, res.Scheduled, 2)
+	on := map[string]string{}
+	for _, a := range res.Scheduled {
+		on[a.Node] = a.Job.ID
+	}
+	got := map[string]string{}
+	for _, p := range res.Preempted {
+		require.NotNil(t, p.For, p.Job.ID)
+		assert.Equal(t, scheduler.PreemptedForFairShare, p.Reason)
+		got[p.Job.ID] = p.For.ID
+	}
+	assert.Equal(t, map[string]string{e0.ID: on["node-0"], e1.ID: on["node-1"]}, got)
+}
+
+// An evicted job that does not go back for a reason of its own (here its
+// queue's class limit) names no job.
+func TestEvictedJobThatDoesNotGoBackUnforcedNamesNoJob(t *testing.T) {
+	w := newWorld(t)
+	w.cfg.ProtectedFractionOfFairShare = 0
+	w.cfg.PriorityClasses = flotilla.DefaultPriorityClasses()
+	w.cfg.PriorityClasses[1].MaximumResourceFractionPerQueue = map[string]float64{"cpu": 0.25}
+	w.resetStore()
+	w.addNodes(1, "8")
+	w.addQueue("A", 1)
+	w.run("A", "2", "node-0", preemptible)
+	over := w.run("A", "2", "node-0", preemptible, startedAt(time.Hour))
+	res := w.schedule()
+	require.Len(t, res.Preempted, 1)
+	assert.Equal(t, over.ID, res.Preempted[0].Job.ID)
+	assert.Nil(t, res.Preempted[0].For)
+}
+
+// TestPropertyDisplacementMatchesNaiveOracle checks displacement against
+// its definition, by brute force on small worlds: every preemptible job of
+// queues A and B is evicted (protected fraction 0), and one urgent job of
+// queue N, tried first, may displace them. The oracle ranks the evicted
+// units in rescheduling order from the snapshot alone (higher class first,
+// then the smaller allocation the queue would hold after the unit — equal
+// weights, so equal fair shares —, then the queue name, then LessEvicted
+// order; a gang at its member offered first), and then tries k = 0, 1, …
+// units rescheduled last and, for each k, every node in index order that
+// admits the job: the first that fits once those units' holds there are
+// freed is the node, and the units among them with a member on it (with
+// their whole gangs) are the displaced set.
+func TestPropertyDisplacementMatchesNaiveOracle(t *testing.T) {
+	p := properties(t)
+	p.Property("the displaced set is the definition's", prop.ForAll(func(seed uint64) string {
+		w, urgent := displacementWorld(t, seed)
+		res := w.schedule()
+		got := map[string]bool{}
+		for id, why := range displacedFor(res, urgent.ID) {
+			if why != scheduler.PreemptedForFairShare {
+				return fmt.Sprintf("seed %d: %s preempted for %s", seed, id, why)
+			}
+			got[id] = true
+		}
+		want, node := displacementOracle(w, urgent)
+		if !maps.Equal(got, want) {
+			return fmt.Sprintf("seed %d: displaced %v, the definition says %v", seed, slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+		}
+		placed := ""
+		for _, a := range res.Scheduled {
+			if a.Job == urgent {
+				placed = a.Node
+			}
+		}
+		if node >= 0 && len(want) > 0 && placed != w.nodes[node].Name {
+			return fmt.Sprintf("seed %d: placed on %q, the definition says %s", seed, placed, w.nodes[node].Name)
+		}
+		if (node >= 0) != (placed != "") {
+			return fmt.Sprintf("seed %d: placed on %q, the oracle's node %d", seed, placed, node)
+		}
+		return ""
+	}, gen.UInt64()))
+	p.TestingRun(t)
+}
+
+// displacementWorld is two or three nodes of 4 to 8 cores filled by queues
+// A and B (lone jobs and two-member gangs, mostly preemptible at two
+// classes, started at random hours), and one urgent job of queue N.
+func displacementWorld(t *testing.T, seed uint64) (*world, *flotilla.Job) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	w := newWorld(t)
+	withMidPreemptible(w)
+	w.cfg.ProtectedFractionOfFairShare = 0
+	nodes := 2 + rng.IntN(2)
+	free := make([]int, nodes)
+	for i := range nodes {
+		free[i] = 4 + rng.IntN(5)
+		var labels map[string]string
+		if rng.IntN(2) == 0 {
+			labels = map[string]string{"slot": "a"}
+		}
+		labelledNode(w, fmt.Sprintf("node-%d", i), fmt.Sprint(free[i]), labels)
+	}
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	w.addQueue("N", 1)
+	classes := []func(*flotilla.Job){preemptible, midPreemptible, preemptible, midPreemptible, nonPreemptible}
+	start := func() func(*scheduler.Running) { return startedAt(time.Duration(rng.IntN(4)) * time.Hour) }
+	for g := 0; rng.IntN(3) > 0 && g < 3; g++ {
+		q, cpu := []string{"A", "B"}[rng.IntN(2)], 1+rng.IntN(3)
+		n0, n1 := rng.IntN(nodes), rng.IntN(nodes)
+		if free[n0] < cpu || free[n1] < cpu || (n0 == n1 && free[n0] < 2*cpu) {
+			continue
+		}
+		free[n0] -= cpu
+		free[n1] -= cpu
+		class := classes[rng.IntN(2)]
+		id := fmt.Sprintf("g%d", g)
+		st := start()
+		for _, n := range []int{n0, n1} {
+			w.run(q, fmt.Sprint(cpu), w.nodes[n].Name, func(j *flotilla.Job) { class(j); inGang(id, 2, "")(j) }, st)
+		}
+	}
+	for n := range nodes {
+		for free[n] > 0 && rng.IntN(6) > 0 {
+			cpu := min(free[n], 1+rng.IntN(3))
+			free[n] -= cpu
+			w.run([]string{"A", "B"}[rng.IntN(2)], fmt.Sprint(cpu), w.nodes[n].Name, classes[rng.IntN(len(classes))], start())
+		}
+	}
+	mods := []func(*flotilla.Job){nonPreemptible}
+	if rng.IntN(3) == 0 {
+		mods = append(mods, func(j *flotilla.Job) { j.NodeSelector = map[string]string{"slot": "a"} })
+	}
+	urgent := w.submit("N", 1, fmt.Sprint(1+rng.IntN(8)), mods...)[0]
+	return w, urgent
+}
+
+// displacementOracle returns the jobs the definition displaces for job j,
+// and the node index it lands on (-1 for none).
+func displacementOracle(w *world, j *flotilla.Job) (map[string]bool, int) {
+	cpu := func(r flotilla.Resources) int64 { return r[0] }
+	prio := map[string]int32{}
+	for _, pc := range w.cfg.PriorityClasses {
+		prio[pc.Name] = pc.Priority
+	}
+	node := map[string]int{}
+	for i, n := range w.nodes {
+		node[n.Name] = i
+	}
+	// Free capacity at the lowest level once every preemptible job is
+	// evicted and holds its place.
+	free := make([]int64, len(w.nodes))
+	for i, n := range w.nodes {
+		free[i] = cpu(n.Total)
+	}
+	type ev struct {
+		r     scheduler.Running
+		entry queue.Entry
+	}
+	evicted := map[string][]ev{}
+	base := map[string]int64{}
+	for _, r := range w.running {
+		free[node[r.Node]] -= cpu(r.Job.Requests)
+		if r.Job.PriorityClass == flotilla.ArmadaDefault {
+			base[r.Job.Queue] += cpu(r.Job.Requests)
+			continue
+		}
+		evicted[r.Job.Queue] = append(evicted[r.Job.Queue], ev{r, queue.Entry{Job: r.Job, ClassPriority: prio[r.Job.PriorityClass]}})
+	}
+	type unit struct {
+		prio    int32
+		after   int64
+		queue   string
+		pos     int
+		members []scheduler.Running
+	}
+	var units []unit
+	for q, es := range evicted {
+		slices.SortFunc(es, func(a, b ev) int {
+			if queue.LessEvicted(&a.entry, &b.entry, a.r.Start, b.r.Start) {
+				return -1
+			}
+			return 1
+		})
+		back := base[q]
+		seen := map[string]bool{}
+		for pos, e := range es {
+			if id := e.r.Job.Gang.ID; id != "" {
+				if seen[id] {
+					continue
+				}
+				seen[id] = true
+			}
+			u := unit{prio: e.entry.ClassPriority, after: back + cpu(e.r.Job.Requests), queue: q, pos: pos}
+			for _, o := range es {
+				if o.r.Job == e.r.Job || (e.r.Job.Gang.ID != "" && o.r.Job.Gang.ID == e.r.Job.Gang.ID) {
+					u.members = append(u.members, o.r)
+					back += cpu(o.r.Job.Requests)
+				}
+			}
+			units = append(units, u)
+		}
+	}
+	// Rescheduled last first.
+	slices.SortFunc(units, func(a, b unit) int {
+		return cmp.Or(cmp.Compare(a.prio, b.prio), cmp.Compare(b.after, a.after), strings.Compare(b.queue, a.queue), cmp.Compare(b.pos, a.pos))
+	})
+	admits := func(n *flotilla.Node) bool {
+		return n.Labels["slot"] == j.NodeSelector["slot"] || j.NodeSelector == nil
+	}
+	for k := 0; k <= len(units); k++ {
+		for n := range w.nodes {
+			if !admits(w.nodes[n]) {
+				continue
+			}
+			room := free[n]
+			var on []unit
+			for _, u := range units[:k] {
+				hit := false
+				for _, m := range u.members {
+					if node[m.Node] == n {
+						room += cpu(m.Job.Requests)
+						hit = true
+					}
+				}
+				if hit {
+					on = append(on, u)
+				}
+			}
+			if room < cpu(j.Requests) {
+				continue
+			}
+			out := map[string]bool{}
+			for _, u := range on {
+				for _, m := range u.members {
+					out[m.Job.ID] = true
+				}
+			}
+			return out, n
+		}
+	}
+	return map[string]bool{}, -1
+}

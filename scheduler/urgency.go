@@ -1,0 +1,159 @@
+package scheduler
+
+import (
+	"slices"
+
+	"github.com/flotilla-sched/flotilla"
+
+	"github.com/flotilla-sched/flotilla/preempt"
+)
+
+// makeRoom preempts, on node, the fewest preemptible running jobs of lower
+// priority than level that bring every class level back to non-negative
+// allocatable after a job bound there at level: lowest priority first and,
+// within a priority, the jobs that would be rescheduled last first (the
+// queue furthest above its fair share, then the latest started). Gang
+// members take their whole gang with them. by is the job whose placement
+// needed the room, recorded in the victims' Preemptions.
+func (c *cycle) makeRoom(node, level int, by *flotilla.Job) {
+	cand := c.victims[:0]
+	for _, ri := range c.nodeRun[node] {
+		r := &c.run[ri]
+		if (r.state == stRunning || r.state == stBack || r.state == stNew) && int(r.level) < level && c.preemptible(ri) {
+			cand = append(cand, ri)
+		}
+	}
+	vs := c.victimInfo[:0]
+	for _, ri := range cand {
+		r := &c.run[ri]
+		qs := &c.queues[r.queue]
+		vs = append(vs, preempt.Victim{Level: int(r.level), QueueFraction: c.model.Share(qs.alloc) / qs.fair, Start: r.start, ID: r.job.ID})
+	}
+	c.victimInfo = vs
+	c.victimOrder = c.victimOrder[:0]
+	for i := range cand {
+		c.victimOrder = append(c.victimOrder, i)
+	}
+	slices.SortFunc(c.victimOrder, func(a, b int) int { return preempt.Compare(&vs[a], &vs[b]) })
+	c.victims = cand
+	// Victims are chosen as units: a lone job, or every candidate of one
+	// gang on this node, which go (and come back) together; a unit stands
+	// where its first member falls in victim order.
+	members := c.unitMembers[:0]
+	starts := c.unitStarts[:0]
+	for _, k := range c.victimOrder {
+		ri := cand[k]
+		id := c.run[ri].job.Gang.ID
+		if id != "" && slices.ContainsFunc(members, func(o int32) bool { return c.run[o].job.Gang.ID == id }) {
+			continue // already in its gang's unit
+		}
+		starts = append(starts, len(members))
+		members = append(members, ri)
+		if id == "" {
+			continue
+		}
+		for _, k2 := range c.victimOrder {
+			if o := cand[k2]; o != ri && c.run[o].job.Gang.ID == id {
+				members = append(members, o)
+			}
+		}
+	}
+	starts = append(starts, len(members))
+	c.unitMembers, c.unitStarts = members, starts
+	unit := func(u int) []int32 { return members[starts[u]:starts[u+1]] }
+	kept := preempt.Fewest(len(starts)-1, func() bool { return c.nodeFits(node) },
+		func(u int) {
+			for _, ri := range unit(u) {
+				r := &c.run[ri]
+				c.db.Unbind(node, int(r.queue), int(r.level), r.job.Requests)
+			}
+		},
+		func(u int) {
+			for _, ri := range unit(u) {
+				r := &c.run[ri]
+				c.db.Bind(node, int(r.queue), int(r.level), r.job.Requests)
+			}
+		}, c.kept)
+	c.kept = kept
+	taken := c.taken[:0]
+	for _, u := range kept {
+		taken = append(taken, unit(u)...)
+	}
+	c.taken = taken
+	// The victims' gang mates elsewhere go too: a gang is preempted whole.
+	// Drop every victim first (they are already unbound), then sweep their
+	// gang mates that are still on some node.
+	for _, ri := range taken {
+		c.dropVictim(ri, false, by)
+	}
+	for _, ri := range taken {
+		for _, m := range c.gangOf(ri) {
+			switch mr := &c.run[m]; mr.state {
+			case stRunning, stBack, stNew:
+				c.dropVictim(m, true, by)
+			case stEvicted: // already off the books; give up its hold
+				c.db.Release(int(mr.node), evictedLevel, mr.job.Requests)
+				c.held--
+				c.preempt(m, PreemptedForUrgency, by)
+			}
+		}
+	}
+	c.db.Forget()
+}
+
+// dropVictim takes an urgency victim off the books (and off its node when
+// unbind is set): a running job is preempted, a job scheduled earlier in
+// this cycle goes back to waiting.
+func (c *cycle) dropVictim(ri int32, unbind bool, by *flotilla.Job) {
+	r := &c.run[ri]
+	q, cl := int(r.queue), int(r.class)
+	if unbind {
+		c.db.Unbind(int(r.node), q, int(r.level), r.job.Requests)
+	}
+	c.unaccount(q, cl, r.job.Requests)
+	qs := &c.queues[q]
+	qs.running--
+	defer c.refresh(q)
+	if r.state != stNew {
+		c.preempt(ri, PreemptedForUrgency, by)
+		return
+	}
+	r.state = stDisplaced
+	qs.scheduled--
+	qs.tokens++
+	c.globalTokens++
+	c.scheduledTotal.Sub(r.job.Requests)
+	c.res.Scheduled[r.sched].Job = nil
+	// Offer it again, first in its queue: it may fit elsewhere. A gang
+	// member is not offered alone: its gang lost its place as a whole.
+	if qs.stopped || r.job.IsGang() {
+		c.unscheduled(r.job, displacedReason())
+		return
+	}
+	qs.retry = append(qs.retry, ri)
+	if !c.sel.Contains(q) && c.advance(q) {
+		c.sel.Push(c.candidate(q))
+	}
+}
+
+func displacedReason() Reason {
+	return Reason{Code: ReasonDisplaced, Message: "placed, then displaced in the same cycle by a job of higher priority"}
+}
+
+// refresh re-ranks queue q after its allocation changed under it.
+func (c *cycle) refresh(q int) {
+	if c.sel != nil && c.sel.Contains(q) && c.queues[q].head != nil {
+		c.sel.Update(q, c.candidate(q))
+	}
+}
+
+// nodeFits reports whether every class level of node has non-negative
+// allocatable (the evicted level may stay negative: that is displacement).
+func (c *cycle) nodeFits(node int) bool {
+	for l := evictedLevel + 1; l < len(c.s.levels); l++ {
+		if c.db.Allocatable(node, l).AnyNegative() {
+			return false
+		}
+	}
+	return true
+}
