@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/binpack"
 	"github.com/flotilla-sched/flotilla/preempt"
 	"github.com/flotilla-sched/flotilla/queue"
 )
@@ -86,6 +87,8 @@ type evictions struct {
 	unitMembers             []int32
 	unitStarts              []int
 	one                     [1]int32
+	// tolBuf builds the tolerations an evicted job goes back with.
+	tolBuf []flotilla.Toleration
 	displacement
 }
 
@@ -253,6 +256,7 @@ func (c *cycle) tryEvicted(qi int, ri int32) {
 		r := &c.run[m]
 		c.query = c.makeQuery(r.job, int(r.queue), level)
 		c.query.OnlyNode = int(r.node)
+		c.query.Constraint = c.stayConstraint(r.job)
 		if _, fits := c.db.Select(&c.query); !fits {
 			c.db.Rollback(mark)
 			c.markTried(members)
@@ -273,6 +277,17 @@ func (c *cycle) tryEvicted(qi int, ri int32) {
 			c.makeRoom(n, level, c.run[m].job)
 		}
 	}
+}
+
+// stayConstraint is the constraint an evicted job goes back to the node
+// it runs on with: no node selector and every NoSchedule taint tolerated,
+// since a label or a NoSchedule taint added since the job started does not
+// remove a running job (in Kubernetes or here); its own tolerations still
+// decide NoExecute taints. The cordon is ignored by Query.OnlyNode.
+func (c *cycle) stayConstraint(j *flotilla.Job) binpack.ConstraintID {
+	c.tolBuf = append(append(c.tolBuf[:0], j.Tolerations...),
+		flotilla.Toleration{Operator: flotilla.TolerationExists, Effect: flotilla.TaintNoSchedule})
+	return c.db.Constraints(nil, c.tolBuf)
 }
 
 // markTried records that evicted jobs were offered and did not go back:

@@ -206,3 +206,36 @@ func TestEvictedJobsIgnoreLimits(t *testing.T) {
 	assert.Len(t, res.Preempted, 1)
 	assert.Equal(t, 31, res.Queues[0].Running)
 }
+
+// A running job stays where it runs when its node's labels or NoSchedule
+// taints change (Kubernetes keeps running pods in place): evicted to fair
+// share with nothing competing for the room, it goes back to its own node
+// though its selector and tolerations no longer admit it there; a NoExecute
+// taint it does not tolerate is the one thing that keeps it off.
+func TestEvictedJobGoesBackPastChangedLabelsAndNoScheduleTaints(t *testing.T) {
+	for _, tc := range []struct {
+		effect flotilla.TaintEffect
+		back   bool
+	}{{flotilla.TaintNoSchedule, true}, {flotilla.TaintNoExecute, false}} {
+		w := newWorld(t)
+		w.addNodes(1, "32")
+		w.nodes[0].Taints = []flotilla.Taint{{Key: "maintenance", Value: "soon", Effect: tc.effect}}
+		w.addQueue("A", 1)
+		w.addQueue("B", 1)
+		w.cfg.ProtectedFractionOfFairShare = 0 // every queue holding anything is evicted
+		for range 4 {
+			w.run("A", "1", "node-0", func(j *flotilla.Job) {
+				preemptible(j)
+				j.NodeSelector = map[string]string{"pool": "retired"}
+			})
+		}
+		w.submit("B", 1, "64", preemptible) // never fits: nothing competes with A
+		res := w.schedule()
+		if tc.back {
+			assert.Empty(t, res.Preempted, "%s: the evicted jobs go back to their node", tc.effect)
+		} else {
+			assert.Len(t, res.Preempted, 4, "%s: an untolerated NoExecute taint keeps them off", tc.effect)
+		}
+		assert.Empty(t, res.Scheduled, tc.effect)
+	}
+}
