@@ -8,7 +8,7 @@
 // time; then ID. IDs are unique in a Store, so the order is total and
 // deterministic.
 //
-//	store, _ := queue.New(flotilla.DefaultPriorityClasses(), flotilla.ArmadaDefault)
+//	store, _ := queue.New(schema, flotilla.DefaultPriorityClasses(), flotilla.ArmadaDefault)
 //	_ = store.Add(job)                      // O(log n)
 //	c := store.Cursor("A")
 //	for e, ok := c.Next(); ok; e, ok = c.Next() {

@@ -48,7 +48,7 @@ func Run(ctx context.Context, b *Built) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := queue.New(b.PriorityClasses, b.Settings.DefaultPriorityClass)
+	store, err := queue.New(b.Schema, b.PriorityClasses, b.Settings.DefaultPriorityClass)
 	if err != nil {
 		return nil, err
 	}

@@ -30,7 +30,7 @@ func benchWorld(b *testing.B, nodes, queues, jobs int) (*scheduler.Scheduler, *s
 	for i := range queues {
 		snap.Queues = append(snap.Queues, &flotilla.Queue{Name: fmt.Sprintf("q%03d", i)})
 	}
-	store, err := queue.New(cfg.PriorityClasses, cfg.DefaultPriorityClass)
+	store, err := queue.New(cfg.Schema, cfg.PriorityClasses, cfg.DefaultPriorityClass)
 	require.NoError(b, err)
 	req := schema.MustParse(map[string]string{"cpu": "1", "memory": "4Gi"})
 	for i := range jobs {
@@ -118,7 +118,7 @@ func BenchmarkRebalance(b *testing.B) {
 			})
 		}
 	}
-	store, err := queue.New(cfg.PriorityClasses, cfg.DefaultPriorityClass)
+	store, err := queue.New(cfg.Schema, cfg.PriorityClasses, cfg.DefaultPriorityClass)
 	require.NoError(b, err)
 	for q := range 10 {
 		name := fmt.Sprintf("q%02d", q)
@@ -148,7 +148,7 @@ func BenchmarkGangCycle(b *testing.B) {
 	require.NoError(b, err)
 	snap := &scheduler.Snapshot{}
 	snap.Nodes = benchNodes(schema, 1000)
-	store, err := queue.New(cfg.PriorityClasses, cfg.DefaultPriorityClass)
+	store, err := queue.New(cfg.Schema, cfg.PriorityClasses, cfg.DefaultPriorityClass)
 	require.NoError(b, err)
 	one := schema.MustParse(map[string]string{"cpu": "1", "memory": "4Gi"})
 	four := schema.MustParse(map[string]string{"cpu": "4", "memory": "16Gi"})

@@ -25,7 +25,7 @@ func ExampleScheduler_Schedule() {
 		{Name: "n2", Total: schema.MustParse(map[string]string{"cpu": "4", "memory": "16Gi"})},
 	}
 	queues := []*flotilla.Queue{{Name: "alice"}, {Name: "bob"}}
-	store, _ := queue.New(cfg.PriorityClasses, cfg.DefaultPriorityClass)
+	store, _ := queue.New(cfg.Schema, cfg.PriorityClasses, cfg.DefaultPriorityClass)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 6 {
 		for _, q := range []string{"alice", "bob"} {
@@ -66,7 +66,7 @@ func ExampleScheduler_Schedule_fluxPriority() {
 	schema := flotilla.MustResourceSchema("cpu")
 	cfg := scheduler.DefaultConfig(schema)
 	sched, _ := scheduler.New(cfg)
-	store, _ := queue.New(cfg.PriorityClasses, cfg.DefaultPriorityClass)
+	store, _ := queue.New(cfg.Schema, cfg.PriorityClasses, cfg.DefaultPriorityClass)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	w := priority.DefaultWeights()
 	w.Bank = 10

@@ -110,7 +110,7 @@ func finalWorld(t testing.TB, seed uint64, v uint32) *genWorld {
 		w.cfg.PriorityHalftime = time.Hour
 	}
 	// The store orders by class priority: rebuild it with the final classes.
-	store, err := queue.New(w.cfg.PriorityClasses, w.cfg.DefaultPriorityClass)
+	store, err := queue.New(w.cfg.Schema, w.cfg.PriorityClasses, w.cfg.DefaultPriorityClass)
 	require.NoError(t, err)
 	for _, j := range w.queued {
 		require.NoError(t, store.Add(j))

@@ -35,7 +35,7 @@ func newWorld(t testing.TB) *world {
 }
 
 func (w *world) resetStore() {
-	s, err := queue.New(w.cfg.PriorityClasses, w.cfg.DefaultPriorityClass)
+	s, err := queue.New(w.cfg.Schema, w.cfg.PriorityClasses, w.cfg.DefaultPriorityClass)
 	require.NoError(w.t, err)
 	w.store = s
 }

@@ -63,7 +63,7 @@ func makeWorldClasses(t testing.TB, seed uint64, lookback int, classes []string)
 	for i := range 1 + rng.IntN(4) {
 		w.snap.Queues = append(w.snap.Queues, &flotilla.Queue{Name: fmt.Sprintf("q%d", i), PriorityFactor: factors[rng.IntN(4)]})
 	}
-	store, err := queue.New(cfg.PriorityClasses, cfg.DefaultPriorityClass)
+	store, err := queue.New(cfg.Schema, cfg.PriorityClasses, cfg.DefaultPriorityClass)
 	require.NoError(t, err)
 	newJob := func(id int) *flotilla.Job {
 		j := &flotilla.Job{

@@ -241,7 +241,7 @@ func TestReviewQueuedJobWithUnknownClassAccepted(t *testing.T) {
 	w.addNodes(1, "4")
 	w.addQueue("A", 1)
 	classes := append(flotilla.DefaultPriorityClasses(), flotilla.PriorityClass{Name: "other", Priority: 5, Preemptible: true})
-	store, err := queue.New(classes, flotilla.ArmadaDefault)
+	store, err := queue.New(w.schema, classes, flotilla.ArmadaDefault)
 	require.NoError(t, err)
 	require.NoError(t, store.Add(w.job("A", "1", func(j *flotilla.Job) { j.PriorityClass = "other" })))
 	s, err := scheduler.New(w.cfg)

@@ -47,7 +47,7 @@ func run() error {
 		{Name: "analytics", PriorityFactor: 1},
 		{Name: "batch", PriorityFactor: 2},
 	}
-	store, err := queue.New(cfg.PriorityClasses, cfg.DefaultPriorityClass)
+	store, err := queue.New(cfg.Schema, cfg.PriorityClasses, cfg.DefaultPriorityClass)
 	if err != nil {
 		return err
 	}
