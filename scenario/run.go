@@ -44,7 +44,9 @@ func (b *Built) SchedulerConfig() scheduler.Config {
 // cancel lists apply before its submissions; an id that is neither running
 // (finish) nor queued or running (cancel) is an error naming the round.
 func Run(ctx context.Context, b *Built) (*Output, error) {
-	sched, err := scheduler.New(b.SchedulerConfig())
+	cfg := b.SchedulerConfig()
+	cfg.ReportEveryUnscheduled = true // the output lists every job's reason
+	sched, err := scheduler.New(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -167,8 +169,8 @@ func (st *runState) apply(ri int, round *BuiltRound, res *scheduler.Result) (Rou
 	}
 	// Every job still queued is unschedulable: those the cycle examined with
 	// their own reason, the rest with their queue's not-examined reason.
-	seen := make(map[string]bool, len(res.Unscheduled))
-	for _, u := range res.Unscheduled {
+	seen := make(map[string]bool, len(res.UnscheduledJobs))
+	for _, u := range res.UnscheduledJobs {
 		if _, queued := st.store.Get(u.Job.ID); !queued || seen[u.Job.ID] {
 			continue
 		}

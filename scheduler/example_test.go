@@ -43,7 +43,9 @@ func ExampleScheduler_Schedule() {
 	for _, q := range res.Queues {
 		fmt.Printf("%s: %d running, %d waiting, share %.2f of fair share %.2f\n", q.Name, q.Running, q.Queued, q.Share, q.FairShare)
 	}
-	fmt.Println(res.Unscheduled[0].Job.ID, "waits:", res.Unscheduled[0].Reason.Code)
+	for _, g := range res.Unscheduled {
+		fmt.Printf("%s: %d wait (%s), e.g. %s\n", g.Queue, g.Count, g.Reason.Code, g.Examples[0].ID)
+	}
 	// Output:
 	// alice-0 → n1
 	// bob-0 → n2
@@ -55,7 +57,9 @@ func ExampleScheduler_Schedule() {
 	// bob-3 → n2
 	// alice: 4 running, 2 waiting, share 0.50 of fair share 0.50
 	// bob: 4 running, 2 waiting, share 0.50 of fair share 0.50
-	// alice-4 waits: no-fit
+	// alice: 1 wait (no-fit), e.g. alice-4
+	// alice: 1 wait (same-as-failed), e.g. alice-5
+	// bob: 2 wait (same-as-failed), e.g. bob-4
 }
 
 // Jobs ordered within a queue by flux-accounting's multi-factor priority:

@@ -33,9 +33,9 @@ func TestGangFitsExactlyOrNotAtAll(t *testing.T) {
 			res := w.schedule()
 			assert.Len(t, res.Scheduled, c.placed)
 			if c.placed == 0 {
-				require.Len(t, res.Unscheduled, c.members)
-				assert.Equal(t, scheduler.ReasonNoFit, res.Unscheduled[0].Reason.Code)
-				assert.Contains(t, res.Unscheduled[0].Reason.Message, "cpu")
+				require.Len(t, res.UnscheduledJobs, c.members)
+				assert.Equal(t, scheduler.ReasonNoFit, res.UnscheduledJobs[0].Reason.Code)
+				assert.Contains(t, res.UnscheduledJobs[0].Reason.Message, "cpu")
 				assert.Empty(t, res.Preempted)
 			}
 		})
@@ -67,8 +67,8 @@ func TestGangWithoutTheLabelAnywhereSaysSo(t *testing.T) {
 	w.submit("A", 2, "1", inGang("g", 2, "rack"))
 	res := w.schedule()
 	assert.Empty(t, res.Scheduled)
-	require.Len(t, res.Unscheduled, 2)
-	assert.Contains(t, res.Unscheduled[0].Reason.Message, "rack")
+	require.Len(t, res.UnscheduledJobs, 2)
+	assert.Contains(t, res.UnscheduledJobs[0].Reason.Message, "rack")
 }
 
 func TestFairShareJudgesTheWholeGang(t *testing.T) {
@@ -108,8 +108,8 @@ func TestGangLargerThanBurstDoesNotBlockItsQueue(t *testing.T) {
 	w.cfg.MaximumPerQueueSchedulingRate, w.cfg.MaximumPerQueueSchedulingBurst = 1, 4
 	res := w.schedule()
 	assert.Len(t, res.Scheduled, 3)
-	require.Len(t, res.Unscheduled, 5)
-	assert.Equal(t, scheduler.ReasonGangLargerThanBurst, res.Unscheduled[0].Reason.Code)
+	require.Len(t, res.UnscheduledJobs, 5)
+	assert.Equal(t, scheduler.ReasonGangLargerThanBurst, res.UnscheduledJobs[0].Reason.Code)
 }
 
 func TestIncompleteGangWaits(t *testing.T) {
@@ -119,9 +119,9 @@ func TestIncompleteGangWaits(t *testing.T) {
 	w.submit("A", 2, "1", inGang("g", 3, ""))
 	res := w.schedule()
 	assert.Empty(t, res.Scheduled)
-	require.Len(t, res.Unscheduled, 2)
-	assert.Equal(t, scheduler.ReasonGangIncomplete, res.Unscheduled[0].Reason.Code)
-	assert.Contains(t, res.Unscheduled[0].Reason.Message, "2 of 3")
+	require.Len(t, res.UnscheduledJobs, 2)
+	assert.Equal(t, scheduler.ReasonGangIncomplete, res.UnscheduledJobs[0].Reason.Code)
+	assert.Contains(t, res.UnscheduledJobs[0].Reason.Message, "2 of 3")
 }
 
 // A gang's class for ordering is its lowest member's: 31 default members and

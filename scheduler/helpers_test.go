@@ -30,6 +30,8 @@ type world struct {
 func newWorld(t testing.TB) *world {
 	schema := flotilla.MustResourceSchema("cpu", "memory", "nvidia.com/gpu")
 	w := &world{t: t, schema: schema, cfg: scheduler.DefaultConfig(schema)}
+	// The rule tests read per-job reasons; aggregate reports have their own.
+	w.cfg.ReportEveryUnscheduled = true
 	w.resetStore()
 	return w
 }

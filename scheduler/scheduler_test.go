@@ -61,10 +61,10 @@ func TestLargeUnschedulableJobDoesNotBlockSmallerOnes(t *testing.T) {
 	w.cfg.MaxQueueLookback = 10
 	res := w.schedule()
 	assert.Len(t, res.Scheduled, 3)
-	require.Len(t, res.Unscheduled, 1)
-	assert.Equal(t, big, res.Unscheduled[0].Job)
-	assert.Equal(t, scheduler.ReasonNoFit, res.Unscheduled[0].Reason.Code)
-	assert.Contains(t, res.Unscheduled[0].Reason.Message, "cpu")
+	require.Len(t, res.UnscheduledJobs, 1)
+	assert.Equal(t, big, res.UnscheduledJobs[0].Job)
+	assert.Equal(t, scheduler.ReasonNoFit, res.UnscheduledJobs[0].Reason.Code)
+	assert.Contains(t, res.UnscheduledJobs[0].Reason.Message, "cpu")
 }
 
 func TestLookbackBoundsExaminedJobs(t *testing.T) {
@@ -76,7 +76,7 @@ func TestLookbackBoundsExaminedJobs(t *testing.T) {
 	w.cfg.MaxQueueLookback = 5
 	res := w.schedule()
 	assert.Empty(t, res.Scheduled, "the small jobs sit behind five big ones and the lookback is five")
-	assert.Len(t, res.Unscheduled, 5)
+	assert.Len(t, res.UnscheduledJobs, 5)
 	require.Len(t, res.NotExamined, 1)
 	assert.Equal(t, scheduler.QueueRemainder{Queue: "A", Count: 3, Reason: res.NotExamined[0].Reason}, res.NotExamined[0])
 	assert.Equal(t, scheduler.ReasonLookback, res.NotExamined[0].Reason.Code)
@@ -100,10 +100,10 @@ func TestSchedulingKeyCacheSkipsIdenticalFailures(t *testing.T) {
 	w.addQueue("A", 1)
 	w.submit("A", 3, "16")
 	res := w.schedule()
-	require.Len(t, res.Unscheduled, 3)
-	assert.Equal(t, scheduler.ReasonNoFit, res.Unscheduled[0].Reason.Code)
-	assert.Equal(t, scheduler.ReasonSameAsFailed, res.Unscheduled[1].Reason.Code)
-	assert.Equal(t, scheduler.ReasonSameAsFailed, res.Unscheduled[2].Reason.Code)
+	require.Len(t, res.UnscheduledJobs, 3)
+	assert.Equal(t, scheduler.ReasonNoFit, res.UnscheduledJobs[0].Reason.Code)
+	assert.Equal(t, scheduler.ReasonSameAsFailed, res.UnscheduledJobs[1].Reason.Code)
+	assert.Equal(t, scheduler.ReasonSameAsFailed, res.UnscheduledJobs[2].Reason.Code)
 }
 
 func TestRoundFractionStopsAfterCrossingJob(t *testing.T) {
@@ -171,7 +171,7 @@ func TestPerQueuePriorityClassLimit(t *testing.T) {
 	res := w.schedule()
 	assert.Equal(t, map[string]int{"A": 8, "B": 16}, countByQueue(res.Scheduled))
 	var limited int
-	for _, u := range res.Unscheduled {
+	for _, u := range res.UnscheduledJobs {
 		if u.Reason.Code == scheduler.ReasonQueueClassLimit {
 			limited++
 		}

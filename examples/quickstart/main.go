@@ -125,8 +125,12 @@ func run() error {
 			store.Remove(a.Job.ID)
 			running = append(running, scheduler.Running{Job: a.Job, Node: a.Node, Start: now})
 		}
+		waiting := 0
+		for _, g := range res.Unscheduled {
+			waiting += g.Count
+		}
 		fmt.Printf("cycle %d: %d scheduled, %d preempted, %d examined and left waiting\n",
-			cycle, len(res.Scheduled), len(res.Preempted), len(res.Unscheduled))
+			cycle, len(res.Scheduled), len(res.Preempted), waiting)
 		tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  QUEUE\tRUNNING\tQUEUED\tALLOCATED\tSHARE\tFAIR SHARE")
 		for _, q := range res.Queues {
