@@ -424,6 +424,9 @@ func (c *cycle) collectDemand() error {
 			errs = append(errs, flotilla.Errorf("queued.stats.demand", qs.q.Name, flotilla.ErrInconsistent,
 				"has %d resources, schema has %d", len(st.Demand), n))
 			continue
+		case st.Demand.AnyNegative():
+			errs = append(errs, flotilla.Errorf("queued.stats.demand", qs.q.Name, flotilla.ErrNegative, "%v", st.Demand))
+			continue
 		}
 		qs.queuedLen, qs.storedGang = st.Jobs, st.GangJobs
 		if st.Demand != nil {

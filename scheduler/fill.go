@@ -162,6 +162,12 @@ func (c *cycle) advance(qi int) bool {
 			qs.setHead(e, nil)
 			return true
 		}
+		// A gang ID is never reused: a queued member of a gang with members
+		// running (or placed this cycle) would be taken for their mate.
+		if _, bound := c.gangRun[e.Job.Gang.ID]; bound {
+			c.unscheduledEntry(qi, e, Reason{ReasonGangInvalid, fmt.Sprintf("gang %s already has members running", e.Job.Gang.ID)})
+			continue
+		}
 		// Gang members wait until the gang is complete.
 		g, complete, err := c.acc.Add(e)
 		if err != nil {

@@ -200,3 +200,46 @@ func TestGangDisplacesEvictedJobsForFairShare(t *testing.T) {
 		assert.Equal(t, scheduler.PreemptedForFairShare, p.Reason)
 	}
 }
+
+// TestQueuedMemberOfARunningGangIsInvalid: gang IDs are never reused. A
+// queued job naming the gang of running jobs is reported gang-invalid and
+// not placed. It used to be placed, taken for its running namesake's mate;
+// in the world FuzzSchedule found (testdata/fuzz/FuzzSchedule/f3e962e4689e19b7)
+// the urgency preemption it needed was then skipped, over-committing the
+// node.
+func TestQueuedMemberOfARunningGangIsInvalid(t *testing.T) {
+	w := newWorld(t)
+	w.addNodes(1, "4")
+	w.addQueue("A", 1)
+	w.run("A", "2", "node-0", func(j *flotilla.Job) {
+		j.PriorityClass = flotilla.ArmadaPreemptible
+		inGang("g", 1, "")(j)
+	})
+	w.run("A", "1", "node-0", nonPreemptible)
+	reused := w.submit("A", 1, "1", nonPreemptible, inGang("g", 1, ""))[0]
+	w.submit("A", 1, "2", nonPreemptible)
+	res := w.schedule()
+	for _, a := range res.Scheduled {
+		assert.NotEqual(t, reused.ID, a.Job.ID)
+	}
+	var invalid []scheduler.Unscheduled
+	for _, u := range res.UnscheduledJobs {
+		if u.Job == reused {
+			invalid = append(invalid, u)
+		}
+	}
+	require.Len(t, invalid, 1)
+	assert.Equal(t, scheduler.ReasonGangInvalid, invalid[0].Reason.Code)
+	assert.Contains(t, invalid[0].Reason.Message, "gang g already has members running")
+	used := w.res("0")
+	gone := preemptedIDs(res)
+	for _, r := range w.running {
+		if _, ok := gone[r.Job.ID]; !ok {
+			used.Add(r.Job.Requests)
+		}
+	}
+	for _, a := range res.Scheduled {
+		used.Add(a.Job.Requests)
+	}
+	assert.True(t, used.Fits(w.res("4")), "node over-committed: %v used", used)
+}

@@ -74,7 +74,7 @@ func (l *listQueued) Stats(q string) queue.Stats {
 		if e.Job.IsGang() {
 			st.GangJobs++
 		}
-		if len(e.Job.Requests) == l.schema.Len() {
+		if e.Job.Validate(l.schema) == nil {
 			if st.Demand == nil {
 				st.Demand = l.schema.Zero()
 			}

@@ -134,7 +134,8 @@ func (r Reason) String() string {
 	return r.Code.String() + ": " + r.Message
 }
 
-// Unscheduled is a job the cycle examined and left queued.
+// Unscheduled is a job the cycle examined and left queued. Job is nil only
+// for an entry a Queued handed out without a job (ReasonInvalid).
 type Unscheduled struct {
 	Job    *flotilla.Job
 	Reason Reason
