@@ -80,7 +80,9 @@ func buildFuzzWorld(data []byte) *fuzzWorld {
 	cfg.EnablePreferLargeJobOrdering = f.bit()
 
 	w := &fuzzWorld{cfg: cfg, snap: &scheduler.Snapshot{Seed: uint64(f.byte())}, queued: map[string]int{}, valid: map[*flotilla.Job]bool{}}
-	res := func(cpu, mem int) flotilla.Resources { return flotilla.Resources{int64(cpu) * 500, int64(mem) << 30 * 1000} }
+	res := func(cpu, mem int) flotilla.Resources {
+		return flotilla.Resources{int64(cpu) * 500, int64(mem) << 30 * 1000}
+	}
 	for i := range 1 + f.intn(5) {
 		n := &flotilla.Node{Name: fmt.Sprintf("n%d", i), Total: res(f.intn(17), f.intn(9)),
 			Cluster: fmt.Sprintf("c%d", f.intn(2)), Labels: map[string]string{"rack": fmt.Sprintf("r%d", f.intn(2))}}
