@@ -109,6 +109,27 @@ func finalWorld(t testing.TB, seed uint64, v uint32) *genWorld {
 		w.cfg.Strategy = scheduler.Lottery
 		w.cfg.PriorityHalftime = time.Hour
 	}
+	if v&(1<<12) != 0 {
+		// Few scheduling keys and no queued gangs, so that queues run out
+		// of jobs that could fit and are finished early (finishFailed).
+		lone := w.queued[:0]
+		for _, j := range w.queued {
+			if !j.IsGang() {
+				lone = append(lone, j)
+			}
+		}
+		for i, q := range w.snap.Queues {
+			for k := range 20 * (i + 1) {
+				lone = append(lone, &flotilla.Job{ID: fmt.Sprintf("x%d-%d", i, k), Queue: q.Name, SubmitTime: t0.Add(time.Duration(k%7) * time.Second)})
+			}
+		}
+		for _, j := range lone {
+			j.Requests = w.cfg.Schema.MustParse(map[string]string{"cpu": []string{"1", "2"}[rng.IntN(2)], "memory": "4Gi"})
+			j.NodeSelector, j.Tolerations = nil, nil
+			j.PriorityClass = classes[rng.IntN(len(classes))]
+		}
+		w.queued = lone
+	}
 	// The store orders by class priority: rebuild it with the final classes.
 	store, err := queue.New(w.cfg.Schema, w.cfg.PriorityClasses, w.cfg.DefaultPriorityClass)
 	require.NoError(t, err)
