@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -189,6 +190,7 @@ func BenchmarkGangCycle(b *testing.B) {
 // should follow what fits, not the backlog.
 func backlog(b *testing.B, nodes, jobs int) {
 	s, snap := benchWorld(b, nodes, 10, jobs)
+	runtime.GC() // the build's garbage is not the cycle's cost
 	res := runCycles(b, s, snap, t0)
 	if len(res.Scheduled) != nodes*32 {
 		b.Fatalf("scheduled %d, want %d", len(res.Scheduled), nodes*32)

@@ -32,6 +32,8 @@ type cycle struct {
 
 	// scheduledTotal is what this cycle newly placed, for the round limit.
 	scheduledTotal flotilla.Resources
+	// queuedDemand sums the queues' stored demand (nil when none).
+	queuedDemand flotilla.Resources
 	// failed caches, by scheduling key, why a job did not fit.
 	failed map[uint64]Reason
 	// groups indexes Result.Unscheduled by (queue, code, key).
@@ -228,7 +230,58 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 		c.evictForFairShare()
 	}
 	c.db.Forget()
+	c.reserveScheduled()
 	return c, nil
+}
+
+// maxReserved caps reserveScheduled's guess (24 MiB of Assignments).
+const maxReserved = 1 << 20
+
+// reserveScheduled sizes Result.Scheduled once for the placements the
+// cycle can be expected to make, so that a cycle placing hundreds of
+// thousands of jobs does not copy the slice over and over as it grows: the
+// jobs the queues offer (within the lookback), scaled by the fraction of
+// their demand that the free capacity (and the round limit) could take,
+// and capped by the rate limits' tokens. A wrong guess costs only growth,
+// as before, or unused capacity, at most maxReserved entries.
+func (c *cycle) reserveScheduled() {
+	offered := 0
+	for qi := range c.queues {
+		n := c.queues[qi].queuedLen
+		if lb := c.s.cfg.MaxQueueLookback; lb > 0 {
+			n = min(n, lb)
+		}
+		offered += n
+	}
+	if offered == 0 || c.queuedDemand == nil {
+		return
+	}
+	frac := 1.0
+	for r, d := range c.queuedDemand {
+		if d <= 0 {
+			continue
+		}
+		free := float64(c.total[r])
+		for qi := range c.queues {
+			free -= float64(c.queues[qi].alloc[r])
+		}
+		frac = min(frac, max(free, 0)/float64(d))
+	}
+	for _, l := range c.s.roundLimit {
+		if d := c.queuedDemand[l.res]; d > 0 {
+			frac = min(frac, l.frac*float64(c.total[l.res])/float64(d))
+		}
+	}
+	est := min(float64(offered), math.Ceil(frac*float64(offered)))
+	est = min(est, c.globalTokens)
+	if c.s.cfg.MaximumPerQueueSchedulingRate > 0 {
+		tokens := 0.0
+		for qi := range c.queues {
+			tokens += max(c.queues[qi].tokens, 0)
+		}
+		est = min(est, tokens)
+	}
+	c.res.Scheduled = make([]Assignment, 0, int(min(max(est, 0), maxReserved))+1)
 }
 
 // bindRunning places the snapshot's running jobs on their nodes.
@@ -431,6 +484,10 @@ func (c *cycle) collectDemand() error {
 		qs.queuedLen, qs.storedGang = st.Jobs, st.GangJobs
 		if st.Demand != nil {
 			qs.demand.AddSaturating(st.Demand)
+			if c.queuedDemand == nil {
+				c.queuedDemand = c.s.cfg.Schema.Zero()
+			}
+			c.queuedDemand.AddSaturating(st.Demand)
 		}
 	}
 	return errors.Join(errs...)

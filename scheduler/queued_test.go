@@ -392,3 +392,46 @@ func ExampleQueued() {
 	// A: 9995 × same-as-failed, e.g. j00005
 	// read 128 of 10000
 }
+
+// TestTypedNilStoreIsAnEmptyQueued: a nil *queue.Store in Snapshot.Queued
+// (a non-nil interface) reads as a store with no jobs, like a nil Queued.
+func TestTypedNilStoreIsAnEmptyQueued(t *testing.T) {
+	w := newWorld(t)
+	w.addNodes(1, "4")
+	w.addQueue("A", 1)
+	w.run("A", "1", "node-0", func(*flotilla.Job) {})
+	s, err := scheduler.New(w.cfg)
+	require.NoError(t, err)
+	snap := w.snapshot()
+	var none *queue.Store
+	snap.Queued = none
+	res, err := s.Schedule(context.Background(), snap, t0)
+	require.NoError(t, err)
+	assert.Empty(t, res.Scheduled)
+	assert.Empty(t, res.Unscheduled)
+	assert.Equal(t, 1, res.Queues[0].Running)
+	assert.Equal(t, 0, res.Queues[0].Queued)
+}
+
+// TestScheduledIsReservedForWhatCanFit: Result.Scheduled is sized once from
+// the backlog's demand against free capacity and the rate limits, not grown
+// job by job: a backlog of 1,000 one-core jobs on 17 free cores reserves
+// room for about 17 placements, and a rate limit of 5 for about 5.
+func TestScheduledIsReservedForWhatCanFit(t *testing.T) {
+	for _, burst := range []int{0, 5} {
+		w := newWorld(t)
+		w.addNodes(1, "17")
+		w.addQueue("A", 1)
+		w.submit("A", 1000, "1")
+		if burst > 0 {
+			w.cfg.MaximumSchedulingRate, w.cfg.MaximumSchedulingBurst = 1, burst
+		}
+		res := w.schedule()
+		want := 17
+		if burst > 0 {
+			want = burst
+		}
+		require.Len(t, res.Scheduled, want)
+		assert.LessOrEqual(t, cap(res.Scheduled), want+1, "burst %d", burst)
+	}
+}
