@@ -26,7 +26,7 @@ func benchNodes(n, racks int) []*flotilla.Node {
 // benchGangs are n complete gangs of 8 four-core members of queue A, each
 // with the given uniformity label.
 func benchGangs(b *testing.B, n int, label string) []*gang.Gang {
-	store, err := queue.New(flotilla.DefaultPriorityClasses(), flotilla.ArmadaDefault)
+	store, err := queue.New(schemaCM, flotilla.DefaultPriorityClasses(), flotilla.ArmadaDefault)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func BenchmarkPlaceNoFit(b *testing.B) {
 // BenchmarkAccumulate is one cycle's stream of 1,000 gangs of 8 members:
 // Add each, then Reset. One op is one member.
 func BenchmarkAccumulate(b *testing.B) {
-	store, err := queue.New(flotilla.DefaultPriorityClasses(), flotilla.ArmadaDefault)
+	store, err := queue.New(schemaCM, flotilla.DefaultPriorityClasses(), flotilla.ArmadaDefault)
 	if err != nil {
 		b.Fatal(err)
 	}

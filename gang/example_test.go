@@ -13,7 +13,7 @@ import (
 // when its last member arrives. Its class for queue ordering is its lowest
 // member's.
 func ExampleAccumulator() {
-	store, _ := queue.New(flotilla.DefaultPriorityClasses(), flotilla.ArmadaDefault)
+	store, _ := queue.New(flotilla.MustResourceSchema("cpu"), flotilla.DefaultPriorityClasses(), flotilla.ArmadaDefault)
 	job := func(id, gangID, class string) *queue.Entry {
 		e, _ := store.NewEntry(&flotilla.Job{ID: id, Queue: "A", PriorityClass: class, Requests: flotilla.Resources{1000},
 			Gang: flotilla.Gang{ID: gangID, Cardinality: 3}})
@@ -68,7 +68,7 @@ func ExamplePlacer_Place() {
 	}
 	db.Forget()
 
-	store, _ := queue.New(flotilla.DefaultPriorityClasses(), flotilla.ArmadaDefault)
+	store, _ := queue.New(flotilla.MustResourceSchema("cpu"), flotilla.DefaultPriorityClasses(), flotilla.ArmadaDefault)
 	var acc gang.Accumulator
 	var placer gang.Placer
 	for _, size := range []int{4, 5} {

@@ -53,7 +53,7 @@ func newDB(t testing.TB, queues int, nodes ...*flotilla.Node) *binpack.DB {
 
 func newStore(t testing.TB) *queue.Store {
 	t.Helper()
-	s, err := queue.New(flotilla.DefaultPriorityClasses(), flotilla.ArmadaDefault)
+	s, err := queue.New(schemaCM, flotilla.DefaultPriorityClasses(), flotilla.ArmadaDefault)
 	require.NoError(t, err)
 	return s
 }

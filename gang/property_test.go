@@ -96,7 +96,7 @@ func newWorld(seed int64) (*world, error) {
 		w.label = "rack"
 	}
 	m := 1 + rng.IntN(6)
-	store, err := queue.New(flotilla.DefaultPriorityClasses(), flotilla.ArmadaDefault)
+	store, err := queue.New(schemaCM, flotilla.DefaultPriorityClasses(), flotilla.ArmadaDefault)
 	if err != nil {
 		return nil, err
 	}
@@ -349,7 +349,7 @@ func admitsAll(db *binpack.DB, g *gang.Gang, n int) bool {
 func TestPropertyAccumulator(t *testing.T) {
 	runProperty(t, "a gang is handed out complete exactly once, when its last member arrives", 200, func(seed int64) string {
 		rng := rand.New(rand.NewPCG(uint64(seed), 0xacc))
-		store, _ := queue.New(flotilla.DefaultPriorityClasses(), flotilla.ArmadaDefault)
+		store, _ := queue.New(schemaCM, flotilla.DefaultPriorityClasses(), flotilla.ArmadaDefault)
 		type gspec struct {
 			id    string
 			card  int

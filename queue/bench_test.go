@@ -60,7 +60,7 @@ func BenchmarkStoreAdd1M(b *testing.B) {
 		base := heapAlloc()
 		jobs := benchJobs(n)
 		withJobs := heapAlloc()
-		s, err := New(flotilla.DefaultPriorityClasses(), flotilla.ArmadaDefault)
+		s, err := New(testSchema, flotilla.DefaultPriorityClasses(), flotilla.ArmadaDefault)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -92,7 +92,7 @@ func BenchmarkStoreAdd1M(b *testing.B) {
 // BenchmarkCursorNext is one Next over a queue of 100,000 jobs; the cursor
 // is Reset at the end of the queue.
 func BenchmarkCursorNext(b *testing.B) {
-	s, err := New(flotilla.DefaultPriorityClasses(), flotilla.ArmadaDefault)
+	s, err := New(testSchema, flotilla.DefaultPriorityClasses(), flotilla.ArmadaDefault)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func BenchmarkCursorNext(b *testing.B) {
 func BenchmarkRemove(b *testing.B) {
 	const n = 100_000
 	jobs := benchJobs(n)
-	s, err := New(flotilla.DefaultPriorityClasses(), flotilla.ArmadaDefault)
+	s, err := New(testSchema, flotilla.DefaultPriorityClasses(), flotilla.ArmadaDefault)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func BenchmarkRemove(b *testing.B) {
 // BenchmarkAdd adds one job to a store of about 100,000 (removing it again
 // untimed would distort; instead the store grows by b.N).
 func BenchmarkAdd(b *testing.B) {
-	s, err := New(flotilla.DefaultPriorityClasses(), flotilla.ArmadaDefault)
+	s, err := New(testSchema, flotilla.DefaultPriorityClasses(), flotilla.ArmadaDefault)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -55,6 +55,9 @@ func (c *Cursor) Reset(s *Store, queue string) {
 	c.last = item{}
 	c.tree = nil
 	c.done = true
+	if s == nil {
+		return
+	}
 	if q := s.queues[queue]; q != nil {
 		c.tree = q.order
 		c.done = false
@@ -121,4 +124,39 @@ func (c *Cursor) collect(it item) bool {
 	c.buf = append(c.buf, it.e)
 	c.last = it
 	return len(c.buf) < cursorBatch
+}
+
+// EntryReader reads one queue's entries in scheduling order, a batch at a
+// time: the pull cursor a scheduling cycle reads a queue through (Store.Open
+// returns one; other stores implement their own).
+type EntryReader interface {
+	// Read copies the next entries into dst, from its start, and returns
+	// how many. It returns fewer than len(dst) only when the queue is
+	// exhausted, and 0 once it is. The entries belong to the store and are
+	// read-only. An error means the store could not be read: the caller
+	// gives up on the queue (a scheduling cycle fails with the error).
+	Read(dst []*Entry) (int, error)
+}
+
+// Open returns a reader over one queue in scheduling order, a *Cursor. It
+// allocates the cursor; reading it allocates nothing. Its error is always
+// nil: a Store lives in memory.
+func (s *Store) Open(queue string) (EntryReader, error) {
+	return s.Cursor(queue), nil
+}
+
+// Read copies the next entries into dst and returns how many, fewer than
+// len(dst) only at the end of the queue; the error is always nil. It is
+// EntryReader's Read, the batch form of Next.
+func (c *Cursor) Read(dst []*Entry) (int, error) {
+	n := 0
+	for n < len(dst) {
+		e, ok := c.Next()
+		if !ok {
+			break
+		}
+		dst[n] = e
+		n++
+	}
+	return n, nil
 }

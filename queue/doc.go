@@ -8,15 +8,29 @@
 // time; then ID. IDs are unique in a Store, so the order is total and
 // deterministic.
 //
-//	store, _ := queue.New(flotilla.DefaultPriorityClasses(), flotilla.ArmadaDefault)
-//	_ = store.Add(job)                      // O(log n)
+//	store, _ := queue.New(schema, flotilla.DefaultPriorityClasses(), flotilla.ArmadaDefault)
+//	_ = store.Add(job)                      // O(log n); validates job against schema
 //	c := store.Cursor("A")
 //	for e, ok := c.Next(); ok; e, ok = c.Next() {
 //		// e.Job in order; e.Key is its scheduling key
 //	}
 //	store.Remove(job.ID)                    // O(log n)
 //
-// Costs, for a store of n jobs: Add, Remove O(log n); Get O(1); a Cursor
+// Add rejects, with a *flotilla.FieldError naming the field and value,
+// every job flotilla.Job.Validate rejects against the store's schema
+// (requests of the wrong length or negative, ...), so every stored job is
+// one a scheduler can place.
+//
+// Per queue, a Store keeps up to date on every Add and Remove what a
+// scheduling cycle needs without reading the queue (Stats: the job count,
+// the gang-member count and the demand, the exact sum of requests clamped
+// to the int64 range; SchedulingKeys: how many lone jobs have each
+// scheduling key). With Open, whose reader (an EntryReader, here a *Cursor)
+// reads entries in batches, these make *Store the in-memory implementation
+// of the scheduler's storage seam, scheduler.Queued.
+//
+// Costs, for a store of n jobs: Add, Remove O(log n); Get, Stats O(1);
+// SchedulingKeys O(distinct keys); a Cursor
 // O(1) amortised per job without allocation; JobSet O(k log k) and
 // RemoveJobSet O(k log n) for a set of k jobs. The tree items carry copies
 // of the ordering fields, so a search compares inside the tree's nodes
@@ -42,7 +56,8 @@
 // values read at Add, and Remove still finds the job, by a linear search.)
 //
 // A Store is not safe for concurrent modification. Its read methods (Get,
-// Len, QueueLen, Queues, JobSet, Ascend, and Cursors) may run concurrently
+// Len, QueueLen, Stats, SchedulingKeys, Queues, JobSet, Ascend, and
+// Cursors) may run concurrently
 // with each other, but not with Add, Remove or RemoveJobSet. The package
 // starts no goroutines, reads no clock and holds no package-level state.
 package queue

@@ -10,7 +10,7 @@ import (
 )
 
 func ExampleStore() {
-	store, err := queue.New(flotilla.DefaultPriorityClasses(), flotilla.ArmadaDefault)
+	store, err := queue.New(flotilla.MustResourceSchema("cpu"), flotilla.DefaultPriorityClasses(), flotilla.ArmadaDefault)
 	if err != nil {
 		panic(err)
 	}
@@ -62,7 +62,7 @@ func ExampleStore() {
 }
 
 func ExampleLessEvicted() {
-	store, _ := queue.New(flotilla.DefaultPriorityClasses(), flotilla.ArmadaDefault)
+	store, _ := queue.New(flotilla.MustResourceSchema("cpu"), flotilla.DefaultPriorityClasses(), flotilla.ArmadaDefault)
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	started := map[string]time.Time{"x": t0.Add(2 * time.Hour), "y": t0.Add(time.Hour), "z": t0}
 	var evicted []*queue.Entry

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
+	"math/bits"
 	"slices"
 	"sort"
 	"time"
@@ -132,6 +134,8 @@ func lessItem(a, b item) bool {
 // package documentation for ownership and concurrency. The zero Store is
 // not usable; call New.
 type Store struct {
+	schema       *flotilla.ResourceSchema
+	classList    []flotilla.PriorityClass
 	classes      map[string]int32
 	defaultClass string
 	byID         map[string]*Entry
@@ -143,14 +147,26 @@ type Store struct {
 type queueIndex struct {
 	order *btree.BTreeG[item]
 	sets  map[string]map[*Entry]struct{} // non-empty job sets
+	// keys counts the queue's lone jobs (not gang members) per scheduling
+	// key; gangJobs counts its gang members.
+	keys     map[uint64]int
+	gangJobs int
+	// demandLo and demandHi are the exact 128-bit sum of the queue's
+	// requests per resource (requests are never negative); demand is that
+	// sum clamped to the int64 range, what Stats hands out.
+	demandLo, demandHi []uint64
+	demand             flotilla.Resources
 }
 
-// New returns an empty store that resolves jobs' priority classes against
-// classes; jobs naming no class get defaultClass. An empty or duplicate
-// class name, or a default class that is not among classes, is an error
-// (*flotilla.FieldError; all problems joined).
-func New(classes []flotilla.PriorityClass, defaultClass string) (*Store, error) {
+// New returns an empty store for jobs in schema (Add validates every job
+// against it, as Job.Validate does) that resolves jobs' priority classes
+// against classes; jobs naming no class get defaultClass. A nil schema, an
+// empty or duplicate class name, or a default class that is not among
+// classes, is an error (*flotilla.FieldError; all problems joined).
+func New(schema *flotilla.ResourceSchema, classes []flotilla.PriorityClass, defaultClass string) (*Store, error) {
 	s := &Store{
+		schema:       schema,
+		classList:    slices.Clone(classes),
 		classes:      make(map[string]int32, len(classes)),
 		defaultClass: defaultClass,
 		byID:         make(map[string]*Entry),
@@ -158,6 +174,9 @@ func New(classes []flotilla.PriorityClass, defaultClass string) (*Store, error) 
 		free:         btree.NewFreeListG[item](btree.DefaultFreeListSize),
 	}
 	var errs []error
+	if schema == nil {
+		errs = append(errs, flotilla.Errorf("schema", "<nil>", flotilla.ErrRequired, ""))
+	}
 	for i, pc := range classes {
 		switch _, dup := s.classes[pc.Name]; {
 		case pc.Name == "":
@@ -179,7 +198,9 @@ func New(classes []flotilla.PriorityClass, defaultClass string) (*Store, error) 
 
 // NewEntry returns the entry Add would store for j, without storing it or
 // checking for duplicates: the way a scheduler builds entries for evicted
-// jobs, to order them with LessEvicted. Errors as for Add.
+// jobs, to order them with LessEvicted. Errors as for Add, except that it
+// does not validate the job against the schema (a scheduler has already
+// validated its running jobs).
 func (s *Store) NewEntry(j *flotilla.Job) (*Entry, error) {
 	if j == nil {
 		return nil, flotilla.Errorf("job", "", flotilla.ErrRequired, "nil job")
@@ -204,9 +225,11 @@ func (s *Store) NewEntry(j *flotilla.Job) (*Entry, error) {
 // Add stores j in its queue, in O(log n). Errors are *flotilla.FieldError:
 // a nil job, or an empty ID or Queue (ErrRequired, fields "job", "id",
 // "queue"); an ID already stored (ErrDuplicate, field "id"); a priority
-// class not configured (ErrUnknownName, field "priorityClass"). An empty
-// PriorityClass means the store's default class. On error the store is
-// unchanged.
+// class not configured (ErrUnknownName, field "priorityClass"); anything
+// Job.Validate rejects against the store's schema, such as Requests of the
+// wrong length or with a negative entry (fields such as
+// `job "a-1".requests.cpu`, all problems joined). An empty PriorityClass
+// means the store's default class. On error the store is unchanged.
 func (s *Store) Add(j *flotilla.Job) error {
 	if j != nil {
 		if _, dup := s.byID[j.ID]; dup {
@@ -217,14 +240,21 @@ func (s *Store) Add(j *flotilla.Job) error {
 	if err != nil {
 		return err
 	}
+	if err := j.Validate(s.schema); err != nil {
+		return err
+	}
 	q := s.queues[j.Queue]
 	if q == nil {
 		q = &queueIndex{
 			order: btree.NewWithFreeListG(degree, lessItem, s.free),
 			sets:  make(map[string]map[*Entry]struct{}),
 		}
+		n := s.schema.Len()
+		q.keys = make(map[uint64]int)
+		q.demandLo, q.demandHi, q.demand = make([]uint64, n), make([]uint64, n), make(flotilla.Resources, n)
 		s.queues[j.Queue] = q
 	}
+	q.count(e, true)
 	set := q.sets[j.JobSet]
 	if set == nil {
 		set = make(map[*Entry]struct{})
@@ -245,6 +275,7 @@ func (s *Store) Remove(id string) (*flotilla.Job, bool) {
 	}
 	q := s.queues[e.Job.Queue]
 	s.drop(q, e)
+	q.count(e, false)
 	if set := q.sets[e.Job.JobSet]; len(set) == 1 {
 		delete(q.sets, e.Job.JobSet)
 	} else {
@@ -254,6 +285,40 @@ func (s *Store) Remove(id string) (*flotilla.Job, bool) {
 		delete(s.queues, e.Job.Queue)
 	}
 	return e.Job, true
+}
+
+// count adds e to (add) or takes it from the queue's per-key counts and
+// demand, in O(resources).
+func (q *queueIndex) count(e *Entry, add bool) {
+	if e.Job.IsGang() {
+		if add {
+			q.gangJobs++
+		} else {
+			q.gangJobs--
+		}
+	} else if add {
+		q.keys[e.Key]++
+	} else if q.keys[e.Key] <= 1 {
+		delete(q.keys, e.Key)
+	} else {
+		q.keys[e.Key]--
+	}
+	for r, v := range e.Job.Requests {
+		// Validated requests are ≥ 0, so a 128-bit sum is exact.
+		var c uint64
+		if add {
+			q.demandLo[r], c = bits.Add64(q.demandLo[r], uint64(v), 0)
+			q.demandHi[r] += c
+		} else {
+			q.demandLo[r], c = bits.Sub64(q.demandLo[r], uint64(v), 0)
+			q.demandHi[r] -= c
+		}
+		if q.demandHi[r] != 0 || q.demandLo[r] > math.MaxInt64 {
+			q.demand[r] = math.MaxInt64
+		} else {
+			q.demand[r] = int64(q.demandLo[r])
+		}
+	}
 }
 
 // drop removes e from the ID index and its queue's order.
@@ -278,24 +343,97 @@ func (s *Store) drop(q *queueIndex, e *Entry) {
 
 // Get returns the stored entry of a job, in O(1).
 func (s *Store) Get(id string) (*Entry, bool) {
+	if s == nil {
+		return nil, false
+	}
 	e, ok := s.byID[id]
 	return e, ok
 }
 
 // Len is the number of stored jobs.
-func (s *Store) Len() int { return len(s.byID) }
+func (s *Store) Len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.byID)
+}
 
 // QueueLen is the number of jobs stored in one queue.
 func (s *Store) QueueLen(queue string) int {
+	if s == nil {
+		return 0
+	}
 	if q := s.queues[queue]; q != nil {
 		return q.order.Len()
 	}
 	return 0
 }
 
+// Stats is what a store keeps up to date about one queue, so that a
+// scheduling cycle need not read the queue's jobs to know it.
+type Stats struct {
+	// Jobs is the number of jobs in the queue; GangJobs how many of them
+	// are gang members.
+	Jobs, GangJobs int
+	// Demand is the sum of the jobs' Requests, clamped to the int64 range;
+	// nil for an empty queue. It belongs to the store: read it, do not
+	// modify it; it is valid until the store next changes.
+	Demand flotilla.Resources
+}
+
+// Stats returns one queue's job counts and demand, in O(1) without
+// allocating; the zero Stats for a queue with no jobs.
+func (s *Store) Stats(queue string) Stats {
+	if s == nil {
+		return Stats{}
+	}
+	q := s.queues[queue]
+	if q == nil {
+		return Stats{}
+	}
+	return Stats{Jobs: q.order.Len(), GangJobs: q.gangJobs, Demand: q.demand}
+}
+
+// SchedulingKeys calls fn with each scheduling key of one queue's lone jobs
+// (gang members are counted in Stats.GangJobs only) and how many of them
+// have it, until fn returns false: O(distinct keys), in no particular
+// order. fn must not modify the store.
+func (s *Store) SchedulingKeys(queue string, fn func(key uint64, count int) bool) {
+	if s == nil {
+		return
+	}
+	if q := s.queues[queue]; q != nil {
+		for k, n := range q.keys {
+			if !fn(k, n) {
+				return
+			}
+		}
+	}
+}
+
+// PriorityClasses returns the classes the store orders jobs by, as given
+// to New. The slice belongs to the store: do not modify it.
+func (s *Store) PriorityClasses() []flotilla.PriorityClass {
+	if s == nil {
+		return nil
+	}
+	return s.classList
+}
+
+// DefaultPriorityClass is the class of jobs that name none, as given to New.
+func (s *Store) DefaultPriorityClass() string {
+	if s == nil {
+		return ""
+	}
+	return s.defaultClass
+}
+
 // Queues returns the names of the queues holding at least one job, sorted.
 // It allocates the result.
 func (s *Store) Queues() []string {
+	if s == nil {
+		return nil
+	}
 	names := make([]string, 0, len(s.queues))
 	for name := range s.queues {
 		names = append(names, name)
@@ -354,6 +492,7 @@ func (s *Store) RemoveJobSet(queue, jobSet string) []*flotilla.Job {
 	jobs := make([]*flotilla.Job, len(entries))
 	for i, e := range entries {
 		s.drop(q, e)
+		q.count(e, false)
 		jobs[i] = e.Job
 	}
 	if q.order.Len() == 0 {

@@ -3,6 +3,8 @@ package queue
 import (
 	"cmp"
 	"fmt"
+	"maps"
+	"math"
 	"reflect"
 	"slices"
 	"testing"
@@ -19,13 +21,15 @@ import (
 
 var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
+var testSchema = flotilla.MustResourceSchema("cpu", "memory", "nvidia.com/gpu")
+
 func testClasses() []flotilla.PriorityClass {
 	return append(flotilla.DefaultPriorityClasses(), flotilla.PriorityClass{Name: "low", Priority: 100, Preemptible: true})
 }
 
 func newStore(t testing.TB) *Store {
 	t.Helper()
-	s, err := New(testClasses(), flotilla.ArmadaDefault)
+	s, err := New(testSchema, testClasses(), flotilla.ArmadaDefault)
 	require.NoError(t, err)
 	return s
 }
@@ -100,16 +104,16 @@ func TestLessEvicted(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	_, err := New(testClasses(), "")
+	_, err := New(testSchema, testClasses(), "")
 	assert.ErrorIs(t, err, flotilla.ErrUnknownName)
-	_, err = New(testClasses(), "nope")
+	_, err = New(testSchema, testClasses(), "nope")
 	var fe *flotilla.FieldError
 	require.ErrorAs(t, err, &fe)
 	assert.Equal(t, "defaultPriorityClass", fe.Field)
 	assert.Equal(t, "nope", fe.Value)
 	assert.ErrorIs(t, err, flotilla.ErrUnknownName)
 
-	_, err = New([]flotilla.PriorityClass{{Name: "a"}, {Name: "a", Priority: 1}, {Name: ""}}, "a")
+	_, err = New(testSchema, []flotilla.PriorityClass{{Name: "a"}, {Name: "a", Priority: 1}, {Name: ""}}, "a")
 	require.ErrorAs(t, err, &fe)
 	assert.Equal(t, "priorityClasses[1].name", fe.Field)
 	assert.ErrorIs(t, err, flotilla.ErrDuplicate)
@@ -144,6 +148,84 @@ func TestAddErrors(t *testing.T) {
 	}
 	assert.Equal(t, 1, s.Len(), "failed adds leave the store unchanged")
 	assert.Equal(t, []string{"A"}, s.Queues())
+}
+
+// TestAddValidatesJobsAgainstTheSchema: a job Validate rejects is rejected
+// by Add with a FieldError naming the field and value, and the store is
+// left unchanged.
+func TestAddValidatesJobsAgainstTheSchema(t *testing.T) {
+	cases := []struct {
+		name, field, value string
+		mod                func(*flotilla.Job)
+		class              error
+	}{
+		{"no requests", `job "x".requests`, "", func(j *flotilla.Job) { j.Requests = nil }, flotilla.ErrRequired},
+		{"short requests", `job "x".requests`, "1", func(j *flotilla.Job) { j.Requests = j.Requests[:1] }, flotilla.ErrInconsistent},
+		{"long requests", `job "x".requests`, "4", func(j *flotilla.Job) { j.Requests = append(j.Requests, 5000) }, flotilla.ErrInconsistent},
+		{"negative cpu", `job "x".requests.cpu`, "-100", func(j *flotilla.Job) { j.Requests[0] = -100000 }, flotilla.ErrNegative},
+		{"gang without cardinality", `job "x".gang.cardinality`, "0", func(j *flotilla.Job) { j.Gang.ID = "g" }, flotilla.ErrOutOfRange},
+		{"bad toleration", `job "x".tolerations[0].operator`, "Sometimes", func(j *flotilla.Job) {
+			j.Tolerations = []flotilla.Toleration{{Key: "k", Operator: "Sometimes"}}
+		}, flotilla.ErrUnknownName},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newStore(t)
+			require.NoError(t, s.Add(job("a", "A", "s")))
+			before := s.Stats("A")
+			j := job("x", "A", "s")
+			c.mod(j)
+			err := s.Add(j)
+			require.ErrorIs(t, err, c.class)
+			var fe *flotilla.FieldError
+			require.ErrorAs(t, err, &fe)
+			assert.Equal(t, c.field, fe.Field)
+			assert.Equal(t, c.value, fe.Value)
+			assert.Equal(t, 1, s.Len(), "store unchanged")
+			_, found := s.Get("x")
+			assert.False(t, found)
+			assert.Equal(t, before, s.Stats("A"))
+		})
+	}
+}
+
+// TestStatsDemandIsExactPastTheInt64Range: the demand Stats reports clamps
+// at the int64 range, and comes back exactly when jobs leave.
+func TestStatsDemandIsExactPastTheInt64Range(t *testing.T) {
+	s := newStore(t)
+	big := func(id string) *flotilla.Job {
+		j := job(id, "A", "s")
+		j.Requests = flotilla.Resources{math.MaxInt64/2 + 1, 1, 0}
+		return j
+	}
+	require.NoError(t, s.Add(big("a")))
+	require.NoError(t, s.Add(big("b")))
+	require.NoError(t, s.Add(big("c")))
+	assert.Equal(t, flotilla.Resources{math.MaxInt64, 3, 0}, s.Stats("A").Demand)
+	s.Remove("a")
+	assert.Equal(t, flotilla.Resources{math.MaxInt64, 2, 0}, s.Stats("A").Demand)
+	s.Remove("b")
+	assert.Equal(t, flotilla.Resources{math.MaxInt64/2 + 1, 1, 0}, s.Stats("A").Demand)
+	s.RemoveJobSet("A", "s")
+	assert.Equal(t, Stats{}, s.Stats("A"))
+}
+
+// TestNilStoreReadsAsEmpty: the read methods a scheduler uses answer for a
+// nil *Store as for an empty one, so a typed nil in an interface does not
+// panic.
+func TestNilStoreReadsAsEmpty(t *testing.T) {
+	var s *Store
+	assert.Equal(t, 0, s.Len())
+	assert.Empty(t, s.Queues())
+	assert.Equal(t, Stats{}, s.Stats("A"))
+	_, ok := s.Get("a")
+	assert.False(t, ok)
+	r, err := s.Open("A")
+	require.NoError(t, err)
+	n, err := r.Read(make([]*Entry, 4))
+	assert.Equal(t, 0, n)
+	assert.NoError(t, err)
+	s.SchedulingKeys("A", func(uint64, int) bool { t.Fatal("a key in a nil store"); return false })
 }
 
 func TestStoreBasics(t *testing.T) {
@@ -421,8 +503,44 @@ func (sp jobSpec) job(i int) *flotilla.Job {
 		PriorityClass: specClasses[sp.class],
 		Priority:      sp.prio,
 		SubmitTime:    t0.Add(time.Duration(sp.submit) * time.Second),
-		Requests:      flotilla.Resources{int64(sp.prio) * 1000},
+		Requests:      flotilla.Resources{int64(sp.prio) * 1000, int64(sp.submit), 0},
+		Gang:          sp.gang(i),
 	}
+}
+
+// gang makes one spec in four a gang member (of a gang of one).
+func (sp jobSpec) gang(i int) flotilla.Gang {
+	if sp.tag%4 != 0 {
+		return flotilla.Gang{}
+	}
+	return flotilla.Gang{ID: fmt.Sprintf("g%05d-%d", sp.tag, i), Cardinality: 1}
+}
+
+// statsMatch checks the store's incremental Stats and SchedulingKeys of a
+// queue against a naive recount of its jobs.
+func statsMatch(s *Store, q string, jobs []*flotilla.Job) bool {
+	st := s.Stats(q)
+	if st.Jobs != len(jobs) {
+		return false
+	}
+	gangs := 0
+	keys := map[uint64]int{}
+	demand := testSchema.Zero()
+	for _, j := range jobs {
+		e, _ := s.Get(j.ID)
+		if j.IsGang() {
+			gangs++
+		} else {
+			keys[e.Key]++
+		}
+		demand.AddSaturating(j.Requests)
+	}
+	if len(jobs) == 0 {
+		demand = nil
+	}
+	got := map[uint64]int{}
+	s.SchedulingKeys(q, func(k uint64, n int) bool { got[k] = n; return true })
+	return st.GangJobs == gangs && maps.Equal(keys, got) && st.Demand.Equal(demand)
 }
 
 // oracleOrder sorts jobs the naive way: by the tuple (−class priority,
@@ -466,7 +584,7 @@ func consistent(s *Store, live map[string]*flotilla.Job) bool {
 		for e, ok := c.Next(); ok; e, ok = c.Next() {
 			got = append(got, e.Job.ID)
 		}
-		if !slices.Equal(want, got) || s.QueueLen(q) != len(want) {
+		if !slices.Equal(want, got) || s.QueueLen(q) != len(want) || !statsMatch(s, q, inQueue) {
 			return false
 		}
 		for _, set := range specSets {
@@ -498,7 +616,7 @@ func TestStoreProperty(t *testing.T) {
 	})
 	props.Property("Cursor yields the jobs sorted by Less, through Add, Remove and RemoveJobSet", prop.ForAll(
 		func(specs []jobSpec, removals []int, readd int, dropSet jobSpec) bool {
-			s, err := New(testClasses(), flotilla.ArmadaDefault)
+			s, err := New(testSchema, testClasses(), flotilla.ArmadaDefault)
 			if err != nil {
 				return false
 			}

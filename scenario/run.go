@@ -65,11 +65,13 @@ func Run(ctx context.Context, b *Built) (*Output, error) {
 // error from emit stops the run and is returned as it is. Rounds emitted
 // before an error stay emitted.
 func RunStream(ctx context.Context, b *Built, emit func(r *RoundOutput) error) error {
-	sched, err := scheduler.New(b.SchedulerConfig())
+	cfg := b.SchedulerConfig()
+	cfg.ReportEveryUnscheduled = true // the output lists every job's reason
+	sched, err := scheduler.New(cfg)
 	if err != nil {
 		return err
 	}
-	store, err := queue.New(b.PriorityClasses, b.Settings.DefaultPriorityClass)
+	store, err := queue.New(b.Schema, b.PriorityClasses, b.Settings.DefaultPriorityClass)
 	if err != nil {
 		return err
 	}
@@ -245,11 +247,11 @@ func (st *runState) apply(ri int, round *BuiltRound, res *scheduler.Result) (Rou
 
 // examined lists the still-queued jobs the cycle examined and did not place,
 // each once with its reason, and returns their ids. It is the runner's only
-// reader of res.Unscheduled.
+// reader of res.UnscheduledJobs (the per-job list the runner asks for).
 func (st *runState) examined(res *scheduler.Result) ([]Unschedulable, map[string]bool) {
 	var out []Unschedulable
-	seen := make(map[string]bool, len(res.Unscheduled))
-	for _, u := range res.Unscheduled {
+	seen := make(map[string]bool, len(res.UnscheduledJobs))
+	for _, u := range res.UnscheduledJobs {
 		if _, queued := st.store.Get(u.Job.ID); !queued || seen[u.Job.ID] {
 			continue
 		}

@@ -3,6 +3,9 @@ package scheduler_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -30,15 +33,19 @@ func benchWorld(b *testing.B, nodes, queues, jobs int) (*scheduler.Scheduler, *s
 	for i := range queues {
 		snap.Queues = append(snap.Queues, &flotilla.Queue{Name: fmt.Sprintf("q%03d", i)})
 	}
-	store, err := queue.New(cfg.PriorityClasses, cfg.DefaultPriorityClass)
+	store, err := queue.New(cfg.Schema, cfg.PriorityClasses, cfg.DefaultPriorityClass)
 	require.NoError(b, err)
 	req := schema.MustParse(map[string]string{"cpu": "1", "memory": "4Gi"})
-	for i := range jobs {
+	// One allocation for all the jobs, sharing their requests and queue
+	// names: 10,000,000 of them fit in memory.
+	all := make([]flotilla.Job, jobs)
+	for i := range all {
 		q := snap.Queues[i%queues].Name
-		require.NoError(b, store.Add(&flotilla.Job{
-			ID: fmt.Sprintf("j%07d", i), Queue: q, JobSet: q, Requests: req,
-			SubmitTime: t0.Add(timeStep(i)),
-		}))
+		all[i] = flotilla.Job{ID: "j" + strconv.Itoa(10000000 + i)[1:], Queue: q, JobSet: q, Requests: req,
+			SubmitTime: t0.Add(timeStep(i))}
+		if err := store.Add(&all[i]); err != nil {
+			b.Fatal(err)
+		}
 	}
 	snap.Queued = store
 	return s, snap
@@ -118,7 +125,7 @@ func BenchmarkRebalance(b *testing.B) {
 			})
 		}
 	}
-	store, err := queue.New(cfg.PriorityClasses, cfg.DefaultPriorityClass)
+	store, err := queue.New(cfg.Schema, cfg.PriorityClasses, cfg.DefaultPriorityClass)
 	require.NoError(b, err)
 	for q := range 10 {
 		name := fmt.Sprintf("q%02d", q)
@@ -148,7 +155,7 @@ func BenchmarkGangCycle(b *testing.B) {
 	require.NoError(b, err)
 	snap := &scheduler.Snapshot{}
 	snap.Nodes = benchNodes(schema, 1000)
-	store, err := queue.New(cfg.PriorityClasses, cfg.DefaultPriorityClass)
+	store, err := queue.New(cfg.Schema, cfg.PriorityClasses, cfg.DefaultPriorityClass)
 	require.NoError(b, err)
 	one := schema.MustParse(map[string]string{"cpu": "1", "memory": "4Gi"})
 	four := schema.MustParse(map[string]string{"cpu": "4", "memory": "16Gi"})
@@ -176,4 +183,54 @@ func BenchmarkGangCycle(b *testing.B) {
 		b.Fatalf("scheduled %d of %d", len(res.Scheduled), jobs)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(jobs), "ns/job")
+}
+
+// backlog runs cycles over nodes × 32 cores with a backlog of jobs
+// one-core jobs in 10 queues, of which nodes × 32 fit: the cycle's cost
+// should follow what fits, not the backlog.
+func backlog(b *testing.B, nodes, jobs int) {
+	s, snap := benchWorld(b, nodes, 10, jobs)
+	runtime.GC() // the build's garbage is not the cycle's cost
+	res := runCycles(b, s, snap, t0)
+	if len(res.Scheduled) != nodes*32 {
+		b.Fatalf("scheduled %d, want %d", len(res.Scheduled), nodes*32)
+	}
+	waiting := 0
+	for _, g := range res.Unscheduled {
+		waiting += g.Count
+	}
+	for _, r := range res.NotExamined {
+		waiting += r.Count
+	}
+	if waiting != jobs-nodes*32 {
+		b.Fatalf("%d reported waiting, want %d", waiting, jobs-nodes*32)
+	}
+}
+
+// BenchmarkBacklog1MOn1kNodes: 1,000,000 queued on 1,000 × 32-core nodes
+// (10 queues), 32,000 fit.
+func BenchmarkBacklog1MOn1kNodes(b *testing.B) {
+	if testing.Short() {
+		b.Skip("large")
+	}
+	backlog(b, 1000, 1000000)
+}
+
+// BenchmarkBacklog1MOn10kNodes: 1,000,000 queued on 10,000 nodes, 320,000
+// fit; BenchmarkBacklog10MOn10kNodes's baseline.
+func BenchmarkBacklog1MOn10kNodes(b *testing.B) {
+	if testing.Short() {
+		b.Skip("large")
+	}
+	backlog(b, 10000, 1000000)
+}
+
+// BenchmarkBacklog10MOn10kNodes: 10,000,000 queued on 10,000 nodes, 320,000
+// fit. Building the store takes about a minute and several GB, so it runs
+// only with FLOTILLA_BENCH_10M=1.
+func BenchmarkBacklog10MOn10kNodes(b *testing.B) {
+	if testing.Short() || os.Getenv("FLOTILLA_BENCH_10M") != "1" {
+		b.Skip("set FLOTILLA_BENCH_10M=1: builds 10,000,000 jobs")
+	}
+	backlog(b, 10000, 10000000)
 }

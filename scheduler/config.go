@@ -96,6 +96,13 @@ type Config struct {
 	// scheduling.useProbabilisticSchedulingForAllResources). Only Lottery
 	// uses it.
 	UseProbabilisticSchedulingForAllResources bool
+	// ReportEveryUnscheduled makes Result.UnscheduledJobs list every job
+	// examined and not placed, one record each (as a tool that shows
+	// per-job reasons needs). It costs a record per job, and the cycle then
+	// reads every queue to its end (or to its limits) instead of finishing
+	// early a queue whose remaining jobs all failed to fit; placements are
+	// the same either way.
+	ReportEveryUnscheduled bool
 }
 
 // DefaultConfig returns the documented defaults for a schema: Armada's two

@@ -16,20 +16,27 @@ import (
 // cycle is the working state of one Schedule call. It is built, filled and
 // read once; nothing in it outlives the call except what result copies out.
 type cycle struct {
-	s     *Scheduler
-	snap  *Snapshot
-	now   time.Time
-	db    *binpack.DB
-	model fairness.Model
-	total flotilla.Resources
+	s      *Scheduler
+	snap   *Snapshot
+	queued Queued // snap.Queued; nil means none
+	// readErr is the first error reading the store; the cycle fails with it.
+	readErr error
+	now     time.Time
+	db      *binpack.DB
+	model   fairness.Model
+	total   flotilla.Resources
 
 	queues   []queueState
 	queueIdx map[string]int
 
 	// scheduledTotal is what this cycle newly placed, for the round limit.
 	scheduledTotal flotilla.Resources
+	// queuedDemand sums the queues' stored demand (nil when none).
+	queuedDemand flotilla.Resources
 	// failed caches, by scheduling key, why a job did not fit.
 	failed map[uint64]Reason
+	// groups indexes Result.Unscheduled by (queue, code, key).
+	groups map[groupKey]int
 	// scratch is a reusable vector for share-after-next-job arithmetic.
 	scratch flotilla.Resources
 	query   binpack.Query
@@ -66,7 +73,26 @@ type queueState struct {
 	scheduled    int
 	demand       flotilla.Resources
 
-	cursor *queue.Cursor
+	// reader reads the queue's stored jobs in order, a batch into buf at a
+	// time; buf[bufPos:bufLen] are read and not yet taken.
+	reader         queue.EntryReader
+	buf            []*queue.Entry
+	bufPos, bufLen int
+	read           int // entries read from the store
+	readDone       bool
+	// storedGang counts the queue's stored gang members, gangPulled those
+	// pulled; keyPulled counts pulled lone jobs per scheduling key (the
+	// current run of equal keys, runKey × runLen, not yet added), so that
+	// the cycle can tell when every job left has a key that failed.
+	storedGang, gangPulled int
+	keyPulled              map[uint64]int
+	runKey                 uint64
+	runLen                 int
+	// shortcut is set when the queue may be finished early; fails counts
+	// its jobs that failed to fit, and the next check is due at checkAt.
+	shortcut       bool
+	fails, checkAt int
+	lastGroup      int // index in Result.Unscheduled of the queue's last group, or -1
 	// head is the queue's next candidate: a lone job, or with headGang set
 	// the first member of a complete gang; headReq and headPrio are what
 	// fairness judges (the whole gang's requests, its lowest class).
@@ -110,6 +136,7 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 		now:            now,
 		queueIdx:       make(map[string]int, len(snap.Queues)),
 		failed:         make(map[uint64]Reason),
+		groups:         make(map[groupKey]int),
 		scratch:        schema.Zero(),
 		scheduledTotal: schema.Zero(),
 		total:          schema.Zero(),
@@ -132,6 +159,7 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 			q: q, weight: q.Weight(),
 			alloc: schema.Zero(), demand: schema.Zero(),
 			allocByClass: make([]flotilla.Resources, len(s.classes)),
+			lastGroup:    -1,
 		}
 	}
 	for i, n := range snap.Nodes {
@@ -143,8 +171,9 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 			errs = append(errs, flotilla.Errorf(fmt.Sprintf("nodes[%d].total", i), n.Name, flotilla.ErrOutOfRange, "cluster total overflows"))
 		}
 	}
-	if snap.Queued != nil {
-		for _, name := range snap.Queued.Queues() {
+	c.queued = snap.Queued
+	if c.queued != nil {
+		for _, name := range c.queued.Queues() {
 			if _, ok := c.queueIdx[name]; !ok {
 				errs = append(errs, flotilla.Errorf("queued.queue", name, flotilla.ErrUnknownName, "no such queue in the snapshot"))
 			}
@@ -175,7 +204,7 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 		return nil, err
 	}
 	c.computeLimits()
-	if err := c.collectDemand(); err != nil {
+	if err := errors.Join(c.checkQueued(), c.collectDemand()); err != nil {
 		return nil, err
 	}
 	c.computeShares()
@@ -184,7 +213,58 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 		c.evictForFairShare()
 	}
 	c.db.Forget()
+	c.reserveScheduled()
 	return c, nil
+}
+
+// maxReserved caps reserveScheduled's guess (24 MiB of Assignments).
+const maxReserved = 1 << 20
+
+// reserveScheduled sizes Result.Scheduled once for the placements the
+// cycle can be expected to make, so that a cycle placing hundreds of
+// thousands of jobs does not copy the slice over and over as it grows: the
+// jobs the queues offer (within the lookback), scaled by the fraction of
+// their demand that the free capacity (and the round limit) could take,
+// and capped by the rate limits' tokens. A wrong guess costs only growth,
+// as before, or unused capacity, at most maxReserved entries.
+func (c *cycle) reserveScheduled() {
+	offered := 0
+	for qi := range c.queues {
+		n := c.queues[qi].queuedLen
+		if lb := c.s.cfg.MaxQueueLookback; lb > 0 {
+			n = min(n, lb)
+		}
+		offered += n
+	}
+	if offered == 0 || c.queuedDemand == nil {
+		return
+	}
+	frac := 1.0
+	for r, d := range c.queuedDemand {
+		if d <= 0 {
+			continue
+		}
+		free := float64(c.total[r])
+		for qi := range c.queues {
+			free -= float64(c.queues[qi].alloc[r])
+		}
+		frac = min(frac, max(free, 0)/float64(d))
+	}
+	for _, l := range c.s.roundLimit {
+		if d := c.queuedDemand[l.res]; d > 0 {
+			frac = min(frac, l.frac*float64(c.total[l.res])/float64(d))
+		}
+	}
+	est := min(float64(offered), math.Ceil(frac*float64(offered)))
+	est = min(est, c.globalTokens)
+	if c.s.cfg.MaximumPerQueueSchedulingRate > 0 {
+		tokens := 0.0
+		for qi := range c.queues {
+			tokens += max(c.queues[qi].tokens, 0)
+		}
+		est = min(est, tokens)
+	}
+	c.res.Scheduled = make([]Assignment, 0, int(min(max(est, 0), maxReserved))+1)
 }
 
 // bindRunning places the snapshot's running jobs on their nodes.
@@ -361,32 +441,76 @@ func (c *cycle) computeLimits() {
 	}
 }
 
-// collectDemand sums each queue's queued requests, for adjusted fair
-// share, and checks the queued jobs against the snapshot: a known class
-// with the priority the store ordered it by, and not also running.
+// collectDemand adds each queue's queued demand, as the store keeps it,
+// to its allocation, for adjusted fair share: O(queues), whatever the
+// backlog.
 func (c *cycle) collectDemand() error {
 	var errs []error
+	n := c.s.cfg.Schema.Len()
 	for qi := range c.queues {
 		qs := &c.queues[qi]
 		qs.demand.AddSaturating(qs.alloc)
-		if c.snap.Queued == nil {
+		if c.queued == nil {
 			continue
 		}
-		c.snap.Queued.Ascend(qs.q.Name, func(e *queue.Entry) bool {
-			j := e.Job
-			if ci, ok := c.s.class(j); !ok {
-				errs = append(errs, flotilla.Errorf("queued.priorityClass", j.PriorityClass, flotilla.ErrUnknownName, "job %q: no such priority class", j.ID))
-			} else if c.s.classes[ci].Priority != e.ClassPriority {
-				errs = append(errs, flotilla.Errorf("queued.priorityClass", j.PriorityClass, flotilla.ErrInconsistent,
-					"job %q: the store orders it at priority %d, the config's class has %d", j.ID, e.ClassPriority, c.s.classes[ci].Priority))
+		st := c.queued.Stats(qs.q.Name)
+		switch {
+		case st.Jobs < 0 || st.GangJobs < 0 || st.GangJobs > st.Jobs:
+			errs = append(errs, flotilla.Errorf("queued.stats", qs.q.Name, flotilla.ErrOutOfRange,
+				"%d jobs, %d gang members", st.Jobs, st.GangJobs))
+			continue
+		case st.Demand != nil && len(st.Demand) != n:
+			errs = append(errs, flotilla.Errorf("queued.stats.demand", qs.q.Name, flotilla.ErrInconsistent,
+				"has %d resources, schema has %d", len(st.Demand), n))
+			continue
+		case st.Demand.AnyNegative():
+			errs = append(errs, flotilla.Errorf("queued.stats.demand", qs.q.Name, flotilla.ErrNegative, "%v", st.Demand))
+			continue
+		}
+		qs.queuedLen, qs.storedGang = st.Jobs, st.GangJobs
+		if st.Demand != nil {
+			qs.demand.AddSaturating(st.Demand)
+			if c.queuedDemand == nil {
+				c.queuedDemand = c.s.cfg.Schema.Zero()
 			}
-			if _, running := c.runningIDs[j.ID]; running {
-				errs = append(errs, flotilla.Errorf("queued.id", j.ID, flotilla.ErrDuplicate, "the job is also running"))
+			c.queuedDemand.AddSaturating(st.Demand)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkQueued checks the store against the configuration once per cycle:
+// its classes are the config's, with the same priorities (so every job it
+// ordered has a known class at the right priority), and no running job is
+// also queued.
+func (c *cycle) checkQueued() error {
+	if c.queued == nil {
+		return nil
+	}
+	var errs []error
+	for i, pc := range c.queued.PriorityClasses() {
+		ci, ok := c.s.classIndex[pc.Name]
+		switch {
+		case !ok:
+			errs = append(errs, flotilla.Errorf(fmt.Sprintf("queued.priorityClasses[%d].name", i), pc.Name, flotilla.ErrUnknownName, "no such priority class"))
+		case c.s.classes[ci].Priority != pc.Priority:
+			errs = append(errs, flotilla.Errorf(fmt.Sprintf("queued.priorityClasses[%d].priority", i), fmt.Sprint(pc.Priority), flotilla.ErrInconsistent,
+				"the store orders class %s at priority %d, the config's class has %d", pc.Name, pc.Priority, c.s.classes[ci].Priority))
+		}
+	}
+	def := c.queued.DefaultPriorityClass()
+	if ci, ok := c.s.classIndex[def]; ok && c.s.classes[ci].Priority != c.s.classes[c.s.defClass].Priority {
+		errs = append(errs, flotilla.Errorf("queued.defaultPriorityClass", def, flotilla.ErrInconsistent,
+			"the store's default class has priority %d, the config's (%s) %d", c.s.classes[ci].Priority, c.s.classes[c.s.defClass].Name, c.s.classes[c.s.defClass].Priority))
+	}
+	for i := range c.snap.Running {
+		j := c.snap.Running[i].Job
+		if _, queued := c.queued.Get(j.ID); queued {
+			errs = append(errs, flotilla.Errorf("queued.id", j.ID, flotilla.ErrDuplicate, "the job is also running"))
+			if len(errs) >= 100 {
+				break
 			}
-			qs.demand.AddSaturating(j.Requests)
-			qs.queuedLen++
-			return len(errs) < 100
-		})
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -35,6 +35,36 @@
 // with flotilla's Queue.Validate; a priority factor below
 // flotilla.MinPriorityFactor is rejected there so weights stay finite.
 //
+// # Queued jobs: the storage seam
+//
+// Snapshot.Queued is a Queued: *queue.Store in memory, or any store that
+// keeps, per queue, the job count, the demand (sum of requests) and the
+// count of jobs per scheduling key up to date as jobs come and go, and
+// reads a queue in order through a batch cursor (queue.EntryReader). A
+// cycle checks the store's priority classes against the Config once, takes
+// each queue's demand from the store, and reads each queue only as far as
+// it can use it. So a cycle's cost follows what the cluster can take, not
+// the backlog: once every job left in a queue has a scheduling key that
+// already failed this cycle (and the queue has no gang members left, no
+// per-class cap, and no limit about to refuse it), the queue is finished
+// without reading on, its remainder counted per key with the cached reason.
+// Jobs read from the store are checked cheaply (Job.Validate's
+// allocation-free path, queue, class and class priority): a job the store
+// should not have handed out is reported with ReasonInvalid and never
+// placed. An error reading the store fails the cycle.
+//
+// # Reporting
+//
+// Result.Unscheduled groups the jobs examined and not placed by (queue,
+// reason code, scheduling key), with a count, the first job's reason and up
+// to UnscheduledExamples example jobs; Result.NotExamined counts, per
+// queue, the jobs a limit kept the cycle from reaching. Every queued job is
+// in exactly one of Scheduled, an Unscheduled group's count, or a
+// NotExamined count. Config.ReportEveryUnscheduled adds the per-job list
+// (Result.UnscheduledJobs) and turns off the early finish, so that every
+// job gets its own reason as it would be examined; placements are the same
+// either way.
+//
 // # Preemption
 //
 // The node database tracks allocatable per priority level, plus one level

@@ -25,7 +25,7 @@ func ExampleScheduler_Schedule() {
 		{Name: "n2", Total: schema.MustParse(map[string]string{"cpu": "4", "memory": "16Gi"})},
 	}
 	queues := []*flotilla.Queue{{Name: "alice"}, {Name: "bob"}}
-	store, _ := queue.New(cfg.PriorityClasses, cfg.DefaultPriorityClass)
+	store, _ := queue.New(cfg.Schema, cfg.PriorityClasses, cfg.DefaultPriorityClass)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range 6 {
 		for _, q := range []string{"alice", "bob"} {
@@ -43,7 +43,9 @@ func ExampleScheduler_Schedule() {
 	for _, q := range res.Queues {
 		fmt.Printf("%s: %d running, %d waiting, share %.2f of fair share %.2f\n", q.Name, q.Running, q.Queued, q.Share, q.FairShare)
 	}
-	fmt.Println(res.Unscheduled[0].Job.ID, "waits:", res.Unscheduled[0].Reason.Code)
+	for _, g := range res.Unscheduled {
+		fmt.Printf("%s: %d wait (%s), e.g. %s\n", g.Queue, g.Count, g.Reason.Code, g.Examples[0].ID)
+	}
 	// Output:
 	// alice-0 → n1
 	// bob-0 → n2
@@ -55,7 +57,8 @@ func ExampleScheduler_Schedule() {
 	// bob-3 → n2
 	// alice: 4 running, 2 waiting, share 0.50 of fair share 0.50
 	// bob: 4 running, 2 waiting, share 0.50 of fair share 0.50
-	// alice-4 waits: no-room
+	// alice: 2 wait (no-room), e.g. alice-4
+	// bob: 2 wait (no-room), e.g. bob-4
 }
 
 // Jobs ordered within a queue by flux-accounting's multi-factor priority:
@@ -66,7 +69,7 @@ func ExampleScheduler_Schedule_fluxPriority() {
 	schema := flotilla.MustResourceSchema("cpu")
 	cfg := scheduler.DefaultConfig(schema)
 	sched, _ := scheduler.New(cfg)
-	store, _ := queue.New(cfg.PriorityClasses, cfg.DefaultPriorityClass)
+	store, _ := queue.New(cfg.Schema, cfg.PriorityClasses, cfg.DefaultPriorityClass)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	w := priority.DefaultWeights()
 	w.Bank = 10

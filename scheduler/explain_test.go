@@ -35,8 +35,8 @@ func TestShortfallCountsTheCapacityTheJobMayPreempt(t *testing.T) {
 			res := w.schedule()
 			require.Empty(t, res.Scheduled)
 			require.Empty(t, res.Preempted)
-			require.Len(t, res.Unscheduled, 1)
-			why := res.Unscheduled[0].Reason
+			require.Len(t, res.UnscheduledJobs, 1)
+			why := res.UnscheduledJobs[0].Reason
 			assert.Equal(t, scheduler.ReasonNoRoom, why.Code)
 			assert.Equal(t, []scheduler.Shortfall{{Resource: "cpu", Amount: w.res(c.short)[0], Nodes: 1}}, why.Search.Shortfall)
 			assert.Contains(t, why.Message, "0/1 nodes fit: 1 short of cpu by at least "+c.short)
@@ -66,8 +66,8 @@ func TestGangShortfallCountsTheCapacityItMayPreempt(t *testing.T) {
 			w.submit("B", 1, "23", c.class, inGang("g", 1, ""))
 			res := w.schedule()
 			require.Empty(t, res.Scheduled)
-			require.Len(t, res.Unscheduled, 1)
-			why := res.Unscheduled[0].Reason
+			require.Len(t, res.UnscheduledJobs, 1)
+			why := res.UnscheduledJobs[0].Reason
 			assert.Equal(t, scheduler.ReasonNoRoom, why.Code)
 			assert.Contains(t, why.Message, "1 short of cpu by at least "+c.short)
 		})
@@ -114,11 +114,11 @@ func TestNeverFitsApartFromNoRoom(t *testing.T) {
 			w.submit("B", 2, c.cpu, mods...)
 			w.cfg.DefaultPriorityClass = flotilla.ArmadaDefault
 			res := w.schedule()
-			require.Len(t, res.Unscheduled, 2)
-			for _, u := range res.Unscheduled {
+			require.Len(t, res.UnscheduledJobs, 2)
+			for _, u := range res.UnscheduledJobs {
 				assert.Equal(t, c.code, u.Reason.Code, "the cached second job too")
 			}
-			why := res.Unscheduled[0].Reason
+			why := res.UnscheduledJobs[0].Reason
 			assert.Equal(t, c.msg, why.Message)
 			total := 0
 			for _, f := range why.Search.Filtered {
@@ -148,8 +148,8 @@ func TestNoFitReasonCarriesTheFindings(t *testing.T) {
 	w.run("A", "30", "busy", nonPreemptible)
 	w.submit("B", 1, "8", nonPreemptible, func(j *flotilla.Job) { j.NodeSelector = map[string]string{"zone": "a"} })
 	res := w.schedule()
-	require.Len(t, res.Unscheduled, 1)
-	why := res.Unscheduled[0].Reason
+	require.Len(t, res.UnscheduledJobs, 1)
+	why := res.UnscheduledJobs[0].Reason
 	assert.Equal(t, scheduler.Reason{
 		Code: scheduler.ReasonNoRoom,
 		Message: "0/5 nodes fit: 1 node selector zone=a mismatched, 1 untolerated taint gpu:NoExecute, 1 cordoned, " +
@@ -187,8 +187,8 @@ func TestGangNeverFitsWhenNoClusterHoldsItEmpty(t *testing.T) {
 			w.run("A", "20", "node-0", nonPreemptible)
 			w.submit("B", c.members, "20", nonPreemptible, inGang("g", c.members, ""))
 			res := w.schedule()
-			require.Len(t, res.Unscheduled, c.members)
-			for _, u := range res.Unscheduled {
+			require.Len(t, res.UnscheduledJobs, c.members)
+			for _, u := range res.UnscheduledJobs {
 				assert.Equal(t, c.code, u.Reason.Code, u.Reason.Message)
 			}
 		})

@@ -16,10 +16,14 @@ func (c *cycle) fill(ctx context.Context) error {
 	c.sel = fairness.NewSelector(c.s.cfg.EnablePreferLargeJobOrdering)
 	sel := c.sel
 	for qi := range c.queues {
-		qs := &c.queues[qi]
-		if qs.queuedLen > 0 {
-			qs.cursor = c.snap.Queued.Cursor(qs.q.Name)
+		if err := c.open(qi); err != nil {
+			return err
 		}
+		qs := &c.queues[qi]
+		qs.shortcut = !c.s.cfg.ReportEveryUnscheduled && !c.classLimited(qi)
+		qs.checkAt = 1
+	}
+	for qi := range c.queues {
 		if c.advance(qi) {
 			sel.Push(c.candidate(qi))
 		} else {
@@ -34,6 +38,9 @@ func (c *cycle) fill(ctx context.Context) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+		}
+		if c.readErr != nil {
+			return c.readErr
 		}
 		cand, _ := sel.Peek()
 		qi := cand.Queue
@@ -75,6 +82,9 @@ func (c *cycle) fill(ctx context.Context) error {
 		sel.Remove(qi)
 		c.notExamined(qi, c.lookbackReason())
 	}
+	if c.readErr != nil {
+		return c.readErr
+	}
 	c.finishEvictions()
 	c.dropDisplaced()
 	c.reportIncompleteGangs()
@@ -104,14 +114,17 @@ func (c *cycle) advance(qi int) bool {
 		qs.headRetry = ri
 		return true
 	}
-	if qs.cursor == nil {
+	if qs.reader == nil {
 		return false
 	}
 	for {
 		e := qs.peeked
 		if e == nil {
+			if qs.shortcut && qs.fails >= qs.checkAt && c.finishFailed(qi) {
+				return false
+			}
 			var ok bool
-			if e, ok = qs.cursor.Next(); !ok {
+			if e, ok = c.readNext(qs); !ok {
 				return false
 			}
 		}
@@ -120,7 +133,8 @@ func (c *cycle) advance(qi int) bool {
 		// only for the missing members of gangs already begun, whose
 		// members a class difference may have spread apart; other jobs
 		// read then are left unexamined.
-		starts := !e.Job.IsGang() || !c.acc.Has(e.Job.Gang.ID)
+		isGang := e != nil && e.Job != nil && e.Job.IsGang()
+		starts := !isGang || !c.acc.Has(e.Job.Gang.ID)
 		if lb := c.s.cfg.MaxQueueLookback; starts && lb > 0 && qs.examined >= lb {
 			if qs.begun == 0 || qs.readAhead >= gangReadAhead {
 				qs.peeked = e
@@ -135,14 +149,29 @@ func (c *cycle) advance(qi int) bool {
 		if starts {
 			qs.examined++
 		}
-		if !e.Job.IsGang() {
+		if qs.shortcut {
+			qs.countPulled(e)
+		}
+		// The store is not trusted: a job it should not have handed out is
+		// reported, never placed.
+		if why, bad := c.invalidQueued(qi, e); bad {
+			c.unscheduledEntry(qi, e, why)
+			continue
+		}
+		if !isGang {
 			qs.setHead(e, nil)
 			return true
+		}
+		// A gang ID is never reused: a queued member of a gang with members
+		// running (or placed this cycle) would be taken for their mate.
+		if _, bound := c.gangRun[e.Job.Gang.ID]; bound {
+			c.unscheduledEntry(qi, e, Reason{Code: ReasonGangInvalid, Message: fmt.Sprintf("gang %s already has members running", e.Job.Gang.ID)})
+			continue
 		}
 		// Gang members wait until the gang is complete.
 		g, complete, err := c.acc.Add(e)
 		if err != nil {
-			c.unscheduled(e.Job, Reason{Code: ReasonGangInvalid, Message: err.Error()})
+			c.unscheduledEntry(qi, e, Reason{Code: ReasonGangInvalid, Message: err.Error()})
 			continue
 		}
 		if starts {
@@ -180,7 +209,7 @@ func (c *cycle) notExamined(qi int, why Reason) {
 	case ReasonRoundLimit, ReasonGlobalRateLimit, ReasonQueueRateLimit:
 		qs.stopped = true
 		for _, ri := range qs.retry {
-			c.unscheduled(c.run[ri].job, displacedReason())
+			c.unscheduledEntry(qi, &c.run[ri].entry, displacedReason())
 		}
 		qs.retry = nil
 	}
@@ -228,11 +257,12 @@ func (c *cycle) try(qi int) {
 	j := e.Job
 	ci, _ := c.s.class(j)
 	if c.overClassLimit(qi, ci, j.Requests) {
-		c.unscheduled(j, c.classLimitReason(qi, ci, j.Requests))
+		c.unscheduledEntry(qi, e, c.classLimitReason(qi, ci, j.Requests))
 		return
 	}
 	if why, ok := c.failed[e.Key]; ok {
-		c.unscheduled(j, why)
+		qs.fails++
+		c.unscheduledEntry(qi, e, why)
 		return
 	}
 	// Three searches, each only if the one before found nothing: free
@@ -256,7 +286,8 @@ func (c *cycle) try(qi int) {
 		// could use: shortfalls count what it may displace or preempt.
 		why := c.noFitReason(c.db.Explain(&c.query), c.query.Level)
 		c.failed[e.Key] = sameAs(why, j.ID)
-		c.unscheduled(j, why)
+		qs.fails++
+		c.unscheduledEntry(qi, e, why)
 		return
 	}
 	c.db.Bind(node, qi, c.s.bindLevel[ci], j.Requests)
@@ -332,10 +363,6 @@ func (c *cycle) dropDisplaced() {
 		}
 	}
 	c.res.Scheduled = out
-}
-
-func (c *cycle) unscheduled(j *flotilla.Job, why Reason) {
-	c.res.Unscheduled = append(c.res.Unscheduled, Unscheduled{Job: j, Reason: why})
 }
 
 // result copies the decision out of the cycle.

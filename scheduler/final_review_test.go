@@ -109,8 +109,29 @@ func finalWorld(t testing.TB, seed uint64, v uint32) *genWorld {
 		w.cfg.Strategy = scheduler.Lottery
 		w.cfg.PriorityHalftime = time.Hour
 	}
+	if v&(1<<12) != 0 {
+		// Few scheduling keys and no queued gangs, so that queues run out
+		// of jobs that could fit and are finished early (finishFailed).
+		lone := w.queued[:0]
+		for _, j := range w.queued {
+			if !j.IsGang() {
+				lone = append(lone, j)
+			}
+		}
+		for i, q := range w.snap.Queues {
+			for k := range 20 * (i + 1) {
+				lone = append(lone, &flotilla.Job{ID: fmt.Sprintf("x%d-%d", i, k), Queue: q.Name, SubmitTime: t0.Add(time.Duration(k%7) * time.Second)})
+			}
+		}
+		for _, j := range lone {
+			j.Requests = w.cfg.Schema.MustParse(map[string]string{"cpu": []string{"1", "2"}[rng.IntN(2)], "memory": "4Gi"})
+			j.NodeSelector, j.Tolerations = nil, nil
+			j.PriorityClass = classes[rng.IntN(len(classes))]
+		}
+		w.queued = lone
+	}
 	// The store orders by class priority: rebuild it with the final classes.
-	store, err := queue.New(w.cfg.PriorityClasses, w.cfg.DefaultPriorityClass)
+	store, err := queue.New(w.cfg.Schema, w.cfg.PriorityClasses, w.cfg.DefaultPriorityClass)
 	require.NoError(t, err)
 	for _, j := range w.queued {
 		require.NoError(t, store.Add(j))
@@ -219,15 +240,42 @@ func finalInvariants(w *genWorld, res *scheduler.Result) string {
 			placedGang[a.Job.Gang.ID] = append(placedGang[a.Job.Gang.ID], nodes[a.Node])
 		}
 	}
-	for _, u := range res.Unscheduled {
-		if _, ok := queued[u.Job.ID]; !ok {
-			return fmt.Sprintf("unscheduled %s is not a queued job", u.Job.ID)
+	// Unscheduled groups: counted per queue; their examples are queued jobs
+	// of the group's queue and key, not also scheduled.
+	perJob := map[groupID]int{}
+	if w.cfg.ReportEveryUnscheduled {
+		for _, u := range res.UnscheduledJobs {
+			if _, ok := queued[u.Job.ID]; !ok {
+				return fmt.Sprintf("unscheduled %s is not a queued job", u.Job.ID)
+			}
+			if seen[u.Job.ID] != "" {
+				return fmt.Sprintf("%s both %s and unscheduled (%s)", u.Job.ID, seen[u.Job.ID], u.Reason)
+			}
+			seen[u.Job.ID] = "unscheduled"
+			perJob[groupID{u.Job.Queue, u.Reason.Code, jobKey(w, u.Job)}]++
 		}
-		if seen[u.Job.ID] != "" {
-			return fmt.Sprintf("%s both %s and unscheduled (%s)", u.Job.ID, seen[u.Job.ID], u.Reason)
+	} else if res.UnscheduledJobs != nil {
+		return "UnscheduledJobs listed without ReportEveryUnscheduled"
+	}
+	groups := map[groupID]bool{}
+	for _, g := range res.Unscheduled {
+		id := groupID{g.Queue, g.Reason.Code, g.Key}
+		if groups[id] {
+			return fmt.Sprintf("group %v twice", id)
 		}
-		seen[u.Job.ID] = "unscheduled"
-		reportedPerQueue[u.Job.Queue]++
+		groups[id] = true
+		if g.Count <= 0 || len(g.Examples) > min(g.Count, scheduler.UnscheduledExamples) {
+			return fmt.Sprintf("group %v: count %d, %d examples", id, g.Count, len(g.Examples))
+		}
+		if w.cfg.ReportEveryUnscheduled && perJob[id] != g.Count {
+			return fmt.Sprintf("group %v: count %d, %d jobs listed", id, g.Count, perJob[id])
+		}
+		for _, j := range g.Examples {
+			if _, ok := queued[j.ID]; !ok || j.Queue != g.Queue || jobKey(w, j) != g.Key || seen[j.ID] == "scheduled" {
+				return fmt.Sprintf("group %v: example %s is not an unscheduled queued job of the group", id, j.ID)
+			}
+		}
+		reportedPerQueue[g.Queue] += g.Count
 	}
 	// Progressive filling reports a queue's remainder once; the lottery
 	// once per reason (lookback, rate limit, cycle limit).
@@ -345,19 +393,49 @@ func overCommittedPinned(w *genWorld, res *scheduler.Result, preempted map[strin
 	return ""
 }
 
-func TestPropertyFinalAccountingInvariants(t *testing.T) {
-	p := properties(t)
-	p.Property("Running, Allocated, Queued, every queued job once, no over-commit, gangs whole", prop.ForAll(func(seed uint64, v uint32) string {
-		w := finalWorld(t, seed, v)
+// groupID names an Unscheduled group.
+type groupID struct {
+	queue string
+	code  scheduler.ReasonCode
+	key   uint64
+}
+
+// jobKey is a queued job's scheduling key in w.
+func jobKey(w *genWorld, j *flotilla.Job) uint64 {
+	return queue.SchedulingKey(j, classOf(w, j).Priority)
+}
+
+// finalCheck schedules w with and without ReportEveryUnscheduled, checks
+// finalInvariants on both results, and that both place and preempt the
+// same jobs: reporting in aggregate (and finishing early queues whose
+// remaining jobs all failed) changes no decision.
+func finalCheck(w *genWorld) string {
+	var placed [2]string
+	for i, every := range []bool{true, false} {
+		w.cfg.ReportEveryUnscheduled = every
 		s, err := scheduler.New(w.cfg)
 		if err != nil {
-			return fmt.Sprintf("seed %d v %d: config: %v", seed, v, err)
+			return fmt.Sprintf("config: %v", err)
 		}
 		res, err := s.Schedule(context.Background(), w.snap, t0)
 		if err != nil {
-			return fmt.Sprintf("seed %d v %d: %v", seed, v, err)
+			return err.Error()
 		}
 		if msg := finalInvariants(w, res); msg != "" {
+			return fmt.Sprintf("ReportEveryUnscheduled %v: %s", every, msg)
+		}
+		placed[i] = fmt.Sprint(res.Scheduled, res.Preempted)
+	}
+	if placed[0] != placed[1] {
+		return fmt.Sprintf("placements differ with and without ReportEveryUnscheduled:\n%s\n%s", placed[0], placed[1])
+	}
+	return ""
+}
+
+func TestPropertyFinalAccountingInvariants(t *testing.T) {
+	p := properties(t)
+	p.Property("Running, Allocated, Queued, every queued job once, no over-commit, gangs whole", prop.ForAll(func(seed uint64, v uint32) string {
+		if msg := finalCheck(finalWorld(t, seed, v)); msg != "" {
 			return fmt.Sprintf("seed %d v %d: %s", seed, v, msg)
 		}
 		return ""
@@ -374,12 +452,7 @@ func TestFinalAccountingSweep(t *testing.T) {
 	}
 	for seed := range n {
 		v := uint32(seed*2654435761) & (1<<16 - 1)
-		w := finalWorld(t, seed, v)
-		s, err := scheduler.New(w.cfg)
-		require.NoError(t, err)
-		res, err := s.Schedule(context.Background(), w.snap, t0)
-		require.NoError(t, err)
-		if msg := finalInvariants(w, res); msg != "" {
+		if msg := finalCheck(finalWorld(t, seed, v)); msg != "" {
 			t.Fatalf("seed %d v %d: %s", seed, v, msg)
 		}
 	}
@@ -438,7 +511,7 @@ func TestFinalBugLookbackCutsANonAdjacentGang(t *testing.T) {
 	}
 	w.cfg.MaxQueueLookback = 1
 	res := w.schedule()
-	assert.Len(t, res.Scheduled, 2, "gang g is the queue's first unit; Unscheduled=%v NotExamined=%v", res.Unscheduled, res.NotExamined)
+	assert.Len(t, res.Scheduled, 2, "gang g is the queue's first unit; Unscheduled=%v NotExamined=%v", res.UnscheduledJobs, res.NotExamined)
 }
 
 // try (fill.go:223-229) and tryGang (gangs.go:60-73) have one displacing search, at the job's class
@@ -550,8 +623,8 @@ func TestFinalGangWithALowMemberPreemptsNothingAtThatPriority(t *testing.T) {
 	res := w.schedule()
 	assert.Empty(t, res.Scheduled)
 	assert.Empty(t, res.Preempted)
-	require.Len(t, res.Unscheduled, 2)
-	assert.Equal(t, scheduler.ReasonNoRoom, res.Unscheduled[0].Reason.Code)
+	require.Len(t, res.UnscheduledJobs, 2)
+	assert.Equal(t, scheduler.ReasonNoRoom, res.UnscheduledJobs[0].Reason.Code)
 }
 
 // A running gang with a non-preemptible member is pinned at the top level:
@@ -567,7 +640,7 @@ func TestFinalPinnedRunningGangIsNoUrgencyVictim(t *testing.T) {
 	res := w.schedule()
 	assert.Empty(t, res.Preempted)
 	assert.Empty(t, res.Scheduled)
-	require.Len(t, res.Unscheduled, 1)
+	require.Len(t, res.UnscheduledJobs, 1)
 }
 
 // A job placed early in the cycle and displaced by a higher-priority job
@@ -586,7 +659,7 @@ func TestFinalDisplacedJobIsRetriedElsewhere(t *testing.T) {
 	z := w.submit("Z", 1, "2", nonPreemptible, func(j *flotilla.Job) { j.NodeSelector = map[string]string{"slot": "a"} })[0]
 	res := w.schedule()
 	assert.Empty(t, res.Preempted)
-	assert.Empty(t, res.Unscheduled)
+	assert.Empty(t, res.UnscheduledJobs)
 	nodes := map[string]string{}
 	for _, s := range res.Scheduled {
 		nodes[s.Job.ID] = s.Node

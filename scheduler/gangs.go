@@ -122,11 +122,11 @@ func (c *cycle) tryGang(qi int) {
 func (c *cycle) unscheduledUnit(qi int, why Reason) {
 	qs := &c.queues[qi]
 	if qs.headGang == nil {
-		c.unscheduled(qs.head.Job, why)
+		c.unscheduledEntry(qi, qs.head, why)
 		return
 	}
 	for _, m := range qs.headGang.Members {
-		c.unscheduled(m.Job, why)
+		c.unscheduledEntry(qi, m, why)
 	}
 }
 
@@ -144,7 +144,7 @@ func (c *cycle) reportIncompleteGangs() {
 	for _, g := range c.acc.Pending() {
 		why := Reason{Code: ReasonGangIncomplete, Message: fmt.Sprintf("gang %s: %d of %d members seen", g.ID, len(g.Members), g.Cardinality)}
 		for _, m := range g.Members {
-			c.unscheduled(m.Job, why)
+			c.unscheduledEntry(c.queueIdx[m.Job.Queue], m, why)
 		}
 	}
 }

@@ -30,12 +30,14 @@ type world struct {
 func newWorld(t testing.TB) *world {
 	schema := flotilla.MustResourceSchema("cpu", "memory", "nvidia.com/gpu")
 	w := &world{t: t, schema: schema, cfg: scheduler.DefaultConfig(schema)}
+	// The rule tests read per-job reasons; aggregate reports have their own.
+	w.cfg.ReportEveryUnscheduled = true
 	w.resetStore()
 	return w
 }
 
 func (w *world) resetStore() {
-	s, err := queue.New(w.cfg.PriorityClasses, w.cfg.DefaultPriorityClass)
+	s, err := queue.New(w.cfg.Schema, w.cfg.PriorityClasses, w.cfg.DefaultPriorityClass)
 	require.NoError(w.t, err)
 	w.store = s
 }

@@ -56,7 +56,8 @@ type leaseQueue struct {
 //  3. Each queue takes part, in name order, with effective priority
 //     priority × priority factor and its queued jobs in queue order, at most
 //     MaxQueueLookback of them (0: all); the rest are not examined. Gang
-//     members are left queued: the lottery leases single jobs.
+//     members are left queued: the lottery leases single jobs; invalid
+//     jobs handed out by the store are reported with ReasonInvalid.
 //  4. priority.Lease slices the offer in proportion to 1/effective priority
 //     and hands out what the slices leave by lottery, drawing from a PCG
 //     source seeded with Snapshot.Seed. Whenever it takes a job, the job
@@ -99,7 +100,10 @@ func (c *cycle) lease(ctx context.Context) error {
 		}
 	}
 
-	lqs, inputs := c.leaseQueues(prios)
+	lqs, inputs, err := c.leaseQueues(prios)
+	if err != nil {
+		return err
+	}
 	var (
 		stop      Reason
 		cancelled bool
@@ -194,7 +198,7 @@ func (c *cycle) decayQueuePriorities(usage priority.UsageModel) (map[string]floa
 // leaseQueues gathers, in queue-name order, each queue's effective priority
 // and the queued jobs it offers to the lottery. Jobs it cannot offer (gang
 // members, requests that do not fit the schema) are reported at once.
-func (c *cycle) leaseQueues(prios map[string]float64) ([]leaseQueue, []priority.LeaseQueue) {
+func (c *cycle) leaseQueues(prios map[string]float64) ([]leaseQueue, []priority.LeaseQueue, error) {
 	order := make([]int, len(c.queues))
 	for i := range order {
 		order[i] = i
@@ -203,30 +207,32 @@ func (c *cycle) leaseQueues(prios map[string]float64) ([]leaseQueue, []priority.
 	lqs := make([]leaseQueue, len(order))
 	inputs := make([]priority.LeaseQueue, len(order))
 	lookback := c.s.cfg.MaxQueueLookback
-	n := c.s.cfg.Schema.Len()
 	for li, qi := range order {
 		qs := &c.queues[qi]
 		lq := &lqs[li]
 		lq.qi = qi
 		var jobs []flotilla.Resources
-		if c.snap.Queued != nil && qs.queuedLen > 0 {
-			c.snap.Queued.Ascend(qs.q.Name, func(e *queue.Entry) bool {
-				if lookback > 0 && lq.examined >= lookback {
-					return false
-				}
-				lq.examined++
-				j := e.Job
-				switch {
-				case j.IsGang():
-					c.unscheduled(j, Reason{Code: ReasonGangUnsupported, Message: "the lottery strategy leases single jobs; gangs need progressive filling"})
-				case len(j.Requests) != n || j.Requests.AnyNegative():
-					c.unscheduled(j, c.noFit(qi, e))
-				default:
-					lq.entries = append(lq.entries, e)
-					jobs = append(jobs, j.Requests)
-				}
-				return true
-			})
+		if err := c.open(qi); err != nil {
+			return nil, nil, err
+		}
+		for lookback <= 0 || lq.examined < lookback {
+			e, ok := c.readNext(qs)
+			if !ok {
+				break
+			}
+			lq.examined++
+			switch why, bad := c.invalidQueued(qi, e); {
+			case bad:
+				c.unscheduledEntry(qi, e, why)
+			case e.Job.IsGang():
+				c.unscheduledEntry(qi, e, Reason{Code: ReasonGangUnsupported, Message: "the lottery strategy leases single jobs; gangs need progressive filling"})
+			default:
+				lq.entries = append(lq.entries, e)
+				jobs = append(jobs, e.Job.Requests)
+			}
+		}
+		if c.readErr != nil {
+			return nil, nil, c.readErr
 		}
 		lq.outcome = make([]uint8, len(lq.entries))
 		eff := prios[qs.q.Name] / qs.weight // priority × factor
@@ -235,7 +241,7 @@ func (c *cycle) leaseQueues(prios map[string]float64) ([]leaseQueue, []priority.
 		}
 		inputs[li] = priority.LeaseQueue{Name: qs.q.Name, EffectivePriority: eff, Jobs: jobs}
 	}
-	return lqs, inputs
+	return lqs, inputs, nil
 }
 
 // leasePlace is the lottery's placement of one job, with the checks and
@@ -249,17 +255,17 @@ func (c *cycle) leasePlace(qi int, e *queue.Entry) bool {
 	j := e.Job
 	ci, _ := c.s.class(j)
 	if c.overClassLimit(qi, ci, j.Requests) {
-		c.unscheduled(j, c.classLimitReason(qi, ci, j.Requests))
+		c.unscheduledEntry(qi, e, c.classLimitReason(qi, ci, j.Requests))
 		return false
 	}
 	if why, ok := c.failed[e.Key]; ok {
-		c.unscheduled(j, why)
+		c.unscheduledEntry(qi, e, why)
 		return false
 	}
 	c.query = c.makeQuery(j, qi, evictedLevel)
 	node, ok := c.db.Select(&c.query)
 	if !ok {
-		c.unscheduled(j, c.noFit(qi, e))
+		c.unscheduledEntry(qi, e, c.noFit(qi, e))
 		return false
 	}
 	c.db.Bind(node, qi, c.s.bindLevel[ci], j.Requests)
@@ -299,7 +305,7 @@ func (c *cycle) leaseReport(lqs []leaseQueue, stop Reason) {
 		lq := &lqs[li]
 		for k, o := range lq.outcome {
 			if o == leaseUntouched {
-				c.unscheduled(lq.entries[k].Job, c.noFit(lq.qi, lq.entries[k]))
+				c.unscheduledEntry(lq.qi, lq.entries[k], c.noFit(lq.qi, lq.entries[k]))
 			}
 		}
 	}

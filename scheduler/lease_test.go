@@ -214,7 +214,7 @@ func TestLotteryDeterministicForASeed(t *testing.T) {
 		for _, a := range res.Scheduled {
 			out = append(out, a.Job.ID+"@"+a.Node)
 		}
-		for _, u := range res.Unscheduled {
+		for _, u := range res.UnscheduledJobs {
 			out = append(out, u.Job.ID+":"+u.Reason.String())
 		}
 		return out
@@ -249,7 +249,7 @@ func TestLotteryReasons(t *testing.T) {
 		assert.NotEqual(t, "cordoned", a.Node)
 	}
 	why := map[string]scheduler.ReasonCode{}
-	for _, u := range res.Unscheduled {
+	for _, u := range res.UnscheduledJobs {
 		why[u.Job.ID] = u.Reason.Code
 	}
 	assert.Equal(t, map[string]scheduler.ReasonCode{big.ID: scheduler.ReasonNeverFits, gang.ID: scheduler.ReasonGangUnsupported}, why)
@@ -268,8 +268,8 @@ func TestLotteryReasons(t *testing.T) {
 			assert.Equal(t, scheduler.ReasonGlobalRateLimit, r.Reason.Code)
 			remaining += r.Count
 		}
-		assert.Equal(t, 10-3, remaining+len(res.Unscheduled), "every queued job not placed is accounted for once")
-		for _, u := range res.Unscheduled {
+		assert.Equal(t, 10-3, remaining+len(res.UnscheduledJobs), "every queued job not placed is accounted for once")
+		for _, u := range res.UnscheduledJobs {
 			assert.Contains(t, []scheduler.ReasonCode{scheduler.ReasonNoRoom, scheduler.ReasonGangUnsupported}, u.Reason.Code)
 		}
 		assert.InDelta(t, 0, res.RateLimits.Global.Tokens, 1e-9)
@@ -291,7 +291,7 @@ func TestLotteryDoesNotPreempt(t *testing.T) {
 	res := w.cycle(scheduler.QueuePriorityState{}, 1, t0)
 	assert.Empty(t, res.Preempted)
 	assert.Empty(t, res.Scheduled)
-	assert.Len(t, res.Unscheduled, 4)
+	assert.Len(t, res.UnscheduledJobs, 4)
 	assert.Equal(t, 4, res.Queues[0].Running)
 }
 
@@ -402,7 +402,7 @@ func TestPropertyLottery(t *testing.T) {
 			}
 			seen[a.Job.ID]++
 		}
-		for _, u := range res.Unscheduled {
+		for _, u := range res.UnscheduledJobs {
 			seen[u.Job.ID]++
 		}
 		notExamined := 0
@@ -418,7 +418,7 @@ func TestPropertyLottery(t *testing.T) {
 			return fmt.Sprintf("seed %d: %d queued, %d reported, %d not examined", seed, len(w.queued), len(seen), notExamined)
 		}
 		again := w.schedule(t)
-		if fmt.Sprint(again.Scheduled, again.Unscheduled, again.QueuePriorities) != fmt.Sprint(res.Scheduled, res.Unscheduled, res.QueuePriorities) {
+		if fmt.Sprint(again.Scheduled, again.UnscheduledJobs, again.QueuePriorities) != fmt.Sprint(res.Scheduled, res.UnscheduledJobs, res.QueuePriorities) {
 			return fmt.Sprintf("seed %d: a second run decided differently", seed)
 		}
 		return ""

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/queue"
 	"github.com/flotilla-sched/flotilla/scheduler"
 )
 
@@ -157,7 +158,7 @@ func applyResult(t testing.TB, snap *scheduler.Snapshot, res *scheduler.Result) 
 		}
 	}
 	for _, a := range res.Scheduled {
-		_, ok := snap.Queued.Remove(a.Job.ID)
+		_, ok := snap.Queued.(*queue.Store).Remove(a.Job.ID)
 		require.True(t, ok)
 		next = append(next, scheduler.Running{Job: a.Job, Node: a.Node, Start: t0})
 	}

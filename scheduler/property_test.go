@@ -38,6 +38,7 @@ func makeWorldClasses(t testing.TB, seed uint64, lookback int, classes []string)
 	schema := flotilla.MustResourceSchema("cpu", "memory", "nvidia.com/gpu")
 	cfg := scheduler.DefaultConfig(schema)
 	cfg.MaxQueueLookback = lookback
+	cfg.ReportEveryUnscheduled = true
 	w := &genWorld{seed: seed, cfg: cfg, snap: &scheduler.Snapshot{}}
 	zones := []string{"a", "b"}
 	for i := range 1 + rng.IntN(8) {
@@ -64,7 +65,7 @@ func makeWorldClasses(t testing.TB, seed uint64, lookback int, classes []string)
 	for i := range 1 + rng.IntN(4) {
 		w.snap.Queues = append(w.snap.Queues, &flotilla.Queue{Name: fmt.Sprintf("q%d", i), PriorityFactor: factors[rng.IntN(4)]})
 	}
-	store, err := queue.New(cfg.PriorityClasses, cfg.DefaultPriorityClass)
+	store, err := queue.New(cfg.Schema, cfg.PriorityClasses, cfg.DefaultPriorityClass)
 	require.NoError(t, err)
 	newJob := func(id int) *flotilla.Job {
 		j := &flotilla.Job{
@@ -288,7 +289,7 @@ func TestPropertyDeterministic(t *testing.T) {
 	p.Property("same inputs, same result", prop.ForAll(func(seed uint64, lookback int) bool {
 		a := makeWorld(t, seed, lookback).schedule(t)
 		b := makeWorld(t, seed, lookback).schedule(t)
-		if len(a.Scheduled) != len(b.Scheduled) || len(a.Unscheduled) != len(b.Unscheduled) {
+		if len(a.Scheduled) != len(b.Scheduled) || len(a.UnscheduledJobs) != len(b.UnscheduledJobs) {
 			return false
 		}
 		for i := range a.Scheduled {
@@ -296,8 +297,8 @@ func TestPropertyDeterministic(t *testing.T) {
 				return false
 			}
 		}
-		for i := range a.Unscheduled {
-			if a.Unscheduled[i].Job.ID != b.Unscheduled[i].Job.ID || !reflect.DeepEqual(a.Unscheduled[i].Reason, b.Unscheduled[i].Reason) {
+		for i := range a.UnscheduledJobs {
+			if a.UnscheduledJobs[i].Job.ID != b.UnscheduledJobs[i].Job.ID || !reflect.DeepEqual(a.UnscheduledJobs[i].Reason, b.UnscheduledJobs[i].Reason) {
 				return false
 			}
 		}
@@ -337,7 +338,7 @@ func TestPropertyNoStarvedQueueBesideAnOverServedOne(t *testing.T) {
 		for _, q := range res.Queues {
 			report[q.Name] = q
 		}
-		for _, u := range res.Unscheduled {
+		for _, u := range res.UnscheduledJobs {
 			q := report[u.Job.Queue]
 			// A gang member fits only with its whole gang, which
 			// TestPropertyGangsAllOrNothing and package gang check.

@@ -83,7 +83,7 @@ func TestReviewLookbackCutsAGangInHalf(t *testing.T) {
 	w.submit("A", 2, "1", inGang("g", 2, ""))
 	w.cfg.MaxQueueLookback = 1
 	res := w.schedule()
-	assert.Len(t, res.Scheduled, 2, "unscheduled: %v", res.Unscheduled)
+	assert.Len(t, res.Scheduled, 2, "unscheduled: %v", res.UnscheduledJobs)
 }
 
 // fill.go:139-162 (notExamined) reports queuedLen-pulled every time a queue
@@ -102,7 +102,7 @@ func TestReviewNotExaminedCountedTwiceAfterRetry(t *testing.T) {
 	w.submit("A", 2, "1", preemptible)
 	res := w.schedule()
 	accounted := countByQueue(res.Scheduled)["A"]
-	for _, u := range res.Unscheduled {
+	for _, u := range res.UnscheduledJobs {
 		if u.Job.Queue == "A" {
 			accounted++
 		}
@@ -112,7 +112,7 @@ func TestReviewNotExaminedCountedTwiceAfterRetry(t *testing.T) {
 			accounted += n.Count
 		}
 	}
-	assert.Equal(t, 2, accounted, "A has 2 queued jobs; NotExamined=%v Unscheduled=%v", res.NotExamined, res.Unscheduled)
+	assert.Equal(t, 2, accounted, "A has 2 queued jobs; NotExamined=%v Unscheduled=%v", res.NotExamined, res.UnscheduledJobs)
 }
 
 // cycle.go:343-346 (collectDemand) returns before adding each queue's
@@ -173,11 +173,11 @@ func TestReviewQueueSilentlyDroppedWhenFirstAdvanceFails(t *testing.T) {
 	w.submit("A", 1, "1", withPriority(1))
 	w.cfg.MaxQueueLookback = 1
 	res := w.schedule()
-	accounted := len(res.Scheduled) + len(res.Unscheduled)
+	accounted := len(res.Scheduled) + len(res.UnscheduledJobs)
 	for _, n := range res.NotExamined {
 		accounted += n.Count
 	}
-	assert.Equal(t, 2, accounted, "NotExamined=%v Unscheduled=%v", res.NotExamined, res.Unscheduled)
+	assert.Equal(t, 2, accounted, "NotExamined=%v Unscheduled=%v", res.NotExamined, res.UnscheduledJobs)
 }
 
 // preempt.go:225-254 (dropVictim) lowers the victim queue's alloc but does
@@ -242,7 +242,7 @@ func TestReviewQueuedJobWithUnknownClassAccepted(t *testing.T) {
 	w.addNodes(1, "4")
 	w.addQueue("A", 1)
 	classes := append(flotilla.DefaultPriorityClasses(), flotilla.PriorityClass{Name: "other", Priority: 5, Preemptible: true})
-	store, err := queue.New(classes, flotilla.ArmadaDefault)
+	store, err := queue.New(w.schema, classes, flotilla.ArmadaDefault)
 	require.NoError(t, err)
 	require.NoError(t, store.Add(w.job("A", "1", func(j *flotilla.Job) { j.PriorityClass = "other" })))
 	s, err := scheduler.New(w.cfg)
@@ -360,7 +360,7 @@ func bookkeeping(w *genWorld, res *scheduler.Result) string {
 		running[a.Job.Queue]++
 		perQueue[a.Job.Queue]++
 	}
-	for _, u := range res.Unscheduled {
+	for _, u := range res.UnscheduledJobs {
 		if seen[u.Job.ID] != "" {
 			return fmt.Sprintf("%s both %s and unscheduled (%s)", u.Job.ID, seen[u.Job.ID], u.Reason)
 		}

@@ -13,8 +13,16 @@ type Result struct {
 	Scheduled []Assignment
 	// Preempted are running jobs the caller should evict.
 	Preempted []Preemption
-	// Unscheduled are queued jobs the cycle examined and did not place.
-	Unscheduled []Unscheduled
+	// Unscheduled are the queued jobs the cycle examined and did not place,
+	// in groups of the same queue, reason code and scheduling key, in the
+	// order each group's first job was met. Counts add up to every such
+	// job; a queue whose remaining jobs all have requirements that already
+	// failed this cycle is counted without being read (see
+	// Config.ReportEveryUnscheduled).
+	Unscheduled []UnscheduledGroup
+	// UnscheduledJobs lists the same jobs one by one, in the order they
+	// were examined; only with Config.ReportEveryUnscheduled, nil otherwise.
+	UnscheduledJobs []Unscheduled
 	// NotExamined counts, per queue, the queued jobs the cycle never reached,
 	// with why (lookback exhausted, round limit, rate limit).
 	NotExamined []QueueRemainder
@@ -97,6 +105,11 @@ const (
 	// ReasonGangUnsupported: the lottery strategy leases single jobs only;
 	// gang members wait for progressive filling.
 	ReasonGangUnsupported
+	// ReasonInvalid: the job the Queued store handed out is not a valid
+	// job for this configuration (nil, requests of the wrong length or
+	// negative, an unknown class, the wrong queue or class priority); the
+	// message names the field and value. It is never placed.
+	ReasonInvalid
 )
 
 var reasonNames = [...]string{
@@ -112,6 +125,7 @@ var reasonNames = [...]string{
 	ReasonGangIncomplete:      "gang-incomplete",
 	ReasonGangInvalid:         "gang-invalid",
 	ReasonGangUnsupported:     "gang-unsupported",
+	ReasonInvalid:             "invalid",
 }
 
 func (c ReasonCode) String() string {
@@ -205,10 +219,30 @@ type Shortfall struct {
 	WhenEmpty bool
 }
 
-// Unscheduled is a job the cycle examined and left queued.
+// Unscheduled is a job the cycle examined and left queued. Job is nil only
+// for an entry a Queued handed out without a job (ReasonInvalid).
 type Unscheduled struct {
 	Job    *flotilla.Job
 	Reason Reason
+}
+
+// UnscheduledExamples bounds UnscheduledGroup.Examples.
+const UnscheduledExamples = 3
+
+// UnscheduledGroup is the jobs of one queue the cycle examined and left
+// queued for one reason code, with one scheduling key (queue.SchedulingKey:
+// identical requirements).
+type UnscheduledGroup struct {
+	Queue string
+	Key   uint64
+	// Reason is the first job's: the code all share, and its message.
+	Reason Reason
+	// Count is how many jobs the group holds.
+	Count int
+	// Examples are the first jobs of the group met, at most
+	// UnscheduledExamples; fewer than Count when more jobs share the
+	// group, and possibly none for jobs counted without being read.
+	Examples []*flotilla.Job
 }
 
 // QueueRemainder counts a queue's jobs the cycle did not reach.

@@ -65,10 +65,10 @@ func TestLargeUnschedulableJobDoesNotBlockSmallerOnes(t *testing.T) {
 	w.cfg.MaxQueueLookback = 10
 	res := w.schedule()
 	assert.Len(t, res.Scheduled, 3)
-	require.Len(t, res.Unscheduled, 1)
-	assert.Equal(t, big, res.Unscheduled[0].Job)
-	assert.Equal(t, scheduler.ReasonNeverFits, res.Unscheduled[0].Reason.Code)
-	assert.Contains(t, res.Unscheduled[0].Reason.Message, "cpu")
+	require.Len(t, res.UnscheduledJobs, 1)
+	assert.Equal(t, big, res.UnscheduledJobs[0].Job)
+	assert.Equal(t, scheduler.ReasonNeverFits, res.UnscheduledJobs[0].Reason.Code)
+	assert.Contains(t, res.UnscheduledJobs[0].Reason.Message, "cpu")
 }
 
 func TestLookbackBoundsExaminedJobs(t *testing.T) {
@@ -80,7 +80,7 @@ func TestLookbackBoundsExaminedJobs(t *testing.T) {
 	w.cfg.MaxQueueLookback = 5
 	res := w.schedule()
 	assert.Empty(t, res.Scheduled, "the small jobs sit behind five big ones and the lookback is five")
-	assert.Len(t, res.Unscheduled, 5)
+	assert.Len(t, res.UnscheduledJobs, 5)
 	require.Len(t, res.NotExamined, 1)
 	assert.Equal(t, scheduler.QueueRemainder{Queue: "A", Count: 3, Reason: res.NotExamined[0].Reason}, res.NotExamined[0])
 	assert.Equal(t, scheduler.ReasonLookback, res.NotExamined[0].Reason.Code)
@@ -114,16 +114,16 @@ func TestSchedulingKeyCacheKeepsTheFirstJobsCode(t *testing.T) {
 			w.submit("A", 1, "4")
 			jobs := w.submit("A", 3, c.cpu)
 			res := w.schedule()
-			require.Len(t, res.Unscheduled, 3)
-			first := res.Unscheduled[0].Reason
+			require.Len(t, res.UnscheduledJobs, 3)
+			first := res.UnscheduledJobs[0].Reason
 			assert.Equal(t, c.code, first.Code)
 			assert.Empty(t, first.Search.SameAs, "the first job was searched for")
-			for _, u := range res.Unscheduled[1:] {
+			for _, u := range res.UnscheduledJobs[1:] {
 				assert.Equal(t, c.code, u.Reason.Code, "a cached hit keeps the first job's code")
 				assert.Equal(t, jobs[0].ID, u.Reason.Search.SameAs)
 				assert.Equal(t, "same requirements as job "+jobs[0].ID+": "+first.Message, u.Reason.Message)
 				assert.Equal(t, first.Search.Shortfall, u.Reason.Search.Shortfall)
-				assert.Same(t, res.Unscheduled[1].Reason.Search, u.Reason.Search, "cached hits share one search")
+				assert.Same(t, res.UnscheduledJobs[1].Reason.Search, u.Reason.Search, "cached hits share one search")
 			}
 		})
 	}
@@ -194,7 +194,7 @@ func TestPerQueuePriorityClassLimit(t *testing.T) {
 	res := w.schedule()
 	assert.Equal(t, map[string]int{"A": 8, "B": 16}, countByQueue(res.Scheduled))
 	var limited int
-	for _, u := range res.Unscheduled {
+	for _, u := range res.UnscheduledJobs {
 		if u.Reason.Code == scheduler.ReasonQueueClassLimit {
 			limited++
 		}
@@ -305,7 +305,7 @@ func TestConfigResourceAbsentFromSchemaIsCapacityZero(t *testing.T) {
 		}
 		s, err := scheduler.New(cfg)
 		require.NoError(t, err)
-		store, err := queue.New(cfg.PriorityClasses, cfg.DefaultPriorityClass)
+		store, err := queue.New(cfg.Schema, cfg.PriorityClasses, cfg.DefaultPriorityClass)
 		require.NoError(t, err)
 		var nodes []*flotilla.Node
 		for i := range 4 {
@@ -403,7 +403,7 @@ func TestHundredThousandNodesOf4TiBScheduleWithExactAccounting(t *testing.T) {
 	for _, q := range []string{"A", "B", "G"} {
 		snap.Queues = append(snap.Queues, &flotilla.Queue{Name: q, PriorityFactor: 1})
 	}
-	store, err := queue.New(cfg.PriorityClasses, cfg.DefaultPriorityClass)
+	store, err := queue.New(cfg.Schema, cfg.PriorityClasses, cfg.DefaultPriorityClass)
 	require.NoError(t, err)
 	for i := range 60_000 {
 		for _, q := range []string{"A", "B"} {

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/flotilla-sched/flotilla"
-	"github.com/flotilla-sched/flotilla/queue"
 )
 
 // Snapshot is the state one cycle decides over. The scheduler reads it and
@@ -16,9 +15,11 @@ type Snapshot struct {
 	Queues []*flotilla.Queue
 	// Running are jobs holding capacity on nodes now.
 	Running []Running
-	// Queued holds the jobs waiting, in per-queue order. Nil means none. It
-	// must have been built with the same priority classes as the Config.
-	Queued *queue.Store
+	// Queued holds the jobs waiting, in per-queue order: a *queue.Store or
+	// another implementation of the seam (see Queued). Nil means none. Its
+	// priority classes must be the Config's, and it must not change during
+	// the Schedule call.
+	Queued Queued
 	// RateLimits is the token-bucket state left by the previous cycle
 	// (Result.RateLimits); the zero value means every bucket is full.
 	RateLimits RateLimitState

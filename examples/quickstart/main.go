@@ -90,7 +90,7 @@ func run(w io.Writer) error {
 		{Name: "analytics", PriorityFactor: 1},
 		{Name: "batch", PriorityFactor: 2},
 	}
-	store, err := queue.New(cfg.PriorityClasses, cfg.DefaultPriorityClass)
+	store, err := queue.New(cfg.Schema, cfg.PriorityClasses, cfg.DefaultPriorityClass)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,271 @@
+package scheduler
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/queue"
+)
+
+// readBatch is how many entries a cycle reads from a store at a time.
+const readBatch = 64
+
+// open prepares queue qi's reader, if it has stored jobs.
+func (c *cycle) open(qi int) error {
+	qs := &c.queues[qi]
+	if c.queued == nil || qs.queuedLen == 0 {
+		return nil
+	}
+	r, err := c.queued.Open(qs.q.Name)
+	if err != nil {
+		return fmt.Errorf("scheduler: reading queue %s: %w", qs.q.Name, err)
+	}
+	if r == nil {
+		return flotilla.Errorf("queued.open", qs.q.Name, flotilla.ErrRequired, "the store returned no reader")
+	}
+	qs.reader = r
+	qs.buf = make([]*queue.Entry, readBatch)
+	return nil
+}
+
+// readNext returns the queue's next stored entry, reading a batch when the
+// buffer is empty. It reads no more than the store said the queue holds
+// (Stats.Jobs), and stops at the first error, which fails the cycle.
+func (c *cycle) readNext(qs *queueState) (*queue.Entry, bool) {
+	if qs.bufPos == qs.bufLen {
+		if qs.readDone || qs.reader == nil {
+			return nil, false
+		}
+		n, err := qs.reader.Read(qs.buf)
+		if err != nil {
+			if c.readErr == nil {
+				c.readErr = fmt.Errorf("scheduler: reading queue %s: %w", qs.q.Name, err)
+			}
+			n = 0
+		}
+		if n <= 0 || n > len(qs.buf) {
+			qs.readDone = true
+			return nil, false
+		}
+		if qs.read += n; qs.read >= qs.queuedLen {
+			n -= qs.read - qs.queuedLen
+			qs.readDone = true
+		}
+		qs.bufPos, qs.bufLen = 0, n
+		if n == 0 {
+			return nil, false
+		}
+	}
+	e := qs.buf[qs.bufPos]
+	qs.bufPos++
+	return e, true
+}
+
+// invalidQueued checks a job the store handed out, cheaply (Job.Validate
+// allocates nothing for a valid job): a job that is nil, does not validate
+// against the schema, is in another queue, names an unknown class or
+// carries another class's priority gets a ReasonInvalid naming the field
+// and value.
+func (c *cycle) invalidQueued(qi int, e *queue.Entry) (Reason, bool) {
+	if e == nil || e.Job == nil {
+		return Reason{Code: ReasonInvalid, Message: "the store handed out an entry without a job"}, true
+	}
+	j := e.Job
+	if err := j.Validate(c.s.cfg.Schema); err != nil {
+		return Reason{Code: ReasonInvalid, Message: err.Error()}, true
+	}
+	if name := c.queues[qi].q.Name; j.Queue != name {
+		return Reason{Code: ReasonInvalid, Message: flotilla.Errorf(fmt.Sprintf("job %q.queue", j.ID), j.Queue, flotilla.ErrInconsistent,
+			"handed out in queue %s", name).Error()}, true
+	}
+	ci, ok := c.s.class(j)
+	if !ok {
+		return Reason{Code: ReasonInvalid, Message: flotilla.Errorf(fmt.Sprintf("job %q.priorityClass", j.ID), j.PriorityClass, flotilla.ErrUnknownName,
+			"no such priority class").Error()}, true
+	}
+	if p := c.s.classes[ci].Priority; p != e.ClassPriority {
+		return Reason{Code: ReasonInvalid, Message: flotilla.Errorf(fmt.Sprintf("job %q.priorityClass", j.ID), j.PriorityClass, flotilla.ErrInconsistent,
+			"the store orders it at priority %d, the config's class has %d", e.ClassPriority, p).Error()}, true
+	}
+	return Reason{}, false
+}
+
+// classLimited reports whether queue qi has a per-class cap: its jobs may
+// then be refused for a reason other than their scheduling key.
+func (c *cycle) classLimited(qi int) bool {
+	for _, l := range c.queues[qi].limitByClass {
+		if l != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// countPulled counts a job taken from the store: gang members in all,
+// lone jobs per scheduling key (runs of one key without a map update).
+func (qs *queueState) countPulled(e *queue.Entry) {
+	switch {
+	case e == nil || e.Job == nil:
+	case e.Job.IsGang():
+		qs.gangPulled++
+	case qs.runLen > 0 && e.Key == qs.runKey:
+		qs.runLen++
+	default:
+		qs.flushRun()
+		qs.runKey, qs.runLen = e.Key, 1
+	}
+}
+
+// flushRun adds the current run of equal keys to keyPulled.
+func (qs *queueState) flushRun() {
+	if qs.runLen == 0 {
+		return
+	}
+	if qs.keyPulled == nil {
+		qs.keyPulled = make(map[uint64]int)
+	}
+	qs.keyPulled[qs.runKey] += qs.runLen
+	qs.runLen = 0
+}
+
+// finishFailed finishes queue qi without reading on when every job it has
+// left is a lone job whose scheduling key already failed this cycle: none
+// of them could be placed (a failed key is not retried), so they are
+// counted, per key, as unscheduled with the cached reason. It declines
+// (false) when the queue has gang members left, displaced jobs to offer
+// again, a remainder past its lookback, or a rate or round limit about to
+// refuse it (the normal path reports those), or when the store's key
+// counts disagree with what was read.
+//
+// A check costs O(keys in the queue); the next is due only after as many
+// more failures, so checks cost O(1) per failed job amortised.
+func (c *cycle) finishFailed(qi int) bool {
+	qs := &c.queues[qi]
+	rest := qs.queuedLen - qs.pulled
+	if lb := c.s.cfg.MaxQueueLookback; rest <= 0 || (lb > 0 && rest > lb-qs.examined) || qs.readAhead > 0 {
+		qs.shortcut = false // none of these gets better later
+		return false
+	}
+	if qs.storedGang > qs.gangPulled || qs.begun > 0 || len(qs.retry) > 0 ||
+		qs.tokens < 1 || c.globalTokens < 1 || c.roundLimitReached() {
+		qs.checkAt = qs.fails + 1
+		return false
+	}
+	qs.flushRun()
+	keys, live := 0, false
+	c.queued.SchedulingKeys(qs.q.Name, func(k uint64, n int) bool {
+		keys++
+		if n > qs.keyPulled[k] {
+			if _, failed := c.failed[k]; !failed {
+				live = true
+				return false
+			}
+		}
+		return true
+	})
+	qs.checkAt = qs.fails + max(keys, 1)
+	if live {
+		return false
+	}
+	type remainder struct {
+		key uint64
+		n   int
+	}
+	var rems []remainder
+	total := 0
+	c.queued.SchedulingKeys(qs.q.Name, func(k uint64, n int) bool {
+		if r := n - qs.keyPulled[k]; r > 0 {
+			rems = append(rems, remainder{k, r})
+			total += r
+		}
+		return true
+	})
+	if total != rest {
+		qs.shortcut = false // the store's counts disagree with its jobs
+		return false
+	}
+	slices.SortFunc(rems, func(a, b remainder) int { return cmp.Compare(a.key, b.key) })
+	// One more batch gives the groups examples; the rest is never read.
+	var ahead []*queue.Entry
+	for range readBatch {
+		e, ok := c.readNext(qs)
+		if !ok {
+			break
+		}
+		if e != nil && e.Job != nil {
+			ahead = append(ahead, e)
+		}
+	}
+	for _, r := range rems {
+		g := c.group(qi, r.key, c.failed[r.key])
+		g.Count += r.n
+		for _, e := range ahead {
+			if len(g.Examples) == UnscheduledExamples {
+				break
+			}
+			if e.Key == r.key {
+				g.Examples = append(g.Examples, e.Job)
+			}
+		}
+	}
+	qs.pulled = qs.queuedLen
+	qs.readDone, qs.bufPos, qs.bufLen = true, 0, 0
+	return true
+}
+
+// groupKey identifies an UnscheduledGroup.
+type groupKey struct {
+	queue int32
+	code  ReasonCode
+	key   uint64
+}
+
+// group returns queue qi's Unscheduled group for (why.Code, key), adding
+// it with why as its reason if new. The queue's last group is found
+// without a map lookup.
+func (c *cycle) group(qi int, key uint64, why Reason) *UnscheduledGroup {
+	qs := &c.queues[qi]
+	if gi := qs.lastGroup; gi >= 0 {
+		if g := &c.res.Unscheduled[gi]; g.Key == key && g.Reason.Code == why.Code {
+			return g
+		}
+	}
+	k := groupKey{int32(qi), why.Code, key}
+	gi, ok := c.groups[k]
+	if !ok {
+		gi = len(c.res.Unscheduled)
+		c.groups[k] = gi
+		c.res.Unscheduled = append(c.res.Unscheduled, UnscheduledGroup{Queue: qs.q.Name, Key: key, Reason: why})
+	}
+	qs.lastGroup = gi
+	return &c.res.Unscheduled[gi]
+}
+
+// unscheduledEntry records a job of queue qi (its entry e, possibly nil for
+// an invalid one) that the cycle examined and did not place.
+func (c *cycle) unscheduledEntry(qi int, e *queue.Entry, why Reason) {
+	var j *flotilla.Job
+	var key uint64
+	if e != nil {
+		j, key = e.Job, e.Key
+	}
+	if c.s.cfg.ReportEveryUnscheduled {
+		c.res.UnscheduledJobs = append(c.res.UnscheduledJobs, Unscheduled{Job: j, Reason: why})
+	}
+	g := c.group(qi, key, why)
+	g.Count++
+	if j != nil && len(g.Examples) < UnscheduledExamples {
+		g.Examples = append(g.Examples, j)
+	}
+}
+
+// unscheduled records a job (of a snapshot queue, with a known class) the
+// cycle examined and did not place, when its entry is not at hand: the key
+// is computed.
+func (c *cycle) unscheduled(j *flotilla.Job, why Reason) {
+	ci, _ := c.s.class(j)
+	p := c.s.classes[ci].Priority
+	c.unscheduledEntry(c.queueIdx[j.Queue], &queue.Entry{Job: j, ClassPriority: p, Key: queue.SchedulingKey(j, p)}, why)
+}

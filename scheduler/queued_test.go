@@ -1,0 +1,436 @@
+package scheduler_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/queue"
+	"github.com/flotilla-sched/flotilla/scheduler"
+)
+
+// listQueued is a hand-written scheduler.Queued over fixed entry lists,
+// trusted for nothing: it hands out whatever entries it holds, in the
+// order given, with counts and keys recomputed naively.
+type listQueued struct {
+	classes  []flotilla.PriorityClass
+	def      string
+	schema   *flotilla.ResourceSchema
+	queues   map[string][]*queue.Entry
+	readErr  error // returned by every Read
+	openErr  error // returned by every Open
+	readsAll int   // entries handed out by Read, over all readers
+}
+
+func newListQueued(cfg scheduler.Config) *listQueued {
+	return &listQueued{classes: cfg.PriorityClasses, def: cfg.DefaultPriorityClass, schema: cfg.Schema, queues: map[string][]*queue.Entry{}}
+}
+
+// add appends an entry to a queue as given (nil, or with a nil job).
+func (l *listQueued) add(q string, e *queue.Entry) { l.queues[q] = append(l.queues[q], e) }
+
+// addJob appends j with the entry a Store would build for it, without
+// validating it.
+func (l *listQueued) addJob(j *flotilla.Job) *queue.Entry {
+	store, err := queue.New(l.schema, l.classes, l.def)
+	if err != nil {
+		panic(err)
+	}
+	e, err := store.NewEntry(j)
+	if err != nil {
+		panic(err)
+	}
+	l.add(j.Queue, e)
+	return e
+}
+
+func (l *listQueued) PriorityClasses() []flotilla.PriorityClass { return l.classes }
+func (l *listQueued) DefaultPriorityClass() string              { return l.def }
+
+func (l *listQueued) Queues() []string {
+	var names []string
+	for q, es := range l.queues {
+		if len(es) > 0 {
+			names = append(names, q)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+func (l *listQueued) Stats(q string) queue.Stats {
+	st := queue.Stats{Jobs: len(l.queues[q])}
+	for _, e := range l.queues[q] {
+		if e == nil || e.Job == nil {
+			continue
+		}
+		if e.Job.IsGang() {
+			st.GangJobs++
+		}
+		if e.Job.Validate(l.schema) == nil {
+			if st.Demand == nil {
+				st.Demand = l.schema.Zero()
+			}
+			st.Demand.AddSaturating(e.Job.Requests)
+		}
+	}
+	return st
+}
+
+func (l *listQueued) SchedulingKeys(q string, fn func(uint64, int) bool) {
+	counts := map[uint64]int{}
+	for _, e := range l.queues[q] {
+		if e != nil && (e.Job == nil || !e.Job.IsGang()) {
+			counts[e.Key]++
+		}
+	}
+	for k, n := range counts {
+		if !fn(k, n) {
+			return
+		}
+	}
+}
+
+func (l *listQueued) Get(id string) (*queue.Entry, bool) {
+	for _, es := range l.queues {
+		for _, e := range es {
+			if e != nil && e.Job != nil && e.Job.ID == id {
+				return e, true
+			}
+		}
+	}
+	return nil, false
+}
+
+func (l *listQueued) Open(q string) (queue.EntryReader, error) {
+	if l.openErr != nil {
+		return nil, l.openErr
+	}
+	return &listReader{l: l, entries: l.queues[q]}, nil
+}
+
+type listReader struct {
+	l       *listQueued
+	entries []*queue.Entry
+}
+
+func (r *listReader) Read(dst []*queue.Entry) (int, error) {
+	if r.l.readErr != nil {
+		return 0, r.l.readErr
+	}
+	n := copy(dst, r.entries)
+	r.entries = r.entries[n:]
+	r.l.readsAll += n
+	return n, nil
+}
+
+var _ scheduler.Queued = (*listQueued)(nil)
+
+// groupsOf returns the result's Unscheduled groups of one reason code.
+func groupsOf(res *scheduler.Result, code scheduler.ReasonCode) []scheduler.UnscheduledGroup {
+	var out []scheduler.UnscheduledGroup
+	for _, g := range res.Unscheduled {
+		if g.Reason.Code == code {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// TestInvalidQueuedJobIsReportedAndNeverPlaced: Schedule does not trust
+// its Queued. A job the store should not have handed out is reported with
+// ReasonInvalid, naming the field and value, and never placed; the cycle
+// neither panics (a missing or short Requests used to index out of range)
+// nor over-commits (−100 cpu used to be placed, freeing 100 cores).
+func TestInvalidQueuedJobIsReportedAndNeverPlaced(t *testing.T) {
+	cases := []struct {
+		name string
+		add  func(w *world, l *listQueued)
+		want string // in the reason's message
+	}{
+		{"nil entry", func(w *world, l *listQueued) { l.add("A", nil) }, "without a job"},
+		{"entry without job", func(w *world, l *listQueued) { l.add("A", &queue.Entry{ClassPriority: 30000}) }, "without a job"},
+		{"no requests", func(w *world, l *listQueued) {
+			l.addJob(w.job("A", "1", func(j *flotilla.Job) { j.ID = "bad"; j.Requests = nil }))
+		}, `job "bad".requests`},
+		{"short requests", func(w *world, l *listQueued) {
+			l.addJob(w.job("A", "1", func(j *flotilla.Job) { j.ID = "bad"; j.Requests = j.Requests[:1] }))
+		}, `job "bad".requests "1"`},
+		{"long requests", func(w *world, l *listQueued) {
+			l.addJob(w.job("A", "1", func(j *flotilla.Job) { j.ID = "bad"; j.Requests = append(j.Requests, 1) }))
+		}, `job "bad".requests "4"`},
+		{"negative cpu", func(w *world, l *listQueued) {
+			l.addJob(w.job("A", "1", func(j *flotilla.Job) { j.ID = "bad"; j.Requests[0] = -100000 }))
+		}, `job "bad".requests.cpu "-100"`},
+		{"unknown class", func(w *world, l *listQueued) {
+			e := l.addJob(w.job("A", "1", func(j *flotilla.Job) { j.ID = "bad" }))
+			e.Job.PriorityClass = "gold"
+		}, `job "bad".priorityClass "gold"`},
+		{"wrong class priority", func(w *world, l *listQueued) {
+			e := l.addJob(w.job("A", "1", func(j *flotilla.Job) { j.ID = "bad" }))
+			e.ClassPriority = 99999
+		}, "priority 99999"},
+		{"wrong queue", func(w *world, l *listQueued) {
+			e := l.addJob(w.job("B", "1", func(j *flotilla.Job) { j.ID = "bad" }))
+			l.queues["B"] = nil
+			l.add("A", e)
+		}, `job "bad".queue "B"`},
+	}
+	for _, c := range cases {
+		for _, every := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/every=%v", c.name, every), func(t *testing.T) {
+				w := newWorld(t)
+				w.cfg.ReportEveryUnscheduled = every
+				w.addNodes(1, "4")
+				w.addQueue("A", 1)
+				w.addQueue("B", 1)
+				l := newListQueued(w.cfg)
+				c.add(w, l)
+				for range 4 {
+					l.addJob(w.job("A", "1"))
+				}
+				s, err := scheduler.New(w.cfg)
+				require.NoError(t, err)
+				snap := w.snapshot()
+				snap.Queued = l
+				var res *scheduler.Result
+				require.NotPanics(t, func() { res, err = s.Schedule(context.Background(), snap, t0) })
+				require.NoError(t, err)
+				assert.Len(t, res.Scheduled, 4, "the valid jobs fill the node, nothing more")
+				for _, a := range res.Scheduled {
+					assert.NotEqual(t, "bad", a.Job.ID)
+				}
+				bad := groupsOf(res, scheduler.ReasonInvalid)
+				require.Len(t, bad, 1)
+				assert.Equal(t, 1, bad[0].Count)
+				assert.Equal(t, "A", bad[0].Queue)
+				assert.Contains(t, bad[0].Reason.Message, c.want)
+				if every {
+					require.Len(t, res.UnscheduledJobs, 1)
+					assert.Equal(t, scheduler.ReasonInvalid, res.UnscheduledJobs[0].Reason.Code)
+				}
+			})
+		}
+	}
+}
+
+// TestInvalidQueuedJobUnderTheLotteryIsReported: the lottery strategy
+// reads queues through the same checks.
+func TestInvalidQueuedJobUnderTheLotteryIsReported(t *testing.T) {
+	w := newWorld(t)
+	w.lottery(time.Minute, false)
+	w.addNodes(1, "4")
+	w.addQueue("A", 1)
+	l := newListQueued(w.cfg)
+	l.addJob(w.job("A", "1", func(j *flotilla.Job) { j.ID = "bad"; j.Requests[0] = -100000 }))
+	l.addJob(w.job("A", "1"))
+	s, err := scheduler.New(w.cfg)
+	require.NoError(t, err)
+	snap := w.snapshot()
+	snap.Queued = l
+	res, err := s.Schedule(context.Background(), snap, t0)
+	require.NoError(t, err)
+	require.Len(t, res.Scheduled, 1)
+	assert.NotEqual(t, "bad", res.Scheduled[0].Job.ID)
+	bad := groupsOf(res, scheduler.ReasonInvalid)
+	require.Len(t, bad, 1)
+	assert.Contains(t, bad[0].Reason.Message, `requests.cpu "-100"`)
+}
+
+// TestStoreReadErrorFailsTheCycle: an error reading the store fails
+// Schedule with that error; nothing is decided.
+func TestStoreReadErrorFailsTheCycle(t *testing.T) {
+	for _, strategy := range []scheduler.Strategy{scheduler.ProgressiveFilling, scheduler.Lottery} {
+		for _, open := range []bool{false, true} {
+			w := newWorld(t)
+			if strategy == scheduler.Lottery {
+				w.lottery(time.Minute, false)
+			}
+			w.addNodes(1, "4")
+			w.addQueue("A", 1)
+			l := newListQueued(w.cfg)
+			l.addJob(w.job("A", "1"))
+			broken := errors.New("disk on fire")
+			if open {
+				l.openErr = broken
+			} else {
+				l.readErr = broken
+			}
+			s, err := scheduler.New(w.cfg)
+			require.NoError(t, err)
+			snap := w.snapshot()
+			snap.Queued = l
+			res, err := s.Schedule(context.Background(), snap, t0)
+			assert.ErrorIs(t, err, broken, "%s open=%v", strategy, open)
+			assert.Contains(t, fmt.Sprint(err), "queue A")
+			assert.Nil(t, res)
+		}
+	}
+}
+
+// TestQueuedClassesAreCheckedOncePerCycle: the store's classes must be the
+// config's with the same priorities; a mismatch is an error naming the
+// class, whether or not any job uses it.
+func TestQueuedClassesAreCheckedOncePerCycle(t *testing.T) {
+	w := newWorld(t)
+	w.addNodes(1, "4")
+	w.addQueue("A", 1)
+	classes := flotilla.DefaultPriorityClasses()
+	classes[1].Priority = 12345
+	store, err := queue.New(w.schema, classes, flotilla.ArmadaDefault)
+	require.NoError(t, err)
+	require.NoError(t, store.Add(w.job("A", "1")))
+	s, err := scheduler.New(w.cfg)
+	require.NoError(t, err)
+	snap := w.snapshot()
+	snap.Queued = store
+	_, err = s.Schedule(context.Background(), snap, t0)
+	var fe *flotilla.FieldError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, "queued.priorityClasses[1].priority", fe.Field)
+	assert.Equal(t, "12345", fe.Value)
+	assert.ErrorIs(t, err, flotilla.ErrInconsistent)
+}
+
+// countingStore is a *queue.Store behind the Queued seam that counts the
+// entries the cycle reads.
+type countingStore struct {
+	*queue.Store
+	read int
+}
+
+func (c *countingStore) Open(q string) (queue.EntryReader, error) {
+	r, err := c.Store.Open(q)
+	return &countingReader{r, &c.read}, err
+}
+
+type countingReader struct {
+	queue.EntryReader
+	n *int
+}
+
+func (r *countingReader) Read(dst []*queue.Entry) (int, error) {
+	n, err := r.EntryReader.Read(dst)
+	*r.n += n
+	return n, err
+}
+
+// TestQueueWhoseRemainingJobsAllFailedIsFinishedWithoutReading: once every
+// job left in a queue has a scheduling key that failed this cycle, the
+// queue's remainder is counted per key from the store's key counts, with
+// the cached reason, without being read. With ReportEveryUnscheduled every
+// job is read and listed, and the groups agree.
+func TestQueueWhoseRemainingJobsAllFailedIsFinishedWithoutReading(t *testing.T) {
+	for _, every := range []bool{false, true} {
+		w := newWorld(t)
+		w.cfg.ReportEveryUnscheduled = every
+		w.addNodes(1, "4")
+		w.addQueue("A", 1)
+		w.addQueue("B", 1)
+		w.submit("A", 5000, "1")
+		w.submit("A", 5000, "2")
+		w.submit("B", 1, "1")
+		cs := &countingStore{Store: w.store}
+		s, err := scheduler.New(w.cfg)
+		require.NoError(t, err)
+		snap := w.snapshot()
+		snap.Queued = cs
+		res, err := s.Schedule(context.Background(), snap, t0)
+		require.NoError(t, err)
+		assert.Len(t, res.Scheduled, 4)
+		counts := map[scheduler.ReasonCode]int{}
+		for _, g := range res.Unscheduled {
+			counts[g.Reason.Code] += g.Count
+			assert.LessOrEqual(t, len(g.Examples), min(g.Count, scheduler.UnscheduledExamples))
+		}
+		assert.Equal(t, 10001-4, counts[scheduler.ReasonNoRoom], "every job reported once")
+		assert.Empty(t, res.NotExamined)
+		if every {
+			assert.Equal(t, 10001, cs.read)
+			assert.Len(t, res.UnscheduledJobs, 10001-4)
+		} else {
+			assert.Less(t, cs.read, 400, "the backlog is not read")
+			assert.Nil(t, res.UnscheduledJobs)
+		}
+	}
+}
+
+// ExampleQueued puts a store behind the seam: a *queue.Store wrapped to
+// count what the cycle reads. A queue of 10,000 jobs on a 4-core node is
+// read only as far as the cycle can use it (a first batch of 64, and one
+// more for the group's examples); the rest is counted from the store's
+// per-key counts.
+func ExampleQueued() {
+	schema := flotilla.MustResourceSchema("cpu")
+	cfg := scheduler.DefaultConfig(schema)
+	sched, _ := scheduler.New(cfg)
+	store, _ := queue.New(schema, cfg.PriorityClasses, cfg.DefaultPriorityClass)
+	for i := range 10000 {
+		_ = store.Add(&flotilla.Job{ID: fmt.Sprintf("j%05d", i), Queue: "A", Requests: flotilla.Resources{1000}, SubmitTime: t0})
+	}
+	queued := &countingStore{Store: store}
+	res, _ := sched.Schedule(context.Background(), &scheduler.Snapshot{
+		Nodes:  []*flotilla.Node{{Name: "n1", Total: flotilla.Resources{4000}}},
+		Queues: []*flotilla.Queue{{Name: "A"}},
+		Queued: queued,
+	}, t0)
+	fmt.Println(len(res.Scheduled), "scheduled")
+	for _, g := range res.Unscheduled {
+		fmt.Printf("%s: %d × %s, e.g. %s\n", g.Queue, g.Count, g.Reason.Code, g.Examples[0].ID)
+	}
+	fmt.Println("read", queued.read, "of", store.Len())
+	// Output:
+	// 4 scheduled
+	// A: 9996 × no-room, e.g. j00004
+	// read 128 of 10000
+}
+
+// TestTypedNilStoreIsAnEmptyQueued: a nil *queue.Store in Snapshot.Queued
+// (a non-nil interface) reads as a store with no jobs, like a nil Queued.
+func TestTypedNilStoreIsAnEmptyQueued(t *testing.T) {
+	w := newWorld(t)
+	w.addNodes(1, "4")
+	w.addQueue("A", 1)
+	w.run("A", "1", "node-0", func(*flotilla.Job) {})
+	s, err := scheduler.New(w.cfg)
+	require.NoError(t, err)
+	snap := w.snapshot()
+	var none *queue.Store
+	snap.Queued = none
+	res, err := s.Schedule(context.Background(), snap, t0)
+	require.NoError(t, err)
+	assert.Empty(t, res.Scheduled)
+	assert.Empty(t, res.Unscheduled)
+	assert.Equal(t, 1, res.Queues[0].Running)
+	assert.Equal(t, 0, res.Queues[0].Queued)
+}
+
+// TestScheduledIsReservedForWhatCanFit: Result.Scheduled is sized once from
+// the backlog's demand against free capacity and the rate limits, not grown
+// job by job: a backlog of 1,000 one-core jobs on 17 free cores reserves
+// room for about 17 placements, and a rate limit of 5 for about 5.
+func TestScheduledIsReservedForWhatCanFit(t *testing.T) {
+	for _, burst := range []int{0, 5} {
+		w := newWorld(t)
+		w.addNodes(1, "17")
+		w.addQueue("A", 1)
+		w.submit("A", 1000, "1")
+		if burst > 0 {
+			w.cfg.MaximumSchedulingRate, w.cfg.MaximumSchedulingBurst = 1, burst
+		}
+		res := w.schedule()
+		want := 17
+		if burst > 0 {
+			want = burst
+		}
+		require.Len(t, res.Scheduled, want)
+		assert.LessOrEqual(t, cap(res.Scheduled), want+1, "burst %d", burst)
+	}
+}
