@@ -134,6 +134,14 @@ func (n *Node) Validate(schema *ResourceSchema) error {
 	if n == nil {
 		return errors.Join(Errorf("node", "", ErrRequired, "nil node"))
 	}
+	if n.valid(schema) {
+		return nil
+	}
+	return n.report(schema)
+}
+
+// report is Validate's full check, naming every problem.
+func (n *Node) report(schema *ResourceSchema) error {
 	var v validator
 	p := fmt.Sprintf("node %q", n.Name)
 	v.required(p+".name", n.Name)
@@ -153,6 +161,30 @@ func (n *Node) Validate(schema *ResourceSchema) error {
 		}
 	}
 	return v.err()
+}
+
+// valid is Node.Validate's answer without the report: it allocates
+// nothing, so a scheduler can check every node on each cycle. It must
+// accept exactly what Validate accepts (a property test holds them
+// together).
+func (n *Node) valid(schema *ResourceSchema) bool {
+	if schema == nil || n.Name == "" || len(n.Total) != schema.Len() || n.Total.AnyNegative() {
+		return false
+	}
+	if _, empty := n.Labels[""]; empty {
+		return false
+	}
+	for _, t := range n.Taints {
+		if t.Key == "" {
+			return false
+		}
+		switch t.Effect {
+		case TaintNoSchedule, TaintPreferNoSchedule, TaintNoExecute:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // MinPriorityFactor is the smallest priority factor a queue may have (0

@@ -44,3 +44,28 @@ func stringsToAny(xs []string) []any {
 	}
 	return out
 }
+
+// Node's allocation-free fast path must accept exactly what its full
+// report accepts.
+func TestNodeFastValidityAgreesWithValidate(t *testing.T) {
+	schema := MustResourceSchema("cpu", "memory")
+	params := gopter.DefaultTestParametersWithSeed(11)
+	params.MinSuccessfulTests = 5000
+	p := gopter.NewProperties(params)
+	pick := func(xs ...string) gopter.Gen { return gen.OneConstOf(stringsToAny(xs)...) }
+	p.Property("valid(n) == (report(n) == nil)", prop.ForAll(
+		func(name, label, taintKey, taintEff string, ntotal int, neg, taint bool) bool {
+			n := &Node{Name: name, Total: make(Resources, ntotal), Labels: map[string]string{label: "x"}}
+			if neg && ntotal > 0 {
+				n.Total[ntotal-1] = -1
+			}
+			if taint {
+				n.Taints = []Taint{{Key: taintKey, Value: "v", Effect: TaintEffect(taintEff)}}
+			}
+			return n.valid(schema) == (n.report(schema) == nil)
+		},
+		pick("", "n"), pick("", "zone"), pick("", "gpu"), pick("", "NoSchedule", "NoExecute", "PreferNoSchedule", "Sometimes"),
+		gen.IntRange(0, 3), gen.Bool(), gen.Bool(),
+	))
+	p.TestingRun(t)
+}

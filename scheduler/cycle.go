@@ -167,7 +167,11 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 			errs = append(errs, flotilla.Errorf(fmt.Sprintf("nodes[%d]", i), "<nil>", flotilla.ErrRequired, ""))
 			continue
 		}
-		if len(n.Total) == schema.Len() && !c.total.AddChecked(n.Total) {
+		if err := n.Validate(schema); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !c.total.AddChecked(n.Total) {
 			errs = append(errs, flotilla.Errorf(fmt.Sprintf("nodes[%d].total", i), n.Name, flotilla.ErrOutOfRange, "cluster total overflows"))
 		}
 	}
@@ -209,11 +213,6 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 	}
 	c.computeShares()
 	c.initRateLimits()
-	if s.cfg.Strategy != Lottery { // the lottery never preempts
-		c.evictForFairShare()
-	}
-	c.db.Forget()
-	c.reserveScheduled()
 	return c, nil
 }
 

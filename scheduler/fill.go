@@ -82,13 +82,17 @@ func (c *cycle) fill(ctx context.Context) error {
 		sel.Remove(qi)
 		c.notExamined(qi, c.lookbackReason())
 	}
-	if c.readErr != nil {
-		return c.readErr
-	}
+	return c.readErr
+}
+
+// settle closes the cycle's books after filling: evicted jobs that did not
+// go back are preempted (a gang whole), jobs placed and then displaced in
+// this cycle leave Result.Scheduled, and members of gangs that never
+// became complete are reported.
+func (c *cycle) settle() {
 	c.finishEvictions()
 	c.dropDisplaced()
 	c.reportIncompleteGangs()
-	return nil
 }
 
 // advance loads the queue's next job: its evicted jobs first, then queued

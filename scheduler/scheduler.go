@@ -79,8 +79,32 @@ func (s *Scheduler) Config() Config { return s.cfg }
 
 // Schedule runs one cycle over snap at time now. It returns an error only
 // for a snapshot that is malformed (unknown queue, node or class; wrong
-// vector length) or a cancelled ctx; jobs that do not fit are reported in
-// the Result with a reason. snap is not modified.
+// vector length), a Queued store that fails to read, or a cancelled ctx;
+// jobs that do not fit are reported in the Result with a reason. snap is
+// not modified.
+//
+// The cycle's stages, in order:
+//
+//  1. Take stock (newCycle): check the snapshot; build the node database
+//     with the running jobs bound; the cost model, per-class caps, each
+//     queue's demand (from the store), fair and adjusted fair shares, and
+//     the rate-limit buckets at now.
+//  2. Evict to fair share: the preemptible jobs of queues above their
+//     protected share leave their nodes but hold their capacity (evict.go).
+//  3. Fill: progressive filling offers each queue's evicted jobs back
+//     first, then its new jobs in fair-share order (fill.go, gangs.go).
+//     A new job takes free capacity if it can; else it displaces the
+//     evicted jobs that would be rescheduled last (displace.go); else it
+//     preempts lower-priority preemptible jobs on the node where the
+//     fewest must go (urgency preemption, urgency.go). Urgency preemption
+//     runs at the placement that needs it, not as a pass of its own,
+//     because its victims depend on where that job lands.
+//  4. Settle: evicted jobs that did not go back are preempted, jobs
+//     displaced within the cycle leave Scheduled, incomplete gangs are
+//     reported.
+//
+// The lottery strategy replaces stages 2 to 4 with slice-and-lottery
+// leasing, which never preempts (lease.go).
 func (s *Scheduler) Schedule(ctx context.Context, snap *Snapshot, now time.Time) (*Result, error) {
 	if snap == nil {
 		return nil, errors.New("scheduler: nil snapshot")
@@ -89,13 +113,20 @@ func (s *Scheduler) Schedule(ctx context.Context, snap *Snapshot, now time.Time)
 	if err != nil {
 		return nil, err
 	}
-	run := c.fill
 	if s.cfg.Strategy == Lottery {
-		run = c.lease
+		c.reserveScheduled()
+		if err := c.lease(ctx); err != nil {
+			return nil, err
+		}
+		return c.result(), nil
 	}
-	if err := run(ctx); err != nil {
+	c.evictForFairShare()
+	c.db.Forget()
+	c.reserveScheduled()
+	if err := c.fill(ctx); err != nil {
 		return nil, err
 	}
+	c.settle()
 	return c.result(), nil
 }
 

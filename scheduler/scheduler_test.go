@@ -251,6 +251,35 @@ func TestSnapshotErrorsNameFieldAndValue(t *testing.T) {
 	assert.Contains(t, err.Error(), `running[1].node "missing"`)
 }
 
+// Schedule judges snapshot nodes with flotilla's Node.Validate, the check
+// the scenario format uses: a taint without an effect, an empty label key
+// or a nameless node is an error naming the field, not a node silently
+// read one way or another.
+func TestSnapshotNodesAreValidatedLikeScenarioNodes(t *testing.T) {
+	for name, tc := range map[string]struct {
+		mod   func(*flotilla.Node)
+		field string
+		class error
+	}{
+		"taint without effect": {func(n *flotilla.Node) { n.Taints = []flotilla.Taint{{Key: "gpu", Value: "true"}} }, `node "node-0".taints[0].effect`, flotilla.ErrRequired},
+		"empty label key":      {func(n *flotilla.Node) { n.Labels = map[string]string{"": "x"} }, `node "node-0".labels`, flotilla.ErrRequired},
+		"no name":              {func(n *flotilla.Node) { n.Name = "" }, `node "".name`, flotilla.ErrRequired},
+	} {
+		w := newWorld(t)
+		w.addNodes(1, "32")
+		w.addQueue("A", 1)
+		w.submit("A", 1, "1")
+		tc.mod(w.nodes[0])
+		s, err := scheduler.New(w.cfg)
+		require.NoError(t, err)
+		_, err = s.Schedule(context.Background(), w.snapshot(), t0)
+		require.ErrorIs(t, err, tc.class, name)
+		var fe *flotilla.FieldError
+		require.ErrorAs(t, err, &fe, name)
+		assert.Equal(t, tc.field, fe.Field, name)
+	}
+}
+
 func TestConfigErrorsAllReported(t *testing.T) {
 	schema := flotilla.MustResourceSchema("cpu")
 	cfg := scheduler.DefaultConfig(schema)
