@@ -500,3 +500,57 @@ func displacementOracle(w *world, j *flotilla.Job) (map[string]bool, int) {
 	}
 	return map[string]bool{}, -1
 }
+
+// A new job that cannot fit in free capacity first searches where evicted
+// jobs' holds are free and every running job counts (Armada searches at
+// the evicted priority before any urgency search), and only then at its
+// class level with urgency preemption. So it takes an evicted job's
+// capacity (the evicted job is then preempted to fair share, from a queue
+// above its share) rather than urgency-preempt a running job of a queue
+// below its fair share. Here B (8 of 14 cores, fair share 1/3) has E
+// evicted on n1; C's non-preemptible job fits on n0 by preempting A's only
+// job R (A holds 4/14 < 1/3) or on n1 by displacing E. n0 is the tighter
+// fit, but E is displaced and A keeps R.
+func TestDisplacingAnEvictedJobGoesBeforeUrgencyPreemption(t *testing.T) {
+	w := newWorld(t)
+	labelledNode(w, "n0", "4", nil)
+	labelledNode(w, "n1", "10", nil)
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	w.addQueue("C", 1)
+	r := w.run("A", "4", "n0", preemptible)
+	w.run("B", "4", "n1", nonPreemptible)
+	e := w.run("B", "4", "n1", preemptible)
+	w.submit("C", 1, "4", nonPreemptible)
+	res := w.schedule()
+	require.Len(t, res.Scheduled, 1)
+	got := preemptedIDs(res)
+	assert.Equal(t, map[string]scheduler.PreemptionReason{e.ID: scheduler.PreemptedForFairShare}, got,
+		"A (below its fair share) lost %s while B (above) kept %s", r.ID, e.ID)
+}
+
+// A job placed early in the cycle and displaced by a higher-priority job
+// is offered again and lands elsewhere; nothing is preempted. Z's evicted
+// job heads Z's queue, so A's job goes before Z's urgent one.
+func TestDisplacedJobIsOfferedAgainAndLandsElsewhere(t *testing.T) {
+	w := newWorld(t)
+	w.cfg.ProtectedFractionOfFairShare = 0
+	labelledNode(w, "n0", "2", map[string]string{"slot": "a"})
+	labelledNode(w, "n1", "2", nil)
+	labelledNode(w, "n2", "2", nil)
+	w.addQueue("A", 1)
+	w.addQueue("Z", 1)
+	w.run("Z", "2", "n1", preemptible)
+	a := w.submit("A", 1, "1", preemptible)[0]
+	z := w.submit("Z", 1, "2", nonPreemptible, func(j *flotilla.Job) { j.NodeSelector = map[string]string{"slot": "a"} })[0]
+	res := w.schedule()
+	assert.Empty(t, res.Preempted)
+	assert.Empty(t, res.UnscheduledJobs)
+	nodes := map[string]string{}
+	for _, s := range res.Scheduled {
+		nodes[s.Job.ID] = s.Node
+	}
+	assert.Equal(t, map[string]string{a.ID: "n2", z.ID: "n0"}, nodes)
+	assert.Equal(t, 1, res.Queues[0].Running)
+	assert.Equal(t, 2, res.Queues[1].Running)
+}

@@ -243,3 +243,107 @@ func TestQueuedMemberOfARunningGangIsInvalid(t *testing.T) {
 	}
 	assert.True(t, used.Fits(w.res("4")), "node over-committed: %v used", used)
 }
+
+// An evicted gang goes back whole when nothing takes its room.
+func TestEvictedGangReturnsWholeWhenNothingTakesItsRoom(t *testing.T) {
+	w := newWorld(t)
+	w.cfg.ProtectedFractionOfFairShare = 0 // every queue holding anything is evicted
+	w.addNodes(2, "4")
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	g := func(j *flotilla.Job) { preemptible(j); inGang("g", 2, "")(j) }
+	w.run("A", "4", "node-0", g)
+	w.run("A", "4", "node-1", g)
+	w.submit("B", 1, "8", nonPreemptible) // fits nowhere, displaces nothing
+	res := w.schedule()
+	assert.Empty(t, res.Preempted)
+	assert.Empty(t, res.Scheduled)
+	assert.Equal(t, 2, res.Queues[0].Running)
+}
+
+// One member's node is taken by a higher-priority job: the whole gang is
+// preempted to fair share, and the other member's hold is released so a
+// later job of the same cycle can use its node.
+func TestEvictedGangThatCannotReturnIsPreemptedWholeAndFreesEveryNode(t *testing.T) {
+	w := newWorld(t)
+	w.cfg.ProtectedFractionOfFairShare = 0
+	labelledNode(w, "n0", "4", map[string]string{"slot": "a"})
+	labelledNode(w, "n1", "4", nil)
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	w.addQueue("C", 1)
+	g := func(j *flotilla.Job) { preemptible(j); inGang("g", 2, "")(j) }
+	m1 := w.run("A", "4", "n0", g)
+	m2 := w.run("A", "4", "n1", g)
+	w.submit("B", 1, "4", nonPreemptible, func(j *flotilla.Job) { j.NodeSelector = map[string]string{"slot": "a"} })
+	w.submit("C", 1, "4", preemptible)
+	res := w.schedule()
+	assert.Equal(t, map[string]scheduler.PreemptionReason{m1.ID: scheduler.PreemptedForFairShare, m2.ID: scheduler.PreemptedForFairShare}, preemptedIDs(res))
+	nodes := map[string]string{}
+	for _, a := range res.Scheduled {
+		nodes[a.Job.Queue] = a.Node
+	}
+	assert.Equal(t, map[string]string{"B": "n0", "C": "n1"}, nodes)
+}
+
+// An evicted gang member does not urgency-preempt lower-priority jobs to go
+// back when a mate cannot go back: the gang is preempted whole anyway. Here
+// m1 cannot return (B's urgent job took n0), so m2 does not go back to n1
+// by preempting C's scavenger S: m1 and m2 are both preempted, and S,
+// had it been taken, would have been preempted for nothing (n1 ends with 6
+// of its 8 cores used).
+func TestEvictedGangThatCannotReturnPreemptsNoBystanderToPutAMemberBack(t *testing.T) {
+	w := newWorld(t)
+	w.cfg.PriorityClasses = append(w.cfg.PriorityClasses, flotilla.PriorityClass{Name: "scavenger", Priority: 10000, Preemptible: true})
+	w.resetStore()
+	labelledNode(w, "n0", "4", nil)
+	labelledNode(w, "n1", "8", nil)
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	w.addQueue("C", 1)
+	g := func(j *flotilla.Job) { preemptible(j); inGang("g", 2, "")(j) }
+	m1 := w.run("A", "4", "n0", g)
+	m2 := w.run("A", "4", "n1", g)
+	s := w.run("C", "2", "n1", func(j *flotilla.Job) { j.PriorityClass = "scavenger" })
+	w.submit("B", 2, "4", nonPreemptible)
+	res := w.schedule()
+	got := preemptedIDs(res)
+	require.Contains(t, got, m1.ID)
+	require.Contains(t, got, m2.ID)
+	assert.NotContains(t, got, s.ID, "S preempted to make room for a gang member that is preempted anyway")
+}
+
+// A non-preemptible gang with no free room preempts, on each node it uses,
+// the lower-priority jobs in its way.
+func TestGangPreemptsForUrgencyOnEveryNodeItUses(t *testing.T) {
+	w := newWorld(t)
+	w.cfg.EvictionProbability = 0 // urgency only
+	w.addNodes(2, "4")
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	a0 := w.run("A", "4", "node-0", preemptible)
+	a1 := w.run("A", "4", "node-1", preemptible)
+	w.submit("B", 2, "4", nonPreemptible, inGang("g", 2, ""))
+	res := w.schedule()
+	assert.Len(t, res.Scheduled, 2)
+	assert.Equal(t, map[string]scheduler.PreemptionReason{a0.ID: scheduler.PreemptedForUrgency, a1.ID: scheduler.PreemptedForUrgency}, preemptedIDs(res))
+}
+
+// A gang searches at its lowest class: one preemptible member means it may
+// not preempt preemptible jobs of the same priority.
+func TestGangWithAPreemptibleMemberPreemptsNothingOfThatPriority(t *testing.T) {
+	w := newWorld(t)
+	w.cfg.EvictionProbability = 0
+	w.addNodes(2, "4")
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	w.run("A", "4", "node-0", preemptible)
+	w.run("A", "4", "node-1", preemptible)
+	w.submit("B", 1, "4", nonPreemptible, inGang("g", 2, ""))
+	w.submit("B", 1, "4", preemptible, inGang("g", 2, ""))
+	res := w.schedule()
+	assert.Empty(t, res.Scheduled)
+	assert.Empty(t, res.Preempted)
+	require.Len(t, res.UnscheduledJobs, 2)
+	assert.Equal(t, scheduler.ReasonNoRoom, res.UnscheduledJobs[0].Reason.Code)
+}

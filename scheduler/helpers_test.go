@@ -105,3 +105,8 @@ func countByQueue(as []scheduler.Assignment) map[string]int {
 }
 
 func withPriority(p uint32) func(*flotilla.Job) { return func(j *flotilla.Job) { j.Priority = p } }
+
+// labelledNode adds a node of cpu cores named name, with labels.
+func labelledNode(w *world, name, cpu string, labels map[string]string) {
+	w.nodes = append(w.nodes, &flotilla.Node{Name: name, Total: w.res(cpu), Labels: labels})
+}

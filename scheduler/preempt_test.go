@@ -239,3 +239,114 @@ func TestEvictedJobGoesBackPastChangedLabelsAndNoScheduleTaints(t *testing.T) {
 		assert.Empty(t, res.Scheduled, tc.effect)
 	}
 }
+
+// Urgency takes victims as units: taking one member of a gang takes its
+// mates on the same node too, so a lone job is not preempted for room the
+// gang's mates free anyway. Here the victim order is V1 (latest start), W,
+// V2: taken job by job, V1 and W (2+2 cores) would go, the gang sweep then
+// also V2, freeing 6 cores for a 4-core job with W preempted for nothing.
+// As units (the gang, all its members on this node, taken and given back
+// together; one unit per lone job), V1 and V2 alone are enough.
+func TestUrgencyTakesNoBystanderOnceAGangMateMadeRoom(t *testing.T) {
+	w := newWorld(t)
+	w.cfg.EvictionProbability = 0 // urgency only
+	w.addNodes(1, "6")
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	g := func(j *flotilla.Job) { preemptible(j); inGang("g", 2, "")(j) }
+	v1 := w.run("A", "2", "node-0", g, startedAt(-time.Minute))
+	bystander := w.run("A", "2", "node-0", preemptible, startedAt(-2*time.Minute))
+	v2 := w.run("A", "2", "node-0", g, startedAt(-3*time.Minute))
+	w.submit("B", 1, "4", nonPreemptible)
+	res := w.schedule()
+	require.Len(t, res.Scheduled, 1)
+	got := preemptedIDs(res)
+	require.Contains(t, got, v1.ID)
+	require.Contains(t, got, v2.ID)
+	assert.NotContains(t, got, bystander.ID, "the gang's two members free the 4 cores needed")
+}
+
+// An urgency victim's gang goes whole, including a mate still evicted
+// (holding its capacity, not yet offered back): that mate does not go back
+// later and keep running while the other member is preempted.
+func TestUrgencyVictimTakesItsEvictedGangMateToo(t *testing.T) {
+	w := newWorld(t)
+	w.cfg.ProtectedFractionOfFairShare = 0 // every queue holding anything is evictable
+	labelledNode(w, "n0", "4", map[string]string{"slot": "a"})
+	labelledNode(w, "n1", "4", nil)
+	labelledNode(w, "n2", "4", nil)
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	g := func(j *flotilla.Job) { preemptible(j); inGang("g", 2, "")(j) }
+	m1 := w.run("A", "4", "n0", g)
+	m2 := w.run("A", "4", "n1", g)
+	for range 4 {
+		w.run("B", "1", "n2", preemptible)
+	}
+	// B's next job after its evicted ones outranks A's second gang member
+	// and can only go to n0, where A's first member is already back.
+	w.submit("B", 1, "4", nonPreemptible, func(j *flotilla.Job) { j.NodeSelector = map[string]string{"slot": "a"} })
+	res := w.schedule()
+	got := preemptedIDs(res)
+	_, p1 := got[m1.ID]
+	_, p2 := got[m2.ID]
+	assert.Equal(t, p1, p2, "gang g must be preempted whole or not at all; preempted: %v", got)
+}
+
+// DESIGN.md §3: "Non-preemptible means never preempted by the scheduler."
+// That holds for a non-preemptible member of a mixed-class gang (allowed:
+// see TestGangOrdersByItsLowestClass): its gang is neither evicted to fair
+// share nor swept in with an urgency victim.
+func TestNonPreemptibleGangMemberIsNeverPreemptedToFairShare(t *testing.T) {
+	w := newWorld(t)
+	w.addNodes(1, "8")
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	w.run("A", "4", "node-0", func(j *flotilla.Job) { preemptible(j); inGang("g", 2, "")(j) })
+	w.run("A", "4", "node-0", func(j *flotilla.Job) { nonPreemptible(j); inGang("g", 2, "")(j) })
+	w.submit("B", 2, "4", preemptible)
+	res := w.schedule()
+	for _, p := range res.Preempted {
+		assert.NotEqual(t, flotilla.ArmadaDefault, p.Job.PriorityClass, "non-preemptible %s preempted (%s)", p.Job.ID, p.Reason)
+	}
+}
+
+// A running gang with a non-preemptible member is pinned at the top level:
+// its preemptible member is neither evicted nor an urgency victim.
+func TestRunningGangWithANonPreemptibleMemberIsNoUrgencyVictim(t *testing.T) {
+	w := newWorld(t)
+	w.addNodes(1, "8")
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	w.run("A", "4", "node-0", func(j *flotilla.Job) { nonPreemptible(j); inGang("g", 2, "")(j) })
+	w.run("A", "4", "node-0", func(j *flotilla.Job) { preemptible(j); inGang("g", 2, "")(j) })
+	w.submit("B", 1, "4", nonPreemptible)
+	res := w.schedule()
+	assert.Empty(t, res.Preempted)
+	assert.Empty(t, res.Scheduled)
+	require.Len(t, res.UnscheduledJobs, 1)
+}
+
+// A queue that loses a job to urgency preemption is ordered by its share
+// after the loss for the rest of the cycle. Here C's urgent job preempts
+// B's only running job; B (now holding nothing) wins the last free core
+// over A (holding 1 of its fair 2): ordered by its fraction before the
+// loss (1.5), B would lose to A (1.0).
+func TestQueueThatLostAJobToUrgencyIsOrderedByItsNewShare(t *testing.T) {
+	w := newWorld(t)
+	labelledNode(w, "n0", "2", map[string]string{"slot": "a"})
+	labelledNode(w, "n1", "4", nil)
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	w.addQueue("C", 1)
+	b0 := w.run("B", "2", "n0", preemptible)
+	w.run("A", "1", "n1", nonPreemptible)
+	w.run("C", "2", "n1", nonPreemptible)
+	w.submit("C", 1, "2", nonPreemptible, func(j *flotilla.Job) { j.NodeSelector = map[string]string{"slot": "a"} })
+	w.submit("A", 1, "1", preemptible)
+	w.submit("B", 1, "1", preemptible)
+	res := w.schedule()
+	require.Contains(t, preemptedIDs(res), b0.ID)
+	assert.Equal(t, map[string]int{"B": 1, "C": 1}, countByQueue(res.Scheduled),
+		"after losing b0, B holds 0 of its fair share and goes before A")
+}

@@ -434,3 +434,50 @@ func TestScheduledIsReservedForWhatCanFit(t *testing.T) {
 		assert.LessOrEqual(t, cap(res.Scheduled), want+1, "burst %d", burst)
 	}
 }
+
+// A nil Snapshot.Queued ("nil means none") is an empty store in every
+// respect: each queue's running allocation still counts toward its demand,
+// so Demand and AdjustedFairShare (and so which queues are evictable) are
+// the same as with an empty store.
+func TestNilQueuedCountsRunningDemandLikeAnEmptyStore(t *testing.T) {
+	w := newWorld(t)
+	w.addNodes(1, "4")
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	w.run("A", "3", "node-0", nonPreemptible)
+	w.run("B", "1", "node-0", nonPreemptible)
+	s, err := scheduler.New(w.cfg)
+	require.NoError(t, err)
+	withStore, err := s.Schedule(context.Background(), w.snapshot(), t0)
+	require.NoError(t, err)
+	snap := w.snapshot()
+	snap.Queued = nil
+	withNil, err := s.Schedule(context.Background(), snap, t0)
+	require.NoError(t, err)
+	for i := range withStore.Queues {
+		assert.InDelta(t, withStore.Queues[i].Demand, withNil.Queues[i].Demand, 1e-12, "queue %s demand", withStore.Queues[i].Name)
+		assert.InDelta(t, withStore.Queues[i].AdjustedFairShare, withNil.Queues[i].AdjustedFairShare, 1e-12, "queue %s adjusted", withStore.Queues[i].Name)
+	}
+}
+
+// A queued job whose priority class the Config does not know (the store
+// was built with another class list) is never scheduled, as a running job
+// with an unknown class is rejected; it is not placed silently as the
+// first class.
+func TestQueuedJobOfAClassTheConfigDoesNotKnowIsNeverScheduled(t *testing.T) {
+	w := newWorld(t)
+	w.addNodes(1, "4")
+	w.addQueue("A", 1)
+	classes := append(flotilla.DefaultPriorityClasses(), flotilla.PriorityClass{Name: "other", Priority: 5, Preemptible: true})
+	store, err := queue.New(w.schema, classes, flotilla.ArmadaDefault)
+	require.NoError(t, err)
+	require.NoError(t, store.Add(w.job("A", "1", func(j *flotilla.Job) { j.PriorityClass = "other" })))
+	s, err := scheduler.New(w.cfg)
+	require.NoError(t, err)
+	snap := w.snapshot()
+	snap.Queued = store
+	res, err := s.Schedule(context.Background(), snap, t0)
+	if err == nil {
+		assert.Empty(t, res.Scheduled, "a job of unknown class %q was scheduled", "other")
+	}
+}

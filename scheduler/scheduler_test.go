@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -475,4 +476,146 @@ func TestHundredThousandNodesOf4TiBScheduleWithExactAccounting(t *testing.T) {
 		assert.InDelta(t, 1.0/3, q.FairShare, 1e-12, q.Name)
 	}
 	assert.Equal(t, "199984Ti", schema.Format(res.Queues[0].Allocated)["memory"])
+}
+
+// A gang counts once toward the lookback (DESIGN.md §3): a gang whose
+// first member takes the last lookback unit still has its other members
+// read, and completes.
+func TestLookbackLetsAGangBegunAtItsLastUnitComplete(t *testing.T) {
+	w := newWorld(t)
+	w.addNodes(1, "32")
+	w.addQueue("A", 1)
+	w.submit("A", 2, "1", inGang("g", 2, ""))
+	w.cfg.MaxQueueLookback = 1
+	res := w.schedule()
+	assert.Len(t, res.Scheduled, 2, "unscheduled: %v", res.UnscheduledJobs)
+}
+
+// Past the lookback, a queue is read on for the missing members of a gang
+// already begun even when they are not adjacent in queue order (a
+// mixed-class gang, or members with different per-job priorities or submit
+// times): a lone job between them is left unexamined (counted in
+// NotExamined), not peeked so that it stops the queue. Otherwise the gang
+// would never complete, be reported gang-incomplete while all its members
+// are queued, and, as the same snapshot gives the same answer every cycle,
+// with maxQueueLookback 1 queue A would never schedule anything again.
+func TestLookbackReadsOnForTheMissingMembersOfAGangThatAreNotAdjacent(t *testing.T) {
+	w := newWorld(t)
+	w.addNodes(1, "32")
+	w.addQueue("A", 1)
+	m1 := w.job("A", "1", nonPreemptible, inGang("g", 2, ""))
+	x := w.job("A", "1", nonPreemptible, func(j *flotilla.Job) { j.SubmitTime = t0.Add(time.Second) })
+	m2 := w.job("A", "1", preemptible, inGang("g", 2, ""))
+	for _, j := range []*flotilla.Job{m1, x, m2} {
+		require.NoError(t, w.store.Add(j))
+	}
+	w.cfg.MaxQueueLookback = 1
+	res := w.schedule()
+	assert.Len(t, res.Scheduled, 2, "gang g is the queue's first unit; Unscheduled=%v NotExamined=%v", res.UnscheduledJobs, res.NotExamined)
+}
+
+// NotExamined counts a queue's unexamined jobs once, even when the queue
+// left at its lookback and came back to retry a displaced job, then left
+// again.
+func TestNotExaminedCountsAQueueOnceWhenItReturnsToRetryADisplacedJob(t *testing.T) {
+	w := newWorld(t)
+	w.cfg.ProtectedFractionOfFairShare = 0
+	w.cfg.MaxQueueLookback = 1
+	w.addNodes(1, "2")
+	w.addQueue("A", 1)
+	w.addQueue("Z", 1)
+	w.run("Z", "1", "node-0", preemptible, startedAt(-time.Hour))
+	w.submit("Z", 1, "2", nonPreemptible)
+	w.submit("A", 2, "1", preemptible)
+	res := w.schedule()
+	accounted := countByQueue(res.Scheduled)["A"]
+	for _, u := range res.UnscheduledJobs {
+		if u.Job.Queue == "A" {
+			accounted++
+		}
+	}
+	for _, n := range res.NotExamined {
+		if n.Queue == "A" {
+			accounted += n.Count
+		}
+	}
+	assert.Equal(t, 2, accounted, "A has 2 queued jobs; NotExamined=%v Unscheduled=%v", res.NotExamined, res.UnscheduledJobs)
+}
+
+// A queue whose first unit already reaches the lookback (here an
+// incomplete gang's member) still reports its other jobs in NotExamined:
+// every queued job is scheduled, unscheduled or counted, none vanishes
+// from the Result.
+func TestQueueStoppedAtItsFirstUnitCountsItsOtherJobsInNotExamined(t *testing.T) {
+	w := newWorld(t)
+	w.addNodes(1, "32")
+	w.addQueue("A", 1)
+	w.submit("A", 1, "1", inGang("g", 2, ""), withPriority(0))
+	w.submit("A", 1, "1", withPriority(1))
+	w.cfg.MaxQueueLookback = 1
+	res := w.schedule()
+	accounted := len(res.Scheduled) + len(res.UnscheduledJobs)
+	for _, n := range res.NotExamined {
+		accounted += n.Count
+	}
+	assert.Equal(t, 2, accounted, "NotExamined=%v Unscheduled=%v", res.NotExamined, res.UnscheduledJobs)
+}
+
+// A job both running and queued in the snapshot is never scheduled again:
+// the caller is not told to bind it a second time (rejecting the snapshot
+// is a fine answer too).
+func TestRunningJobAlsoQueuedIsNeverScheduledAgain(t *testing.T) {
+	w := newWorld(t)
+	w.addNodes(2, "4")
+	w.addQueue("A", 1)
+	j := w.run("A", "1", "node-0", nonPreemptible)
+	require.NoError(t, w.store.Add(j))
+	s, err := scheduler.New(w.cfg)
+	require.NoError(t, err)
+	res, err := s.Schedule(context.Background(), w.snapshot(), t0)
+	if err != nil {
+		return // rejecting the snapshot is a fine answer
+	}
+	for _, a := range res.Scheduled {
+		assert.NotEqual(t, j.ID, a.Job.ID, "running job scheduled again on %s", a.Node)
+	}
+}
+
+// Binding running jobs allocates nothing per job (DESIGN.md §5:
+// allocation-free per-job paths): an error's field name is formatted only
+// when there is an error.
+func TestBindingRunningJobsAllocatesNothingPerJob(t *testing.T) {
+	allocs := func(nodes int) float64 {
+		w := newWorld(t)
+		w.addNodes(nodes, "32")
+		w.addQueue("A", 1)
+		for n := range nodes {
+			for range 32 {
+				w.run("A", "1", fmt.Sprintf("node-%d", n), nonPreemptible)
+			}
+		}
+		s, err := scheduler.New(w.cfg)
+		require.NoError(t, err)
+		snap := w.snapshot()
+		return testing.AllocsPerRun(3, func() { _, _ = s.Schedule(context.Background(), snap, t0) })
+	}
+	a, b := allocs(20), allocs(40)
+	perJob := (b - a) / (20 * 32)
+	assert.Less(t, perJob, 0.5, "allocations per running job: %.2f", perJob)
+}
+
+// Config errors come in a deterministic order: problems in a map (here
+// resource weights) are reported in a fixed order, not map iteration
+// order, so the joined error's text is the same from call to call.
+func TestConfigErrorsAreReportedInADeterministicOrder(t *testing.T) {
+	w := newWorld(t)
+	seen := map[string]bool{}
+	for range 20 {
+		cfg := w.cfg
+		cfg.ResourceWeights = map[string]float64{"a": -1, "b": -1, "c": math.NaN(), "d": -1}
+		_, err := scheduler.New(cfg)
+		require.Error(t, err)
+		seen[err.Error()] = true
+	}
+	assert.Len(t, seen, 1)
 }

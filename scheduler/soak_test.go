@@ -24,12 +24,12 @@ func TestSoak(t *testing.T) {
 	}
 	for seed := uint64(100000); seed < uint64(100000+n); seed++ {
 		v := uint32(seed*2654435761) & (1<<16 - 1)
-		w := finalWorld(t, seed, v)
+		w := accountingWorld(t, seed, v)
 		s, err := scheduler.New(w.cfg)
 		require.NoError(t, err)
 		res, err := s.Schedule(context.Background(), w.snap, t0)
 		require.NoError(t, err)
-		if msg := finalInvariants(w, res); msg != "" {
+		if msg := accountingInvariants(w, res); msg != "" {
 			t.Fatalf("seed %d v %d: %s", seed, v, msg)
 		}
 		pw := preemptWorld(t, seed)
