@@ -476,8 +476,7 @@ func TestQueuedJobOfAClassTheConfigDoesNotKnowIsNeverScheduled(t *testing.T) {
 	require.NoError(t, err)
 	snap := w.snapshot()
 	snap.Queued = store
-	res, err := s.Schedule(context.Background(), snap, t0)
-	if err == nil {
-		assert.Empty(t, res.Scheduled, "a job of unknown class %q was scheduled", "other")
-	}
+	_, err = s.Schedule(context.Background(), snap, t0)
+	require.ErrorIs(t, err, flotilla.ErrUnknownName, "a store ordering by a class the config lacks is refused")
+	assert.Contains(t, err.Error(), `"other"`)
 }

@@ -572,13 +572,11 @@ func TestRunningJobAlsoQueuedIsNeverScheduledAgain(t *testing.T) {
 	require.NoError(t, w.store.Add(j))
 	s, err := scheduler.New(w.cfg)
 	require.NoError(t, err)
-	res, err := s.Schedule(context.Background(), w.snapshot(), t0)
-	if err != nil {
-		return // rejecting the snapshot is a fine answer
-	}
-	for _, a := range res.Scheduled {
-		assert.NotEqual(t, j.ID, a.Job.ID, "running job scheduled again on %s", a.Node)
-	}
+	_, err = s.Schedule(context.Background(), w.snapshot(), t0)
+	require.ErrorIs(t, err, flotilla.ErrDuplicate, "a job both running and queued is a malformed snapshot")
+	var fe *flotilla.FieldError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, j.ID, fe.Value)
 }
 
 // Binding running jobs allocates nothing per job (DESIGN.md §5:
