@@ -464,7 +464,7 @@ func TestNilQueuedCountsRunningDemandLikeAnEmptyStore(t *testing.T) {
 // was built with another class list) is never scheduled, as a running job
 // with an unknown class is rejected; it is not placed silently as the
 // first class.
-func TestQueuedJobOfAClassTheConfigDoesNotKnowIsNeverScheduled(t *testing.T) {
+func TestStoreOrderingByAClassTheConfigLacksIsRefused(t *testing.T) {
 	w := newWorld(t)
 	w.addNodes(1, "4")
 	w.addQueue("A", 1)

@@ -564,7 +564,7 @@ func TestQueueStoppedAtItsFirstUnitCountsItsOtherJobsInNotExamined(t *testing.T)
 // A job both running and queued in the snapshot is never scheduled again:
 // the caller is not told to bind it a second time (rejecting the snapshot
 // is a fine answer too).
-func TestRunningJobAlsoQueuedIsNeverScheduledAgain(t *testing.T) {
+func TestSnapshotWithAJobBothRunningAndQueuedIsRefused(t *testing.T) {
 	w := newWorld(t)
 	w.addNodes(2, "4")
 	w.addQueue("A", 1)
