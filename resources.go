@@ -117,7 +117,7 @@ func (s *ResourceSchema) Parse(field string, m map[string]string) (Resources, er
 	var errs []error
 	for _, name := range sortedKeys(m) {
 		q := m[name]
-		f := field + "." + name
+		f := keyPath(field, name)
 		i, ok := s.index[name]
 		if !ok {
 			errs = append(errs, Errorf(f, name, ErrUnknownResource, "known: %s", strings.Join(s.names, ", ")))

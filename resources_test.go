@@ -71,6 +71,19 @@ func TestResourceSchemaCountsEachResourceInItsDefaultUnit(t *testing.T) {
 	assert.Len(t, err.(interface{ Unwrap() []error }).Unwrap(), 2, "both out of range: %v", err)
 }
 
+// ResourceSchema.Parse names each problem by the resource's path, an empty
+// resource name as "" (r."", not a path ending in a dot).
+func TestResourceSchemaParseNamesEachProblemByItsResource(t *testing.T) {
+	s := MustResourceSchema("cpu", "memory")
+	_, err := s.Parse("r", map[string]string{"": "1", "cpus": "1", "memory": "-1", "cpu": "x"})
+	checkProblems(t, "parse", err, []problem{
+		{`r.""`, ErrUnknownResource},
+		{"r.cpu", ErrMalformed},
+		{"r.cpus", ErrUnknownResource},
+		{"r.memory", ErrNegative},
+	})
+}
+
 // TestNewResourceSchemaOfReportsEveryProblem: explicit units are checked, and
 // an empty name, a duplicate and an unknown unit are reported together.
 func TestNewResourceSchemaOfReportsEveryProblem(t *testing.T) {

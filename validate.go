@@ -221,7 +221,7 @@ func (q *Queue) Validate() error {
 			"want 0 (meaning 1) or at least %g, so that the weight 1/factor stays finite", MinPriorityFactor))
 	}
 	for _, class := range sortedKeys(q.LimitsByPriorityClass) {
-		cp := p + ".limitsByPriorityClass." + class
+		cp := keyPath(p+".limitsByPriorityClass", class)
 		if class == "" {
 			v.add(Errorf(p+".limitsByPriorityClass", "", ErrRequired, "priority class name must not be empty"))
 		}
@@ -292,9 +292,19 @@ func (v *validator) fractions(field string, m map[string]float64) {
 			v.add(Errorf(field, "", ErrRequired, "resource name must not be empty"))
 		}
 		if !(f >= 0 && f <= 1) { // also catches NaN
-			v.add(Errorf(field+"."+name, formatFloat(f), ErrOutOfRange, "want a fraction in [0, 1]"))
+			v.add(Errorf(keyPath(field, name), formatFloat(f), ErrOutOfRange, "want a fraction in [0, 1]"))
 		}
 	}
+}
+
+// keyPath appends a map key to a field path; an empty key is written "",
+// so that a problem under it has a path of its own (limitsByPriorityClass."".cpu,
+// not limitsByPriorityClass..cpu).
+func keyPath(field, key string) string {
+	if key == "" {
+		key = `""`
+	}
+	return field + "." + key
 }
 
 func formatFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }

@@ -212,6 +212,12 @@ func TestQueueValidate(t *testing.T) {
 			"": {"cpu": 0.5}, "pc": {"": 0.5}}}, []problem{
 			{`queue "A".limitsByPriorityClass`, ErrRequired},
 			{`queue "A".limitsByPriorityClass.pc`, ErrRequired}}},
+		{"bad limits under empty names", Queue{Name: "A", LimitsByPriorityClass: map[string]map[string]float64{
+			"": {"cpu": 2}, "pc": {"": -1}}}, []problem{
+			{`queue "A".limitsByPriorityClass`, ErrRequired},
+			{`queue "A".limitsByPriorityClass."".cpu`, ErrOutOfRange},
+			{`queue "A".limitsByPriorityClass.pc`, ErrRequired},
+			{`queue "A".limitsByPriorityClass.pc.""`, ErrOutOfRange}}},
 		{"every problem at once", Queue{PriorityFactor: -2, LimitsByPriorityClass: map[string]map[string]float64{
 			"b": {"memory": 2, "cpu": math.Inf(1)}, "a": {"gpu": -1}}}, []problem{
 			{`queue "".name`, ErrRequired},

@@ -45,7 +45,8 @@
 // flux-accounting's weighted tree walk to rank associations: a fresh
 // association has fair-share 0.5 until the next Recompute. WriteJobsTable
 // prints breakdowns like `flux account jobs`. LoadBankTree and LoadWeights read
-// JSON.
+// JSON, reporting every problem at once: a value of the wrong type together
+// with what a check of the rest finds.
 //
 // Flux-accounting's P is "higher runs first"; flotilla.Job.Priority is "lower
 // runs first". JobPriority maps one onto the other. Because the scheduler

@@ -38,7 +38,8 @@ const maxLoadBytes = 64 << 20
 // usage is its historical usage as of the load time (0 to MaxUsage, default
 // 0). A
 // user's first association listed names the user's default bank. Unknown
-// keys are errors.
+// keys are errors; a value of the wrong type is reported together with the
+// file's other problems.
 type BankTreeFile struct {
 	UsageHalfLife string             `json:"usageHalfLife,omitempty"`
 	Banks         []BankEntry        `json:"banks"`
@@ -75,10 +76,15 @@ type QueueEntry struct {
 // (e.g. "banks[2].parent") and the value.
 func LoadBankTree(r io.Reader, now time.Time) (*BankTree, error) {
 	var f BankTreeFile
-	if err := decodeStrict(r, "banktree", &f); err != nil {
+	fatal, decodeErr := decodeStrict(r, "banktree", &f)
+	if fatal {
+		return nil, decodeErr
+	}
+	t, err := f.Build(now)
+	if err := strictjson.Merge(decodeErr, err); err != nil {
 		return nil, err
 	}
-	return f.Build(now)
+	return t, nil
 }
 
 // Build validates the file's content and returns the tree; see
@@ -286,13 +292,19 @@ type WeightsFile struct {
 }
 
 // LoadWeights reads a WeightsFile: integer weights ≥ 0, unknown keys
-// rejected. The result can be given to BankTree.SetWeights.
+// rejected, every problem reported at once. The result can be given to
+// BankTree.SetWeights.
 func LoadWeights(r io.Reader) (Weights, error) {
 	var f WeightsFile
-	if err := decodeStrict(r, "weights", &f); err != nil {
+	fatal, decodeErr := decodeStrict(r, "weights", &f)
+	if fatal {
+		return Weights{}, decodeErr
+	}
+	w, err := f.Weights()
+	if err := strictjson.Merge(decodeErr, err); err != nil {
 		return Weights{}, err
 	}
-	return f.Weights()
+	return w, nil
 }
 
 // Weights returns DefaultWeights overridden by the keys present, checked;
@@ -315,18 +327,22 @@ func (f WeightsFile) Weights() (Weights, error) {
 
 // decodeStrict decodes exactly one JSON value into v with
 // internal/strictjson; root names the document only in size and read
-// errors, the rest carry their JSON path.
-func decodeStrict(r io.Reader, root string, v any) error {
+// errors, the rest carry their JSON path. fatal reports that nothing was
+// decoded (the document cannot be read or parsed); otherwise err holds the
+// values of the wrong type, left out of v, to be reported with the
+// problems a check of v finds (strictjson.Merge).
+func decodeStrict(r io.Reader, root string, v any) (fatal bool, err error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxLoadBytes+1))
 	if err != nil {
-		return flotilla.Errorf(root, "", flotilla.ErrMalformed, "read: %v", err)
+		return true, flotilla.Errorf(root, "", flotilla.ErrMalformed, "read: %v", err)
 	}
 	if len(data) > maxLoadBytes {
-		return flotilla.Errorf(root, strconv.Itoa(len(data))+" bytes", flotilla.ErrOutOfRange, "larger than %d bytes", maxLoadBytes)
+		return true, flotilla.Errorf(root, strconv.Itoa(len(data))+" bytes", flotilla.ErrOutOfRange, "larger than %d bytes", maxLoadBytes)
 	}
 	// Strict: unknown or repeated keys, keys in the wrong case, wrong types,
 	// all reported with their JSON path.
-	return strictjson.Decode(data, v)
+	err = strictjson.Decode(data, v)
+	return strictjson.Fatal(err), err
 }
 
 // snippet returns up to 32 bytes of data around offset, for error values.

@@ -141,6 +141,19 @@ func TestLoadBankTreeReportsEveryProblem(t *testing.T) {
 	assert.Equal(t, []string{"banks[0].name", "banks[1].shares", "associations[0].user", "associations[0].bank"}, fields)
 }
 
+// A value of the wrong type does not hide the file's other problems: the
+// rest is decoded and checked, and every problem reported together.
+func TestLoadBankTreeReportsTypeErrorsWithEveryOtherProblem(t *testing.T) {
+	_, err := priority.LoadBankTree(strings.NewReader(`{"banks": [{"name": "A", "shares": "2"}, {"name": ""}],
+		"associations": [{"user": "u", "bank": "nope"}]}`), t0)
+	require.Error(t, err)
+	var fields []string
+	for _, fe := range allFieldErrors(t, err) {
+		fields = append(fields, fe.Field)
+	}
+	assert.Equal(t, []string{"banks[0].shares", "banks[1].name", "associations[0].bank"}, fields)
+}
+
 func TestLoadWeights(t *testing.T) {
 	w, err := priority.LoadWeights(strings.NewReader(`{"bank": 10}`))
 	require.NoError(t, err)

@@ -58,11 +58,13 @@ func (m *Mismatch) Unwrap() error { return ErrMismatch }
 
 // ParseExpect decodes an expect file strictly (unknown fields are errors,
 // with their JSON path) and checks that every count is ≥ 0 and every queue
-// name non-empty, reporting every problem at once.
+// name non-empty, reporting every problem at once: a value of the wrong
+// type does not hide the others, as in Parse.
 func ParseExpect(data []byte) (*Expect, error) {
 	e := new(Expect)
-	if err := strictjson.Decode(data, e); err != nil {
-		return nil, err
+	decodeErr := strictjson.Decode(data, e)
+	if strictjson.Fatal(decodeErr) {
+		return nil, decodeErr
 	}
 	var errs []error
 	for i, r := range e.Rounds {
@@ -81,8 +83,8 @@ func ParseExpect(data []byte) (*Expect, error) {
 			}
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if err := strictjson.Merge(decodeErr, errors.Join(errs...)); err != nil {
+		return nil, err
 	}
 	return e, nil
 }

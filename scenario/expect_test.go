@@ -61,6 +61,16 @@ func TestParseExpectRejects(t *testing.T) {
 	}
 }
 
+// A value of the wrong type does not hide the file's other problems, as in
+// a scenario file.
+func TestParseExpectReportsTypeErrorsWithEveryOtherProblem(t *testing.T) {
+	_, err := ParseExpect([]byte(`{"rounds": [{"scheduled": {"A": "3", "B": -1}, "preempted": {"": 1}}]}`))
+	requireFieldError(t, err, "rounds[0].scheduled.A", flotilla.ErrMalformed)
+	requireFieldError(t, err, "rounds[0].scheduled.B", flotilla.ErrNegative)
+	requireFieldError(t, err, "rounds[0].preempted", flotilla.ErrRequired)
+	requireAllFieldErrors(t, err)
+}
+
 func TestCheckPasses(t *testing.T) {
 	e, err := ParseExpect([]byte(seedExpect))
 	require.NoError(t, err)

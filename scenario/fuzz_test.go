@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 
 	"github.com/flotilla-sched/flotilla"
@@ -94,8 +95,13 @@ func FuzzParseOutput(f *testing.F) {
 	})
 }
 
+// runTimeField is the field of the only problems Run may find in a file
+// Parse accepted.
+var runTimeField = regexp.MustCompile(`^rounds\[\d+\]\.(finish|cancel)\[\d+\]$`)
+
 // FuzzParseRun: whatever Parse accepts, Run either runs or fails with a
-// *flotilla.FieldError, and never panics.
+// problem only a run can find (a finish or cancel naming a job that is not
+// running or queued), and never panics.
 func FuzzParseRun(f *testing.F) {
 	f.Add([]byte(`{"nodes": [{"name": "n", "resources": {"cpu": "4"}}], "queues": [{"name": "A"}],
 	  "rounds": [{"submit": [{"id": "a", "queue": "A", "count": 3, "requests": {"cpu": "1"}}]}, {"finish": ["a-0"]}]}`))
@@ -126,9 +132,12 @@ func FuzzParseRun(f *testing.F) {
 		}
 		_, err = Run(context.Background(), b)
 		if err != nil {
+			// The only problems Run may find in a valid file are the
+			// documented ones: a finish or cancel naming a job that is not
+			// running (or queued) when its round starts.
 			var fe *flotilla.FieldError
-			if !errors.As(err, &fe) {
-				t.Fatalf("Run error is not a FieldError: %v", err)
+			if !errors.As(err, &fe) || !errors.Is(err, flotilla.ErrUnknownName) || !runTimeField.MatchString(fe.Field) {
+				t.Fatalf("a valid file fails at run time: %v", err)
 			}
 		}
 	})

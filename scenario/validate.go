@@ -117,7 +117,7 @@ func (b *builder) config() {
 func (b *builder) libraryConfig() {
 	cfg := b.out.SchedulerConfig()
 	err := cfg.Validate()
-	b.addMapped(asWritten(err, b.f.Config.IndexedResources), func(field string) string {
+	b.addMapped(asWritten(err, &b.f.Config), func(field string) string {
 		if strings.HasPrefix(field, "priorityClasses") {
 			return field
 		}
@@ -141,9 +141,12 @@ func (b *builder) libraryConfig() {
 	})
 }
 
-// asWritten gives problems with an indexed resource's resolution the value
-// as the file writes it ("-1"), not in milli-units ("-1000").
-func asWritten(err error, ir []IndexedResource) error {
+// asWritten gives problems with a value the file writes as a string and the
+// library judges parsed the value as the file writes it: an indexed
+// resource's resolution ("-1", not "-1000" milli-units) and the lottery's
+// half-time ("-10m", not "-10m0s").
+func asWritten(err error, c *Config) error {
+	ir := c.IndexedResources
 	var out []error
 	for _, e := range flatten(err) {
 		var fe *flotilla.FieldError
@@ -152,6 +155,9 @@ func asWritten(err error, ir []IndexedResource) error {
 			if _, scan := fmt.Sscanf(fe.Field, "indexedResources[%d].resolution", &k); scan == nil &&
 				fe.Field == fmt.Sprintf("indexedResources[%d].resolution", k) && k < len(ir) && ir[k].Resolution != "" {
 				e = &flotilla.FieldError{Field: fe.Field, Value: ir[k].Resolution, Err: fe.Err}
+			}
+			if fe.Field == "priorityHalftime" && c.PriorityHalftime != "" {
+				e = &flotilla.FieldError{Field: fe.Field, Value: c.PriorityHalftime, Err: fe.Err}
 			}
 		}
 		out = append(out, e)

@@ -564,3 +564,17 @@ func TestIndexedResourceResolutionProblemNamesTheValueAsWritten(t *testing.T) {
 	assert.Equal(t, "-1", requireFieldError(t, err, "config.indexedResources[0].resolution", flotilla.ErrOutOfRange).Value)
 	assert.Equal(t, "0", requireFieldError(t, err, "config.indexedResources[1].resolution", flotilla.ErrOutOfRange).Value)
 }
+
+// The library judges the lottery's half-time as a time.Duration; the
+// problem still shows the value as the file writes it ("-10m", not
+// "-10m0s").
+func TestPriorityHalftimeProblemNamesTheValueAsWritten(t *testing.T) {
+	for _, tc := range []struct {
+		halftime string
+		sentinel error
+	}{{"-10m", flotilla.ErrNegative}, {"0", flotilla.ErrRequired}, {"-1.5h", flotilla.ErrNegative}} {
+		f := baseFile()
+		f.Config.Strategy, f.Config.PriorityHalftime = StrategyLottery, tc.halftime
+		assert.Equal(t, tc.halftime, requireFieldError(t, f.Validate(), "config.priorityHalftime", tc.sentinel).Value)
+	}
+}

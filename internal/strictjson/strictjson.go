@@ -97,16 +97,18 @@ func Fatal(err error) bool {
 
 // Merge joins the problems Decode found (decoded) with those a later check
 // of the decoded value found (later), dropping each later problem whose
-// field is one Decode already reported, or lies inside one: a value Decode
-// left out shows up again as missing, and saying so twice helps nobody.
-// The result is flat: one element per problem.
+// field is one where Decode left a value out (a value of the wrong type or
+// range), or lies inside one: that value shows up again as missing, and
+// saying so twice helps nobody. A repeated key is not such a field: its
+// first value is decoded, and a later problem with it is kept. The result
+// is flat: one element per problem.
 func Merge(decoded, later error) error {
 	var out []error
 	var paths []string
 	for _, e := range leaves(decoded) {
 		out = append(out, e)
 		var fe *flotilla.FieldError
-		if errors.As(e, &fe) {
+		if errors.As(e, &fe) && !errors.Is(e, flotilla.ErrDuplicate) {
 			paths = append(paths, fe.Field)
 		}
 	}

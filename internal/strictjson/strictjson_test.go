@@ -90,3 +90,16 @@ func TestMergeDropsLaterProblemsAtReportedPaths(t *testing.T) {
 	assert.NoError(t, strictjson.Merge(nil, nil))
 	assert.Equal(t, []string{"res"}, fields(t, strictjson.Merge(nil, flotilla.Errorf("res", "", flotilla.ErrRequired, ""))))
 }
+
+// A repeated key keeps its first value, which is decoded, not left out: a
+// later problem with that value is a problem of its own, and Merge keeps it.
+func TestMergeKeepsLaterProblemsOfARepeatedKeysKeptValue(t *testing.T) {
+	var v doc
+	decoded := strictjson.Decode([]byte(`{"name": "", "name": "b", "list": [{"n": 1}], "list": []}`), &v)
+	require.Equal(t, []string{"name", "list"}, fields(t, decoded))
+	require.Equal(t, "", v.Name, "the first value is kept")
+	later := errors.Join(
+		flotilla.Errorf("name", "", flotilla.ErrRequired, ""),
+		flotilla.Errorf("list[0].s", "", flotilla.ErrRequired, ""))
+	assert.Equal(t, []string{"name", "list", "name", "list[0].s"}, fields(t, strictjson.Merge(decoded, later)))
+}
