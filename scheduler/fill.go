@@ -344,7 +344,7 @@ func (c *cycle) classLimitShort(qi, ci int, req flotilla.Resources) int {
 		if held != nil {
 			h = held[r]
 		}
-		if l >= 0 && h+req[r] > l {
+		if l >= 0 && h > l-req[r] { // h+req[r] could overflow; l-req[r] cannot (both ≥ 0)
 			return r
 		}
 	}
