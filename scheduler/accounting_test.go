@@ -186,6 +186,12 @@ func accountingInvariants(w *genWorld, res *scheduler.Result) string {
 			return fmt.Sprintf("non-preemptible %s preempted (%s)", j.ID, p.Reason)
 		case j.IsGang() && pinnedGang(gangMembers[j.Gang.ID]):
 			return fmt.Sprintf("%s of gang %s with a non-preemptible member preempted (%s)", j.ID, j.Gang.ID, p.Reason)
+		case p.Reason == scheduler.PreemptedForUrgency && p.For == nil:
+			return fmt.Sprintf("%s preempted for urgency names no job", j.ID)
+		case p.Reason == scheduler.PreemptedForUrgency && classOf(w, p.For).Priority <= classOf(w, j).Priority:
+			// Urgency takes only jobs of strictly lower priority, a gang's
+			// members included.
+			return fmt.Sprintf("%s (%s) preempted for urgency by %s (%s)", j.ID, j.PriorityClass, p.For.ID, p.For.PriorityClass)
 		}
 		preempted[p.Job.ID] = true
 		preemptedPerQueue[j.Queue]++

@@ -312,19 +312,22 @@ func (c *cycle) bindRunning() error {
 			c.db.Forget() // running jobs are final: keep the undo log short
 		}
 	}
-	// A gang with a non-preemptible member is never preempted, so all its
-	// members hold their capacity at the top level.
-	top := int32(len(c.s.levels) - 1)
+	// A gang goes whole, and urgency takes only jobs of strictly lower
+	// priority: so all its members hold their capacity at its highest
+	// member's level (the top level when a member is non-preemptible: the
+	// gang is then never preempted), and none of it looks free to a job
+	// that could not take every member.
 	for _, id := range sortedKeys(c.gangRun) {
 		ms := c.gangRun[id]
-		if c.preemptible(ms[0]) {
-			continue
+		var lvl int32
+		for _, m := range ms {
+			lvl = max(lvl, c.run[m].level)
 		}
 		for _, m := range ms {
-			if r := &c.run[m]; r.level != top {
+			if r := &c.run[m]; r.level != lvl {
 				c.db.Unbind(int(r.node), int(r.queue), int(r.level), r.job.Requests)
-				c.db.Bind(int(r.node), int(r.queue), int(top), r.job.Requests)
-				r.level = top
+				c.db.Bind(int(r.node), int(r.queue), int(lvl), r.job.Requests)
+				r.level = lvl
 			}
 		}
 	}

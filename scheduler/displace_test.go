@@ -298,53 +298,62 @@ func TestEvictedJobThatDoesNotGoBackUnforcedNamesNoJob(t *testing.T) {
 
 // TestPropertyDisplacementMatchesNaiveOracle checks displacement against
 // its definition, by brute force on small worlds: every preemptible job of
-// queues A and B is evicted (protected fraction 0), and one urgent job of
-// queue N, tried first, may displace them. The oracle ranks the evicted
-// units in rescheduling order from the snapshot alone (higher class first,
-// then the smaller allocation the queue would hold after the unit — equal
-// weights, so equal fair shares —, then the queue name, then LessEvicted
-// order; a gang at its member offered first), and then tries k = 0, 1, …
-// units rescheduled last and, for each k, every node in index order that
-// admits the job: the first that fits once those units' holds there are
-// freed is the node, and the units among them with a member on it (with
-// their whole gangs) are the displaced set.
+// queues A and B is evicted (protected fraction 0), and one to three urgent
+// jobs of queue N, tried first (in ID order), may displace them. Nodes may
+// be cordoned or tainted and the urgent jobs may select or tolerate. The
+// oracle ranks the evicted units in rescheduling order from the snapshot
+// alone (higher class first, then the smaller allocation the queue would
+// hold after the unit — equal weights, so equal fair shares —, then the
+// queue name, then LessEvicted order; a gang at its member offered first),
+// and then, for each urgent job in turn, tries k = 0, 1, … units
+// rescheduled last still holding and, for each k, every node in index
+// order that admits the job: the first that fits once those units' holds
+// there are freed is the node, and the units among them with a member on
+// it (with their whole gangs) are the displaced set. A job that fits in
+// free capacity (k = 0) may land on any admitting node with room (the
+// tiers choose); the oracle follows it there.
 func TestPropertyDisplacementMatchesNaiveOracle(t *testing.T) {
 	p := properties(t)
 	p.Property("the displaced set is the definition's", prop.ForAll(func(seed uint64) string {
 		w, urgent := displacementWorld(t, seed)
 		res := w.schedule()
-		got := map[string]bool{}
-		for id, why := range displacedFor(res, urgent.ID) {
-			if why != scheduler.PreemptedForFairShare {
-				return fmt.Sprintf("seed %d: %s preempted for %s", seed, id, why)
-			}
-			got[id] = true
-		}
-		want, node := displacementOracle(w, urgent)
-		if !maps.Equal(got, want) {
-			return fmt.Sprintf("seed %d: displaced %v, the definition says %v", seed, slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
-		}
-		placed := ""
+		placed := map[string]string{}
 		for _, a := range res.Scheduled {
-			if a.Job == urgent {
-				placed = a.Node
+			placed[a.Job.ID] = a.Node
+		}
+		o := newDisplacementOracle(w)
+		for _, j := range urgent {
+			got := map[string]bool{}
+			for id, why := range displacedFor(res, j.ID) {
+				if why != scheduler.PreemptedForFairShare {
+					return fmt.Sprintf("seed %d: %s preempted for %s", seed, id, why)
+				}
+				got[id] = true
 			}
-		}
-		if node >= 0 && len(want) > 0 && placed != w.nodes[node].Name {
-			return fmt.Sprintf("seed %d: placed on %q, the definition says %s", seed, placed, w.nodes[node].Name)
-		}
-		if (node >= 0) != (placed != "") {
-			return fmt.Sprintf("seed %d: placed on %q, the oracle's node %d", seed, placed, node)
+			want, node, msg := o.next(j, placed[j.ID])
+			if msg != "" {
+				return fmt.Sprintf("seed %d: %s: %s", seed, j.ID, msg)
+			}
+			if !maps.Equal(got, want) {
+				return fmt.Sprintf("seed %d: %s displaced %v, the definition says %v", seed, j.ID, slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+			}
+			if node >= 0 && placed[j.ID] != w.nodes[node].Name {
+				return fmt.Sprintf("seed %d: %s placed on %q, the definition says %s", seed, j.ID, placed[j.ID], w.nodes[node].Name)
+			}
+			if (node >= 0) != (placed[j.ID] != "") {
+				return fmt.Sprintf("seed %d: %s placed on %q, the oracle's node %d", seed, j.ID, placed[j.ID], node)
+			}
 		}
 		return ""
 	}, gen.UInt64()))
 	p.TestingRun(t)
 }
 
-// displacementWorld is two or three nodes of 4 to 8 cores filled by queues
-// A and B (lone jobs and two-member gangs, mostly preemptible at two
-// classes, started at random hours), and one urgent job of queue N.
-func displacementWorld(t *testing.T, seed uint64) (*world, *flotilla.Job) {
+// displacementWorld is two or three nodes of 4 to 8 cores, some cordoned
+// or tainted, filled by queues A and B (lone jobs and two-member gangs,
+// mostly preemptible at two classes, started at random hours), and one to
+// three urgent jobs of queue N, in the order the fill offers them.
+func displacementWorld(t *testing.T, seed uint64) (*world, []*flotilla.Job) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	w := newWorld(t)
 	withMidPreemptible(w)
@@ -358,6 +367,12 @@ func displacementWorld(t *testing.T, seed uint64) (*world, *flotilla.Job) {
 			labels = map[string]string{"slot": "a"}
 		}
 		labelledNode(w, fmt.Sprintf("node-%d", i), fmt.Sprint(free[i]), labels)
+		// Cordoned and tainted nodes: their jobs run (and go back), but
+		// new work lands there only through a toleration.
+		w.nodes[i].Unschedulable = rng.IntN(5) == 0
+		if rng.IntN(4) == 0 {
+			w.nodes[i].Taints = []flotilla.Taint{{Key: "dedicated", Value: "x", Effect: flotilla.TaintNoSchedule}}
+		}
 	}
 	w.addQueue("A", 1)
 	w.addQueue("B", 1)
@@ -386,31 +401,60 @@ func displacementWorld(t *testing.T, seed uint64) (*world, *flotilla.Job) {
 			w.run([]string{"A", "B"}[rng.IntN(2)], fmt.Sprint(cpu), w.nodes[n].Name, classes[rng.IntN(len(classes))], start())
 		}
 	}
+	// The urgent job's class: non-preemptible, or preemptible above every
+	// other class, so that it is still tried first (no urgency victims
+	// either way: every preemptible job is evicted).
 	mods := []func(*flotilla.Job){nonPreemptible}
+	if rng.IntN(2) == 0 {
+		w.cfg.PriorityClasses = append(w.cfg.PriorityClasses, flotilla.PriorityClass{Name: "top", Priority: 35000, Preemptible: true})
+		w.resetStore()
+		mods[0] = func(j *flotilla.Job) { j.PriorityClass = "top" }
+	}
+	if rng.IntN(2) == 0 {
+		mods = append(mods, func(j *flotilla.Job) {
+			j.Tolerations = []flotilla.Toleration{{Key: "dedicated", Operator: flotilla.TolerationExists}}
+		})
+	}
 	if rng.IntN(3) == 0 {
 		mods = append(mods, func(j *flotilla.Job) { j.NodeSelector = map[string]string{"slot": "a"} })
 	}
-	urgent := w.submit("N", 1, fmt.Sprint(1+rng.IntN(8)), mods...)[0]
+	var urgent []*flotilla.Job
+	for range 1 + rng.IntN(3) {
+		var ms []func(*flotilla.Job)
+		for _, m := range mods {
+			if rng.IntN(2) == 0 || len(ms) == 0 {
+				ms = append(ms, m)
+			}
+		}
+		urgent = append(urgent, w.submit("N", 1, fmt.Sprint(1+rng.IntN(8)), ms...)[0])
+	}
+	slices.SortFunc(urgent, func(a, b *flotilla.Job) int { return strings.Compare(a.ID, b.ID) })
 	return w, urgent
 }
 
-// displacementOracle returns the jobs the definition displaces for job j,
-// and the node index it lands on (-1 for none).
-func displacementOracle(w *world, j *flotilla.Job) (map[string]bool, int) {
-	cpu := func(r flotilla.Resources) int64 { return r[0] }
+// displacementOracle is the definition of displacement, applied to a
+// world's urgent jobs one after another: free is each node's free cpu at
+// the lowest level with every evicted unit holding its place, units the
+// evicted units still holding, rescheduled last first.
+type displacementOracle struct {
+	w     *world
+	node  map[string]int
+	free  []int64
+	units [][]scheduler.Running
+}
+
+func oracleCPU(r flotilla.Resources) int64 { return r[0] }
+
+// newDisplacementOracle ranks the world's evicted units.
+func newDisplacementOracle(w *world) *displacementOracle {
 	prio := map[string]int32{}
 	for _, pc := range w.cfg.PriorityClasses {
 		prio[pc.Name] = pc.Priority
 	}
-	node := map[string]int{}
+	o := &displacementOracle{w: w, node: map[string]int{}, free: make([]int64, len(w.nodes))}
 	for i, n := range w.nodes {
-		node[n.Name] = i
-	}
-	// Free capacity at the lowest level once every preemptible job is
-	// evicted and holds its place.
-	free := make([]int64, len(w.nodes))
-	for i, n := range w.nodes {
-		free[i] = cpu(n.Total)
+		o.node[n.Name] = i
+		o.free[i] = oracleCPU(n.Total)
 	}
 	type ev struct {
 		r     scheduler.Running
@@ -419,9 +463,9 @@ func displacementOracle(w *world, j *flotilla.Job) (map[string]bool, int) {
 	evicted := map[string][]ev{}
 	base := map[string]int64{}
 	for _, r := range w.running {
-		free[node[r.Node]] -= cpu(r.Job.Requests)
+		o.free[o.node[r.Node]] -= oracleCPU(r.Job.Requests)
 		if r.Job.PriorityClass == flotilla.ArmadaDefault {
-			base[r.Job.Queue] += cpu(r.Job.Requests)
+			base[r.Job.Queue] += oracleCPU(r.Job.Requests)
 			continue
 		}
 		evicted[r.Job.Queue] = append(evicted[r.Job.Queue], ev{r, queue.Entry{Job: r.Job, ClassPriority: prio[r.Job.PriorityClass]}})
@@ -450,11 +494,11 @@ func displacementOracle(w *world, j *flotilla.Job) (map[string]bool, int) {
 				}
 				seen[id] = true
 			}
-			u := unit{prio: e.entry.ClassPriority, after: back + cpu(e.r.Job.Requests), queue: q, pos: pos}
+			u := unit{prio: e.entry.ClassPriority, after: back + oracleCPU(e.r.Job.Requests), queue: q, pos: pos}
 			for _, o := range es {
 				if o.r.Job == e.r.Job || (e.r.Job.Gang.ID != "" && o.r.Job.Gang.ID == e.r.Job.Gang.ID) {
 					u.members = append(u.members, o.r)
-					back += cpu(o.r.Job.Requests)
+					back += oracleCPU(o.r.Job.Requests)
 				}
 			}
 			units = append(units, u)
@@ -464,41 +508,92 @@ func displacementOracle(w *world, j *flotilla.Job) (map[string]bool, int) {
 	slices.SortFunc(units, func(a, b unit) int {
 		return cmp.Or(cmp.Compare(a.prio, b.prio), cmp.Compare(b.after, a.after), strings.Compare(b.queue, a.queue), cmp.Compare(b.pos, a.pos))
 	})
+	for _, u := range units {
+		o.units = append(o.units, u.members)
+	}
+	return o
+}
+
+// next returns the jobs the definition displaces for job j, and the node
+// index it lands on (-1 for none), and applies that; placed is the node
+// the cycle put j on, followed when j fits in free capacity; msg reports a
+// free placement the definition does not allow.
+func (o *displacementOracle) next(j *flotilla.Job, placed string) (out map[string]bool, node int, msg string) {
+	w := o.w
 	admits := func(n *flotilla.Node) bool {
+		if n.Unschedulable || (len(n.Taints) > 0 && len(j.Tolerations) == 0) {
+			return false
+		}
 		return n.Labels["slot"] == j.NodeSelector["slot"] || j.NodeSelector == nil
 	}
-	for k := 0; k <= len(units); k++ {
+	req := oracleCPU(j.Requests)
+	for k := 0; k <= len(o.units); k++ {
 		for n := range w.nodes {
 			if !admits(w.nodes[n]) {
 				continue
 			}
-			room := free[n]
-			var on []unit
-			for _, u := range units[:k] {
+			room := o.free[n]
+			var on []int
+			for ui, u := range o.units[:k] {
 				hit := false
-				for _, m := range u.members {
-					if node[m.Node] == n {
-						room += cpu(m.Job.Requests)
+				for _, m := range u {
+					if o.node[m.Node] == n {
+						room += oracleCPU(m.Job.Requests)
 						hit = true
 					}
 				}
 				if hit {
-					on = append(on, u)
+					on = append(on, ui)
 				}
 			}
-			if room < cpu(j.Requests) {
+			if room < req {
 				continue
 			}
-			out := map[string]bool{}
-			for _, u := range on {
-				for _, m := range u.members {
+			if k == 0 {
+				// Free capacity: the tiers choose among the nodes.
+				pn, ok := o.node[placed]
+				if !ok || !admits(w.nodes[pn]) || o.free[pn] < req {
+					return map[string]bool{}, n, fmt.Sprintf("placed on %q, not an admitting node with free room", placed)
+				}
+				o.free[pn] -= req
+				return map[string]bool{}, pn, ""
+			}
+			out = map[string]bool{}
+			for _, ui := range on {
+				for _, m := range o.units[ui] {
 					out[m.Job.ID] = true
+					o.free[o.node[m.Node]] += oracleCPU(m.Job.Requests)
 				}
 			}
-			return out, n
+			o.free[n] -= req
+			for i := len(on) - 1; i >= 0; i-- {
+				o.units = slices.Delete(o.units, on[i], on[i]+1)
+			}
+			return out, n, ""
 		}
 	}
-	return map[string]bool{}, -1
+	return map[string]bool{}, -1, ""
+}
+
+// A gang displaces as a lone job does: the evicted jobs rescheduled last,
+// sparing a higher-class evicted job when a lower one elsewhere would do.
+// Here a gang of one must displace one of two evicted jobs: the
+// armada-preemptible one on node-1 is rescheduled after the mid one on
+// node-0, and a lone job with the same requirements displaces it.
+func TestGangDisplacesTheEvictedJobsRescheduledLast(t *testing.T) {
+	t.Skip("BUG (README known gap): the gang placer picks node-0 by tier and fit, where evicted jobs' holds do not count, and the gang then displaces the mid job there; choosing a gang's nodes by rescheduling order needs a walk in the placer")
+	w := newWorld(t)
+	withMidPreemptible(w)
+	w.addNodes(2, "4")
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	w.run("A", "4", "node-0", midPreemptible, startedAt(-2*time.Hour))
+	low := w.run("A", "4", "node-1", preemptible, startedAt(-time.Hour))
+	g := w.submit("B", 1, "4", nonPreemptible, inGang("g", 1, ""))[0]
+	res := w.schedule()
+	assert.Equal(t, map[string]scheduler.PreemptionReason{low.ID: scheduler.PreemptedForFairShare}, displacedFor(res, g.ID))
+	require.Len(t, res.Scheduled, 1)
+	assert.Equal(t, "node-1", res.Scheduled[0].Node)
 }
 
 // A new job that cannot fit in free capacity first searches where evicted

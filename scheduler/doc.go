@@ -68,13 +68,16 @@
 // # Preemption
 //
 // The node database tracks allocatable per priority level, plus one level
-// below every class where evicted jobs hold their capacity.
+// below every class where evicted jobs hold their capacity. A gang's
+// members all hold their capacity at its highest member's level (the top
+// level when one is non-preemptible), since the gang goes whole.
 //
 // Urgency: a new job that finds no free capacity searches again at its own
 // class's level, where preemptible jobs of lower priority do not count. If
 // it lands, the fewest such jobs on that node are preempted, lowest priority
 // first, then those that would be rescheduled last; a gang member takes its
-// gang with it. Non-preemptible jobs are never preempted. A job placed
+// gang with it, so a gang is a victim only when every member is of lower
+// priority. Non-preemptible jobs are never preempted. A job placed
 // earlier in the same cycle that is displaced this way is offered again.
 //
 // To fair share: before filling, queues whose share exceeds

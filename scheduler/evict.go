@@ -42,7 +42,8 @@ type runJob struct {
 	queue int32
 	class int32
 	// level is what the job holds capacity at: its class's bind level, or
-	// the top level for a member of a gang with a non-preemptible member.
+	// for a gang member the highest bind level among its gang's members
+	// (the top level when one is non-preemptible).
 	level int32
 	state runState
 	// share and fair are the queue's standing when the job was evicted to

@@ -34,21 +34,19 @@ func (c *cycle) tryGang(qi int) {
 		ci, _ := c.s.class(m.Job)
 		c.unaccount(qi, ci, m.Job.Requests)
 	}
-	// Members hold capacity at their class's level, or all at the top level
-	// when any member is non-preemptible: the gang can then never be
-	// preempted, so none of its capacity may look free to anyone.
+	// Members all hold capacity at the highest member's bind level: the
+	// gang goes whole and urgency takes only jobs of strictly lower
+	// priority, so none of its capacity may look free to a job that could
+	// not take every member (the top level when any member is
+	// non-preemptible: the gang can then never be preempted).
 	levels := c.levelsBuf[:0]
-	top := len(c.s.levels) - 1
-	pinned := false
+	hold := 0
 	for _, m := range g.Members {
 		ci, _ := c.s.class(m.Job)
-		levels = append(levels, c.s.bindLevel[ci])
-		pinned = pinned || !c.s.classes[ci].Preemptible
+		hold = max(hold, c.s.bindLevel[ci])
 	}
-	if pinned {
-		for i := range levels {
-			levels[i] = top
-		}
+	for range g.Members {
+		levels = append(levels, hold)
 	}
 	c.levelsBuf = levels
 	// The gang's search level for displacement is its lowest class's.

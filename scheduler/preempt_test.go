@@ -127,6 +127,28 @@ func TestUrgencyPreemptsAGangWholeAndNothingElse(t *testing.T) {
 	assert.NotContains(t, got, bystander.ID)
 }
 
+// Urgency takes only jobs of strictly lower priority, and a gang goes
+// whole: so a gang with a member at or above the urgent job's priority is
+// no victim, even through its lower members. Here the gang's
+// armada-preemptible member is below the mid job and its mid member is not:
+// taking the gang would preempt a job of equal priority. The gang's
+// members hold their capacity at its highest member's level, so the mid
+// job finds no room there.
+func TestUrgencyNeverTakesAGangWithAMemberAtOrAboveThePreemptor(t *testing.T) {
+	w := newWorld(t)
+	withMidPreemptible(w)
+	w.cfg.EvictionProbability = 0
+	w.addNodes(1, "10")
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	w.run("A", "4", "node-0", func(j *flotilla.Job) { preemptible(j); inGang("g", 2, "")(j) })
+	w.run("A", "4", "node-0", func(j *flotilla.Job) { midPreemptible(j); inGang("g", 2, "")(j) })
+	w.submit("B", 1, "6", midPreemptible)
+	res := w.schedule()
+	assert.Empty(t, res.Preempted)
+	assert.Empty(t, res.Scheduled)
+}
+
 func TestFairShareSeedExample(t *testing.T) {
 	w := newWorld(t)
 	w.addNodes(2, "32")
