@@ -7,6 +7,7 @@ import (
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/binpack"
 	"github.com/flotilla-sched/flotilla/fairness"
+	"github.com/flotilla-sched/flotilla/gang"
 	"github.com/flotilla-sched/flotilla/preempt"
 )
 
@@ -279,4 +280,90 @@ func (c *cycle) displaceOn(node int, by *flotilla.Job) {
 		}
 		c.displaceUnit(c.order[k], by)
 	}
+}
+
+// placeGangDisplacing places gang g, which found no free capacity, in
+// capacity evicted jobs hold, displacing as displaceFor does for a lone
+// job: it walks the evicted units from the one rescheduled last, releases
+// each one's holds in turn and asks the gang placer again (at evictedLevel,
+// so the gang's own tiers, clusters and uniformity label apply), until the
+// gang fits. The walked units holding capacity on a node the gang then
+// uses are displaced (whole gangs, by the member placed there); the others
+// get their holds back. After displaceWalkBudget units it stops, restoring
+// every hold, and reports not placed: the caller then searches where every
+// hold is free and displaces per node (displaceOn). A placement error
+// (bad input) is returned as from the placer.
+func (c *cycle) placeGangDisplacing(g *gang.Gang, qi int, levels []int) (gang.Placement, error) {
+	for c.orderPos < len(c.order) && !c.isHeld(c.order[c.orderPos]) {
+		c.orderPos++
+	}
+	walked := c.walked[:0]
+	defer func() { c.walked = walked }()
+	hold := func(u int32, release bool) {
+		for _, m := range c.gangOf(u) {
+			if r := &c.run[m]; c.isHeld(m) {
+				if release {
+					c.db.Release(int(r.node), evictedLevel, r.job.Requests)
+				} else {
+					c.db.Hold(int(r.node), evictedLevel, r.job.Requests)
+				}
+			}
+		}
+	}
+	for k := c.orderPos; k < len(c.order) && len(walked) < displaceWalkBudget; k++ {
+		u := c.order[k]
+		if !c.isHeld(u) {
+			continue
+		}
+		walked = append(walked, u)
+		hold(u, true)
+		mark := c.db.Mark()
+		pl, err := c.placer.Place(c.db, g, qi, levels)
+		if err != nil || !pl.Placed {
+			c.db.Rollback(mark)
+			if err != nil {
+				for _, w := range walked {
+					hold(w, false)
+				}
+				return pl, err
+			}
+			continue
+		}
+		for _, w := range walked {
+			by := c.gangMemberOn(g, pl.Nodes, w)
+			if by == nil {
+				hold(w, false)
+				continue
+			}
+			// Its holds are already released: it is displaced.
+			for _, m := range c.gangOf(w) {
+				if c.isHeld(m) {
+					c.held--
+					c.run[m].tried = true
+					c.run[m].by = by
+				}
+			}
+		}
+		return pl, nil
+	}
+	for _, w := range walked {
+		hold(w, false)
+	}
+	return gang.Placement{}, nil
+}
+
+// gangMemberOn returns the member of gang g placed (at nodes) on a node
+// where evicted unit u holds capacity, or nil.
+func (c *cycle) gangMemberOn(g *gang.Gang, nodes []int, u int32) *flotilla.Job {
+	for _, m := range c.gangOf(u) {
+		if !c.isHeld(m) {
+			continue
+		}
+		for i, n := range nodes {
+			if n == int(c.run[m].node) {
+				return g.Members[i].Job
+			}
+		}
+	}
+	return nil
 }

@@ -581,7 +581,6 @@ func (o *displacementOracle) next(j *flotilla.Job, placed string) (out map[strin
 // armada-preemptible one on node-1 is rescheduled after the mid one on
 // node-0, and a lone job with the same requirements displaces it.
 func TestGangDisplacesTheEvictedJobsRescheduledLast(t *testing.T) {
-	t.Skip("BUG (README known gap): the gang placer picks node-0 by tier and fit, where evicted jobs' holds do not count, and the gang then displaces the mid job there; choosing a gang's nodes by rescheduling order needs a walk in the placer")
 	w := newWorld(t)
 	withMidPreemptible(w)
 	w.addNodes(2, "4")
@@ -648,4 +647,32 @@ func TestDisplacedJobIsOfferedAgainAndLandsElsewhere(t *testing.T) {
 	assert.Equal(t, map[string]string{a.ID: "n2", z.ID: "n0"}, nodes)
 	assert.Equal(t, 1, res.Queues[0].Running)
 	assert.Equal(t, 2, res.Queues[1].Running)
+}
+
+// A gang that needs several nodes walks the evicted units from the one
+// rescheduled last until it fits, and displaces only the walked units on
+// the nodes it uses: the two armada-preemptible evicted jobs go, the mid
+// one (rescheduled before them) stays, whichever nodes tier and fit alone
+// would have picked.
+func TestGangOfTwoDisplacesTheTwoEvictedJobsRescheduledLast(t *testing.T) {
+	w := newWorld(t)
+	withMidPreemptible(w)
+	w.addNodes(3, "4")
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	mid := w.run("A", "4", "node-0", midPreemptible, startedAt(-3*time.Hour))
+	low1 := w.run("A", "4", "node-1", preemptible, startedAt(-2*time.Hour))
+	low2 := w.run("A", "4", "node-2", preemptible, startedAt(-time.Hour))
+	gang := w.submit("B", 2, "4", nonPreemptible, inGang("g", 2, ""))
+	res := w.schedule()
+	require.Len(t, res.Scheduled, 2, "the gang is placed whole")
+	got := map[string]string{}
+	for _, p := range res.Preempted {
+		require.NotNil(t, p.For, p.Job.ID)
+		got[p.Job.ID] = p.For.Gang.ID
+	}
+	assert.Equal(t, map[string]string{low1.ID: "g", low2.ID: "g"}, got, "mid %s is spared", mid.ID)
+	for _, a := range res.Scheduled {
+		assert.NotEqual(t, "node-0", a.Node, "%s", gang[0].ID)
+	}
 }

@@ -102,9 +102,12 @@
 // tiers play no part) what they hold, until some node fits; of the nodes
 // the last job walked made fit, the lowest-numbered is chosen, and the
 // walked jobs on it are displaced, each with its whole gang, wherever its
-// members are. A job or gang placed by urgency, and a gang placed in
-// evicted jobs' capacity, displaces on each node it used the evicted jobs
-// there rescheduled last, until the node's free capacity is not negative.
+// members are. A gang walks the same way, releasing each walked job's
+// holds and asking the gang placer again until the gang fits; the walked
+// jobs on the nodes it then uses are displaced, the others keep their
+// holds. Past 32 walked jobs, and for a job or gang placed by urgency, the
+// placement displaces on each node it used the evicted jobs there
+// rescheduled last, until the node's free capacity is not negative.
 // A displaced job is preempted to fair share; its Preemption.For names the
 // job it made room for, as an urgency victim's does.
 //

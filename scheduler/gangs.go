@@ -62,9 +62,15 @@ func (c *cycle) tryGang(qi int) {
 	level := evictedLevel
 	pl, err := c.placer.Place(c.db, g, qi, levels)
 	if err == nil && !pl.Placed && c.held > 0 {
+		// Evicted jobs' capacity: displace those rescheduled last, as a
+		// lone job does; past the walk's budget, search where every hold
+		// is free and displace per node used.
 		c.db.Rollback(mark)
 		level = lowestClassLevel
-		pl, err = c.placer.PlaceAt(c.db, g, qi, levels, level)
+		if pl, err = c.placeGangDisplacing(g, qi, levels); err == nil && !pl.Placed {
+			c.db.Rollback(mark)
+			pl, err = c.placer.PlaceAt(c.db, g, qi, levels, level)
+		}
 	}
 	displacing := false
 	if err == nil && !pl.Placed && search > lowestClassLevel && c.minPreemptibleLevel < search {
