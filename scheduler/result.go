@@ -63,7 +63,9 @@ type Preemption struct {
 	// new work displaced, that new job (or the gang member placed on the
 	// node). It is nil for an evicted job that did not go back for any
 	// other reason: a gang mate did not, its queue's class limit, or its
-	// node no longer admitting it.
+	// node no longer admitting it. The job named made the decision; it is
+	// not always in Scheduled: a job placed this cycle may itself be
+	// displaced later in the cycle by one of higher priority.
 	For *flotilla.Job
 }
 
