@@ -65,10 +65,26 @@ func (c *cycle) readNext(qs *queueState) (*queue.Entry, bool) {
 
 // invalidQueued checks a job the store handed out, cheaply (Job.Validate
 // allocates nothing for a valid job): a job that is nil, does not validate
-// against the schema, is in another queue, names an unknown class or
-// carries another class's priority gets a ReasonInvalid naming the field
-// and value.
+// against the schema, is in another queue, names an unknown class,
+// carries another class's priority, or does not sort after the queue's
+// last valid job (handed out twice, or out of order: queue.Less is a
+// strict order) gets a ReasonInvalid naming the field and value.
 func (c *cycle) invalidQueued(qi int, e *queue.Entry) (Reason, bool) {
+	why, bad := c.invalidJob(qi, e)
+	if bad {
+		return why, true
+	}
+	qs := &c.queues[qi]
+	if last := qs.lastValid; last != nil && !queue.Less(last, e) {
+		return Reason{Code: ReasonInvalid, Message: flotilla.Errorf(fmt.Sprintf("job %q.id", e.Job.ID), e.Job.ID, flotilla.ErrInconsistent,
+			"handed out after job %q, not in scheduling order (or twice)", last.Job.ID).Error()}, true
+	}
+	qs.lastValid = e
+	return Reason{}, false
+}
+
+// invalidJob is invalidQueued's check of the job itself.
+func (c *cycle) invalidJob(qi int, e *queue.Entry) (Reason, bool) {
 	if e == nil || e.Job == nil {
 		return Reason{Code: ReasonInvalid, Message: "the store handed out an entry without a job"}, true
 	}

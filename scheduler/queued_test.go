@@ -434,3 +434,43 @@ func TestScheduledIsReservedForWhatCanFit(t *testing.T) {
 		assert.LessOrEqual(t, cap(res.Scheduled), want+1, "burst %d", burst)
 	}
 }
+
+// TestQueuedJobHandedOutTwiceIsPlacedOnce: a store must read a queue in
+// scheduling order (queue.Less, a strict order), so an entry that is not
+// after the one before it (the same job again, or out of order) is
+// reported with ReasonInvalid and never placed: one job is never bound
+// twice, whatever the store hands out.
+func TestQueuedJobHandedOutTwiceIsPlacedOnce(t *testing.T) {
+	for _, strategy := range []scheduler.Strategy{scheduler.ProgressiveFilling, scheduler.Lottery} {
+		for _, every := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%v/every=%v", strategy, every), func(t *testing.T) {
+				w := newWorld(t)
+				if strategy == scheduler.Lottery {
+					w.lottery(time.Minute, false)
+				}
+				w.cfg.ReportEveryUnscheduled = every
+				w.addNodes(1, "4")
+				w.addQueue("A", 1)
+				l := newListQueued(w.cfg)
+				e := l.addJob(w.job("A", "1"))
+				l.add("A", e)
+				l.addJob(w.job("A", "1"))
+				s, err := scheduler.New(w.cfg)
+				require.NoError(t, err)
+				snap := w.snapshot()
+				snap.Queued = l
+				res, err := s.Schedule(context.Background(), snap, t0)
+				require.NoError(t, err)
+				ids := map[string]int{}
+				for _, a := range res.Scheduled {
+					ids[a.Job.ID]++
+				}
+				assert.Equal(t, map[string]int{"A-1": 1, "A-2": 1}, ids)
+				bad := groupsOf(res, scheduler.ReasonInvalid)
+				require.Len(t, bad, 1)
+				assert.Equal(t, 1, bad[0].Count)
+				assert.Contains(t, bad[0].Reason.Message, `"A-1"`)
+			})
+		}
+	}
+}
