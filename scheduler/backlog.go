@@ -190,15 +190,19 @@ func (c *cycle) finishFailed(qi int) bool {
 		n   int
 	}
 	var rems []remainder
-	total := 0
+	total, unfailed := 0, false
 	c.queued.SchedulingKeys(qs.q.Name, func(k uint64, n int) bool {
 		if r := n - qs.keyPulled[k]; r > 0 {
+			if _, failed := c.failed[k]; !failed {
+				unfailed = true // the store changed since the first call
+				return false
+			}
 			rems = append(rems, remainder{k, r})
 			total += r
 		}
 		return true
 	})
-	if total != rest {
+	if unfailed || total != rest {
 		qs.shortcut = false // the store's counts disagree with its jobs
 		return false
 	}

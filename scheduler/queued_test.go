@@ -362,6 +362,49 @@ func TestQueueWhoseRemainingJobsAllFailedIsFinishedWithoutReading(t *testing.T) 
 	}
 }
 
+// shiftingKeys is a *queue.Store behind the Queued seam whose jobs not
+// yet read change scheduling key (to key^1) between one SchedulingKeys
+// call and the next: a store that changes under the cycle.
+type shiftingKeys struct {
+	countingStore
+	calls int
+}
+
+func (s *shiftingKeys) SchedulingKeys(q string, fn func(uint64, int) bool) {
+	s.calls++
+	s.Store.SchedulingKeys(q, func(k uint64, n int) bool {
+		if s.calls%2 == 1 || n <= s.read {
+			return fn(k, n)
+		}
+		return fn(k, s.read) && fn(k^1, n-s.read)
+	})
+}
+
+// TestEarlyFinishCountsOnlyKeysThatFailed: a queue is finished early only
+// with keys that failed this cycle, each with its cached reason; a store
+// whose key counts change between calls gets its queue read on, never a
+// group without a reason code.
+func TestEarlyFinishCountsOnlyKeysThatFailed(t *testing.T) {
+	w := newWorld(t)
+	w.cfg.ReportEveryUnscheduled = false
+	w.addNodes(1, "4")
+	w.addQueue("A", 1)
+	w.submit("A", 300, "8")
+	s, err := scheduler.New(w.cfg)
+	require.NoError(t, err)
+	snap := w.snapshot()
+	snap.Queued = &shiftingKeys{countingStore: countingStore{Store: w.store}}
+	res, err := s.Schedule(context.Background(), snap, t0)
+	require.NoError(t, err)
+	total := 0
+	for _, g := range res.Unscheduled {
+		assert.Equal(t, scheduler.ReasonNeverFits, g.Reason.Code, "group %x", g.Key)
+		assert.Equal(t, queue.SchedulingKey(w.store.JobSet("A", "")[0], 30000), g.Key)
+		total += g.Count
+	}
+	assert.Equal(t, 300, total)
+}
+
 // ExampleQueued puts a store behind the seam: a *queue.Store wrapped to
 // count what the cycle reads. A queue of 10,000 jobs on a 4-core node is
 // read only as far as the cycle can use it (a first batch of 64, and one
