@@ -107,8 +107,9 @@ const (
 	ReasonGangUnsupported
 	// ReasonInvalid: the job the Queued store handed out is not a valid
 	// job for this configuration (nil, requests of the wrong length or
-	// negative, an unknown class, the wrong queue or class priority); the
-	// message names the field and value. It is never placed.
+	// negative, an unknown class, the wrong queue or class priority, or
+	// handed out out of scheduling order or twice); the message names the
+	// field and value. It is never placed.
 	ReasonInvalid
 )
 
