@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -403,6 +404,38 @@ func TestEarlyFinishCountsOnlyKeysThatFailed(t *testing.T) {
 		total += g.Count
 	}
 	assert.Equal(t, 300, total)
+}
+
+// overcounting is a *queue.Store behind the Queued seam whose Stats claim
+// jobs beyond any count.
+type overcounting struct{ *queue.Store }
+
+func (o overcounting) Stats(q string) queue.Stats {
+	st := o.Store.Stats(q)
+	st.Jobs = math.MaxInt
+	return st
+}
+
+// TestQueuedCountsPastTheIntRangeNeverPanic: counts a store misstates, even
+// summing past the int range over queues, never panic the cycle (the
+// eviction pass summed them to size a buffer: a negative size panicked).
+func TestQueuedCountsPastTheIntRangeNeverPanic(t *testing.T) {
+	w := newWorld(t)
+	w.cfg.ReportEveryUnscheduled = false
+	w.addNodes(1, "4")
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	for range 4 {
+		w.running = append(w.running, scheduler.Running{Job: w.job("A", "1", func(j *flotilla.Job) { j.PriorityClass = flotilla.ArmadaPreemptible }),
+			Node: "node-0", Start: t0})
+	}
+	w.submit("A", 2, "1")
+	w.submit("B", 2, "1")
+	s, err := scheduler.New(w.cfg)
+	require.NoError(t, err)
+	snap := w.snapshot()
+	snap.Queued = overcounting{w.store}
+	require.NotPanics(t, func() { _, err = s.Schedule(context.Background(), snap, t0) })
 }
 
 // ExampleQueued puts a store behind the seam: a *queue.Store wrapped to
