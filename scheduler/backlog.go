@@ -170,13 +170,16 @@ func (c *cycle) finishFailed(qi int) bool {
 		return false
 	}
 	qs.flushRun()
+	// Every key is visited, not only up to the first live one: the next
+	// check, and so the point where the queue is finished, must not depend
+	// on the order the store walks its keys (map order for *queue.Store),
+	// or neither would the examples read.
 	keys, live := 0, false
 	c.queued.SchedulingKeys(qs.q.Name, func(k uint64, n int) bool {
 		keys++
 		if n > qs.keyPulled[k] {
 			if _, failed := c.failed[k]; !failed {
 				live = true
-				return false
 			}
 		}
 		return true

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -436,6 +437,41 @@ func TestQueuedCountsPastTheIntRangeNeverPanic(t *testing.T) {
 	snap := w.snapshot()
 	snap.Queued = overcounting{w.store}
 	require.NotPanics(t, func() { _, err = s.Schedule(context.Background(), snap, t0) })
+}
+
+// TestEarlyFinishIsDeterministic: when a queue is finished early does not
+// depend on the order a store walks its scheduling keys (Go map order for
+// *queue.Store), so the same snapshot gives the same groups, examples
+// included, every time.
+func TestEarlyFinishIsDeterministic(t *testing.T) {
+	w := newWorld(t)
+	w.cfg.ReportEveryUnscheduled = false
+	w.addNodes(1, "4")
+	w.addQueue("A", 1)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 3000 {
+		cpu := fmt.Sprint(5 + rng.IntN(300))
+		if i < 5 {
+			cpu = "1"
+		}
+		w.submit("A", 1, cpu)
+	}
+	var first string
+	for run := range 20 {
+		res := w.schedule()
+		got := fmt.Sprint(res.Scheduled, res.NotExamined)
+		for _, g := range res.Unscheduled {
+			got += fmt.Sprintf("\n%s %x %s %d", g.Queue, g.Key, g.Reason.Code, g.Count)
+			for _, j := range g.Examples {
+				got += " " + j.ID
+			}
+		}
+		if run == 0 {
+			first = got
+			continue
+		}
+		require.Equal(t, first, got, "run %d", run)
+	}
 }
 
 // ExampleQueued puts a store behind the seam: a *queue.Store wrapped to
