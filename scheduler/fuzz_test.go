@@ -194,7 +194,7 @@ func buildFuzzWorld(data []byte) *fuzzWorld {
 	}
 	if f.intn(4) == 0 {
 		w.lies = &lyingQueued{listQueued: list, jobs: f.intn(5) - 2, gangJobs: f.intn(3) - 1,
-			keys: f.intn(3) - 1, failAfter: f.intn(6) - 1, twice: f.bit()}
+			keys: f.intn(3) - 1, failAfter: f.intn(6) - 1, twice: f.bit(), overread: f.intn(3) - 1, nilReader: f.intn(8) == 0}
 		w.snap.Queued = w.lies
 		return w
 	}
@@ -203,13 +203,16 @@ func buildFuzzWorld(data []byte) *fuzzWorld {
 }
 
 // lyingQueued is a listQueued that misstates Stats and SchedulingKeys
-// counts by fixed amounts, hands out its first entry twice, or fails
-// reading after a number of reads.
+// counts and the counts Read returns by fixed amounts, hands out its first
+// entry twice, returns a nil reader, or fails reading after a number of
+// reads.
 type lyingQueued struct {
 	*listQueued
 	jobs, gangJobs, keys int
 	failAfter            int // reads before every read fails; < 0 never
 	twice                bool
+	overread             int  // added to the count Read returns
+	nilReader            bool // Open returns a nil reader
 	reads                int
 }
 
@@ -232,6 +235,9 @@ func (l *lyingQueued) SchedulingKeys(q string, fn func(uint64, int) bool) {
 }
 
 func (l *lyingQueued) Open(q string) (queue.EntryReader, error) {
+	if l.nilReader {
+		return nil, nil
+	}
 	es := l.queues[q]
 	if l.twice && len(es) > 0 {
 		es = append([]*queue.Entry{es[0]}, es...)
@@ -251,7 +257,7 @@ func (r *lyingReader) Read(dst []*queue.Entry) (int, error) {
 	r.l.reads++
 	n := copy(dst, r.entries)
 	r.entries = r.entries[n:]
-	return n, nil
+	return n + r.l.overread, nil
 }
 
 // check returns the first broken invariant of a successful Schedule.
