@@ -614,7 +614,7 @@ func TestStoreProperty(t *testing.T) {
 	).Map(func(v []any) jobSpec {
 		return jobSpec{v[0].(int), v[1].(int), v[2].(int), v[3].(uint32), v[4].(int), v[5].(uint16)}
 	})
-	props.Property("Cursor yields the jobs sorted by Less, through Add, Remove and RemoveJobSet", prop.ForAll(
+	props.Property("Cursor yields the jobs sorted by Less, and Stats and SchedulingKeys count them, through Add, Remove, RemoveJobSet and adding back", prop.ForAll(
 		func(specs []jobSpec, removals []int, readd int, dropSet jobSpec) bool {
 			s, err := New(testSchema, testClasses(), flotilla.ArmadaDefault)
 			if err != nil {
@@ -675,6 +675,16 @@ func TestStoreProperty(t *testing.T) {
 			}
 			for _, j := range want {
 				delete(live, j.ID)
+			}
+			if !consistent(s, live) {
+				return false
+			}
+			// The set's jobs come back: counts, keys and demand with them.
+			for _, j := range want {
+				if s.Add(j) != nil {
+					return false
+				}
+				live[j.ID] = j
 			}
 			return consistent(s, live)
 		},

@@ -65,10 +65,26 @@ func (c *cycle) readNext(qs *queueState) (*queue.Entry, bool) {
 
 // invalidQueued checks a job the store handed out, cheaply (Job.Validate
 // allocates nothing for a valid job): a job that is nil, does not validate
-// against the schema, is in another queue, names an unknown class or
-// carries another class's priority gets a ReasonInvalid naming the field
-// and value.
+// against the schema, is in another queue, names an unknown class,
+// carries another class's priority, or does not sort after the queue's
+// last valid job (handed out twice, or out of order: queue.Less is a
+// strict order) gets a ReasonInvalid naming the field and value.
 func (c *cycle) invalidQueued(qi int, e *queue.Entry) (Reason, bool) {
+	why, bad := c.invalidJob(qi, e)
+	if bad {
+		return why, true
+	}
+	qs := &c.queues[qi]
+	if last := qs.lastValid; last != nil && !queue.Less(last, e) {
+		return Reason{Code: ReasonInvalid, Message: flotilla.Errorf(fmt.Sprintf("job %q.id", e.Job.ID), e.Job.ID, flotilla.ErrInconsistent,
+			"handed out after job %q, not in scheduling order (or twice)", last.Job.ID).Error()}, true
+	}
+	qs.lastValid = e
+	return Reason{}, false
+}
+
+// invalidJob is invalidQueued's check of the job itself.
+func (c *cycle) invalidJob(qi int, e *queue.Entry) (Reason, bool) {
 	if e == nil || e.Job == nil {
 		return Reason{Code: ReasonInvalid, Message: "the store handed out an entry without a job"}, true
 	}
@@ -154,13 +170,16 @@ func (c *cycle) finishFailed(qi int) bool {
 		return false
 	}
 	qs.flushRun()
+	// Every key is visited, not only up to the first live one: the next
+	// check, and so the point where the queue is finished, must not depend
+	// on the order the store walks its keys (map order for *queue.Store),
+	// or neither would the examples read.
 	keys, live := 0, false
 	c.queued.SchedulingKeys(qs.q.Name, func(k uint64, n int) bool {
 		keys++
 		if n > qs.keyPulled[k] {
 			if _, failed := c.failed[k]; !failed {
 				live = true
-				return false
 			}
 		}
 		return true
@@ -174,15 +193,19 @@ func (c *cycle) finishFailed(qi int) bool {
 		n   int
 	}
 	var rems []remainder
-	total := 0
+	total, unfailed := 0, false
 	c.queued.SchedulingKeys(qs.q.Name, func(k uint64, n int) bool {
 		if r := n - qs.keyPulled[k]; r > 0 {
+			if _, failed := c.failed[k]; !failed {
+				unfailed = true // the store changed since the first call
+				return false
+			}
 			rems = append(rems, remainder{k, r})
 			total += r
 		}
 		return true
 	})
-	if total != rest {
+	if unfailed || total != rest {
 		qs.shortcut = false // the store's counts disagree with its jobs
 		return false
 	}

@@ -80,6 +80,9 @@ type queueState struct {
 	bufPos, bufLen int
 	read           int // entries read from the store
 	readDone       bool
+	// lastValid is the last entry read that passed invalidQueued: the
+	// next must sort after it (queue.Less), so no job is taken twice.
+	lastValid *queue.Entry
 	// storedGang counts the queue's stored gang members, gangPulled those
 	// pulled; keyPulled counts pulled lone jobs per scheduling key (the
 	// current run of equal keys, runKey × runLen, not yet added), so that

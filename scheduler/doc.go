@@ -49,9 +49,10 @@
 // per-class cap, and no limit about to refuse it), the queue is finished
 // without reading on, its remainder counted per key with the cached reason.
 // Jobs read from the store are checked cheaply (Job.Validate's
-// allocation-free path, queue, class and class priority): a job the store
-// should not have handed out is reported with ReasonInvalid and never
-// placed. An error reading the store fails the cycle.
+// allocation-free path, queue, class and class priority, and that each
+// sorts after the queue's last valid job, so none is taken twice): a job
+// the store should not have handed out is reported with ReasonInvalid and
+// never placed. An error reading the store fails the cycle.
 //
 // # Reporting
 //

@@ -117,11 +117,13 @@ func (c *cycle) evictForFairShare() {
 	}
 	// The fill adds its preemptible placements to run: room for as many
 	// again as are running, or as are queued if fewer, saves regrowing it.
+	// (Capped as it is summed: a store's counts are not trusted not to
+	// overflow.)
 	queued := 0
 	for qi := range c.queues {
-		queued += c.queues[qi].queuedLen
+		queued = min(queued+min(c.queues[qi].queuedLen, len(c.run)), len(c.run))
 	}
-	c.run = slices.Grow(c.run, min(queued, len(c.run)))
+	c.run = slices.Grow(c.run, queued)
 	rng := rand.New(rand.NewPCG(c.snap.Seed, 0xf1a7111a))
 	for n := range c.nodeRun {
 		// Draw for every node, so that one node's draw does not depend on

@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -38,6 +39,7 @@ type fuzzWorld struct {
 	snap   *scheduler.Snapshot
 	queued map[string]int // per queue, entries the store holds
 	valid  map[*flotilla.Job]bool
+	lies   *lyingQueued // the Queued, when it misstates counts (nothing adds up then)
 }
 
 var fuzzClasses = []flotilla.PriorityClass{
@@ -170,10 +172,92 @@ func buildFuzzWorld(data []byte) *fuzzWorld {
 	}
 	if useStore {
 		w.snap.Queued = store
-	} else {
-		w.snap.Queued = list
+		return w
 	}
+	// A list hands out its entries in queue order, except one time in
+	// four (out-of-order entries are reported invalid); a lying list
+	// misstates its counts or fails part way.
+	if f.intn(4) != 0 {
+		for _, es := range list.queues {
+			slices.SortStableFunc(es, func(a, b *queue.Entry) int {
+				switch {
+				case a == nil || a.Job == nil || b == nil || b.Job == nil:
+					return 0
+				case queue.Less(a, b):
+					return -1
+				case queue.Less(b, a):
+					return 1
+				}
+				return 0
+			})
+		}
+	}
+	if f.intn(4) == 0 {
+		w.lies = &lyingQueued{listQueued: list, jobs: f.intn(5) - 2, gangJobs: f.intn(3) - 1,
+			keys: f.intn(3) - 1, failAfter: f.intn(6) - 1, twice: f.bit(), overread: f.intn(3) - 1, nilReader: f.intn(8) == 0}
+		w.snap.Queued = w.lies
+		return w
+	}
+	w.snap.Queued = list
 	return w
+}
+
+// lyingQueued is a listQueued that misstates Stats and SchedulingKeys
+// counts and the counts Read returns by fixed amounts, hands out its first
+// entry twice, returns a nil reader, or fails reading after a number of
+// reads.
+type lyingQueued struct {
+	*listQueued
+	jobs, gangJobs, keys int
+	failAfter            int // reads before every read fails; < 0 never
+	twice                bool
+	overread             int  // added to the count Read returns
+	nilReader            bool // Open returns a nil reader
+	reads                int
+}
+
+func (l *lyingQueued) Stats(q string) queue.Stats {
+	st := l.listQueued.Stats(q)
+	st.Jobs += l.jobs
+	st.GangJobs += l.gangJobs
+	return st
+}
+
+func (l *lyingQueued) SchedulingKeys(q string, fn func(uint64, int) bool) {
+	first := true
+	l.listQueued.SchedulingKeys(q, func(k uint64, n int) bool {
+		if first {
+			n += l.keys
+			first = false
+		}
+		return fn(k, n)
+	})
+}
+
+func (l *lyingQueued) Open(q string) (queue.EntryReader, error) {
+	if l.nilReader {
+		return nil, nil
+	}
+	es := l.queues[q]
+	if l.twice && len(es) > 0 {
+		es = append([]*queue.Entry{es[0]}, es...)
+	}
+	return &lyingReader{l: l, entries: es}, nil
+}
+
+type lyingReader struct {
+	l       *lyingQueued
+	entries []*queue.Entry
+}
+
+func (r *lyingReader) Read(dst []*queue.Entry) (int, error) {
+	if r.l.failAfter >= 0 && r.l.reads >= r.l.failAfter {
+		return 0, fmt.Errorf("read %d fails", r.l.reads)
+	}
+	r.l.reads++
+	n := copy(dst, r.entries)
+	r.entries = r.entries[n:]
+	return n + r.l.overread, nil
 }
 
 // check returns the first broken invariant of a successful Schedule.
@@ -227,7 +311,7 @@ func (w *fuzzWorld) check(res *scheduler.Result) string {
 		all = append(all, placed{a.Job, a.Node})
 	}
 	for _, u := range res.UnscheduledJobs {
-		if u.Job != nil && scheduled[u.Job] {
+		if u.Job != nil && scheduled[u.Job] && !(w.lies.repeats() && u.Reason.Code == scheduler.ReasonInvalid) {
 			return fmt.Sprintf("%s both scheduled and unscheduled", u.Job.ID)
 		}
 	}
@@ -236,7 +320,8 @@ func (w *fuzzWorld) check(res *scheduler.Result) string {
 			return fmt.Sprintf("group %s/%s count %d", g.Queue, g.Reason.Code, g.Count)
 		}
 		for _, j := range g.Examples {
-			if scheduled[j] {
+			// A job handed out twice is reported invalid the second time.
+			if scheduled[j] && !(w.lies.repeats() && g.Reason.Code == scheduler.ReasonInvalid) {
 				return fmt.Sprintf("%s both scheduled and an unscheduled example", j.ID)
 			}
 		}
@@ -246,8 +331,20 @@ func (w *fuzzWorld) check(res *scheduler.Result) string {
 		reported[r.Queue] += r.Count
 	}
 	for _, q := range w.snap.Queues {
-		if reported[q.Name] != w.queued[q.Name] {
+		if w.lies == nil && reported[q.Name] != w.queued[q.Name] {
 			return fmt.Sprintf("queue %s: %d queued, %d reported", q.Name, w.queued[q.Name], reported[q.Name])
+		}
+	}
+	// Gangs are placed whole.
+	gangs := map[string]int{}
+	for _, a := range res.Scheduled {
+		if a.Job.IsGang() {
+			gangs[a.Job.Gang.ID]++
+		}
+	}
+	for _, a := range res.Scheduled {
+		if a.Job.IsGang() && gangs[a.Job.Gang.ID] != a.Job.Gang.Cardinality {
+			return fmt.Sprintf("gang %s: %d of %d members placed", a.Job.Gang.ID, gangs[a.Job.Gang.ID], a.Job.Gang.Cardinality)
 		}
 	}
 	// A gang with a non-preemptible member holds its capacity at every
@@ -303,3 +400,8 @@ func FuzzSchedule(f *testing.F) {
 		}
 	})
 }
+
+// repeats reports whether l may hand out an entry a second time (its first
+// entry twice, or stale entries of its buffer past what it copied): the
+// second time is reported invalid, so the job may also be placed.
+func (l *lyingQueued) repeats() bool { return l != nil && (l.twice || l.overread > 0) }

@@ -31,9 +31,10 @@ import (
 // Everything else is trusted to be consistent (Stats counts the jobs Read
 // yields, SchedulingKeys counts their keys), though Schedule checks each
 // job it reads: a job that is nil, does not validate against the schema,
-// names a class the configuration lacks, sits in the wrong queue or
-// carries the wrong class priority is reported with ReasonInvalid and
-// never placed.
+// names a class the configuration lacks, sits in the wrong queue,
+// carries the wrong class priority, or does not sort after the queue's
+// last valid job (handed out twice, or out of order) is reported with
+// ReasonInvalid and never placed.
 type Queued interface {
 	// PriorityClasses are the classes the store orders jobs by; each must
 	// be among the Config's, with the same priority (Schedule checks once,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -362,6 +364,116 @@ func TestQueueWhoseRemainingJobsAllFailedIsFinishedWithoutReading(t *testing.T) 
 	}
 }
 
+// shiftingKeys is a *queue.Store behind the Queued seam whose jobs not
+// yet read change scheduling key (to key^1) between one SchedulingKeys
+// call and the next: a store that changes under the cycle.
+type shiftingKeys struct {
+	countingStore
+	calls int
+}
+
+func (s *shiftingKeys) SchedulingKeys(q string, fn func(uint64, int) bool) {
+	s.calls++
+	s.Store.SchedulingKeys(q, func(k uint64, n int) bool {
+		if s.calls%2 == 1 || n <= s.read {
+			return fn(k, n)
+		}
+		return fn(k, s.read) && fn(k^1, n-s.read)
+	})
+}
+
+// TestEarlyFinishCountsOnlyKeysThatFailed: a queue is finished early only
+// with keys that failed this cycle, each with its cached reason; a store
+// whose key counts change between calls gets its queue read on, never a
+// group without a reason code.
+func TestEarlyFinishCountsOnlyKeysThatFailed(t *testing.T) {
+	w := newWorld(t)
+	w.cfg.ReportEveryUnscheduled = false
+	w.addNodes(1, "4")
+	w.addQueue("A", 1)
+	w.submit("A", 300, "8")
+	s, err := scheduler.New(w.cfg)
+	require.NoError(t, err)
+	snap := w.snapshot()
+	snap.Queued = &shiftingKeys{countingStore: countingStore{Store: w.store}}
+	res, err := s.Schedule(context.Background(), snap, t0)
+	require.NoError(t, err)
+	total := 0
+	for _, g := range res.Unscheduled {
+		assert.Equal(t, scheduler.ReasonNeverFits, g.Reason.Code, "group %x", g.Key)
+		assert.Equal(t, queue.SchedulingKey(w.store.JobSet("A", "")[0], 30000), g.Key)
+		total += g.Count
+	}
+	assert.Equal(t, 300, total)
+}
+
+// overcounting is a *queue.Store behind the Queued seam whose Stats claim
+// jobs beyond any count.
+type overcounting struct{ *queue.Store }
+
+func (o overcounting) Stats(q string) queue.Stats {
+	st := o.Store.Stats(q)
+	st.Jobs = math.MaxInt
+	return st
+}
+
+// TestQueuedCountsPastTheIntRangeNeverPanic: counts a store misstates, even
+// summing past the int range over queues, never panic the cycle (the
+// eviction pass summed them to size a buffer: a negative size panicked).
+func TestQueuedCountsPastTheIntRangeNeverPanic(t *testing.T) {
+	w := newWorld(t)
+	w.cfg.ReportEveryUnscheduled = false
+	w.addNodes(1, "4")
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	for range 4 {
+		w.running = append(w.running, scheduler.Running{Job: w.job("A", "1", func(j *flotilla.Job) { j.PriorityClass = flotilla.ArmadaPreemptible }),
+			Node: "node-0", Start: t0})
+	}
+	w.submit("A", 2, "1")
+	w.submit("B", 2, "1")
+	s, err := scheduler.New(w.cfg)
+	require.NoError(t, err)
+	snap := w.snapshot()
+	snap.Queued = overcounting{w.store}
+	require.NotPanics(t, func() { _, err = s.Schedule(context.Background(), snap, t0) })
+}
+
+// TestEarlyFinishIsDeterministic: when a queue is finished early does not
+// depend on the order a store walks its scheduling keys (Go map order for
+// *queue.Store), so the same snapshot gives the same groups, examples
+// included, every time.
+func TestEarlyFinishIsDeterministic(t *testing.T) {
+	w := newWorld(t)
+	w.cfg.ReportEveryUnscheduled = false
+	w.addNodes(1, "4")
+	w.addQueue("A", 1)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 3000 {
+		cpu := fmt.Sprint(5 + rng.IntN(300))
+		if i < 5 {
+			cpu = "1"
+		}
+		w.submit("A", 1, cpu)
+	}
+	var first string
+	for run := range 20 {
+		res := w.schedule()
+		got := fmt.Sprint(res.Scheduled, res.NotExamined)
+		for _, g := range res.Unscheduled {
+			got += fmt.Sprintf("\n%s %x %s %d", g.Queue, g.Key, g.Reason.Code, g.Count)
+			for _, j := range g.Examples {
+				got += " " + j.ID
+			}
+		}
+		if run == 0 {
+			first = got
+			continue
+		}
+		require.Equal(t, first, got, "run %d", run)
+	}
+}
+
 // ExampleQueued puts a store behind the seam: a *queue.Store wrapped to
 // count what the cycle reads. A queue of 10,000 jobs on a 4-core node is
 // read only as far as the cycle can use it (a first batch of 64, and one
@@ -479,4 +591,44 @@ func TestStoreOrderingByAClassTheConfigLacksIsRefused(t *testing.T) {
 	_, err = s.Schedule(context.Background(), snap, t0)
 	require.ErrorIs(t, err, flotilla.ErrUnknownName, "a store ordering by a class the config lacks is refused")
 	assert.Contains(t, err.Error(), `"other"`)
+}
+
+// TestQueuedJobHandedOutTwiceIsPlacedOnce: a store must read a queue in
+// scheduling order (queue.Less, a strict order), so an entry that is not
+// after the one before it (the same job again, or out of order) is
+// reported with ReasonInvalid and never placed: one job is never bound
+// twice, whatever the store hands out.
+func TestQueuedJobHandedOutTwiceIsPlacedOnce(t *testing.T) {
+	for _, strategy := range []scheduler.Strategy{scheduler.ProgressiveFilling, scheduler.Lottery} {
+		for _, every := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%v/every=%v", strategy, every), func(t *testing.T) {
+				w := newWorld(t)
+				if strategy == scheduler.Lottery {
+					w.lottery(time.Minute, false)
+				}
+				w.cfg.ReportEveryUnscheduled = every
+				w.addNodes(1, "4")
+				w.addQueue("A", 1)
+				l := newListQueued(w.cfg)
+				e := l.addJob(w.job("A", "1"))
+				l.add("A", e)
+				l.addJob(w.job("A", "1"))
+				s, err := scheduler.New(w.cfg)
+				require.NoError(t, err)
+				snap := w.snapshot()
+				snap.Queued = l
+				res, err := s.Schedule(context.Background(), snap, t0)
+				require.NoError(t, err)
+				ids := map[string]int{}
+				for _, a := range res.Scheduled {
+					ids[a.Job.ID]++
+				}
+				assert.Equal(t, map[string]int{"A-1": 1, "A-2": 1}, ids)
+				bad := groupsOf(res, scheduler.ReasonInvalid)
+				require.Len(t, bad, 1)
+				assert.Equal(t, 1, bad[0].Count)
+				assert.Contains(t, bad[0].Reason.Message, `"A-1"`)
+			})
+		}
+	}
 }

@@ -18,7 +18,8 @@ type Result struct {
 	// order each group's first job was met. Counts add up to every such
 	// job; a queue whose remaining jobs all have requirements that already
 	// failed this cycle is counted without being read (see
-	// Config.ReportEveryUnscheduled).
+	// Config.ReportEveryUnscheduled), and the groups that opens, whose
+	// jobs were never met, follow in key order.
 	Unscheduled []UnscheduledGroup
 	// UnscheduledJobs lists the same jobs one by one, in the order they
 	// were examined; only with Config.ReportEveryUnscheduled, nil otherwise.
@@ -109,8 +110,9 @@ const (
 	ReasonGangUnsupported
 	// ReasonInvalid: the job the Queued store handed out is not a valid
 	// job for this configuration (nil, requests of the wrong length or
-	// negative, an unknown class, the wrong queue or class priority); the
-	// message names the field and value. It is never placed.
+	// negative, an unknown class, the wrong queue or class priority, or
+	// handed out out of scheduling order or twice); the message names the
+	// field and value. It is never placed.
 	ReasonInvalid
 )
 
