@@ -277,9 +277,7 @@ func (c *cycle) leasePlace(qi int, e *queue.Entry) bool {
 	qs.scheduled++
 	qs.tokens--
 	c.globalTokens--
-	ri := c.addRun(j, c.now, node, qi, ci, stNew)
-	c.run[ri].sched = int32(len(c.res.Scheduled))
-	c.run[ri].entry = *e
+	// The lottery never preempts, so its placements need no run record.
 	c.res.Scheduled = append(c.res.Scheduled, Assignment{Job: j, Node: c.db.Node(node).Name})
 	return true
 }
