@@ -43,3 +43,37 @@ func Errorf(field, value string, err error, detailFormat string, args ...any) *F
 	}
 	return &FieldError{Field: field, Value: value, Err: fmt.Errorf("%w: "+detailFormat, append([]any{err}, args...)...)}
 }
+
+// Problems lists the problems inside err: the leaves of an errors.Join tree
+// (joins nested in joins included), in order; err itself when it joins
+// nothing; nil for nil. Validators report every problem at once as a join,
+// and this is how a caller walks them.
+func Problems(err error) []error {
+	if err == nil {
+		return nil
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, Problems(e)...)
+	}
+	return out
+}
+
+// RenameFields returns the problems of err (see Problems), flat in one
+// errors.Join, with the Field of each *FieldError among them replaced by
+// rename(Field); class (errors.Is) and value are kept, and other problems
+// pass unchanged. A caller that validates a part of a larger document uses
+// it to put the part's paths in the document's terms. nil gives nil.
+func RenameFields(err error, rename func(field string) string) error {
+	ps := Problems(err)
+	for i, e := range ps {
+		if fe, ok := e.(*FieldError); ok {
+			ps[i] = &FieldError{Field: rename(fe.Field), Value: fe.Value, Err: fe.Err}
+		}
+	}
+	return errors.Join(ps...)
+}

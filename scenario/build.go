@@ -156,16 +156,7 @@ type builder struct {
 // add records err, flattening errors.Join results so that every problem is
 // one element of the final join.
 func (b *builder) add(err error) {
-	if err == nil {
-		return
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		for _, e := range j.Unwrap() {
-			b.add(e)
-		}
-		return
-	}
-	b.errs = append(b.errs, err)
+	b.errs = append(b.errs, flotilla.Problems(err)...)
 }
 
 func (b *builder) buildSchema() {

@@ -40,19 +40,7 @@ func marshal(t testing.TB, f *File) []byte {
 }
 
 // leaves flattens errors.Join trees.
-func leaves(err error) []error {
-	if err == nil {
-		return nil
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, leaves(e)...)
-		}
-		return out
-	}
-	return []error{err}
-}
+func leaves(err error) []error { return flotilla.Problems(err) }
 
 // requireFieldError asserts that err holds a *flotilla.FieldError for field
 // whose class is sentinel, and returns it.

@@ -148,7 +148,7 @@ func (b *builder) libraryConfig() {
 func asWritten(err error, c *Config) error {
 	ir := c.IndexedResources
 	var out []error
-	for _, e := range flatten(err) {
+	for _, e := range flotilla.Problems(err) {
 		var fe *flotilla.FieldError
 		if errors.As(e, &fe) {
 			var k int
@@ -165,37 +165,10 @@ func asWritten(err error, c *Config) error {
 	return errors.Join(out...)
 }
 
-// flatten lists the problems of an errors.Join tree.
-func flatten(err error) []error {
-	if err == nil {
-		return nil
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, flatten(e)...)
-		}
-		return out
-	}
-	return []error{err}
-}
-
 // addMapped adds every problem of err (an errors.Join of
 // *flotilla.FieldError, or one), with each field rewritten by rename.
 func (b *builder) addMapped(err error, rename func(string) string) {
-	if err == nil {
-		return
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		for _, e := range j.Unwrap() {
-			b.addMapped(e, rename)
-		}
-		return
-	}
-	if fe, ok := err.(*flotilla.FieldError); ok {
-		err = &flotilla.FieldError{Field: rename(fe.Field), Value: fe.Value, Err: fe.Err}
-	}
-	b.add(err)
+	b.add(flotilla.RenameFields(err, rename))
 }
 
 // addRenamed adds the problems of err with the field prefix from (such as

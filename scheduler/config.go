@@ -161,16 +161,7 @@ func (c *Config) defaults() {
 // validate reports every problem in c at once.
 func (c *Config) validate() error {
 	var errs []error
-	add := func(e error) {
-		if e == nil {
-			return
-		}
-		if j, ok := e.(interface{ Unwrap() []error }); ok {
-			errs = append(errs, j.Unwrap()...)
-			return
-		}
-		errs = append(errs, e)
-	}
+	add := func(e error) { errs = append(errs, flotilla.Problems(e)...) }
 	if c.Schema == nil {
 		add(flotilla.Errorf("schema", "<nil>", flotilla.ErrRequired, ""))
 		return errors.Join(errs...)
@@ -276,23 +267,12 @@ func checkFraction(field string, v, hi float64) error {
 // with from to start with to instead, keeping the class (errors.Is) and the
 // value; the result is flat: one element per problem.
 func renamePrefix(err error, from, to string) error {
-	if err == nil {
-		return nil
-	}
-	var in []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		in = j.Unwrap()
-	} else {
-		in = []error{err}
-	}
-	out := make([]error, 0, len(in))
-	for _, e := range in {
-		if fe, ok := e.(*flotilla.FieldError); ok && strings.HasPrefix(fe.Field, from) {
-			e = &flotilla.FieldError{Field: to + strings.TrimPrefix(fe.Field, from), Value: fe.Value, Err: fe.Err}
+	return flotilla.RenameFields(err, func(field string) string {
+		if rest, ok := strings.CutPrefix(field, from); ok {
+			return to + rest
 		}
-		out = append(out, e)
-	}
-	return errors.Join(out...)
+		return field
+	})
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -247,12 +247,7 @@ func prefixFields(err error, prefix, where string) error {
 	if err == nil {
 		return nil
 	}
-	var in []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		in = j.Unwrap()
-	} else {
-		in = []error{err}
-	}
+	in := flotilla.Problems(err)
 	out := make([]error, 0, len(in))
 	for _, e := range in {
 		var fe *flotilla.FieldError

@@ -86,7 +86,7 @@ func Decode(data []byte, v any) error {
 // a problem with the document as a whole (Field RootField), so v was left
 // unchanged and there is nothing more to check.
 func Fatal(err error) bool {
-	for _, e := range leaves(err) {
+	for _, e := range flotilla.Problems(err) {
 		var fe *flotilla.FieldError
 		if !errors.As(e, &fe) || fe.Field == RootField {
 			return true
@@ -105,14 +105,14 @@ func Fatal(err error) bool {
 func Merge(decoded, later error) error {
 	var out []error
 	var paths []string
-	for _, e := range leaves(decoded) {
+	for _, e := range flotilla.Problems(decoded) {
 		out = append(out, e)
 		var fe *flotilla.FieldError
 		if errors.As(e, &fe) && !errors.Is(e, flotilla.ErrDuplicate) {
 			paths = append(paths, fe.Field)
 		}
 	}
-	for _, e := range leaves(later) {
+	for _, e := range flotilla.Problems(later) {
 		var fe *flotilla.FieldError
 		if errors.As(e, &fe) && covered(fe.Field, paths) {
 			continue
@@ -130,21 +130,6 @@ func covered(field string, paths []string) bool {
 		}
 	}
 	return false
-}
-
-// leaves flattens errors.Join trees.
-func leaves(err error) []error {
-	if err == nil {
-		return nil
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, leaves(e)...)
-		}
-		return out
-	}
-	return []error{err}
 }
 
 // checker walks a token stream against a Go type.
