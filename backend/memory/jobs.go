@@ -132,13 +132,20 @@ func (r *jobRec) spec() backend.JobSpec {
 // clientKey names a client id in its queue.
 type clientKey struct{ queue, clientID string }
 
-// checkWrite is Commit's check of w alone, without the lock: every problem
-// of its jobs and events as FieldErrors. It returns each new job's index by
-// id.
-func (b *Backend) checkWrite(w *backend.Write) (map[string]int, error) {
+// scratch is Commit's working memory, kept between calls (under the write
+// lock) so that a Commit allocates little besides what it stores.
+type scratch struct {
+	newIdx    map[string]int
+	clients   map[clientKey]struct{}
+	submitted []bool
+	states    []events.Job
+	evJob     []int32
+}
+
+// checkFields is Commit's check of each job and event of w on its own,
+// without the lock: every problem as a FieldError.
+func (b *Backend) checkFields(w *backend.Write) []error {
 	var errs []error
-	newIdx := make(map[string]int, len(w.Jobs))
-	var clients map[clientKey]bool
 	for i := range w.Jobs {
 		s := &w.Jobs[i]
 		p := func(f string) string { return fmt.Sprintf("jobs[%d].%s", i, f) }
@@ -152,44 +159,33 @@ func (b *Backend) checkWrite(w *backend.Write) (map[string]int, error) {
 		if s.Job.JobSet == "" {
 			errs = append(errs, flotilla.Errorf(p("job.jobSet"), "", flotilla.ErrRequired, ""))
 		}
-		if _, dup := newIdx[s.Job.ID]; dup {
-			errs = append(errs, flotilla.Errorf(p("job.id"), s.Job.ID, backend.ErrDuplicate, "twice in one write"))
-		} else {
-			newIdx[s.Job.ID] = i
+		if s.TerminationGracePeriod < 0 {
+			errs = append(errs, flotilla.Errorf(p("terminationGracePeriod"), s.TerminationGracePeriod.String(), flotilla.ErrNegative, ""))
 		}
-		if s.ClientID != "" {
-			if clients == nil {
-				clients = map[clientKey]bool{}
-			}
-			k := clientKey{s.Job.Queue, s.ClientID}
-			if clients[k] {
-				errs = append(errs, flotilla.Errorf(p("clientId"), s.ClientID, backend.ErrDuplicate, "twice in queue %q in one write", s.Job.Queue))
-			}
-			clients[k] = true
+		if s.ActiveDeadline < 0 {
+			errs = append(errs, flotilla.Errorf(p("activeDeadline"), s.ActiveDeadline.String(), flotilla.ErrNegative, ""))
 		}
-		for _, d := range []struct {
-			f string
-			v time.Duration
-		}{{"terminationGracePeriod", s.TerminationGracePeriod}, {"activeDeadline", s.ActiveDeadline}, {"runtime", s.Runtime}} {
-			if d.v < 0 {
-				errs = append(errs, flotilla.Errorf(p(d.f), d.v.String(), flotilla.ErrNegative, ""))
-			}
+		if s.Runtime < 0 {
+			errs = append(errs, flotilla.Errorf(p("runtime"), s.Runtime.String(), flotilla.ErrNegative, ""))
 		}
 	}
-	submitted := make([]bool, len(w.Jobs))
 	for i := range w.Events {
 		e := &w.Events[i]
 		p := func(f string) string { return fmt.Sprintf("events[%d].%s", i, f) }
-		for _, f := range []struct{ name, v string }{{"queue", e.Queue}, {"jobSet", e.JobSet}, {"job", e.Job}} {
-			if f.v == "" {
-				errs = append(errs, flotilla.Errorf(p(f.name), "", flotilla.ErrRequired, ""))
-			}
+		if e.Queue == "" {
+			errs = append(errs, flotilla.Errorf(p("queue"), "", flotilla.ErrRequired, ""))
+		}
+		if e.JobSet == "" {
+			errs = append(errs, flotilla.Errorf(p("jobSet"), "", flotilla.ErrRequired, ""))
+		}
+		if e.Job == "" {
+			errs = append(errs, flotilla.Errorf(p("job"), "", flotilla.ErrRequired, ""))
 		}
 		if !e.Type.Valid() {
 			errs = append(errs, flotilla.Errorf(p("type"), e.Type.String(), flotilla.ErrMalformed, "not an event type"))
 		}
-		if err := timeProblem(p("time"), e.Time); err != nil {
-			errs = append(errs, err)
+		if !e.Time.IsZero() && (e.Time.Before(minTime) || e.Time.After(maxTime)) {
+			errs = append(errs, timeProblem(p("time"), e.Time))
 		}
 		if e.Attempt < 0 || e.Attempt > math.MaxUint16 {
 			errs = append(errs, flotilla.Errorf(p("attempt"), strconv.Itoa(e.Attempt), flotilla.ErrOutOfRange, "want 0 to %d", math.MaxUint16))
@@ -197,29 +193,69 @@ func (b *Backend) checkWrite(w *backend.Write) (map[string]int, error) {
 		if e.ExitCode < math.MinInt32 || e.ExitCode > math.MaxInt32 {
 			errs = append(errs, flotilla.Errorf(p("exitCode"), strconv.Itoa(e.ExitCode), flotilla.ErrOutOfRange, "want a 32-bit exit code"))
 		}
+	}
+	return errs
+}
+
+// checkPairs is Commit's check of w as a whole, under the write lock: job
+// ids and client ids distinct, every new job with exactly one submitted
+// event and every submitted event with its job, in the same job set. It
+// leaves each new job's index by id in b.scratch.newIdx.
+func (b *Backend) checkPairs(w *backend.Write, errs []error) []error {
+	sc := &b.scratch
+	if sc.newIdx == nil {
+		sc.newIdx, sc.clients = map[string]int{}, map[clientKey]struct{}{}
+	}
+	clear(sc.newIdx)
+	clear(sc.clients)
+	sc.submitted = slices.Grow(sc.submitted[:0], len(w.Jobs))[:len(w.Jobs)]
+	clear(sc.submitted)
+	for i := range w.Jobs {
+		s := &w.Jobs[i]
+		if s.Job == nil {
+			continue
+		}
+		if _, dup := sc.newIdx[s.Job.ID]; dup {
+			errs = append(errs, flotilla.Errorf(fmt.Sprintf("jobs[%d].job.id", i), s.Job.ID, backend.ErrDuplicate, "twice in one write"))
+		} else {
+			sc.newIdx[s.Job.ID] = i
+		}
+		if s.ClientID != "" {
+			k := clientKey{s.Job.Queue, s.ClientID}
+			if _, dup := sc.clients[k]; dup {
+				errs = append(errs, flotilla.Errorf(fmt.Sprintf("jobs[%d].clientId", i), s.ClientID, backend.ErrDuplicate,
+					"twice in queue %q in one write", s.Job.Queue))
+			}
+			sc.clients[k] = struct{}{}
+		}
+	}
+	for i := range w.Events {
+		e := &w.Events[i]
 		if e.Type != events.Submitted {
 			continue
 		}
-		idx, ok := newIdx[e.Job]
+		idx, ok := sc.newIdx[e.Job]
 		switch {
 		case !ok:
-			errs = append(errs, flotilla.Errorf(p("job"), e.Job, flotilla.ErrInconsistent, "a submitted event needs its job in the write's jobs"))
-		case submitted[idx]:
-			errs = append(errs, flotilla.Errorf(p("job"), e.Job, backend.ErrDuplicate, "a second submitted event"))
+			errs = append(errs, flotilla.Errorf(fmt.Sprintf("events[%d].job", i), e.Job, flotilla.ErrInconsistent,
+				"a submitted event needs its job in the write's jobs"))
+		case sc.submitted[idx]:
+			errs = append(errs, flotilla.Errorf(fmt.Sprintf("events[%d].job", i), e.Job, backend.ErrDuplicate, "a second submitted event"))
 		default:
-			submitted[idx] = true
+			sc.submitted[idx] = true
 			if j := w.Jobs[idx].Job; j.Queue != e.Queue || j.JobSet != e.JobSet {
-				errs = append(errs, flotilla.Errorf(p("jobSet"), e.Queue+"/"+e.JobSet, flotilla.ErrInconsistent,
+				errs = append(errs, flotilla.Errorf(fmt.Sprintf("events[%d].jobSet", i), e.Queue+"/"+e.JobSet, flotilla.ErrInconsistent,
 					"the job is in %s/%s", j.Queue, j.JobSet))
 			}
 		}
 	}
 	for i, s := range w.Jobs {
-		if s.Job != nil && !submitted[i] && newIdx[s.Job.ID] == i {
-			errs = append(errs, flotilla.Errorf(fmt.Sprintf("jobs[%d].job.id", i), s.Job.ID, flotilla.ErrInconsistent, "a new job needs its submitted event in the write"))
+		if s.Job != nil && !sc.submitted[i] && sc.newIdx[s.Job.ID] == i {
+			errs = append(errs, flotilla.Errorf(fmt.Sprintf("jobs[%d].job.id", i), s.Job.ID, flotilla.ErrInconsistent,
+				"a new job needs its submitted event in the write"))
 		}
 	}
-	return newIdx, errors.Join(errs...)
+	return errs
 }
 
 // Commit applies w atomically; see backend.Jobs.
@@ -227,10 +263,7 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 	if w == nil {
 		return nil, flotilla.Errorf("write", "", flotilla.ErrRequired, "nil write")
 	}
-	newIdx, err := b.checkWrite(w)
-	if err != nil {
-		return nil, err
-	}
+	errs := b.checkFields(w)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.ready(ctx); err != nil {
@@ -239,22 +272,36 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 	if w.Fence < b.fence {
 		return nil, flotilla.Errorf("fence", strconv.FormatUint(w.Fence, 10), backend.ErrFenced, "a write with fence %d was applied", b.fence)
 	}
+	if errs = b.checkPairs(w, errs); len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	newIdx := b.scratch.newIdx
 
 	// Check against the stored state, staging each job's state.
-	var errs []error
+	var qs *queueState
+	qsName := ""
 	for i := range w.Jobs {
 		j := w.Jobs[i].Job
 		if _, ok := b.jobs[j.ID]; ok {
 			errs = append(errs, flotilla.Errorf(fmt.Sprintf("jobs[%d].job.id", i), j.ID, backend.ErrDuplicate, "the job is stored already"))
 		}
 		if c := w.Jobs[i].ClientID; c != "" {
-			if qs := b.perQueue[j.Queue]; qs != nil && qs.clients[c] != nil {
+			if qs == nil || qsName != j.Queue {
+				qs, qsName = b.perQueue[j.Queue], j.Queue
+			}
+			if qs != nil && qs.clients[c] != nil {
 				errs = append(errs, flotilla.Errorf(fmt.Sprintf("jobs[%d].clientId", i), c, backend.ErrDuplicate,
 					"used in queue %q by job %q", j.Queue, qs.clients[c].job.ID))
 			}
 		}
 	}
-	states := make([]events.Job, len(w.Jobs))
+	states := slices.Grow(b.scratch.states[:0], len(w.Jobs))[:len(w.Jobs)]
+	clear(states)
+	defer func() { clear(states); b.scratch.states = states[:0] }()
+	// evJob[i] is event i's job: ≥ 0 a new job's index in w.Jobs, < 0
+	// -(k+1) for touchedRecs[k].
+	evJob := slices.Grow(b.scratch.evJob[:0], len(w.Events))[:len(w.Events)]
+	defer func() { b.scratch.evJob = evJob[:0] }()
 	var touched map[*jobRec]int
 	var touchedRecs []*jobRec
 	var touchedStates []events.Job
@@ -270,7 +317,7 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 		}
 		var st *events.Job
 		if idx, ok := newIdx[e.Job]; ok {
-			st = &states[idx]
+			st, evJob[i] = &states[idx], int32(idx)
 		} else if r := b.jobs[e.Job]; r != nil {
 			ti, ok := touched[r]
 			if !ok {
@@ -282,7 +329,7 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 				touchedRecs = append(touchedRecs, r)
 				touchedStates = append(touchedStates, b.state(r))
 			}
-			st = &touchedStates[ti]
+			st, evJob[i] = &touchedStates[ti], -int32(ti)-1
 		} else {
 			errs = append(errs, flotilla.Errorf(fmt.Sprintf("events[%d].job", i), e.Job, backend.ErrNotFound, ""))
 			continue
@@ -330,8 +377,14 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 	for i := range w.Events {
 		e := w.Events[i]
 		set = b.jobSet(set, e.Queue, e.JobSet)
+		var r *jobRec
+		if k := evJob[i]; k >= 0 {
+			r = &slab[k]
+		} else {
+			r = touchedRecs[-k-1]
+		}
 		ev := event{
-			time: encodeTime(e.Time), job: b.jobs[e.Job].index,
+			time: encodeTime(e.Time), job: r.index,
 			cluster: b.intern(e.Cluster), node: b.intern(e.Node),
 			exitCode: int32(e.ExitCode), attempt: uint16(e.Attempt), typ: e.Type, requeued: e.Requeued,
 		}

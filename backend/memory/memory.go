@@ -34,6 +34,7 @@ type Backend struct {
 	strIndex  map[string]uint32
 	executors map[string]backend.Executor
 	usage     map[string]backend.UsageRecord
+	scratch   scratch
 }
 
 // queueState is what a queue's jobs need, kept when the queue's definition
@@ -80,6 +81,9 @@ func (b *Backend) ready(ctx context.Context) error {
 
 // intern returns s's number, adding it. Call with the write lock held.
 func (b *Backend) intern(s string) uint32 {
+	if s == "" {
+		return 0
+	}
 	if i, ok := b.strIndex[s]; ok {
 		return i
 	}
