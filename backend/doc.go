@@ -43,7 +43,10 @@
 // applied and refuses with ErrFenced any write whose Fence is lower, so a
 // deposed leader cannot write once its successor has. Fence 0 is the
 // lowest: unfenced writes (tests, a single process) are accepted until the
-// first fenced write is applied, and refused after it.
+// first fenced write is applied, and refused after it. Only job writes
+// (Jobs.Commit) are fenced: queue definitions are an administrator's, and
+// executor reports and usage are replaced whole by whichever replica
+// writes them last.
 //
 // Every method is safe for concurrent use.
 package backend

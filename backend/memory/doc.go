@@ -8,7 +8,7 @@
 //	log, err := b.Events(ctx, "A", "s1", 1, 100)
 //
 // It is built to be small, because the service keeps it beside its own
-// state: a stored job is one record of about 130 bytes that shares the
+// state: a stored job is one record of 144 bytes that shares the
 // submitted *flotilla.Job (specs are not copied), records are allocated in
 // one block per Commit, and a job set's log is a slice of 32-byte events
 // that name their job by its index in the job set and their cluster and
