@@ -76,3 +76,36 @@ func BenchmarkCommitSubmit1M(b *testing.B) {
 	b.ReportMetric(float64(total)*float64(b.N)/elapsed.Seconds(), "jobs/s")
 	b.ReportMetric(perJob, "B/job")
 }
+
+// BenchmarkLiveJobs1M is the rebuild's read: LiveJobs over 1,000,000
+// queued jobs in 100 job sets, each visited as a backend.Record.
+func BenchmarkLiveJobs1M(b *testing.B) {
+	const total, batch = 1_000_000, 1_000
+	ctx := context.Background()
+	m := memory.New(flotilla.MustResourceSchema("cpu", "memory"))
+	if err := m.CreateQueue(ctx, flotilla.Queue{Name: "A"}); err != nil {
+		b.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	for lo := 0; lo < total; lo += batch {
+		w := &backend.Write{}
+		for i := lo; i < lo+batch; i++ {
+			j := &flotilla.Job{ID: fmt.Sprintf("job-%07d", i), Queue: "A", JobSet: fmt.Sprintf("set-%03d", i/(total/100)),
+				SubmitTime: t0, Requests: flotilla.Resources{1000, 1 << 30}}
+			w.Jobs = append(w.Jobs, backend.JobSpec{Job: j})
+			w.Events = append(w.Events, events.Event{Type: events.Submitted, Queue: "A", JobSet: j.JobSet, Job: j.ID, Time: t0})
+		}
+		if _, err := m.Commit(ctx, w); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		n := 0
+		if err := m.LiveJobs(ctx, func(backend.Record) error { n++; return nil }); err != nil || n != total {
+			b.Fatal(n, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/total, "ns/job")
+}
