@@ -11,11 +11,12 @@
 // Run runs each rule as a subtest named after it, on a fresh backend from
 // newBackend (which must be opened over a schema with the resources of
 // Schema, and be empty); the suite closes it at the end of the subtest.
-// The rules cover queue CRUD and its errors, Commit's atomicity (one bad
-// event or duplicate in a batch of many stores nothing), gap-free sequence
-// numbers per job set, concurrent writers, paging, replay equal to the
-// stored states, LiveJobs, client-id uniqueness, fencing, refused
-// transitions, cancelled contexts, executors, usage and Close.
+// The rules cover queue CRUD and its errors, a queue deleted and created
+// again, Commit's atomicity (one bad event or duplicate in a batch of many
+// stores nothing), gap-free sequence numbers per job set, concurrent
+// writers, paging, replay equal to the stored states, LiveJobs, client-id
+// uniqueness, fencing, refused transitions, cancelled contexts, executors,
+// usage and Close.
 //
 // Run takes any T with the methods of *testing.T it uses (TB), so a test of
 // the suite itself can run it with a recorder that counts failures instead

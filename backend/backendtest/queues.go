@@ -194,3 +194,29 @@ func closedRule(t checker, b backend.Backend) {
 	_, err = b.Events(ctx, "A", "s", 1, 0)
 	wantErr(t, "Events after Close", err, backend.ErrClosed)
 }
+
+func queueCreatedAgain(t checker, b backend.Backend) {
+	ctx := context.Background()
+	mustQueue(t, b, "A")
+	w := submit("A", "s", "j1")
+	w.Jobs[0].ClientID = "c-1"
+	w.Events = append(w.Events, ev("A", "s", "j1", events.Cancelled, 1))
+	mustCommit(t, b, w)
+	if err := b.DeleteQueue(ctx, "A"); err != nil {
+		t.Fatalf("DeleteQueue(A): %v", err)
+	}
+	_, err := b.Commit(ctx, submit("A", "s", "j2"))
+	wantErr(t, "Commit to a deleted queue", err, backend.ErrNotFound)
+	mustQueue(t, b, "A")
+	w = submit("A", "s", "j3")
+	w.Jobs[0].ClientID = "c-1"
+	_, err = b.Commit(ctx, w)
+	wantErr(t, "a client id of the queue's first life", err, backend.ErrDuplicate)
+	out := mustCommit(t, b, submit("A", "s", "j4"))
+	if out[0].Seq != 3 {
+		t.Errorf("the first event after the queue was created again has seq %d, want 3 (the log continues)", out[0].Seq)
+	}
+	if id, err := b.JobByClientID(ctx, "A", "c-1"); err != nil || id != "j1" {
+		t.Errorf("JobByClientID(A, c-1) = %q, %v; want j1", id, err)
+	}
+}

@@ -57,6 +57,7 @@ func rules() []rule {
 		{"UpdateOrDeleteUnknownQueueIsErrNotFound", unknownQueueOps},
 		{"InvalidQueueIsRejectedAndNotStored", invalidQueue},
 		{"DeleteQueueWithLiveJobsIsErrNotEmpty", deleteQueueWithLiveJobs},
+		{"QueueCreatedAgainContinuesItsLogsAndClientIDs", queueCreatedAgain},
 		{"CommitStoresJobsAndTheirEvents", commitStores},
 		{"CommitIsAtomicWhenOneEventIsRefused", commitAtomicRefused},
 		{"CommitIsAtomicWhenOneJobIsADuplicate", commitAtomicDuplicate},
