@@ -357,7 +357,9 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 		set = b.jobSet(set, s.Job.Queue, s.Job.JobSet)
 		r.index = uint32(len(set.jobs))
 		set.jobs = append(set.jobs, r)
-		qs := b.queueState(s.Job.Queue)
+		if qs == nil || qsName != s.Job.Queue {
+			qs, qsName = b.queueState(s.Job.Queue), s.Job.Queue
+		}
 		if s.ClientID != "" {
 			qs.clients[s.ClientID] = r
 		}
