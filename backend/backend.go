@@ -1,0 +1,188 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/events"
+)
+
+// Sentinel errors classify a backend's refusals. A backend wraps them with
+// the field and value concerned (a *flotilla.FieldError where a field is
+// named), so errors.Is finds the class and errors.As the details.
+var (
+	// ErrNotFound: the queue, job or client id named does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrExists: a queue of that name exists already.
+	ErrExists = errors.New("exists already")
+	// ErrNotEmpty: the queue still has live (non-terminal) jobs.
+	ErrNotEmpty = errors.New("has live jobs")
+	// ErrDuplicate: a job id, or a client id in its queue, is already
+	// stored or appears twice in one write.
+	ErrDuplicate = errors.New("is already used")
+	// ErrFenced: the write's fencing token is lower than the highest the
+	// backend has applied; a newer leader has written.
+	ErrFenced = errors.New("fenced off by a newer leader")
+	// ErrOutcomeUnknown: the write may or may not have been applied (the
+	// connection was lost during the commit). Read back before retrying.
+	ErrOutcomeUnknown = errors.New("outcome unknown")
+	// ErrClosed: the backend was closed.
+	ErrClosed = errors.New("backend closed")
+)
+
+// Backend is the whole storage of the service. Open one with the service's
+// *flotilla.ResourceSchema (see memory.New), so that a database can store
+// requests and capacities by resource name. Close releases it; every method
+// called after Close returns ErrClosed.
+type Backend interface {
+	Queues
+	Jobs
+	Executors
+	Usage
+	Close() error
+}
+
+// Queues stores the queue definitions. Queues are validated with
+// flotilla.Queue.Validate; a queue read back is a copy the caller owns.
+type Queues interface {
+	// CreateQueue stores a new queue; ErrExists when the name is taken.
+	CreateQueue(ctx context.Context, q flotilla.Queue) error
+	// UpdateQueue replaces a queue's definition; ErrNotFound when there
+	// is no queue of that name.
+	UpdateQueue(ctx context.Context, q flotilla.Queue) error
+	// DeleteQueue removes a queue's definition: ErrNotFound when there is
+	// none, ErrNotEmpty while it has live jobs. Its jobs, event logs and
+	// client ids are kept, so a queue created again under the same name
+	// continues its logs' sequence numbers and its idempotency.
+	DeleteQueue(ctx context.Context, name string) error
+	// Queue returns one queue; ErrNotFound when there is none.
+	Queue(ctx context.Context, name string) (flotilla.Queue, error)
+	// ListQueues returns every queue, sorted by name.
+	ListQueues(ctx context.Context) ([]flotilla.Queue, error)
+}
+
+// JobSpec is what was submitted for one job; it never changes after
+// submit.
+type JobSpec struct {
+	// Job is the scheduler's view: ID, Queue, JobSet, class, priority,
+	// submit time, dense Requests in the backend's schema, selectors,
+	// tolerations, gang. After Commit the backend may keep this pointer
+	// and hand it out again: neither the caller nor any reader may modify
+	// the Job it points to.
+	Job *flotilla.Job
+	// ClientID makes a submission idempotent: unique per queue when set.
+	ClientID string
+	// TerminationGracePeriod and ActiveDeadline are as the server settled
+	// them (SERVICE.md's submission rules).
+	TerminationGracePeriod, ActiveDeadline time.Duration
+	// Runtime and ExitCode tell the fake executor how the job "runs".
+	Runtime  time.Duration
+	ExitCode int
+}
+
+// Record is a stored job: what was submitted and the state its events left
+// it in.
+type Record struct {
+	Spec  JobSpec
+	State events.Job
+}
+
+// Write is one atomic change of jobs: new jobs and events, stored together
+// or not at all.
+type Write struct {
+	// Jobs are new jobs. Each must come with its submitted event in
+	// Events, and every submitted event with its job here. A job id
+	// already stored, or a (queue, client id) already used, is refused
+	// with ErrDuplicate.
+	Jobs []JobSpec
+	// Events are appended to their job sets' logs in the order given, any
+	// number of job sets in one write. Seq is ignored: the backend gives
+	// each event its log's next sequence number. Each event is applied to
+	// its job's state (as stored, or as the earlier events of this write
+	// left it) with events.Transition; one refusal refuses the write.
+	// Times are stored as instants to the nanosecond and read back in
+	// UTC.
+	Events []events.Event
+	// Fence is the writer's fencing token (see the package doc): a write
+	// whose Fence is lower than the highest Fence of any write applied
+	// before is refused with ErrFenced. An applied write raises the
+	// highest Fence to its own, even when it stores nothing else.
+	Fence uint64
+}
+
+// Jobs stores jobs and their job sets' event logs.
+type Jobs interface {
+	// Commit applies w atomically and returns its events as stored (with
+	// their sequence numbers; the caller owns the slice). Errors: bad
+	// input (a *flotilla.FieldError per problem, joined), an event naming
+	// a queue that does not exist (ErrNotFound), a job or client id
+	// already used (ErrDuplicate), a transition the state machine refuses
+	// (events.ErrRefused), ErrFenced, ErrOutcomeUnknown, ErrClosed, or
+	// the context's error. On every error but ErrOutcomeUnknown nothing
+	// was applied and no sequence number was consumed.
+	Commit(ctx context.Context, w *Write) ([]events.Event, error)
+	// Job returns one job's record; ErrNotFound when there is none.
+	Job(ctx context.Context, id string) (Record, error)
+	// JobByClientID returns the id of the job submitted to queue with
+	// clientID; ErrNotFound when there is none.
+	JobByClientID(ctx context.Context, queue, clientID string) (string, error)
+	// Events returns the events of one job set's log with sequence
+	// numbers from `from` on (0 and 1 both mean the first), at most limit
+	// of them (limit ≤ 0: all), in order. Past the end of the log, or for
+	// a job set with no events yet, it returns none and no error; a queue
+	// that does not exist is ErrNotFound. The caller owns the slice.
+	Events(ctx context.Context, queue, jobSet string, from uint64, limit int) ([]events.Event, error)
+	// LiveJobs calls fn with every job not in a terminal state, in an
+	// order the backend chooses, and stops at fn's first error, which it
+	// returns. Each record is the job's state when it is read; a job
+	// committed during the call may or may not be visited. fn may call
+	// the backend.
+	LiveJobs(ctx context.Context, fn func(Record) error) error
+}
+
+// Executor is one cluster as its executor last reported it.
+type Executor struct {
+	// Cluster names the cluster; every node's Cluster must equal it.
+	Cluster string
+	// Nodes are the cluster's nodes, Total in the backend's schema. The
+	// backend may keep the slice: do not modify it after the call, nor a
+	// slice read back.
+	Nodes []flotilla.Node
+	// Reported is when the executor last reported.
+	Reported time.Time
+}
+
+// Executors stores the clusters' last reports.
+type Executors interface {
+	// PutExecutor stores a cluster's report, replacing the previous one.
+	// Nodes are validated with flotilla.Node.Validate against the schema;
+	// node names must be distinct.
+	PutExecutor(ctx context.Context, e Executor) error
+	// ListExecutors returns every cluster's last report, sorted by
+	// cluster name.
+	ListExecutors(ctx context.Context) ([]Executor, error)
+}
+
+// UsageRecord is the decayed resource × time one key has used: a queue or a
+// flux association, named as the service chooses (an opaque, non-empty
+// key).
+type UsageRecord struct {
+	Key string
+	// Value is resource × seconds per resource of the backend's schema,
+	// decayed up to At; finite and non-negative, schema.Len() entries.
+	Value []float64
+	// At is when Value was computed.
+	At time.Time
+}
+
+// Usage stores usage history.
+type Usage interface {
+	// PutUsage stores every record atomically, each replacing the stored
+	// record of its key. A key appearing twice is ErrDuplicate.
+	PutUsage(ctx context.Context, rs []UsageRecord) error
+	// ListUsage returns every key's record, sorted by key. The caller owns
+	// the slices.
+	ListUsage(ctx context.Context) ([]UsageRecord, error)
+}

@@ -1,0 +1,168 @@
+package backendtest_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/backend/backendtest"
+	"github.com/flotilla-sched/flotilla/backend/memory"
+	"github.com/flotilla-sched/flotilla/events"
+)
+
+// recorder is a backendtest.TB that records failures by rule instead of
+// failing; each subtest runs in its own goroutine, so Fatalf can stop it
+// with runtime.Goexit as testing does.
+type recorder struct {
+	name string
+	log  *failures
+}
+
+type failures struct {
+	mu     sync.Mutex
+	byRule map[string][]string
+}
+
+func newRecorder() *recorder { return &recorder{log: &failures{byRule: map[string][]string{}}} }
+
+func (r *recorder) Helper() {}
+
+func (r *recorder) Errorf(format string, args ...any) {
+	r.log.mu.Lock()
+	defer r.log.mu.Unlock()
+	r.log.byRule[r.name] = append(r.log.byRule[r.name], fmt.Sprintf(format, args...))
+}
+
+func (r *recorder) Fatalf(format string, args ...any) {
+	r.Errorf(format, args...)
+	runtime.Goexit()
+}
+
+func (r *recorder) Run(name string, f func(*recorder)) bool {
+	c := &recorder{name: name, log: r.log}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f(c)
+	}()
+	<-done
+	return len(r.failed(name)) == 0
+}
+
+func (r *recorder) failed(rule string) []string {
+	r.log.mu.Lock()
+	defer r.log.mu.Unlock()
+	return r.log.byRule[rule]
+}
+
+// dropsOneEvent loses the event of sequence number 2 when it reads a log.
+type dropsOneEvent struct{ *memory.Backend }
+
+func (b dropsOneEvent) Events(ctx context.Context, q, s string, from uint64, limit int) ([]events.Event, error) {
+	es, err := b.Backend.Events(ctx, q, s, from, limit)
+	return slices.DeleteFunc(es, func(e events.Event) bool { return e.Seq == 2 }), err
+}
+
+// reordersTwo swaps the first two events it reads.
+type reordersTwo struct{ *memory.Backend }
+
+func (b reordersTwo) Events(ctx context.Context, q, s string, from uint64, limit int) ([]events.Event, error) {
+	es, err := b.Backend.Events(ctx, q, s, from, limit)
+	if len(es) >= 2 {
+		es[0], es[1] = es[1], es[0]
+	}
+	return es, err
+}
+
+// skipsASequenceNumber numbers every log 1, 3, 4, 5, …
+type skipsASequenceNumber struct{ *memory.Backend }
+
+func skip(es []events.Event) []events.Event {
+	for i := range es {
+		if es[i].Seq >= 2 {
+			es[i].Seq++
+		}
+	}
+	return es
+}
+
+func (b skipsASequenceNumber) Commit(ctx context.Context, w *backend.Write) ([]events.Event, error) {
+	es, err := b.Backend.Commit(ctx, w)
+	return skip(es), err
+}
+
+func (b skipsASequenceNumber) Events(ctx context.Context, q, s string, from uint64, limit int) ([]events.Event, error) {
+	es, err := b.Backend.Events(ctx, q, s, from, limit)
+	return skip(es), err
+}
+
+// appliesHalfABatch, when a write is refused, applies its first half (the
+// first half of its events and their new jobs) anyway.
+type appliesHalfABatch struct{ *memory.Backend }
+
+func (b appliesHalfABatch) Commit(ctx context.Context, w *backend.Write) ([]events.Event, error) {
+	es, err := b.Backend.Commit(ctx, w)
+	if err != nil && len(w.Events) > 1 {
+		half := &backend.Write{Events: w.Events[:len(w.Events)/2], Fence: w.Fence}
+		for _, s := range w.Jobs {
+			if slices.ContainsFunc(half.Events, func(e events.Event) bool { return e.Type == events.Submitted && e.Job == s.Job.ID }) {
+				half.Jobs = append(half.Jobs, s)
+			}
+		}
+		_, _ = b.Backend.Commit(ctx, half)
+	}
+	return es, err
+}
+
+func TestConformanceSuiteFailsEachBrokenBackendOnTheRuleItBreaks(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		wrap  func(*memory.Backend) backend.Backend
+		rules []string
+	}{
+		{"drops one event", func(m *memory.Backend) backend.Backend { return dropsOneEvent{m} }, []string{
+			"SequenceNumbersAreGapFreeFromOnePerJobSet", "ConcurrentWritersGetGapFreeUniqueSequenceNumbers",
+			"EventsPagesWithFromAndLimit", "ReplayOfEveryJobSetEqualsTheStoredStates",
+		}},
+		{"reorders two events", func(m *memory.Backend) backend.Backend { return reordersTwo{m} }, []string{
+			"SequenceNumbersAreGapFreeFromOnePerJobSet", "ConcurrentWritersGetGapFreeUniqueSequenceNumbers",
+			"EventsPagesWithFromAndLimit", "ReplayOfEveryJobSetEqualsTheStoredStates",
+		}},
+		{"skips a sequence number", func(m *memory.Backend) backend.Backend { return skipsASequenceNumber{m} }, []string{
+			"CommitStoresJobsAndTheirEvents", "SequenceNumbersAreGapFreeFromOnePerJobSet",
+			"ConcurrentWritersGetGapFreeUniqueSequenceNumbers", "RefusedTransitionChangesNothingAndConsumesNoSequenceNumber",
+		}},
+		{"applies half a batch", func(m *memory.Backend) backend.Backend { return appliesHalfABatch{m} }, []string{
+			"CommitIsAtomicWhenOneEventIsRefused", "CommitIsAtomicWhenOneJobIsADuplicate",
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRecorder()
+			backendtest.Run(r, func(*recorder) backend.Backend { return c.wrap(memory.New(backendtest.Schema())) })
+			for _, rule := range c.rules {
+				if len(r.failed(rule)) == 0 {
+					t.Errorf("the suite passes rule %s on a backend that %s", rule, c.name)
+				} else {
+					t.Logf("%s: %s", rule, r.failed(rule)[0])
+				}
+			}
+		})
+	}
+}
+
+func TestConformanceSuiteRecordsNoFailureOnTheMemoryBackend(t *testing.T) {
+	r := newRecorder()
+	backendtest.Run(r, func(*recorder) backend.Backend { return memory.New(backendtest.Schema()) })
+	for _, rule := range backendtest.Rules() {
+		if f := r.failed(rule); len(f) > 0 {
+			t.Errorf("rule %s: %q", rule, f)
+		}
+	}
+	if len(r.log.byRule) != 0 {
+		t.Errorf("failures recorded: %v", r.log.byRule)
+	}
+}

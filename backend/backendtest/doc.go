@@ -1,0 +1,28 @@
+// Package backendtest is the conformance suite of package backend: every
+// rule of the backend interfaces' contract as one check, run against any
+// implementation with one call.
+//
+//	func TestConformance(t *testing.T) {
+//		backendtest.Run(t, func(t *testing.T) backend.Backend {
+//			return memory.New(backendtest.Schema())
+//		})
+//	}
+//
+// Run runs each rule as a subtest named after it, on a fresh backend from
+// newBackend (which must be opened over a schema with the resources of
+// Schema, and be empty); the suite closes it at the end of the subtest.
+// The rules cover queue CRUD and its errors, a queue deleted and created
+// again, Commit's atomicity (one bad event or duplicate in a batch of many
+// stores nothing), gap-free sequence numbers per job set, concurrent
+// writers, paging, replay equal to the stored states, LiveJobs, client-id
+// uniqueness, fencing, refused transitions, cancelled contexts, executors,
+// usage and Close.
+//
+// Run takes any T with the methods of *testing.T it uses (TB), so a test of
+// the suite itself can run it with a recorder that counts failures instead
+// of failing; this package's tests do that with deliberately broken
+// backends, each of which must fail the rule it breaks. The rule of
+// concurrent writers starts goroutines and calls T's Errorf from them, so a
+// recorder must be safe for concurrent use. Run imports no testing
+// package, so importing backendtest adds nothing to a program.
+package backendtest

@@ -1,0 +1,25 @@
+// Package memory is the default backend: everything in one process's
+// memory, nothing durable. It implements backend.Backend and passes
+// backend/backendtest's conformance suite.
+//
+//	b := memory.New(schema)
+//	_ = b.CreateQueue(ctx, flotilla.Queue{Name: "A"})
+//	stored, err := b.Commit(ctx, &backend.Write{Jobs: specs, Events: submitted})
+//	log, err := b.Events(ctx, "A", "s1", 1, 100)
+//
+// It is built to be small, because the service keeps it beside its own
+// state: a stored job is one record of 144 bytes that shares the
+// submitted *flotilla.Job (specs are not copied), records are allocated in
+// one block per Commit, and a job set's log is a slice of 32-byte events
+// that name their job by its index in the job set and their cluster and
+// node by interned number; events are rebuilt into events.Event on read.
+// Times are kept as Unix nanoseconds (instants from 1678 to 2262; other
+// non-zero times are refused as out of range).
+//
+// One lock guards the backend: Commit holds it exclusively for the time of
+// its checks and writes, O(jobs + events) with one map lookup per event;
+// reads share it. Commit validates jobs (flotilla.Job.Validate) before it
+// takes the lock. LiveJobs reads in chunks and releases the lock between
+// them, so its callback may call the backend. The package starts no
+// goroutines and reads no clock.
+package memory

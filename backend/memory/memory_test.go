@@ -1,0 +1,90 @@
+package memory_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-sched/flotilla"
+
+	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/backend/backendtest"
+	"github.com/flotilla-sched/flotilla/backend/memory"
+	"github.com/flotilla-sched/flotilla/events"
+)
+
+func TestMemoryBackendPassesTheConformanceSuite(t *testing.T) {
+	backendtest.Run(t, func(*testing.T) backend.Backend { return memory.New(backendtest.Schema()) })
+}
+
+// TestCommitRejectsValuesItsCompactEventsCannotHoldWholeAndNamed: the
+// memory backend stores times as Unix nanoseconds, attempts in 16 bits and
+// exit codes in 32; a value outside is a *flotilla.FieldError naming the
+// event's field, every problem at once, and nothing is stored.
+func TestCommitRejectsValuesItsCompactEventsCannotHoldWholeAndNamed(t *testing.T) {
+	ctx := context.Background()
+	b := memory.New(backendtest.Schema())
+	require.NoError(t, b.CreateQueue(ctx, flotilla.Queue{Name: "A"}))
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	job := func(id string) backend.JobSpec {
+		return backend.JobSpec{Job: &flotilla.Job{ID: id, Queue: "A", JobSet: "s", Requests: flotilla.Resources{1, 1}}}
+	}
+	sub := events.Event{Type: events.Submitted, Queue: "A", JobSet: "s", Job: "j1", Time: t0}
+	far, early := sub, sub
+	far.Job, far.Time = "j2", time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)
+	early.Job, early.Time = "j3", time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC)
+	attempt, exit := sub, sub
+	attempt.Job, attempt.Attempt = "j4", 1<<16
+	exit.Job, exit.ExitCode = "j5", 1<<40
+	neg := job("j6")
+	neg.TerminationGracePeriod = -time.Second
+	w := &backend.Write{
+		Jobs:   []backend.JobSpec{job("j1"), job("j2"), job("j3"), job("j4"), job("j5"), neg},
+		Events: []events.Event{sub, far, early, attempt, exit, {Type: events.Submitted, Queue: "A", JobSet: "s", Job: "j6", Time: t0}},
+	}
+	_, err := b.Commit(ctx, w)
+	require.Error(t, err)
+	var fields []string
+	for _, p := range flotilla.Problems(err) {
+		var fe *flotilla.FieldError
+		require.ErrorAs(t, p, &fe)
+		fields = append(fields, fe.Field)
+	}
+	assert.Equal(t, []string{"jobs[5].terminationGracePeriod", "events[1].time", "events[2].time", "events[3].attempt", "events[4].exitCode"}, fields)
+	_, err = b.Job(ctx, "j1")
+	assert.ErrorIs(t, err, backend.ErrNotFound)
+	// The zero time is a time like any other: stored and read back zero.
+	sub.Time = time.Time{}
+	out, err := b.Commit(ctx, &backend.Write{Jobs: []backend.JobSpec{job("j1")}, Events: []events.Event{sub}})
+	require.NoError(t, err)
+	assert.True(t, out[0].Time.IsZero())
+	r, err := b.Job(ctx, "j1")
+	require.NoError(t, err)
+	assert.True(t, r.State.Submitted.IsZero())
+}
+
+// TestCommitSharesTheSubmittedJobAndReadsTimesBackInUTC: the backend keeps
+// the *flotilla.Job it was given (no copy) and returns event times as UTC
+// instants.
+func TestCommitSharesTheSubmittedJobAndReadsTimesBackInUTC(t *testing.T) {
+	ctx := context.Background()
+	b := memory.New(backendtest.Schema())
+	require.NoError(t, b.CreateQueue(ctx, flotilla.Queue{Name: "A"}))
+	j := &flotilla.Job{ID: "j1", Queue: "A", JobSet: "s", Requests: flotilla.Resources{1, 1}}
+	at := time.Date(2026, 11, 22, 11, 0, 0, 5, time.FixedZone("CET", 3600))
+	out, err := b.Commit(ctx, &backend.Write{Jobs: []backend.JobSpec{{Job: j}},
+		Events: []events.Event{{Type: events.Submitted, Queue: "A", JobSet: "s", Job: "j1", Time: at}}})
+	require.NoError(t, err)
+	r, err := b.Job(ctx, "j1")
+	require.NoError(t, err)
+	assert.Same(t, j, r.Spec.Job)
+	es, err := b.Events(ctx, "A", "s", 1, 0)
+	require.NoError(t, err)
+	for _, got := range []time.Time{out[0].Time, es[0].Time, r.State.Submitted} {
+		assert.Equal(t, time.UTC, got.Location())
+		assert.True(t, got.Equal(at))
+	}
+}
