@@ -121,6 +121,9 @@ func Transition(j Job, e Event) (Job, error) {
 	if e.Job == "" {
 		return refuse("the event names no job")
 	}
+	if e.Attempt < 0 {
+		return refuse("attempt %d is negative", e.Attempt)
+	}
 	if j.State != None && (e.Job != j.ID || e.Queue != j.Queue || e.JobSet != j.JobSet) {
 		return refuse("the event is about %s/%s/%s", e.Queue, e.JobSet, e.Job)
 	}

@@ -183,3 +183,16 @@ func TestTerminalStatesAreTheLastFour(t *testing.T) {
 		assert.Equal(t, want, s.Terminal(), s.String())
 	}
 }
+
+func TestTransitionRefusesANegativeAttemptOnAnyEvent(t *testing.T) {
+	for _, typ := range Types() {
+		for _, from := range []State{None, Queued, LeasedState, RunningState} {
+			j := jobIn(from, false)
+			e := eventOf(typ, false)
+			e.Attempt = -1
+			got, err := Transition(j, e)
+			assert.ErrorIs(t, err, ErrRefused, "%s from %s", typ, from)
+			assert.Equal(t, j, got)
+		}
+	}
+}
