@@ -20,8 +20,9 @@ var (
 	// ErrNotEmpty: the queue still has live (non-terminal) jobs.
 	ErrNotEmpty = errors.New("has live jobs")
 	// ErrDuplicate: a job id, or a client id in its queue, is already
-	// stored or appears twice in one write.
-	ErrDuplicate = errors.New("is already used")
+	// stored or appears twice in one write. It is flotilla.ErrDuplicate,
+	// so one errors.Is test serves validation and storage alike.
+	ErrDuplicate = flotilla.ErrDuplicate
 	// ErrFenced: the write's fencing token is lower than the highest the
 	// backend has applied; a newer leader has written.
 	ErrFenced = errors.New("fenced off by a newer leader")
