@@ -7,8 +7,10 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/flotilla-sched/flotilla/internal/safetext"
 	"github.com/flotilla-sched/flotilla/internal/strictjson"
@@ -201,6 +203,7 @@ type JSONStream struct {
 	ew     errWriter
 	rounds int
 	closed bool
+	buf    []byte
 }
 
 // NewJSONStream returns a JSONStream writing to w. Nothing is written before
@@ -215,18 +218,89 @@ func (js *JSONStream) WriteRound(r *RoundOutput) error {
 		return errors.New("scenario: JSONStream.WriteRound after Close")
 	}
 	n := normalizeRound(*r)
-	data, err := json.MarshalIndent(&n, "    ", "  ")
-	if err != nil {
-		return err
-	}
 	if js.rounds == 0 {
 		io.WriteString(&js.ew, "{\n  \"rounds\": [\n    ")
 	} else {
 		io.WriteString(&js.ew, ",\n    ")
 	}
 	js.rounds++
-	js.ew.Write(data)
+	return js.writeRound(&n)
+}
+
+// writeRound writes one normalised round as json.MarshalIndent(r, "    ",
+// "  ") would, byte for byte, but streams its unschedulable list (which
+// holds every queued job, a million in a large scenario) entry by entry
+// through a small buffer instead of building and re-indenting the whole
+// round in memory.
+func (js *JSONStream) writeRound(r *RoundOutput) error {
+	b := js.buf[:0]
+	field := func(name string, v any) error {
+		data, err := json.MarshalIndent(v, "      ", "  ")
+		if err != nil {
+			return err
+		}
+		b = append(b, "\n      \""...)
+		b = append(b, name...)
+		b = append(b, "\": "...)
+		b = append(b, data...)
+		b = append(b, ',')
+		return nil
+	}
+	b = append(b, "{\n      \"round\": "...)
+	b = strconv.AppendInt(b, int64(r.Round), 10)
+	b = append(b, ',')
+	if err := field("scheduled", r.Scheduled); err != nil {
+		return err
+	}
+	if err := field("preempted", r.Preempted); err != nil {
+		return err
+	}
+	b = append(b, "\n      \"unschedulable\": ["...)
+	for i := range r.Unschedulable {
+		u := &r.Unschedulable[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, "\n        {\n          \"job\": "...)
+		b = appendJSONString(b, u.Job)
+		b = append(b, ",\n          \"queue\": "...)
+		b = appendJSONString(b, u.Queue)
+		b = append(b, ",\n          \"reason\": "...)
+		b = appendJSONString(b, u.Reason)
+		b = append(b, "\n        }"...)
+		if len(b) >= 64<<10 {
+			js.ew.Write(b)
+			b = b[:0]
+		}
+	}
+	if len(r.Unschedulable) > 0 {
+		b = append(b, "\n      "...)
+	}
+	b = append(b, "],"...)
+	if err := field("queues", r.Queues); err != nil {
+		return err
+	}
+	b = b[:len(b)-1] // the last field's comma
+	b = append(b, "\n    }"...)
+	js.ew.Write(b)
+	js.buf = b[:0]
 	return js.ew.err
+}
+
+// appendJSONString appends s as encoding/json writes a string: as is when
+// it needs no escaping (the common case, without allocating), else through
+// json.Marshal itself, so the bytes are always encoding/json's.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c >= utf8.RuneSelf {
+			data, _ := json.Marshal(s) // a string always marshals
+			return append(b, data...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // Close ends the document; with no round written it writes the whole empty

@@ -257,3 +257,37 @@ func TestTableStreamStopsAtTheFirstWriteError(t *testing.T) {
 	require.EqualError(t, ts.WriteRound(&rounds[0]), "disk full")
 	require.EqualError(t, ts.WriteRound(&rounds[1]), "disk full")
 }
+
+// FuzzJSONStreamWritesWhatMarshalIndentWrites: the streamed unschedulable
+// list is encoding/json's output byte for byte, whatever the strings hold
+// (quotes, control characters, HTML characters, U+2028, invalid UTF-8).
+func FuzzJSONStreamWritesWhatMarshalIndentWrites(f *testing.F) {
+	f.Add("a-0", "A", "no-room: 0/1 nodes fit", 2)
+	f.Add("<&>\"\\", "q\u2028", "\xff\x01\t", 1)
+	f.Add("a<b", "q&", "x>y", 1)
+	f.Add("é", "\u2029", "\x7f", 2)
+	f.Add("", "", "", 0)
+	f.Fuzz(func(t *testing.T, job, queue, reason string, n int) {
+		n = max(0, min(n, 3))
+		r := RoundOutput{Round: 3,
+			Scheduled: []Placement{{Job: job, Queue: queue, Node: "n"}},
+			Queues:    []QueueReport{{Name: queue, Allocated: map[string]string{"cpu": "1"}}}}
+		for i := range n {
+			r.Unschedulable = append(r.Unschedulable, Unschedulable{Job: job + strings.Repeat("x", i), Queue: queue, Reason: reason})
+		}
+		var streamed, whole strings.Builder
+		js := NewJSONStream(&streamed)
+		if err := js.WriteRound(&r); err != nil {
+			t.Fatal(err)
+		}
+		if err := js.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteJSON(&whole, &Output{Rounds: []RoundOutput{r}}); err != nil {
+			t.Fatal(err)
+		}
+		if streamed.String() != whole.String() {
+			t.Fatalf("streamed:\n%s\nwhole:\n%s", streamed.String(), whole.String())
+		}
+	})
+}
