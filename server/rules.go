@@ -1,0 +1,570 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/gang"
+	"github.com/flotilla-sched/flotilla/internal/strictjson"
+)
+
+// Defaults of SubmitRules (seeds/armada-scheduler.md, "Graceful
+// termination" and "Job deadlines").
+const (
+	// DefaultMaxTerminationGracePeriod is Armada's default maximum.
+	DefaultMaxTerminationGracePeriod = 5 * time.Minute
+	// DefaultActiveDeadline is the deadline of a job that requests no GPU.
+	DefaultActiveDeadline = 3 * 24 * time.Hour
+	// DefaultGPUActiveDeadline is the deadline of a job that requests one.
+	DefaultGPUActiveDeadline = 14 * 24 * time.Hour
+	// DefaultGPUResource is the resource that counts as a GPU.
+	DefaultGPUResource = "nvidia.com/gpu"
+	// DefaultMaxJobsPerRequest bounds one request's jobs after count
+	// expansion.
+	DefaultMaxJobsPerRequest = 100_000
+	// MinTerminationGracePeriod is the shortest grace period a job may
+	// have: 0 means a Kubernetes force delete, so it is read as this.
+	MinTerminationGracePeriod = time.Second
+	// MaxExitCode is the largest exit code a job may ask the fake executor
+	// for (POSIX exit statuses are 0 … 255).
+	MaxExitCode = 255
+)
+
+// SubmitRules is the service's submission configuration. The zero value of
+// a field means its default (DefaultSubmitRules).
+type SubmitRules struct {
+	// MaxTerminationGracePeriod is the longest grace period a job may ask
+	// for; 0 means DefaultMaxTerminationGracePeriod. At least
+	// MinTerminationGracePeriod.
+	MaxTerminationGracePeriod time.Duration
+	// DefaultActiveDeadline and DefaultGPUActiveDeadline are given to jobs
+	// that name no deadline, the second when the job requests a GPU; 0
+	// means the package defaults (3 days, 14 days).
+	DefaultActiveDeadline, DefaultGPUActiveDeadline time.Duration
+	// GPUResource names the resource that counts as a GPU; "" means
+	// DefaultGPUResource. A schema without it has no GPU jobs.
+	GPUResource string
+	// MaxJobsPerRequest bounds a request's jobs after count expansion; 0
+	// means DefaultMaxJobsPerRequest.
+	MaxJobsPerRequest int
+}
+
+// DefaultSubmitRules returns the rules with every default written out.
+func DefaultSubmitRules() SubmitRules {
+	return SubmitRules{
+		MaxTerminationGracePeriod: DefaultMaxTerminationGracePeriod,
+		DefaultActiveDeadline:     DefaultActiveDeadline,
+		DefaultGPUActiveDeadline:  DefaultGPUActiveDeadline,
+		GPUResource:               DefaultGPUResource,
+		MaxJobsPerRequest:         DefaultMaxJobsPerRequest,
+	}
+}
+
+// withDefaults fills zero fields with their defaults.
+func (r SubmitRules) withDefaults() SubmitRules {
+	d := DefaultSubmitRules()
+	if r.MaxTerminationGracePeriod == 0 {
+		r.MaxTerminationGracePeriod = d.MaxTerminationGracePeriod
+	}
+	if r.DefaultActiveDeadline == 0 {
+		r.DefaultActiveDeadline = d.DefaultActiveDeadline
+	}
+	if r.DefaultGPUActiveDeadline == 0 {
+		r.DefaultGPUActiveDeadline = d.DefaultGPUActiveDeadline
+	}
+	if r.GPUResource == "" {
+		r.GPUResource = d.GPUResource
+	}
+	if r.MaxJobsPerRequest == 0 {
+		r.MaxJobsPerRequest = d.MaxJobsPerRequest
+	}
+	return r
+}
+
+// Validate checks the rules themselves: no negative field, and a maximum
+// grace period of at least MinTerminationGracePeriod. Fields are named
+// submitRules.<field>.
+func (r SubmitRules) Validate() error {
+	var errs []error
+	d := r.withDefaults()
+	if d.MaxTerminationGracePeriod < MinTerminationGracePeriod {
+		errs = append(errs, flotilla.Errorf("submitRules.maxTerminationGracePeriod", r.MaxTerminationGracePeriod.String(),
+			flotilla.ErrOutOfRange, "want at least %s", MinTerminationGracePeriod))
+	}
+	if d.DefaultActiveDeadline < 0 {
+		errs = append(errs, flotilla.Errorf("submitRules.defaultActiveDeadline", r.DefaultActiveDeadline.String(), flotilla.ErrNegative, ""))
+	}
+	if d.DefaultGPUActiveDeadline < 0 {
+		errs = append(errs, flotilla.Errorf("submitRules.defaultGPUActiveDeadline", r.DefaultGPUActiveDeadline.String(), flotilla.ErrNegative, ""))
+	}
+	if d.MaxJobsPerRequest < 0 {
+		errs = append(errs, flotilla.Errorf("submitRules.maxJobsPerRequest", strconv.Itoa(r.MaxJobsPerRequest), flotilla.ErrNegative, ""))
+	}
+	return errors.Join(errs...)
+}
+
+// Catalog is what of the service's configuration a submission is checked
+// against: the resource schema, the priority classes and the default class.
+type Catalog struct {
+	Schema          *flotilla.ResourceSchema
+	PriorityClasses []flotilla.PriorityClass
+	// DefaultPriorityClass is the class of jobs that name none; it must
+	// name one of PriorityClasses.
+	DefaultPriorityClass string
+}
+
+// IDSource returns a new job id on each call, never one returned before.
+// The service uses ULID-like ids (time-ordered, random-suffixed); tests
+// pass a counter so that results are deterministic.
+type IDSource func() string
+
+// ParseJobs is ParseSubmit followed by Jobs, with every problem of the file
+// reported together: values of the wrong JSON type and unknown keys beside
+// the submission rules' problems (a value reported as mistyped is not
+// reported again as missing).
+func (r SubmitRules) ParseJobs(data []byte, cat *Catalog, now time.Time, newID IDSource) ([]backend.JobSpec, error) {
+	req := new(SubmitRequest)
+	decodeErr := strictjson.Decode(data, req)
+	if strictjson.Fatal(decodeErr) {
+		return nil, decodeErr
+	}
+	specs, err := r.Jobs(req, cat, now, newID)
+	if err := strictjson.Merge(decodeErr, err); err != nil {
+		return nil, err
+	}
+	return specs, nil
+}
+
+// Jobs applies SERVICE.md's submission rules to req and expands it into the
+// jobs to store, in file order: template by template, the k-th job of a
+// template with count N having client id <clientId>-k. Every job gets a
+// fresh id from newID (called only when the request is accepted, once per
+// job), SubmitTime now, req's queue and job set, and its grace period and
+// deadline as the rules settle them:
+//
+//   - terminationGracePeriod: absent or exactly 0 → 1s; between 0 and 1s,
+//     negative, or above MaxTerminationGracePeriod → rejected;
+//   - activeDeadline: absent → DefaultActiveDeadline, or
+//     DefaultGPUActiveDeadline when the job requests a positive amount of
+//     GPUResource; given, it must be positive;
+//   - count ≥ 0 (absent = 1), and the request holds at most
+//     MaxJobsPerRequest jobs;
+//   - the priority class is configured (empty = the default class);
+//     requests are non-empty, name resources of the schema, with
+//     well-formed non-negative quantities; tolerations and node selectors
+//     as flotilla.Job.Validate requires;
+//   - client ids are unique within the request (the service checks them
+//     against those already used in the queue);
+//   - a gang's members are all in this request and their number equals
+//     its cardinality, every member agreeing on cardinality and
+//     nodeUniformityLabel (gang.ValidateSubmission); members may mix
+//     classes and priorities;
+//   - runtime ≥ 0, exitCode in 0 … MaxExitCode; queue, jobSet and at
+//     least one template are required.
+//
+// Whether the queue exists, whether a client id or gang id was used by an
+// earlier request, is the service's to check, not this function's.
+//
+// Any problem rejects the whole request: Jobs returns nil and every
+// problem, an errors.Join of *flotilla.FieldError values whose Field is the
+// file's path (jobs[2].requests.cpu) and which satisfy errors.Is with the
+// sentinels of package flotilla. A misconfigured rules value or catalog is
+// reported the same way (fields submitRules.… and catalog.…). It never
+// panics.
+func (r SubmitRules) Jobs(req *SubmitRequest, cat *Catalog, now time.Time, newID IDSource) ([]backend.JobSpec, error) {
+	c := &checker{rules: r.withDefaults()}
+	c.add(r.Validate())
+	c.catalog(cat)
+	if newID == nil {
+		c.add(flotilla.Errorf("newID", "<nil>", flotilla.ErrRequired, "an id source is required"))
+	}
+	if req == nil {
+		c.add(flotilla.Errorf(strictjson.RootField, "<nil>", flotilla.ErrRequired, "no request"))
+	}
+	if len(c.errs) > 0 {
+		return nil, errors.Join(c.errs...)
+	}
+	specs := c.request(req, now)
+	if len(c.errs) > 0 {
+		return nil, errors.Join(c.errs...)
+	}
+	for i := range specs {
+		specs[i].Job.ID = newID()
+	}
+	return specs, nil
+}
+
+// checker accumulates problems while it expands a request.
+type checker struct {
+	rules      SubmitRules
+	schema     *flotilla.ResourceSchema
+	classes    map[string]bool
+	classNames []string
+	defClass   string
+	gpu        int // index of the GPU resource, -1 when the schema has none
+	errs       []error
+}
+
+// add records err, flattened so that every problem is one element of the
+// final join.
+func (c *checker) add(err error) { c.errs = append(c.errs, flotilla.Problems(err)...) }
+
+// catalog checks cat and indexes its classes.
+func (c *checker) catalog(cat *Catalog) {
+	if cat == nil {
+		c.add(flotilla.Errorf("catalog", "<nil>", flotilla.ErrRequired, ""))
+		return
+	}
+	if cat.Schema == nil {
+		c.add(flotilla.Errorf("catalog.schema", "<nil>", flotilla.ErrRequired, ""))
+	}
+	c.schema = cat.Schema
+	c.classes = make(map[string]bool, len(cat.PriorityClasses))
+	for _, pc := range cat.PriorityClasses {
+		c.classes[pc.Name] = true
+		c.classNames = append(c.classNames, pc.Name)
+	}
+	if !c.classes[cat.DefaultPriorityClass] {
+		c.add(flotilla.Errorf("catalog.defaultPriorityClass", cat.DefaultPriorityClass, flotilla.ErrUnknownName,
+			"known: %s", knownList(c.classNames)))
+	}
+	c.defClass = cat.DefaultPriorityClass
+	c.gpu = -1
+	if c.schema != nil {
+		if i, ok := c.schema.Index(c.rules.GPUResource); ok {
+			c.gpu = i
+		}
+	}
+}
+
+// gangAcc gathers a gang's templates.
+type gangAcc struct {
+	path    string // the first member template, jobs[i]
+	card    int
+	label   string
+	members int
+}
+
+// tmpl is one checked template, ready to expand.
+type tmpl struct {
+	n            int
+	class        string
+	requests     flotilla.Resources
+	tolerations  []flotilla.Toleration
+	grace, dl    time.Duration
+	runtime      time.Duration
+	gang         flotilla.Gang
+	nodeSelector map[string]string
+}
+
+// request checks req and expands it; the result is meaningful only when no
+// problem was recorded.
+func (c *checker) request(req *SubmitRequest, now time.Time) []backend.JobSpec {
+	if req.Queue == "" {
+		c.add(flotilla.Errorf("queue", "", flotilla.ErrRequired, ""))
+	}
+	if req.JobSet == "" {
+		c.add(flotilla.Errorf("jobSet", "", flotilla.ErrRequired, ""))
+	}
+	if len(req.Jobs) == 0 {
+		c.add(flotilla.Errorf("jobs", "", flotilla.ErrRequired, "a request holds at least one job template"))
+	}
+	ts := make([]tmpl, len(req.Jobs))
+	gangs := map[string]*gangAcc{}
+	var gangOrder []string
+	total := 0
+	for i := range req.Jobs {
+		t := &req.Jobs[i]
+		p := fmt.Sprintf("jobs[%d]", i)
+		ts[i] = c.template(p, t, &total)
+		if t.Gang != nil {
+			if c.gangMember(p, t, ts[i].n, gangs) {
+				gangOrder = append(gangOrder, t.Gang.ID)
+			}
+		}
+	}
+	for _, id := range gangOrder {
+		g := gangs[id]
+		if g.card >= 1 && g.members != g.card {
+			c.add(flotilla.Errorf(g.path+".gang.cardinality", strconv.Itoa(g.card), flotilla.ErrInconsistent,
+				"gang %q has %d members in this request; all members are submitted together", id, g.members))
+		}
+	}
+	c.clientIDs(req)
+	if len(c.errs) > 0 {
+		return nil
+	}
+	return c.expand(req, ts, total, now)
+}
+
+// template checks one template and returns it resolved; n counts its jobs
+// toward total.
+func (c *checker) template(p string, t *JobTemplate, total *int) tmpl {
+	out := tmpl{n: c.count(p+".count", t.Count, total)}
+	out.class = t.PriorityClass
+	if out.class == "" {
+		out.class = c.defClass
+	} else if !c.classes[out.class] {
+		c.add(flotilla.Errorf(p+".priorityClass", out.class, flotilla.ErrUnknownName, "no such priority class; known: %s", knownList(c.classNames)))
+	}
+	if len(t.Requests) == 0 {
+		c.add(flotilla.Errorf(p+".requests", "", flotilla.ErrRequired, "a job needs at least one resource request"))
+	}
+	req, err := c.schema.Parse(p+".requests", t.Requests)
+	c.add(err)
+	if req == nil {
+		req = c.schema.Zero()
+	}
+	out.requests = req
+	out.tolerations = convertTolerations(t.Tolerations)
+	out.nodeSelector = maps.Clone(t.NodeSelector)
+	// The library's rules for one job (node selector, tolerations), its
+	// paths put in the file's terms; id, queue and requests are judged
+	// above.
+	proto := &flotilla.Job{ID: "template", Queue: "queue", Requests: out.requests, NodeSelector: t.NodeSelector, Tolerations: out.tolerations}
+	c.add(flotilla.RenameFields(proto.Validate(c.schema), func(f string) string {
+		if rest, ok := strings.CutPrefix(f, `job "template"`); ok {
+			return p + rest
+		}
+		return f
+	}))
+	out.grace = c.grace(p+".terminationGracePeriod", t.TerminationGracePeriod)
+	out.dl = c.deadline(p+".activeDeadline", t.ActiveDeadline, c.gpu >= 0 && out.requests[c.gpu] > 0)
+	if d, ok := c.duration(p+".runtime", t.Runtime); ok && d < 0 {
+		c.add(flotilla.Errorf(p+".runtime", t.Runtime, flotilla.ErrNegative, ""))
+	} else {
+		out.runtime = d
+	}
+	if t.ExitCode < 0 || t.ExitCode > MaxExitCode {
+		c.add(flotilla.Errorf(p+".exitCode", strconv.Itoa(t.ExitCode), flotilla.ErrOutOfRange, "want 0 … %d", MaxExitCode))
+	}
+	if g := t.Gang; g != nil {
+		out.gang = flotilla.Gang{ID: g.ID, Cardinality: g.Cardinality, NodeUniformityLabel: g.NodeUniformityLabel}
+	}
+	return out
+}
+
+// count resolves a template's count (absent = 1) against the request's
+// limit.
+func (c *checker) count(field string, n *int, total *int) int {
+	v := 1
+	if n != nil {
+		v = *n
+	}
+	switch limit := c.rules.MaxJobsPerRequest; {
+	case v < 0:
+		c.add(flotilla.Errorf(field, strconv.Itoa(v), flotilla.ErrNegative, ""))
+		return 0
+	case v > limit-*total:
+		c.add(flotilla.Errorf(field, strconv.Itoa(v), flotilla.ErrOutOfRange, "a request may hold at most %d jobs", limit))
+		return 0
+	}
+	*total += v
+	return v
+}
+
+// duration parses a Go duration; "" is absent (0, ok).
+func (c *checker) duration(field, s string) (time.Duration, bool) {
+	if s == "" {
+		return 0, true
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		c.add(flotilla.Errorf(field, s, flotilla.ErrMalformed, "want a duration such as \"30s\" or \"1h\""))
+		return 0, false
+	}
+	return d, true
+}
+
+// grace settles a termination grace period.
+func (c *checker) grace(field, s string) time.Duration {
+	d, ok := c.duration(field, s)
+	switch {
+	case !ok:
+	case d < 0:
+		c.add(flotilla.Errorf(field, s, flotilla.ErrNegative, ""))
+	case d == 0:
+		return MinTerminationGracePeriod
+	case d < MinTerminationGracePeriod:
+		c.add(flotilla.Errorf(field, s, flotilla.ErrOutOfRange, "want 0 (meaning %s) or at least %s", MinTerminationGracePeriod, MinTerminationGracePeriod))
+	case d > c.rules.MaxTerminationGracePeriod:
+		c.add(flotilla.Errorf(field, s, flotilla.ErrOutOfRange, "want at most %s", c.rules.MaxTerminationGracePeriod))
+	}
+	return d
+}
+
+// deadline settles an active deadline.
+func (c *checker) deadline(field, s string, gpu bool) time.Duration {
+	if s == "" {
+		if gpu {
+			return c.rules.DefaultGPUActiveDeadline
+		}
+		return c.rules.DefaultActiveDeadline
+	}
+	d, ok := c.duration(field, s)
+	switch {
+	case !ok:
+	case d < 0:
+		c.add(flotilla.Errorf(field, s, flotilla.ErrNegative, ""))
+	case d == 0:
+		c.add(flotilla.Errorf(field, s, flotilla.ErrOutOfRange, "want a positive duration, or none for the default"))
+	}
+	return d
+}
+
+// gangMember checks template t (path p, n jobs) against the earlier members
+// of its gang, counts its members, and reports whether t is the gang's
+// first template.
+func (c *checker) gangMember(p string, t *JobTemplate, n int, gangs map[string]*gangAcc) bool {
+	gs, gp := t.Gang, p+".gang"
+	if gs.ID == "" {
+		c.add(flotilla.Errorf(gp+".id", "", flotilla.ErrRequired, "a gang needs an id"))
+		return false
+	}
+	g, seen := gangs[gs.ID]
+	if !seen {
+		if gs.Cardinality < 1 {
+			c.add(flotilla.Errorf(gp+".cardinality", strconv.Itoa(gs.Cardinality), flotilla.ErrOutOfRange, "a gang has at least 1 member"))
+		}
+		g = &gangAcc{path: p, card: gs.Cardinality, label: gs.NodeUniformityLabel}
+		gangs[gs.ID] = g
+	} else {
+		if gs.Cardinality != g.card {
+			c.add(flotilla.Errorf(gp+".cardinality", strconv.Itoa(gs.Cardinality), flotilla.ErrInconsistent,
+				"gang %q: %s.gang.cardinality is %d", gs.ID, g.path, g.card))
+		}
+		if gs.NodeUniformityLabel != g.label {
+			c.add(flotilla.Errorf(gp+".nodeUniformityLabel", gs.NodeUniformityLabel, flotilla.ErrInconsistent,
+				"gang %q: %s.gang.nodeUniformityLabel is %q", gs.ID, g.path, g.label))
+		}
+	}
+	g.members += n
+	return !seen
+}
+
+// clientIDs reports a client id used twice within the request, after
+// count expansion, at the later template.
+func (c *checker) clientIDs(req *SubmitRequest) {
+	seen := map[string]string{} // client id → template path
+	for i := range req.Jobs {
+		t := &req.Jobs[i]
+		if t.ClientID == "" {
+			continue
+		}
+		p := fmt.Sprintf("jobs[%d]", i)
+		n := 1
+		if t.Count != nil {
+			n = max(*t.Count, 0)
+		}
+		if n > c.rules.MaxJobsPerRequest {
+			continue // reported at count
+		}
+		dups, first := 0, ""
+		for k := range n {
+			id := expandedClientID(t.ClientID, t.Count, k)
+			if prev, dup := seen[id]; dup {
+				if dups == 0 {
+					first = fmt.Sprintf("client id %q is also %s's", id, prev)
+				}
+				dups++
+				continue
+			}
+			seen[id] = p
+		}
+		if dups > 0 {
+			c.add(flotilla.Errorf(p+".clientId", t.ClientID, flotilla.ErrDuplicate, "%s%s", first, more(dups)))
+		}
+	}
+}
+
+// expand builds the accepted request's jobs: one allocation for the Jobs
+// and one for all their request vectors.
+func (c *checker) expand(req *SubmitRequest, ts []tmpl, total int, now time.Time) []backend.JobSpec {
+	specs := make([]backend.JobSpec, 0, total)
+	jobs := make([]flotilla.Job, total)
+	width := c.schema.Len()
+	vec := make([]int64, total*width)
+	for i := range ts {
+		t, src := &ts[i], &req.Jobs[i]
+		for k := range t.n {
+			j := &jobs[len(specs)]
+			r := vec[len(specs)*width : (len(specs)+1)*width : (len(specs)+1)*width]
+			copy(r, t.requests)
+			*j = flotilla.Job{
+				Queue:         req.Queue,
+				JobSet:        req.JobSet,
+				PriorityClass: t.class,
+				Priority:      src.Priority,
+				SubmitTime:    now,
+				Requests:      r,
+				NodeSelector:  t.nodeSelector,
+				Tolerations:   t.tolerations,
+				Gang:          t.gang,
+			}
+			cid := ""
+			if src.ClientID != "" {
+				cid = expandedClientID(src.ClientID, src.Count, k)
+			}
+			specs = append(specs, backend.JobSpec{
+				Job: j, ClientID: cid,
+				TerminationGracePeriod: t.grace, ActiveDeadline: t.dl,
+				Runtime: t.runtime, ExitCode: src.ExitCode,
+			})
+		}
+	}
+	// The library's gang rule is the final word; the checks above report
+	// the same problems at the file's paths, so this finds nothing unless
+	// the two disagree.
+	ptrs := make([]*flotilla.Job, len(specs))
+	for i := range specs {
+		ptrs[i] = specs[i].Job
+	}
+	c.add(gang.ValidateSubmission(ptrs, nil))
+	return specs
+}
+
+// expandedClientID is id when count is absent, else id-k.
+func expandedClientID(id string, count *int, k int) string {
+	if count == nil {
+		return id
+	}
+	return id + "-" + strconv.Itoa(k)
+}
+
+// convertTolerations converts a template's tolerations, the default
+// operator made explicit; Job.Validate judges them.
+func convertTolerations(ts []Toleration) []flotilla.Toleration {
+	if len(ts) == 0 {
+		return nil
+	}
+	out := make([]flotilla.Toleration, len(ts))
+	for j, t := range ts {
+		op := t.Operator
+		if op == "" {
+			op = string(flotilla.TolerationEqual)
+		}
+		out[j] = flotilla.Toleration{Key: t.Key, Operator: flotilla.TolerationOperator(op), Value: t.Value, Effect: flotilla.TaintEffect(t.Effect)}
+	}
+	return out
+}
+
+func knownList(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(slices.Sorted(slices.Values(names)), ", ")
+}
+
+func more(n int) string {
+	if n <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(" (and %d more)", n-1)
+}

@@ -1,0 +1,88 @@
+package server
+
+import (
+	"github.com/flotilla-sched/flotilla/internal/strictjson"
+)
+
+// The types in this file mirror SERVICE.md's submit file field for field:
+// their JSON names are a public interface. Durations are Go duration
+// strings ("30s", "1h"); an absent one (or JSON null, or "") means the
+// rule's default.
+
+// SubmitRequest is one submit file: jobs for one queue and job set.
+type SubmitRequest struct {
+	// Queue and JobSet are required; the service checks that the queue
+	// exists.
+	Queue  string `json:"queue"`
+	JobSet string `json:"jobSet"`
+	// Jobs are job templates; at least one is required.
+	Jobs []JobTemplate `json:"jobs"`
+}
+
+// JobTemplate describes one job, or Count identical jobs: a SCENARIOS.md job
+// template without id and queue, plus the service's fields.
+type JobTemplate struct {
+	// Count, when present, expands the template into Count jobs (0 = none)
+	// whose client ids are <ClientID>-0 … <ClientID>-(Count-1); absent
+	// means one job with client id ClientID as written.
+	Count *int `json:"count,omitempty"`
+	// PriorityClass names a configured class; empty means the service's
+	// default class.
+	PriorityClass string `json:"priorityClass,omitempty"`
+	// Priority orders jobs within a queue and class: LOWER runs first.
+	Priority uint32 `json:"priority,omitempty"`
+	// Requests maps resource name to Kubernetes quantity; required and
+	// non-empty, every name in the service's resource schema.
+	Requests     map[string]string `json:"requests"`
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	Tolerations  []Toleration      `json:"tolerations,omitempty"`
+	Gang         *GangSpec         `json:"gang,omitempty"`
+	// TerminationGracePeriod: absent or "0s" means 1s; otherwise at least
+	// 1s and at most SubmitRules.MaxTerminationGracePeriod.
+	TerminationGracePeriod string `json:"terminationGracePeriod,omitempty"`
+	// ActiveDeadline bounds the job's run time; absent means the default
+	// (SubmitRules.DefaultActiveDeadline, or DefaultGPUActiveDeadline when
+	// the job requests a GPU). When given it must be positive.
+	ActiveDeadline string `json:"activeDeadline,omitempty"`
+	// ClientID makes the submission idempotent (unique per queue); empty
+	// means none.
+	ClientID string `json:"clientId,omitempty"`
+	// Runtime (≥ 0) and ExitCode (0 … 255) tell the fake executor how the
+	// job "runs".
+	Runtime  string `json:"runtime,omitempty"`
+	ExitCode int    `json:"exitCode,omitempty"`
+}
+
+// Toleration lets a job onto tainted nodes, with Kubernetes rules: Operator
+// is "Equal" (default) or "Exists"; an empty Key requires Exists; Exists
+// requires an empty Value; an empty Effect matches every effect.
+type Toleration struct {
+	Key      string `json:"key,omitempty"`
+	Operator string `json:"operator,omitempty"`
+	Value    string `json:"value,omitempty"`
+	Effect   string `json:"effect,omitempty"`
+}
+
+// GangSpec makes a template's jobs members of a gang. All members come in
+// one request, agreeing on Cardinality (≥ 1, the number of members in the
+// request) and NodeUniformityLabel; they may differ in class and priority.
+type GangSpec struct {
+	ID                  string `json:"id"`
+	Cardinality         int    `json:"cardinality"`
+	NodeUniformityLabel string `json:"nodeUniformityLabel,omitempty"`
+}
+
+// ParseSubmit decodes a submit file strictly: unknown keys (with a
+// did-you-mean), repeated keys, values of the wrong JSON type or out of
+// range are all reported at once, each a *flotilla.FieldError at the file's
+// JSON path (jobs[2].count). On any problem it returns nil and the
+// problems. It checks the form only; the submission rules are
+// SubmitRules.Jobs's, and SubmitRules.ParseJobs does both, reporting
+// every problem of the file together.
+func ParseSubmit(data []byte) (*SubmitRequest, error) {
+	req := new(SubmitRequest)
+	if err := strictjson.Decode(data, req); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
