@@ -10,6 +10,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/gang"
 )
 
 // testNow is the submit time of every test request.
@@ -102,4 +103,13 @@ func reject(t *testing.T, req *SubmitRequest, want ...problem) {
 	require.Nil(t, specs)
 	require.Zero(t, c.calls, "ids drawn for a rejected request")
 	requireProblems(t, err, want...)
+}
+
+// gangCheck runs the library's gang rule over accepted jobs.
+func gangCheck(specs []backend.JobSpec) error {
+	jobs := make([]*flotilla.Job, len(specs))
+	for i := range specs {
+		jobs[i] = specs[i].Job
+	}
+	return gang.ValidateSubmission(jobs, nil)
 }
