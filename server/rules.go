@@ -297,11 +297,11 @@ func (c *checker) request(req *SubmitRequest, now time.Time) []backend.JobSpec {
 				"gang %q has %d members in this request; all members are submitted together", id, g.members))
 		}
 	}
-	c.clientIDs(req)
+	cids := c.clientIDs(req)
 	if len(c.errs) > 0 {
 		return nil
 	}
-	return c.expand(req, ts, total, now)
+	return c.expand(req, ts, cids, total, now)
 }
 
 // template checks one template and returns it resolved; n counts its jobs
@@ -450,8 +450,10 @@ func (c *checker) gangMember(p string, t *JobTemplate, n int, gangs map[string]*
 }
 
 // clientIDs reports a client id used twice within the request, after
-// count expansion, at the later template.
-func (c *checker) clientIDs(req *SubmitRequest) {
+// count expansion, at the later template. It returns the expanded client
+// ids of the templates that have one, in job order.
+func (c *checker) clientIDs(req *SubmitRequest) []string {
+	var out []string
 	seen := map[string]string{} // client id → template path
 	for i := range req.Jobs {
 		t := &req.Jobs[i]
@@ -477,23 +479,25 @@ func (c *checker) clientIDs(req *SubmitRequest) {
 				continue
 			}
 			seen[id] = p
+			out = append(out, id)
 		}
 		if dups > 0 {
 			c.add(flotilla.Errorf(p+".clientId", t.ClientID, flotilla.ErrDuplicate, "%s%s", first, more(dups)))
 		}
 	}
+	return out
 }
 
 // expand builds the accepted request's jobs: one allocation for the Jobs
-// and one for all their request vectors.
-func (c *checker) expand(req *SubmitRequest, ts []tmpl, total int, now time.Time) []backend.JobSpec {
+// and one for all their request vectors. cids are clientIDs' result.
+func (c *checker) expand(req *SubmitRequest, ts []tmpl, cids []string, total int, now time.Time) []backend.JobSpec {
 	specs := make([]backend.JobSpec, 0, total)
 	jobs := make([]flotilla.Job, total)
 	width := c.schema.Len()
 	vec := make([]int64, total*width)
 	for i := range ts {
 		t, src := &ts[i], &req.Jobs[i]
-		for k := range t.n {
+		for range t.n {
 			j := &jobs[len(specs)]
 			r := vec[len(specs)*width : (len(specs)+1)*width : (len(specs)+1)*width]
 			copy(r, t.requests)
@@ -510,7 +514,7 @@ func (c *checker) expand(req *SubmitRequest, ts []tmpl, total int, now time.Time
 			}
 			cid := ""
 			if src.ClientID != "" {
-				cid = expandedClientID(src.ClientID, src.Count, k)
+				cid, cids = cids[0], cids[1:]
 			}
 			specs = append(specs, backend.JobSpec{
 				Job: j, ClientID: cid,
