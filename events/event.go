@@ -131,9 +131,20 @@ type wire struct {
 	Requeued bool   `json:"requeued,omitempty"`
 }
 
+// fourDigitYear reports whether t, in UTC, has a year the time form can
+// write: 0 to 9999.
+func fourDigitYear(t time.Time) bool {
+	y := t.UTC().Year()
+	return y >= 0 && y <= 9999
+}
+
 // MarshalJSON writes SERVICE.md's form of one event, time in UTC with
-// milliseconds; exitCode appears on succeeded and failed events only.
+// milliseconds; exitCode appears on succeeded and failed events only. A
+// time whose year in UTC is outside 0 to 9999 is an error.
 func (e Event) MarshalJSON() ([]byte, error) {
+	if !fourDigitYear(e.Time) {
+		return nil, fmt.Errorf("events: event %d: time %s has no four-digit year in UTC", e.Seq, e.Time.UTC())
+	}
 	w := wire{
 		Seq: e.Seq, Time: e.Time.UTC().Format(timeLayout),
 		Queue: e.Queue, JobSet: e.JobSet, Job: e.Job, Type: e.Type,
@@ -148,7 +159,8 @@ func (e Event) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads the form MarshalJSON writes. An unknown type, a
-// malformed time or a negative attempt is an error.
+// malformed time, a time whose year in UTC is outside 0 to 9999 (which
+// MarshalJSON could not write) or a negative attempt is an error.
 func (e *Event) UnmarshalJSON(b []byte) error {
 	var w wire
 	if err := json.Unmarshal(b, &w); err != nil {
@@ -157,6 +169,9 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 	t, err := time.Parse(time.RFC3339Nano, w.Time)
 	if err != nil {
 		return fmt.Errorf("events: time %q: %w", w.Time, err)
+	}
+	if !fourDigitYear(t) {
+		return fmt.Errorf("events: time %q has no four-digit year in UTC", w.Time)
 	}
 	if !w.Type.Valid() {
 		return fmt.Errorf("events: event %d has no type", w.Seq)

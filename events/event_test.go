@@ -85,3 +85,33 @@ func FuzzEventJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestEventJSONRefusesTimesOutsideFourDigitYears: SERVICE.md's time form
+// has a four-digit year, so an event whose time in UTC falls outside years
+// 0 to 9999 is not encoded (an error), and a decoded time that would fall
+// there once in UTC is refused, so what decodes always encodes and reads
+// back.
+func TestEventJSONRefusesTimesOutsideFourDigitYears(t *testing.T) {
+	for name, at := range map[string]time.Time{
+		"year 10000": time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		"year -1":    time.Date(-1, 12, 31, 0, 0, 0, 0, time.UTC),
+	} {
+		_, err := json.Marshal(Event{Seq: 1, Time: at, Queue: "A", JobSet: "s", Job: "j", Type: Leased})
+		assert.Error(t, err, name)
+	}
+	for name, in := range map[string]string{
+		"past 9999 in UTC": `{"seq":1,"time":"9999-12-31T23:00:00-05:00","queue":"A","jobSet":"s","job":"j","type":"leased"}`,
+		"before 0 in UTC":  `{"seq":1,"time":"0000-01-01T00:30:00+01:00","queue":"A","jobSet":"s","job":"j","type":"leased"}`,
+	} {
+		var e Event
+		assert.Error(t, json.Unmarshal([]byte(in), &e), name)
+	}
+	// The edges themselves are fine.
+	for _, at := range []time.Time{time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC), time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		b, err := json.Marshal(Event{Seq: 1, Time: at, Queue: "A", JobSet: "s", Job: "j", Type: Leased})
+		require.NoError(t, err)
+		var back Event
+		require.NoError(t, json.Unmarshal(b, &back), string(b))
+		assert.True(t, at.Equal(back.Time), string(b))
+	}
+}
