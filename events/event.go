@@ -95,7 +95,7 @@ type Event struct {
 	Queue, JobSet, Job string
 	Type               Type
 	// Cluster and Node name the lease (leased, and the events of a leased
-	// or running job).
+	// or running job, where each, when set, must be the live lease's).
 	Cluster, Node string
 	// Attempt is the lease's attempt number, 1 for the first lease; on
 	// the events of a leased or running job it names the lease they are

@@ -135,6 +135,9 @@ func Transition(j Job, e Event) (Job, error) {
 		if e.Cluster != "" && e.Cluster != j.Cluster {
 			return refuse("cluster %q does not hold the lease (%q does)", e.Cluster, j.Cluster)
 		}
+		if e.Node != "" && e.Node != j.Node {
+			return refuse("node %q does not hold the lease (%q does)", e.Node, j.Node)
+		}
 	}
 	if e.Requeued && e.Type != Preempted && e.Type != LeaseExpired && e.Type != LeaseReturned {
 		return refuse("only preempted, lease-expired and lease-returned events requeue")

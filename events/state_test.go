@@ -196,3 +196,23 @@ func TestTransitionRefusesANegativeAttemptOnAnyEvent(t *testing.T) {
 		}
 	}
 }
+
+// TestTransitionRefusesAnEventOnAnotherNodeThanTheLease: a lease names a
+// cluster and a node (SERVICE.md), so an event about a leased or running
+// job that names a node must name the lease's, as one naming a cluster
+// must name its cluster.
+func TestTransitionRefusesAnEventOnAnotherNodeThanTheLease(t *testing.T) {
+	for _, from := range []State{LeasedState, RunningState} {
+		j := jobIn(from, false)
+		for _, typ := range []Type{Running, Succeeded, Failed, LeaseExpired, LeaseReturned, Preempted, CancelRequested} {
+			e := Event{Queue: "A", JobSet: "s", Job: "j", Type: typ, Cluster: "c1", Node: "n9"}
+			got, err := Transition(j, e)
+			assert.ErrorIs(t, err, ErrRefused, "%s from %s on node n9", typ, from)
+			assert.Equal(t, j, got)
+			e.Node = "n1"
+			if _, err := Transition(j, e); err != nil && typ != Running && typ != Succeeded {
+				t.Errorf("%s from %s on the lease's node: %v", typ, from, err)
+			}
+		}
+	}
+}
