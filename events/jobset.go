@@ -42,19 +42,20 @@ func (s *JobSet) Next() uint64 { return s.next }
 func (s *JobSet) Len() int  { return len(s.jobs) }
 func (s *JobSet) Live() int { return s.live }
 
-// Job returns one job's state; false when the job set has no such job.
+// Job returns one job's state, a copy (FailedClusters too) that the caller
+// may change; false when the job set has no such job.
 func (s *JobSet) Job(id string) (Job, bool) {
 	if j, ok := s.jobs[id]; ok {
-		return *j, true
+		return j.clone(), true
 	}
 	return Job{}, false
 }
 
-// Jobs yields every job, in job-id order. It sorts the ids: O(n log n).
+// Jobs yields every job (copies, as Job returns), in job-id order. It sorts the ids: O(n log n).
 func (s *JobSet) Jobs() iter.Seq[Job] {
 	return func(yield func(Job) bool) {
 		for _, id := range slices.Sorted(maps.Keys(s.jobs)) {
-			if !yield(*s.jobs[id]) {
+			if !yield(s.jobs[id].clone()) {
 				return
 			}
 		}
@@ -118,4 +119,11 @@ func Replay(queue, name string, log iter.Seq[Event]) (*JobSet, error) {
 		}
 	}
 	return s, nil
+}
+
+// clone copies j, its FailedClusters included (no allocation when empty).
+func (j *Job) clone() Job {
+	c := *j
+	c.FailedClusters = slices.Clone(j.FailedClusters)
+	return c
 }

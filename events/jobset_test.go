@@ -199,3 +199,20 @@ func BenchmarkReplay4M(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/4e6, "ns/event")
 }
+
+func TestJobSetHandsOutCopiesTheCallerMayChange(t *testing.T) {
+	log := []Event{
+		{Seq: 1, Queue: "A", JobSet: "s", Job: "j", Type: Submitted},
+		{Seq: 2, Queue: "A", JobSet: "s", Job: "j", Type: Leased, Cluster: "c1", Node: "n1", Attempt: 1},
+		{Seq: 3, Queue: "A", JobSet: "s", Job: "j", Type: LeaseExpired, Requeued: true},
+	}
+	s, err := Replay("A", "s", slices.Values(log))
+	require.NoError(t, err)
+	j, _ := s.Job("j")
+	j.FailedClusters[0] = "changed"
+	for j := range s.Jobs() {
+		j.FailedClusters[0] = "changed too"
+	}
+	again, _ := s.Job("j")
+	assert.Equal(t, []string{"c1"}, again.FailedClusters)
+}
