@@ -262,15 +262,9 @@ func (r *lyingReader) Read(dst []*queue.Entry) (int, error) {
 
 // check returns the first broken invariant of a successful Schedule.
 func (w *fuzzWorld) check(res *scheduler.Result) string {
-	classes := map[string]flotilla.PriorityClass{}
-	for _, pc := range w.cfg.PriorityClasses {
-		classes[pc.Name] = pc
-	}
 	class := func(j *flotilla.Job) flotilla.PriorityClass {
-		if j.PriorityClass == "" {
-			return classes[w.cfg.DefaultPriorityClass]
-		}
-		return classes[j.PriorityClass]
+		pc, _ := classIn(w.cfg, j)
+		return pc
 	}
 	running := map[string]bool{}
 	for _, r := range w.snap.Running {

@@ -23,16 +23,26 @@ func preemptWorld(t testing.TB, seed uint64) *genWorld {
 }
 
 func classOf(w *genWorld, j *flotilla.Job) flotilla.PriorityClass {
+	pc, ok := classIn(w.cfg, j)
+	if !ok {
+		panic("unknown class " + j.PriorityClass)
+	}
+	return pc
+}
+
+// classIn resolves a job's priority class in cfg (the default class when it
+// names none); false, and the zero class, when cfg has no such class.
+func classIn(cfg scheduler.Config, j *flotilla.Job) (flotilla.PriorityClass, bool) {
 	name := j.PriorityClass
 	if name == "" {
-		name = w.cfg.DefaultPriorityClass
+		name = cfg.DefaultPriorityClass
 	}
-	for _, pc := range w.cfg.PriorityClasses {
+	for _, pc := range cfg.PriorityClasses {
 		if pc.Name == name {
-			return pc
+			return pc, true
 		}
 	}
-	panic("unknown class " + name)
+	return flotilla.PriorityClass{}, false
 }
 
 func TestPropertyPreemptionRules(t *testing.T) {

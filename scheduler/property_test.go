@@ -239,15 +239,9 @@ func TestPropertyPlacementsAreValid(t *testing.T) {
 // ones always) fit every node. It returns a description of the first
 // violation, or "".
 func overCommitted(w *genWorld, res *scheduler.Result) string {
-	classes := map[string]flotilla.PriorityClass{}
-	for _, pc := range w.cfg.PriorityClasses {
-		classes[pc.Name] = pc
-	}
 	class := func(j *flotilla.Job) flotilla.PriorityClass {
-		if j.PriorityClass == "" {
-			return classes[w.cfg.DefaultPriorityClass]
-		}
-		return classes[j.PriorityClass]
+		pc, _ := classIn(w.cfg, j)
+		return pc
 	}
 	gone := map[string]bool{}
 	for _, p := range res.Preempted {
