@@ -23,6 +23,12 @@ type Job struct {
 	NodeSelector map[string]string
 	Tolerations  []Toleration
 	Gang         Gang
+	// AvoidClusters names clusters the job should not be placed in (a
+	// service lists those where the job's lease expired or was returned).
+	// It is a preference, not a constraint: the scheduler places the job in
+	// an avoided cluster only when no node of any other cluster can take it
+	// in that cycle. Nil means no preference.
+	AvoidClusters []string
 }
 
 // Gang groups jobs that must be placed all together or not at all. The zero
