@@ -1,0 +1,263 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/events"
+	"github.com/flotilla-sched/flotilla/scheduler"
+)
+
+// ErrCycleRunning: Cycle was called while another cycle runs.
+var ErrCycleRunning = errors.New("server: a cycle is already running")
+
+// CycleReport is what one cycle did.
+type CycleReport struct {
+	// Time is the cycle's time (the clock when it started).
+	Time time.Time
+	// Expired counts leases that expired; DeadlineExceeded jobs that
+	// failed on their active deadline.
+	Expired, DeadlineExceeded int
+	// Leased and Preempted count the leased and preempted events written.
+	Leased, Preempted int
+	// Result is the scheduler's decision (nil when the cycle scheduled
+	// nothing because no cluster was alive or the service is draining).
+	Result *scheduler.Result
+}
+
+// Cycle runs one scheduling cycle at the clock's time:
+//
+//  1. Leases not renewed within the lease timeout expire (the job is
+//     queued again, or fails after MaxAttempts, or is cancelled if that
+//     was requested) and jobs past their active deadline fail; one write.
+//  2. A snapshot is taken of the clusters that reported within the lease
+//     timeout (their nodes and live leases), the queues, and the queued
+//     jobs, and scheduler.Schedule decides. Submissions, cancellations
+//     and reports proceed meanwhile; their changes to the queued jobs are
+//     applied when Schedule returns.
+//  3. The decision becomes leased and preempted events, one write, except
+//     for jobs that changed meanwhile (a lease for a job cancelled during
+//     the cycle is dropped, with the rest of its gang). Executors receive
+//     their leases and kill orders with their next report.
+//
+// Only one cycle runs at a time (ErrCycleRunning otherwise).
+func (s *Server) Cycle(ctx context.Context) (*CycleReport, error) {
+	s.mu.Lock()
+	if s.cycling {
+		s.mu.Unlock()
+		return nil, ErrCycleRunning
+	}
+	now := s.clock.Now()
+	rep := &CycleReport{Time: now}
+	w := s.expiries(now, rep)
+	if _, err := s.commit(ctx, w); err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	if s.stopping {
+		s.mu.Unlock()
+		return rep, nil
+	}
+	snap := s.snapshot(now)
+	s.cycling = true
+	s.mu.Unlock()
+
+	res, err := s.sched.Schedule(ctx, snap, now)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cycling = false
+	s.flushDeferred()
+	if err != nil {
+		return nil, err
+	}
+	w = s.decisions(res, now, rep)
+	if _, err := s.commit(ctx, w); err != nil {
+		return nil, err
+	}
+	s.rate, s.prio = res.RateLimits, res.QueuePriorities
+	s.cycles++
+	s.remember(res)
+	rep.Result = res
+	return rep, nil
+}
+
+// Run calls Cycle every interval until ctx ends, and returns ctx's error
+// (or a cycle's error other than the context's). It is the one place the
+// service waits on real time; it runs in the caller's goroutine.
+func (s *Server) Run(ctx context.Context, interval time.Duration) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if _, err := s.Cycle(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, ErrCycleRunning) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Drain makes later cycles lease and preempt nothing (they still expire
+// leases and enforce deadlines): the first step of a graceful stop.
+func (s *Server) Drain() {
+	s.mu.Lock()
+	s.stopping = true
+	s.mu.Unlock()
+}
+
+// expiries plans the lease expiries and deadline failures due at now.
+func (s *Server) expiries(now time.Time, rep *CycleReport) *backend.Write {
+	var due []*job
+	for _, c := range s.clusters {
+		for j := range c.live {
+			if now.Sub(j.renewed) >= s.cfg.LeaseTimeout || s.pastDeadline(j, now) {
+				due = append(due, j)
+			}
+		}
+	}
+	sortJobs(due)
+	w := &backend.Write{}
+	for _, j := range due {
+		if s.pastDeadline(j, now) {
+			sj := j.spec.Job
+			w.Events = append(w.Events, events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID,
+				Type: events.Failed, Cluster: j.cluster.name, Node: j.node, Attempt: j.attempts,
+				Reason: fmt.Sprintf("deadline exceeded: active for %s, deadline %s", now.Sub(j.leased), j.spec.ActiveDeadline)})
+			rep.DeadlineExceeded++
+			continue
+		}
+		w.Events = append(w.Events, s.leaseEnd(j, events.LeaseExpired, now,
+			fmt.Sprintf("lease not renewed by cluster %s for %s (lease timeout %s)", j.cluster.name, now.Sub(j.renewed), s.cfg.LeaseTimeout)))
+		rep.Expired++
+	}
+	return w
+}
+
+func (s *Server) pastDeadline(j *job, now time.Time) bool {
+	return j.spec.ActiveDeadline > 0 && now.Sub(j.leased) >= j.spec.ActiveDeadline
+}
+
+// snapshot builds the cycle's snapshot: live clusters' nodes and leases,
+// every queue, the queued-job store. The caller holds mu.
+func (s *Server) snapshot(now time.Time) *scheduler.Snapshot {
+	snap := &scheduler.Snapshot{
+		Queued:          s.store,
+		RateLimits:      s.rate,
+		QueuePriorities: s.prio,
+		Seed:            s.cfg.Seed + s.cycles,
+	}
+	names := make([]string, 0, len(s.clusters))
+	for name, c := range s.clusters {
+		if c.alive(now, s.cfg.LeaseTimeout) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		c := s.clusters[name]
+		snap.Nodes = append(snap.Nodes, c.snap...)
+		for j := range c.live {
+			if _, ok := c.index[j.node]; !ok {
+				continue // the node left the cluster; its lease will end
+			}
+			snap.Running = append(snap.Running, scheduler.Running{Job: j.sched, Node: snapName(name, j.node), Start: j.leased})
+		}
+	}
+	slices.SortFunc(snap.Running, func(a, b scheduler.Running) int { return strings.Compare(a.Job.ID, b.Job.ID) })
+	qnames := make([]string, 0, len(s.queues))
+	for name := range s.queues {
+		qnames = append(qnames, name)
+	}
+	slices.Sort(qnames)
+	for _, name := range qnames {
+		snap.Queues = append(snap.Queues, s.queues[name])
+	}
+	return snap
+}
+
+// decisions turns a cycle's result into events: leases for the jobs
+// placed and preemptions, skipping jobs whose state changed while the
+// cycle ran (and the rest of their gang).
+func (s *Server) decisions(res *scheduler.Result, now time.Time, rep *CycleReport) *backend.Write {
+	w := &backend.Write{}
+	skipGang := map[string]bool{}
+	type lease struct {
+		j   *job
+		ref nodeRef
+	}
+	leases := make([]lease, 0, len(res.Scheduled))
+	for _, a := range res.Scheduled {
+		j := s.jobs[a.Job.ID]
+		ref, ok := s.nodes[a.Node]
+		if j == nil || j.state != events.Queued || !ok {
+			if a.Job.IsGang() {
+				skipGang[gangKey(a.Job)] = true
+			}
+			continue
+		}
+		leases = append(leases, lease{j, ref})
+	}
+	for _, l := range leases {
+		sj := l.j.spec.Job
+		if sj.IsGang() && skipGang[gangKey(sj)] {
+			continue
+		}
+		w.Events = append(w.Events, events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID,
+			Type: events.Leased, Cluster: l.ref.cluster.name, Node: l.ref.node, Attempt: l.j.attempts + 1})
+		rep.Leased++
+	}
+	for _, p := range res.Preempted {
+		j := s.jobs[p.Job.ID]
+		if j == nil || !j.state.Live() {
+			continue
+		}
+		sj := j.spec.Job
+		w.Events = append(w.Events, events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID,
+			Type: events.Preempted, Cluster: j.cluster.name, Node: j.node, Attempt: j.attempts,
+			Reason: preemptionReason(&p), Requeued: s.cfg.RequeuePreempted && !j.cancelRequested})
+		rep.Preempted++
+	}
+	return w
+}
+
+// preemptionReason is the preempted event's sentence.
+func preemptionReason(p *scheduler.Preemption) string {
+	var r string
+	switch p.Reason {
+	case scheduler.PreemptedForFairShare:
+		r = fmt.Sprintf("preempted to fair share: queue %s held share %.3f above its fair share %.3f", p.Job.Queue, p.Share, p.FairShare)
+	default:
+		r = "preempted for a job of higher priority"
+	}
+	if p.For != nil {
+		r += fmt.Sprintf(", for job %s of queue %s", p.For.ID, p.For.Queue)
+	}
+	return r
+}
+
+// remember keeps what Status needs of the last cycle's result.
+func (s *Server) remember(res *scheduler.Result) {
+	s.waiting = make(map[waitKey]scheduler.Reason, len(res.Unscheduled))
+	for _, g := range res.Unscheduled {
+		k := waitKey{g.Queue, g.Key}
+		if _, ok := s.waiting[k]; !ok {
+			s.waiting[k] = g.Reason
+		}
+	}
+	s.notReached = make(map[string]scheduler.QueueRemainder, len(res.NotExamined))
+	for _, r := range res.NotExamined {
+		s.notReached[r.Queue] = r
+	}
+	s.shares = make(map[string]scheduler.QueueReport, len(res.Queues))
+	for _, q := range res.Queues {
+		s.shares[q.Name] = q
+	}
+}

@@ -1,0 +1,385 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/events"
+)
+
+// ErrUnknownCluster: a report without nodes from a cluster that has never
+// registered its nodes.
+var ErrUnknownCluster = errors.New("names a cluster that has not registered its nodes")
+
+// ErrNotHeld: a report names a job its cluster does not hold: a job
+// never leased, a lease attempt that never was, or the live lease of
+// another cluster.
+var ErrNotHeld = errors.New("names a job the cluster does not hold")
+
+// JobPhase is what an executor says about a job it holds.
+type JobPhase string
+
+// The phases of an executor's job report.
+const (
+	// PhasePending: the executor has the lease and has not started the job.
+	PhasePending JobPhase = "pending"
+	// PhaseRunning: the job runs.
+	PhaseRunning JobPhase = "running"
+	// PhaseSucceeded: the job ended with exit code 0.
+	PhaseSucceeded JobPhase = "succeeded"
+	// PhaseFailed: the job ended with a non-zero exit code.
+	PhaseFailed JobPhase = "failed"
+	// PhaseReturned: the executor gives the lease back (it could not start
+	// the job).
+	PhaseReturned JobPhase = "returned"
+	// PhaseStopped: the executor stopped the job because it was told to
+	// kill it.
+	PhaseStopped JobPhase = "stopped"
+)
+
+var phases = []JobPhase{PhasePending, PhaseRunning, PhaseSucceeded, PhaseFailed, PhaseReturned, PhaseStopped}
+
+// JobReport is one job in an executor's report.
+type JobReport struct {
+	Job string
+	// Attempt is the lease's attempt number, as the lease gave it.
+	Attempt  int
+	Phase    JobPhase
+	ExitCode int
+	// Reason is the executor's sentence, kept on the event.
+	Reason string
+}
+
+// Report is what an executor tells the service about its cluster. It
+// lists every job the executor holds; leases not listed are not renewed
+// (they expire after the lease timeout unless a later report lists them).
+type Report struct {
+	Cluster string
+	// Nodes are the cluster's nodes (Total in the service's schema; Cluster
+	// empty or equal to Cluster). Nil keeps the nodes last reported (the
+	// cluster must have reported some before); an empty non-nil slice says
+	// the cluster has no nodes.
+	Nodes []flotilla.Node
+	Jobs  []JobReport
+}
+
+// Lease hands a job to an executor.
+type Lease struct {
+	// Job is the job as submitted; read it, do not modify it.
+	Job     *flotilla.Job
+	Attempt int
+	Node    string
+	// TerminationGracePeriod, ActiveDeadline, Runtime and ExitCode are the
+	// job's, as submitted and settled by the submission rules.
+	TerminationGracePeriod, ActiveDeadline, Runtime time.Duration
+	ExitCode                                        int
+}
+
+// Kill tells an executor to stop a job.
+type Kill struct {
+	Job     string
+	Attempt int
+	// Reason says why: cancellation, preemption, a lease that ended, a
+	// deadline.
+	Reason string
+	// GracePeriod is how long the job has to stop.
+	GracePeriod time.Duration
+}
+
+// ReportReply is the service's answer to a report.
+type ReportReply struct {
+	// Leases are the cluster's leases the report did not list: new ones,
+	// and ones whose earlier delivery the executor missed.
+	Leases []Lease
+	// Kill are jobs the report listed that the executor must stop: their
+	// cancellation was requested, or their lease is no longer live
+	// (preempted, expired, failed on a deadline, or leased again since).
+	Kill []Kill
+}
+
+// Report takes an executor's report: it stores the cluster's nodes when
+// they changed, renews the leases listed, turns the phases reported into
+// events (running, succeeded, failed, lease-returned, cancelled), and
+// answers with the cluster's leases the report did not list and the jobs
+// to kill. The events are one write.
+//
+// Bad input changes nothing and is reported whole, each problem a
+// *flotilla.FieldError: no cluster name, a cluster that never reported
+// nodes sending none (ErrUnknownCluster), invalid nodes, a job listed
+// twice, an unknown phase, a job that does not exist (backend.ErrNotFound)
+// or that the cluster does not hold (ErrNotHeld), an exit code that
+// contradicts the phase. A report about a lease that has ended (a stale
+// lease) is not an error: nothing changes for that job and the reply
+// tells the executor to kill it.
+func (s *Server) Report(ctx context.Context, r *Report) (*ReportReply, error) {
+	if r == nil {
+		return nil, flotilla.Errorf("report", "<nil>", flotilla.ErrRequired, "")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	nodes, err := s.checkNodes(r)
+	if err != nil {
+		return nil, err
+	}
+	c := s.clusters[r.Cluster]
+	plan, err := s.planReport(ctx, c, r, now)
+	if err != nil {
+		return nil, err
+	}
+	if nodes != nil {
+		if err := s.be.PutExecutor(ctx, backend.Executor{Cluster: r.Cluster, Nodes: nodes, Reported: now}); err != nil {
+			return nil, err
+		}
+		c = s.cluster(r.Cluster)
+		c.setNodes(s, nodes)
+	}
+	if _, err := s.commit(ctx, &backend.Write{Events: plan.events}); err != nil {
+		return nil, err
+	}
+	c.reported = now
+	for _, j := range plan.renew {
+		j.renewed = now
+	}
+	return s.reply(c, r, plan.kill), nil
+}
+
+// checkNodes validates a report's cluster and nodes, returning the nodes
+// to store (nil when they are unchanged).
+func (s *Server) checkNodes(r *Report) ([]flotilla.Node, error) {
+	var errs []error
+	if r.Cluster == "" {
+		return nil, flotilla.Errorf("cluster", "", flotilla.ErrRequired, "")
+	}
+	if strings.ContainsFunc(r.Cluster, func(c rune) bool { return c == '/' || c < ' ' || c == 0x7f }) {
+		return nil, flotilla.Errorf("cluster", r.Cluster, flotilla.ErrMalformed, "a cluster name has no '/' and no control characters")
+	}
+	c := s.clusters[r.Cluster]
+	if r.Nodes == nil {
+		if c == nil || c.reported.IsZero() && c.nodes == nil {
+			return nil, flotilla.Errorf("cluster", r.Cluster, ErrUnknownCluster, "report its nodes first")
+		}
+		return nil, nil
+	}
+	names := make(map[string]int, len(r.Nodes))
+	for i := range r.Nodes {
+		n := &r.Nodes[i]
+		p := fmt.Sprintf("nodes[%d]", i)
+		if n.Cluster != "" && n.Cluster != r.Cluster {
+			errs = append(errs, flotilla.Errorf(p+".cluster", n.Cluster, flotilla.ErrInconsistent, "the report is from cluster %q", r.Cluster))
+		}
+		if k, dup := names[n.Name]; dup {
+			errs = append(errs, flotilla.Errorf(p+".name", n.Name, flotilla.ErrDuplicate, "also nodes[%d]", k))
+		}
+		names[n.Name] = i
+		if err := n.Validate(s.cat.Schema); err != nil {
+			errs = append(errs, flotilla.RenameFields(err, func(f string) string { return p + "." + f }))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if c != nil && sameNodes(c.nodes, r.Nodes) {
+		return nil, nil
+	}
+	out := make([]flotilla.Node, len(r.Nodes))
+	for i, n := range r.Nodes {
+		n.Cluster = r.Cluster
+		n.Labels = cloneMap(n.Labels)
+		n.Taints = slices.Clone(n.Taints)
+		n.Total = slices.Clone(n.Total)
+		out[i] = n
+	}
+	return out, nil
+}
+
+// reportPlan is what a report will change.
+type reportPlan struct {
+	events []events.Event
+	renew  []*job
+	kill   []Kill
+}
+
+// planReport checks a report's jobs and plans its events.
+func (s *Server) planReport(ctx context.Context, c *cluster, r *Report, now time.Time) (*reportPlan, error) {
+	p := &reportPlan{}
+	var errs []error
+	seen := make(map[string]int, len(r.Jobs))
+	for i := range r.Jobs {
+		jr := &r.Jobs[i]
+		f := fmt.Sprintf("jobs[%d]", i)
+		if k, dup := seen[jr.Job]; dup {
+			errs = append(errs, flotilla.Errorf(f+".job", jr.Job, flotilla.ErrDuplicate, "also jobs[%d]", k))
+			continue
+		}
+		seen[jr.Job] = i
+		if !slices.Contains(phases, jr.Phase) {
+			errs = append(errs, flotilla.Errorf(f+".phase", string(jr.Phase), flotilla.ErrUnknownName, "want one of %v", phases))
+			continue
+		}
+		switch {
+		case jr.Phase == PhaseSucceeded && jr.ExitCode != 0:
+			errs = append(errs, flotilla.Errorf(f+".exitCode", strconv.Itoa(jr.ExitCode), flotilla.ErrInconsistent, "a job that succeeded exits 0"))
+			continue
+		case jr.Phase == PhaseFailed && jr.ExitCode == 0:
+			errs = append(errs, flotilla.Errorf(f+".exitCode", "0", flotilla.ErrInconsistent, "a job that failed exits non-zero"))
+			continue
+		}
+		if err := s.planJob(ctx, p, c, r.Cluster, f, jr, now); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return p, nil
+}
+
+// planJob plans one job of a report.
+func (s *Server) planJob(ctx context.Context, p *reportPlan, c *cluster, clusterName, f string, jr *JobReport, now time.Time) error {
+	j := s.jobs[jr.Job]
+	attempts := 0
+	if j != nil {
+		attempts = j.attempts
+	} else {
+		rec, err := s.be.Job(ctx, jr.Job)
+		if errors.Is(err, backend.ErrNotFound) {
+			return flotilla.Errorf(f+".job", jr.Job, backend.ErrNotFound, "no such job")
+		}
+		if err != nil {
+			return err
+		}
+		attempts = rec.State.Attempts
+	}
+	if jr.Attempt < 1 || jr.Attempt > attempts {
+		return flotilla.Errorf(f+".attempt", strconv.Itoa(jr.Attempt), ErrNotHeld, "job %q has had %d leases", jr.Job, attempts)
+	}
+	live := j != nil && j.state.Live() && jr.Attempt == j.attempts
+	if live && j.cluster != c {
+		return flotilla.Errorf(f+".job", jr.Job, ErrNotHeld, "its lease %d is cluster %q's", jr.Attempt, j.cluster.name)
+	}
+	if !live {
+		// A stale lease: the executor must stop the job, if it runs.
+		if jr.Phase == PhasePending || jr.Phase == PhaseRunning {
+			grace := time.Duration(0)
+			if j != nil {
+				grace = j.spec.TerminationGracePeriod
+			}
+			p.kill = append(p.kill, Kill{Job: jr.Job, Attempt: jr.Attempt, GracePeriod: grace,
+				Reason: fmt.Sprintf("lease %d is no longer live", jr.Attempt)})
+		}
+		return nil
+	}
+	sj := j.spec.Job
+	ev := func(t events.Type, reason string) events.Event {
+		return events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID, Type: t,
+			Cluster: clusterName, Node: j.node, Attempt: j.attempts, Reason: reason}
+	}
+	switch jr.Phase {
+	case PhasePending:
+		p.renew = append(p.renew, j)
+	case PhaseRunning:
+		p.renew = append(p.renew, j)
+		if j.state == events.LeasedState {
+			p.events = append(p.events, ev(events.Running, jr.Reason))
+		}
+	case PhaseSucceeded, PhaseFailed:
+		if j.state == events.LeasedState {
+			p.events = append(p.events, ev(events.Running, ""))
+		}
+		t, reason := events.Succeeded, jr.Reason
+		if jr.Phase == PhaseFailed {
+			t = events.Failed
+			reason = strings.TrimSpace(fmt.Sprintf("exit code %d %s", jr.ExitCode, jr.Reason))
+		}
+		e := ev(t, reason)
+		e.ExitCode = jr.ExitCode
+		p.events = append(p.events, e)
+	case PhaseReturned, PhaseStopped:
+		p.events = append(p.events, s.leaseEnd(j, events.LeaseReturned, now,
+			strings.TrimSpace(fmt.Sprintf("returned by cluster %s %s", clusterName, jr.Reason))))
+	}
+	return nil
+}
+
+// leaseEnd is the event that ends a live lease that was not renewed
+// (lease-expired) or was given back (lease-returned): cancelled for a job
+// whose cancellation was requested; otherwise the job is queued again,
+// or fails when it has had MaxAttempts leases.
+func (s *Server) leaseEnd(j *job, t events.Type, now time.Time, reason string) events.Event {
+	sj := j.spec.Job
+	e := events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID, Type: t,
+		Cluster: j.cluster.name, Node: j.node, Attempt: j.attempts, Reason: reason}
+	switch {
+	case j.cancelRequested:
+		e.Type, e.Reason = events.Cancelled, "cancelled: "+reason
+	case j.attempts < s.cfg.MaxAttempts:
+		e.Requeued = true
+	default:
+		e.Reason = fmt.Sprintf("%s; attempts exhausted (%d of %d)", reason, j.attempts, s.cfg.MaxAttempts)
+	}
+	return e
+}
+
+// reply lists the cluster's leases the report did not list, and the jobs
+// to kill.
+func (s *Server) reply(c *cluster, r *Report, kill []Kill) *ReportReply {
+	listed := make(map[string]bool, len(r.Jobs))
+	for i := range r.Jobs {
+		listed[r.Jobs[i].Job] = true
+	}
+	out := &ReportReply{Kill: kill}
+	for j := range c.live {
+		switch {
+		case j.cancelRequested:
+			out.Kill = append(out.Kill, Kill{Job: j.id(), Attempt: j.attempts, GracePeriod: j.spec.TerminationGracePeriod,
+				Reason: "cancellation requested"})
+		case !listed[j.id()] && j.state == events.LeasedState:
+			sp := &j.spec
+			out.Leases = append(out.Leases, Lease{Job: sp.Job, Attempt: j.attempts, Node: j.node,
+				TerminationGracePeriod: sp.TerminationGracePeriod, ActiveDeadline: sp.ActiveDeadline,
+				Runtime: sp.Runtime, ExitCode: sp.ExitCode})
+		}
+	}
+	slices.SortFunc(out.Leases, func(a, b Lease) int { return strings.Compare(a.Job.ID, b.Job.ID) })
+	slices.SortFunc(out.Kill, func(a, b Kill) int { return strings.Compare(a.Job, b.Job) })
+	return out
+}
+
+// sameNodes reports whether two node lists are equal.
+func sameNodes(a, b []flotilla.Node) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := &a[i], &b[i]
+		if x.Name != y.Name || x.Unschedulable != y.Unschedulable || !slices.Equal(x.Total, y.Total) ||
+			!slices.Equal(x.Taints, y.Taints) || len(x.Labels) != len(y.Labels) {
+			return false
+		}
+		for k, v := range x.Labels {
+			if w, ok := y.Labels[k]; !ok || w != v {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

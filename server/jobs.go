@@ -1,0 +1,341 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/events"
+	"github.com/flotilla-sched/flotilla/scheduler"
+)
+
+// Submit stores the jobs of one request with SERVICE.md's rules
+// (SubmitRules.Jobs) and returns their ids in file order. The jobs and
+// their submitted events are stored together or not at all; ids are
+// returned only once they are stored.
+//
+// A job whose client id was used before in its queue is not stored again:
+// its id is the existing job's. Any problem rejects the whole request and
+// stores nothing: the rules' problems, an unknown queue
+// (backend.ErrNotFound, field "queue"), a gang id that live jobs of the
+// queue already use (flotilla.ErrDuplicate, field "gang.id"), a gang whose
+// members' client ids were partly used before (flotilla.ErrInconsistent),
+// each a *flotilla.FieldError, joined.
+func (s *Server) Submit(ctx context.Context, req *SubmitRequest) ([]string, error) {
+	if req == nil {
+		return nil, flotilla.Errorf("request", "<nil>", flotilla.ErrRequired, "")
+	}
+	return s.submit(ctx, req.Queue, func(now time.Time) ([]backend.JobSpec, error) {
+		return s.cfg.Submit.Jobs(req, &s.cat, now, s.newID)
+	})
+}
+
+// SubmitJSON is Submit for a submit file (SERVICE.md's form), reporting
+// its form's problems (ParseSubmit) with the rules' ones.
+func (s *Server) SubmitJSON(ctx context.Context, data []byte) ([]string, error) {
+	req, _ := ParseSubmit(data) // for the queue name; ParseJobs reports the problems
+	q := ""
+	if req != nil {
+		q = req.Queue
+	}
+	return s.submit(ctx, q, func(now time.Time) ([]backend.JobSpec, error) {
+		return s.cfg.Submit.ParseJobs(data, &s.cat, now, s.newID)
+	})
+}
+
+func (s *Server) submit(ctx context.Context, queueName string, expand func(time.Time) ([]backend.JobSpec, error)) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	specs, err := expand(now)
+	if _, ok := s.queues[queueName]; !ok && queueName != "" {
+		err = joinErr(err, flotilla.Errorf("queue", queueName, backend.ErrNotFound, "no such queue"))
+	}
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(specs))
+	fresh := specs[:0:0]
+	var errs []error
+	// Idempotency: a client id used before names the existing job.
+	gangSeen := map[string][2]int{} // gang key → (members found, members new)
+	for i := range specs {
+		sp := &specs[i]
+		ids[i] = sp.Job.ID
+		if sp.ClientID != "" {
+			id, err := s.be.JobByClientID(ctx, queueName, sp.ClientID)
+			switch {
+			case err == nil:
+				ids[i] = id
+				if sp.Job.IsGang() {
+					n := gangSeen[gangKey(sp.Job)]
+					n[0]++
+					gangSeen[gangKey(sp.Job)] = n
+				}
+				continue
+			case !errors.Is(err, backend.ErrNotFound):
+				return nil, err
+			}
+		}
+		if sp.Job.IsGang() {
+			k := gangKey(sp.Job)
+			n := gangSeen[k]
+			if n[1] == 0 && s.gangs[k] > 0 {
+				errs = append(errs, flotilla.Errorf("gang.id", sp.Job.Gang.ID, flotilla.ErrDuplicate,
+					"live jobs of queue %q are members of a gang of that id", queueName))
+			}
+			n[1]++
+			gangSeen[k] = n
+		}
+		fresh = append(fresh, *sp)
+	}
+	for i := range specs {
+		if sp := &specs[i]; sp.Job.IsGang() {
+			if n := gangSeen[gangKey(sp.Job)]; n[0] > 0 && n[1] > 0 {
+				errs = append(errs, flotilla.Errorf("clientId", sp.ClientID, flotilla.ErrInconsistent,
+					"gang %q: some members' client ids were used before and some were not", sp.Job.Gang.ID))
+				gangSeen[gangKey(sp.Job)] = [2]int{}
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	w := &backend.Write{Jobs: fresh, Events: make([]events.Event, len(fresh))}
+	for i := range fresh {
+		j := fresh[i].Job
+		w.Events[i] = events.Event{Time: now, Queue: j.Queue, JobSet: j.JobSet, Job: j.ID, Type: events.Submitted}
+	}
+	if _, err := s.commit(ctx, w); err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// CancelResult says what a cancellation did.
+type CancelResult struct {
+	// Cancelled are jobs that were queued and are now cancelled.
+	Cancelled []string
+	// Requested are leased or running jobs asked to stop: their executor
+	// is told to kill them, and they end cancelled once it has (or their
+	// lease expires).
+	Requested []string
+	// Finished are jobs that had ended already, or whose cancellation was
+	// requested before; nothing changed for them.
+	Finished []string
+}
+
+// Cancel cancels jobs by id, in one write. An id that names no job is
+// backend.ErrNotFound (field "job"), and then nothing is cancelled.
+func (s *Server) Cancel(ctx context.Context, ids ...string) (CancelResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	var js []*job
+	var res CancelResult
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		if j := s.jobs[id]; j != nil {
+			js = append(js, j)
+			continue
+		}
+		if _, err := s.be.Job(ctx, id); err != nil {
+			if errors.Is(err, backend.ErrNotFound) {
+				errs = append(errs, flotilla.Errorf("job", id, backend.ErrNotFound, "no such job"))
+				continue
+			}
+			return CancelResult{}, err
+		}
+		res.Finished = append(res.Finished, id)
+	}
+	if len(errs) > 0 {
+		return CancelResult{}, errors.Join(errs...)
+	}
+	return s.cancel(ctx, js, res)
+}
+
+// CancelJobSet cancels every job of a job set that has not ended.
+// backend.ErrNotFound (field "queue") when the queue does not exist.
+func (s *Server) CancelJobSet(ctx context.Context, queueName, jobSet string) (CancelResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.queues[queueName]; !ok {
+		return CancelResult{}, flotilla.Errorf("queue", queueName, backend.ErrNotFound, "no such queue")
+	}
+	var js []*job
+	for _, j := range s.jobs {
+		if j.spec.Job.Queue == queueName && j.spec.Job.JobSet == jobSet {
+			js = append(js, j)
+		}
+	}
+	sortJobs(js)
+	return s.cancel(ctx, js, CancelResult{})
+}
+
+// cancel writes the cancellation of js. The caller holds mu.
+func (s *Server) cancel(ctx context.Context, js []*job, res CancelResult) (CancelResult, error) {
+	now := s.clock.Now()
+	w := &backend.Write{}
+	for _, j := range js {
+		e := events.Event{Time: now, Queue: j.spec.Job.Queue, JobSet: j.spec.Job.JobSet, Job: j.id()}
+		switch {
+		case j.state == events.Queued:
+			e.Type, e.Reason = events.Cancelled, "cancelled while queued"
+			res.Cancelled = append(res.Cancelled, j.id())
+		case j.cancelRequested:
+			res.Finished = append(res.Finished, j.id())
+			continue
+		default:
+			e.Type, e.Attempt = events.CancelRequested, j.attempts
+			e.Reason = "cancellation requested"
+			res.Requested = append(res.Requested, j.id())
+		}
+		w.Events = append(w.Events, e)
+	}
+	if _, err := s.commit(ctx, w); err != nil {
+		return CancelResult{}, err
+	}
+	return res, nil
+}
+
+// JobStatus is one job's state, with why it waits when it is queued.
+type JobStatus struct {
+	Job, Queue, JobSet string
+	State              events.State
+	Attempts           int
+	// Cluster and Node are the live lease's.
+	Cluster, Node string
+	// CancelRequested: the job was asked to stop.
+	CancelRequested bool
+	// Reason is a sentence for people: for a queued job why it is not
+	// running yet, quantified (the last cycle's explanation); otherwise
+	// the reason of the job's last event that gave one.
+	Reason string
+	// Why is the last cycle's structured explanation for a queued job it
+	// examined; nil otherwise.
+	Why *scheduler.Reason
+	// Record is the stored record.
+	Record backend.Record
+}
+
+// Status returns the status of each job, in the order asked. An id that
+// names no job is backend.ErrNotFound (field "job").
+func (s *Server) Status(ctx context.Context, ids ...string) ([]JobStatus, error) {
+	out := make([]JobStatus, 0, len(ids))
+	var errs []error
+	for _, id := range ids {
+		r, err := s.be.Job(ctx, id)
+		if err != nil {
+			if errors.Is(err, backend.ErrNotFound) {
+				errs = append(errs, flotilla.Errorf("job", id, backend.ErrNotFound, "no such job"))
+				continue
+			}
+			return nil, err
+		}
+		st := JobStatus{
+			Job: id, Queue: r.State.Queue, JobSet: r.State.JobSet, State: r.State.State,
+			Attempts: r.State.Attempts, Cluster: r.State.Cluster, Node: r.State.Node,
+			CancelRequested: r.State.CancelRequested, Reason: r.State.Reason, Record: r,
+		}
+		if st.State == events.Queued {
+			st.Reason, st.Why = s.whyQueued(id)
+		}
+		out = append(out, st)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}
+
+// whyQueued explains why a queued job is not running, from the last
+// cycle's result.
+func (s *Server) whyQueued(id string) (string, *scheduler.Reason) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j := s.jobs[id]
+	if j == nil || j.state != events.Queued {
+		return "", nil
+	}
+	q := j.spec.Job.Queue
+	if !s.cycling {
+		if e, ok := s.store.Get(id); ok {
+			if r, ok := s.waiting[waitKey{q, e.Key}]; ok {
+				return r.Message, &r
+			}
+		}
+	}
+	if r, ok := s.notReached[q]; ok {
+		return fmt.Sprintf("the last cycle did not reach it: %s", r.Reason.Message), &r.Reason
+	}
+	if rep, ok := s.shares[q]; ok {
+		return fmt.Sprintf("waiting for a cycle; queue %s holds share %.3f against fair share %.3f (adjusted %.3f)",
+			q, rep.Share, rep.FairShare, rep.AdjustedFairShare), nil
+	}
+	return "waiting for the next cycle", nil
+}
+
+// Events returns one job set's stored events from sequence number from
+// (0 and 1 both mean the first), at most limit of them (limit ≤ 0: all).
+func (s *Server) Events(ctx context.Context, queueName, jobSet string, from uint64, limit int) ([]events.Event, error) {
+	return s.be.Events(ctx, queueName, jobSet, from, limit)
+}
+
+// watchBatch is how many events Watch reads from the backend at a time.
+const watchBatch = 1000
+
+// Watch calls fn with one job set's events from sequence number from, in
+// order, then with each new event as it is stored, until ctx ends (it
+// returns ctx's error) or fn returns an error (which it returns). It runs
+// in the caller's goroutine and starts none.
+func (s *Server) Watch(ctx context.Context, queueName, jobSet string, from uint64, fn func(events.Event) error) error {
+	if from == 0 {
+		from = 1
+	}
+	for {
+		s.mu.Lock()
+		changed := s.changed
+		s.mu.Unlock()
+		evs, err := s.be.Events(ctx, queueName, jobSet, from, watchBatch)
+		if err != nil {
+			return err
+		}
+		for _, e := range evs {
+			if err := fn(e); err != nil {
+				return err
+			}
+			from = e.Seq + 1
+		}
+		if len(evs) == watchBatch {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+		}
+	}
+}
+
+// joinErr joins a problem to earlier ones.
+func joinErr(err, more error) error {
+	if err == nil {
+		return more
+	}
+	return errors.Join(err, more)
+}
+
+// sortJobs orders jobs by id, so that writes over a map's jobs are
+// deterministic.
+func sortJobs(js []*job) {
+	slices.SortFunc(js, func(a, b *job) int { return strings.Compare(a.id(), b.id()) })
+}

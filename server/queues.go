@@ -1,0 +1,156 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/events"
+	"github.com/flotilla-sched/flotilla/scheduler"
+)
+
+// validQueue checks a queue definition against the service's
+// configuration: flotilla.Queue.Validate's rules, a name usable in paths
+// and logs (no '/', no control characters), and limits naming configured
+// classes.
+func (s *Server) validQueue(q *flotilla.Queue) error {
+	cfg := s.sched.Config()
+	errs := []error{q.Validate()}
+	for _, class := range slices.Sorted(maps.Keys(q.LimitsByPriorityClass)) {
+		if !slices.ContainsFunc(cfg.PriorityClasses, func(pc flotilla.PriorityClass) bool { return pc.Name == class }) {
+			errs = append(errs, flotilla.Errorf(fmt.Sprintf("queue %q.limitsByPriorityClass", q.Name), class, flotilla.ErrUnknownName,
+				"not a configured priority class"))
+		}
+	}
+	if q.Name != "" && strings.ContainsFunc(q.Name, func(r rune) bool { return r == '/' || r < ' ' || r == 0x7f }) {
+		errs = append(errs, flotilla.Errorf(fmt.Sprintf("queue %q.name", q.Name), q.Name, flotilla.ErrMalformed, "a queue name has no '/' and no control characters"))
+	}
+	return errors.Join(errs...)
+}
+
+// CreateQueue adds a queue. Errors: the definition's problems
+// (*flotilla.FieldError, joined), backend.ErrExists when the name is
+// taken, or the backend's error; nothing changes on error.
+func (s *Server) CreateQueue(ctx context.Context, q flotilla.Queue) error {
+	if err := s.validQueue(&q); err != nil {
+		return err
+	}
+	q = cloneQueue(q)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.be.CreateQueue(ctx, q); err != nil {
+		return err
+	}
+	s.queues[q.Name] = &q
+	return nil
+}
+
+// UpdateQueue replaces a queue's definition (its priority factor and
+// limits); the next cycle uses it. Errors as for CreateQueue, and
+// backend.ErrNotFound when there is no such queue.
+func (s *Server) UpdateQueue(ctx context.Context, q flotilla.Queue) error {
+	if err := s.validQueue(&q); err != nil {
+		return err
+	}
+	q = cloneQueue(q)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.be.UpdateQueue(ctx, q); err != nil {
+		return err
+	}
+	s.queues[q.Name] = &q
+	return nil
+}
+
+// DeleteQueue removes a queue: backend.ErrNotFound when there is none,
+// backend.ErrNotEmpty while it has jobs that are not finished. Its event
+// logs are kept.
+func (s *Server) DeleteQueue(ctx context.Context, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.be.DeleteQueue(ctx, name); err != nil {
+		return err
+	}
+	delete(s.queues, name)
+	return nil
+}
+
+// QueueInfo is a queue with its jobs counted and its standing in the last
+// cycle.
+type QueueInfo struct {
+	flotilla.Queue
+	// Queued, Leased and Running count the queue's jobs now.
+	Queued, Leased, Running int
+	// Report is the queue's line in the last cycle's result (share, fair
+	// share, adjusted fair share, allocation); zero before the first
+	// cycle that saw the queue.
+	Report scheduler.QueueReport
+}
+
+// Queue returns one queue with its counts; backend.ErrNotFound when there
+// is none.
+func (s *Server) Queue(ctx context.Context, name string) (QueueInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q, ok := s.queues[name]
+	if !ok {
+		return QueueInfo{}, flotilla.Errorf("queue", name, backend.ErrNotFound, "no such queue")
+	}
+	return s.queueInfo(q, s.liveCounts()), nil
+}
+
+// ListQueues returns every queue with its counts, sorted by name.
+func (s *Server) ListQueues(ctx context.Context) ([]QueueInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	counts := s.liveCounts()
+	out := make([]QueueInfo, 0, len(s.queues))
+	for _, q := range s.queues {
+		out = append(out, s.queueInfo(q, counts))
+	}
+	slices.SortFunc(out, func(a, b QueueInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// liveCounts counts leased and running jobs per queue, over the clusters'
+// live jobs (bounded by what the clusters hold, not by the backlog).
+func (s *Server) liveCounts() map[string][2]int {
+	m := make(map[string][2]int)
+	for _, c := range s.clusters {
+		for j := range c.live {
+			n := m[j.spec.Job.Queue]
+			if j.state == events.RunningState {
+				n[1]++
+			} else {
+				n[0]++
+			}
+			m[j.spec.Job.Queue] = n
+		}
+	}
+	return m
+}
+
+func (s *Server) queueInfo(q *flotilla.Queue, counts map[string][2]int) QueueInfo {
+	n := counts[q.Name]
+	info := QueueInfo{Queue: cloneQueue(*q), Queued: s.store.QueueLen(q.Name), Leased: n[0], Running: n[1]}
+	info.Report = s.shares[q.Name]
+	return info
+}
+
+// cloneQueue copies a queue's limits so that the caller's maps are not
+// shared.
+func cloneQueue(q flotilla.Queue) flotilla.Queue {
+	if q.LimitsByPriorityClass != nil {
+		m := make(map[string]map[string]float64, len(q.LimitsByPriorityClass))
+		for k, v := range q.LimitsByPriorityClass {
+			m[k] = maps.Clone(v)
+		}
+		q.LimitsByPriorityClass = m
+	}
+	return q
+}

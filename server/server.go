@@ -1,0 +1,320 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/events"
+	"github.com/flotilla-sched/flotilla/queue"
+	"github.com/flotilla-sched/flotilla/scheduler"
+)
+
+// Defaults of Config.
+const (
+	// DefaultLeaseTimeout is how long a lease lives without a renewal, and
+	// how long a cluster may go without reporting before it leaves
+	// scheduling.
+	DefaultLeaseTimeout = 30 * time.Second
+	// DefaultMaxAttempts is how many leases a job may have before a lease
+	// that expires or is returned fails it.
+	DefaultMaxAttempts = 3
+)
+
+// Clock tells the service the time. The service reads nothing else: tests
+// pass a fake clock and advance it.
+type Clock interface {
+	Now() time.Time
+}
+
+// SystemClock is the Clock of a real service: time.Now.
+type SystemClock struct{}
+
+// Now returns time.Now().
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// Config is what a Server needs.
+type Config struct {
+	// Scheduler decides the cycles; its Schema is the service's resource
+	// schema, and its classes and default class are what submissions are
+	// checked against. Required (Schema non-nil).
+	Scheduler scheduler.Config
+	// Submit are the submission rules; the zero value means the defaults.
+	Submit SubmitRules
+	// Backend stores everything; required. The Server does not close it.
+	Backend backend.Backend
+	// Clock tells the time; required.
+	Clock Clock
+	// NewID gives job ids; nil means time-ordered random ids (NewULIDs).
+	NewID IDSource
+	// LeaseTimeout: a lease not renewed for this long expires, and a
+	// cluster that has not reported for this long leaves scheduling.
+	// 0 means DefaultLeaseTimeout.
+	LeaseTimeout time.Duration
+	// MaxAttempts: a job whose lease expires or is returned after this many
+	// leases fails instead of being queued again. 0 means
+	// DefaultMaxAttempts.
+	MaxAttempts int
+	// RequeuePreempted queues preempted jobs again instead of ending them
+	// (the preempted event then carries requeued), unless their
+	// cancellation was requested.
+	RequeuePreempted bool
+	// Fence is this service's fencing token, passed with every write (see
+	// backend.Write.Fence); a newer leader uses a higher one.
+	Fence uint64
+	// Seed seeds the cycles' random choices: cycle n uses Seed + n.
+	Seed uint64
+}
+
+func (c Config) withDefaults() Config {
+	if c.LeaseTimeout == 0 {
+		c.LeaseTimeout = DefaultLeaseTimeout
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	return c
+}
+
+// Validate reports every problem of the configuration, each a
+// *flotilla.FieldError (the scheduler's under scheduler., the submission
+// rules' under submitRules.).
+func (c Config) Validate() error {
+	var errs []error
+	if err := c.Scheduler.Validate(); err != nil {
+		errs = append(errs, flotilla.RenameFields(err, func(f string) string { return "scheduler." + f }))
+	}
+	errs = append(errs, c.Submit.Validate())
+	if c.Backend == nil {
+		errs = append(errs, flotilla.Errorf("backend", "<nil>", flotilla.ErrRequired, ""))
+	}
+	if c.Clock == nil {
+		errs = append(errs, flotilla.Errorf("clock", "<nil>", flotilla.ErrRequired, ""))
+	}
+	if c.LeaseTimeout < 0 {
+		errs = append(errs, flotilla.Errorf("leaseTimeout", c.LeaseTimeout.String(), flotilla.ErrNegative, ""))
+	}
+	if c.MaxAttempts < 0 {
+		errs = append(errs, flotilla.Errorf("maxAttempts", strconv.Itoa(c.MaxAttempts), flotilla.ErrNegative, ""))
+	}
+	return errors.Join(errs...)
+}
+
+// Server is the queueing service: queues, submission, cancellation,
+// leasing to clusters through their executors, cycles and event logs,
+// over a backend.Backend.
+//
+// It keeps what cycles need in memory (queues, queued jobs in a
+// queue.Store, live jobs and their leases, clusters' nodes) and changes it
+// only after the backend has committed the change: every change is one
+// backend.Commit, and what the backend refuses changes nothing. Terminal
+// jobs are forgotten in memory and read back from the backend.
+//
+// A Server is safe for concurrent use. It starts no goroutine: cycles run
+// when the caller calls Cycle (or Run, which loops). Lease renewal times
+// are kept in memory only, so after a restart every live lease gets a
+// fresh lease timeout.
+type Server struct {
+	cfg   Config
+	sched *scheduler.Scheduler
+	be    backend.Backend
+	clock Clock
+	newID IDSource
+	cat   Catalog
+
+	mu sync.Mutex
+	// queues are the queue definitions, by name.
+	queues map[string]*flotilla.Queue
+	// store holds the queued jobs. While a cycle's Schedule reads it
+	// (cycling), changes to it wait in deferred.
+	store    *queue.Store
+	cycling  bool
+	deferred []storeOp
+	// jobs are the non-terminal jobs, by id.
+	jobs map[string]*job
+	// gangs counts the non-terminal members of each gang (gangKey), so
+	// that a gang id in use is not reused.
+	gangs map[string]int
+	// clusters are the executors' clusters, by name; nodes maps a node's
+	// name in the cycle's snapshot (cluster/node) to it.
+	clusters map[string]*cluster
+	nodes    map[string]nodeRef
+	// cycle state carried between cycles.
+	rate   scheduler.RateLimitState
+	prio   scheduler.QueuePriorityState
+	cycles uint64
+	// waiting explains, per queue and scheduling key, why the last cycle
+	// left jobs queued; notReached per queue why it did not reach some.
+	waiting    map[waitKey]scheduler.Reason
+	notReached map[string]scheduler.QueueRemainder
+	shares     map[string]scheduler.QueueReport
+	// changed is closed and replaced whenever events are stored, to wake
+	// watchers.
+	changed chan struct{}
+	// stopping makes cycles lease nothing (Drain).
+	stopping bool
+}
+
+// storeOp is a queue.Store change deferred while a cycle reads the store.
+type storeOp struct {
+	add *flotilla.Job // nil: remove id
+	id  string
+}
+
+type waitKey struct {
+	queue string
+	key   uint64
+}
+
+// New opens the service over cfg.Backend: it loads the queues, the live
+// jobs and the clusters' last reports (a restart picks up where the last
+// process stopped; every live lease gets a fresh timeout from now).
+func New(ctx context.Context, cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	sched, err := scheduler.New(cfg.Scheduler)
+	if err != nil {
+		return nil, err
+	}
+	sc := sched.Config()
+	s := &Server{
+		cfg:   cfg,
+		sched: sched,
+		be:    cfg.Backend,
+		clock: cfg.Clock,
+		newID: cfg.NewID,
+		cat: Catalog{
+			Schema:               sc.Schema,
+			PriorityClasses:      sc.PriorityClasses,
+			DefaultPriorityClass: sc.DefaultPriorityClass,
+		},
+		changed: make(chan struct{}),
+	}
+	if s.newID == nil {
+		s.newID = NewULIDs(cfg.Clock, nil)
+	}
+	if err := s.load(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// load rebuilds the in-memory state from the backend.
+func (s *Server) load(ctx context.Context) error {
+	sc := s.sched.Config()
+	store, err := queue.New(sc.Schema, sc.PriorityClasses, sc.DefaultPriorityClass)
+	if err != nil {
+		return err
+	}
+	s.store, s.deferred = store, nil
+	s.queues = make(map[string]*flotilla.Queue)
+	s.jobs = make(map[string]*job)
+	s.gangs = make(map[string]int)
+	s.clusters = make(map[string]*cluster)
+	s.nodes = make(map[string]nodeRef)
+	qs, err := s.be.ListQueues(ctx)
+	if err != nil {
+		return fmt.Errorf("server: loading queues: %w", err)
+	}
+	for i := range qs {
+		s.queues[qs[i].Name] = &qs[i]
+	}
+	now := s.clock.Now()
+	es, err := s.be.ListExecutors(ctx)
+	if err != nil {
+		return fmt.Errorf("server: loading executors: %w", err)
+	}
+	for _, e := range es {
+		c := s.cluster(e.Cluster)
+		c.setNodes(s, e.Nodes)
+		c.reported = now // a fresh timeout, as for leases
+	}
+	err = s.be.LiveJobs(ctx, func(r backend.Record) error {
+		j := newJob(r.Spec)
+		j.restore(s, r.State, now)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("server: loading live jobs: %w", err)
+	}
+	return nil
+}
+
+// Now is the service's clock.
+func (s *Server) Now() time.Time { return s.clock.Now() }
+
+// Schema is the service's resource schema.
+func (s *Server) Schema() *flotilla.ResourceSchema { return s.cat.Schema }
+
+// commit stores w and applies its events to the in-memory state. specs
+// are w.Jobs, indexed by id for the submitted events. The caller holds mu.
+// When the backend cannot say whether it applied the write, the state is
+// reloaded from it.
+func (s *Server) commit(ctx context.Context, w *backend.Write) ([]events.Event, error) {
+	if len(w.Jobs) == 0 && len(w.Events) == 0 {
+		return nil, nil
+	}
+	w.Fence = s.cfg.Fence
+	stored, err := s.be.Commit(ctx, w)
+	if err != nil {
+		if errors.Is(err, backend.ErrOutcomeUnknown) {
+			if lerr := s.load(context.WithoutCancel(ctx)); lerr != nil {
+				err = errors.Join(err, lerr)
+			}
+		}
+		return nil, err
+	}
+	var specs map[string]*backend.JobSpec
+	if len(w.Jobs) > 0 {
+		specs = make(map[string]*backend.JobSpec, len(w.Jobs))
+		for i := range w.Jobs {
+			specs[w.Jobs[i].Job.ID] = &w.Jobs[i]
+		}
+	}
+	for i := range stored {
+		s.apply(&stored[i], specs)
+	}
+	close(s.changed)
+	s.changed = make(chan struct{})
+	return stored, nil
+}
+
+// storeAdd and storeRemove change the queued-job store, or defer the
+// change while a cycle reads it.
+func (s *Server) storeAdd(j *flotilla.Job) {
+	if s.cycling {
+		s.deferred = append(s.deferred, storeOp{add: j})
+		return
+	}
+	// The job was validated at submit; a failure here is a bug that must
+	// not take the service down: the job stays out of the queue.
+	_ = s.store.Add(j)
+}
+
+func (s *Server) storeRemove(id string) {
+	if s.cycling {
+		s.deferred = append(s.deferred, storeOp{id: id})
+		return
+	}
+	s.store.Remove(id)
+}
+
+// flushDeferred applies the store changes made during a cycle.
+func (s *Server) flushDeferred() {
+	ops := s.deferred
+	s.deferred = nil
+	for _, op := range ops {
+		if op.add != nil {
+			_ = s.store.Add(op.add)
+		} else {
+			s.store.Remove(op.id)
+		}
+	}
+}
