@@ -55,6 +55,7 @@ func (s *Server) Cycle(ctx context.Context) (*CycleReport, error) {
 	now := s.clock.Now()
 	rep := &CycleReport{Time: now}
 	w := s.expiries(now, rep)
+	s.followGangs(w, now)
 	if _, err := s.commit(ctx, w); err != nil {
 		s.mu.Unlock()
 		return nil, err
@@ -77,6 +78,7 @@ func (s *Server) Cycle(ctx context.Context) (*CycleReport, error) {
 		return nil, err
 	}
 	w = s.decisions(res, now, rep)
+	s.followGangs(w, now)
 	if _, err := s.commit(ctx, w); err != nil {
 		return nil, err
 	}

@@ -141,14 +141,16 @@ func (s *Server) Report(ctx context.Context, r *Report) (*ReportReply, error) {
 		c = s.cluster(r.Cluster)
 		c.setNodes(s, nodes)
 	}
-	if _, err := s.commit(ctx, &backend.Write{Events: plan.events}); err != nil {
+	w := &backend.Write{Events: plan.events}
+	s.followGangs(w, now)
+	if _, err := s.commit(ctx, w); err != nil {
 		return nil, err
 	}
 	c.reported = now
 	for _, j := range plan.renew {
 		j.renewed = now
 	}
-	return s.reply(c, r, plan.kill), nil
+	return s.reply(c, r, plan.grace), nil
 }
 
 // checkNodes validates a report's cluster and nodes, returning the nodes
@@ -204,7 +206,9 @@ func (s *Server) checkNodes(r *Report) ([]flotilla.Node, error) {
 type reportPlan struct {
 	events []events.Event
 	renew  []*job
-	kill   []Kill
+	// grace holds the grace period of listed jobs that are no longer in
+	// memory (they ended), for their kill orders.
+	grace map[string]time.Duration
 }
 
 // planReport checks a report's jobs and plans its events.
@@ -249,6 +253,9 @@ func (s *Server) planJob(ctx context.Context, p *reportPlan, c *cluster, cluster
 	if j != nil {
 		attempts = j.attempts
 	} else {
+		if p.grace == nil {
+			p.grace = make(map[string]time.Duration)
+		}
 		rec, err := s.be.Job(ctx, jr.Job)
 		if errors.Is(err, backend.ErrNotFound) {
 			return flotilla.Errorf(f+".job", jr.Job, backend.ErrNotFound, "no such job")
@@ -257,6 +264,7 @@ func (s *Server) planJob(ctx context.Context, p *reportPlan, c *cluster, cluster
 			return err
 		}
 		attempts = rec.State.Attempts
+		p.grace[jr.Job] = rec.Spec.TerminationGracePeriod
 	}
 	if jr.Attempt < 1 || jr.Attempt > attempts {
 		return flotilla.Errorf(f+".attempt", strconv.Itoa(jr.Attempt), ErrNotHeld, "job %q has had %d leases", jr.Job, attempts)
@@ -266,16 +274,7 @@ func (s *Server) planJob(ctx context.Context, p *reportPlan, c *cluster, cluster
 		return flotilla.Errorf(f+".job", jr.Job, ErrNotHeld, "its lease %d is cluster %q's", jr.Attempt, j.cluster.name)
 	}
 	if !live {
-		// A stale lease: the executor must stop the job, if it runs.
-		if jr.Phase == PhasePending || jr.Phase == PhaseRunning {
-			grace := time.Duration(0)
-			if j != nil {
-				grace = j.spec.TerminationGracePeriod
-			}
-			p.kill = append(p.kill, Kill{Job: jr.Job, Attempt: jr.Attempt, GracePeriod: grace,
-				Reason: fmt.Sprintf("lease %d is no longer live", jr.Attempt)})
-		}
-		return nil
+		return nil // a stale lease: the reply tells the executor to stop it
 	}
 	sj := j.spec.Job
 	ev := func(t events.Type, reason string) events.Event {
@@ -329,13 +328,29 @@ func (s *Server) leaseEnd(j *job, t events.Type, now time.Time, reason string) e
 }
 
 // reply lists the cluster's leases the report did not list, and the jobs
-// to kill.
-func (s *Server) reply(c *cluster, r *Report, kill []Kill) *ReportReply {
+// to kill: those listed as pending or running whose lease is no longer
+// live (after the report's own events), and those whose cancellation was
+// requested. grace holds the grace periods of listed jobs that ended.
+func (s *Server) reply(c *cluster, r *Report, grace map[string]time.Duration) *ReportReply {
 	listed := make(map[string]bool, len(r.Jobs))
+	out := &ReportReply{}
 	for i := range r.Jobs {
-		listed[r.Jobs[i].Job] = true
+		jr := &r.Jobs[i]
+		listed[jr.Job] = true
+		if jr.Phase != PhasePending && jr.Phase != PhaseRunning {
+			continue
+		}
+		j := s.jobs[jr.Job]
+		if j != nil && j.cluster == c && j.attempts == jr.Attempt {
+			continue // live here: renewed
+		}
+		g := grace[jr.Job]
+		if j != nil {
+			g = j.spec.TerminationGracePeriod
+		}
+		out.Kill = append(out.Kill, Kill{Job: jr.Job, Attempt: jr.Attempt, GracePeriod: g,
+			Reason: fmt.Sprintf("lease %d is no longer live", jr.Attempt)})
 	}
-	out := &ReportReply{Kill: kill}
 	for j := range c.live {
 		switch {
 		case j.cancelRequested:

@@ -85,7 +85,7 @@ func (s *Server) submit(ctx context.Context, queueName string, expand func(time.
 		if sp.Job.IsGang() {
 			k := gangKey(sp.Job)
 			n := gangSeen[k]
-			if n[1] == 0 && s.gangs[k] > 0 {
+			if n[1] == 0 && len(s.gangs[k]) > 0 {
 				errs = append(errs, flotilla.Errorf("gang.id", sp.Job.Gang.ID, flotilla.ErrDuplicate,
 					"live jobs of queue %q are members of a gang of that id", queueName))
 			}

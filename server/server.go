@@ -137,9 +137,9 @@ type Server struct {
 	deferred []storeOp
 	// jobs are the non-terminal jobs, by id.
 	jobs map[string]*job
-	// gangs counts the non-terminal members of each gang (gangKey), so
-	// that a gang id in use is not reused.
-	gangs map[string]int
+	// gangs lists the non-terminal members of each gang (gangKey): a gang
+	// id in use is not reused, and a gang is queued again whole.
+	gangs map[string][]*job
 	// clusters are the executors' clusters, by name; nodes maps a node's
 	// name in the cycle's snapshot (cluster/node) to it.
 	clusters map[string]*cluster
@@ -216,7 +216,7 @@ func (s *Server) load(ctx context.Context) error {
 	s.store, s.deferred = store, nil
 	s.queues = make(map[string]*flotilla.Queue)
 	s.jobs = make(map[string]*job)
-	s.gangs = make(map[string]int)
+	s.gangs = make(map[string][]*job)
 	s.clusters = make(map[string]*cluster)
 	s.nodes = make(map[string]nodeRef)
 	qs, err := s.be.ListQueues(ctx)

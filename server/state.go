@@ -44,7 +44,7 @@ func (j *job) restore(s *Server, st events.Job, now time.Time) {
 	j.setFailed(slices.Clone(st.FailedClusters))
 	s.jobs[j.id()] = j
 	if j.spec.Job.IsGang() {
-		s.gangs[gangKey(j.spec.Job)]++
+		s.addGangMember(j)
 	}
 	switch {
 	case st.State == events.Queued:
@@ -82,7 +82,7 @@ func (s *Server) apply(e *events.Event, specs map[string]*backend.JobSpec) {
 		j.state = events.Queued
 		s.jobs[e.Job] = j
 		if sp.Job.IsGang() {
-			s.gangs[gangKey(sp.Job)]++
+			s.addGangMember(j)
 		}
 		s.storeAdd(j.sched)
 		return
@@ -131,10 +131,7 @@ func (s *Server) endLease(j *job, requeue bool) {
 	j.state = events.FailedState // any terminal state: the job is forgotten
 	delete(s.jobs, j.id())
 	if j.spec.Job.IsGang() {
-		k := gangKey(j.spec.Job)
-		if s.gangs[k]--; s.gangs[k] <= 0 {
-			delete(s.gangs, k)
-		}
+		s.removeGangMember(j)
 	}
 }
 

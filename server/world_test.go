@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -190,4 +191,29 @@ func TestClusterThatStopsReportingHasItsJobsRunningElsewhereOneLeaseTimeoutLater
 	// The dead cluster, back, is told to kill its stale copies.
 	back := w.report(Report{Cluster: "c1", Jobs: held(PhaseRunning, r1.Leases)})
 	require.Len(t, back.Kill, 2)
+}
+
+func gangJobs(id string, n int, cpu string) JobTemplate {
+	return JobTemplate{Count: intp(n), Requests: map[string]string{"cpu": cpu},
+		Gang: &GangSpec{ID: id, Cardinality: n}}
+}
+
+func TestGangMemberWhoseLeaseIsReturnedTakesItsRunningMatesBackToTheQueueWithIt(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 2, 4)})
+	ids := w.submit("A", "s1", gangJobs("g", 3, "1"))
+	require.Equal(t, 3, w.cycle().Leased)
+	r := w.report(Report{Cluster: "c1"})
+	require.Len(t, r.Leases, 3)
+	running := held(PhaseRunning, r.Leases)
+	w.report(Report{Cluster: "c1", Jobs: running})
+	ret := slices.Clone(running)
+	ret[0].Phase = PhaseReturned
+	reply := w.report(Report{Cluster: "c1", Jobs: ret})
+	for _, id := range ids {
+		require.Equal(t, events.Queued, w.state(id), id)
+	}
+	require.Len(t, reply.Kill, 2, "the running mates are stopped")
+	require.Equal(t, 3, w.cycle().Leased, "the gang is leased again whole")
 }
