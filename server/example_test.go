@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/flotilla-sched/flotilla"
@@ -98,7 +99,7 @@ func ExampleServer() {
 
 	evs, _ := srv.Events(ctx, "A", "s1", 0, 0)
 	for _, e := range evs {
-		fmt.Println(e.Seq, e.Type, e.Job, e.Node)
+		fmt.Println(strings.TrimSpace(fmt.Sprint(e.Seq, " ", e.Type, " ", e.Job, " ", e.Node)))
 	}
 	// Output:
 	// submitted [job-1 job-2 job-3]
