@@ -1,0 +1,291 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/events"
+	"github.com/flotilla-sched/flotilla/server"
+)
+
+// The types below are the JSON bodies of the HTTP API (openapi.json). Their
+// JSON names are a public interface. Durations are Go duration strings,
+// quantities Kubernetes quantity strings, times RFC 3339 in UTC.
+
+// Queue is a queue definition, and in lists its counts and standing.
+type Queue struct {
+	Name string `json:"name"`
+	// PriorityFactor scales the queue's claim (weight 1/factor); absent or
+	// 0 means 1.
+	PriorityFactor float64 `json:"priorityFactor,omitempty"`
+	// LimitsByPriorityClass caps, per class and resource, the fraction of
+	// the cluster the queue may hold at that class.
+	LimitsByPriorityClass map[string]map[string]float64 `json:"limitsByPriorityClass,omitempty"`
+	// Status is filled in by the server on reads and ignored on writes.
+	Status *QueueStatus `json:"status,omitempty"`
+}
+
+// QueueStatus is a queue's jobs counted and its shares in the last cycle.
+type QueueStatus struct {
+	Queued            int     `json:"queued"`
+	Leased            int     `json:"leased"`
+	Running           int     `json:"running"`
+	Share             float64 `json:"share"`
+	FairShare         float64 `json:"fairShare"`
+	AdjustedFairShare float64 `json:"adjustedFairShare"`
+}
+
+// QueueOf is the wire form of a queue with its status.
+func QueueOf(q server.QueueInfo) Queue {
+	return Queue{
+		Name: q.Name, PriorityFactor: q.PriorityFactor, LimitsByPriorityClass: q.LimitsByPriorityClass,
+		Status: &QueueStatus{
+			Queued: q.Queued, Leased: q.Leased, Running: q.Running,
+			Share: q.Report.Share, FairShare: q.Report.FairShare, AdjustedFairShare: q.Report.AdjustedFairShare,
+		},
+	}
+}
+
+// Definition is the queue definition the server stores.
+func (q *Queue) Definition() flotilla.Queue {
+	return flotilla.Queue{Name: q.Name, PriorityFactor: q.PriorityFactor, LimitsByPriorityClass: q.LimitsByPriorityClass}
+}
+
+// SubmitResponse answers a submission: the job ids in file order.
+type SubmitResponse struct {
+	JobIDs []string `json:"jobIds"`
+}
+
+// CancelRequest names the jobs to cancel: JobIDs, or every job of
+// Queue/JobSet (not both).
+type CancelRequest struct {
+	JobIDs []string `json:"jobIds,omitempty"`
+	Queue  string   `json:"queue,omitempty"`
+	JobSet string   `json:"jobSet,omitempty"`
+}
+
+// Validate checks that the request names jobs one way.
+func (r *CancelRequest) Validate() error {
+	switch {
+	case len(r.JobIDs) > 0 && (r.Queue != "" || r.JobSet != ""):
+		return flotilla.Errorf("jobIds", fmt.Sprint(r.JobIDs), flotilla.ErrInconsistent, "name jobs by id or by queue and job set, not both")
+	case len(r.JobIDs) == 0 && (r.Queue == "" || r.JobSet == ""):
+		var errs []error
+		if r.Queue == "" {
+			errs = append(errs, flotilla.Errorf("queue", "", flotilla.ErrRequired, "without jobIds, queue and jobSet name the jobs"))
+		}
+		if r.JobSet == "" {
+			errs = append(errs, flotilla.Errorf("jobSet", "", flotilla.ErrRequired, "without jobIds, queue and jobSet name the jobs"))
+		}
+		return errors.Join(errs...)
+	}
+	return nil
+}
+
+// CancelResponse says what a cancellation did (server.CancelResult).
+type CancelResponse struct {
+	Cancelled []string `json:"cancelled"`
+	Requested []string `json:"requested"`
+	Finished  []string `json:"finished"`
+}
+
+// CancelResponseOf is the wire form of a cancellation's result.
+func CancelResponseOf(r server.CancelResult) CancelResponse {
+	return CancelResponse{Cancelled: nonNil(r.Cancelled), Requested: nonNil(r.Requested), Finished: nonNil(r.Finished)}
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// JobStatus is SERVICE.md's `status -o json` object for one job.
+type JobStatus struct {
+	Job      string `json:"job"`
+	Queue    string `json:"queue"`
+	JobSet   string `json:"jobSet"`
+	State    string `json:"state"`
+	Attempts int    `json:"attempts"`
+	Cluster  string `json:"cluster,omitempty"`
+	Node     string `json:"node,omitempty"`
+	// Reason: for a queued job, why it is not running yet (quantified);
+	// otherwise the reason of its last event that gave one.
+	Reason          string `json:"reason,omitempty"`
+	CancelRequested bool   `json:"cancelRequested,omitempty"`
+}
+
+// JobStatusOf is the wire form of a job's status.
+func JobStatusOf(s server.JobStatus) JobStatus {
+	return JobStatus{Job: s.Job, Queue: s.Queue, JobSet: s.JobSet, State: s.State.String(), Attempts: s.Attempts,
+		Cluster: s.Cluster, Node: s.Node, Reason: s.Reason, CancelRequested: s.CancelRequested}
+}
+
+// StatusResponse lists job statuses in the order asked.
+type StatusResponse struct {
+	Jobs []JobStatus `json:"jobs"`
+}
+
+// Node is one node of an executor's cluster: SCENARIOS.md's node without
+// count and cluster.
+type Node struct {
+	Name          string            `json:"name"`
+	Resources     map[string]string `json:"resources"`
+	Labels        map[string]string `json:"labels,omitempty"`
+	Unschedulable bool              `json:"unschedulable,omitempty"`
+	Taints        []Taint           `json:"taints,omitempty"`
+}
+
+// Taint repels jobs that do not tolerate it.
+type Taint struct {
+	Key    string `json:"key"`
+	Value  string `json:"value,omitempty"`
+	Effect string `json:"effect"`
+}
+
+// JobReport is one job an executor holds (server.JobReport).
+type JobReport struct {
+	Job      string `json:"job"`
+	Attempt  int    `json:"attempt"`
+	Phase    string `json:"phase"`
+	ExitCode int    `json:"exitCode,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// Report is an executor's report (server.Report); the cluster is the
+// route's. Nodes absent (null) keeps the nodes last reported.
+type Report struct {
+	Nodes []Node      `json:"nodes"`
+	Jobs  []JobReport `json:"jobs,omitempty"`
+}
+
+// Lease hands a job to an executor.
+type Lease struct {
+	Job           string            `json:"job"`
+	Queue         string            `json:"queue"`
+	JobSet        string            `json:"jobSet"`
+	Attempt       int               `json:"attempt"`
+	Node          string            `json:"node"`
+	PriorityClass string            `json:"priorityClass,omitempty"`
+	Requests      map[string]string `json:"requests"`
+	// TerminationGracePeriod, ActiveDeadline and Runtime are durations.
+	TerminationGracePeriod string `json:"terminationGracePeriod"`
+	ActiveDeadline         string `json:"activeDeadline,omitempty"`
+	Runtime                string `json:"runtime,omitempty"`
+	ExitCode               int    `json:"exitCode,omitempty"`
+}
+
+// Kill tells an executor to stop a job.
+type Kill struct {
+	Job         string `json:"job"`
+	Attempt     int    `json:"attempt"`
+	Reason      string `json:"reason"`
+	GracePeriod string `json:"gracePeriod"`
+}
+
+// ReportReply is the answer to a report.
+type ReportReply struct {
+	Leases []Lease `json:"leases"`
+	Kill   []Kill  `json:"kill"`
+}
+
+// ToServer converts a report for cluster into the service's form, parsing
+// quantities against schema. Every problem is a *flotilla.FieldError at the
+// body's path (nodes[2].resources.cpu), all joined.
+func (r *Report) ToServer(cluster string, schema *flotilla.ResourceSchema) (*server.Report, error) {
+	out := &server.Report{Cluster: cluster, Jobs: make([]server.JobReport, len(r.Jobs))}
+	var errs []error
+	if r.Nodes != nil {
+		out.Nodes = make([]flotilla.Node, len(r.Nodes))
+		for i, n := range r.Nodes {
+			p := fmt.Sprintf("nodes[%d]", i)
+			total, err := schema.Parse(p+".resources", n.Resources)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			node := flotilla.Node{Name: n.Name, Cluster: cluster, Labels: n.Labels, Total: total, Unschedulable: n.Unschedulable}
+			for _, t := range n.Taints {
+				node.Taints = append(node.Taints, flotilla.Taint{Key: t.Key, Value: t.Value, Effect: flotilla.TaintEffect(t.Effect)})
+			}
+			out.Nodes[i] = node
+		}
+	}
+	for i, j := range r.Jobs {
+		out.Jobs[i] = server.JobReport{Job: j.Job, Attempt: j.Attempt, Phase: server.JobPhase(j.Phase), ExitCode: j.ExitCode, Reason: j.Reason}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}
+
+// ReportReplyOf is the wire form of the answer to a report.
+func ReportReplyOf(r *server.ReportReply, schema *flotilla.ResourceSchema) ReportReply {
+	out := ReportReply{Leases: make([]Lease, len(r.Leases)), Kill: make([]Kill, len(r.Kill))}
+	for i, l := range r.Leases {
+		out.Leases[i] = Lease{
+			Job: l.Job.ID, Queue: l.Job.Queue, JobSet: l.Job.JobSet, Attempt: l.Attempt, Node: l.Node,
+			PriorityClass: l.Job.PriorityClass, Requests: schema.Format(l.Job.Requests),
+			TerminationGracePeriod: l.TerminationGracePeriod.String(), ActiveDeadline: durationString(l.ActiveDeadline),
+			Runtime: durationString(l.Runtime), ExitCode: l.ExitCode,
+		}
+	}
+	for i, k := range r.Kill {
+		out.Kill[i] = Kill{Job: k.Job, Attempt: k.Attempt, Reason: k.Reason, GracePeriod: k.GracePeriod.String()}
+	}
+	return out
+}
+
+func durationString(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
+}
+
+// CycleReport is what a cycle did, for operators.
+type CycleReport struct {
+	Time             time.Time `json:"time"`
+	Expired          int       `json:"expired"`
+	DeadlineExceeded int       `json:"deadlineExceeded"`
+	Leased           int       `json:"leased"`
+	Preempted        int       `json:"preempted"`
+}
+
+// Event is one event in SERVICE.md's JSON form (events.Event marshals
+// itself so).
+type Event = events.Event
+
+// Problem is one problem of a refused request.
+type Problem struct {
+	Field string `json:"field,omitempty"`
+	Value string `json:"value,omitempty"`
+	// Error is the problem's class and detail.
+	Error string `json:"error"`
+}
+
+// Error is the body of every refusal (4xx and 5xx).
+type Error struct {
+	// Error is the whole message.
+	Error string `json:"error"`
+	// Problems lists each problem of bad input.
+	Problems []Problem `json:"problems,omitempty"`
+}
+
+// ErrorOf is the wire form of an error: each problem of a
+// *flotilla.FieldError join named by field and value.
+func ErrorOf(err error) Error {
+	out := Error{Error: err.Error()}
+	for _, p := range flotilla.Problems(err) {
+		var fe *flotilla.FieldError
+		if errors.As(p, &fe) {
+			out.Problems = append(out.Problems, Problem{Field: fe.Field, Value: fe.Value, Error: fe.Err.Error()})
+		} else {
+			out.Problems = append(out.Problems, Problem{Error: p.Error()})
+		}
+	}
+	return out
+}

@@ -1,0 +1,12 @@
+// Package httpapi serves the queueing service (package server) over HTTP:
+// JSON bodies (package api), the routes of openapi.json, bearer-token auth
+// from SERVICE.md's auth file, request size limits, and event streams as
+// JSON lines. It uses the standard library only; Prometheus metrics are
+// added by the flotilla command, outside the core module.
+//
+// Status codes: 200/201/204 success; 400 bad input, the body naming every
+// problem by field and value; 401 no known token; 403 a token without the
+// right; 404 no such queue or job; 409 a queue that exists or still has
+// jobs; 413 a body over the limit; 503 storage unavailable; 500 otherwise.
+// A refused request changes nothing.
+package httpapi

@@ -1,0 +1,474 @@
+package httpapi
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/api"
+	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/events"
+	"github.com/flotilla-sched/flotilla/internal/strictjson"
+	"github.com/flotilla-sched/flotilla/server"
+)
+
+// DefaultMaxBodyBytes bounds a request body: a submit file of 100,000 jobs
+// fits.
+const DefaultMaxBodyBytes = 64 << 20
+
+// Options configure the handler.
+type Options struct {
+	// Auth checks bearer tokens; nil lets every request do everything
+	// (serve then listens on loopback only).
+	Auth *Auth
+	// Logger receives refusals and failures; nil discards them.
+	Logger *slog.Logger
+	// MaxBodyBytes bounds request bodies (413 beyond); 0 means
+	// DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// Ready reports whether the service is ready (GET /readyz); nil means
+	// always.
+	Ready func() error
+}
+
+// Handler serves the HTTP API of a server.Server (openapi.json).
+type Handler struct {
+	srv  *server.Server
+	opts Options
+	mux  *http.ServeMux
+	anon *Principal
+}
+
+// New returns the API handler over srv.
+func New(srv *server.Server, opts Options) *Handler {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.MaxBodyBytes == 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	h := &Handler{srv: srv, opts: opts, mux: http.NewServeMux(), anon: &Principal{Name: "anonymous", admin: true}}
+	for _, r := range h.routes() {
+		h.mux.HandleFunc(r.pattern, r.fn)
+	}
+	return h
+}
+
+// route is one pattern of the API; Routes lists them for the OpenAPI
+// check.
+type route struct {
+	pattern string
+	fn      http.HandlerFunc
+}
+
+func (h *Handler) routes() []route {
+	return []route{
+		{"GET /healthz", h.healthz},
+		{"GET /readyz", h.readyz},
+		{"GET /openapi.json", h.openapi},
+		{"GET /v1/queues", h.authed(h.listQueues)},
+		{"POST /v1/queues", h.authed(h.createQueue)},
+		{"GET /v1/queues/{queue}", h.authed(h.getQueue)},
+		{"PUT /v1/queues/{queue}", h.authed(h.updateQueue)},
+		{"DELETE /v1/queues/{queue}", h.authed(h.deleteQueue)},
+		{"POST /v1/jobs", h.authed(h.submit)},
+		{"POST /v1/jobs/cancel", h.authed(h.cancel)},
+		{"GET /v1/jobs", h.authed(h.status)},
+		{"GET /v1/queues/{queue}/jobsets/{jobSet}/events", h.authed(h.events)},
+		{"POST /v1/clusters/{cluster}/report", h.authed(h.report)},
+	}
+}
+
+// Routes lists the API's method and path patterns.
+func (h *Handler) Routes() []string {
+	var out []string
+	for _, r := range h.routes() {
+		out = append(out, r.pattern)
+	}
+	return out
+}
+
+// ServeHTTP serves one request.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+type principalKey struct{}
+
+// authed resolves the request's principal (401 without a known bearer
+// token when auth is on) and bounds its body.
+func (h *Handler) authed(fn http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p := h.anon
+		if h.opts.Auth != nil {
+			tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			var known bool
+			if ok {
+				p, known = h.opts.Auth.Lookup(strings.TrimSpace(tok))
+			}
+			if !known {
+				h.refuse(w, r, http.StatusUnauthorized, "", "a known bearer token is required")
+				return
+			}
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes)
+		fn(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+	}
+}
+
+func principal(r *http.Request) *Principal { return r.Context().Value(principalKey{}).(*Principal) }
+
+// refuse answers 401 or 403 and logs the refusal.
+func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, code int, who, why string) {
+	h.opts.Logger.Warn("request refused", "method", r.Method, "path", r.URL.Path, "principal", who, "status", code, "why", why)
+	writeJSON(w, code, api.Error{Error: why})
+}
+
+// forbid answers 403 unless ok.
+func (h *Handler) forbid(w http.ResponseWriter, r *http.Request, ok bool, what string) bool {
+	if ok {
+		return false
+	}
+	p := principal(r)
+	h.refuse(w, r, http.StatusForbidden, p.Name, "principal "+p.Name+" may not "+what)
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// fail answers an error with its status: 400 for bad input (field
+// errors), 404 not found, 409 conflicts, 413 too large, 503 when storage
+// is unavailable, 500 otherwise.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error, notFound bool) {
+	code := statusOf(err, notFound)
+	if code >= 500 {
+		h.opts.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", code, "err", err)
+	}
+	writeJSON(w, code, api.ErrorOf(err))
+}
+
+func statusOf(err error, notFound bool) int {
+	var tooLarge *http.MaxBytesError
+	var fe *flotilla.FieldError
+	switch {
+	case errors.As(err, &tooLarge):
+		return http.StatusRequestEntityTooLarge
+	case notFound && errors.Is(err, backend.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, backend.ErrExists), errors.Is(err, backend.ErrNotEmpty), errors.Is(err, server.ErrCycleRunning):
+		return http.StatusConflict
+	case errors.Is(err, backend.ErrClosed), errors.Is(err, backend.ErrOutcomeUnknown), errors.Is(err, backend.ErrFenced),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable
+	case errors.As(err, &fe), errors.Is(err, events.ErrRefused):
+		return http.StatusBadRequest
+	}
+	return http.StatusInternalServerError
+}
+
+// readBody reads a bounded body; decode decodes it strictly into v.
+func readBody(r *http.Request) ([]byte, error) { return io.ReadAll(r.Body) }
+
+func decode(r *http.Request, v any) error {
+	data, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	return strictjson.Decode(data, v)
+}
+
+func (h *Handler) healthz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain")
+	_, _ = io.WriteString(w, "ok\n")
+}
+
+func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
+	if h.opts.Ready != nil {
+		if err := h.opts.Ready(); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, api.Error{Error: err.Error()})
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	_, _ = io.WriteString(w, "ok\n")
+}
+
+func (h *Handler) listQueues(w http.ResponseWriter, r *http.Request) {
+	qs, err := h.srv.ListQueues(r.Context())
+	if err != nil {
+		h.fail(w, r, err, false)
+		return
+	}
+	out := make([]api.Queue, len(qs))
+	for i, q := range qs {
+		out[i] = api.QueueOf(q)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (h *Handler) getQueue(w http.ResponseWriter, r *http.Request) {
+	q, err := h.srv.Queue(r.Context(), r.PathValue("queue"))
+	if err != nil {
+		h.fail(w, r, err, true)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.QueueOf(q))
+}
+
+func (h *Handler) createQueue(w http.ResponseWriter, r *http.Request) {
+	if h.forbid(w, r, principal(r).Admin(), "manage queues") {
+		return
+	}
+	var q api.Queue
+	if err := decode(r, &q); err != nil {
+		h.fail(w, r, err, false)
+		return
+	}
+	if err := h.srv.CreateQueue(r.Context(), q.Definition()); err != nil {
+		h.fail(w, r, err, false)
+		return
+	}
+	h.getQueueAfter(w, r, q.Name, http.StatusCreated)
+}
+
+func (h *Handler) updateQueue(w http.ResponseWriter, r *http.Request) {
+	if h.forbid(w, r, principal(r).Admin(), "manage queues") {
+		return
+	}
+	var q api.Queue
+	if err := decode(r, &q); err != nil {
+		h.fail(w, r, err, false)
+		return
+	}
+	name := r.PathValue("queue")
+	if q.Name == "" {
+		q.Name = name
+	}
+	if q.Name != name {
+		h.fail(w, r, flotilla.Errorf("name", q.Name, flotilla.ErrInconsistent, "the path names queue %q", name), false)
+		return
+	}
+	if err := h.srv.UpdateQueue(r.Context(), q.Definition()); err != nil {
+		h.fail(w, r, err, true)
+		return
+	}
+	h.getQueueAfter(w, r, q.Name, http.StatusOK)
+}
+
+func (h *Handler) getQueueAfter(w http.ResponseWriter, r *http.Request, name string, code int) {
+	q, err := h.srv.Queue(r.Context(), name)
+	if err != nil {
+		h.fail(w, r, err, true)
+		return
+	}
+	writeJSON(w, code, api.QueueOf(q))
+}
+
+func (h *Handler) deleteQueue(w http.ResponseWriter, r *http.Request) {
+	if h.forbid(w, r, principal(r).Admin(), "manage queues") {
+		return
+	}
+	if err := h.srv.DeleteQueue(r.Context(), r.PathValue("queue")); err != nil {
+		h.fail(w, r, err, true)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *Handler) submit(w http.ResponseWriter, r *http.Request) {
+	data, err := readBody(r)
+	if err != nil {
+		h.fail(w, r, err, false)
+		return
+	}
+	// The queue decides the right. A body that names no queue is refused
+	// by the submission rules (400) and stores nothing; one that names a
+	// queue twice is refused by the strict decoder the same way.
+	var head struct {
+		Queue string `json:"queue"`
+	}
+	_ = json.Unmarshal(data, &head)
+	if head.Queue != "" && h.forbid(w, r, principal(r).MaySubmit(head.Queue), "submit to queue "+head.Queue) {
+		return
+	}
+	ids, err := h.srv.SubmitJSON(r.Context(), data)
+	if err != nil {
+		h.fail(w, r, err, false)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.SubmitResponse{JobIDs: ids})
+}
+
+func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) {
+	var req api.CancelRequest
+	if err := decode(r, &req); err != nil {
+		h.fail(w, r, err, false)
+		return
+	}
+	if err := req.Validate(); err != nil {
+		h.fail(w, r, err, false)
+		return
+	}
+	p := principal(r)
+	var res server.CancelResult
+	var err error
+	if len(req.JobIDs) == 0 {
+		if h.forbid(w, r, p.MaySubmit(req.Queue), "cancel in queue "+req.Queue) {
+			return
+		}
+		res, err = h.srv.CancelJobSet(r.Context(), req.Queue, req.JobSet)
+	} else {
+		if !p.Admin() {
+			sts, err := h.srv.Status(r.Context(), req.JobIDs...)
+			if err != nil {
+				h.fail(w, r, err, false)
+				return
+			}
+			for _, st := range sts {
+				if h.forbid(w, r, p.MaySubmit(st.Queue), "cancel in queue "+st.Queue) {
+					return
+				}
+			}
+		}
+		res, err = h.srv.Cancel(r.Context(), req.JobIDs...)
+	}
+	if err != nil {
+		h.fail(w, r, err, false)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.CancelResponseOf(res))
+}
+
+func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
+	ids := r.URL.Query()["id"]
+	if len(ids) == 0 {
+		h.fail(w, r, flotilla.Errorf("id", "", flotilla.ErrRequired, "name jobs with ?id=…"), false)
+		return
+	}
+	sts, err := h.srv.Status(r.Context(), ids...)
+	if err != nil {
+		h.fail(w, r, err, true)
+		return
+	}
+	out := api.StatusResponse{Jobs: make([]api.JobStatus, len(sts))}
+	for i, st := range sts {
+		if h.forbid(w, r, principal(r).MayWatch(st.Queue), "read queue "+st.Queue) {
+			return
+		}
+		out.Jobs[i] = api.JobStatusOf(st)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// events writes a job set's events as JSON lines from ?from= (default the
+// first); with ?watch=true it then follows new events until the client
+// goes away, flushing each line.
+func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
+	q, set := r.PathValue("queue"), r.PathValue("jobSet")
+	if h.forbid(w, r, principal(r).MayWatch(q), "read queue "+q) {
+		return
+	}
+	query := r.URL.Query()
+	var errs []error
+	from, limit := uint64(0), 0
+	if s := query.Get("from"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			errs = append(errs, flotilla.Errorf("from", s, flotilla.ErrMalformed, "want a sequence number"))
+		}
+		from = v
+	}
+	if s := query.Get("limit"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 0 {
+			errs = append(errs, flotilla.Errorf("limit", s, flotilla.ErrMalformed, "want a count ≥ 0"))
+		}
+		limit = v
+	}
+	watch := false
+	if s := query.Get("watch"); s != "" {
+		v, err := strconv.ParseBool(s)
+		if err != nil {
+			errs = append(errs, flotilla.Errorf("watch", s, flotilla.ErrMalformed, "want true or false"))
+		}
+		watch = v
+	}
+	if len(errs) > 0 {
+		h.fail(w, r, errors.Join(errs...), false)
+		return
+	}
+	if _, err := h.srv.Queue(r.Context(), q); err != nil {
+		h.fail(w, r, err, true)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	enc := json.NewEncoder(w)
+	if !watch {
+		evs, err := h.srv.Events(r.Context(), q, set, from, limit)
+		if err != nil {
+			h.fail(w, r, err, true)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		for _, e := range evs {
+			_ = enc.Encode(e)
+		}
+		return
+	}
+	rc := http.NewResponseController(w)
+	w.WriteHeader(http.StatusOK)
+	_ = rc.Flush()
+	err := h.srv.Watch(r.Context(), q, set, from, func(e events.Event) error {
+		if err := enc.Encode(e); err != nil {
+			return err
+		}
+		return rc.Flush()
+	})
+	if err != nil && r.Context().Err() == nil {
+		h.opts.Logger.Info("watch ended", "queue", q, "jobSet", set, "err", err)
+	}
+}
+
+func (h *Handler) report(w http.ResponseWriter, r *http.Request) {
+	cluster := r.PathValue("cluster")
+	if h.forbid(w, r, principal(r).MayReport(cluster), "report for cluster "+cluster) {
+		return
+	}
+	var body api.Report
+	if err := decode(r, &body); err != nil {
+		h.fail(w, r, err, false)
+		return
+	}
+	rep, err := body.ToServer(cluster, h.srv.Schema())
+	if err != nil {
+		h.fail(w, r, err, false)
+		return
+	}
+	reply, err := h.srv.Report(r.Context(), rep)
+	if err != nil {
+		h.fail(w, r, err, false)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.ReportReplyOf(reply, h.srv.Schema()))
+}
+
+//go:embed openapi.json
+var openapiDoc []byte
+
+// OpenAPI returns the API's OpenAPI document (a copy).
+func OpenAPI() []byte { return slices.Clone(openapiDoc) }
+
+func (h *Handler) openapi(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(openapiDoc)
+}

@@ -1,0 +1,150 @@
+package httpapi_test
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/api"
+	"github.com/flotilla-sched/flotilla/backend/memory"
+	"github.com/flotilla-sched/flotilla/client"
+	"github.com/flotilla-sched/flotilla/events"
+	"github.com/flotilla-sched/flotilla/httpapi"
+	"github.com/flotilla-sched/flotilla/scheduler"
+	"github.com/flotilla-sched/flotilla/server"
+)
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// service is a server behind the HTTP handler on a loopback test server.
+type service struct {
+	srv   *server.Server
+	be    *memory.Backend
+	url   string
+	clock *fakeClock
+}
+
+func newService(t *testing.T, opts httpapi.Options) *service {
+	t.Helper()
+	schema := flotilla.MustResourceSchema("cpu", "memory")
+	clk := &fakeClock{t: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+	be := memory.New(schema)
+	n := 0
+	var mu sync.Mutex
+	srv, err := server.New(context.Background(), server.Config{
+		Scheduler: scheduler.DefaultConfig(schema), Backend: be, Clock: clk,
+		NewID: func() string { mu.Lock(); defer mu.Unlock(); n++; return "job-" + strconv.Itoa(n) },
+	})
+	require.NoError(t, err)
+	ts := httptest.NewServer(httpapi.New(srv, opts))
+	t.Cleanup(ts.Close)
+	return &service{srv: srv, be: be, url: ts.URL, clock: clk}
+}
+
+func (s *service) client(t *testing.T, token string) *client.Client {
+	c, err := client.New(s.url, token, nil)
+	require.NoError(t, err)
+	return c
+}
+
+func TestJobGoesFromSubmitToSucceededThroughTheHTTPAPI(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t, httpapi.Options{})
+	c := s.client(t, "")
+	_, err := c.CreateQueue(ctx, api.Queue{Name: "A"})
+	require.NoError(t, err)
+	_, err = c.Report(ctx, "c1", api.Report{Nodes: []api.Node{{Name: "n1", Resources: map[string]string{"cpu": "4", "memory": "8Gi"}}}})
+	require.NoError(t, err)
+	ids, err := c.Submit(ctx, []byte(`{"queue": "A", "jobSet": "s1", "jobs": [{"count": 2, "requests": {"cpu": "1"}, "runtime": "20s"}]}`))
+	require.NoError(t, err)
+	require.Equal(t, []string{"job-1", "job-2"}, ids)
+	_, err = s.srv.Cycle(ctx)
+	require.NoError(t, err)
+	reply, err := c.Report(ctx, "c1", api.Report{})
+	require.NoError(t, err)
+	require.Len(t, reply.Leases, 2)
+	require.Equal(t, "20s", reply.Leases[0].Runtime)
+	require.Equal(t, map[string]string{"cpu": "1"}, reply.Leases[0].Requests)
+	var done []api.JobReport
+	for _, l := range reply.Leases {
+		done = append(done, api.JobReport{Job: l.Job, Attempt: l.Attempt, Phase: "succeeded"})
+	}
+	_, err = c.Report(ctx, "c1", api.Report{Jobs: done})
+	require.NoError(t, err)
+	sts, err := c.Status(ctx, ids...)
+	require.NoError(t, err)
+	require.Equal(t, "succeeded", sts[0].State)
+	evs, err := c.Events(ctx, "A", "s1", 0, 0)
+	require.NoError(t, err)
+	require.Len(t, evs, 8)
+	require.Equal(t, events.Submitted, evs[0].Type)
+	require.Equal(t, uint64(8), evs[7].Seq)
+}
+
+func TestWatchFollowsNewEventsAndResumesFromASequenceNumberMissingNothing(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := newService(t, httpapi.Options{})
+	c := s.client(t, "")
+	_, err := c.CreateQueue(ctx, api.Queue{Name: "A"})
+	require.NoError(t, err)
+	_, err = c.Submit(ctx, []byte(`{"queue": "A", "jobSet": "s1", "jobs": [{"count": 3, "requests": {"cpu": "1"}}]}`))
+	require.NoError(t, err)
+	got := make(chan events.Event, 16)
+	errc := make(chan error, 1)
+	wctx, stop := context.WithCancel(ctx)
+	go func() {
+		errc <- c.Watch(wctx, "A", "s1", 2, func(e events.Event) error { got <- e; return nil })
+	}()
+	require.Equal(t, uint64(2), (<-got).Seq)
+	require.Equal(t, uint64(3), (<-got).Seq)
+	_, err = c.Submit(ctx, []byte(`{"queue": "A", "jobSet": "s1", "jobs": [{"requests": {"cpu": "1"}}]}`))
+	require.NoError(t, err)
+	require.Equal(t, uint64(4), (<-got).Seq, "a new event reaches the watcher")
+	stop()
+	require.Error(t, <-errc)
+	// Resume after the last seen: nothing missed, nothing twice.
+	_, err = c.Cancel(ctx, "job-1")
+	require.NoError(t, err)
+	evs, err := c.Events(ctx, "A", "s1", 5, 0)
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+	require.Equal(t, events.Cancelled, evs[0].Type)
+}
+
+func TestBadInputIsA400NamingFieldAndValueAndStoresNothing(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t, httpapi.Options{})
+	c := s.client(t, "")
+	_, err := c.CreateQueue(ctx, api.Queue{Name: "A"})
+	require.NoError(t, err)
+	_, err = c.Submit(ctx, []byte(`{"queue": "A", "jobSet": "s1", "jobs": [{"requests": {"cpu": "lots"}, "colour": "red"}]}`))
+	var ce *client.Error
+	require.True(t, errors.As(err, &ce), "%v", err)
+	require.ErrorIs(t, err, client.ErrBadRequest)
+	fields := map[string]string{}
+	for _, p := range ce.Body.Problems {
+		fields[p.Field] = p.Value
+	}
+	require.Equal(t, "lots", fields["jobs[0].requests.cpu"])
+	require.Contains(t, fields, "jobs[0].colour")
+	evs, err := c.Events(ctx, "A", "s1", 0, 0)
+	require.NoError(t, err)
+	require.Empty(t, evs)
+}
