@@ -1,0 +1,70 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/api"
+	"github.com/flotilla-sched/flotilla/httpapi"
+)
+
+// FuzzHandlers posts arbitrary bodies to the submit and report routes:
+// the handler never panics nor answers 5xx, a 400 stores nothing, and a
+// 200 submit stores one submitted event per id returned.
+func FuzzHandlers(f *testing.F) {
+	f.Add(0, []byte(`{"queue": "A", "jobSet": "s", "jobs": [{"count": 2, "requests": {"cpu": "1"}}]}`))
+	f.Add(0, []byte(`{"queue": "A", "jobSet": "s", "jobs": [{"requests": {"cpu": "1"}, "gang": {"id": "g", "cardinality": 1}, "clientId": "x"}]}`))
+	f.Add(0, []byte(`{"queue": "A", "jobs": [{"requests": {"cpu": "-1"}}], "x": 1}`))
+	f.Add(0, []byte(`{"queue": "B", "jobSet": "s", "jobs": [{"requests": {"gpu": "1"}}]}`))
+	f.Add(1, []byte(`{"nodes": [{"name": "n1", "resources": {"cpu": "4"}}]}`))
+	f.Add(1, []byte(`{"nodes": [{"name": "n1", "resources": {"cpu": "4x"}}], "jobs": [{"job": "j", "attempt": 1, "phase": "running"}]}`))
+	f.Add(2, []byte(`{"jobIds": ["job-1"]}`))
+	f.Add(3, []byte(`{"name": "Q", "priorityFactor": -1}`))
+	f.Fuzz(func(t *testing.T, route int, body []byte) {
+		s := newService(t, httpapi.Options{MaxBodyBytes: 1 << 16})
+		ctx := context.Background()
+		if err := s.srv.CreateQueue(ctx, flotilla.Queue{Name: "A"}); err != nil {
+			t.Fatal(err)
+		}
+		h := httpapi.New(s.srv, httpapi.Options{MaxBodyBytes: 1 << 16})
+		paths := []string{"/v1/jobs", "/v1/clusters/c1/report", "/v1/jobs/cancel", "/v1/queues"}
+		path := paths[(route%len(paths)+len(paths))%len(paths)]
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body)))
+		if rec.Code >= 500 {
+			t.Fatalf("%s: %d %s", path, rec.Code, rec.Body)
+		}
+		evs, err := s.be.Events(ctx, "A", "s", 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case rec.Code == http.StatusBadRequest || rec.Code == http.StatusRequestEntityTooLarge:
+			if len(evs) != 0 {
+				t.Fatalf("%s: refused with %d but stored %d events", path, rec.Code, len(evs))
+			}
+			var e api.Error
+			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error == "" {
+				t.Fatalf("%s: a refusal's body is an api.Error: %q", path, rec.Body)
+			}
+		case rec.Code == http.StatusOK && path == "/v1/jobs":
+			var resp api.SubmitResponse
+			if err := json.Unmarshal(rec.Body.Bytes(), &resp); err != nil {
+				t.Fatal(err)
+			}
+			if len(resp.JobIDs) == 0 {
+				t.Fatalf("a stored submission returns its ids: %s", rec.Body)
+			}
+			for _, id := range resp.JobIDs {
+				if _, err := s.be.Job(ctx, id); err != nil {
+					t.Fatalf("id %q returned but not stored: %v", id, err)
+				}
+			}
+		}
+	})
+}
