@@ -57,9 +57,6 @@ func FuzzHandlers(f *testing.F) {
 			if err := json.Unmarshal(rec.Body.Bytes(), &resp); err != nil {
 				t.Fatal(err)
 			}
-			if len(resp.JobIDs) == 0 {
-				t.Fatalf("a stored submission returns its ids: %s", rec.Body)
-			}
 			for _, id := range resp.JobIDs {
 				if _, err := s.be.Job(ctx, id); err != nil {
 					t.Fatalf("id %q returned but not stored: %v", id, err)
