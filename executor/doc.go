@@ -1,0 +1,13 @@
+// Package executor is the fake cluster of SERVICE.md's `flotilla executor`:
+// it registers a cluster's nodes with the service, takes leases, "runs"
+// each job for its runtime, reports it running and then succeeded (or
+// failed with its exit code), renews its leases by reporting, and stops
+// the jobs the service cancels or preempts. It lets the whole system run
+// on one machine without Kubernetes, and the simulator drive the real
+// service under a virtual clock.
+//
+// Time comes from the Clock passed in; Step makes one report and starts
+// no goroutine; Run loops on a real ticker in the caller's goroutine. The
+// service is reached through the Reporter interface: *client.Client over
+// HTTP, or Local in the same process.
+package executor

@@ -1,0 +1,209 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/flotilla-sched/flotilla/api"
+	"github.com/flotilla-sched/flotilla/server"
+)
+
+// DefaultRenew is how often Run reports when Config.Renew is 0.
+const DefaultRenew = 5 * time.Second
+
+// Reporter is the service as an executor sees it: one call that takes
+// the cluster's report and answers with leases and kill orders.
+// *client.Client implements it over HTTP, Local in process.
+type Reporter interface {
+	Report(ctx context.Context, cluster string, r api.Report) (api.ReportReply, error)
+}
+
+// Config describes one fake cluster.
+type Config struct {
+	// Cluster names the cluster; required.
+	Cluster string
+	// Nodes are the cluster's nodes.
+	Nodes []api.Node
+	// Service is where the executor reports; required.
+	Service Reporter
+	// Clock tells the time; required.
+	Clock server.Clock
+	// Renew is Run's reporting period; 0 means DefaultRenew.
+	Renew time.Duration
+}
+
+// task is one job the executor holds.
+type task struct {
+	lease    api.Lease
+	runtime  time.Duration
+	started  time.Time
+	phase    server.JobPhase
+	exitCode int
+	reason   string
+}
+
+// Executor is a fake cluster: it "runs" each job it is leased for the
+// job's runtime, and reports it running, then succeeded, or failed with
+// its exit code when that is not 0. It stops the jobs the service tells it
+// to kill, reporting them stopped. Every report renews the leases of the
+// jobs it lists; an executor that stops reporting lets them expire.
+//
+// An Executor is not safe for concurrent use: one goroutine calls Step (or
+// Run).
+type Executor struct {
+	cfg Config
+	// held are the jobs the executor holds, by id.
+	held map[string]*task
+	// registered: the service has the cluster's nodes.
+	registered bool
+	// Finished counts the jobs the executor reported ended, by phase.
+	finished map[server.JobPhase]int
+}
+
+// New checks cfg and returns an executor holding no jobs.
+func New(cfg Config) (*Executor, error) {
+	var errs []error
+	if cfg.Cluster == "" {
+		errs = append(errs, errors.New("executor: a cluster name is required"))
+	}
+	if cfg.Service == nil {
+		errs = append(errs, errors.New("executor: a service to report to is required"))
+	}
+	if cfg.Clock == nil {
+		errs = append(errs, errors.New("executor: a clock is required"))
+	}
+	if cfg.Renew < 0 {
+		errs = append(errs, fmt.Errorf("executor: renew period %s is negative", cfg.Renew))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if cfg.Renew == 0 {
+		cfg.Renew = DefaultRenew
+	}
+	return &Executor{cfg: cfg, held: map[string]*task{}, finished: map[server.JobPhase]int{}}, nil
+}
+
+// Held returns the ids of the jobs the executor holds, sorted.
+func (e *Executor) Held() []string {
+	ids := make([]string, 0, len(e.held))
+	for id := range e.held {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Finished counts the jobs reported ended in a phase (succeeded, failed,
+// stopped).
+func (e *Executor) Finished(p server.JobPhase) int { return e.finished[p] }
+
+// Step makes one report at the clock's time: jobs whose runtime has
+// passed are reported succeeded or failed, killed ones stopped, the
+// others running; then it takes the reply's new leases (started at once)
+// and kill orders. The nodes are sent with the first report and after any
+// failed one. On error nothing the executor holds changes, so the next
+// Step reports the same again.
+func (e *Executor) Step(ctx context.Context) (api.ReportReply, error) {
+	now := e.cfg.Clock.Now()
+	rep := api.Report{Jobs: make([]api.JobReport, 0, len(e.held))}
+	if !e.registered {
+		rep.Nodes = e.cfg.Nodes
+		if rep.Nodes == nil {
+			rep.Nodes = []api.Node{}
+		}
+	}
+	var ended []string
+	for _, id := range e.Held() {
+		t := e.held[id]
+		if t.phase == server.PhaseRunning && !now.Before(t.started.Add(t.runtime)) {
+			t.phase = server.PhaseSucceeded
+			if t.exitCode != 0 {
+				t.phase = server.PhaseFailed
+			}
+		}
+		rep.Jobs = append(rep.Jobs, api.JobReport{Job: id, Attempt: t.lease.Attempt, Phase: string(t.phase), ExitCode: exitCodeOf(t), Reason: t.reason})
+		if t.phase != server.PhaseRunning && t.phase != server.PhasePending {
+			ended = append(ended, id)
+		}
+	}
+	reply, err := e.cfg.Service.Report(ctx, e.cfg.Cluster, rep)
+	if err != nil {
+		e.registered = false
+		return api.ReportReply{}, err
+	}
+	e.registered = true
+	for _, id := range ended {
+		e.finished[e.held[id].phase]++
+		delete(e.held, id)
+	}
+	for _, l := range reply.Leases {
+		if t, ok := e.held[l.Job]; ok && t.lease.Attempt == l.Attempt {
+			continue // a lease already held: the service re-sent it
+		}
+		rt, _ := time.ParseDuration(orZero(l.Runtime))
+		e.held[l.Job] = &task{lease: l, runtime: rt, started: now, phase: server.PhaseRunning, exitCode: l.ExitCode}
+	}
+	for _, k := range reply.Kill {
+		if t, ok := e.held[k.Job]; ok && t.lease.Attempt == k.Attempt && (t.phase == server.PhaseRunning || t.phase == server.PhasePending) {
+			t.phase, t.reason = server.PhaseStopped, "killed: "+k.Reason
+		}
+	}
+	return reply, nil
+}
+
+func exitCodeOf(t *task) int {
+	if t.phase == server.PhaseFailed {
+		return t.exitCode
+	}
+	return 0
+}
+
+func orZero(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "0s"
+	}
+	return s
+}
+
+// Run calls Step every Renew period until ctx ends, and returns ctx's
+// error. A failed report is retried at the next period; onError (if not
+// nil) hears of it.
+func (e *Executor) Run(ctx context.Context, onError func(error)) error {
+	t := time.NewTicker(e.cfg.Renew)
+	defer t.Stop()
+	for {
+		if _, err := e.Step(ctx); err != nil && ctx.Err() == nil && onError != nil {
+			onError(err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// Local reports to a service in the same process, with the same
+// conversions as the HTTP API.
+type Local struct {
+	Server *server.Server
+}
+
+// Report converts the report, passes it to the service and converts the
+// reply.
+func (l Local) Report(ctx context.Context, cluster string, r api.Report) (api.ReportReply, error) {
+	rep, err := r.ToServer(cluster, l.Server.Schema())
+	if err != nil {
+		return api.ReportReply{}, err
+	}
+	reply, err := l.Server.Report(ctx, rep)
+	if err != nil {
+		return api.ReportReply{}, err
+	}
+	return api.ReportReplyOf(reply, l.Server.Schema()), nil
+}
