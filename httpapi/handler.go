@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/api"
@@ -37,6 +38,10 @@ type Options struct {
 	// Ready reports whether the service is ready (GET /readyz); nil means
 	// always.
 	Ready func() error
+	// Observe, when set, hears of every request once it is answered: its
+	// route pattern (as Routes lists it), status code and duration. The
+	// flotilla command counts requests and submit rejections with it.
+	Observe func(route string, status int, d time.Duration)
 }
 
 // Handler serves the HTTP API of a server.Server (openapi.json).
@@ -57,7 +62,7 @@ func New(srv *server.Server, opts Options) *Handler {
 	}
 	h := &Handler{srv: srv, opts: opts, mux: http.NewServeMux(), anon: &Principal{Name: "anonymous", admin: true}}
 	for _, r := range h.routes() {
-		h.mux.HandleFunc(r.pattern, r.fn)
+		h.mux.HandleFunc(r.pattern, h.observed(r.pattern, r.fn))
 	}
 	return h
 }
@@ -471,4 +476,43 @@ func OpenAPI() []byte { return slices.Clone(openapiDoc) }
 func (h *Handler) openapi(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(openapiDoc)
+}
+
+// statusWriter records the status a handler answers with.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection (Flush).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// observed reports each request to Options.Observe.
+func (h *Handler) observed(route string, fn http.HandlerFunc) http.HandlerFunc {
+	if h.opts.Observe == nil {
+		return fn
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		fn(sw, r)
+		if sw.status == 0 {
+			sw.status = http.StatusOK
+		}
+		h.opts.Observe(route, sw.status, time.Since(start))
+	}
 }

@@ -35,6 +35,20 @@ const usage = `usage:
       run a scenario file through the scheduler and print each round
   flotilla priority -bank-tree FILE [-weights FILE] [-recompute=false] -jobs FILE
       print each job's multi-factor priority breakdown, as flux account jobs does
+
+  flotilla serve    [-listen 127.0.0.1:8080] [-db URL] [-config FILE] [-auth FILE]
+                    [-cycle 1s] [-lease-timeout 30s] [-tls-cert FILE -tls-key FILE]
+  flotilla queue    create NAME [-priority-factor F] | list [-o json] | delete NAME
+  flotilla submit   FILE                 # prints one job id per line, in file order
+  flotilla cancel   JOB_ID... | -queue Q -jobset S
+  flotilla events   -queue Q -jobset S [-from SEQ] [-o json]
+  flotilla watch    -queue Q -jobset S [-from SEQ] [-until-done] [-o json]
+  flotilla status   JOB_ID... [-o json]
+  flotilla executor -cluster NAME -nodes FILE [-renew 5s]
+      the queueing service, its clients and a fake executor (SERVICE.md); clients
+      take -server URL (or $FLOTILLA_SERVER) and -token T (or $FLOTILLA_TOKEN)
+
+exit codes: 0 success, 1 the service refused or failed the request, 2 bad input or usage
 `
 
 func main() {
@@ -52,6 +66,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return schedule(ctx, args[1:], stdout, stderr)
 	case "priority":
 		return priorityCmd(args[1:], stdout, stderr)
+	case "serve":
+		return serve(ctx, args[1:], stdout, stderr)
+	case "queue":
+		return queueCmd(ctx, args[1:], stdout, stderr)
+	case "submit":
+		return submitCmd(ctx, args[1:], stdout, stderr)
+	case "cancel":
+		return cancelCmd(ctx, args[1:], stdout, stderr)
+	case "events":
+		return eventsCmd(ctx, args[1:], stdout, stderr)
+	case "watch":
+		return watchCmd(ctx, args[1:], stdout, stderr)
+	case "status":
+		return statusCmd(ctx, args[1:], stdout, stderr)
+	case "executor":
+		return executorCmd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/flotilla-sched/flotilla/api"
+	"github.com/flotilla-sched/flotilla/executor"
+	"github.com/flotilla-sched/flotilla/internal/strictjson"
+	"github.com/flotilla-sched/flotilla/scenario"
+	"github.com/flotilla-sched/flotilla/server"
+)
+
+// loadNodes reads a nodes file: the nodes array of SCENARIOS.md (or a
+// scenario file's {"nodes": [...]}), templates expanded by count,
+// validated as a scenario's nodes are.
+func loadNodes(data []byte) ([]api.Node, error) {
+	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '[' {
+		data = append(append([]byte(`{"nodes": `), t...), '}')
+	}
+	var f struct {
+		Nodes []scenario.NodeTemplate `json:"nodes"`
+	}
+	if err := strictjson.Decode(data, &f); err != nil {
+		return nil, err
+	}
+	built, err := (&scenario.File{Nodes: f.Nodes}).Build()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.Node, len(built.Nodes))
+	for i, n := range built.Nodes {
+		an := api.Node{Name: n.Name, Resources: built.Schema.Format(n.Total), Labels: n.Labels, Unschedulable: n.Unschedulable}
+		for _, t := range n.Taints {
+			an.Taints = append(an.Taints, api.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
+		}
+		out[i] = an
+	}
+	return out, nil
+}
+
+func executorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := cmdIO{"executor", stdout, stderr}
+	fs := flag.NewFlagSet("executor", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cf := addClientFlags(fs)
+	cluster := fs.String("cluster", "", "the cluster's name (required)")
+	nodesPath := fs.String("nodes", "", "the cluster's nodes: the nodes array of SCENARIOS.md (required)")
+	renew := fs.Duration("renew", executor.DefaultRenew, "how often to report (and so renew leases)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	switch {
+	case len(pos) != 0:
+		return c.usage("unexpected arguments %q", pos)
+	case *cluster == "" || *nodesPath == "":
+		return c.usage("-cluster and -nodes are required")
+	case *renew <= 0:
+		return c.usage("-renew %s: want a positive duration", *renew)
+	}
+	data, err := os.ReadFile(*nodesPath)
+	if err != nil {
+		return c.usage("%v", err)
+	}
+	nodes, err := loadNodes(data)
+	if err != nil {
+		fmt.Fprintf(stderr, "flotilla executor: %s is not a valid nodes file:\n", *nodesPath)
+		printErrors(stderr, err)
+		return 2
+	}
+	cl, err := cf.client()
+	if err != nil {
+		return c.usage("%v", err)
+	}
+	ex, err := executor.New(executor.Config{Cluster: *cluster, Nodes: nodes, Service: cl, Clock: server.SystemClock{}, Renew: *renew})
+	if err != nil {
+		return c.usage("%v", err)
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("cluster", *cluster)
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	fmt.Fprintf(stdout, "executor %s: %d nodes, reporting to %s every %s\n", *cluster, len(nodes), *cf.server, *renew)
+	_ = ex.Run(ctx, func(err error) { log.Warn("report failed", "err", err) })
+	log.Info("stopped", "held", len(ex.Held()), "succeeded", ex.Finished(server.PhaseSucceeded),
+		"failed", ex.Finished(server.PhaseFailed), "stopped", ex.Finished(server.PhaseStopped))
+	return 0
+}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/flotilla-sched/flotilla/server"
+)
+
+// metrics are serve's Prometheus metrics, named after Kueue's
+// (kueue_pending_workloads, kueue_admission_attempt_duration_seconds, …)
+// with the flotilla_ prefix. Queue gauges are read from the service at
+// each scrape; counters and the cycle histogram are fed by the cycle loop
+// and the HTTP handler.
+type metrics struct {
+	reg         *prometheus.Registry
+	srv         *server.Server
+	cycleTime   prometheus.Histogram
+	cycleErrors prometheus.Counter
+	leases      prometheus.Counter
+	preemptions prometheus.Counter
+	expiries    prometheus.Counter
+	deadlines   prometheus.Counter
+	rejections  prometheus.Counter
+	requests    *prometheus.CounterVec
+}
+
+func newMetrics(srv *server.Server) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		srv: srv,
+		cycleTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "flotilla_cycle_duration_seconds", Help: "Duration of scheduling cycles.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+		}),
+		cycleErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "flotilla_cycle_errors_total", Help: "Cycles that failed."}),
+		leases:      prometheus.NewCounter(prometheus.CounterOpts{Name: "flotilla_leases_total", Help: "Jobs leased to clusters."}),
+		preemptions: prometheus.NewCounter(prometheus.CounterOpts{Name: "flotilla_preemptions_total", Help: "Jobs preempted."}),
+		expiries:    prometheus.NewCounter(prometheus.CounterOpts{Name: "flotilla_lease_expiries_total", Help: "Leases that expired unrenewed."}),
+		deadlines: prometheus.NewCounter(prometheus.CounterOpts{Name: "flotilla_deadline_exceeded_total",
+			Help: "Jobs failed on their active deadline."}),
+		rejections: prometheus.NewCounter(prometheus.CounterOpts{Name: "flotilla_submit_rejections_total",
+			Help: "Submissions refused as bad input (HTTP 400/413)."}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flotilla_http_requests_total",
+			Help: "HTTP requests by route and status code."}, []string{"route", "code"}),
+	}
+	m.reg.MustRegister(m.cycleTime, m.cycleErrors, m.leases, m.preemptions, m.expiries, m.deadlines, m.rejections, m.requests,
+		newQueueCollector(srv), prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// cycle records one cycle.
+func (m *metrics) cycle(rep *server.CycleReport, d time.Duration, err error) {
+	m.cycleTime.Observe(d.Seconds())
+	if err != nil {
+		m.cycleErrors.Inc()
+		return
+	}
+	m.leases.Add(float64(rep.Leased))
+	m.preemptions.Add(float64(rep.Preempted))
+	m.expiries.Add(float64(rep.Expired))
+	m.deadlines.Add(float64(rep.DeadlineExceeded))
+}
+
+// observe records one HTTP request (httpapi.Options.Observe).
+func (m *metrics) observe(route string, status int, _ time.Duration) {
+	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+	if route == "POST /v1/jobs" && (status == http.StatusBadRequest || status == http.StatusRequestEntityTooLarge) {
+		m.rejections.Inc()
+	}
+}
+
+// queueCollector reports each queue's jobs and shares at scrape time.
+type queueCollector struct {
+	srv                                             *server.Server
+	pending, leased, running, share, fair, adjusted *prometheus.Desc
+}
+
+func newQueueCollector(srv *server.Server) *queueCollector {
+	q := []string{"queue"}
+	return &queueCollector{
+		srv:      srv,
+		pending:  prometheus.NewDesc("flotilla_queue_pending_jobs", "Jobs queued, waiting for a lease.", q, nil),
+		leased:   prometheus.NewDesc("flotilla_queue_leased_jobs", "Jobs leased, not yet running.", q, nil),
+		running:  prometheus.NewDesc("flotilla_queue_running_jobs", "Jobs running.", q, nil),
+		share:    prometheus.NewDesc("flotilla_queue_share", "The queue's share of the clusters in the last cycle.", q, nil),
+		fair:     prometheus.NewDesc("flotilla_queue_fair_share", "The queue's fair share in the last cycle.", q, nil),
+		adjusted: prometheus.NewDesc("flotilla_queue_adjusted_fair_share", "The queue's demand-adjusted fair share in the last cycle.", q, nil),
+	}
+}
+
+func (d *queueCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, x := range []*prometheus.Desc{d.pending, d.leased, d.running, d.share, d.fair, d.adjusted} {
+		ch <- x
+	}
+}
+
+func (d *queueCollector) Collect(ch chan<- prometheus.Metric) {
+	qs, err := d.srv.ListQueues(context.Background())
+	if err != nil {
+		return
+	}
+	for _, q := range qs {
+		ch <- prometheus.MustNewConstMetric(d.pending, prometheus.GaugeValue, float64(q.Queued), q.Name)
+		ch <- prometheus.MustNewConstMetric(d.leased, prometheus.GaugeValue, float64(q.Leased), q.Name)
+		ch <- prometheus.MustNewConstMetric(d.running, prometheus.GaugeValue, float64(q.Running), q.Name)
+		ch <- prometheus.MustNewConstMetric(d.share, prometheus.GaugeValue, q.Report.Share, q.Name)
+		ch <- prometheus.MustNewConstMetric(d.fair, prometheus.GaugeValue, q.Report.FairShare, q.Name)
+		ch <- prometheus.MustNewConstMetric(d.adjusted, prometheus.GaugeValue, q.Report.AdjustedFairShare, q.Name)
+	}
+}

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/backend/memory"
+	"github.com/flotilla-sched/flotilla/httpapi"
+	"github.com/flotilla-sched/flotilla/internal/strictjson"
+	"github.com/flotilla-sched/flotilla/scenario"
+	"github.com/flotilla-sched/flotilla/scheduler"
+	"github.com/flotilla-sched/flotilla/server"
+)
+
+// defaultResources are the service's resources when -config names none.
+func defaultResources() []string { return []string{"cpu", "memory", server.DefaultGPUResource} }
+
+// serveConfig is serve's -config file: SCENARIOS.md's config and
+// priorityClasses blocks, and the resources the service schedules.
+type serveConfig struct {
+	Config          scenario.Config          `json:"config"`
+	PriorityClasses []scenario.PriorityClass `json:"priorityClasses,omitempty"`
+	// Resources names the service's resources; absent means cpu, memory
+	// and nvidia.com/gpu.
+	Resources []string `json:"resources,omitempty"`
+}
+
+// loadServeConfig reads -config into the scheduler's configuration and
+// the service's requeue setting, validated as a scenario's would be.
+func loadServeConfig(path string) (scheduler.Config, bool, error) {
+	var sc serveConfig
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return scheduler.Config{}, false, err
+		}
+		decodeErr := strictjson.Decode(data, &sc)
+		if strictjson.Fatal(decodeErr) {
+			return scheduler.Config{}, false, decodeErr
+		}
+		if decodeErr != nil {
+			return scheduler.Config{}, false, decodeErr
+		}
+	}
+	if len(sc.Resources) == 0 {
+		sc.Resources = defaultResources()
+	}
+	// A node template of count 0 gives the schema its resources and no
+	// nodes; Build validates the config and classes as for a scenario.
+	res := make(map[string]string, len(sc.Resources))
+	for _, r := range sc.Resources {
+		res[r] = "0"
+	}
+	zero := 0
+	f := &scenario.File{Config: sc.Config, PriorityClasses: sc.PriorityClasses,
+		Nodes: []scenario.NodeTemplate{{Name: "resources", Count: &zero, Resources: res}}}
+	built, err := f.Build()
+	if err != nil {
+		return scheduler.Config{}, false, flotilla.RenameFields(err, func(f string) string {
+			if strings.HasPrefix(f, "nodes[0].resources") {
+				return "resources" + strings.TrimPrefix(f, "nodes[0].resources")
+			}
+			return f
+		})
+	}
+	return built.SchedulerConfig(), built.Settings.RequeuePreempted, nil
+}
+
+// isLoopback reports whether a listen address binds loopback only.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:8080", "address to listen on")
+	db := fs.String("db", "", "database URL (empty: the in-memory backend)")
+	configPath := fs.String("config", "", "scheduler configuration: the config and priorityClasses blocks of SCENARIOS.md")
+	authPath := fs.String("auth", "", "auth file of tokens and rights (required off loopback)")
+	cycle := fs.Duration("cycle", time.Second, "time between scheduling cycles")
+	leaseTimeout := fs.Duration("lease-timeout", server.DefaultLeaseTimeout, "lease timeout: leases not renewed for this long expire")
+	tlsCert := fs.String("tls-cert", "", "TLS certificate file (with -tls-key)")
+	tlsKey := fs.String("tls-key", "", "TLS key file (with -tls-cert)")
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	bad := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "flotilla serve: "+format+"\n", a...)
+		return 2
+	}
+	switch {
+	case fs.NArg() != 0:
+		return bad("unexpected arguments %q", fs.Args())
+	case *cycle <= 0:
+		return bad("-cycle %s: want a positive duration", *cycle)
+	case *leaseTimeout <= 0:
+		return bad("-lease-timeout %s: want a positive duration", *leaseTimeout)
+	case (*tlsCert == "") != (*tlsKey == ""):
+		return bad("-tls-cert and -tls-key go together")
+	case *authPath == "" && !isLoopback(*listen):
+		return bad("-listen %s is not a loopback address: give -auth to listen beyond this machine", *listen)
+	case *db != "":
+		return bad("-db %s: only the in-memory backend is built in so far", *db)
+	}
+	cfg, requeue, err := loadServeConfig(*configPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "flotilla serve: %s is not a valid configuration:\n", *configPath)
+		printErrors(stderr, err)
+		return 2
+	}
+	var auth *httpapi.Auth
+	if *authPath != "" {
+		data, err := os.ReadFile(*authPath)
+		if err != nil {
+			return bad("%v", err)
+		}
+		if auth, err = httpapi.ParseAuth(data); err != nil {
+			fmt.Fprintf(stderr, "flotilla serve: %s is not a valid auth file:\n", *authPath)
+			printErrors(stderr, err)
+			return 2
+		}
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	be := memory.New(cfg.Schema)
+	defer be.Close()
+	srv, err := server.New(ctx, server.Config{
+		Scheduler: cfg, Backend: be, Clock: server.SystemClock{},
+		LeaseTimeout: *leaseTimeout, RequeuePreempted: requeue,
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "flotilla serve:")
+		printErrors(stderr, err)
+		return 2
+	}
+	m := newMetrics(srv)
+	api := httpapi.New(srv, httpapi.Options{Auth: auth, Logger: log, Observe: m.observe})
+	mux := http.NewServeMux()
+	mux.Handle("/", api)
+	mux.Handle("GET /metrics", m.handler())
+
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "flotilla serve: %v\n", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	// Requests, watches included, end when the server shuts down.
+	reqCtx, endRequests := context.WithCancel(context.WithoutCancel(ctx))
+	defer endRequests()
+	hs := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return reqCtx },
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	scheme := "http"
+	if *tlsCert != "" {
+		scheme = "https"
+	}
+	served := make(chan error, 1)
+	go func() {
+		if *tlsCert != "" {
+			served <- hs.ServeTLS(ln, *tlsCert, *tlsKey)
+		} else {
+			served <- hs.Serve(ln)
+		}
+	}()
+	fmt.Fprintf(stdout, "listening on %s://%s\n", scheme, ln.Addr())
+	log.Info("serving", "addr", ln.Addr().String(), "auth", auth != nil, "leaseTimeout", leaseTimeout.String(), "cycle", cycle.String())
+
+	code := 0
+	ticker := time.NewTicker(*cycle)
+	defer ticker.Stop()
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case err := <-served:
+			log.Error("server stopped", "err", err)
+			code = 1
+			break loop
+		case <-ticker.C:
+			start := time.Now()
+			rep, err := srv.Cycle(context.WithoutCancel(ctx))
+			m.cycle(rep, time.Since(start), err)
+			if err != nil {
+				log.Error("cycle failed", "err", err)
+			}
+		}
+	}
+	// Drain: no new leases; the cycle in progress has finished (cycles run
+	// in this goroutine); stop accepting, end watches, flush.
+	srv.Drain()
+	log.Info("shutting down")
+	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	endRequests()
+	if err := hs.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Warn("shutdown", "err", err)
+	}
+	return code
+}
+
+func flagExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 2
+}
