@@ -64,7 +64,8 @@ type leaseQueue struct {
 //     goes through the same checks and bookkeeping as under progressive
 //     filling: the queue's per-class limit, the scheduling-key cache of
 //     failures, a node search for free capacity (the lottery never
-//     preempts) in the queue's node tiers, Bind, and the round and rate
+//     preempts) in the queue's node tiers, outside the job's avoided
+//     clusters first (Job.AvoidClusters), Bind, and the round and rate
 //     limits (a job refused by a limit is not examined, like under
 //     progressive filling).
 //  5. Jobs examined and not placed are Unscheduled, with the node search's
