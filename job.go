@@ -23,11 +23,24 @@ type Job struct {
 	NodeSelector map[string]string
 	Tolerations  []Toleration
 	Gang         Gang
-	// AvoidClusters names clusters the job should not be placed in (a
-	// service lists those where the job's lease expired or was returned).
-	// It is a preference, not a constraint: the scheduler places the job in
-	// an avoided cluster only when no node of any other cluster can take it
-	// in that cycle. Nil means no preference.
+	// AvoidClusters names clusters (Node.Cluster) the job should not be
+	// placed in (a service lists those where the job's lease expired or was
+	// returned). It is a preference, not a constraint: the scheduler places
+	// the job in an avoided cluster only when no node of any other cluster
+	// can take it in that cycle, by any search the job may make: free
+	// capacity, capacity evicted jobs hold, and, for a class that may
+	// preempt, capacity lower-priority preemptible jobs hold (such a job
+	// preempts in another cluster rather than take free room in an avoided
+	// one). A gang avoids every cluster any member avoids. The list is a
+	// set (order and repeats do not matter); a name no node carries changes
+	// nothing; the default cluster "" cannot be listed (Validate rejects
+	// it). Nil means no preference.
+	//
+	// A search outside the avoided clusters that found nothing is
+	// remembered for the rest of the cycle by scheduling key, which covers
+	// this list, as failures are: a job with the same requirements and
+	// avoided clusters goes straight to every node, even if a preemption
+	// later in the cycle freed room elsewhere.
 	AvoidClusters []string
 }
 

@@ -27,7 +27,10 @@ import (
 // node-selector keys are non-empty; every toleration has an operator of ""
 // (Equal), Equal or Exists, no value with Exists, an empty key only with
 // Exists (as Kubernetes requires), and an effect of "" (all), NoSchedule,
-// PreferNoSchedule or NoExecute.
+// PreferNoSchedule or NoExecute; every AvoidClusters entry names a cluster
+// (the default cluster "" cannot be avoided). An AvoidClusters entry naming
+// no cluster the scheduler knows, or repeating another, is valid: it
+// changes nothing.
 //
 // Validate does not check that PriorityClass names a configured class, nor
 // that gang members agree with each other: those need more than one job or
@@ -84,6 +87,11 @@ func (j *Job) report(schema *ResourceSchema) error {
 			v.add(Errorf(tp+".effect", string(t.Effect), ErrUnknownName, "want empty (all), NoSchedule, PreferNoSchedule or NoExecute"))
 		}
 	}
+	for i, c := range j.AvoidClusters {
+		if c == "" {
+			v.add(Errorf(fmt.Sprintf("%s.avoidClusters[%d]", p, i), "", ErrRequired, "a cluster name; the default cluster \"\" cannot be avoided"))
+		}
+	}
 	return v.err()
 }
 
@@ -120,6 +128,11 @@ func (j *Job) valid(schema *ResourceSchema) bool {
 		switch t.Effect {
 		case "", TaintNoSchedule, TaintPreferNoSchedule, TaintNoExecute:
 		default:
+			return false
+		}
+	}
+	for _, c := range j.AvoidClusters {
+		if c == "" {
 			return false
 		}
 	}

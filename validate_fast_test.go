@@ -16,7 +16,7 @@ func TestJobFastValidityAgreesWithValidate(t *testing.T) {
 	p := gopter.NewProperties(params)
 	pick := func(xs ...string) gopter.Gen { return gen.OneConstOf(stringsToAny(xs)...) }
 	p.Property("valid(j) == (report(j) == nil)", prop.ForAll(
-		func(id, queue, gangID, label, tolKey, tolOp, tolVal, tolEff string, nreq, card int, neg, sel bool) bool {
+		func(id, queue, gangID, label, tolKey, tolOp, tolVal, tolEff, avoid string, nreq, card int, neg, sel bool) bool {
 			j := &Job{ID: id, Queue: queue, Requests: make(Resources, nreq)}
 			if neg && nreq > 0 {
 				j.Requests[0] = -1
@@ -28,10 +28,14 @@ func TestJobFastValidityAgreesWithValidate(t *testing.T) {
 			if tolOp != "none" {
 				j.Tolerations = []Toleration{{Key: tolKey, Operator: TolerationOperator(tolOp), Value: tolVal, Effect: TaintEffect(tolEff)}}
 			}
+			if avoid != "none" {
+				j.AvoidClusters = []string{"c1", avoid}
+			}
 			return j.valid(schema) == (j.report(schema) == nil)
 		},
 		pick("", "a"), pick("", "q"), pick("", "g"), pick("", "zone"), pick("", "k"),
 		pick("none", "", "Equal", "Exists", "Bogus"), pick("", "v"), pick("", "NoSchedule", "NoExecute", "PreferNoSchedule", "Sometimes"),
+		pick("none", "", "c2"),
 		gen.IntRange(0, 3), gen.IntRange(-1, 2), gen.Bool(), gen.Bool(),
 	))
 	p.TestingRun(t)

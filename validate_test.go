@@ -98,6 +98,10 @@ func TestJobValidate(t *testing.T) {
 		{"empty key with equal", func(j *Job) { j.Tolerations[2].Operator = TolerationEqual }, []problem{{`job "a-1".tolerations[2].operator`, ErrInconsistent}}},
 		{"empty key with empty operator", func(j *Job) { j.Tolerations[3].Key = "" }, []problem{{`job "a-1".tolerations[3].operator`, ErrInconsistent}}},
 		{"unknown effect", func(j *Job) { j.Tolerations[3].Effect = "NoRun" }, []problem{{`job "a-1".tolerations[3].effect`, ErrUnknownName}}},
+		{"avoided clusters", func(j *Job) { j.AvoidClusters = []string{"c1", "c2"} }, nil},
+		{"avoided clusters repeated", func(j *Job) { j.AvoidClusters = []string{"c1", "c1"} }, nil},
+		{"avoided cluster unnamed", func(j *Job) { j.AvoidClusters = []string{"c1", "", "c2", ""} }, []problem{
+			{`job "a-1".avoidClusters[1]`, ErrRequired}, {`job "a-1".avoidClusters[3]`, ErrRequired}}},
 		{"every problem at once", func(j *Job) {
 			j.ID, j.Queue = "", ""
 			j.Requests = Resources{-1, 0, -2}
@@ -105,6 +109,7 @@ func TestJobValidate(t *testing.T) {
 			j.NodeSelector[""] = ""
 			j.Tolerations[0] = Toleration{Key: "k", Operator: "Bogus", Effect: "Bogus"}
 			j.Tolerations[1].Value = "v"
+			j.AvoidClusters = []string{""}
 		}, []problem{
 			{`job "".id`, ErrRequired},
 			{`job "".queue`, ErrRequired},
@@ -115,6 +120,7 @@ func TestJobValidate(t *testing.T) {
 			{`job "".tolerations[0].operator`, ErrUnknownName},
 			{`job "".tolerations[0].effect`, ErrUnknownName},
 			{`job "".tolerations[1].value`, ErrInconsistent},
+			{`job "".avoidClusters[0]`, ErrRequired},
 		}},
 	}
 	for _, c := range cases {

@@ -82,6 +82,78 @@ func (db *DB) Restrict(id ConstraintID, r Restriction) ConstraintID {
 	return rid
 }
 
+// avoidTag starts the intern key of a constraint made by Avoid: like
+// restrictTag a non-minimal uvarint (1 in two bytes), and a different one.
+var avoidTag = [2]byte{0x81, 0x00}
+
+// Avoid returns the id of the constraint that admits the nodes id admits
+// except those whose Node.Cluster is one of clusters: for a job that
+// prefers other clusters to those (flotilla.Job.AvoidClusters), search with
+// it first and, when nothing fits, with id. The list is a set: order and
+// repeats do not matter, and a name no node carries excludes nothing.
+//
+// When the exclusion would change nothing (no node id admits lies in those
+// clusters) or leave nothing (every node id admits does), there is nothing
+// to prefer and Avoid returns id itself: a caller compares the two to skip
+// the first search. Admits and Select honour the result; Explain on it, as
+// on a Restrict id, checks only the original node selector and tolerations.
+//
+// Ids are interned like those of Constraints: the same id and set always
+// give the same answer. A pair already seen costs sorting the names in a
+// scratch buffer and a map lookup, and does not allocate (once the
+// scratch has grown); a new one costs O(N·log C) for C names and N/8
+// bytes. An id out of range is returned unchanged (Select and Explain
+// report it as an invalid query).
+func (db *DB) Avoid(id ConstraintID, clusters []string) ConstraintID {
+	if len(clusters) == 0 || id < 0 || int(id) >= len(db.cons) {
+		return id
+	}
+	set := append(db.consKeys[:0], clusters...)
+	slices.Sort(set)
+	set = slices.Compact(set)
+	buf := append(db.consBuf[:0], avoidTag[:]...)
+	buf = binary.AppendUvarint(buf, uint64(id))
+	for _, c := range set {
+		buf = appendString(buf, c)
+	}
+	db.consBuf = buf
+	aid, ok := db.consIndex[string(buf)]
+	if !ok {
+		aid = db.avoid(id, set)
+		db.consIndex[string(buf)] = aid
+	}
+	clear(set)
+	db.consKeys = set[:0]
+	return aid
+}
+
+// avoid builds Avoid's answer for id and a sorted set of cluster names.
+func (db *DB) avoid(id ConstraintID, set []string) ConstraintID {
+	base := &db.cons[id]
+	c := constraint{
+		selector:    base.selector,
+		tolerations: base.tolerations,
+		bits:        make([]uint64, len(base.bits)),
+	}
+	kept, dropped := false, false
+	for i, n := range db.nodes {
+		if !base.has(i) {
+			continue
+		}
+		if _, avoided := slices.BinarySearch(set, n.Cluster); avoided {
+			dropped = true
+			continue
+		}
+		kept = true
+		c.bits[i>>6] |= 1 << (i & 63)
+	}
+	if !kept || !dropped {
+		return id
+	}
+	db.cons = append(db.cons, c)
+	return ConstraintID(len(db.cons) - 1)
+}
+
 // ExplainIn is Explain for a query confined to the domain r: it says why no
 // node of r fits q (q.Constraint may be restricted already or not). Nodes
 // outside r are not considered and not counted; a domain with no nodes

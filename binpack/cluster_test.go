@@ -77,6 +77,49 @@ func TestRestrict(t *testing.T) {
 	}))
 }
 
+// TestAvoidExcludesTheNamedClustersOrIsTheSameConstraint: Avoid admits the
+// nodes of the base constraint outside the named clusters, interned as a
+// set; when that changes nothing or leaves nothing it is the base id.
+func TestAvoidExcludesTheNamedClustersOrIsTheSameConstraint(t *testing.T) {
+	db := mustNew(t, binpack.Options{}, clusterNodes()...)
+	tol := db.Constraints(nil, []flotilla.Toleration{{Key: "dedicated", Operator: flotilla.TolerationExists}})
+	rack1 := db.Constraints(map[string]string{"rack": "r1"}, nil)
+	zoneA := db.Constraints(map[string]string{"zone": "a"}, nil)
+
+	notEast := db.Avoid(binpack.NoConstraint, []string{"east"})
+	assert.NotEqual(t, binpack.NoConstraint, notEast)
+	assert.Equal(t, []string{"d-r1", "d-r2", "d-empty"}, admitted(db, notEast), "the tainted node still needs a toleration")
+	assert.Equal(t, notEast, db.Avoid(binpack.NoConstraint, []string{"east", "east"}), "a set: repeats do not matter")
+	assert.Equal(t, db.Avoid(binpack.NoConstraint, []string{"west", "east"}), db.Avoid(binpack.NoConstraint, []string{"east", "west"}), "nor order")
+	assert.Equal(t, admitted(db, notEast), admitted(db, db.Avoid(binpack.NoConstraint, []string{"east", "west"})), "a name no node carries excludes nothing")
+	assert.Equal(t, []string{"d-r1"}, admitted(db, db.Avoid(rack1, []string{"east"})))
+	assert.Equal(t, []string{"d-r1", "d-r2", "d-r1-tainted", "d-empty"}, admitted(db, db.Avoid(tol, []string{"east"})))
+	notDefault := db.Avoid(binpack.NoConstraint, []string{""})
+	assert.Equal(t, []string{"e-r1", "e-none"}, admitted(db, notDefault), "the API may avoid the default cluster")
+
+	assert.Equal(t, binpack.NoConstraint, db.Avoid(binpack.NoConstraint, nil), "nothing avoided")
+	assert.Equal(t, binpack.NoConstraint, db.Avoid(binpack.NoConstraint, []string{"west"}), "no such cluster: nothing changes")
+	assert.Equal(t, zoneA, db.Avoid(zoneA, []string{"east"}), "the constraint admits no node there: nothing changes")
+	assert.Equal(t, binpack.NoConstraint, db.Avoid(binpack.NoConstraint, []string{"", "east"}), "every node avoided: nothing to prefer")
+	assert.Equal(t, zoneA, db.Avoid(zoneA, []string{""}), "every admitted node avoided: nothing to prefer")
+	assert.Equal(t, binpack.ConstraintID(99), db.Avoid(99, []string{"east"}), "out of range: unchanged")
+
+	// Select keeps out of the avoided cluster, even when its node is the
+	// better fit.
+	q := query(r3(0, 8, 8), 0, 0)
+	assert.Equal(t, "e-r1", selectName(db, q), "unrestricted, east's 8-core node fits best")
+	q.Constraint = notEast
+	assert.Equal(t, "d-r2", selectName(db, q))
+
+	// Known sets cost nothing.
+	avoid := []string{"east", "west"}
+	db.Avoid(tol, avoid)
+	assert.Zero(t, testing.AllocsPerRun(100, func() {
+		db.Avoid(tol, avoid)
+		db.Select(q)
+	}))
+}
+
 func TestExplainIn(t *testing.T) {
 	db := mustNew(t, binpack.Options{}, clusterNodes()...)
 	east := binpack.Restriction{Cluster: "east"}

@@ -47,6 +47,13 @@
 //	}
 //	db.Forget() // keep the placements, drop the undo log
 //
+// Restrict confines a constraint to a placement domain (a cluster, or one
+// label value within it), for gangs; Avoid takes the nodes of some
+// clusters out of a constraint, for a job that prefers other clusters
+// (flotilla.Job.AvoidClusters): the caller searches with the avoiding
+// constraint first and falls back to the plain one. Both are interned like
+// constraints.
+//
 // Explain and ExplainIn answer a query Select could not: they count every
 // node examined once, under the first check it fails (node selector term,
 // untolerated taint, cordon, too small even when empty, no room at the

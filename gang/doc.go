@@ -54,6 +54,12 @@
 // domain. A label that no node carries makes the gang unschedulable, with
 // that reason.
 //
+// PlaceWithin confines a placement to some domains: with UnavoidedDomains,
+// to those whose cluster no member names in Job.AvoidClusters. A scheduler
+// honouring AvoidClusters makes every search for a gang for which Avoids
+// is true with UnavoidedDomains first, and only when none places it, with
+// AllDomains.
+//
 // Nothing here reads the clock, draws random numbers, starts goroutines or
 // keeps package-level state. Accumulator and Placer are reusable scratch
 // owned by one goroutine: after a warm-up cycle, Add, Reset and Place

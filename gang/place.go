@@ -40,6 +40,8 @@ type Placer struct {
 	dfree  []int64            // per domain: free capacity, R entries each
 	placed []int              // per domain: members placed, -1 if not tried
 	cand   []int              // domains that may hold the gang, tightest first
+	avoid  []string           // clusters the gang's members avoid, sorted
+	sub    []domain           // the domains a placement is confined to
 
 	// g and the method values sort without allocating closures.
 	g          *Gang
@@ -86,6 +88,9 @@ const (
 	// the first in (cluster, value) order) and its first member that did
 	// not fit.
 	MemberDoesNotFit
+	// AllAvoided: a placement confined to UnavoidedDomains found every
+	// domain in a cluster some member avoids (Job.AvoidClusters).
+	AllAvoided
 )
 
 func (c Cause) String() string {
@@ -98,6 +103,8 @@ func (c Cause) String() string {
 		return "NoUniformityLabel"
 	case MemberDoesNotFit:
 		return "MemberDoesNotFit"
+	case AllAvoided:
+		return "AllAvoided"
 	}
 	return fmt.Sprintf("Cause(%d)", uint8(c))
 }
@@ -142,6 +149,8 @@ func (e Explanation) String(schema *flotilla.ResourceSchema) string {
 		return fmt.Sprintf("gang %q: no nodes", e.Gang)
 	case NoUniformityLabel:
 		return fmt.Sprintf("gang %q: no node carries the node-uniformity label %q", e.Gang, e.Label)
+	case AllAvoided:
+		return fmt.Sprintf("gang %q: every cluster that could hold it is one a member avoids", e.Gang)
 	case MemberDoesNotFit:
 		where := "the default cluster"
 		if e.Domain.Cluster != "" {
@@ -212,6 +221,28 @@ func (p *Placer) Place(db *binpack.DB, g *Gang, q int, levels []int) (Placement,
 // always suffices, since every member was placed counting only jobs at
 // search or above). Domains are ranked by their allocatable at search.
 func (p *Placer) PlaceAt(db *binpack.DB, g *Gang, q int, levels []int, search int) (Placement, error) {
+	return p.PlaceWithin(db, g, q, levels, search, AllDomains)
+}
+
+// Domains chooses the domains a placement may use.
+type Domains uint8
+
+const (
+	// AllDomains: every domain of the gang.
+	AllDomains Domains = iota
+	// UnavoidedDomains: only the domains whose cluster no member of the
+	// gang names in its Job.AvoidClusters.
+	UnavoidedDomains
+)
+
+// PlaceWithin is PlaceAt confined to the domains within chooses. A
+// scheduler honouring Job.AvoidClusters places a gang for which Avoids is
+// true with UnavoidedDomains first (every search it would make: free
+// capacity, then the others) and only when that fails with AllDomains.
+// With UnavoidedDomains and no such domain, the gang is not placed and
+// Why.Cause is AllAvoided; otherwise the explanation is about the
+// unavoided domains only, NeverFits included.
+func (p *Placer) PlaceWithin(db *binpack.DB, g *Gang, q int, levels []int, search int, within Domains) (Placement, error) {
 	if db == nil {
 		return Placement{}, flotilla.Errorf("db", "", flotilla.ErrRequired, "nil node database")
 	}
@@ -250,6 +281,12 @@ func (p *Placer) PlaceAt(db *binpack.DB, g *Gang, q int, levels []int, search in
 			why.Cause = NoNodes
 		}
 		return Placement{Why: why}, nil
+	}
+	if within == UnavoidedDomains {
+		if doms = p.unavoided(doms, g); len(doms) == 0 {
+			why.Cause = AllAvoided
+			return Placement{Why: why}, nil
+		}
 	}
 
 	mark := db.Mark()
@@ -294,6 +331,64 @@ func (p *Placer) PlaceAt(db *binpack.DB, g *Gang, q int, levels []int, search in
 		}
 	}
 	return p.explain(g, doms, &doms[best], q, levels, mark, why), nil
+}
+
+// Avoids reports whether a member of g avoids a cluster (Job.AvoidClusters)
+// that holds some of g's domains while other domains lie in clusters no
+// member avoids: only then can placing with UnavoidedDomains first make a
+// difference. O(M·A·log A) for M members avoiding A clusters in all, plus
+// O(D·log A) for D domains; it allocates nothing after warm-up (the first
+// call for a uniformity label builds its domains, as Place does).
+func (p *Placer) Avoids(db *binpack.DB, g *Gang) bool {
+	if db == nil || g == nil || !p.avoidSet(g) {
+		return false
+	}
+	p.use(db)
+	doms := p.domainsFor(g.UniformityLabel)
+	some, other := false, false
+	for d := range doms {
+		if p.isAvoided(&doms[d]) {
+			some = true
+		} else {
+			other = true
+		}
+	}
+	return some && other
+}
+
+// avoidSet gathers the clusters g's members avoid into p.avoid, sorted
+// and without repeats, and reports whether there are any.
+func (p *Placer) avoidSet(g *Gang) bool {
+	set := p.avoid[:0]
+	for _, e := range g.Members {
+		if e != nil && e.Job != nil {
+			set = append(set, e.Job.AvoidClusters...)
+		}
+	}
+	slices.Sort(set)
+	p.avoid = slices.Compact(set)
+	return len(p.avoid) > 0
+}
+
+func (p *Placer) isAvoided(d *domain) bool {
+	_, found := slices.BinarySearch(p.avoid, d.r.Cluster)
+	return found
+}
+
+// unavoided returns the domains of doms whose cluster no member of g
+// avoids, in a scratch slice.
+func (p *Placer) unavoided(doms []domain, g *Gang) []domain {
+	if !p.avoidSet(g) {
+		return doms
+	}
+	sub := p.sub[:0]
+	for d := range doms {
+		if !p.isAvoided(&doms[d]) {
+			sub = append(sub, doms[d])
+		}
+	}
+	p.sub = sub
+	return sub
 }
 
 // explain replays the attempt in dom up to the member that did not fit,

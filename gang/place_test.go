@@ -181,6 +181,62 @@ func TestPlaceOneCluster(t *testing.T) {
 	}
 }
 
+// PlaceWithin UnavoidedDomains tries only the clusters no member avoids
+// (Job.AvoidClusters, the union over the members), with uniformity-label
+// domains confined to those clusters; with none left the gang is not
+// placed, Cause AllAvoided, and the DB is untouched. Avoids says whether
+// the confinement can matter: some domain avoided and some not.
+func TestPlaceWithinUnavoidedDomainsKeepsOutOfEveryClusterAMemberAvoids(t *testing.T) {
+	db := newDB(t, 1, node("a1", "a", 8, "rack", "r1"), node("b1", "b", 16, "rack", "r1"), node("b2", "b", 16, "rack", "r2"), node("c1", "c", 32, "rack", "r1"))
+	var acc gang.Accumulator
+	var p gang.Placer
+	place := func(g *gang.Gang, within gang.Domains) gang.Placement {
+		t.Helper()
+		m := db.Mark()
+		res, err := p.PlaceWithin(db, g, 0, levelsOf(len(g.Members), top), 0, within)
+		require.NoError(t, err)
+		db.Rollback(m)
+		return res
+	}
+	g := uniformGang(t, &acc, "g", 2, cores(4), "")
+	assert.False(t, p.Avoids(db, g), "no member avoids anything")
+	assert.Equal(t, "a", place(g, gang.UnavoidedDomains).Domain.Cluster, "nothing avoided: the tightest cluster")
+
+	g.Members[0].Job.AvoidClusters = []string{"a"}
+	g.Members[1].Job.AvoidClusters = []string{"b", "x"}
+	assert.True(t, p.Avoids(db, g))
+	assert.Equal(t, "a", place(g, gang.AllDomains).Domain.Cluster)
+	assert.Equal(t, "c", place(g, gang.UnavoidedDomains).Domain.Cluster, "a and b are avoided, by one member each")
+
+	r := uniformGang(t, &acc, "r", 2, cores(4), "rack")
+	r.Members[1].Job.AvoidClusters = []string{"a"}
+	res := place(r, gang.UnavoidedDomains)
+	assert.Equal(t, binpack.Restriction{Cluster: "b", Label: "rack", Value: "r1"}, res.Domain, "the tightest rack outside a")
+
+	g.Members[0].Job.AvoidClusters = []string{"a", "c"}
+	assert.False(t, p.Avoids(db, g), "every cluster avoided: nothing to prefer")
+	before := stateOf(db)
+	res = place(g, gang.UnavoidedDomains)
+	assert.False(t, res.Placed)
+	assert.Equal(t, gang.AllAvoided, res.Why.Cause)
+	assert.False(t, res.Why.NeverFits)
+	assert.Empty(t, before.diff(stateOf(db)))
+	assert.Equal(t, `gang "g": every cluster that could hold it is one a member avoids`, res.Why.String(schemaCM))
+
+	g.Members[0].Job.AvoidClusters = []string{"a"}
+	g.Members[1].Job.AvoidClusters = nil
+	assert.Zero(t, testing.AllocsPerRun(50, func() {
+		m := db.Mark()
+		if !p.Avoids(db, g) {
+			t.Fatal("a is avoided, b and c are not")
+		}
+		if res, err := p.PlaceWithin(db, g, 0, []int{top, top}, 0, gang.UnavoidedDomains); err != nil || !res.Placed {
+			t.Fatalf("%v %v", res.Placed, err)
+		}
+		db.Rollback(m)
+	}), "after warm-up")
+}
+
 // Members go largest first: 8, 16, 16 cores fill a 16- and a 24-core node
 // exactly, which smallest-first would not.
 func TestPlaceLargestFirst(t *testing.T) {

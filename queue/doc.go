@@ -44,7 +44,7 @@
 //
 // Each Entry carries a scheduling key: a 64-bit hash of everything that
 // decides where a job can go (requests, class priority, node selector,
-// tolerations, node-uniformity label). Jobs with equal requirements have
+// tolerations, node-uniformity label, avoided clusters). Jobs with equal requirements have
 // equal keys, so a scheduler can skip, without a node search, a job whose key
 // already failed to fit in this cycle.
 //

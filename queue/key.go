@@ -98,7 +98,10 @@ func (h hasher) selector(m map[string]string) hasher {
 // SchedulingKey is a deterministic 64-bit FNV-1a-style hash of everything that
 // decides where a job can go: Requests, the class priority, the node
 // selector's pairs in key order, the tolerations (in their order, an empty
-// operator read as Equal) and the gang's node-uniformity label. Jobs with
+// operator read as Equal), the gang's node-uniformity label and, when
+// there are any, the clusters the job avoids (Job.AvoidClusters, as a set:
+// in any order, though a repeated name counts again). A job that avoids no
+// cluster has the key it would have without the field. Jobs with
 // equal requirements have equal keys. It is a hash, not an identity: two
 // different requirements share a key with a chance of about 2^-64 per pair,
 // and a scheduler that caches failures by key would then skip a job that
@@ -123,5 +126,14 @@ func SchedulingKey(j *flotilla.Job, classPriority int32) uint64 {
 		h = h.str(t.Key).str(string(op)).str(t.Value).str(string(t.Effect))
 	}
 	h = h.str(j.Gang.NodeUniformityLabel)
+	if len(j.AvoidClusters) > 0 {
+		// Each name is hashed alone and the hashes added: a sum does not
+		// depend on the order, and unlike xor a repeat does not cancel.
+		var set uint64
+		for _, c := range j.AvoidClusters {
+			set += hasher(fnvOffset).str(c).sum()
+		}
+		h = h.u64(uint64(len(j.AvoidClusters))).u64(set)
+	}
 	return h.sum()
 }

@@ -475,6 +475,34 @@ func TestSchedulingKey(t *testing.T) {
 	_ = sink
 }
 
+// TestSchedulingKeyTellsAvoidedClustersApart: jobs that avoid different
+// clusters may be placed differently, so they do not share a key; the list
+// is a set for the key (order does not matter), a repeat still counts, and
+// a job that avoids nothing keeps the key it had before AvoidClusters
+// existed (nil and empty alike).
+func TestSchedulingKeyTellsAvoidedClustersApart(t *testing.T) {
+	key := func(avoid ...string) uint64 {
+		return SchedulingKey(&flotilla.Job{Requests: flotilla.Resources{1000, 2000, 0}, AvoidClusters: avoid}, 30000)
+	}
+	none := key()
+	assert.Equal(t, none, key([]string{}...), "empty is nil")
+	assert.Equal(t, key("c1", "c2", "c3"), key("c3", "c1", "c2"), "order does not matter")
+	distinct := map[string][]string{
+		"c1": {"c1"}, "c2": {"c2"}, "c1 c2": {"c1", "c2"}, "c1c2": {"c1c2"}, "c1 c1": {"c1", "c1"}, "c1 c1 c2 c2": {"c1", "c1", "c2", "c2"},
+	}
+	seen := map[uint64]string{none: "none"}
+	for name, avoid := range distinct {
+		k := key(avoid...)
+		prev, dup := seen[k]
+		assert.False(t, dup, "%s collides with %s", name, prev)
+		seen[k] = name
+	}
+	j := &flotilla.Job{Requests: flotilla.Resources{1, 2, 3}, AvoidClusters: []string{"cluster-one", "cluster-two"}}
+	var sink uint64
+	assert.Zero(t, testing.AllocsPerRun(100, func() { sink += SchedulingKey(j, 30000) }))
+	_ = sink
+}
+
 var base2 = &flotilla.Job{
 	Requests:     flotilla.Resources{1, 2, 3},
 	NodeSelector: map[string]string{"a": "1", "b": "2", "c": "3", "d": "4", "e": "5", "f": "6", "g": "7", "h": "8"},

@@ -87,7 +87,11 @@
 //     "count": 0 submits nothing. jobSet defaults to "". Tolerations follow
 //     Kubernetes: operator Equal (default) or Exists, no key only with
 //     Exists (an empty key with Equal is reported at the operator), no
-//     value with Exists.
+//     value with Exists. A job template may carry "avoidClusters" (an
+//     addition to SCENARIOS.md), a list of cluster names: flotilla.Job's
+//     AvoidClusters for each of its jobs, which go to a listed cluster
+//     only when no other can take them. A name no node carries, or one
+//     listed twice, changes nothing; an empty name is an error.
 //   - Gangs: every member of a gang is submitted in one round with the same
 //     queue, jobSet, cardinality and nodeUniformityLabel; members may have
 //     different priority classes (Armada orders the gang by its members'

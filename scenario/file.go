@@ -209,6 +209,9 @@ type JobTemplate struct {
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 	Tolerations  []Toleration      `json:"tolerations,omitempty"`
 	Gang         *GangSpec         `json:"gang,omitempty"`
+	// AvoidClusters (an addition to SCENARIOS.md) is flotilla.Job's: the
+	// jobs go to a listed cluster only when no other can take them.
+	AvoidClusters []string `json:"avoidClusters,omitempty"`
 }
 
 // GangSpec makes a template's jobs members of a gang. Every member of a gang

@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/flotilla-sched/flotilla"
@@ -69,7 +70,7 @@ func (b *builder) rounds() {
 			}
 			requests := b.parseResources(p+".requests", t.Requests)
 			tolerations := convertTolerations(t.Tolerations)
-			proto := &flotilla.Job{ID: t.ID, Queue: t.Queue, Requests: requests, NodeSelector: t.NodeSelector, Tolerations: tolerations}
+			proto := &flotilla.Job{ID: t.ID, Queue: t.Queue, Requests: requests, NodeSelector: t.NodeSelector, Tolerations: tolerations, AvoidClusters: t.AvoidClusters}
 			b.addRenamed(proto.Validate(b.schema), fmt.Sprintf("job %q", t.ID), p)
 			var g *gangAcc
 			if t.Gang != nil {
@@ -80,6 +81,7 @@ func (b *builder) rounds() {
 				}
 			}
 			selector := maps.Clone(t.NodeSelector)
+			avoid := slices.Clone(t.AvoidClusters)
 			dups, firstDup := 0, ""
 			for k := range n {
 				id := expandedName(t.ID, t.Count, k)
@@ -100,10 +102,11 @@ func (b *builder) rounds() {
 					Priority:      t.Priority,
 					// Ties keep submit order: the k-th job of a round is
 					// submitted k nanoseconds into it.
-					SubmitTime:   br.Time.Add(time.Duration(len(br.Submit))),
-					Requests:     requests.Clone(),
-					NodeSelector: selector,
-					Tolerations:  tolerations,
+					SubmitTime:    br.Time.Add(time.Duration(len(br.Submit))),
+					Requests:      requests.Clone(),
+					NodeSelector:  selector,
+					Tolerations:   tolerations,
+					AvoidClusters: avoid,
 				}
 				if g != nil {
 					g.jobs = append(g.jobs, job)

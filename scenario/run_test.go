@@ -59,3 +59,26 @@ func TestRunDemandSaturatesSoAdjustedFairShareStaysPositive(t *testing.T) {
 		t.Errorf("queue A: running %d, share %v, adjusted fair share %v; want adjusted fair share > 0", q.Running, q.Share, q.AdjustedFairShare)
 	}
 }
+
+// TestRunJobTemplateAvoidClustersSendsJobsToAnotherCluster: a template's
+// avoidClusters reaches each of its jobs, which then go to the other
+// cluster (whose node is the looser fit) while it has room.
+func TestRunJobTemplateAvoidClustersSendsJobsToAnotherCluster(t *testing.T) {
+	out, err := runDoc(t, `{
+	  "nodes": [{"name": "a", "cluster": "c1", "resources": {"cpu": "2"}},
+	            {"name": "b", "cluster": "c2", "resources": {"cpu": "3"}}],
+	  "queues": [{"name": "A"}],
+	  "rounds": [{"submit": [{"id": "j", "queue": "A", "count": 4, "requests": {"cpu": "1"}, "avoidClusters": ["c1"]}]}]
+	}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, p := range out.Rounds[0].Scheduled {
+		got[p.Job] = p.Node
+	}
+	want := map[string]string{"j-0": "b", "j-1": "b", "j-2": "b", "j-3": "a"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("placements %v, want %v", got, want)
+	}
+}

@@ -35,6 +35,7 @@ func TestValidateRules(t *testing.T) {
 		field string
 		err   error
 	}{
+		{"unnamed avoided cluster", func(f *File) { submit0(f).AvoidClusters = []string{"c1", ""} }, "rounds[0].submit[0].avoidClusters[1]", flotilla.ErrRequired},
 		// config
 		{"unknown fairness", func(f *File) { f.Config.Fairness = "max-min" }, "config.fairness", flotilla.ErrUnknownName},
 		{"negative weight", func(f *File) { f.Config.ResourceWeights = map[string]float64{"cpu": -1} }, "config.resourceWeights.cpu", flotilla.ErrNegative},
@@ -307,6 +308,7 @@ func TestValidateAccepts(t *testing.T) {
 			f.Nodes = append(f.Nodes, NodeTemplate{Name: "spare", Count: ptr(0), Resources: map[string]string{"gpu": "1"}})
 		}},
 		{"protected fraction above 1", func(f *File) { f.Config.ProtectedFractionOfFairShare = ptr(1.5) }},
+		{"avoided clusters, repeated or unknown", func(f *File) { f.Rounds[0].Submit[0].AvoidClusters = []string{"c1", "c1", "nowhere"} }},
 		{"zero round duration", func(f *File) { f.Config.RoundDuration = "0s" }},
 		{"weights under drf", func(f *File) { f.Config.ResourceWeights = map[string]float64{"cpu": 1, "memory": 0} }},
 		{"gang split over templates", func(f *File) {

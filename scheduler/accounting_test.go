@@ -36,8 +36,9 @@ var (
 // accountingWorld is preemptWorld (gangs, running and queued, and fair-share
 // preemption on) with knobs drawn from v: lookback, eviction probability,
 // round, rate and class limits, two extra preemptible classes that jobs
-// are moved into, and gangs (running and queued) given a non-preemptible
-// member so that they are pinned at the top level.
+// are moved into, gangs (running and queued) given a non-preemptible
+// member so that they are pinned at the top level, and queued jobs that
+// avoid clusters.
 func accountingWorld(t testing.TB, seed uint64, v uint32) *genWorld {
 	w := preemptWorld(t, seed)
 	rng := rand.New(rand.NewPCG(seed, uint64(v)))
@@ -131,6 +132,17 @@ func accountingWorld(t testing.TB, seed uint64, v uint32) *genWorld {
 			j.PriorityClass = classes[rng.IntN(len(classes))]
 		}
 		w.queued = lone
+	}
+	if v&(1<<14) != 0 {
+		// Some queued jobs (gang members too) avoid a cluster or both:
+		// their searches outside those clusters run first, and must leave
+		// the books as balanced as any other search.
+		sets := [][]string{{"c0"}, {"c1"}, {"c1", "c0"}}
+		for _, j := range w.queued {
+			if rng.IntN(3) == 0 {
+				j.AvoidClusters = sets[rng.IntN(len(sets))]
+			}
+		}
 	}
 	// The store orders by class priority: rebuild it with the final classes.
 	store, err := queue.New(w.cfg.Schema, w.cfg.PriorityClasses, w.cfg.DefaultPriorityClass)

@@ -35,6 +35,9 @@ type cycle struct {
 	queuedDemand flotilla.Resources
 	// failed caches, by scheduling key, why a job did not fit.
 	failed map[uint64]Reason
+	// avoidVain holds the scheduling keys of jobs with AvoidClusters that
+	// found no node outside those clusters (nil until one does not).
+	avoidVain map[uint64]struct{}
 	// groups indexes Result.Unscheduled by (queue, code, key).
 	groups map[groupKey]int
 	// scratch is a reusable vector for share-after-next-job arithmetic.

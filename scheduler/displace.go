@@ -292,8 +292,9 @@ func (c *cycle) displaceOn(node int, by *flotilla.Job) {
 // get their holds back. After displaceWalkBudget units it stops, restoring
 // every hold, and reports not placed: the caller then searches where every
 // hold is free and displaces per node (displaceOn). A placement error
-// (bad input) is returned as from the placer.
-func (c *cycle) placeGangDisplacing(g *gang.Gang, qi int, levels []int) (gang.Placement, error) {
+// (bad input) is returned as from the placer. within confines the gang
+// to some domains, as for PlaceWithin.
+func (c *cycle) placeGangDisplacing(g *gang.Gang, qi int, levels []int, within gang.Domains) (gang.Placement, error) {
 	for c.orderPos < len(c.order) && !c.isHeld(c.order[c.orderPos]) {
 		c.orderPos++
 	}
@@ -318,7 +319,7 @@ func (c *cycle) placeGangDisplacing(g *gang.Gang, qi int, levels []int) (gang.Pl
 		walked = append(walked, u)
 		hold(u, true)
 		mark := c.db.Mark()
-		pl, err := c.placer.Place(c.db, g, qi, levels)
+		pl, err := c.placer.PlaceWithin(c.db, g, qi, levels, evictedLevel, within)
 		if err != nil || !pl.Placed {
 			c.db.Rollback(mark)
 			if err != nil {

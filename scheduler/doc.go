@@ -116,6 +116,24 @@
 // capacity, then a search at the level of the gang's lowest class,
 // preempting on each node it used.
 //
+// # Avoided clusters
+//
+// A job with Job.AvoidClusters (a gang: the clusters any member avoids)
+// makes every search it would make (free capacity, evicted jobs' capacity,
+// urgency when its class may preempt) first among the nodes outside those
+// clusters (binpack.DB.Avoid; for a gang, the domains of the other
+// clusters, gang.UnavoidedDomains), and only when none of them takes it,
+// the same searches over every node. So it lands in an avoided cluster
+// only when no other cluster can take it in this cycle; a job that may
+// preempt preempts elsewhere rather than take free room in an avoided
+// cluster, and one that may not takes the free room. When every node the
+// job could use is in an avoided cluster, or none is, it searches once.
+// The scheduling key covers AvoidClusters, and a search outside them that
+// found nothing is remembered by key for the rest of the cycle, as
+// failures are. A job that fits nowhere is explained over every node.
+// The lottery strategy does the same with its one search (free capacity).
+// Jobs without AvoidClusters pay one length check.
+//
 // # Why a job waits
 //
 // Every examined job that is not placed gets a Reason in

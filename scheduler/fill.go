@@ -7,6 +7,7 @@ import (
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/binpack"
 	"github.com/flotilla-sched/flotilla/fairness"
+	"github.com/flotilla-sched/flotilla/queue"
 )
 
 // fill is progressive filling: repeatedly take the queue whose fraction of
@@ -269,21 +270,15 @@ func (c *cycle) try(qi int) {
 		c.unscheduledEntry(qi, e, why)
 		return
 	}
-	// Three searches, each only if the one before found nothing: free
-	// capacity; capacity evicted jobs hold, displacing those rescheduled
-	// last (displaceFor); capacity lower-priority preemptible jobs hold
-	// (urgency preemption).
 	c.query = c.makeQuery(j, qi, evictedLevel)
-	node, ok := c.db.Select(&c.query)
-	if !ok && c.held > 0 {
-		c.query.Level = lowestClassLevel
-		node, ok = c.displaceFor(j, &c.query)
-	}
-	displacing := false
-	if cl := c.s.classLevel[ci]; !ok && cl > lowestClassLevel && c.minPreemptibleLevel < cl {
-		c.query.Level = cl
-		node, ok = c.db.Select(&c.query)
-		displacing = ok
+	var (
+		node           int
+		ok, displacing bool
+	)
+	if len(j.AvoidClusters) > 0 {
+		node, ok, displacing = c.searchAvoiding(e, ci)
+	} else {
+		node, ok, displacing = c.search(j, ci)
 	}
 	if !ok {
 		// Explained at the last search's level, the most room the job
@@ -314,6 +309,61 @@ func (c *cycle) try(qi int) {
 		c.run[ri].entry = *e
 	}
 	c.res.Scheduled = append(c.res.Scheduled, Assignment{Job: j, Node: c.db.Node(node).Name})
+}
+
+// search looks for a node for lone job j of class ci with c.query (made
+// at evictedLevel): three searches, each only if the one before found
+// nothing: free capacity; capacity evicted jobs hold, displacing those
+// rescheduled last (displaceFor); capacity lower-priority preemptible jobs
+// hold (urgency preemption: displacing is then set, and the caller makes
+// room). Only a successful displaceFor changes anything. c.query is left
+// at the last search's level, for the explanation of a failure.
+func (c *cycle) search(j *flotilla.Job, ci int) (node int, ok, displacing bool) {
+	node, ok = c.db.Select(&c.query)
+	if !ok && c.held > 0 {
+		c.query.Level = lowestClassLevel
+		node, ok = c.displaceFor(j, &c.query)
+	}
+	if cl := c.s.classLevel[ci]; !ok && cl > lowestClassLevel && c.minPreemptibleLevel < cl {
+		c.query.Level = cl
+		node, ok = c.db.Select(&c.query)
+		displacing = ok
+	}
+	return node, ok, displacing
+}
+
+// searchAvoiding is search for a job with AvoidClusters: the whole search
+// (free capacity, evicted jobs' capacity, urgency) confined to the nodes
+// outside the avoided clusters, then, only if that finds nothing, the
+// whole search over every node. A job of a class that may not preempt
+// does not preempt to keep out of an avoided cluster; one that may, does
+// (another cluster can take it). A search confined in vain is remembered
+// by scheduling key (which covers AvoidClusters): a job with the same key
+// later in the cycle goes straight to the search over every node, as the
+// failure cache skips jobs whose key found no node at all.
+func (c *cycle) searchAvoiding(e *queue.Entry, ci int) (node int, ok, displacing bool) {
+	j := e.Job
+	base := c.query.Constraint
+	if pref := c.db.Avoid(base, j.AvoidClusters); pref != base {
+		if _, vain := c.avoidVain[e.Key]; !vain {
+			c.query.Constraint = pref
+			if node, ok, displacing = c.search(j, ci); ok {
+				return node, ok, displacing
+			}
+			c.query.Constraint, c.query.Level = base, evictedLevel
+			c.noteAvoidVain(e.Key)
+		}
+	}
+	return c.search(j, ci)
+}
+
+// noteAvoidVain records that jobs of scheduling key k found no node
+// outside the clusters they avoid, this cycle.
+func (c *cycle) noteAvoidVain(k uint64) {
+	if c.avoidVain == nil {
+		c.avoidVain = make(map[uint64]struct{})
+	}
+	c.avoidVain[k] = struct{}{}
 }
 
 func (c *cycle) makeQuery(j *flotilla.Job, qi, level int) binpack.Query {

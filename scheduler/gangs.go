@@ -3,6 +3,9 @@ package scheduler
 import (
 	"fmt"
 	"slices"
+
+	"github.com/flotilla-sched/flotilla/binpack"
+	"github.com/flotilla-sched/flotilla/gang"
 )
 
 // tryGang places the queue's head gang all at once or not at all: per-class
@@ -11,7 +14,8 @@ import (
 // first looks for free capacity; failing that, it searches again at its
 // lowest class's level, where evicted jobs and lower-priority preemptible
 // jobs do not count, and on each node it used preempts the fewest such jobs
-// that make room, as a lone job does.
+// that make room, as a lone job does. A gang whose members avoid clusters
+// makes all of that in the other clusters first (placeGang).
 func (c *cycle) tryGang(qi int) {
 	qs := &c.queues[qi]
 	g := qs.headGang
@@ -55,29 +59,18 @@ func (c *cycle) tryGang(qi int) {
 		ci, _ := c.s.class(m.Job)
 		search = min(search, c.s.classLevel[ci])
 	}
-	// As for a lone job: free capacity, then evicted jobs' capacity, then
-	// lower-priority preemptible jobs' capacity; the explanation kept is the
-	// last search's, the most room the gang could use.
+	// A gang whose members avoid some clusters (Job.AvoidClusters) makes
+	// every search in the clusters none of them avoids first, and only
+	// when none of those can take it, every search again over all.
 	mark := c.db.Mark()
-	level := evictedLevel
-	pl, err := c.placer.Place(c.db, g, qi, levels)
-	if err == nil && !pl.Placed && c.held > 0 {
-		// Evicted jobs' capacity: displace those rescheduled last, as a
-		// lone job does; past the walk's budget, search where every hold
-		// is free and displace per node used.
-		c.db.Rollback(mark)
-		level = lowestClassLevel
-		if pl, err = c.placeGangDisplacing(g, qi, levels); err == nil && !pl.Placed {
-			c.db.Rollback(mark)
-			pl, err = c.placer.PlaceAt(c.db, g, qi, levels, level)
-		}
+	within := gang.AllDomains
+	if c.gangAvoids(g) && c.placer.Avoids(c.db, g) {
+		within = gang.UnavoidedDomains
 	}
-	displacing := false
-	if err == nil && !pl.Placed && search > lowestClassLevel && c.minPreemptibleLevel < search {
+	pl, level, displacing, err := c.placeGang(g, qi, levels, search, mark, within)
+	if within != gang.AllDomains && err == nil && !pl.Placed {
 		c.db.Rollback(mark)
-		level = search
-		pl, err = c.placer.PlaceAt(c.db, g, qi, levels, level)
-		displacing = pl.Placed
+		pl, level, displacing, err = c.placeGang(g, qi, levels, search, mark, gang.AllDomains)
 	}
 	if err != nil || !pl.Placed {
 		c.db.Rollback(mark)
@@ -119,6 +112,47 @@ func (c *cycle) tryGang(qi int) {
 	qs.scheduled += n
 	qs.tokens -= float64(n)
 	c.globalTokens -= float64(n)
+}
+
+// placeGang makes a gang's searches in the domains within chooses, as a
+// lone job's: free capacity, then evicted jobs' capacity, then
+// lower-priority preemptible jobs' capacity at search, the level of the
+// gang's lowest class. It returns the placement (kept in the undo log
+// after mark when placed), the level of the last search (the explanation
+// of a failure is that search's, the most room the gang could use), and
+// whether the placement preempts. A failure changes nothing but the undo
+// log after mark, which the caller rolls back.
+func (c *cycle) placeGang(g *gang.Gang, qi int, levels []int, search int, mark binpack.Mark, within gang.Domains) (pl gang.Placement, level int, displacing bool, err error) {
+	level = evictedLevel
+	pl, err = c.placer.PlaceWithin(c.db, g, qi, levels, evictedLevel, within)
+	if err == nil && !pl.Placed && c.held > 0 {
+		// Evicted jobs' capacity: displace those rescheduled last, as a
+		// lone job does; past the walk's budget, search where every hold
+		// is free and displace per node used.
+		c.db.Rollback(mark)
+		level = lowestClassLevel
+		if pl, err = c.placeGangDisplacing(g, qi, levels, within); err == nil && !pl.Placed {
+			c.db.Rollback(mark)
+			pl, err = c.placer.PlaceWithin(c.db, g, qi, levels, level, within)
+		}
+	}
+	if err == nil && !pl.Placed && search > lowestClassLevel && c.minPreemptibleLevel < search {
+		c.db.Rollback(mark)
+		level = search
+		pl, err = c.placer.PlaceWithin(c.db, g, qi, levels, level, within)
+		displacing = pl.Placed
+	}
+	return pl, level, displacing, err
+}
+
+// gangAvoids reports whether a member of g avoids some cluster.
+func (c *cycle) gangAvoids(g *gang.Gang) bool {
+	for _, m := range g.Members {
+		if len(m.Job.AvoidClusters) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // unscheduledUnit records the queue's head, a job or every member of a

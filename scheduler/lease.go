@@ -64,7 +64,8 @@ type leaseQueue struct {
 //     goes through the same checks and bookkeeping as under progressive
 //     filling: the queue's per-class limit, the scheduling-key cache of
 //     failures, a node search for free capacity (the lottery never
-//     preempts) in the queue's node tiers, Bind, and the round and rate
+//     preempts) in the queue's node tiers, outside the job's avoided
+//     clusters first (Job.AvoidClusters), Bind, and the round and rate
 //     limits (a job refused by a limit is not examined, like under
 //     progressive filling).
 //  5. Jobs examined and not placed are Unscheduled, with the node search's
@@ -248,7 +249,7 @@ func (c *cycle) leaseQueues(prios map[string]float64) ([]leaseQueue, []priority.
 // bookkeeping of progressive filling's try: per-class limit, the
 // scheduling-key cache, a node search for free capacity (evictedLevel, the
 // lowest level: the lottery never displaces anything) in the queue's tiers,
-// Bind. It reports whether the job was placed; if not, the reason is
+// for a job with AvoidClusters first outside those clusters, Bind. It reports whether the job was placed; if not, the reason is
 // recorded.
 func (c *cycle) leasePlace(qi int, e *queue.Entry) bool {
 	qs := &c.queues[qi]
@@ -263,7 +264,24 @@ func (c *cycle) leasePlace(qi int, e *queue.Entry) bool {
 		return false
 	}
 	c.query = c.makeQuery(j, qi, evictedLevel)
-	node, ok := c.db.Select(&c.query)
+	node, ok := -1, false
+	if len(j.AvoidClusters) > 0 {
+		// Outside the avoided clusters first, as under progressive filling;
+		// free capacity only shrinks, so a vain search stays vain.
+		base := c.query.Constraint
+		if pref := c.db.Avoid(base, j.AvoidClusters); pref != base {
+			if _, vain := c.avoidVain[e.Key]; !vain {
+				c.query.Constraint = pref
+				if node, ok = c.db.Select(&c.query); !ok {
+					c.noteAvoidVain(e.Key)
+				}
+				c.query.Constraint = base
+			}
+		}
+	}
+	if !ok {
+		node, ok = c.db.Select(&c.query)
+	}
 	if !ok {
 		c.unscheduledEntry(qi, e, c.noFit(qi, e))
 		return false
