@@ -255,3 +255,56 @@ func parseEvents(t *testing.T, s string) []events.Event {
 	}
 	return out
 }
+
+// TestCommandsExitCodesNameBadInputAndRefusals checks the command line's
+// contract: bad input exits 2 naming field and value, storing nothing; a
+// refusal by the service (no right, unknown job) exits 1; serve refuses a
+// non-loopback address without -auth; SIGTERM stops serve with 0.
+func TestCommandsExitCodesNameBadInputAndRefusals(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	auth := writeFile(t, "auth.json", `{"tokens": [
+		{"token": "t-ops", "principal": "ops", "admin": true},
+		{"token": "t-alice", "principal": "alice", "submit": ["A"]}]}`)
+	srv, url := serveOn(t, ctx, "-auth", auth)
+	ops := func(args ...string) (int, string, string) {
+		return runClient(t, ctx, url, append(args, "-token", "t-ops")...)
+	}
+	code, _, errOut := ops("queue", "create", "A")
+	require.Equal(t, 0, code, errOut)
+
+	bad := writeFile(t, "bad.json", `{"queue": "A", "jobSet": "s", "jobs": [{"requests": {"cpu": "2x"}, "priorityClas": "x"}]}`)
+	code, out, errOut := ops("submit", bad)
+	require.Equal(t, 2, code, "bad input exits 2")
+	require.Empty(t, out)
+	require.Contains(t, errOut, `jobs[0].requests.cpu "2x"`)
+	require.Contains(t, errOut, `jobs[0].priorityClas`)
+	code, out, _ = ops("events", "-queue", "A", "-jobset", "s", "-o", "json")
+	require.Equal(t, 0, code)
+	require.Empty(t, strings.TrimSpace(out), "nothing stored")
+
+	code, _, errOut = runClient(t, ctx, url, "queue", "create", "B", "-token", "t-alice")
+	require.Equal(t, 1, code, "a refused request exits 1: %s", errOut)
+	require.Contains(t, errOut, "403")
+	code, _, _ = runClient(t, ctx, url, "queue", "list")
+	require.Equal(t, 1, code, "no token: 401, exit 1")
+	code, _, errOut = ops("status", "no-such-job")
+	require.Equal(t, 1, code, errOut)
+	code, _, _ = ops("cancel")
+	require.Equal(t, 2, code, "usage")
+	code, _, _ = ops("watch", "-queue", "A")
+	require.Equal(t, 2, code, "usage")
+
+	code, _, errOut = runClient(t, ctx, url, "serve", "-listen", "0.0.0.0:0")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "-auth")
+
+	require.NoError(t, srv.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-srv.done:
+		require.NoError(t, err, "serve exits 0 on SIGTERM: %s", srv.stderr)
+		srv.done <- err // for the cleanup
+	case <-ctx.Done():
+		t.Fatal("serve did not stop on SIGTERM")
+	}
+}
