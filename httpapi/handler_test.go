@@ -40,7 +40,7 @@ type service struct {
 	clock *fakeClock
 }
 
-func newService(t *testing.T, opts httpapi.Options) *service {
+func newService(t testing.TB, opts httpapi.Options) *service {
 	t.Helper()
 	schema := flotilla.MustResourceSchema("cpu", "memory")
 	clk := &fakeClock{t: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
@@ -57,7 +57,7 @@ func newService(t *testing.T, opts httpapi.Options) *service {
 	return &service{srv: srv, be: be, url: ts.URL, clock: clk}
 }
 
-func (s *service) client(t *testing.T, token string) *client.Client {
+func (s *service) client(t testing.TB, token string) *client.Client {
 	c, err := client.New(s.url, token, nil)
 	require.NoError(t, err)
 	return c
