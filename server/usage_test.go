@@ -1,0 +1,312 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/events"
+	"github.com/flotilla-sched/flotilla/priority"
+	"github.com/flotilla-sched/flotilla/scheduler"
+)
+
+// closedForm is the decayed resource × seconds at `at` of a constant rate
+// used from `from` to `to`: rate·h/ln2·(0.5^((at−to)/h) − 0.5^((at−from)/h)).
+func closedForm(rate float64, from, to, at time.Time, h time.Duration) float64 {
+	hs := h.Seconds()
+	return rate * hs / math.Ln2 * (math.Exp2(-at.Sub(to).Seconds()/hs) - math.Exp2(-at.Sub(from).Seconds()/hs))
+}
+
+func requireClose(t *testing.T, want, got float64, msg string) {
+	t.Helper()
+	require.InDelta(t, want, got, 1e-9*math.Max(1, math.Abs(want)), "%s: want %g, got %g", msg, want, got)
+}
+
+func TestUsageUnderConstantRateMatchesTheClosedFormHoweverTheIntervalIsCut(t *testing.T) {
+	cases := []struct {
+		name     string
+		halfLife time.Duration
+		steps    []time.Duration
+	}{
+		{"one step of one half-life", time.Hour, []time.Duration{time.Hour}},
+		{"sixty one-minute steps", time.Hour, repeat(time.Minute, 60)},
+		{"uneven steps over three half-lives", 10 * time.Minute, []time.Duration{time.Second, 7 * time.Minute, 13 * time.Minute, 10*time.Minute - time.Second}},
+		{"far past the half-life: near rate·h/ln2", time.Minute, []time.Duration{time.Hour, time.Hour}},
+		{"a step back in time accrues nothing", time.Hour, []time.Duration{30 * time.Minute, -10 * time.Minute, 10 * time.Minute}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a := newAccrual(3, testNow, true)
+			a.charge(flotilla.Resources{2000, 0, 1}, 1, testNow, c.halfLife)
+			now, latest := testNow, testNow
+			for _, d := range c.steps {
+				now = now.Add(d)
+				a.advance(now, c.halfLife)
+				if now.After(latest) {
+					latest = now
+				}
+			}
+			requireClose(t, closedForm(2000, testNow, latest, latest, c.halfLife), a.val[0], "cpu")
+			require.Zero(t, a.val[1])
+			requireClose(t, closedForm(1, testNow, latest, latest, c.halfLife), a.val[2], "gpu")
+			require.Equal(t, a.val, a.pending, "pending accrues like the value until it is flushed")
+		})
+	}
+}
+
+func repeat(d time.Duration, n int) []time.Duration {
+	out := make([]time.Duration, n)
+	for i := range out {
+		out[i] = d
+	}
+	return out
+}
+
+// usageWorld is a world with a one-hour usage half-life, queue A and a
+// cluster c1 of two 4-cpu nodes.
+func usageWorld(t *testing.T, opts ...func(*Config)) *world {
+	w := newWorld(t, append([]func(*Config){func(c *Config) { c.UsageHalfLife = time.Hour }}, opts...)...)
+	w.queue("A")
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 2, 4)})
+	return w
+}
+
+func TestQueueUsageAccruesOnlyWhileAJobHoldsALease(t *testing.T) {
+	// Each case leases one 1-cpu job at t0, runs it, and ends its lease
+	// 10 minutes later in its own way; the usage an hour after that is
+	// the closed form of those 10 minutes, whatever the ending.
+	cases := []struct {
+		name string
+		end  func(w *world, id string, ls []Lease)
+	}{
+		{"succeeded", func(w *world, _ string, ls []Lease) { w.report(Report{Cluster: "c1", Jobs: held(PhaseSucceeded, ls)}) }},
+		{"failed", func(w *world, _ string, ls []Lease) {
+			jr := held(PhaseFailed, ls)
+			jr[0].ExitCode = 1
+			w.report(Report{Cluster: "c1", Jobs: jr})
+		}},
+		{"cancelled and stopped", func(w *world, id string, ls []Lease) {
+			_, err := w.srv.Cancel(w.ctx, id)
+			require.NoError(w.t, err)
+			w.report(Report{Cluster: "c1", Jobs: held(PhaseStopped, ls)})
+		}},
+		{"returned, queued again with no room", func(w *world, _ string, ls []Lease) {
+			w.report(Report{Cluster: "c1", Nodes: []flotilla.Node{}, Jobs: held(PhaseReturned, ls)})
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := usageWorld(t)
+			// Queued for an hour with no room: nothing accrues.
+			w.report(Report{Cluster: "c1", Nodes: []flotilla.Node{}})
+			ids := w.submit("A", "s1", cpuJobs(1, "1"))
+			w.cycle()
+			w.clock.advance(time.Hour)
+			w.report(Report{Cluster: "c1"})
+			w.cycle()
+			require.Equal(t, []float64{0, 0, 0}, w.srv.QueueUsage("A"), "queued jobs use nothing")
+
+			w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 2, 4)})
+			require.Equal(t, 1, w.cycle().Leased)
+			t0 := w.clock.Now()
+			ls := w.report(Report{Cluster: "c1"}).Leases
+			w.clock.advance(4 * time.Minute)
+			w.report(Report{Cluster: "c1", Jobs: held(PhaseRunning, ls)})
+			w.clock.advance(6 * time.Minute)
+			t1 := w.clock.Now()
+			c.end(w, ids[0], ls)
+			require.NotEqual(t, events.LeasedState, w.state(ids[0]))
+			require.NotEqual(t, events.RunningState, w.state(ids[0]))
+			w.clock.advance(time.Hour)
+			w.cycle()
+			at := w.clock.Now()
+			u := w.srv.QueueUsage("A")
+			requireClose(t, closedForm(1000, t0, t1, at, time.Hour), u[0], "cpu")
+			info, err := w.srv.Queue(w.ctx, "A")
+			require.NoError(t, err)
+			require.Equal(t, u, info.Usage)
+		})
+	}
+}
+
+func TestQueueUsageStopsWhenALeaseExpires(t *testing.T) {
+	w := usageWorld(t)
+	w.submit("A", "s1", cpuJobs(2, "1"))
+	w.cycle()
+	t0 := w.clock.Now()
+	w.report(Report{Cluster: "c1"})
+	// c1 goes silent; the leases expire at the first cycle a lease
+	// timeout later.
+	w.clock.advance(DefaultLeaseTimeout)
+	require.Equal(t, 2, w.cycle().Expired)
+	t1 := w.clock.Now()
+	w.clock.advance(2 * time.Hour)
+	w.cycle()
+	requireClose(t, closedForm(2000, t0, t1, w.clock.Now(), time.Hour), w.srv.QueueUsage("A")[0], "cpu")
+}
+
+// usageCounter counts a backend's PutUsage calls.
+type usageCounter struct {
+	backend.Backend
+	puts int
+}
+
+func (b *usageCounter) PutUsage(ctx context.Context, rs []backend.UsageRecord) error {
+	b.puts++
+	return b.Backend.PutUsage(ctx, rs)
+}
+
+func TestUsageIsStoredOncePerCycleAndARestartContinuesTheHistory(t *testing.T) {
+	// Two services live the same timeline; one restarts twice, once
+	// while jobs hold leases. Their usage agrees at every cycle.
+	var counted *usageCounter
+	count := func(c *Config) {
+		counted = &usageCounter{Backend: c.Backend}
+		c.Backend = counted
+	}
+	a, b := usageWorld(t), usageWorld(t, count)
+	both := func(f func(w *world)) { f(a); f(b) }
+	both(func(w *world) { w.submit("A", "s1", cpuJobs(3, "1"), cpuJobs(2, "2")) })
+	var leases []Lease
+	for i := range 12 {
+		both(func(w *world) { w.cycle() })
+		require.Equal(t, i+1, counted.puts, "one PutUsage per cycle")
+		if i == 0 {
+			leases = a.report(Report{Cluster: "c1"}).Leases
+			require.Len(t, leases, 5)
+			b.report(Report{Cluster: "c1"})
+		}
+		both(func(w *world) {
+			w.clock.advance(7 * time.Minute)
+			w.report(Report{Cluster: "c1", Jobs: held(PhaseRunning, leases)})
+		})
+		if i == 5 {
+			both(func(w *world) { w.report(Report{Cluster: "c1", Jobs: held(PhaseSucceeded, leases[:2])}) })
+			leases = leases[2:]
+		}
+		if i == 3 || i == 7 {
+			b.restart()
+		}
+		ua, ub := a.srv.QueueUsage("A"), b.srv.QueueUsage("A")
+		require.NotZero(t, ua[0])
+		requireClose(t, ua[0], ub[0], fmt.Sprintf("cpu after cycle %d", i))
+	}
+	rs, err := b.be.ListUsage(b.ctx)
+	require.NoError(t, err)
+	require.Len(t, rs, 1)
+	require.Equal(t, "queue/A", rs[0].Key)
+}
+
+// lotteryWorld is a world with the lottery strategy over queues A and B
+// and one cluster of four 4-cpu nodes.
+func lotteryWorld(t *testing.T) *world {
+	w := newWorld(t, func(c *Config) {
+		c.Scheduler.Strategy = scheduler.Lottery
+		c.Scheduler.PriorityHalftime = 20 * time.Minute
+		c.Seed = 7
+		c.LeaseTimeout = time.Hour
+	})
+	w.queue("A")
+	w.queue("B")
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 4, 4)})
+	return w
+}
+
+func TestLotteryQueuePrioritiesSurviveARestart(t *testing.T) {
+	// A runs a heavy load first, which raises its queue priority; then
+	// both queues compete. A service restarted between the two phases
+	// (with the seed of the cycle it resumes at) leases exactly as one
+	// that ran through.
+	run := func(restartAt int) [][]string {
+		w := lotteryWorld(t)
+		w.submit("A", "s1", cpuJobs(16, "1"))
+		var held0 []Lease
+		var out [][]string
+		for i := range 10 {
+			if i == restartAt {
+				w.restart(func(c *Config) { c.Seed += uint64(i) })
+			}
+			if i == 3 {
+				// A's first wave ends; a backlog for both queues arrives.
+				w.report(Report{Cluster: "c1", Jobs: held(PhaseSucceeded, held0)})
+				held0 = nil
+				w.submit("A", "s2", cpuJobs(40, "1"))
+				w.submit("B", "s2", cpuJobs(40, "1"))
+			}
+			rep := w.cycle()
+			var leased []string
+			for _, a := range rep.Result.Scheduled {
+				leased = append(leased, a.Job.ID)
+			}
+			out = append(out, leased)
+			r := w.report(Report{Cluster: "c1", Jobs: held(PhaseRunning, held0)})
+			held0 = append(held0, r.Leases...)
+			w.report(Report{Cluster: "c1", Jobs: held(PhaseRunning, held0)})
+			w.clock.advance(5 * time.Minute)
+			if i >= 3 && len(held0) > 0 {
+				// Jobs end a few at a time, oldest first.
+				n := min(3, len(held0))
+				w.report(Report{Cluster: "c1", Jobs: held(PhaseSucceeded, held0[:n])})
+				held0 = held0[n:]
+			}
+		}
+		return out
+	}
+	through := run(-1)
+	require.Equal(t, through, run(4))
+	require.Equal(t, through, run(6))
+}
+
+func TestConfigRejectsBadUsageSettings(t *testing.T) {
+	schema := worldSchema()
+	base := Config{Scheduler: scheduler.DefaultConfig(schema), Backend: nil, Clock: &fakeClock{}}
+	cases := []struct {
+		name string
+		set  func(*Config)
+		want []problem
+	}{
+		{"negative half-life", func(c *Config) { c.UsageHalfLife = -time.Second },
+			[]problem{{"usageHalfLife", "-1s", flotilla.ErrNegative}}},
+		{"flux without a tree", func(c *Config) { c.Flux = &FluxConfig{} },
+			[]problem{{"flux.tree", "<nil>", flotilla.ErrRequired}}},
+		{"flux weights and recompute period", func(c *Config) {
+			c.Flux = &FluxConfig{Tree: testTree(t), UsageWeights: map[string]float64{"cpu": -1, "tpu": 1}, RecomputeEvery: -2,
+				Banks: map[string]string{"A": ""}}
+		}, []problem{
+			{"flux.usageWeights.cpu", "-1", flotilla.ErrOutOfRange},
+			{"flux.usageWeights.tpu", "tpu", flotilla.ErrUnknownResource},
+			{"flux.recomputeEvery", "-2", flotilla.ErrNegative},
+			{"flux.banks.A", "", flotilla.ErrRequired},
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := base
+			cfg.Backend = nil
+			c.set(&cfg)
+			err := cfg.Validate()
+			want := append([]problem{{"backend", "<nil>", flotilla.ErrRequired}}, c.want...)
+			requireProblems(t, err, want...)
+		})
+	}
+}
+
+// testTree is a flux tree with banks A and B and users alice and bob in
+// both, one share each.
+func testTree(t testing.TB) *priority.BankTree {
+	tree, err := priority.NewBankTree(time.Hour, testNow)
+	require.NoError(t, err)
+	for _, b := range []string{"A", "B"} {
+		require.NoError(t, tree.AddBank(b, "", 1, 0))
+		for _, u := range []string{"alice", "bob"} {
+			require.NoError(t, tree.AddAssociation(u, b, 1))
+		}
+	}
+	return tree
+}
