@@ -115,6 +115,10 @@ type fluxState struct {
 	// groups holds the priority last given to each group's queued jobs.
 	groups map[groupKey]uint32
 	cycles int
+	// stale: some queued jobs may not have their group's priority.
+	stale bool
+	// lastRequeued counts the jobs the last re-prioritisation re-queued.
+	lastRequeued int
 }
 
 func newFluxState(cfg *FluxConfig, schema *flotilla.ResourceSchema) *fluxState {
@@ -244,7 +248,13 @@ func (s *Server) fluxSubmit(specs []backend.JobSpec) []error {
 			continue
 		}
 		sp.Job.Priority = p
-		s.usage.flux.groups[groupKey{k.user, sp.Job.Queue}] = p
+		g := groupKey{k.user, sp.Job.Queue}
+		if old, ok := s.usage.flux.groups[g]; ok && old != p {
+			// The tree changed since the group's jobs were given old
+			// (WithBankTree): the next re-prioritisation moves them.
+			s.usage.flux.stale = true
+		}
+		s.usage.flux.groups[g] = p
 	}
 	return errs
 }
@@ -270,7 +280,7 @@ func (s *Server) fluxCycle(now time.Time) {
 	}
 	_ = f.tree.Recompute(t) // t is not before the tree's clock
 	f.refresh()
-	s.reprioritize(false)
+	f.lastRequeued = s.reprioritize(false)
 }
 
 // fluxLoaded ranks the associations after a load and gives every queued
@@ -282,7 +292,7 @@ func (s *Server) fluxLoaded(now time.Time) error {
 	}
 	_ = f.tree.Recompute(laterOf(f.tree.Now(), now))
 	f.refresh()
-	s.reprioritize(true)
+	f.lastRequeued = s.reprioritize(true)
 	return nil
 }
 
@@ -290,10 +300,12 @@ func (s *Server) fluxLoaded(now time.Time) error {
 // jobs of the groups whose priority changed (all queued jobs when all),
 // each as a new copy of its *flotilla.Job. It costs O(groups) when no
 // priority changed, and otherwise one pass over the live jobs plus a
-// store removal and insertion per job whose priority changed.
-func (s *Server) reprioritize(all bool) {
+// store removal and insertion per job whose priority changed. It returns
+// how many jobs it re-queued.
+func (s *Server) reprioritize(all bool) int {
 	f := s.usage.flux
-	changed := all
+	changed := all || f.stale
+	f.stale = false
 	for g, old := range f.groups {
 		p, err := s.fluxPriority(assocKey{user: g.user, bank: f.bank(g.queue)}, g.queue)
 		if err != nil {
@@ -305,18 +317,22 @@ func (s *Server) reprioritize(all bool) {
 		}
 	}
 	if !changed {
-		return
+		return 0
 	}
+	n := 0
 	for _, j := range s.jobs {
 		if j.state != events.Queued {
 			continue
 		}
-		k := s.fluxAssoc(&j.spec)
-		g := groupKey{k.user, j.spec.Job.Queue}
+		user := j.spec.Principal
+		if user == "" {
+			user = f.cfg.DefaultUser
+		}
+		g := groupKey{user, j.spec.Job.Queue}
 		p, ok := f.groups[g]
 		if !ok {
 			var err error
-			if p, err = s.fluxPriority(k, g.queue); err != nil {
+			if p, err = s.fluxPriority(assocKey{user: user, bank: f.bank(g.queue)}, g.queue); err != nil {
 				continue
 			}
 			f.groups[g] = p
@@ -329,7 +345,9 @@ func (s *Server) reprioritize(all bool) {
 		s.storeRemove(j.id())
 		j.sched = &c
 		s.storeAdd(j.sched)
+		n++
 	}
+	return n
 }
 
 // WithBankTree runs fn with the flux tree under the service's lock (to add

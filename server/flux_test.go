@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -187,4 +188,58 @@ func TestFluxAssociationUsageIsChargedInCoreSecondsAndSurvivesARestart(t *testin
 	}
 	requireClose(t, usage(a), usage(b), "alice@A after the restart")
 	requireClose(t, closedForm(2, testNow, a.clock.Now(), a.clock.Now(), time.Hour), usage(b), "alice@A")
+}
+
+// BenchmarkFluxReprioritize100kQueuedJobs measures the end-of-cycle flux
+// work (charge usage, Recompute, re-prioritise) over 100,000 queued jobs
+// of 100 users in one queue: "unchanged" when no fair-share moves (the
+// O(groups) path), "reordered" when one user's usage jumps each time, so
+// that the ranks of most users shift and most jobs are re-queued.
+func BenchmarkFluxReprioritize100kQueuedJobs(b *testing.B) {
+	const users, perUser = 100, 1000
+	user := func(i int) string { return "user" + strconv.Itoa(i) }
+	tree, err := priority.NewBankTree(time.Hour, testNow)
+	require.NoError(b, err)
+	require.NoError(b, tree.AddBank("A", "", 1, 0))
+	for i := range users {
+		require.NoError(b, tree.AddAssociation(user(i), "A", 1))
+	}
+	w := newWorld(b, func(c *Config) { c.Flux = &FluxConfig{Tree: tree} })
+	w.queue("A")
+	for i := range users {
+		_, err := w.srv.Submit(w.ctx, &SubmitRequest{Queue: "A", JobSet: "s", Principal: user(i),
+			Jobs: []JobTemplate{cpuJobs(perUser, "1")}})
+		require.NoError(b, err)
+	}
+	s := w.srv
+	for _, mode := range []string{"unchanged", "reordered"} {
+		b.Run(mode, func(b *testing.B) {
+			requeued, k := 0, 0
+			for b.Loop() {
+				s.mu.Lock()
+				if mode == "reordered" {
+					k++
+					require.NoError(b, tree.AddUsage(user(k%users), "A", float64(k)*1e6, tree.Now()))
+				}
+				s.fluxCycle(s.clock.Now())
+				requeued += s.usage.flux.lastRequeued
+				s.mu.Unlock()
+			}
+			b.ReportMetric(float64(requeued)/float64(b.N), "requeued/op")
+		})
+	}
+}
+
+func TestFluxAGroupsQueuedJobsShareOnePriorityAfterTheTreeChanges(t *testing.T) {
+	// The tree changes (a queue priority value); a job submitted since
+	// gets the new priority at once, and the next cycle gives it to the
+	// jobs of its group that were queued before.
+	w := fluxWorld(t, 1)
+	w.report(Report{Cluster: "c1", Nodes: []flotilla.Node{}})
+	before := w.submitAs("alice", 1)
+	require.NoError(t, w.srv.WithBankTree(func(tree *priority.BankTree) error { return tree.SetQueuePriority("A", 3) }))
+	after := w.submitAs("alice", 1)
+	require.Equal(t, w.jobPriority(before[0])-30000, w.jobPriority(after[0]), "queue priority 3 × weight 10000, lower runs first")
+	w.cycle()
+	require.Equal(t, w.jobPriority(after[0]), w.jobPriority(before[0]))
 }
