@@ -209,8 +209,8 @@ func (s *Server) loadUsage(ctx context.Context, now time.Time) error {
 	var lottery scheduler.QueuePriorityState
 	cpu := lotteryIndex(s.cat.Schema)
 	for _, r := range rs {
-		if len(r.Value) != u.n {
-			continue // another schema's record: not ours to read
+		if len(r.Value) != u.n || slices.ContainsFunc(r.Value, func(x float64) bool { return !(x >= 0) || math.IsInf(x, 0) }) {
+			continue // another schema's record, or not usage: not ours to read
 		}
 		prefix, names, ok := parseUsageKey(r.Key)
 		if !ok {

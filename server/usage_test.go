@@ -2,8 +2,11 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -309,4 +312,148 @@ func testTree(t testing.TB) *priority.BankTree {
 		}
 	}
 	return tree
+}
+
+func TestUsageOfOverlappingLeasesEqualsTheSumOfEachLeasesClosedForm(t *testing.T) {
+	// Random leases start and end in time order, with reads (advances) in
+	// between; the accrual equals the naive sum over leases of each
+	// lease's decayed integral.
+	runProperty(t, "accrual = Σ closed forms", 300, func(seed int64) string {
+		rng := rand.New(rand.NewPCG(uint64(seed), 9))
+		h := time.Duration(1+rng.IntN(120)) * time.Minute
+		type ev struct {
+			at   time.Time
+			req  int64
+			sign int64 // 0: a read
+		}
+		var evs []ev
+		type lease struct {
+			from, to time.Time
+			req      int64
+		}
+		var leases []lease
+		for range rng.IntN(9) {
+			from := testNow.Add(time.Duration(rng.IntN(3*3600)) * time.Second)
+			to := from.Add(time.Duration(rng.IntN(2*3600)) * time.Second)
+			req := int64(rng.IntN(4001))
+			leases = append(leases, lease{from, to, req})
+			evs = append(evs, ev{from, req, 1}, ev{to, req, -1})
+		}
+		for range rng.IntN(6) {
+			evs = append(evs, ev{at: testNow.Add(time.Duration(rng.IntN(5*3600)) * time.Second)})
+		}
+		end := testNow.Add(5*time.Hour + time.Duration(rng.IntN(3600))*time.Second)
+		want := func(at time.Time) float64 {
+			sum := 0.0
+			for _, l := range leases {
+				sum += closedForm(float64(l.req), l.from, l.to, at, h)
+			}
+			return sum
+		}
+		slices.SortStableFunc(evs, func(a, b ev) int { return a.at.Compare(b.at) })
+		a := newAccrual(1, testNow, false)
+		for _, e := range evs {
+			if e.sign == 0 {
+				a.advance(e.at, h)
+				continue
+			}
+			a.charge(flotilla.Resources{e.req}, e.sign, e.at, h)
+		}
+		a.advance(end, h)
+		w := want(end)
+		if math.Abs(a.val[0]-w) > 1e-9*math.Max(1, w) {
+			return fmt.Sprintf("half-life %s, %d leases: accrual %g, closed forms %g", h, len(leases), a.val[0], w)
+		}
+		if a.rate[0] != 0 {
+			return fmt.Sprintf("rate %d after every lease ended", a.rate[0])
+		}
+		return ""
+	})
+}
+
+// glitchy applies its next write after arm but reports its outcome
+// unknown, as a database whose connection drops during the commit.
+type glitchy struct {
+	backend.Backend
+	armed bool
+}
+
+func (b *glitchy) Commit(ctx context.Context, w *backend.Write) ([]events.Event, error) {
+	out, err := b.Backend.Commit(ctx, w)
+	if err == nil && b.armed {
+		b.armed = false
+		return nil, fmt.Errorf("connection lost: %w", backend.ErrOutcomeUnknown)
+	}
+	return out, err
+}
+
+func TestUsageHistoryInMemoryOutlivesAReloadAndChargesEachLeaseOnce(t *testing.T) {
+	// A write whose outcome is unknown makes the service reload its state
+	// from the backend. The usage accrued since the last stored cycle
+	// (a lease that ended meanwhile) is kept, and the leases still live
+	// are not charged twice.
+	var g *glitchy
+	a := usageWorld(t)
+	b := usageWorld(t, func(c *Config) { g = &glitchy{Backend: c.Backend}; c.Backend = g })
+	var ls []Lease
+	for _, w := range []*world{a, b} {
+		w.submit("A", "s1", cpuJobs(2, "1"))
+		w.cycle()
+		ls = w.report(Report{Cluster: "c1"}).Leases
+		w.clock.advance(10 * time.Minute)
+		w.report(Report{Cluster: "c1", Jobs: held(PhaseRunning, ls)})
+		w.clock.advance(10 * time.Minute)
+		w.report(Report{Cluster: "c1", Jobs: held(PhaseSucceeded, ls[:1])})
+		w.clock.advance(10 * time.Minute)
+	}
+	a.submit("A", "s2", cpuJobs(1, "1"))
+	g.armed = true
+	_, err := b.srv.Submit(b.ctx, &SubmitRequest{Queue: "A", JobSet: "s2", Jobs: []JobTemplate{cpuJobs(1, "1")}})
+	require.ErrorIs(t, err, backend.ErrOutcomeUnknown)
+	for _, w := range []*world{a, b} {
+		w.clock.advance(10 * time.Minute)
+		w.report(Report{Cluster: "c1", Jobs: held(PhaseRunning, ls[1:])})
+		w.cycle()
+		w.clock.advance(20 * time.Minute)
+	}
+	requireClose(t, a.srv.QueueUsage("A")[0], b.srv.QueueUsage("A")[0], "cpu")
+}
+
+// failingUsage refuses every PutUsage.
+type failingUsage struct{ backend.Backend }
+
+func (failingUsage) PutUsage(context.Context, []backend.UsageRecord) error {
+	return errors.New("usage table unavailable")
+}
+
+func TestAUsageStoreThatFailsIsReportedAndTheCycleStillLeases(t *testing.T) {
+	w := usageWorld(t, func(c *Config) { c.Backend = failingUsage{c.Backend} })
+	w.submit("A", "s1", cpuJobs(2, "1"))
+	rep, err := w.srv.Cycle(w.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, rep.Leased)
+	require.ErrorContains(t, rep.UsageErr, "usage table unavailable")
+}
+
+// badRecords adds records the service cannot use to what ListUsage
+// returns.
+type badRecords struct{ backend.Backend }
+
+func (b badRecords) ListUsage(ctx context.Context) ([]backend.UsageRecord, error) {
+	rs, err := b.Backend.ListUsage(ctx)
+	return append(rs,
+		backend.UsageRecord{Key: UsageKeyLottery + "A", Value: []float64{math.NaN(), 0, 0}, At: testNow},
+		backend.UsageRecord{Key: UsageKeyQueue + "A", Value: []float64{-1, 0, 0}, At: testNow},
+		backend.UsageRecord{Key: UsageKeyQueue + "B", Value: []float64{1, 0}, At: testNow},
+		backend.UsageRecord{Key: "other/A", Value: []float64{1, 0, 0}, At: testNow},
+	), err
+}
+
+func TestUsageRecordsTheServiceCannotUseAreIgnoredAtLoad(t *testing.T) {
+	w := lotteryWorld(t)
+	w.restart(func(c *Config) { c.Backend = badRecords{c.Backend} })
+	w.submit("A", "s1", cpuJobs(2, "1"))
+	require.Equal(t, 2, w.cycle().Leased)
+	require.Equal(t, []float64{0, 0, 0}, w.srv.QueueUsage("A"))
+	require.Equal(t, []float64{0, 0, 0}, w.srv.QueueUsage("B"))
 }
