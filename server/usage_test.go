@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -456,4 +458,97 @@ func TestUsageRecordsTheServiceCannotUseAreIgnoredAtLoad(t *testing.T) {
 	require.Equal(t, 2, w.cycle().Leased)
 	require.Equal(t, []float64{0, 0, 0}, w.srv.QueueUsage("A"))
 	require.Equal(t, []float64{0, 0, 0}, w.srv.QueueUsage("B"))
+}
+
+func TestQueueUsageEqualsTheLeaseIntervalsOfTheEventLogs(t *testing.T) {
+	// Random interleavings of submissions, cancellations, cycles, clock
+	// advances, executor reports (jobs start, succeed, fail, are given
+	// back or stopped) and silences (leases expire): each queue's usage
+	// is the sum, over the lease intervals its event logs show (leased
+	// until the event that ends the lease, or until now), of each
+	// interval's decayed integral.
+	runProperty(t, "usage = Σ lease intervals of the logs", 100, func(seed int64) string {
+		rng := rand.New(rand.NewPCG(uint64(seed), 11))
+		w := newWorld(t, func(c *Config) { c.UsageHalfLife = 20 * time.Minute })
+		for _, q := range []string{"A", "B"} {
+			w.queue(q)
+		}
+		w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 2, 4)})
+		cpu := map[string]int64{}
+		var ids []string
+		held := map[string]*JobReport{}
+		for range 10 + rng.IntN(40) {
+			switch op := rng.IntN(10); {
+			case op < 2:
+				q, n, c := []string{"A", "B"}[rng.IntN(2)], 1+rng.IntN(3), 1+rng.IntN(2)
+				for _, id := range w.submit(q, "s", cpuJobs(n, strconv.Itoa(c))) {
+					cpu[id] = int64(c) * 1000
+					ids = append(ids, id)
+				}
+			case op < 3 && len(ids) > 0:
+				_, err := w.srv.Cancel(w.ctx, ids[rng.IntN(len(ids))])
+				require.NoError(t, err)
+			case op < 5:
+				w.cycle()
+			case op < 7:
+				w.clock.advance(time.Duration(1+rng.IntN(600)) * time.Second)
+			default:
+				var r Report
+				r.Cluster = "c1"
+				for _, id := range slices.Sorted(maps.Keys(held)) {
+					jr := held[id]
+					switch rng.IntN(6) {
+					case 0:
+						jr.Phase = PhaseRunning
+					case 1:
+						jr.Phase, jr.ExitCode = PhaseSucceeded, 0
+					case 2:
+						jr.Phase, jr.ExitCode = PhaseFailed, 1
+					case 3:
+						jr.Phase = PhaseReturned
+					}
+					r.Jobs = append(r.Jobs, *jr)
+				}
+				reply := w.report(r)
+				for _, jr := range r.Jobs {
+					if jr.Phase == PhaseSucceeded || jr.Phase == PhaseFailed || jr.Phase == PhaseReturned || jr.Phase == PhaseStopped {
+						delete(held, jr.Job)
+					}
+				}
+				for _, k := range reply.Kill {
+					if jr := held[k.Job]; jr != nil {
+						jr.Phase = PhaseStopped
+					}
+				}
+				for _, l := range reply.Leases {
+					held[l.Job.ID] = &JobReport{Job: l.Job.ID, Attempt: l.Attempt, Phase: PhasePending}
+				}
+			}
+		}
+		now := w.clock.Now()
+		for _, q := range []string{"A", "B"} {
+			evs, err := w.srv.Events(w.ctx, q, "s", 0, 0)
+			require.NoError(t, err)
+			open := map[string]time.Time{}
+			want := 0.0
+			for _, e := range evs {
+				switch e.Type {
+				case events.Leased:
+					open[e.Job] = e.Time
+				case events.LeaseExpired, events.LeaseReturned, events.Preempted, events.Succeeded, events.Failed, events.Cancelled:
+					if from, ok := open[e.Job]; ok {
+						want += closedForm(float64(cpu[e.Job]), from, e.Time, now, 20*time.Minute)
+						delete(open, e.Job)
+					}
+				}
+			}
+			for id, from := range open {
+				want += closedForm(float64(cpu[id]), from, now, now, 20*time.Minute)
+			}
+			if got := w.srv.QueueUsage(q)[0]; math.Abs(got-want) > 1e-9*math.Max(1, want) {
+				return fmt.Sprintf("queue %s: usage %g, the logs' lease intervals %g (%d events)", q, got, want, len(evs))
+			}
+		}
+		return ""
+	})
 }
