@@ -460,29 +460,43 @@ func TestUsageRecordsTheServiceCannotUseAreIgnoredAtLoad(t *testing.T) {
 	require.Equal(t, []float64{0, 0, 0}, w.srv.QueueUsage("B"))
 }
 
-func TestQueueUsageEqualsTheLeaseIntervalsOfTheEventLogs(t *testing.T) {
+func TestQueueAndAssociationUsageEqualTheLeaseIntervalsOfTheEventLogs(t *testing.T) {
 	// Random interleavings of submissions, cancellations, cycles, clock
 	// advances, executor reports (jobs start, succeed, fail, are given
-	// back or stopped) and silences (leases expire): each queue's usage
-	// is the sum, over the lease intervals its event logs show (leased
-	// until the event that ends the lease, or until now), of each
-	// interval's decayed integral.
+	// back or stopped) and silences (leases expire): each queue's usage,
+	// and each flux association's, is the sum, over the lease intervals
+	// its event logs show (leased until the event that ends the lease, or
+	// until now), of each interval's decayed integral.
 	runProperty(t, "usage = Σ lease intervals of the logs", 100, func(seed int64) string {
 		rng := rand.New(rand.NewPCG(uint64(seed), 11))
-		w := newWorld(t, func(c *Config) { c.UsageHalfLife = 20 * time.Minute })
+		w := newWorld(t, func(c *Config) {
+			c.UsageHalfLife = 20 * time.Minute
+			tree, err := priority.NewBankTree(20*time.Minute, testNow)
+			require.NoError(t, err)
+			for _, b := range []string{"A", "B"} {
+				require.NoError(t, tree.AddBank(b, "", 1, 0))
+				for _, u := range []string{"alice", "bob"} {
+					require.NoError(t, tree.AddAssociation(u, b, 1))
+				}
+			}
+			c.Flux = &FluxConfig{Tree: tree}
+		})
 		for _, q := range []string{"A", "B"} {
 			w.queue(q)
 		}
 		w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 2, 4)})
-		cpu := map[string]int64{}
+		cpu, user := map[string]int64{}, map[string]string{}
 		var ids []string
 		held := map[string]*JobReport{}
 		for range 10 + rng.IntN(40) {
 			switch op := rng.IntN(10); {
 			case op < 2:
 				q, n, c := []string{"A", "B"}[rng.IntN(2)], 1+rng.IntN(3), 1+rng.IntN(2)
-				for _, id := range w.submit(q, "s", cpuJobs(n, strconv.Itoa(c))) {
-					cpu[id] = int64(c) * 1000
+				u := []string{"alice", "bob"}[rng.IntN(2)]
+				got, err := w.srv.Submit(w.ctx, &SubmitRequest{Queue: q, JobSet: "s", Principal: u, Jobs: []JobTemplate{cpuJobs(n, strconv.Itoa(c))}})
+				require.NoError(t, err)
+				for _, id := range got {
+					cpu[id], user[id] = int64(c)*1000, u
 					ids = append(ids, id)
 				}
 			case op < 3 && len(ids) > 0:
@@ -530,23 +544,37 @@ func TestQueueUsageEqualsTheLeaseIntervalsOfTheEventLogs(t *testing.T) {
 			evs, err := w.srv.Events(w.ctx, q, "s", 0, 0)
 			require.NoError(t, err)
 			open := map[string]time.Time{}
-			want := 0.0
+			want, byUser := 0.0, map[string]float64{}
+			interval := func(id string, from, to time.Time) {
+				v := closedForm(float64(cpu[id]), from, to, now, 20*time.Minute)
+				want += v
+				byUser[user[id]] += v
+			}
 			for _, e := range evs {
 				switch e.Type {
 				case events.Leased:
 					open[e.Job] = e.Time
 				case events.LeaseExpired, events.LeaseReturned, events.Preempted, events.Succeeded, events.Failed, events.Cancelled:
 					if from, ok := open[e.Job]; ok {
-						want += closedForm(float64(cpu[e.Job]), from, e.Time, now, 20*time.Minute)
+						interval(e.Job, from, e.Time)
 						delete(open, e.Job)
 					}
 				}
 			}
 			for id, from := range open {
-				want += closedForm(float64(cpu[id]), from, now, now, 20*time.Minute)
+				interval(id, from, now)
 			}
 			if got := w.srv.QueueUsage(q)[0]; math.Abs(got-want) > 1e-9*math.Max(1, want) {
 				return fmt.Sprintf("queue %s: usage %g, the logs' lease intervals %g (%d events)", q, got, want, len(evs))
+			}
+			for _, u := range []string{"alice", "bob"} {
+				got := 0.0
+				if a := w.srv.usage.flux.assocs[assocKey{u, q}]; a != nil {
+					got = a.valueAt(now, 20*time.Minute)[0]
+				}
+				if math.Abs(got-byUser[u]) > 1e-9*math.Max(1, byUser[u]) {
+					return fmt.Sprintf("association %s@%s: usage %g, the logs' lease intervals %g", u, q, got, byUser[u])
+				}
 			}
 		}
 		return ""
