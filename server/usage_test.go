@@ -580,3 +580,22 @@ func TestQueueAndAssociationUsageEqualTheLeaseIntervalsOfTheEventLogs(t *testing
 		return ""
 	})
 }
+
+func TestADrainingServiceStillStoresItsUsageEachCycle(t *testing.T) {
+	var counted *usageCounter
+	w := usageWorld(t, func(c *Config) {
+		counted = &usageCounter{Backend: c.Backend}
+		c.Backend = counted
+	})
+	w.submit("A", "s1", cpuJobs(1, "1"))
+	w.cycle()
+	w.report(Report{Cluster: "c1"})
+	w.srv.Drain()
+	w.clock.advance(10 * time.Minute)
+	w.cycle()
+	require.Equal(t, 2, counted.puts)
+	rs, err := w.be.ListUsage(w.ctx)
+	require.NoError(t, err)
+	require.Equal(t, w.clock.Now(), rs[0].At)
+	requireClose(t, closedForm(1000, testNow, w.clock.Now(), w.clock.Now(), time.Hour), rs[0].Value[0], "cpu")
+}
