@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"maps"
 	"math"
@@ -364,4 +365,23 @@ func (s *Server) WithBankTree(fn func(*priority.BankTree) error) error {
 	err := fn(s.usage.flux.tree)
 	s.usage.flux.refresh()
 	return err
+}
+
+// SubmitJSONAs is SubmitJSON for a caller that knows who submits (the
+// principal of its authentication): the jobs are stored with it
+// (backend.JobSpec.Principal) and, with Config.Flux, charged to its
+// association. A submit file cannot name its principal.
+func (s *Server) SubmitJSONAs(ctx context.Context, principal string, data []byte) ([]string, error) {
+	req, _ := ParseSubmit(data) // for the queue name; ParseJobs reports the problems
+	q := ""
+	if req != nil {
+		q = req.Queue
+	}
+	return s.submit(ctx, q, func(now time.Time) ([]backend.JobSpec, error) {
+		specs, err := s.cfg.Submit.ParseJobs(data, &s.cat, now, s.newID)
+		for i := range specs {
+			specs[i].Principal = principal
+		}
+		return specs, err
+	})
 }

@@ -243,3 +243,18 @@ func TestFluxAGroupsQueuedJobsShareOnePriorityAfterTheTreeChanges(t *testing.T) 
 	w.cycle()
 	require.Equal(t, w.jobPriority(after[0]), w.jobPriority(before[0]))
 }
+
+func TestSubmitJSONAsStoresThePrincipalAndChargesItsAssociation(t *testing.T) {
+	w := fluxWorld(t, 2)
+	file := []byte(`{"queue": "A", "jobSet": "s", "jobs": [{"count": 2, "requests": {"cpu": "1"}}]}`)
+	ids, err := w.srv.SubmitJSONAs(w.ctx, "bob", file)
+	require.NoError(t, err)
+	r, err := w.be.Job(w.ctx, ids[0])
+	require.NoError(t, err)
+	require.Equal(t, "bob", r.Spec.Principal)
+	_, err = w.srv.SubmitJSONAs(w.ctx, "carol", file)
+	requireProblems(t, err, problem{"principal", "carol", flotilla.ErrUnknownName})
+	// The file itself cannot name a principal.
+	_, err = w.srv.SubmitJSON(w.ctx, []byte(`{"queue": "A", "jobSet": "s", "principal": "bob", "jobs": [{"requests": {"cpu": "1"}}]}`))
+	requireProblems(t, err, problem{"principal", "principal", flotilla.ErrUnknownName})
+}
