@@ -88,8 +88,9 @@
 // # Flux-accounting priorities
 //
 // With Config.Flux (FluxConfig), a job belongs to the flux association
-// (user, bank): the user is SubmitRequest.Principal (set by the caller from
-// its authentication; a submit file cannot carry it), or
+// (user, bank): the user is the principal that submitted it (set by the
+// caller from its authentication: SubmitRequest.Principal, or
+// SubmitJSONAs; a submit file cannot carry it), or
 // FluxConfig.DefaultUser for a job with no principal; the bank is the
 // queue's (FluxConfig.Banks, by default the queue's name). The principal is
 // stored with the job (backend.JobSpec.Principal). A submission whose
