@@ -75,6 +75,10 @@ type JobSpec struct {
 	Job *flotilla.Job
 	// ClientID makes a submission idempotent: unique per queue when set.
 	ClientID string
+	// Principal is who submitted the job (the caller's authenticated
+	// identity; empty when none). The service charges the job's usage to
+	// it (flux associations) after a restart too.
+	Principal string
 	// TerminationGracePeriod and ActiveDeadline are as the server settled
 	// them (SERVICE.md's submission rules).
 	TerminationGracePeriod, ActiveDeadline time.Duration

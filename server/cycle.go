@@ -28,6 +28,9 @@ type CycleReport struct {
 	// Result is the scheduler's decision (nil when the cycle scheduled
 	// nothing because no cluster was alive or the service is draining).
 	Result *scheduler.Result
+	// UsageErr is why the usage history could not be stored at the end
+	// of the cycle (nil when it was); the next cycle stores it again.
+	UsageErr error
 }
 
 // Cycle runs one scheduling cycle at the clock's time:
@@ -61,6 +64,7 @@ func (s *Server) Cycle(ctx context.Context) (*CycleReport, error) {
 		return nil, err
 	}
 	if s.stopping {
+		rep.UsageErr = s.cycleUsage(ctx, now)
 		s.mu.Unlock()
 		return rep, nil
 	}
@@ -86,6 +90,7 @@ func (s *Server) Cycle(ctx context.Context) (*CycleReport, error) {
 	s.cycles++
 	s.remember(res)
 	rep.Result = res
+	rep.UsageErr = s.cycleUsage(ctx, now)
 	return rep, nil
 }
 

@@ -52,6 +52,61 @@
 // New rebuilds the state from the backend; lease renewal times live in
 // memory only, so after a restart every live lease has a fresh timeout.
 //
+// # Usage history
+//
+// The service records, per queue, the resource × time its leases use: each
+// leased or running job charges its requests from the event that leased
+// it to the event that ends its lease (succeeded, failed, cancelled,
+// preempted, lease-expired, lease-returned), in the schema's units times
+// seconds, a second used at time s counting 0.5^((t−s)/h) at time t
+// (h = Config.UsageHalfLife, default one week). Between two changes of a
+// queue's leases the usage rate is constant, so the decayed integral is
+// exact: value·β + rate·(h/ln 2)·(1 − β), β = 0.5^(Δt/h). QueueUsage and
+// QueueInfo.Usage read it.
+//
+// At the end of every cycle (also while draining) the history is stored
+// with one backend.Usage.PutUsage call, a record per key, names
+// path-escaped (url.PathEscape):
+//
+//   - queue/<queue>: the queue's usage, At the cycle's time;
+//   - lottery/<queue>: under scheduler.Lottery, the queue priority the
+//     cycle left (scheduler.Result.QueuePriorities), a scalar in cpu cores
+//     (the asset model's unit) stored in the cpu entry of Value, every
+//     other entry 0, and At the priorities' time. New restores
+//     Snapshot.QueuePriorities from these records, so a restarted service
+//     leases as the old one would have (given the same Seed for the same
+//     cycle: cycle n of a process uses Config.Seed + n);
+//   - flux/<user>/<bank>: a flux association's usage (below), At the
+//     cycle's time.
+//
+// New restores the records and charges the live leases from when they
+// started, or from the record's time when they started before it, so a
+// restart loses at most the usage of leases that ended between the last
+// stored cycle and the restart. A store that fails is reported in
+// CycleReport.UsageErr and done again by the next cycle.
+//
+// # Flux-accounting priorities
+//
+// With Config.Flux (FluxConfig), a job belongs to the flux association
+// (user, bank): the user is the principal that submitted it (set by the
+// caller from its authentication: SubmitRequest.Principal, or
+// SubmitJSONAs; a submit file cannot carry it), or
+// FluxConfig.DefaultUser for a job with no principal; the bank is the
+// queue's (FluxConfig.Banks, by default the queue's name). The principal is
+// stored with the job (backend.JobSpec.Principal). A submission whose
+// association is not in the tree is rejected. At submit a job's Priority is
+// its association's multi-factor priority at the default urgency, mapped
+// with priority.JobPriority (lower runs first): the submit file's priority
+// is replaced. At the end of every cycle, each association's usage since
+// the last cycle, valued in core-seconds (FluxConfig.UsageWeights), is
+// added to the tree, and every FluxConfig.RecomputeEvery cycles the tree
+// ranks the associations again and the queued jobs of every (user, queue)
+// whose priority changed are re-queued with a new *flotilla.Job copy. The
+// cost is O(associations + groups) when no priority changed and one pass
+// over the live jobs plus a store re-insertion per changed job otherwise
+// (BenchmarkFluxReprioritize100kQueuedJobs). Server.WithBankTree changes
+// the tree under the service's lock.
+//
 // # Submission rules
 //
 // The submission rules are also a pure function, for callers that check

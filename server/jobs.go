@@ -31,7 +31,11 @@ func (s *Server) Submit(ctx context.Context, req *SubmitRequest) ([]string, erro
 		return nil, flotilla.Errorf("request", "<nil>", flotilla.ErrRequired, "")
 	}
 	return s.submit(ctx, req.Queue, func(now time.Time) ([]backend.JobSpec, error) {
-		return s.cfg.Submit.Jobs(req, &s.cat, now, s.newID)
+		specs, err := s.cfg.Submit.Jobs(req, &s.cat, now, s.newID)
+		for i := range specs {
+			specs[i].Principal = req.Principal
+		}
+		return specs, err
 	})
 }
 
@@ -103,6 +107,7 @@ func (s *Server) submit(ctx context.Context, queueName string, expand func(time.
 			}
 		}
 	}
+	errs = append(errs, s.fluxSubmit(fresh)...)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

@@ -90,6 +90,8 @@ type QueueInfo struct {
 	// share, adjusted fair share, allocation); zero before the first
 	// cycle that saw the queue.
 	Report scheduler.QueueReport
+	// Usage is the queue's usage history now (see Server.QueueUsage).
+	Usage []float64
 }
 
 // Queue returns one queue with its counts; backend.ErrNotFound when there
@@ -139,6 +141,7 @@ func (s *Server) queueInfo(q *flotilla.Queue, counts map[string][2]int) QueueInf
 	n := counts[q.Name]
 	info := QueueInfo{Queue: cloneQueue(*q), Queued: s.store.QueueLen(q.Name), Leased: n[0], Running: n[1]}
 	info.Report = s.shares[q.Name]
+	info.Usage = s.queueUsage(q.Name, s.clock.Now())
 	return info
 }
 

@@ -69,6 +69,13 @@ type Config struct {
 	Fence uint64
 	// Seed seeds the cycles' random choices: cycle n uses Seed + n.
 	Seed uint64
+	// UsageHalfLife is the half-life of the queues' usage history (see
+	// QueueUsage); 0 means DefaultUsageHalfLife.
+	UsageHalfLife time.Duration
+	// Flux, when set, prioritises jobs with flux-accounting's
+	// multi-factor priority and charges their usage to flux associations
+	// (see FluxConfig).
+	Flux *FluxConfig
 }
 
 func (c Config) withDefaults() Config {
@@ -101,6 +108,12 @@ func (c Config) Validate() error {
 	}
 	if c.MaxAttempts < 0 {
 		errs = append(errs, flotilla.Errorf("maxAttempts", strconv.Itoa(c.MaxAttempts), flotilla.ErrNegative, ""))
+	}
+	if c.UsageHalfLife < 0 {
+		errs = append(errs, flotilla.Errorf("usageHalfLife", c.UsageHalfLife.String(), flotilla.ErrNegative, ""))
+	}
+	if c.Flux != nil {
+		errs = append(errs, c.Flux.validate(c.Scheduler.Schema))
 	}
 	return errors.Join(errs...)
 }
@@ -158,6 +171,8 @@ type Server struct {
 	changed chan struct{}
 	// stopping makes cycles lease nothing (Drain).
 	stopping bool
+	// usage is the usage history (usage.go, flux.go).
+	usage *usageState
 }
 
 // storeOp is a queue.Store change deferred while a cycle reads the store.
@@ -244,7 +259,7 @@ func (s *Server) load(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("server: loading live jobs: %w", err)
 	}
-	return nil
+	return s.loadUsage(ctx, now)
 }
 
 // Now is the service's clock.

@@ -57,15 +57,19 @@ func (j *job) restore(s *Server, st events.Job, now time.Time) {
 }
 
 // setFailed records the clusters where the job failed and makes the
-// scheduler avoid them.
+// scheduler avoid them. The job keeps the priority it was last given
+// (flux re-prioritisation).
 func (j *job) setFailed(failed []string) {
 	j.failed = failed
-	if len(failed) == 0 {
+	if len(failed) == 0 && j.sched.Priority == j.spec.Job.Priority {
 		j.sched = j.spec.Job
 		return
 	}
 	c := *j.spec.Job
-	c.AvoidClusters = failed
+	c.Priority = j.sched.Priority
+	if len(failed) > 0 {
+		c.AvoidClusters = failed
+	}
 	j.sched = &c
 }
 
@@ -91,6 +95,7 @@ func (s *Server) apply(e *events.Event, specs map[string]*backend.JobSpec) {
 	if j == nil {
 		return
 	}
+	s.accrue(j, e)
 	switch e.Type {
 	case events.Leased:
 		s.storeRemove(e.Job)

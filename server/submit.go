@@ -17,6 +17,11 @@ type SubmitRequest struct {
 	JobSet string `json:"jobSet"`
 	// Jobs are job templates; at least one is required.
 	Jobs []JobTemplate `json:"jobs"`
+	// Principal is who submits: set by the caller from its
+	// authentication (never read from a submit file). The jobs are
+	// charged to it (flux associations, Config.Flux); empty means no
+	// principal.
+	Principal string `json:"-"`
 }
 
 // JobTemplate describes one job, or Count identical jobs: a SCENARIOS.md job

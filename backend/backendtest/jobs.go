@@ -36,7 +36,7 @@ func commitStores(t checker, b backend.Backend) {
 		got.Job.NodeSelector["zone"] != "a" {
 		t.Errorf("Job(j2).Spec.Job = %+v, want %+v", got.Job, want.Job)
 	}
-	if got.ClientID != "c-2" || got.TerminationGracePeriod != want.TerminationGracePeriod ||
+	if got.ClientID != "c-2" || got.Principal != want.Principal || got.TerminationGracePeriod != want.TerminationGracePeriod ||
 		got.ActiveDeadline != want.ActiveDeadline || got.Runtime != want.Runtime || got.ExitCode != want.ExitCode {
 		t.Errorf("Job(j2).Spec = %+v, want %+v", got, want)
 	}

@@ -106,7 +106,7 @@ func spec(id, q, s, clientID string) backend.JobSpec {
 			SubmitTime: base(), Requests: flotilla.Resources{1000, 1 << 30},
 			NodeSelector: map[string]string{"zone": "a"},
 		},
-		ClientID: clientID, TerminationGracePeriod: 30 * time.Second, ActiveDeadline: time.Hour,
+		ClientID: clientID, Principal: "alice", TerminationGracePeriod: 30 * time.Second, ActiveDeadline: time.Hour,
 		Runtime: 20 * time.Second, ExitCode: 3,
 	}
 }

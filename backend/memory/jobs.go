@@ -45,7 +45,7 @@ type event struct {
 // and its state, compact.
 type jobRec struct {
 	job                         *flotilla.Job
-	clientID                    string
+	clientID, principal         string
 	grace, deadline, runtime    time.Duration
 	specExit                    int
 	submitted, leased, finished int64
@@ -123,7 +123,7 @@ func (b *Backend) setState(r *jobRec, j *events.Job) {
 
 func (r *jobRec) spec() backend.JobSpec {
 	return backend.JobSpec{
-		Job: r.job, ClientID: r.clientID,
+		Job: r.job, ClientID: r.clientID, Principal: r.principal,
 		TerminationGracePeriod: r.grace, ActiveDeadline: r.deadline,
 		Runtime: r.runtime, ExitCode: r.specExit,
 	}
@@ -351,7 +351,7 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 	for i := range w.Jobs {
 		s := &w.Jobs[i]
 		r := &slab[i]
-		*r = jobRec{job: s.Job, clientID: s.ClientID, grace: s.TerminationGracePeriod, deadline: s.ActiveDeadline,
+		*r = jobRec{job: s.Job, clientID: s.ClientID, principal: s.Principal, grace: s.TerminationGracePeriod, deadline: s.ActiveDeadline,
 			runtime: s.Runtime, specExit: s.ExitCode}
 		b.jobs[s.Job.ID] = r
 		set = b.jobSet(set, s.Job.Queue, s.Job.JobSet)
