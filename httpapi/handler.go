@@ -306,7 +306,11 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) {
 	if head.Queue != "" && h.forbid(w, r, principal(r).MaySubmit(head.Queue), "submit to queue "+head.Queue) {
 		return
 	}
-	ids, err := h.srv.SubmitJSON(r.Context(), data)
+	who := principal(r).Name
+	if h.opts.Auth == nil {
+		who = "" // no auth: the service's default user
+	}
+	ids, err := h.srv.SubmitJSONAs(r.Context(), who, data)
 	if err != nil {
 		h.fail(w, r, err, false)
 		return
