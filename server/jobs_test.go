@@ -444,3 +444,19 @@ func TestWatchResumedFromTheLastSeqPlusOneMissesNothingAndSeesNothingTwice(t *te
 		require.Equal(t, uint64(i+1), e.Seq)
 	}
 }
+
+func TestSubmitJSONNamesAnUnknownQueueTogetherWithTheFilesTypeErrors(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	_, err := w.srv.SubmitJSON(w.ctx, []byte(`{"queue": "Z", "jobSet": 7, "jobs": [
+		{"requests": {"cpu": "1"}, "priorityClass": "urgent"}]}`))
+	requireProblems(t, err,
+		problem{"jobSet", "7", flotilla.ErrMalformed},
+		problem{"jobs[0].priorityClass", "urgent", flotilla.ErrUnknownName},
+		problem{"queue", "Z", backend.ErrNotFound})
+
+	ids, err := w.srv.SubmitJSON(w.ctx, []byte(`{"queue": "A", "jobSet": "s1", "jobs": [{"count": 2, "requests": {"cpu": "1"}}]}`))
+	require.NoError(t, err)
+	require.Len(t, ids, 2)
+	require.Len(t, w.log("A", "s1"), 2)
+}
