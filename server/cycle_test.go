@@ -134,6 +134,18 @@ func TestRequeuePreemptedQueuesThePreemptedJobAgainAndItIsLeasedLater(t *testing
 	require.Equal(t, []string{"submitted", "leased", "running", "preempted", "leased"}, types(w.jobLog("A", "s1", victim)))
 }
 
+func TestPreemptedJobWhoseCancellationWasRequestedEndsEvenWithRequeuePreempted(t *testing.T) {
+	w, ids := fullOfPreemptible(t, 1, func(c *Config) { c.RequeuePreempted = true })
+	_, err := w.srv.Cancel(w.ctx, ids[0])
+	require.NoError(t, err)
+	w.submit("B", "s1", JobTemplate{Requests: map[string]string{"cpu": "1"}, PriorityClass: flotilla.ArmadaDefault})
+	require.Equal(t, 1, w.cycle().Preempted)
+	ps := w.preempted("A", "s1")
+	require.Len(t, ps, 1)
+	require.False(t, ps[0].Requeued)
+	require.Equal(t, events.PreemptedState, w.state(ids[0]))
+}
+
 func TestGangLandsInOneClusterWithAllItsMembersLeasedInOneCycle(t *testing.T) {
 	w := newWorld(t)
 	w.queue("A")
