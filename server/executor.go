@@ -252,9 +252,10 @@ func (s *Server) planReport(ctx context.Context, c *cluster, r *Report, now time
 // planJob plans one job of a report.
 func (s *Server) planJob(ctx context.Context, p *reportPlan, c *cluster, clusterName, f string, jr *JobReport, now time.Time) error {
 	j := s.jobs[jr.Job]
-	attempts := 0
+	var attempts int
+	var grace time.Duration
 	if j != nil {
-		attempts = j.attempts
+		attempts, grace = j.attempts, j.spec.TerminationGracePeriod
 	} else {
 		rec, err := s.be.Job(ctx, jr.Job)
 		if errors.Is(err, backend.ErrNotFound) {
@@ -263,7 +264,7 @@ func (s *Server) planJob(ctx context.Context, p *reportPlan, c *cluster, cluster
 		if err != nil {
 			return err
 		}
-		attempts = rec.State.Attempts
+		attempts, grace = rec.State.Attempts, rec.Spec.TerminationGracePeriod
 	}
 	if jr.Attempt < 1 || jr.Attempt > attempts {
 		return flotilla.Errorf(f+".attempt", strconv.Itoa(jr.Attempt), ErrNotHeld, "job %q has had %d leases", jr.Job, attempts)
@@ -275,10 +276,6 @@ func (s *Server) planJob(ctx context.Context, p *reportPlan, c *cluster, cluster
 	if !live {
 		// A stale lease: the executor must stop the job, if it runs.
 		if jr.Phase == PhasePending || jr.Phase == PhaseRunning {
-			grace := time.Duration(0)
-			if j != nil {
-				grace = j.spec.TerminationGracePeriod
-			}
 			p.kill = append(p.kill, Kill{Job: jr.Job, Attempt: jr.Attempt, GracePeriod: grace,
 				Reason: fmt.Sprintf("lease %d is no longer live", jr.Attempt)})
 		}

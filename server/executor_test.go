@@ -219,6 +219,7 @@ func TestStaleLeaseGetsAKillOrderAndChangesNothing(t *testing.T) {
 			w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 1, 4)})
 			tpl := one("1")
 			tpl.PriorityClass, tpl.ActiveDeadline = flotilla.ArmadaPreemptible, "1h"
+			tpl.TerminationGracePeriod = "45s"
 			id := w.submit("A", "s1", tpl)[0]
 			w.cycle()
 			tc.stale(w, id)
@@ -237,6 +238,7 @@ func TestStaleLeaseGetsAKillOrderAndChangesNothing(t *testing.T) {
 				require.Len(t, reply.Kill, 1)
 				require.Equal(t, id, reply.Kill[0].Job)
 				require.Equal(t, 1, reply.Kill[0].Attempt)
+				require.Equal(t, 45*time.Second, reply.Kill[0].GracePeriod, "the job's grace period, whatever ended its lease")
 			} else {
 				require.Empty(t, reply.Kill)
 			}
