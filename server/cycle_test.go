@@ -239,6 +239,19 @@ func TestJobCancelledWhileTheCycleDecidesIsNotLeasedNorTheRestOfItsGang(t *testi
 	require.Equal(t, events.LeasedState, w.state(late[0]))
 }
 
+func TestOnlyOneCycleRunsAtATime(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 1, 4)})
+	w.submit("A", "s1", one("1"))
+	rep := w.cycleWith(func() {
+		_, err := w.srv.Cycle(w.ctx)
+		require.ErrorIs(t, err, ErrCycleRunning)
+	})
+	require.Equal(t, 1, rep.Leased)
+	require.Len(t, w.log("A", "s1"), 2)
+}
+
 func TestClusterWhoseNodeShrankUnderItsJobsDoesNotStopTheCycles(t *testing.T) {
 	w := newWorld(t)
 	w.queue("A")
