@@ -37,8 +37,9 @@ type CycleReport struct {
 //     queued again, or fails after MaxAttempts, or is cancelled if that
 //     was requested) and jobs past their active deadline fail; one write.
 //  2. A snapshot is taken of the clusters that reported within the lease
-//     timeout (their nodes and live leases), the queues, and the queued
-//     jobs, and scheduler.Schedule decides. Submissions, cancellations
+//     timeout (their nodes and live leases; a node whose live jobs request
+//     more than its reported total is full and cordoned), the queues, and
+//     the queued jobs, and scheduler.Schedule decides. Submissions, cancellations
 //     and reports proceed meanwhile; their changes to the queued jobs are
 //     applied when Schedule returns.
 //  3. The decision becomes leased and preempted events, one write, except

@@ -99,7 +99,7 @@ func TestPreemptionToFairShareWritesPreemptedEventsNamingTheShares(t *testing.T)
 	w, _ := fullOfPreemptible(t, 4)
 	tpl := cpuJobs(4, "1")
 	tpl.PriorityClass = flotilla.ArmadaPreemptible
-	w.submit("B", "s1", tpl)
+	bs := w.submit("B", "s1", tpl)
 	rep := w.cycle()
 	require.Equal(t, 2, rep.Preempted)
 	ps := w.preempted("A", "s1")
@@ -107,7 +107,9 @@ func TestPreemptionToFairShareWritesPreemptedEventsNamingTheShares(t *testing.T)
 	for _, e := range ps {
 		require.Contains(t, e.Reason, "fair share")
 		require.Contains(t, e.Reason, "queue A held share 1.000 above its fair share 0.500")
+		require.Regexp(t, `, for job job-[5-8] of queue B$`, e.Reason)
 	}
+	require.Equal(t, "job-5", bs[0])
 }
 
 func TestRequeuePreemptedQueuesThePreemptedJobAgainAndItIsLeasedLater(t *testing.T) {
