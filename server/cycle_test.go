@@ -274,6 +274,20 @@ func TestClusterWhoseNodeShrankUnderItsJobsDoesNotStopTheCycles(t *testing.T) {
 	}
 }
 
+func TestNodeThatShrankUnderItsJobsTakesNoNewJobEvenByPreemption(t *testing.T) {
+	w, ids := fullOfPreemptible(t, 3)
+	hold := make([]JobReport, len(ids))
+	for i, id := range ids {
+		hold[i] = JobReport{Job: id, Attempt: 1, Phase: PhaseRunning}
+	}
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 1, 2), Jobs: hold})
+	urgent := w.submit("A", "s2", JobTemplate{Requests: map[string]string{"cpu": "1"}, PriorityClass: flotilla.ArmadaDefault})[0]
+	rep := w.cycle()
+	require.Zero(t, rep.Preempted)
+	require.Zero(t, rep.Leased)
+	require.Equal(t, events.Queued, w.state(urgent))
+}
+
 // BenchmarkSnapshot builds a cycle's snapshot of 10 clusters × 1,000
 // nodes holding 20,000 live leases.
 func BenchmarkSnapshot(b *testing.B) {
