@@ -1,9 +1,6 @@
 package server
 
 import (
-	"errors"
-	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -131,22 +128,4 @@ func (w *world) nodeNames(cluster string) []string {
 // submitErr submits and returns the error.
 func (w *world) submitErr(queue, set string, ts ...JobTemplate) ([]string, error) {
 	return w.srv.Submit(w.ctx, &SubmitRequest{Queue: queue, JobSet: set, Jobs: ts})
-}
-
-// withTimeout sets the lease timeout.
-func withTimeout(d time.Duration) func(*Config) {
-	return func(c *Config) { c.LeaseTimeout = d }
-}
-
-// requireHasProblem requires err to hold a problem with field, value and
-// class among others.
-func requireHasProblem(t *testing.T, err error, want problem) {
-	t.Helper()
-	require.Error(t, err)
-	for _, fe := range fieldErrors(t, err) {
-		if fe.Field == want.field && fe.Value == want.value && errors.Is(fe, want.class) {
-			return
-		}
-	}
-	t.Fatalf("want %s %q (%v) among:\n%v", want.field, want.value, want.class, err)
 }
