@@ -1,7 +1,6 @@
 package server
 
 import (
-
 	"github.com/stretchr/testify/require"
 
 	"github.com/flotilla-sched/flotilla/backend"
