@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/events"
 	"github.com/flotilla-sched/flotilla/scheduler"
@@ -39,8 +40,9 @@ type CycleReport struct {
 //     queued again, or fails after MaxAttempts, or is cancelled if that
 //     was requested) and jobs past their active deadline fail; one write.
 //  2. A snapshot is taken of the clusters that reported within the lease
-//     timeout (their nodes and live leases), the queues, and the queued
-//     jobs, and scheduler.Schedule decides. Submissions, cancellations
+//     timeout (their nodes and live leases; a node whose live jobs request
+//     more than its reported total is full and cordoned), the queues, and
+//     the queued jobs, and scheduler.Schedule decides. Submissions, cancellations
 //     and reports proceed meanwhile; their changes to the queued jobs are
 //     applied when Schedule returns.
 //  3. The decision becomes leased and preempted events, one write, except
@@ -168,15 +170,22 @@ func (s *Server) snapshot(now time.Time) *scheduler.Snapshot {
 		}
 	}
 	slices.Sort(names)
+	width := s.cat.Schema.Len()
 	for _, name := range names {
 		c := s.clusters[name]
-		snap.Nodes = append(snap.Nodes, c.snap...)
+		used := s.usedScratch(len(c.nodes) * width)
 		for j := range c.live {
-			if _, ok := c.index[j.node]; !ok {
+			i, ok := c.index[j.node]
+			if !ok {
 				continue // the node left the cluster; its lease will end
+			}
+			u := used[i*width : (i+1)*width]
+			for k, r := range j.spec.Job.Requests {
+				u[k] += r
 			}
 			snap.Running = append(snap.Running, scheduler.Running{Job: j.sched, Node: snapName(name, j.node), Start: j.leased})
 		}
+		snap.Nodes = append(snap.Nodes, c.fullNodes(used, width)...)
 	}
 	slices.SortFunc(snap.Running, func(a, b scheduler.Running) int { return strings.Compare(a.Job.ID, b.Job.ID) })
 	qnames := make([]string, 0, len(s.queues))
@@ -188,6 +197,46 @@ func (s *Server) snapshot(now time.Time) *scheduler.Snapshot {
 		snap.Queues = append(snap.Queues, s.queues[name])
 	}
 	return snap
+}
+
+// usedScratch returns s.used resized to n zeros, for snapshot.
+func (s *Server) usedScratch(n int) []int64 {
+	if cap(s.used) < n {
+		s.used = make([]int64, n)
+	}
+	s.used = s.used[:n]
+	clear(s.used)
+	return s.used
+}
+
+// fullNodes returns the cluster's snapshot nodes, given what its live jobs
+// request on each (used, width resources per node): c.snap, except that a
+// node whose jobs request more than its total (it shrank under them) is a
+// cordoned copy whose total is what they request. The node takes nothing
+// new, instead of being an error that would stop every cycle.
+func (c *cluster) fullNodes(used []int64, width int) []*flotilla.Node {
+	out, copied := c.snap, false
+	for i, n := range c.snap {
+		u := used[i*width : (i+1)*width]
+		over := false
+		for k := range u {
+			over = over || u[k] > n.Total[k]
+		}
+		if !over {
+			continue
+		}
+		if !copied {
+			out, copied = slices.Clone(c.snap), true
+		}
+		m := *n
+		m.Total = slices.Clone(n.Total)
+		for k := range u {
+			m.Total[k] = max(m.Total[k], u[k])
+		}
+		m.Unschedulable = true
+		out[i] = &m
+	}
+	return out
 }
 
 // decisions turns a cycle's result into events: leases for the jobs

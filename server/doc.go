@@ -33,9 +33,10 @@
 //     A cluster that has not reported within the lease timeout leaves the
 //     cycles' snapshots.
 //   - Cycle expires leases, fails jobs past their active deadline, takes a
-//     snapshot of every live cluster (a gang lands in one), calls
-//     scheduler.Schedule, and writes the decision as leased and preempted
-//     events. Submissions, cancellations and reports go on while Schedule
+//     snapshot of every live cluster (a gang lands in one; a node that
+//     shrank under its live jobs is full and cordoned, not an error),
+//     calls scheduler.Schedule, and writes the decision as leased and
+//     preempted events. Submissions, cancellations and reports go on while Schedule
 //     runs.
 //   - Events and Watch read a job set's log from a sequence number; Status
 //     gives a job's state and, for a queued job, the last cycle's

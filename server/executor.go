@@ -125,13 +125,14 @@ func (s *Server) Report(ctx context.Context, r *Report) (*ReportReply, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
-	nodes, err := s.checkNodes(r)
-	if err != nil {
+	if err := s.checkCluster(r); err != nil {
 		return nil, err
 	}
+	// The nodes' problems and the jobs' are reported together.
+	nodes, nodesErr := s.checkNodes(r)
 	c := s.clusters[r.Cluster]
 	plan, err := s.planReport(ctx, c, r, now)
-	if err != nil {
+	if err := errors.Join(nodesErr, err); err != nil {
 		return nil, err
 	}
 	if nodes != nil {
@@ -153,21 +154,27 @@ func (s *Server) Report(ctx context.Context, r *Report) (*ReportReply, error) {
 	return s.reply(c, r, plan.grace), nil
 }
 
-// checkNodes validates a report's cluster and nodes, returning the nodes
-// to store (nil when they are unchanged).
-func (s *Server) checkNodes(r *Report) ([]flotilla.Node, error) {
-	var errs []error
+// checkCluster validates a report's cluster: a problem there makes the
+// rest of the report meaningless.
+func (s *Server) checkCluster(r *Report) error {
 	if r.Cluster == "" {
-		return nil, flotilla.Errorf("cluster", "", flotilla.ErrRequired, "")
+		return flotilla.Errorf("cluster", "", flotilla.ErrRequired, "")
 	}
 	if strings.ContainsFunc(r.Cluster, func(c rune) bool { return c == '/' || c < ' ' || c == 0x7f }) {
-		return nil, flotilla.Errorf("cluster", r.Cluster, flotilla.ErrMalformed, "a cluster name has no '/' and no control characters")
+		return flotilla.Errorf("cluster", r.Cluster, flotilla.ErrMalformed, "a cluster name has no '/' and no control characters")
 	}
+	if c := s.clusters[r.Cluster]; r.Nodes == nil && (c == nil || c.reported.IsZero() && c.nodes == nil) {
+		return flotilla.Errorf("cluster", r.Cluster, ErrUnknownCluster, "report its nodes first")
+	}
+	return nil
+}
+
+// checkNodes validates a report's nodes (its cluster checked), returning
+// the nodes to store (nil when they are unchanged).
+func (s *Server) checkNodes(r *Report) ([]flotilla.Node, error) {
+	var errs []error
 	c := s.clusters[r.Cluster]
 	if r.Nodes == nil {
-		if c == nil || c.reported.IsZero() && c.nodes == nil {
-			return nil, flotilla.Errorf("cluster", r.Cluster, ErrUnknownCluster, "report its nodes first")
-		}
 		return nil, nil
 	}
 	names := make(map[string]int, len(r.Nodes))

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -42,12 +43,14 @@ func (s *Server) Submit(ctx context.Context, req *SubmitRequest) ([]string, erro
 // SubmitJSON is Submit for a submit file (SERVICE.md's form), reporting
 // its form's problems (ParseSubmit) with the rules' ones.
 func (s *Server) SubmitJSON(ctx context.Context, data []byte) ([]string, error) {
-	req, _ := ParseSubmit(data) // for the queue name; ParseJobs reports the problems
-	q := ""
-	if req != nil {
-		q = req.Queue
+	// The queue's name, read even when other fields are mistyped, so that
+	// an unknown queue is named with the file's other problems; ParseJobs
+	// reports the problems of the form.
+	var head struct {
+		Queue string `json:"queue"`
 	}
-	return s.submit(ctx, q, func(now time.Time) ([]backend.JobSpec, error) {
+	_ = json.Unmarshal(data, &head)
+	return s.submit(ctx, head.Queue, func(now time.Time) ([]backend.JobSpec, error) {
 		return s.cfg.Submit.ParseJobs(data, &s.cat, now, s.newID)
 	})
 }

@@ -17,12 +17,12 @@ import (
 // validQueue checks a queue definition against the service's
 // configuration: flotilla.Queue.Validate's rules, a name usable in paths
 // and logs (no '/', no control characters), and limits naming configured
-// classes.
+// classes (an empty class name is Validate's problem, named once).
 func (s *Server) validQueue(q *flotilla.Queue) error {
 	cfg := s.sched.Config()
 	errs := []error{q.Validate()}
 	for _, class := range slices.Sorted(maps.Keys(q.LimitsByPriorityClass)) {
-		if !slices.ContainsFunc(cfg.PriorityClasses, func(pc flotilla.PriorityClass) bool { return pc.Name == class }) {
+		if class != "" && !slices.ContainsFunc(cfg.PriorityClasses, func(pc flotilla.PriorityClass) bool { return pc.Name == class }) {
 			errs = append(errs, flotilla.Errorf(fmt.Sprintf("queue %q.limitsByPriorityClass", q.Name), class, flotilla.ErrUnknownName,
 				"not a configured priority class"))
 		}

@@ -157,6 +157,8 @@ type Server struct {
 	// name in the cycle's snapshot (cluster/node) to it.
 	clusters map[string]*cluster
 	nodes    map[string]nodeRef
+	// used is snapshot's scratch: what live jobs request, node by node.
+	used []int64
 	// cycle state carried between cycles.
 	rate   scheduler.RateLimitState
 	prio   scheduler.QueuePriorityState

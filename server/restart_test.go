@@ -1,0 +1,92 @@
+package server
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/events"
+)
+
+func TestRestartRebuildsQueuesQueuedJobsLiveLeasesAndClustersAndSequenceNumbersContinue(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	require.NoError(t, w.srv.CreateQueue(w.ctx, flotilla.Queue{Name: "B", PriorityFactor: 2}))
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 2, 2)})
+	live := w.submit("A", "s1", one("1"), one("1"), one("1"))
+	require.Equal(t, 3, w.cycle().Leased)
+	w.report(Report{Cluster: "c1", Jobs: []JobReport{{Job: live[0], Attempt: 1, Phase: PhaseRunning}}})
+	// live[1] is returned once and leased again; live[2] is asked to stop.
+	w.report(Report{Cluster: "c1", Jobs: []JobReport{{Job: live[1], Attempt: 1, Phase: PhaseReturned}}})
+	require.Equal(t, 1, w.cycle().Leased)
+	_, err := w.srv.Cancel(w.ctx, live[2])
+	require.NoError(t, err)
+	queued := w.submit("A", "s1", one("1"))[0]
+	waiting := w.submit("A", "s2", gangOf("g", 2))
+	logBefore := w.log("A", "s1")
+
+	w.clock.advance(20 * time.Second)
+	w.restart()
+
+	qs, err := w.srv.ListQueues(w.ctx)
+	require.NoError(t, err)
+	require.Len(t, qs, 2)
+	require.Equal(t, 2.0, qs[1].PriorityFactor)
+	require.Equal(t, 3, qs[0].Queued)
+	require.Equal(t, 2, qs[0].Leased)
+	require.Equal(t, 1, qs[0].Running)
+	require.Equal(t, []string{"c1-n0", "c1-n1"}, w.nodeNames("c1"))
+	for i, want := range []events.State{events.RunningState, events.LeasedState, events.LeasedState} {
+		st := w.status(live[i])
+		require.Equal(t, want, st.State)
+		require.Equal(t, "c1", st.Cluster)
+	}
+	require.Equal(t, 2, w.status(live[1]).Attempts)
+	require.Equal(t, []string{"c1"}, w.srv.jobs[live[1]].sched.AvoidClusters, "failed clusters are avoided after a restart too")
+	require.True(t, w.status(live[2]).CancelRequested)
+
+	// The gang id is still in use; client-less resubmission is refused.
+	_, err = w.submitErr("A", "s2", gangOf("g", 2))
+	requireProblems(t, err, problem{"gang.id", "g", flotilla.ErrDuplicate})
+
+	// Leases get a fresh timeout from the restart: at 40s after they were
+	// made, with no report since, they are alive; the queued job is
+	// leased in the first cycle.
+	w.clock.advance(20 * time.Second)
+	rep := w.cycle()
+	require.Zero(t, rep.Expired)
+	require.Equal(t, 1, rep.Leased)
+	require.Equal(t, events.LeasedState, w.state(queued))
+	require.Equal(t, events.Queued, w.state(waiting[0]), "the gang does not fit")
+	reply := w.report(Report{Cluster: "c1", Jobs: []JobReport{
+		{Job: live[0], Attempt: 1, Phase: PhaseRunning},
+		{Job: live[2], Attempt: 1, Phase: PhaseRunning},
+	}})
+	require.Len(t, reply.Kill, 1, "the cancellation requested before the restart is carried out")
+	require.Equal(t, live[2], reply.Kill[0].Job)
+	require.Len(t, reply.Leases, 2) // live[1] (attempt 2) and queued
+	w.clock.advance(10 * time.Second)
+	require.Equal(t, 1, w.cycle().Expired, "live[1], not renewed since the restart 30s ago")
+
+	// The log continues the numbering of the stored events.
+	logAfter := w.log("A", "s1")
+	require.Equal(t, logBefore, logAfter[:len(logBefore)])
+	require.Greater(t, len(logAfter), len(logBefore))
+	for i, e := range logAfter {
+		require.Equal(t, uint64(i+1), e.Seq)
+	}
+}
+
+func TestRestartedServiceExpiresLeasesOfAClusterThatNeverReportsAgain(t *testing.T) {
+	w, id := leasedWorld(t)
+	w.restart()
+	w.clock.advance(DefaultLeaseTimeout - time.Nanosecond)
+	require.Zero(t, w.cycle().Expired)
+	w.clock.advance(time.Nanosecond)
+	rep := w.cycle()
+	require.Equal(t, 1, rep.Expired)
+	require.Zero(t, rep.Leased, "the silent cluster left scheduling")
+	require.Equal(t, events.Queued, w.state(id))
+}
