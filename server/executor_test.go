@@ -415,3 +415,11 @@ func TestClusterThatStopsReportingLeavesSchedulingAfterTheLeaseTimeoutAndRejoins
 	require.Equal(t, 1, w.cycle().Leased)
 	require.Equal(t, "c1", w.clusterOf(third))
 }
+
+func TestJobWhoseLeaseFailedInAClusterGoesToAnotherThatCanTakeIt(t *testing.T) {
+	w, id := leasedWorld(t)
+	w.report(Report{Cluster: "c2", Nodes: nodesOf("c2", 1, 4)})
+	w.report(Report{Cluster: "c1", Jobs: []JobReport{{Job: id, Attempt: 1, Phase: PhaseReturned}}})
+	require.Equal(t, 1, w.cycle().Leased)
+	require.Equal(t, "c2", w.clusterOf(id))
+}
