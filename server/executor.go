@@ -135,17 +135,19 @@ func (s *Server) Report(ctx context.Context, r *Report) (*ReportReply, error) {
 	if err := errors.Join(nodesErr, err); err != nil {
 		return nil, err
 	}
+	// The events first: a report retried after a failure to store the
+	// nodes plans no event twice (the phases are applied already).
+	w := &backend.Write{Events: plan.events}
+	s.followGangs(w, now)
+	if _, err := s.commit(ctx, w); err != nil {
+		return nil, err
+	}
 	if nodes != nil {
 		if err := s.be.PutExecutor(ctx, backend.Executor{Cluster: r.Cluster, Nodes: nodes, Reported: now}); err != nil {
 			return nil, err
 		}
 		c = s.cluster(r.Cluster)
 		c.setNodes(s, nodes)
-	}
-	w := &backend.Write{Events: plan.events}
-	s.followGangs(w, now)
-	if _, err := s.commit(ctx, w); err != nil {
-		return nil, err
 	}
 	c.reported = now
 	for _, j := range plan.renew {
@@ -189,7 +191,15 @@ func (s *Server) checkNodes(r *Report) ([]flotilla.Node, error) {
 		}
 		names[n.Name] = i
 		if err := n.Validate(s.cat.Schema); err != nil {
-			errs = append(errs, flotilla.RenameFields(err, func(f string) string { return p + "." + f }))
+			// Node.Validate names fields `node "n1".total`; the report's
+			// path replaces that prefix.
+			prefix := fmt.Sprintf("node %q", n.Name)
+			errs = append(errs, flotilla.RenameFields(err, func(f string) string {
+				if rest, ok := strings.CutPrefix(f, prefix); ok {
+					return p + rest
+				}
+				return p + "." + f
+			}))
 		}
 	}
 	if len(errs) > 0 {
@@ -209,6 +219,12 @@ func (s *Server) checkNodes(r *Report) ([]flotilla.Node, error) {
 	return out, nil
 }
 
+// leaseKey names one lease of a job.
+type leaseKey struct {
+	job     string
+	attempt int
+}
+
 // reportPlan is what a report will change.
 type reportPlan struct {
 	events []events.Event
@@ -222,15 +238,25 @@ type reportPlan struct {
 func (s *Server) planReport(ctx context.Context, c *cluster, r *Report, now time.Time) (*reportPlan, error) {
 	p := &reportPlan{}
 	var errs []error
-	seen := make(map[string]int, len(r.Jobs))
+	// A job may be listed at two attempts (the old one stopping, the new
+	// one leased again to the same cluster), not twice at one.
+	seen := make(map[leaseKey]int, len(r.Jobs))
 	for i := range r.Jobs {
 		jr := &r.Jobs[i]
 		f := fmt.Sprintf("jobs[%d]", i)
-		if k, dup := seen[jr.Job]; dup {
+		if k, dup := seen[leaseKey{jr.Job, jr.Attempt}]; dup {
 			errs = append(errs, flotilla.Errorf(f+".job", jr.Job, flotilla.ErrDuplicate, "also jobs[%d]", k))
 			continue
 		}
-		seen[jr.Job] = i
+		seen[leaseKey{jr.Job, jr.Attempt}] = i
+		if jr.Job == "" {
+			errs = append(errs, flotilla.Errorf(f+".job", "", flotilla.ErrRequired, ""))
+			continue
+		}
+		if jr.Attempt < 1 {
+			errs = append(errs, flotilla.Errorf(f+".attempt", strconv.Itoa(jr.Attempt), flotilla.ErrOutOfRange, "lease attempts start at 1"))
+			continue
+		}
 		if !slices.Contains(phases, jr.Phase) {
 			errs = append(errs, flotilla.Errorf(f+".phase", string(jr.Phase), flotilla.ErrUnknownName, "want one of %v", phases))
 			continue
@@ -339,11 +365,11 @@ func (s *Server) leaseEnd(j *job, t events.Type, now time.Time, reason string) e
 // live (after the report's own events), and those whose cancellation was
 // requested. grace holds the grace periods of listed jobs that ended.
 func (s *Server) reply(c *cluster, r *Report, grace map[string]time.Duration) *ReportReply {
-	listed := make(map[string]bool, len(r.Jobs))
+	listed := make(map[leaseKey]bool, len(r.Jobs))
 	out := &ReportReply{}
 	for i := range r.Jobs {
 		jr := &r.Jobs[i]
-		listed[jr.Job] = true
+		listed[leaseKey{jr.Job, jr.Attempt}] = true
 		if jr.Phase != PhasePending && jr.Phase != PhaseRunning {
 			continue
 		}
@@ -363,7 +389,7 @@ func (s *Server) reply(c *cluster, r *Report, grace map[string]time.Duration) *R
 		case j.cancelRequested:
 			out.Kill = append(out.Kill, Kill{Job: j.id(), Attempt: j.attempts, GracePeriod: j.spec.TerminationGracePeriod,
 				Reason: "cancellation requested"})
-		case !listed[j.id()] && j.state == events.LeasedState:
+		case !listed[leaseKey{j.id(), j.attempts}] && j.state == events.LeasedState:
 			sp := &j.spec
 			out.Leases = append(out.Leases, Lease{Job: sp.Job, Attempt: j.attempts, Node: j.node,
 				TerminationGracePeriod: sp.TerminationGracePeriod, ActiveDeadline: sp.ActiveDeadline,

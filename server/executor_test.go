@@ -273,8 +273,11 @@ func TestBadReportIsRejectedWholeWithEveryProblemNamedAndChangesNothing(t *testi
 		}, want: []problem{
 			{"jobs[1].attempt", "2", ErrNotHeld},
 			{"jobs[2].attempt", "1", ErrNotHeld},
-			{"jobs[3].job", "job-3x", backend.ErrNotFound},
+			{"jobs[3].attempt", "0", flotilla.ErrOutOfRange},
 		}},
+		{name: "a job with no id", r: func(map[string]string) Report {
+			return Report{Cluster: "c1", Jobs: []JobReport{{Attempt: 1, Phase: PhaseRunning}}}
+		}, want: []problem{{"jobs[1].job", "", flotilla.ErrRequired}}},
 		{name: "unknown job", r: func(map[string]string) Report {
 			return Report{Cluster: "c1", Jobs: []JobReport{{Job: "nope", Attempt: 1, Phase: PhaseRunning}}}
 		}, want: []problem{{"jobs[1].job", "nope", backend.ErrNotFound}}},
@@ -297,7 +300,7 @@ func TestBadReportIsRejectedWholeWithEveryProblemNamedAndChangesNothing(t *testi
 			ns := nodesOf("c1", 2, 8)
 			ns[1].Total = flotilla.Resources{1, 2}
 			return Report{Cluster: "c1", Nodes: ns}
-		}, want: []problem{{`nodes[1].node "c1-n1".total`, "2", flotilla.ErrInconsistent}}},
+		}, want: []problem{{"nodes[1].total", "2", flotilla.ErrInconsistent}}},
 		{name: "duplicate node names", r: func(map[string]string) Report {
 			ns := nodesOf("c1", 3, 8)
 			ns[2].Name = ns[0].Name

@@ -46,11 +46,12 @@ func (s *Server) SubmitJSON(ctx context.Context, data []byte) ([]string, error) 
 	// The queue's name, read even when other fields are mistyped, so that
 	// an unknown queue is named with the file's other problems; ParseJobs
 	// reports the problems of the form.
-	var head struct {
-		Queue string `json:"queue"`
+	var head map[string]json.RawMessage
+	var queueName string
+	if json.Unmarshal(data, &head) == nil {
+		_ = json.Unmarshal(head["queue"], &queueName) // the exact key, as the strict decoder reads it
 	}
-	_ = json.Unmarshal(data, &head)
-	return s.submit(ctx, head.Queue, func(now time.Time) ([]backend.JobSpec, error) {
+	return s.submit(ctx, queueName, func(now time.Time) ([]backend.JobSpec, error) {
 		return s.cfg.Submit.ParseJobs(data, &s.cat, now, s.newID)
 	})
 }

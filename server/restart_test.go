@@ -52,9 +52,12 @@ func TestRestartRebuildsQueuesQueuedJobsLiveLeasesAndClustersAndSequenceNumbersC
 	requireProblems(t, err, problem{"gang.id", "g", flotilla.ErrDuplicate})
 
 	// Leases get a fresh timeout from the restart: at 40s after they were
-	// made, with no report since, they are alive; the queued job is
-	// leased in the first cycle.
+	// made, with no renewal since, they are alive. The cluster takes part
+	// in cycles once its executor reports to the new process; then the
+	// queued job is leased in the first cycle.
 	w.clock.advance(20 * time.Second)
+	require.Zero(t, w.cycle().Leased, "no report since the restart: the cluster is not scheduled on")
+	w.report(Report{Cluster: "c1"})
 	rep := w.cycle()
 	require.Zero(t, rep.Expired)
 	require.Equal(t, 1, rep.Leased)

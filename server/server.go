@@ -250,8 +250,10 @@ func (s *Server) load(ctx context.Context) error {
 	}
 	for _, e := range es {
 		c := s.cluster(e.Cluster)
+		// The cluster's nodes are known, but it takes part in cycles only
+		// once its executor reports to this process: a cluster that died
+		// before the restart gets no leases.
 		c.setNodes(s, e.Nodes)
-		c.reported = now // a fresh timeout, as for leases
 	}
 	err = s.be.LiveJobs(ctx, func(r backend.Record) error {
 		j := newJob(r.Spec)

@@ -236,6 +236,9 @@ func TestLotteryQueuePrioritiesSurviveARestart(t *testing.T) {
 		for i := range 10 {
 			if i == restartAt {
 				w.restart(func(c *Config) { c.Seed += uint64(i) })
+				// The executor reports to the new process, which then
+				// schedules on its cluster.
+				w.report(Report{Cluster: "c1", Jobs: held(PhaseRunning, held0)})
 			}
 			if i == 3 {
 				// A's first wave ends; a backlog for both queues arrives.
@@ -454,6 +457,7 @@ func (b badRecords) ListUsage(ctx context.Context) ([]backend.UsageRecord, error
 func TestUsageRecordsTheServiceCannotUseAreIgnoredAtLoad(t *testing.T) {
 	w := lotteryWorld(t)
 	w.restart(func(c *Config) { c.Backend = badRecords{c.Backend} })
+	w.report(Report{Cluster: "c1"})
 	w.submit("A", "s1", cpuJobs(2, "1"))
 	require.Equal(t, 2, w.cycle().Leased)
 	require.Equal(t, []float64{0, 0, 0}, w.srv.QueueUsage("A"))
