@@ -226,8 +226,9 @@ type JobStatus struct {
 	// CancelRequested: the job was asked to stop.
 	CancelRequested bool
 	// Reason is a sentence for people: for a queued job why it is not
-	// running yet, quantified (the last cycle's explanation); otherwise
-	// the reason of the job's last event that gave one.
+	// running yet, quantified (the last cycle's explanation); for a job
+	// that failed, was cancelled or preempted, why; empty for a leased,
+	// running or succeeded one (unless its cancellation was requested).
 	Reason string
 	// Why is the last cycle's structured explanation for a queued job it
 	// examined; nil otherwise.
@@ -255,8 +256,15 @@ func (s *Server) Status(ctx context.Context, ids ...string) ([]JobStatus, error)
 			Attempts: r.State.Attempts, Cluster: r.State.Cluster, Node: r.State.Node,
 			CancelRequested: r.State.CancelRequested, Reason: r.State.Reason, Record: r,
 		}
-		if st.State == events.Queued {
+		switch {
+		case st.State == events.Queued:
 			st.Reason, st.Why = s.whyQueued(id)
+		case st.State.Live() && st.CancelRequested:
+			st.Reason = "cancellation requested"
+		case st.State.Live(), st.State == events.SucceededState:
+			// The stored reason is an earlier lease's (a requeue's); it
+			// does not describe this one.
+			st.Reason = ""
 		}
 		out = append(out, st)
 	}
