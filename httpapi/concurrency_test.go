@@ -3,6 +3,8 @@ package httpapi_test
 import (
 	"context"
 	"fmt"
+	"net"
+	"strings"
 	"sync"
 	"testing"
 
@@ -125,4 +127,37 @@ func TestSixteenClientsSubmitAndCancelWhileExecutorsReportAndCyclesRun(t *testin
 		total += js.Len()
 	}
 	require.Equal(t, len(seen), total, "every job stored once")
+}
+
+// TestStuckWatcherDoesNotStallSubmissionsOrCycles opens a watch that never
+// reads its stream and a request whose body never finishes, then stores
+// many events and runs cycles: neither client holds anything the service
+// needs.
+func TestStuckWatcherDoesNotStallSubmissionsOrCycles(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t, httpapi.Options{})
+	c := s.client(t, "")
+	_, err := c.CreateQueue(ctx, api.Queue{Name: "A"})
+	require.NoError(t, err)
+	addr := strings.TrimPrefix(s.url, "http://")
+	stuck, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer stuck.Close()
+	_, err = fmt.Fprintf(stuck, "GET /v1/queues/A/jobsets/s/events?watch=true HTTP/1.1\r\nHost: %s\r\n\r\n", addr)
+	require.NoError(t, err)
+	slow, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer slow.Close()
+	_, err = fmt.Fprintf(slow, "POST /v1/jobs HTTP/1.1\r\nHost: %s\r\nContent-Length: 100000\r\n\r\n{\"queue\": \"A\"", addr)
+	require.NoError(t, err)
+	// Enough events to fill the stuck watcher's socket buffers many times.
+	for range 50 {
+		_, err := c.Submit(ctx, submitFile("s", 1000))
+		require.NoError(t, err)
+		_, err = s.srv.Cycle(ctx)
+		require.NoError(t, err)
+	}
+	evs, err := c.Events(ctx, "A", "s", 0, 0)
+	require.NoError(t, err)
+	require.Len(t, evs, 50_000)
 }
