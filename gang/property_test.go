@@ -337,6 +337,100 @@ func TestPropertyPlace(t *testing.T) {
 	})
 }
 
+// PlaceWithin with UnavoidedDomains is Place (at the same search level)
+// on a DB that lacks the nodes of every cluster a member avoids: the same
+// answer, the same nodes, the same explanation of a failure; with no
+// domain left, AllAvoided. Either way a failure leaves no trace.
+func TestPropertyPlaceWithinUnavoidedDomainsIsPlaceWithoutTheAvoidedClusters(t *testing.T) {
+	runProperty(t, "PlaceWithin(UnavoidedDomains) == Place without the avoided clusters", 300, func(seed int64) string {
+		fail := func(format string, args ...any) string {
+			return fmt.Sprintf("seed %d: ", seed) + fmt.Sprintf(format, args...)
+		}
+		w, err := newWorld(seed)
+		if err != nil {
+			return fail("%v", err)
+		}
+		rng := rand.New(rand.NewPCG(uint64(seed), 0xa701d))
+		var avoid []string
+		for _, e := range w.g.Members {
+			if rng.IntN(2) == 0 {
+				e.Job.AvoidClusters = []string{[]string{"", "east", "west", "nowhere"}[rng.IntN(4)]}
+				avoid = append(avoid, e.Job.AvoidClusters...)
+			}
+		}
+		// The oracle's DB: the other clusters' nodes, in the same order,
+		// with their running jobs.
+		var sub []*flotilla.Node
+		var full []int
+		for n, nd := range w.nodes {
+			if !slices.Contains(avoid, nd.Cluster) {
+				sub = append(sub, nd)
+				full = append(full, n)
+			}
+		}
+		odb, err := binpack.New(binpack.Options{Schema: schemaCM, Levels: twoLevels, Queues: w.queues}, sub)
+		if err != nil {
+			return fail("%v", err)
+		}
+		for _, j := range w.jobs {
+			if i := slices.Index(full, j.node); i >= 0 {
+				odb.Bind(i, j.queue, j.level, j.req)
+			}
+		}
+		var p gang.Placer
+		for search := range 2 {
+			levels := slices.Clone(w.levels)
+			for i := range levels {
+				levels[i] = max(levels[i], search)
+			}
+			before := stateOf(w.db)
+			mark := w.db.Mark()
+			got, err := p.PlaceWithin(w.db, w.g, w.q, levels, search, gang.UnavoidedDomains)
+			if err != nil {
+				return fail("PlaceWithin: %v", err)
+			}
+			gotNodes := slices.Clone(got.Nodes)
+			if !got.Placed {
+				if d := before.diff(stateOf(w.db)); d != "" {
+					return fail("search %d: a gang that was not placed changed the DB: %s", search, d)
+				}
+			}
+			w.db.Rollback(mark)
+			omark := odb.Mark()
+			want, err := new(gang.Placer).PlaceAt(odb, w.g, w.q, levels, search)
+			if err != nil {
+				return fail("oracle: %v", err)
+			}
+			var wantNodes []int
+			for _, n := range want.Nodes {
+				wantNodes = append(wantNodes, full[n])
+			}
+			odb.Rollback(omark)
+			if got.Placed != want.Placed || !slices.Equal(gotNodes, wantNodes) || (got.Placed && got.Domain != want.Domain) {
+				return fail("search %d, avoiding %q: placed %v on %v in %+v; oracle %v on %v in %+v",
+					search, avoid, got.Placed, gotNodes, got.Domain, want.Placed, wantNodes, want.Domain)
+			}
+			if got.Placed {
+				continue
+			}
+			switch want.Why.Cause {
+			case gang.NoNodes, gang.NoUniformityLabel:
+				// No domain left: every one avoided, or none at all (the
+				// whole DB may have nodes, none with the label).
+				if c := got.Why.Cause; c != gang.AllAvoided && c != gang.NoUniformityLabel && c != want.Why.Cause {
+					return fail("search %d: cause %v, oracle %v", search, got.Why.Cause, want.Why.Cause)
+				}
+			default:
+				g, o := got.Why, want.Why
+				if g.Cause != o.Cause || g.Member != o.Member || g.PlacedBefore != o.PlacedBefore || g.Domain != o.Domain || g.NeverFits != o.NeverFits {
+					return fail("search %d: explanation %+v; oracle %+v", search, g, o)
+				}
+			}
+		}
+		return ""
+	})
+}
+
 func admitsAll(db *binpack.DB, g *gang.Gang, n int) bool {
 	for _, e := range g.Members {
 		if !db.Admits(db.Constraints(e.Job.NodeSelector, e.Job.Tolerations), n) {
