@@ -3,9 +3,17 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -307,4 +315,43 @@ func TestCommandsExitCodesNameBadInputAndRefusals(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("serve did not stop on SIGTERM")
 	}
+}
+
+// TestServeOverTLSIsReachedByTheClientsTrustingItsCertificate serves with
+// -tls-cert and -tls-key; a client trusting the certificate (SSL_CERT_FILE)
+// reaches it over https.
+func TestServeOverTLSIsReachedByTheClientsTrustingItsCertificate(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	certPath, keyPath := selfSigned(t)
+	_, url := serveOn(t, ctx, "-tls-cert", certPath, "-tls-key", keyPath)
+	require.True(t, strings.HasPrefix(url, "https://"), url)
+	cmd := exec.CommandContext(ctx, binary(t), "queue", "create", "A", "-server", url)
+	cmd.Env = append(os.Environ(), "SSL_CERT_FILE="+certPath)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	// Without trusting it, the client refuses the connection: exit 1.
+	code, _, errOut := runClient(t, ctx, url, "queue", "list", "-server", url)
+	require.Equal(t, 1, code, errOut)
+	require.Contains(t, errOut, "certificate")
+}
+
+// selfSigned writes a certificate for 127.0.0.1 and its key.
+func selfSigned(t *testing.T) (string, string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "flotilla test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IsCA: true, BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	kder, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	certPath := writeFile(t, "cert.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
+	keyPath := writeFile(t, "key.pem", string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})))
+	return certPath, keyPath
 }
