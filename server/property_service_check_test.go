@@ -103,7 +103,7 @@ func (r *svcRun) checkJobs(v *svcView) string {
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(v.jobs)) {
-		if !r.ackedIn[id] {
+		if !r.ackedIn[id] && !r.maybe[id] {
 			return fmt.Sprintf("job %s is stored but was never acknowledged", id)
 		}
 		if d := diffState(v.recs[id].State, v.jobs[id]); d != "" {
@@ -326,11 +326,19 @@ func (r *svcRun) cycle(during []svcCmd) string {
 	s := r.w.srv
 	now := r.w.clock.Now()
 	var alive []string
+	cordoned := map[string]bool{}
 	for _, name := range slices.Sorted(maps.Keys(s.clusters)) {
-		if s.clusters[name].alive(now, s.cfg.LeaseTimeout) {
+		c := s.clusters[name]
+		if c.alive(now, s.cfg.LeaseTimeout) {
 			alive = append(alive, name)
 		}
+		for _, n := range c.nodes {
+			if n.Unschedulable {
+				cordoned[snapName(name, n.Name)] = true
+			}
+		}
 	}
+	draining := s.stopping
 	ctx := &duringSchedule{Context: r.w.ctx, srv: s}
 	var msg string
 	if len(during) > 0 {
@@ -364,6 +372,12 @@ func (r *svcRun) cycle(during []svcCmd) string {
 		if !slices.Contains(alive, e.Cluster) {
 			return fmt.Sprintf("job %s leased to %s, which had not reported within the lease timeout", e.Job, e.Cluster)
 		}
+		if cordoned[snapName(e.Cluster, e.Node)] {
+			return fmt.Sprintf("job %s leased to %s/%s, reported unschedulable", e.Job, e.Cluster, e.Node)
+		}
+		if draining {
+			return fmt.Sprintf("job %s leased by a draining service", e.Job)
+		}
 		if sj := v.recs[e.Job].Spec.Job; sj.IsGang() {
 			k := gangKey(sj)
 			if c, ok := gangCluster[k]; ok && c != e.Cluster {
@@ -377,6 +391,11 @@ func (r *svcRun) cycle(during []svcCmd) string {
 	}
 	for k, n := range gangLeased {
 		return fmt.Sprintf("gang %q leased in part: %d members in one cycle", k, n)
+	}
+	for _, e := range news {
+		if e.Type == events.Preempted && draining {
+			return fmt.Sprintf("job %s preempted by a draining service", e.Job)
+		}
 	}
 	if r.avoid {
 		return r.checkAvoid(v, alive, news)
@@ -416,6 +435,10 @@ func (r *svcRun) checkAvoid(v *svcView, alive []string, news []events.Event) str
 	for _, name := range alive {
 		c := s.clusters[name]
 		for _, n := range c.nodes {
+			if n.Unschedulable {
+				free[name] = append(free[name], make(flotilla.Resources, len(n.Total)))
+				continue
+			}
 			free[name] = append(free[name], n.Total.Clone())
 		}
 	}
@@ -499,11 +522,22 @@ func fitsAll(reqs []flotilla.Resources, free []flotilla.Resources) bool {
 	return true
 }
 
-// settle brings every executor back and lets the world run, five seconds
-// a round, checking the invariants, until every job has ended.
+// settle brings every executor back with every node schedulable, the
+// backend healthy, the service not draining (a restart), and lets the
+// world run, five seconds a round, checking the invariants, until every
+// job has ended.
 func (r *svcRun) settle() string {
+	r.flaky.armed = faultNone
+	if r.w.srv.stopping {
+		if msg := r.do(svcCmd{kind: cmdRestart}); msg != "" {
+			return msg
+		}
+	}
 	for _, e := range r.execs {
 		e.alive = true
+		for i := range e.nodes {
+			e.nodes[i].Unschedulable = false
+		}
 	}
 	for range 120 {
 		v, msg := r.view()

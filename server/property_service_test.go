@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -16,6 +18,8 @@ import (
 	"github.com/leanovate/gopter/prop"
 
 	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/events"
 )
 
 // The service's property test: random programs of commands (submit,
@@ -42,6 +46,9 @@ const (
 	cmdAdvance
 	cmdCycle
 	cmdRestart
+	cmdFault
+	cmdCordon
+	cmdDrain
 )
 
 // svcCmd is one command. Which fields apply depends on kind.
@@ -56,9 +63,9 @@ type svcCmd struct {
 	exit                   int
 	preemptible, clientID  bool
 	// cancel: pick chooses among the jobs that have not ended (one time
-	// in four among every acknowledged job).
+	// in four among every acknowledged job); cordon: the node.
 	pick int
-	// report, die, revive: the cluster (modulo the clusters).
+	// report, die, revive, cordon: the cluster (modulo the clusters).
 	cluster int
 	// report: give back the first job not started yet; obey kill orders
 	// by dropping the job silently (not reporting it stopped); keep jobs
@@ -70,6 +77,8 @@ type svcCmd struct {
 	// cycle: commands run while Schedule runs, the service's lock
 	// released (see duringSchedule).
 	during []svcCmd
+	// fault: how the backend's next Commit fails.
+	fault faultMode
 }
 
 var (
@@ -83,7 +92,7 @@ func decodeCmd(seed uint64) svcCmd {
 	rng := rand.New(rand.NewPCG(seed, 9))
 	c := svcCmd{cluster: rng.IntN(3)}
 	// Weights: reports and cycles most, then submits and clock advances.
-	switch k := rng.IntN(30); {
+	switch k := rng.IntN(34); {
 	case k < 5:
 		c.kind = cmdSubmit
 	case k < 6:
@@ -102,9 +111,18 @@ func decodeCmd(seed uint64) svcCmd {
 		c.kind = cmdAdvance
 	case k < 29:
 		c.kind = cmdCycle
-	default:
+	case k < 30:
 		c.kind = cmdRestart
+	case k < 32:
+		c.kind = cmdFault
+	case k < 33:
+		c.kind = cmdCordon
+	case rng.IntN(3) == 0:
+		c.kind = cmdDrain // rare: cycles lease nothing until a restart
+	default:
+		c.kind = cmdCycle
 	}
+	c.fault = faultMode(1 + rng.IntN(3))
 	c.queue, c.set = rng.IntN(2), rng.IntN(2)
 	c.gang = rng.IntN(4) == 0
 	if c.gang {
@@ -187,6 +205,12 @@ func (c svcCmd) String() string {
 		return "executor " + cl + " comes back"
 	case cmdAdvance:
 		return "advance " + c.d.String()
+	case cmdFault:
+		return "the next commit " + c.fault.String()
+	case cmdCordon:
+		return fmt.Sprintf("executor %s cordons or uncordons node %d (reported next)", cl, c.pick%3)
+	case cmdDrain:
+		return "drain the service"
 	case cmdCycle:
 		if len(c.during) == 0 {
 			return "cycle"
@@ -220,7 +244,7 @@ func servicePropertyParams() *gopter.TestParameters {
 		seed = s
 	}
 	params := gopter.DefaultTestParametersWithSeed(seed)
-	params.MinSuccessfulTests, params.MaxSize = 200, 200
+	params.MinSuccessfulTests, params.MinSize, params.MaxSize = 200, 10, 200
 	if testing.Short() {
 		params.MinSuccessfulTests, params.MaxSize = 30, 80
 	}
@@ -296,6 +320,10 @@ type svcRun struct {
 	// seen is, per log (queue/set), the last sequence number checked.
 	seen  map[string]uint64
 	avoid bool
+	// flaky is the service's backend; maybe are the ids of jobs in writes
+	// whose commit failed (stored or not).
+	flaky *flakyBackend
+	maybe map[string]bool
 }
 
 // The world's queues and job sets.
@@ -305,8 +333,13 @@ var (
 )
 
 func newSvcRun(t *testing.T, p svcProgram) (*svcRun, string) {
-	w := newWorld(t, func(c *Config) { c.RequeuePreempted = p.requeuePreempted })
-	r := &svcRun{w: w, ackedIn: map[string]bool{}, seen: map[string]uint64{}}
+	r := &svcRun{ackedIn: map[string]bool{}, seen: map[string]uint64{}, maybe: map[string]bool{}}
+	r.w = newWorld(t, func(c *Config) {
+		c.RequeuePreempted = p.requeuePreempted
+		r.flaky = &flakyBackend{Backend: c.Backend, maybe: r.maybe}
+		c.Backend = r.flaky
+	})
+	w := r.w
 	for _, q := range propQueues {
 		if err := w.srv.CreateQueue(w.ctx, flotilla.Queue{Name: q}); err != nil {
 			return nil, err.Error()
@@ -327,8 +360,19 @@ func newSvcRun(t *testing.T, p svcProgram) (*svcRun, string) {
 	return r, ""
 }
 
-// do runs one command; it returns what went wrong, if anything.
+// do runs one command; it returns what went wrong, if anything. A
+// command that fails on an injected fault has done what it did (nothing,
+// or all of it when the outcome is unknown): that is not a failure.
 func (r *svcRun) do(c svcCmd) string {
+	fired := r.flaky.fired
+	msg := r.do1(c)
+	if msg != "" && r.flaky.fired != fired && strings.Contains(msg, errInjected.Error()) {
+		return ""
+	}
+	return msg
+}
+
+func (r *svcRun) do1(c svcCmd) string {
 	w := r.w
 	switch c.kind {
 	case cmdSubmit:
@@ -340,6 +384,11 @@ func (r *svcRun) do(c svcCmd) string {
 		ids, err := w.srv.Submit(w.ctx, r.lastReq)
 		if err != nil {
 			return fmt.Sprintf("resubmission refused: %v", err)
+		}
+		if r.lastIDs == nil {
+			// The first submission failed: its jobs were stored or not;
+			// the client's retry names them either way.
+			return r.ack(r.lastReq, ids)
 		}
 		if !slices.Equal(ids, r.lastIDs) {
 			return fmt.Sprintf("resubmission with the same client ids returned %v, first %v", ids, r.lastIDs)
@@ -374,6 +423,13 @@ func (r *svcRun) do(c svcCmd) string {
 		w.clock.advance(c.d)
 	case cmdCycle:
 		return r.cycle(c.during)
+	case cmdFault:
+		r.flaky.armed = c.fault
+	case cmdCordon:
+		n := &r.exec(c).nodes[c.pick%3]
+		n.Unschedulable = !n.Unschedulable
+	case cmdDrain:
+		w.srv.Drain()
 	case cmdRestart:
 		srv, err := New(w.ctx, w.srv.cfg)
 		if err != nil {
@@ -418,8 +474,16 @@ func (r *svcRun) request(c svcCmd) *SubmitRequest {
 func (r *svcRun) submit(req *SubmitRequest) string {
 	ids, err := r.w.srv.Submit(r.w.ctx, req)
 	if err != nil {
+		if req.Jobs[0].ClientID != "" {
+			r.lastReq, r.lastIDs = req, nil // retried by a resubmission
+		}
 		return fmt.Sprintf("valid request refused: %v", err)
 	}
+	return r.ack(req, ids)
+}
+
+// ack remembers ids as acknowledged for req.
+func (r *svcRun) ack(req *SubmitRequest, ids []string) string {
 	for _, id := range ids {
 		if r.ackedIn[id] {
 			return fmt.Sprintf("a new request's id %s was acknowledged before", id)
@@ -544,4 +608,55 @@ func TestPropertyServiceNeverLeasesAJobBackToAClusterWhereItFailedWhileAnotherHa
 	serviceProperty(t, "avoid failed clusters", func(p svcProgram) string {
 		return runProgram(t, p, true)
 	})
+}
+
+// faultMode is how an armed flakyBackend fails its next Commit.
+type faultMode uint8
+
+const (
+	faultNone faultMode = iota
+	// faultRefused: an error, nothing stored.
+	faultRefused
+	// faultLost: backend.ErrOutcomeUnknown, nothing stored.
+	faultLost
+	// faultApplied: backend.ErrOutcomeUnknown, the write stored.
+	faultApplied
+)
+
+func (m faultMode) String() string {
+	return [...]string{"succeeds", "fails", "has an unknown outcome (lost)", "has an unknown outcome (stored)"}[m]
+}
+
+// errInjected marks the errors a flakyBackend makes up.
+var errInjected = errors.New("injected fault")
+
+// flakyBackend is a backend whose next Commit fails as armed.
+type flakyBackend struct {
+	backend.Backend
+	armed faultMode
+	// fired counts the faults injected; maybe collects the ids of the jobs
+	// of failed writes.
+	fired int
+	maybe map[string]bool
+}
+
+func (f *flakyBackend) Commit(ctx context.Context, w *backend.Write) ([]events.Event, error) {
+	mode := f.armed
+	f.armed = faultNone
+	if mode == faultNone {
+		return f.Backend.Commit(ctx, w)
+	}
+	f.fired++
+	for _, sp := range w.Jobs {
+		f.maybe[sp.Job.ID] = true
+	}
+	switch mode {
+	case faultRefused:
+		return nil, errInjected
+	case faultApplied:
+		if _, err := f.Backend.Commit(ctx, w); err != nil {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("%w: %w", errInjected, backend.ErrOutcomeUnknown)
 }
