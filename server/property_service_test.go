@@ -49,6 +49,7 @@ const (
 	cmdFault
 	cmdCordon
 	cmdDrain
+	cmdRogue
 )
 
 // svcCmd is one command. Which fields apply depends on kind.
@@ -92,7 +93,7 @@ func decodeCmd(seed uint64) svcCmd {
 	rng := rand.New(rand.NewPCG(seed, 9))
 	c := svcCmd{cluster: rng.IntN(3)}
 	// Weights: reports and cycles most, then submits and clock advances.
-	switch k := rng.IntN(34); {
+	switch k := rng.IntN(35); {
 	case k < 5:
 		c.kind = cmdSubmit
 	case k < 6:
@@ -117,6 +118,8 @@ func decodeCmd(seed uint64) svcCmd {
 		c.kind = cmdFault
 	case k < 33:
 		c.kind = cmdCordon
+	case k < 34:
+		c.kind = cmdRogue
 	case rng.IntN(3) == 0:
 		c.kind = cmdDrain // rare: cycles lease nothing until a restart
 	default:
@@ -211,6 +214,8 @@ func (c svcCmd) String() string {
 		return fmt.Sprintf("executor %s cordons or uncordons node %d (reported next)", cl, c.pick%3)
 	case cmdDrain:
 		return "drain the service"
+	case cmdRogue:
+		return "executor " + cl + " reports a job it does not hold"
 	case cmdCycle:
 		if len(c.during) == 0 {
 			return "cycle"
@@ -430,6 +435,8 @@ func (r *svcRun) do1(c svcCmd) string {
 		n.Unschedulable = !n.Unschedulable
 	case cmdDrain:
 		w.srv.Drain()
+	case cmdRogue:
+		return r.rogueReport(r.exec(c))
 	case cmdRestart:
 		srv, err := New(w.ctx, w.srv.cfg)
 		if err != nil {
@@ -578,8 +585,19 @@ func (r *svcRun) report(e *fakeExec, c svcCmd) string {
 		e.held[l.Job.ID] = &heldJob{attempt: l.Attempt, node: l.Node, runtime: l.Runtime, exit: l.ExitCode}
 	}
 	// Rule 1, the executor's side: once it obeyed the reply, what it
-	// believes it runs is live on its cluster.
+	// believes it runs is live on its cluster; and it holds every lease of
+	// its cluster not started yet, but those of jobs its report listed
+	// (under a lease that ended: they come with its next report).
 	s := r.w.srv
+	listed := map[string]bool{}
+	for _, jr := range rep.Jobs {
+		listed[jr.Job] = true
+	}
+	for j := range s.clusters[e.name].live {
+		if j.state == events.LeasedState && !j.cancelRequested && e.held[j.id()] == nil && !listed[j.id()] {
+			return fmt.Sprintf("after its report %s does not hold lease %d of %s", e.name, j.attempts, j.id())
+		}
+	}
 	for _, id := range slices.Sorted(maps.Keys(e.held)) {
 		h := e.held[id]
 		if h.stopping {
@@ -659,4 +677,65 @@ func (f *flakyBackend) Commit(ctx context.Context, w *backend.Write) ([]events.E
 		}
 	}
 	return nil, fmt.Errorf("%w: %w", errInjected, backend.ErrOutcomeUnknown)
+}
+
+// rogueReport sends e's report with one job it does not hold: another
+// cluster's live lease, or a job that does not exist. The report must be
+// refused whole: no event stored, no lease renewed, the cluster's report
+// time unchanged.
+func (r *svcRun) rogueReport(e *fakeExec) string {
+	s := r.w.srv
+	if !e.alive || s.clusters[e.name] == nil {
+		return ""
+	}
+	rep := &Report{Cluster: e.name}
+	for _, id := range slices.Sorted(maps.Keys(e.held)) {
+		h := e.held[id]
+		jr := JobReport{Job: id, Attempt: h.attempt, Phase: PhaseRunning}
+		switch {
+		case h.stopping:
+			jr.Phase = PhaseStopped
+		case h.started.IsZero():
+			jr.Phase = PhasePending
+		}
+		rep.Jobs = append(rep.Jobs, jr)
+	}
+	bogus := JobReport{Job: "no-such-job", Attempt: 1, Phase: PhaseRunning}
+	for _, id := range slices.Sorted(maps.Keys(s.jobs)) {
+		if j := s.jobs[id]; j.cluster != nil && j.cluster.name != e.name && e.held[id] == nil {
+			bogus = JobReport{Job: id, Attempt: j.attempts, Phase: PhaseRunning}
+			break
+		}
+	}
+	rep.Jobs = append(rep.Jobs, bogus)
+	before := r.fingerprint()
+	_, err := s.Report(r.w.ctx, rep)
+	if !errors.Is(err, ErrNotHeld) && !errors.Is(err, backend.ErrNotFound) {
+		return fmt.Sprintf("a report naming %s, which %s does not hold: %v, want ErrNotHeld or ErrNotFound", bogus.Job, e.name, err)
+	}
+	if after := r.fingerprint(); after != before {
+		return fmt.Sprintf("a refused report changed the service:\n%s\nbecame\n%s", before, after)
+	}
+	return ""
+}
+
+// fingerprint sums up what a refused report must not change: the logs'
+// lengths, the leases' renewals, the clusters' report times.
+func (r *svcRun) fingerprint() string {
+	s := r.w.srv
+	var b strings.Builder
+	for _, q := range propQueues {
+		for _, set := range propSets {
+			evs, _ := s.Events(r.w.ctx, q, set, 0, 0)
+			fmt.Fprintf(&b, "%s/%s: %d events\n", q, set, len(evs))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.clusters)) {
+		c := s.clusters[name]
+		fmt.Fprintf(&b, "%s reported %s\n", name, c.reported.Format(time.RFC3339Nano))
+	}
+	for _, id := range slices.Sorted(maps.Keys(s.jobs)) {
+		fmt.Fprintf(&b, "%s renewed %s\n", id, s.jobs[id].renewed.Format(time.RFC3339Nano))
+	}
+	return b.String()
 }
