@@ -26,8 +26,8 @@ func (w *world) jobEvents(queue, set, id string) []events.Event {
 	return out
 }
 
-// types lists the events' types.
-func types(evs []events.Event) []events.Type {
+// eventTypes lists the events' types.
+func eventTypes(evs []events.Event) []events.Type {
 	out := make([]events.Type, len(evs))
 	for i, e := range evs {
 		out[i] = e.Type
@@ -40,7 +40,7 @@ func types(evs []events.Event) []events.Type {
 // lease timeout after its last renewal, then leased to to.
 func requireLeaseExpiredOnThenLeasedTo(t *testing.T, evs []events.Event, from, to string, renewed time.Time) {
 	t.Helper()
-	require.Equal(t, []events.Type{events.Submitted, events.Leased, events.Running, events.LeaseExpired, events.Leased}, types(evs))
+	require.Equal(t, []events.Type{events.Submitted, events.Leased, events.Running, events.LeaseExpired, events.Leased}, eventTypes(evs))
 	require.Equal(t, from, evs[1].Cluster)
 	exp := evs[3]
 	require.Equal(t, from, exp.Cluster)
@@ -83,7 +83,7 @@ func TestGangLandsInOneClusterAndWaitsWhileOnlySeveralClustersTogetherHaveRoom(t
 	require.Equal(t, 3, rep.Leased)
 	for _, id := range ids {
 		evs := w.jobEvents("A", "s2", id)
-		require.Equal(t, []events.Type{events.Submitted, events.Leased}, types(evs))
+		require.Equal(t, []events.Type{events.Submitted, events.Leased}, eventTypes(evs))
 		require.Equal(t, "c1", evs[1].Cluster, "job %s", id)
 	}
 	require.Equal(t, events.SucceededState, w.state(big[0]))
@@ -135,7 +135,7 @@ func TestCancellingARunningJobRequestsItsStopAndEndsCancelledWhenTheExecutorStop
 			reason := tc.end(w, r.Leases)
 			require.Equal(t, events.CancelledState, w.state(ids[0]))
 			evs := w.jobEvents("A", "s1", ids[0])
-			require.Equal(t, []events.Type{events.Submitted, events.Leased, events.Running, events.CancelRequested, events.Cancelled}, types(evs))
+			require.Equal(t, []events.Type{events.Submitted, events.Leased, events.Running, events.CancelRequested, events.Cancelled}, eventTypes(evs))
 			last := evs[4]
 			require.Equal(t, "c1", last.Cluster)
 			require.Equal(t, 1, last.Attempt)
