@@ -126,7 +126,7 @@ func diffState(a, b events.Job) string {
 
 // checkMemory is the server's half of rule 3: its maps hold exactly the
 // jobs that have not ended, each as the replay left it; the queued ones
-// in the store, the live ones on their cluster; gangs counted.
+// in the store, the live ones on their cluster.
 func (r *svcRun) checkMemory(v *svcView) string {
 	s := r.w.srv
 	s.mu.Lock()
@@ -135,7 +135,6 @@ func (r *svcRun) checkMemory(v *svcView) string {
 		return fmt.Sprintf("between cycles: cycling %v, %d deferred store changes", s.cycling, len(s.deferred))
 	}
 	queued, live := 0, 0
-	gangs := map[string]int{}
 	for _, id := range slices.Sorted(maps.Keys(v.jobs)) {
 		st := v.jobs[id]
 		j := s.jobs[id]
@@ -173,9 +172,6 @@ func (r *svcRun) checkMemory(v *svcView) string {
 				return fmt.Sprintf("job %s is leased to %s, not among its live jobs", id, cl)
 			}
 		}
-		if g := j.spec.Job; g.IsGang() {
-			gangs[gangKey(g)]++
-		}
 	}
 	if len(s.jobs) != queued+live {
 		return fmt.Sprintf("the server keeps %d jobs, the logs have %d queued and %d live", len(s.jobs), queued, live)
@@ -195,9 +191,6 @@ func (r *svcRun) checkMemory(v *svcView) string {
 	}
 	if onClusters != live {
 		return fmt.Sprintf("the clusters list %d live jobs, the logs %d", onClusters, live)
-	}
-	if !maps.Equal(gangs, s.gangs) {
-		return fmt.Sprintf("gang members counted %v, the logs %v", s.gangs, gangs)
 	}
 	return ""
 }
@@ -344,7 +337,8 @@ func (r *svcRun) cycle(during []svcCmd) string {
 	if len(during) > 0 {
 		ctx.fn = func() { msg = r.interleave(during) }
 	}
-	if _, err := s.Cycle(ctx); err != nil {
+	crep, err := s.Cycle(ctx)
+	if err != nil {
 		return fmt.Sprintf("cycle: %v", err)
 	}
 	if ctx.fn != nil {
@@ -398,7 +392,7 @@ func (r *svcRun) cycle(during []svcCmd) string {
 		}
 	}
 	if r.avoid {
-		return r.checkAvoid(v, alive, news)
+		return r.checkAvoid(v, alive, news, crep)
 	}
 	return ""
 }
@@ -427,9 +421,9 @@ func (r *svcRun) interleave(cmds []svcCmd) string {
 // together) to a cluster where it failed only when no other cluster that
 // took part in the cycle, where it did not fail, had room for it. Room is
 // the free capacity left after the cycle, counting the jobs it preempted
-// as still there, and any lease that ended meanwhile (so only room the
-// cycle had all along counts).
-func (r *svcRun) checkAvoid(v *svcView, alive []string, news []events.Event) string {
+// as still there, and any lease that ended meanwhile, and the placements
+// the service dropped (so only room the cycle had all along counts).
+func (r *svcRun) checkAvoid(v *svcView, alive []string, news []events.Event, crep *CycleReport) string {
 	s := r.w.srv
 	free := map[string][]flotilla.Resources{} // per alive cluster, per node
 	for _, name := range alive {
@@ -453,6 +447,19 @@ func (r *svcRun) checkAvoid(v *svcView, alive []string, news []events.Event) str
 	for id, st := range v.jobs {
 		if st.State.Live() {
 			take(st.Cluster, st.Node, v.recs[id].Spec.Job.Requests)
+		}
+	}
+	// Placements the service dropped (their job was cancelled while
+	// Schedule ran) took room in the scheduler's view.
+	leased := map[string]bool{}
+	for _, e := range news {
+		leased[e.Job] = leased[e.Job] || e.Type == events.Leased
+	}
+	if crep.Result != nil {
+		for _, a := range crep.Result.Scheduled {
+			if ref, ok := s.nodes[a.Node]; ok && !leased[a.Job.ID] {
+				take(ref.cluster.name, ref.node, a.Job.Requests)
+			}
 		}
 	}
 	groups := map[string][]events.Event{}
