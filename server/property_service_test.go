@@ -50,6 +50,7 @@ const (
 	cmdCordon
 	cmdDrain
 	cmdRogue
+	cmdRequeue
 )
 
 // svcCmd is one command. Which fields apply depends on kind.
@@ -93,7 +94,7 @@ func decodeCmd(seed uint64) svcCmd {
 	rng := rand.New(rand.NewPCG(seed, 9))
 	c := svcCmd{cluster: rng.IntN(3)}
 	// Weights: reports and cycles most, then submits and clock advances.
-	switch k := rng.IntN(35); {
+	switch k := rng.IntN(36); {
 	case k < 5:
 		c.kind = cmdSubmit
 	case k < 6:
@@ -120,6 +121,8 @@ func decodeCmd(seed uint64) svcCmd {
 		c.kind = cmdCordon
 	case k < 34:
 		c.kind = cmdRogue
+	case k < 35:
+		c.kind = cmdRequeue
 	case rng.IntN(3) == 0:
 		c.kind = cmdDrain // rare: cycles lease nothing until a restart
 	default:
@@ -216,6 +219,8 @@ func (c svcCmd) String() string {
 		return "drain the service"
 	case cmdRogue:
 		return "executor " + cl + " reports a job it does not hold"
+	case cmdRequeue:
+		return fmt.Sprintf("delete queue %s and create it again", propQueues[c.queue])
 	case cmdCycle:
 		if len(c.during) == 0 {
 			return "cycle"
@@ -437,6 +442,8 @@ func (r *svcRun) do1(c svcCmd) string {
 		w.srv.Drain()
 	case cmdRogue:
 		return r.rogueReport(r.exec(c))
+	case cmdRequeue:
+		return r.recreateQueue(propQueues[c.queue])
 	case cmdRestart:
 		srv, err := New(w.ctx, w.srv.cfg)
 		if err != nil {
@@ -727,4 +734,32 @@ func (r *svcRun) fingerprint() string {
 		fmt.Fprintf(&b, "%s renewed %s\n", id, s.jobs[id].renewed.Format(time.RFC3339Nano))
 	}
 	return b.String()
+}
+
+// recreateQueue deletes queue q, which must be refused (ErrNotEmpty) while
+// it has jobs that have not ended, and creates it again: its logs go on.
+func (r *svcRun) recreateQueue(q string) string {
+	s := r.w.srv
+	open := 0
+	for _, j := range s.jobs {
+		if j.spec.Job.Queue == q {
+			open++
+		}
+	}
+	err := s.DeleteQueue(r.w.ctx, q)
+	switch {
+	case open > 0 && !errors.Is(err, backend.ErrNotEmpty):
+		return fmt.Sprintf("deleting queue %s with %d jobs that have not ended: %v, want ErrNotEmpty", q, open, err)
+	case open > 0:
+		return ""
+	case err != nil:
+		return fmt.Sprintf("deleting queue %s, whose jobs have all ended: %v", q, err)
+	}
+	if _, err := s.Queue(r.w.ctx, q); !errors.Is(err, backend.ErrNotFound) {
+		return fmt.Sprintf("queue %s deleted, then: %v, want ErrNotFound", q, err)
+	}
+	if err := s.CreateQueue(r.w.ctx, flotilla.Queue{Name: q}); err != nil {
+		return fmt.Sprintf("creating queue %s again: %v", q, err)
+	}
+	return ""
 }
