@@ -576,8 +576,10 @@ func (r *svcRun) report(e *fakeExec, c svcCmd) string {
 			delete(e.held, jr.Job)
 		}
 	}
+	killed := map[string]bool{}
 	for _, k := range reply.Kill {
 		if h := e.held[k.Job]; h != nil && h.attempt == k.Attempt {
+			killed[k.Job] = true
 			if c.drop {
 				delete(e.held, k.Job)
 			} else {
@@ -586,8 +588,11 @@ func (r *svcRun) report(e *fakeExec, c svcCmd) string {
 		}
 	}
 	for _, l := range reply.Leases {
-		if h := e.held[l.Job.ID]; h != nil {
-			return fmt.Sprintf("%s was sent lease %d of %s, which it listed (attempt %d)", e.name, l.Attempt, l.Job.ID, h.attempt)
+		// A new lease of a job whose older lease the reply kills replaces
+		// it (the executor runs one copy of a job); any other lease of a
+		// job it holds is one it knew.
+		if h := e.held[l.Job.ID]; h != nil && !(killed[l.Job.ID] && h.attempt < l.Attempt) {
+			return fmt.Sprintf("%s was sent lease %d of %s, which it holds (attempt %d)", e.name, l.Attempt, l.Job.ID, h.attempt)
 		}
 		e.held[l.Job.ID] = &heldJob{attempt: l.Attempt, node: l.Node, runtime: l.Runtime, exit: l.ExitCode}
 	}
