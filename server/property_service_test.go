@@ -22,15 +22,22 @@ import (
 	"github.com/flotilla-sched/flotilla/events"
 )
 
-// The service's property test: random programs of commands (submit,
-// resubmit with the same client ids, cancel a job or a job set, executor
-// reports, executor death and revival, clock advances, cycles, service
-// restarts) over a world of 2–3 clusters of three small nodes and two
-// queues, each cluster driven by a fake executor. After every command the
+// The service's property test: random programs of commands over a world
+// of 2–3 clusters of three 4-cpu nodes and two queues, each cluster driven
+// by a fake executor (fakeExec), with a fake clock and a backend whose
+// commits can be made to fail (flakyBackend). Commands: submit (some
+// gangs, deadlines, client ids, failing exit codes), resubmit with the
+// same client ids, cancel a job or a job set, an executor's report (it
+// starts, finishes, returns jobs, obeys kill orders by reporting them
+// stopped or dropping them), a report naming a job the executor does not
+// hold, executor death and revival (with or without its memory), node
+// cordons, clock advances below and past the lease timeout, cycles (some
+// with commands run while Schedule runs), service restarts, draining,
+// backend faults, deleting and recreating a queue. After every command the
 // invariants of svcRun.check hold; after the program a settling phase
 // (every executor alive and reporting, cycles) checks them again until
 // every job has ended. A failure prints the shrunk program, one command a
-// line. SERVICE_PROP_SEED replays another seed.
+// line; SERVICE_PROP_SEED replays another seed.
 
 // cmdKind is what one command of a program does.
 type cmdKind uint8
@@ -280,12 +287,16 @@ func serviceProperty(t *testing.T, name string, check func(p svcProgram) string)
 
 // TestPropertyServiceKeepsItsInvariantsOverRandomInterleavings checks,
 // after every command of a random program and through a settling phase
-// at its end: at most one live lease per job, and no two executors
-// believing they hold the same lease; no job lost or duplicated; replay
-// of every log equals the backend's records, Status and the server's
-// memory; no node over-committed by live leases; every event a transition
-// of SERVICE.md's table, sequence numbers 1…n; a gang leased into one
-// cluster; and, once settled, every job ended.
+// at its end: at most one live lease per job, no two executors holding
+// the same lease, and after each report an executor runs only its
+// cluster's live leases; no job lost or duplicated; replay of every log
+// equals the backend's records, Status and the server's memory; no node
+// over-committed by live leases; every event a transition of SERVICE.md's
+// table, sequence numbers 1…n; a cycle leases a gang whole into one
+// cluster, and nothing to a silent cluster, a cordoned node, or while
+// draining; a refused report changes nothing; and, once settled, every
+// job ended (but members of a gang that can never be whole again, see
+// incompleteGang).
 func TestPropertyServiceKeepsItsInvariantsOverRandomInterleavings(t *testing.T) {
 	serviceProperty(t, "service invariants", func(p svcProgram) string {
 		return runProgram(t, p, false)
