@@ -313,8 +313,9 @@ func (d *duringSchedule) Err() error {
 }
 
 // cycle runs a cycle, with the commands during run while Schedule runs,
-// then checks what it leased: a gang whole and in one cluster, only
-// clusters that take part, and (with avoid) the avoid rule.
+// then checks what it leased: a gang whole, in one cluster and one value
+// of its uniformity label, only clusters that take part, and (with
+// avoid) the avoid rule.
 func (r *svcRun) cycle(during []svcCmd) string {
 	s := r.w.srv
 	now := r.w.clock.Now()
@@ -359,6 +360,7 @@ func (r *svcRun) cycle(during []svcCmd) string {
 	}
 	gangCluster := map[string]string{}
 	gangLeased := map[string]int{}
+	gangZone := map[string]string{}
 	for _, e := range news {
 		if e.Type != events.Leased {
 			continue
@@ -378,6 +380,13 @@ func (r *svcRun) cycle(during []svcCmd) string {
 				return fmt.Sprintf("gang %s leased to %s and %s in one cycle", sj.Gang.ID, c, e.Cluster)
 			}
 			gangCluster[k] = e.Cluster
+			if l := sj.Gang.NodeUniformityLabel; l != "" {
+				zone := s.clusters[e.Cluster].nodes[s.clusters[e.Cluster].index[e.Node]].Labels[l]
+				if z, ok := gangZone[k]; ok && z != zone {
+					return fmt.Sprintf("gang %s leased across %s values %s and %s", sj.Gang.ID, l, z, zone)
+				}
+				gangZone[k] = zone
+			}
 			if gangLeased[k]++; gangLeased[k] == sj.Gang.Cardinality {
 				delete(gangLeased, k)
 			}
@@ -495,13 +504,35 @@ func (r *svcRun) checkAvoid(v *svcView, alive []string, news []events.Event, cre
 			if other == to || slices.Contains(failed, other) {
 				continue
 			}
-			if fitsAll(reqs, free[other]) {
+			label := v.recs[g[0].Job].Spec.Job.Gang.NodeUniformityLabel
+			if fitsDomain(reqs, free[other], s.clusters[other].nodes, label) {
 				return fmt.Sprintf("job %s leased back to %s, where it failed (%v), while %s had room (free %v)",
 					g[0].Job, to, failed, other, free[other])
 			}
 		}
 	}
 	return ""
+}
+
+// fitsDomain reports whether first-fit places every request on the free
+// capacities of nodes sharing one value of label (any nodes when label is
+// empty).
+func fitsDomain(reqs, free []flotilla.Resources, nodes []flotilla.Node, label string) bool {
+	if label == "" {
+		return fitsAll(reqs, free)
+	}
+	domains := map[string][]flotilla.Resources{}
+	for i, n := range nodes {
+		if v, ok := n.Labels[label]; ok {
+			domains[v] = append(domains[v], free[i])
+		}
+	}
+	for _, d := range slices.Sorted(maps.Keys(domains)) {
+		if fitsAll(reqs, domains[d]) {
+			return true
+		}
+	}
+	return false
 }
 
 // fitsAll reports whether first-fit places every request on the nodes'

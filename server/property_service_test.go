@@ -23,9 +23,10 @@ import (
 )
 
 // The service's property test: random programs of commands over a world
-// of 2–3 clusters of three 4-cpu nodes and two queues, each cluster driven
-// by a fake executor (fakeExec), with a fake clock and a backend whose
-// commits can be made to fail (flakyBackend). Commands: submit (some
+// of 2–3 clusters of three 4-cpu nodes in two zones and two queues, each
+// cluster driven by a fake executor (fakeExec), with a fake clock and a
+// backend whose commits can be made to fail (flakyBackend), a random
+// MaxAttempts and RequeuePreempted. Commands: submit (some
 // gangs, deadlines, client ids, failing exit codes), resubmit with the
 // same client ids, cancel a job or a job set, an executor's report (it
 // starts, finishes, returns jobs, obeys kill orders by reporting them
@@ -242,12 +243,13 @@ func (c svcCmd) String() string {
 type svcProgram struct {
 	clusters         int
 	requeuePreempted bool
+	maxAttempts      int
 	cmds             []svcCmd
 }
 
 func (p svcProgram) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d clusters, requeuePreempted=%v, %d commands:\n", p.clusters, p.requeuePreempted, len(p.cmds))
+	fmt.Fprintf(&b, "%d clusters, requeuePreempted=%v, maxAttempts=%d, %d commands:\n", p.clusters, p.requeuePreempted, p.maxAttempts, len(p.cmds))
 	for i, c := range p.cmds {
 		fmt.Fprintf(&b, "  %3d %s\n", i, c)
 	}
@@ -272,8 +274,8 @@ func servicePropertyParams() *gopter.TestParameters {
 // what went wrong.
 func serviceProperty(t *testing.T, name string, check func(p svcProgram) string) {
 	props := gopter.NewProperties(servicePropertyParams())
-	props.Property(name, prop.ForAll(func(clusters int, requeue bool, seeds []uint64) string {
-		p := svcProgram{clusters: clusters, requeuePreempted: requeue}
+	props.Property(name, prop.ForAll(func(clusters int, requeue bool, attempts int, seeds []uint64) string {
+		p := svcProgram{clusters: clusters, requeuePreempted: requeue, maxAttempts: attempts}
 		for _, s := range seeds {
 			p.cmds = append(p.cmds, decodeCmd(s))
 		}
@@ -281,7 +283,7 @@ func serviceProperty(t *testing.T, name string, check func(p svcProgram) string)
 			return msg + "\nprogram: " + p.String()
 		}
 		return ""
-	}, gen.IntRange(2, 3), gen.Bool(), gen.SliceOf(gen.UInt64())))
+	}, gen.IntRange(2, 3), gen.Bool(), gen.IntRange(1, 3), gen.SliceOf(gen.UInt64())))
 	props.TestingRun(t)
 }
 
@@ -356,7 +358,7 @@ var (
 func newSvcRun(t *testing.T, p svcProgram) (*svcRun, string) {
 	r := &svcRun{ackedIn: map[string]bool{}, seen: map[string]uint64{}, maybe: map[string]bool{}}
 	r.w = newWorld(t, func(c *Config) {
-		c.RequeuePreempted = p.requeuePreempted
+		c.RequeuePreempted, c.MaxAttempts = p.requeuePreempted, p.maxAttempts
 		r.flaky = &flakyBackend{Backend: c.Backend, maybe: r.maybe}
 		c.Backend = r.flaky
 	})
@@ -370,7 +372,8 @@ func newSvcRun(t *testing.T, p svcProgram) (*svcRun, string) {
 		name := "c" + strconv.Itoa(i)
 		nodes := nodesOf(name, 3, 4)
 		for k := range nodes {
-			nodes[k].Labels = map[string]string{"zone": name}
+			// Two zones a cluster: n0 and n1, n2.
+			nodes[k].Labels = map[string]string{"zone": fmt.Sprintf("%s-z%d", name, min(k, 1))}
 		}
 		e := &fakeExec{name: name, nodes: nodes, alive: true, held: map[string]*heldJob{}}
 		r.execs = append(r.execs, e)
