@@ -187,6 +187,7 @@ func TestClusterThatStopsReportingHasItsJobsRunningElsewhereOneLeaseTimeoutLater
 		require.NoError(t, err)
 		require.Equal(t, "c2", st[0].Cluster)
 		require.Equal(t, 2, st[0].Attempts)
+		requireLeaseExpiredOnThenLeasedTo(t, w.jobEvents("A", "s1", id), "c1", "c2", testNow)
 	}
 	// The dead cluster, back, is told to kill its stale copies.
 	back := w.report(Report{Cluster: "c1", Jobs: held(PhaseRunning, r1.Leases)})
