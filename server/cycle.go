@@ -57,6 +57,7 @@ func (s *Server) Cycle(ctx context.Context) (*CycleReport, error) {
 		s.mu.Unlock()
 		return nil, ErrCycleRunning
 	}
+	s.endBrokenGangs(ctx)
 	now := s.clock.Now()
 	rep := &CycleReport{Time: now}
 	w := s.expiries(now, rep)

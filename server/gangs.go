@@ -1,7 +1,9 @@
 package server
 
 import (
+	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -16,8 +18,11 @@ import (
 // for a cycle that can place it; when a member's lease ends for good
 // (attempts exhausted, preempted without requeue), the other members end
 // too: live ones preempted, queued ones cancelled. A member that finishes
-// (succeeded, failed with an exit code, cancelled) leaves the others
-// alone.
+// (succeeded, failed with an exit code, cancelled) leaves its running
+// mates alone; but queued members of a gang that has fewer members left
+// than its cardinality can never be placed whole (the scheduler places
+// only whole gangs), so they are cancelled, saying why. Cancelling one
+// queued member so ends its queued mates too.
 
 func (s *Server) addGangMember(j *job) {
 	k := gangKey(j.spec.Job)
@@ -29,9 +34,48 @@ func (s *Server) removeGangMember(j *job) {
 	ms := slices.DeleteFunc(s.gangs[k], func(m *job) bool { return m == j })
 	if len(ms) == 0 {
 		delete(s.gangs, k)
+		delete(s.brokenGangs, k)
 		return
 	}
 	s.gangs[k] = ms
+	s.brokenGangs[k] = true
+}
+
+// endBrokenGangs cancels the queued members of gangs left with fewer
+// members than their cardinality (see above), in one write. A failure
+// leaves the gangs marked, for the next write to retry. The caller holds
+// mu.
+func (s *Server) endBrokenGangs(ctx context.Context) {
+	if len(s.brokenGangs) == 0 {
+		return
+	}
+	now := s.clock.Now()
+	w := &backend.Write{}
+	for _, k := range slices.Sorted(maps.Keys(s.brokenGangs)) {
+		ms := s.gangs[k]
+		if len(ms) == 0 || len(ms) >= ms[0].spec.Job.Gang.Cardinality {
+			delete(s.brokenGangs, k)
+			continue
+		}
+		for _, m := range ms {
+			if m.state != events.Queued {
+				continue
+			}
+			sj := m.spec.Job
+			w.Events = append(w.Events, events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID,
+				Type: events.Cancelled, Reason: fmt.Sprintf("gang %s cannot run whole: %d of its %d members have not ended",
+					sj.Gang.ID, len(ms), sj.Gang.Cardinality)})
+		}
+	}
+	if len(w.Events) == 0 {
+		clear(s.brokenGangs)
+		return
+	}
+	if _, err := s.commit(ctx, w); err == nil {
+		// The cancelled members marked their gangs again; those have no
+		// queued member left.
+		clear(s.brokenGangs)
+	}
 }
 
 // followGangs appends to w, for every gang member whose lease w ends, the
@@ -50,8 +94,14 @@ func (s *Server) followGangs(w *backend.Write, now time.Time) {
 			continue
 		}
 		if touched == nil {
+			// Members whose lease (or queued wait) this write ends
+			// already; a running or cancel-requested event ends nothing.
 			touched = make(map[*job]bool)
 			for k := 0; k < n; k++ {
+				switch w.Events[k].Type {
+				case events.Running, events.CancelRequested, events.Leased:
+					continue
+				}
 				if m := s.jobs[w.Events[k].Job]; m != nil {
 					touched[m] = true
 				}

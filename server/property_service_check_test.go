@@ -582,7 +582,7 @@ func (r *svcRun) settle() string {
 		if msg != "" {
 			return msg
 		}
-		if !slices.ContainsFunc(r.acked, func(id string) bool { return !v.jobs[id].State.Terminal() && !incompleteGang(v, id) }) {
+		if !slices.ContainsFunc(r.acked, func(id string) bool { return !v.jobs[id].State.Terminal() }) {
 			return ""
 		}
 		r.w.clock.advance(5 * time.Second)
@@ -604,7 +604,7 @@ func (r *svcRun) settle() string {
 	v, _ := r.view()
 	var stuck []string
 	for _, id := range r.acked {
-		if st := v.jobs[id]; !st.State.Terminal() && !incompleteGang(v, id) {
+		if st := v.jobs[id]; !st.State.Terminal() {
 			stuck = append(stuck, fmt.Sprintf("%s %s attempts %d on %q", id, st.State, st.Attempts, st.Cluster))
 		}
 	}
@@ -614,20 +614,3 @@ func (r *svcRun) settle() string {
 	return "jobs never ended: " + strings.Join(stuck, "; ")
 }
 
-// incompleteGang reports whether id is a queued gang member that waits
-// for members that are not queued: the scheduler places only whole gangs,
-// so it waits for ever. (A design question for the lead, not checked
-// here: cancelling one queued member, or one member's lease ending while
-// the others run, leaves the rest of its gang so.)
-func incompleteGang(v *svcView, id string) bool {
-	sj := v.recs[id].Spec.Job
-	if !sj.IsGang() || v.jobs[id].State != events.Queued {
-		return false
-	}
-	for other, rec := range v.recs {
-		if rec.Spec.Job.IsGang() && gangKey(rec.Spec.Job) == gangKey(sj) && v.jobs[other].State != events.Queued {
-			return true
-		}
-	}
-	return false
-}

@@ -782,3 +782,14 @@ func (r *svcRun) recreateQueue(q string) string {
 	}
 	return ""
 }
+
+// TestPropertyServiceNeverLeasesAJobBackToAClusterWhereItFailedWhileAnotherHadRoom
+// runs the same programs with rule 5 checked after every cycle: a job
+// (a gang) whose lease expired or was returned on a cluster is not leased
+// there again while another cluster in the cycle, where it did not fail,
+// had free room for it (svcRun.checkAvoid).
+func TestPropertyServiceNeverLeasesAJobBackToAClusterWhereItFailedWhileAnotherHadRoom(t *testing.T) {
+	serviceProperty(t, "avoid failed clusters", func(p svcProgram) string {
+		return runProgram(t, p, true)
+	})
+}

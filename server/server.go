@@ -153,6 +153,9 @@ type Server struct {
 	// gangs lists the non-terminal members of each gang (gangKey): a gang
 	// id in use is not reused, and a gang is queued again whole.
 	gangs map[string][]*job
+	// brokenGangs marks gangs that lost a member since they were last
+	// checked (endBrokenGangs).
+	brokenGangs map[string]bool
 	// clusters are the executors' clusters, by name; nodes maps a node's
 	// name in the cycle's snapshot (cluster/node) to it.
 	clusters map[string]*cluster
@@ -234,6 +237,7 @@ func (s *Server) load(ctx context.Context) error {
 	s.queues = make(map[string]*flotilla.Queue)
 	s.jobs = make(map[string]*job)
 	s.gangs = make(map[string][]*job)
+	s.brokenGangs = make(map[string]bool)
 	s.clusters = make(map[string]*cluster)
 	s.nodes = make(map[string]nodeRef)
 	qs, err := s.be.ListQueues(ctx)
@@ -262,6 +266,13 @@ func (s *Server) load(ctx context.Context) error {
 	})
 	if err != nil {
 		return fmt.Errorf("server: loading live jobs: %w", err)
+	}
+	// Gangs that lost members before the restart are settled by the first
+	// write (endBrokenGangs).
+	for k, ms := range s.gangs {
+		if len(ms) < ms[0].spec.Job.Gang.Cardinality {
+			s.brokenGangs[k] = true
+		}
 	}
 	return s.loadUsage(ctx, now)
 }
@@ -302,6 +313,7 @@ func (s *Server) commit(ctx context.Context, w *backend.Write) ([]events.Event, 
 	}
 	close(s.changed)
 	s.changed = make(chan struct{})
+	s.endBrokenGangs(ctx)
 	return stored, nil
 }
 

@@ -218,3 +218,48 @@ func TestGangMemberWhoseLeaseIsReturnedTakesItsRunningMatesBackToTheQueueWithIt(
 	require.Len(t, reply.Kill, 2, "the running mates are stopped")
 	require.Equal(t, 3, w.cycle().Leased, "the gang is leased again whole")
 }
+
+func TestQueuedMembersOfAGangThatCannotRunWholeAreCancelledSayingWhy(t *testing.T) {
+	t.Run("one queued member cancelled", func(t *testing.T) {
+		w := newWorld(t)
+		w.queue("A")
+		ids := w.submit("A", "s1", gangJobs("g", 3, "1"))
+		_, err := w.srv.Cancel(w.ctx, ids[0])
+		require.NoError(t, err)
+		for _, id := range ids {
+			require.Equal(t, events.CancelledState, w.state(id), id)
+		}
+		st, err := w.srv.Status(w.ctx, ids[1])
+		require.NoError(t, err)
+		require.Contains(t, st[0].Reason, "gang g cannot run whole: 2 of its 3 members have not ended")
+	})
+	t.Run("a member succeeded, the others' leases ended", func(t *testing.T) {
+		w := newWorld(t)
+		w.queue("A")
+		w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 1, 4)})
+		ids := w.submit("A", "s1", gangJobs("g", 2, "1"))
+		w.cycle()
+		r := w.report(Report{Cluster: "c1"})
+		done := held(PhaseSucceeded, r.Leases[:1])
+		done = append(done, held(PhaseReturned, r.Leases[1:])...)
+		w.report(Report{Cluster: "c1", Jobs: done})
+		states := []events.State{w.state(ids[0]), w.state(ids[1])}
+		require.ElementsMatch(t, []events.State{events.SucceededState, events.CancelledState}, states)
+	})
+}
+
+func TestGangMateStartingInTheReportThatReturnsAMemberIsQueuedAgainWithIt(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 2, 4)})
+	ids := w.submit("A", "s1", gangJobs("g", 2, "1"))
+	w.cycle()
+	r := w.report(Report{Cluster: "c1"})
+	jobs := held(PhaseRunning, r.Leases) // the mate starts in this very report
+	jobs[0].Phase = PhaseReturned
+	w.report(Report{Cluster: "c1", Jobs: jobs})
+	for _, id := range ids {
+		require.Equal(t, events.Queued, w.state(id), id)
+	}
+	require.Equal(t, 2, w.cycle().Leased)
+}
