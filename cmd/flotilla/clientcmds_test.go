@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -114,4 +115,18 @@ func TestWatchExitsOneWhenItCannotWriteItsOutput(t *testing.T) {
 	code := run(ctx, []string{"watch", "-server", p.url, "-queue", "A", "-jobset", "s"}, failingWriter{}, &errOut)
 	require.NoError(t, ctx.Err(), "watch went on after its output failed: %s", errOut.String())
 	require.Equal(t, 1, code, errOut.String())
+}
+
+func TestStatusJSONGivesEveryFieldOfServiceMDForEveryJob(t *testing.T) {
+	ctx := context.Background()
+	p := newInProcess(t)
+	ids := p.submit(t, 1)
+	var out, errOut bytes.Buffer
+	code := run(ctx, []string{"status", "-server", p.url, "-o", "json", ids[0]}, &out, &errOut)
+	require.Equal(t, 0, code, errOut.String())
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(out.Bytes(), &got))
+	for _, k := range []string{"job", "queue", "jobSet", "state", "attempts", "cluster", "node", "reason"} {
+		require.Contains(t, got, k, "a queued job's status: %s", out.String())
+	}
 }
