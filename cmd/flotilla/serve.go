@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -141,6 +142,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
+	var tlsConfig *tls.Config
+	if *tlsCert != "" {
+		// Read before listening: a certificate that cannot be used is bad
+		// input (exit 2), not a server that stops after saying it listens.
+		cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
+		if err != nil {
+			return bad("-tls-cert %s -tls-key %s: %v", *tlsCert, *tlsKey, err)
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}}
+	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
 	be := memory.New(cfg.Schema)
 	defer be.Close()
@@ -174,6 +185,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return reqCtx },
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		TLSConfig:         tlsConfig,
 	}
 	scheme := "http"
 	if *tlsCert != "" {
@@ -181,8 +193,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	served := make(chan error, 1)
 	go func() {
-		if *tlsCert != "" {
-			served <- hs.ServeTLS(ln, *tlsCert, *tlsKey)
+		if tlsConfig != nil {
+			served <- hs.ServeTLS(ln, "", "") // the certificate is in TLSConfig
 		} else {
 			served <- hs.Serve(ln)
 		}
