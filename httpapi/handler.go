@@ -340,7 +340,7 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) {
 		if !p.Admin() {
 			sts, err := h.srv.Status(r.Context(), req.JobIDs...)
 			if err != nil {
-				h.fail(w, r, err, false)
+				h.fail(w, r, err, true)
 				return
 			}
 			for _, st := range sts {
@@ -352,7 +352,7 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) {
 		res, err = h.srv.Cancel(r.Context(), req.JobIDs...)
 	}
 	if err != nil {
-		h.fail(w, r, err, false)
+		h.fail(w, r, err, true) // an unknown job or queue is 404, as for status
 		return
 	}
 	writeJSON(w, http.StatusOK, api.CancelResponseOf(res))
