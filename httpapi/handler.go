@@ -110,21 +110,44 @@ type principalKey struct{}
 // token when auth is on) and bounds its body.
 func (h *Handler) authed(fn http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		p := h.anon
-		if h.opts.Auth != nil {
-			tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			var known bool
-			if ok {
-				p, known = h.opts.Auth.Lookup(strings.TrimSpace(tok))
-			}
-			if !known {
-				h.refuse(w, r, http.StatusUnauthorized, "", "a known bearer token is required")
-				return
-			}
+		p, ok := h.principalOf(w, r)
+		if !ok {
+			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes)
 		fn(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	}
+}
+
+// principalOf resolves the request's principal, answering 401 (and
+// reporting false) when auth is on and the request has no known bearer
+// token.
+func (h *Handler) principalOf(w http.ResponseWriter, r *http.Request) (*Principal, bool) {
+	if h.opts.Auth == nil {
+		return h.anon, true
+	}
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	var p *Principal
+	var known bool
+	if ok {
+		p, known = h.opts.Auth.Lookup(strings.TrimSpace(tok))
+	}
+	if !known {
+		h.refuse(w, r, http.StatusUnauthorized, "", "a known bearer token is required")
+	}
+	return p, known
+}
+
+// Authenticated guards a handler served beside the API (the flotilla
+// command's /metrics): with Options.Auth, a request without a known bearer
+// token is refused with 401 and logged, whatever the token's rights;
+// without Auth every request passes.
+func (h *Handler) Authenticated(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := h.principalOf(w, r); ok {
+			next.ServeHTTP(w, r)
+		}
+	})
 }
 
 func principal(r *http.Request) *Principal { return r.Context().Value(principalKey{}).(*Principal) }

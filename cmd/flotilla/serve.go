@@ -168,7 +168,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	api := httpapi.New(srv, httpapi.Options{Auth: auth, Logger: log, Observe: m.observe})
 	mux := http.NewServeMux()
 	mux.Handle("/", api)
-	mux.Handle("GET /metrics", m.handler())
+	// Metrics name the queues and their load: with -auth, any known token
+	// may read them (Prometheus sends one with its scrape's authorization),
+	// none may not.
+	mux.Handle("GET /metrics", api.Authenticated(m.handler()))
 
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

@@ -76,3 +76,39 @@ func TestServeWithTLSAnswersOverHTTPSAndStopsWithZero(t *testing.T) {
 	stop()
 	require.Equal(t, 0, <-done, errOut.String())
 }
+
+func TestServeWithAuthRefusesMetricsWithoutAKnownToken(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	auth := filepath.Join(t.TempDir(), "auth.json")
+	require.NoError(t, os.WriteFile(auth, []byte(`{"tokens": [{"token": "t-mon", "principal": "prometheus"}]}`), 0o600))
+	srvCtx, stop := context.WithCancel(ctx)
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	var errOut bytes.Buffer
+	go func() {
+		done <- run(srvCtx, []string{"serve", "-listen", "127.0.0.1:0", "-auth", auth}, pw, &errOut)
+		_ = pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	require.NoError(t, err)
+	url := strings.TrimPrefix(strings.TrimSpace(line), "listening on ")
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	for token, want := range map[string]int{"": http.StatusUnauthorized, "t-wrong": http.StatusUnauthorized, "t-mon": http.StatusOK} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/metrics", nil)
+		require.NoError(t, err)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		require.Equal(t, want, resp.StatusCode, "token %q", token)
+	}
+	resp, err := http.Get(url + "/healthz")
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "probes need no token")
+	stop()
+	require.Equal(t, 0, <-done, errOut.String())
+}
