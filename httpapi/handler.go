@@ -49,6 +49,8 @@ type Handler struct {
 	srv  *server.Server
 	opts Options
 	mux  *http.ServeMux
+	// anon is the principal of every request when Options.Auth is nil: it
+	// may do everything.
 	anon *Principal
 }
 
