@@ -110,11 +110,13 @@ type JobStatus struct {
 	JobSet   string `json:"jobSet"`
 	State    string `json:"state"`
 	Attempts int    `json:"attempts"`
-	Cluster  string `json:"cluster,omitempty"`
-	Node     string `json:"node,omitempty"`
+	// Cluster and Node are the live lease's; empty (never omitted: a
+	// script reads every field SERVICE.md names) when there is none.
+	Cluster string `json:"cluster"`
+	Node    string `json:"node"`
 	// Reason: for a queued job, why it is not running yet (quantified);
 	// otherwise the reason of its last event that gave one.
-	Reason          string `json:"reason,omitempty"`
+	Reason          string `json:"reason"`
 	CancelRequested bool   `json:"cancelRequested,omitempty"`
 }
 

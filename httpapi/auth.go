@@ -38,10 +38,6 @@ type Principal struct {
 	admin                   bool
 }
 
-// Anonymous is the principal of every request to a server without auth:
-// it may do everything.
-var anonymous = &Principal{Name: "anonymous", admin: true}
-
 func allows(list []string, name string) bool {
 	return slices.Contains(list, "*") || slices.Contains(list, name)
 }

@@ -9,4 +9,9 @@
 // right; 404 no such queue or job; 409 a queue that exists or still has
 // jobs; 413 a body over the limit; 503 storage unavailable; 500 otherwise.
 // A refused request changes nothing.
+//
+// Health (/healthz, /readyz) and the OpenAPI document need no token.
+// Handler.Authenticated guards what a program serves beside the API: the
+// flotilla command's /metrics needs a known token (any principal) when auth
+// is on.
 package httpapi

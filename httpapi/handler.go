@@ -49,6 +49,8 @@ type Handler struct {
 	srv  *server.Server
 	opts Options
 	mux  *http.ServeMux
+	// anon is the principal of every request when Options.Auth is nil: it
+	// may do everything.
 	anon *Principal
 }
 
@@ -110,21 +112,44 @@ type principalKey struct{}
 // token when auth is on) and bounds its body.
 func (h *Handler) authed(fn http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		p := h.anon
-		if h.opts.Auth != nil {
-			tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			var known bool
-			if ok {
-				p, known = h.opts.Auth.Lookup(strings.TrimSpace(tok))
-			}
-			if !known {
-				h.refuse(w, r, http.StatusUnauthorized, "", "a known bearer token is required")
-				return
-			}
+		p, ok := h.principalOf(w, r)
+		if !ok {
+			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes)
 		fn(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	}
+}
+
+// principalOf resolves the request's principal, answering 401 (and
+// reporting false) when auth is on and the request has no known bearer
+// token.
+func (h *Handler) principalOf(w http.ResponseWriter, r *http.Request) (*Principal, bool) {
+	if h.opts.Auth == nil {
+		return h.anon, true
+	}
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	var p *Principal
+	var known bool
+	if ok {
+		p, known = h.opts.Auth.Lookup(strings.TrimSpace(tok))
+	}
+	if !known {
+		h.refuse(w, r, http.StatusUnauthorized, "", "a known bearer token is required")
+	}
+	return p, known
+}
+
+// Authenticated guards a handler served beside the API (the flotilla
+// command's /metrics): with Options.Auth, a request without a known bearer
+// token is refused with 401 and logged, whatever the token's rights;
+// without Auth every request passes.
+func (h *Handler) Authenticated(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := h.principalOf(w, r); ok {
+			next.ServeHTTP(w, r)
+		}
+	})
 }
 
 func principal(r *http.Request) *Principal { return r.Context().Value(principalKey{}).(*Principal) }
@@ -340,7 +365,7 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) {
 		if !p.Admin() {
 			sts, err := h.srv.Status(r.Context(), req.JobIDs...)
 			if err != nil {
-				h.fail(w, r, err, false)
+				h.fail(w, r, err, true)
 				return
 			}
 			for _, st := range sts {
@@ -352,7 +377,7 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) {
 		res, err = h.srv.Cancel(r.Context(), req.JobIDs...)
 	}
 	if err != nil {
-		h.fail(w, r, err, false)
+		h.fail(w, r, err, true) // an unknown job or queue is 404, as for status
 		return
 	}
 	writeJSON(w, http.StatusOK, api.CancelResponseOf(res))

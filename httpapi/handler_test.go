@@ -148,3 +148,21 @@ func TestBadInputIsA400NamingFieldAndValueAndStoresNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, evs)
 }
+
+func TestCancelOfAnUnknownJobOrQueueIsA404AsStatusIs(t *testing.T) {
+	ctx := context.Background()
+	auth, err := httpapi.ParseAuth([]byte(authFile))
+	require.NoError(t, err)
+	s := newService(t, httpapi.Options{Auth: auth})
+	ops, alice := s.client(t, "t-ops"), s.client(t, "t-alice")
+	_, err = ops.CreateQueue(ctx, api.Queue{Name: "A"})
+	require.NoError(t, err)
+	for name, call := range map[string]func() error{
+		"status":                 func() error { _, err := ops.Status(ctx, "no-such-job"); return err },
+		"cancel by an admin":     func() error { _, err := ops.Cancel(ctx, "no-such-job"); return err },
+		"cancel by a submitter":  func() error { _, err := alice.Cancel(ctx, "no-such-job"); return err },
+		"cancel a missing queue": func() error { _, err := ops.CancelJobSet(ctx, "Z", "s"); return err },
+	} {
+		require.ErrorIs(t, call(), client.ErrNotFound, name)
+	}
+}

@@ -367,7 +367,12 @@ func watchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return c.usage("%v", err)
 	}
 	// With -until-done, the jobs that exist now are those of the log so
-	// far, replayed into a job set that then follows the stream.
+	// far, replayed into a job set that then follows the stream. The
+	// stream starts no later than the log's end, so that the set sees every
+	// event after it even when -from lies beyond; only events from -from
+	// are printed.
+	from := *jf.from
+	next := from // the next event the stream is to deliver
 	var waiting map[string]bool
 	var set *events.JobSet
 	if *untilDone {
@@ -389,20 +394,34 @@ func watchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			}
 		}
 		if len(waiting) == 0 {
+			// Done already: the stored events from -from, then exit.
+			for _, e := range all {
+				if e.Seq >= from {
+					if code := printEvent(c, e, asJSON); code != 0 {
+						fmt.Fprintln(stderr, "flotilla watch: writing the output failed")
+						return code
+					}
+				}
+			}
 			return 0
 		}
+		next = min(next, set.Next())
 	}
 	errDone := errors.New("done")
-	from := *jf.from
+	var stop error // set by the callback when the watch cannot go on
 	for {
-		err := cl.Watch(ctx, *jf.queue, *jf.jobSet, from, func(e events.Event) error {
-			from = e.Seq + 1
-			if code := printEvent(c, e, asJSON); code != 0 {
-				return errors.New("writing the output failed")
+		err := cl.Watch(ctx, *jf.queue, *jf.jobSet, next, func(e events.Event) error {
+			next = e.Seq + 1
+			if e.Seq >= from {
+				if code := printEvent(c, e, asJSON); code != 0 {
+					stop = errors.New("writing the output failed")
+					return stop
+				}
 			}
 			if set != nil && e.Seq == set.Next() {
 				if err := set.Apply(e); err != nil {
-					return err
+					stop = fmt.Errorf("the job set's log does not replay: %w", err)
+					return stop
 				}
 				if j, _ := set.Job(e.Job); j.State.Terminal() {
 					delete(waiting, e.Job)
@@ -416,11 +435,14 @@ func watchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		switch {
 		case errors.Is(err, errDone):
 			return 0
+		case stop != nil:
+			fmt.Fprintf(stderr, "flotilla watch: %v\n", stop)
+			return 1
 		case ctx.Err() != nil:
 			return 0
 		case errors.Is(err, io.ErrUnexpectedEOF) || isConnError(err):
 			// The connection dropped: resume after the last event seen.
-			fmt.Fprintf(stderr, "flotilla watch: %v; reconnecting from %d\n", err, from)
+			fmt.Fprintf(stderr, "flotilla watch: %v; reconnecting from %d\n", err, next)
 			select {
 			case <-ctx.Done():
 				return 0

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -141,6 +142,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
+	var tlsConfig *tls.Config
+	if *tlsCert != "" {
+		// Read before listening: a certificate that cannot be used is bad
+		// input (exit 2), not a server that stops after saying it listens.
+		cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
+		if err != nil {
+			return bad("-tls-cert %s -tls-key %s: %v", *tlsCert, *tlsKey, err)
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}}
+	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
 	be := memory.New(cfg.Schema)
 	defer be.Close()
@@ -157,7 +168,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	api := httpapi.New(srv, httpapi.Options{Auth: auth, Logger: log, Observe: m.observe})
 	mux := http.NewServeMux()
 	mux.Handle("/", api)
-	mux.Handle("GET /metrics", m.handler())
+	// Metrics name the queues and their load: with -auth, any known token
+	// may read them (Prometheus sends one with its scrape's authorization),
+	// none may not.
+	mux.Handle("GET /metrics", api.Authenticated(m.handler()))
 
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -174,6 +188,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return reqCtx },
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		TLSConfig:         tlsConfig,
 	}
 	scheme := "http"
 	if *tlsCert != "" {
@@ -181,8 +196,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	served := make(chan error, 1)
 	go func() {
-		if *tlsCert != "" {
-			served <- hs.ServeTLS(ln, *tlsCert, *tlsKey)
+		if tlsConfig != nil {
+			served <- hs.ServeTLS(ln, "", "") // the certificate is in TLSConfig
 		} else {
 			served <- hs.Serve(ln)
 		}
