@@ -613,4 +613,3 @@ func (r *svcRun) settle() string {
 	}
 	return "jobs never ended: " + strings.Join(stuck, "; ")
 }
-
