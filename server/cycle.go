@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/flotilla-sched/flotilla/backend"
@@ -117,8 +116,8 @@ func (s *Server) Drain() {
 func (s *Server) expiries(now time.Time, rep *CycleReport) *backend.Write {
 	var due []*job
 	for _, c := range s.clusters {
-		for j := range c.live {
-			if now.Sub(j.renewed) >= s.cfg.LeaseTimeout || s.pastDeadline(j, now) {
+		for _, j := range c.live {
+			if j != nil && (now.Sub(j.lease.renewed) >= s.cfg.LeaseTimeout || s.pastDeadline(j, now)) {
 				due = append(due, j)
 			}
 		}
@@ -126,27 +125,31 @@ func (s *Server) expiries(now time.Time, rep *CycleReport) *backend.Write {
 	sortJobs(due)
 	w := &backend.Write{}
 	for _, j := range due {
+		l := j.lease
 		if s.pastDeadline(j, now) {
 			sj := j.spec.Job
 			w.Events = append(w.Events, events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID,
-				Type: events.Failed, Cluster: j.cluster.name, Node: j.node, Attempt: j.attempts,
-				Reason: fmt.Sprintf("deadline exceeded: active for %s, deadline %s", now.Sub(j.leased), j.spec.ActiveDeadline)})
+				Type: events.Failed, Cluster: l.cluster.name, Node: l.node, Attempt: int(j.attempts),
+				Reason: fmt.Sprintf("deadline exceeded: active for %s, deadline %s", now.Sub(l.leased), j.spec.ActiveDeadline)})
 			rep.DeadlineExceeded++
 			continue
 		}
 		w.Events = append(w.Events, s.leaseEnd(j, events.LeaseExpired, now,
-			fmt.Sprintf("lease not renewed by cluster %s for %s (lease timeout %s)", j.cluster.name, now.Sub(j.renewed), s.cfg.LeaseTimeout)))
+			fmt.Sprintf("lease not renewed by cluster %s for %s (lease timeout %s)", l.cluster.name, now.Sub(l.renewed), s.cfg.LeaseTimeout)))
 		rep.Expired++
 	}
 	return w
 }
 
 func (s *Server) pastDeadline(j *job, now time.Time) bool {
-	return j.spec.ActiveDeadline > 0 && now.Sub(j.leased) >= j.spec.ActiveDeadline
+	return j.spec.ActiveDeadline > 0 && now.Sub(j.lease.leased) >= j.spec.ActiveDeadline
 }
 
 // snapshot builds the cycle's snapshot: live clusters' nodes and leases,
-// every queue, the queued-job store. The caller holds mu.
+// every queue, the queued-job store. The caller holds mu. Its Running are
+// in cluster name order, each cluster's in job id order, so that the
+// snapshot depends on the state only, not on the order of the changes
+// that made it.
 func (s *Server) snapshot(now time.Time) *scheduler.Snapshot {
 	snap := &scheduler.Snapshot{
 		Queued:          s.store,
@@ -161,17 +164,23 @@ func (s *Server) snapshot(now time.Time) *scheduler.Snapshot {
 		}
 	}
 	slices.Sort(names)
+	running := 0
+	for _, name := range names {
+		c := s.clusters[name]
+		c.sortLive()
+		running += len(c.live)
+	}
+	snap.Running = make([]scheduler.Running, 0, running)
 	for _, name := range names {
 		c := s.clusters[name]
 		snap.Nodes = append(snap.Nodes, c.snap...)
-		for j := range c.live {
-			if _, ok := c.index[j.node]; !ok {
+		for _, j := range c.live {
+			if j.lease.nodeIdx < 0 {
 				continue // the node left the cluster; its lease will end
 			}
-			snap.Running = append(snap.Running, scheduler.Running{Job: j.sched, Node: snapName(name, j.node), Start: j.leased})
+			snap.Running = append(snap.Running, scheduler.Running{Job: j.sched, Node: c.snap[j.lease.nodeIdx].Name, Start: j.lease.leased})
 		}
 	}
-	slices.SortFunc(snap.Running, func(a, b scheduler.Running) int { return strings.Compare(a.Job.ID, b.Job.ID) })
 	qnames := make([]string, 0, len(s.queues))
 	for name := range s.queues {
 		qnames = append(qnames, name)
@@ -211,7 +220,7 @@ func (s *Server) decisions(res *scheduler.Result, now time.Time, rep *CycleRepor
 			continue
 		}
 		w.Events = append(w.Events, events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID,
-			Type: events.Leased, Cluster: l.ref.cluster.name, Node: l.ref.node, Attempt: l.j.attempts + 1})
+			Type: events.Leased, Cluster: l.ref.cluster.name, Node: l.ref.node, Attempt: int(l.j.attempts) + 1})
 		rep.Leased++
 	}
 	for _, p := range res.Preempted {
@@ -221,7 +230,7 @@ func (s *Server) decisions(res *scheduler.Result, now time.Time, rep *CycleRepor
 		}
 		sj := j.spec.Job
 		w.Events = append(w.Events, events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID,
-			Type: events.Preempted, Cluster: j.cluster.name, Node: j.node, Attempt: j.attempts,
+			Type: events.Preempted, Cluster: j.lease.cluster.name, Node: j.lease.node, Attempt: int(j.attempts),
 			Reason: preemptionReason(&p), Requeued: s.cfg.RequeuePreempted && !j.cancelRequested})
 		rep.Preempted++
 	}

@@ -146,9 +146,11 @@ func (s *Server) Report(ctx context.Context, r *Report) (*ReportReply, error) {
 	}
 	c.reported = now
 	for _, j := range plan.renew {
-		j.renewed = now
+		if j.lease != nil {
+			j.lease.renewed = now
+		}
 	}
-	return s.reply(c, r, plan.kill), nil
+	return s.reply(c, plan.stamp, plan.kill), nil
 }
 
 // checkNodes validates a report's cluster and nodes, returning the nodes
@@ -205,34 +207,54 @@ type reportPlan struct {
 	events []events.Event
 	renew  []*job
 	kill   []Kill
+	// stamp marks the leases the report lists (lease.listedIn).
+	stamp uint64
 }
 
-// planReport checks a report's jobs and plans its events.
+// jobField is the path of a report's i-th job's field f.
+func jobField(i int, f string) string { return "jobs[" + strconv.Itoa(i) + "]." + f }
+
+// planReport checks a report's jobs and plans its events. It marks the
+// live leases listed with the plan's stamp, and finds jobs listed twice by
+// those marks (a map only for jobs without a live lease).
 func (s *Server) planReport(ctx context.Context, c *cluster, r *Report, now time.Time) (*reportPlan, error) {
-	p := &reportPlan{}
+	s.reports++
+	p := &reportPlan{stamp: s.reports, renew: make([]*job, 0, len(r.Jobs))}
 	var errs []error
-	seen := make(map[string]int, len(r.Jobs))
+	var seen map[string]int // jobs listed without a live lease
 	for i := range r.Jobs {
 		jr := &r.Jobs[i]
-		f := fmt.Sprintf("jobs[%d]", i)
-		if k, dup := seen[jr.Job]; dup {
-			errs = append(errs, flotilla.Errorf(f+".job", jr.Job, flotilla.ErrDuplicate, "also jobs[%d]", k))
-			continue
+		j := s.jobs[jr.Job]
+		if j != nil && j.lease != nil {
+			l := j.lease
+			if l.listedIn == p.stamp {
+				errs = append(errs, flotilla.Errorf(jobField(i, "job"), jr.Job, flotilla.ErrDuplicate, "also jobs[%d]", l.listedAt))
+				continue
+			}
+			l.listedIn, l.listedAt = p.stamp, int32(i)
+		} else {
+			if k, dup := seen[jr.Job]; dup {
+				errs = append(errs, flotilla.Errorf(jobField(i, "job"), jr.Job, flotilla.ErrDuplicate, "also jobs[%d]", k))
+				continue
+			}
+			if seen == nil {
+				seen = map[string]int{}
+			}
+			seen[jr.Job] = i
 		}
-		seen[jr.Job] = i
 		if !slices.Contains(phases, jr.Phase) {
-			errs = append(errs, flotilla.Errorf(f+".phase", string(jr.Phase), flotilla.ErrUnknownName, "want one of %v", phases))
+			errs = append(errs, flotilla.Errorf(jobField(i, "phase"), string(jr.Phase), flotilla.ErrUnknownName, "want one of %v", phases))
 			continue
 		}
 		switch {
 		case jr.Phase == PhaseSucceeded && jr.ExitCode != 0:
-			errs = append(errs, flotilla.Errorf(f+".exitCode", strconv.Itoa(jr.ExitCode), flotilla.ErrInconsistent, "a job that succeeded exits 0"))
+			errs = append(errs, flotilla.Errorf(jobField(i, "exitCode"), strconv.Itoa(jr.ExitCode), flotilla.ErrInconsistent, "a job that succeeded exits 0"))
 			continue
 		case jr.Phase == PhaseFailed && jr.ExitCode == 0:
-			errs = append(errs, flotilla.Errorf(f+".exitCode", "0", flotilla.ErrInconsistent, "a job that failed exits non-zero"))
+			errs = append(errs, flotilla.Errorf(jobField(i, "exitCode"), "0", flotilla.ErrInconsistent, "a job that failed exits non-zero"))
 			continue
 		}
-		if err := s.planJob(ctx, p, c, r.Cluster, f, jr, now); err != nil {
+		if err := s.planJob(ctx, p, c, r.Cluster, i, jr, j, now); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -242,16 +264,15 @@ func (s *Server) planReport(ctx context.Context, c *cluster, r *Report, now time
 	return p, nil
 }
 
-// planJob plans one job of a report.
-func (s *Server) planJob(ctx context.Context, p *reportPlan, c *cluster, clusterName, f string, jr *JobReport, now time.Time) error {
-	j := s.jobs[jr.Job]
+// planJob plans the i-th job of a report, j (nil when it has ended).
+func (s *Server) planJob(ctx context.Context, p *reportPlan, c *cluster, clusterName string, i int, jr *JobReport, j *job, now time.Time) error {
 	attempts := 0
 	if j != nil {
-		attempts = j.attempts
+		attempts = int(j.attempts)
 	} else {
 		rec, err := s.be.Job(ctx, jr.Job)
 		if errors.Is(err, backend.ErrNotFound) {
-			return flotilla.Errorf(f+".job", jr.Job, backend.ErrNotFound, "no such job")
+			return flotilla.Errorf(jobField(i, "job"), jr.Job, backend.ErrNotFound, "no such job")
 		}
 		if err != nil {
 			return err
@@ -259,11 +280,11 @@ func (s *Server) planJob(ctx context.Context, p *reportPlan, c *cluster, cluster
 		attempts = rec.State.Attempts
 	}
 	if jr.Attempt < 1 || jr.Attempt > attempts {
-		return flotilla.Errorf(f+".attempt", strconv.Itoa(jr.Attempt), ErrNotHeld, "job %q has had %d leases", jr.Job, attempts)
+		return flotilla.Errorf(jobField(i, "attempt"), strconv.Itoa(jr.Attempt), ErrNotHeld, "job %q has had %d leases", jr.Job, attempts)
 	}
-	live := j != nil && j.state.Live() && jr.Attempt == j.attempts
-	if live && j.cluster != c {
-		return flotilla.Errorf(f+".job", jr.Job, ErrNotHeld, "its lease %d is cluster %q's", jr.Attempt, j.cluster.name)
+	live := j != nil && j.state.Live() && jr.Attempt == int(j.attempts)
+	if live && j.lease.cluster != c {
+		return flotilla.Errorf(jobField(i, "job"), jr.Job, ErrNotHeld, "its lease %d is cluster %q's", jr.Attempt, j.lease.cluster.name)
 	}
 	if !live {
 		// A stale lease: the executor must stop the job, if it runs.
@@ -280,7 +301,7 @@ func (s *Server) planJob(ctx context.Context, p *reportPlan, c *cluster, cluster
 	sj := j.spec.Job
 	ev := func(t events.Type, reason string) events.Event {
 		return events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID, Type: t,
-			Cluster: clusterName, Node: j.node, Attempt: j.attempts, Reason: reason}
+			Cluster: clusterName, Node: j.lease.node, Attempt: int(j.attempts), Reason: reason}
 	}
 	switch jr.Phase {
 	case PhasePending:
@@ -316,11 +337,11 @@ func (s *Server) planJob(ctx context.Context, p *reportPlan, c *cluster, cluster
 func (s *Server) leaseEnd(j *job, t events.Type, now time.Time, reason string) events.Event {
 	sj := j.spec.Job
 	e := events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID, Type: t,
-		Cluster: j.cluster.name, Node: j.node, Attempt: j.attempts, Reason: reason}
+		Cluster: j.lease.cluster.name, Node: j.lease.node, Attempt: int(j.attempts), Reason: reason}
 	switch {
 	case j.cancelRequested:
 		e.Type, e.Reason = events.Cancelled, "cancelled: "+reason
-	case j.attempts < s.cfg.MaxAttempts:
+	case int(j.attempts) < s.cfg.MaxAttempts:
 		e.Requeued = true
 	default:
 		e.Reason = fmt.Sprintf("%s; attempts exhausted (%d of %d)", reason, j.attempts, s.cfg.MaxAttempts)
@@ -328,22 +349,18 @@ func (s *Server) leaseEnd(j *job, t events.Type, now time.Time, reason string) e
 	return e
 }
 
-// reply lists the cluster's leases the report did not list, and the jobs
-// to kill.
-func (s *Server) reply(c *cluster, r *Report, kill []Kill) *ReportReply {
-	listed := make(map[string]bool, len(r.Jobs))
-	for i := range r.Jobs {
-		listed[r.Jobs[i].Job] = true
-	}
+// reply lists the cluster's leases the report (of plan stamp) did not
+// list, and the jobs to kill.
+func (s *Server) reply(c *cluster, stamp uint64, kill []Kill) *ReportReply {
 	out := &ReportReply{Kill: kill}
-	for j := range c.live {
+	for j := range c.jobs() {
 		switch {
 		case j.cancelRequested:
-			out.Kill = append(out.Kill, Kill{Job: j.id(), Attempt: j.attempts, GracePeriod: j.spec.TerminationGracePeriod,
+			out.Kill = append(out.Kill, Kill{Job: j.id(), Attempt: int(j.attempts), GracePeriod: j.spec.TerminationGracePeriod,
 				Reason: "cancellation requested"})
-		case !listed[j.id()] && j.state == events.LeasedState:
+		case j.lease.listedIn != stamp && j.state == events.LeasedState:
 			sp := &j.spec
-			out.Leases = append(out.Leases, Lease{Job: sp.Job, Attempt: j.attempts, Node: j.node,
+			out.Leases = append(out.Leases, Lease{Job: sp.Job, Attempt: int(j.attempts), Node: j.lease.node,
 				TerminationGracePeriod: sp.TerminationGracePeriod, ActiveDeadline: sp.ActiveDeadline,
 				Runtime: sp.Runtime, ExitCode: sp.ExitCode})
 		}

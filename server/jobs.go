@@ -195,7 +195,7 @@ func (s *Server) cancel(ctx context.Context, js []*job, res CancelResult) (Cance
 			res.Finished = append(res.Finished, j.id())
 			continue
 		default:
-			e.Type, e.Attempt = events.CancelRequested, j.attempts
+			e.Type, e.Attempt = events.CancelRequested, int(j.attempts)
 			e.Reason = "cancellation requested"
 			res.Requested = append(res.Requested, j.id())
 		}

@@ -158,6 +158,9 @@ type Server struct {
 	changed chan struct{}
 	// stopping makes cycles lease nothing (Drain).
 	stopping bool
+	// reports counts the executors' reports, to stamp the leases each
+	// lists (lease.listedIn).
+	reports uint64
 }
 
 // storeOp is a queue.Store change deferred while a cycle reads the store.
@@ -271,19 +274,38 @@ func (s *Server) commit(ctx context.Context, w *backend.Write) ([]events.Event, 
 		}
 		return nil, err
 	}
-	var specs map[string]*backend.JobSpec
-	if len(w.Jobs) > 0 {
-		specs = make(map[string]*backend.JobSpec, len(w.Jobs))
-		for i := range w.Jobs {
-			specs[w.Jobs[i].Job.ID] = &w.Jobs[i]
-		}
-	}
+	specs := writeSpecs{jobs: w.Jobs}
 	for i := range stored {
-		s.apply(&stored[i], specs)
+		s.apply(&stored[i], &specs)
 	}
 	close(s.changed)
 	s.changed = make(chan struct{})
 	return stored, nil
+}
+
+// writeSpecs finds the spec of a write's submitted events: the next of
+// jobs when the events come in the jobs' order (as Submit writes them),
+// else by a map built on first need.
+type writeSpecs struct {
+	jobs []backend.JobSpec
+	next int
+	byID map[string]*backend.JobSpec
+}
+
+// spec returns the spec of the job of a submitted event of the write;
+// nil when the write has none.
+func (ws *writeSpecs) spec(id string) *backend.JobSpec {
+	if ws.byID == nil && ws.next < len(ws.jobs) && ws.jobs[ws.next].Job.ID == id {
+		ws.next++
+		return &ws.jobs[ws.next-1]
+	}
+	if ws.byID == nil {
+		ws.byID = make(map[string]*backend.JobSpec, len(ws.jobs))
+		for i := range ws.jobs {
+			ws.byID[ws.jobs[i].Job.ID] = &ws.jobs[i]
+		}
+	}
+	return ws.byID[id]
 }
 
 // storeAdd and storeRemove change the queued-job store, or defer the
