@@ -28,6 +28,8 @@ type Entry struct {
 	ClassPriority int32
 	// Key is the job's scheduling key (see SchedulingKey).
 	Key uint64
+	// prev and next link the entries of the job's job set, while stored.
+	prev, next *Entry
 }
 
 // Less is the scheduling order inside a queue: ClassPriority, higher first;
@@ -146,7 +148,7 @@ type Store struct {
 // queueIndex is one non-empty queue.
 type queueIndex struct {
 	order *btree.BTreeG[item]
-	sets  map[string]map[*Entry]struct{} // non-empty job sets
+	sets  map[string]*jobSet // non-empty job sets
 	// keys counts the queue's lone jobs (not gang members) per scheduling
 	// key; gangJobs counts its gang members.
 	keys     map[uint64]int
@@ -194,6 +196,35 @@ func New(schema *flotilla.ResourceSchema, classes []flotilla.PriorityClass, defa
 		return nil, errors.Join(errs...)
 	}
 	return s, nil
+}
+
+// jobSet lists the entries of one job set of a queue, linked through
+// Entry.prev and next: O(1) to add and remove, no map entry per job.
+type jobSet struct {
+	head *Entry
+	n    int
+}
+
+func (set *jobSet) add(e *Entry) {
+	e.prev, e.next = nil, set.head
+	if set.head != nil {
+		set.head.prev = e
+	}
+	set.head = e
+	set.n++
+}
+
+func (set *jobSet) remove(e *Entry) {
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		set.head = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	}
+	e.prev, e.next = nil, nil
+	set.n--
 }
 
 // NewEntry returns the entry Add would store for j, without storing it or
@@ -247,7 +278,7 @@ func (s *Store) Add(j *flotilla.Job) error {
 	if q == nil {
 		q = &queueIndex{
 			order: btree.NewWithFreeListG(degree, lessItem, s.free),
-			sets:  make(map[string]map[*Entry]struct{}),
+			sets:  make(map[string]*jobSet),
 		}
 		n := s.schema.Len()
 		q.keys = make(map[uint64]int)
@@ -257,11 +288,11 @@ func (s *Store) Add(j *flotilla.Job) error {
 	q.count(e, true)
 	set := q.sets[j.JobSet]
 	if set == nil {
-		set = make(map[*Entry]struct{})
+		set = &jobSet{}
 		q.sets[j.JobSet] = set
 	}
 	q.order.ReplaceOrInsert(itemOf(e))
-	set[e] = struct{}{}
+	set.add(e)
 	s.byID[j.ID] = e
 	return nil
 }
@@ -276,10 +307,10 @@ func (s *Store) Remove(id string) (*flotilla.Job, bool) {
 	q := s.queues[e.Job.Queue]
 	s.drop(q, e)
 	q.count(e, false)
-	if set := q.sets[e.Job.JobSet]; len(set) == 1 {
+	set := q.sets[e.Job.JobSet]
+	set.remove(e)
+	if set.n == 0 {
 		delete(q.sets, e.Job.JobSet)
-	} else {
-		delete(set, e)
 	}
 	if q.order.Len() == 0 {
 		delete(s.queues, e.Job.Queue)
@@ -446,11 +477,11 @@ func (s *Store) Queues() []string {
 // O(k log k); nil when there are none.
 func (s *Store) setEntries(q *queueIndex, jobSet string) []*Entry {
 	set := q.sets[jobSet]
-	if len(set) == 0 {
+	if set == nil || set.n == 0 {
 		return nil
 	}
-	entries := make([]*Entry, 0, len(set))
-	for e := range set {
+	entries := make([]*Entry, 0, set.n)
+	for e := set.head; e != nil; e = e.next {
 		entries = append(entries, e)
 	}
 	slices.SortFunc(entries, compareEntries)
@@ -491,6 +522,7 @@ func (s *Store) RemoveJobSet(queue, jobSet string) []*flotilla.Job {
 	delete(q.sets, jobSet)
 	jobs := make([]*flotilla.Job, len(entries))
 	for i, e := range entries {
+		e.prev, e.next = nil, nil
 		s.drop(q, e)
 		q.count(e, false)
 		jobs[i] = e.Job
