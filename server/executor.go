@@ -150,6 +150,8 @@ func (s *Server) Report(ctx context.Context, r *Report) (*ReportReply, error) {
 			j.lease.renewed = now
 		}
 	}
+	clear(plan.renew)
+	s.renew = plan.renew[:0]
 	return s.reply(c, plan.stamp, plan.kill), nil
 }
 
@@ -219,7 +221,7 @@ func jobField(i int, f string) string { return "jobs[" + strconv.Itoa(i) + "]." 
 // those marks (a map only for jobs without a live lease).
 func (s *Server) planReport(ctx context.Context, c *cluster, r *Report, now time.Time) (*reportPlan, error) {
 	s.reports++
-	p := &reportPlan{stamp: s.reports, renew: make([]*job, 0, len(r.Jobs))}
+	p := &reportPlan{stamp: s.reports, renew: s.renew[:0]}
 	var errs []error
 	var seen map[string]int // jobs listed without a live lease
 	for i := range r.Jobs {

@@ -161,6 +161,8 @@ type Server struct {
 	// reports counts the executors' reports, to stamp the leases each
 	// lists (lease.listedIn).
 	reports uint64
+	// renew is Report's buffer of the leases it renews.
+	renew []*job
 }
 
 // storeOp is a queue.Store change deferred while a cycle reads the store.
