@@ -75,6 +75,8 @@ func (s *Server) Cycle(ctx context.Context) (*CycleReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	clear(snap.Running) // the buffer is the next snapshot's
+	s.running = snap.Running[:0]
 	w = s.decisions(res, now, rep)
 	if _, err := s.commit(ctx, w); err != nil {
 		return nil, err
@@ -116,11 +118,24 @@ func (s *Server) Drain() {
 func (s *Server) expiries(now time.Time, rep *CycleReport) *backend.Write {
 	var due []*job
 	for _, c := range s.clusters {
+		if c.dueKnown && now.Before(c.nextDue) {
+			continue
+		}
+		// The next due time counts the leases due now: if their events
+		// are not stored, the next cycle looks again.
+		next, any := time.Time{}, false
 		for _, j := range c.live {
-			if j != nil && (now.Sub(j.lease.renewed) >= s.cfg.LeaseTimeout || s.pastDeadline(j, now)) {
+			if j == nil {
+				continue
+			}
+			if now.Sub(j.lease.renewed) >= s.cfg.LeaseTimeout || s.pastDeadline(j, now) {
 				due = append(due, j)
 			}
+			if d := j.due(s.cfg.LeaseTimeout); !any || d.Before(next) {
+				next, any = d, true
+			}
 		}
+		c.nextDue, c.dueKnown = next, any
 	}
 	sortJobs(due)
 	w := &backend.Write{}
@@ -170,7 +185,7 @@ func (s *Server) snapshot(now time.Time) *scheduler.Snapshot {
 		c.sortLive()
 		running += len(c.live)
 	}
-	snap.Running = make([]scheduler.Running, 0, running)
+	snap.Running = slices.Grow(s.running[:0], running)
 	for _, name := range names {
 		c := s.clusters[name]
 		snap.Nodes = append(snap.Nodes, c.snap...)

@@ -161,8 +161,10 @@ type Server struct {
 	// reports counts the executors' reports, to stamp the leases each
 	// lists (lease.listedIn).
 	reports uint64
-	// renew is Report's buffer of the leases it renews.
-	renew []*job
+	// renew is Report's buffer of the leases it renews; running the
+	// snapshot's buffer of running jobs, kept between cycles.
+	renew   []*job
+	running []scheduler.Running
 }
 
 // storeOp is a queue.Store change deferred while a cycle reads the store.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/events"
 	"github.com/flotilla-sched/flotilla/scheduler"
 )
 
@@ -104,7 +105,7 @@ func TestClusterLiveListMatchesTheSetOfLiveJobsInIDOrder(t *testing.T) {
 				next++
 				id := "j" + strconv.Itoa(rng.IntN(1_000_000)) + "-" + strconv.Itoa(next)
 				j := &job{spec: backend.JobSpec{Job: &flotilla.Job{ID: id}}}
-				c.addLive(j, "n", time.Time{}, time.Time{})
+				c.addLive(j, "n", time.Time{}, time.Time{}, time.Minute)
 				oracle[id] = j
 			case k < 9 && len(oracle) > 0:
 				ids := slices.Sorted(mapKeys(oracle))
@@ -149,4 +150,53 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 			}
 		}
 	}
+}
+
+func TestLeaseWithAnEarlierDeadlineThanTheClustersOthersFailsOnTime(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 1, 4)})
+	long := JobTemplate{Requests: map[string]string{"cpu": "1"}, ActiveDeadline: "1h"}
+	w.submit("A", "s1", long)
+	w.cycle()
+	ls := w.report(Report{Cluster: "c1"}).Leases
+	w.clock.advance(time.Second)
+	w.cycle() // nothing due for a while on c1
+	short := JobTemplate{Requests: map[string]string{"cpu": "1"}, ActiveDeadline: "5s"}
+	ids := w.submit("A", "s1", short)
+	require.Equal(t, 1, w.cycle().Leased)
+	ls = append(ls, w.report(Report{Cluster: "c1", Jobs: held(PhaseRunning, ls)}).Leases...)
+	require.Len(t, ls, 2)
+	for range 6 {
+		w.clock.advance(time.Second)
+		w.report(Report{Cluster: "c1", Jobs: held(PhaseRunning, ls)})
+		w.cycle()
+	}
+	st, err := w.srv.Status(w.ctx, ids[0])
+	require.NoError(t, err)
+	require.Equal(t, events.FailedState, st[0].State)
+	require.Contains(t, st[0].Reason, "deadline exceeded")
+	require.Equal(t, events.RunningState, w.state(ls[0].Job.ID))
+}
+
+func TestLeaseNotRenewedExpiresOneLeaseTimeoutAfterItsLastRenewalWhileOthersAreRenewed(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 1, 4)})
+	w.submit("A", "s1", cpuJobs(2, "1"))
+	w.cycle()
+	ls := w.report(Report{Cluster: "c1"}).Leases
+	require.Len(t, ls, 2)
+	expired := 0
+	for i := range 40 { // the executor lists only the first lease from now on
+		w.clock.advance(time.Second)
+		w.report(Report{Cluster: "c1", Jobs: held(PhaseRunning, ls[:1])})
+		rep := w.cycle()
+		if rep.Expired > 0 {
+			require.Equal(t, 29, i, "expired %s after the last renewal", time.Duration(i+1)*time.Second)
+		}
+		expired += rep.Expired
+	}
+	require.Equal(t, 1, expired)
+	require.Equal(t, events.RunningState, w.state(ls[0].Job.ID))
 }

@@ -71,7 +71,7 @@ func (j *job) restore(s *Server, st events.Job, now time.Time) {
 	case st.State == events.Queued:
 		s.storeAdd(j.sched)
 	case st.State.Live():
-		s.cluster(st.Cluster).addLive(j, st.Node, st.Leased, now)
+		s.cluster(st.Cluster).addLive(j, st.Node, st.Leased, now, s.cfg.LeaseTimeout)
 	}
 }
 
@@ -113,7 +113,7 @@ func (s *Server) apply(e *events.Event, specs *writeSpecs) {
 	case events.Leased:
 		s.storeRemove(e.Job)
 		j.state, j.attempts = events.LeasedState, int32(e.Attempt)
-		s.cluster(e.Cluster).addLive(j, e.Node, e.Time, e.Time)
+		s.cluster(e.Cluster).addLive(j, e.Node, e.Time, e.Time, s.cfg.LeaseTimeout)
 	case events.Running:
 		j.state = events.RunningState
 	case events.CancelRequested:
@@ -173,6 +173,12 @@ type cluster struct {
 	live          []*job
 	holes, sorted int
 	spare         []*job // sortLive's buffer
+	// nextDue, when dueKnown, is no later than the time the first live
+	// lease falls due (expires or passes its job's deadline): until then
+	// a cycle need not look at the cluster's leases. Renewals only delay
+	// due times, so it stays a bound; addLive lowers it.
+	nextDue  time.Time
+	dueKnown bool
 }
 
 // nodeRef resolves a snapshot node name.
@@ -203,14 +209,30 @@ func (c *cluster) jobs() iter.Seq[*job] {
 	}
 }
 
-// addLive gives j a live lease on node of the cluster.
-func (c *cluster) addLive(j *job, node string, leased, renewed time.Time) {
+// addLive gives j a live lease on node of the cluster; timeout is the
+// lease timeout.
+func (c *cluster) addLive(j *job, node string, leased, renewed time.Time, timeout time.Duration) {
 	idx, ok := c.index[node]
 	if !ok {
 		idx = -1
 	}
 	j.lease = &lease{cluster: c, node: node, leased: leased, renewed: renewed, pos: int32(len(c.live)), nodeIdx: int32(idx)}
 	c.live = append(c.live, j)
+	if due := j.due(timeout); c.dueKnown && due.Before(c.nextDue) {
+		c.nextDue = due
+	}
+}
+
+// due is when j's live lease falls due: it expires unless renewed, or its
+// job passes its active deadline.
+func (j *job) due(timeout time.Duration) time.Time {
+	due := j.lease.renewed.Add(timeout)
+	if d := j.spec.ActiveDeadline; d > 0 {
+		if dl := j.lease.leased.Add(d); dl.Before(due) {
+			return dl
+		}
+	}
+	return due
 }
 
 // removeLive ends j's lease on the cluster.
