@@ -28,8 +28,13 @@ type Entry struct {
 	ClassPriority int32
 	// Key is the job's scheduling key (see SchedulingKey).
 	Key uint64
-	// prev and next link the entries of the job's job set, while stored.
-	prev, next *Entry
+}
+
+// stored is an entry as a Store keeps it: linked with the other entries
+// of its job set.
+type stored struct {
+	Entry
+	prev, next *stored
 }
 
 // Less is the scheduling order inside a queue: ClassPriority, higher first;
@@ -140,7 +145,7 @@ type Store struct {
 	classList    []flotilla.PriorityClass
 	classes      map[string]int32
 	defaultClass string
-	byID         map[string]*Entry
+	byID         map[string]*stored
 	queues       map[string]*queueIndex
 	free         *btree.FreeListG[item] // shared by every tree
 }
@@ -171,7 +176,7 @@ func New(schema *flotilla.ResourceSchema, classes []flotilla.PriorityClass, defa
 		classList:    slices.Clone(classes),
 		classes:      make(map[string]int32, len(classes)),
 		defaultClass: defaultClass,
-		byID:         make(map[string]*Entry),
+		byID:         make(map[string]*stored),
 		queues:       make(map[string]*queueIndex),
 		free:         btree.NewFreeListG[item](btree.DefaultFreeListSize),
 	}
@@ -199,13 +204,13 @@ func New(schema *flotilla.ResourceSchema, classes []flotilla.PriorityClass, defa
 }
 
 // jobSet lists the entries of one job set of a queue, linked through
-// Entry.prev and next: O(1) to add and remove, no map entry per job.
+// stored.prev and next: O(1) to add and remove, no map entry per job.
 type jobSet struct {
-	head *Entry
+	head *stored
 	n    int
 }
 
-func (set *jobSet) add(e *Entry) {
+func (set *jobSet) add(e *stored) {
 	e.prev, e.next = nil, set.head
 	if set.head != nil {
 		set.head.prev = e
@@ -214,7 +219,7 @@ func (set *jobSet) add(e *Entry) {
 	set.n++
 }
 
-func (set *jobSet) remove(e *Entry) {
+func (set *jobSet) remove(e *stored) {
 	if e.prev != nil {
 		e.prev.next = e.next
 	} else {
@@ -233,14 +238,23 @@ func (set *jobSet) remove(e *Entry) {
 // does not validate the job against the schema (a scheduler has already
 // validated its running jobs).
 func (s *Store) NewEntry(j *flotilla.Job) (*Entry, error) {
+	e, err := s.entry(j)
+	if err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+// entry is NewEntry's entry, by value.
+func (s *Store) entry(j *flotilla.Job) (Entry, error) {
 	if j == nil {
-		return nil, flotilla.Errorf("job", "", flotilla.ErrRequired, "nil job")
+		return Entry{}, flotilla.Errorf("job", "", flotilla.ErrRequired, "nil job")
 	}
 	if j.ID == "" {
-		return nil, flotilla.Errorf("id", "", flotilla.ErrRequired, "")
+		return Entry{}, flotilla.Errorf("id", "", flotilla.ErrRequired, "")
 	}
 	if j.Queue == "" {
-		return nil, flotilla.Errorf("queue", "", flotilla.ErrRequired, "job %q", j.ID)
+		return Entry{}, flotilla.Errorf("queue", "", flotilla.ErrRequired, "job %q", j.ID)
 	}
 	class := j.PriorityClass
 	if class == "" {
@@ -248,9 +262,9 @@ func (s *Store) NewEntry(j *flotilla.Job) (*Entry, error) {
 	}
 	prio, ok := s.classes[class]
 	if !ok {
-		return nil, flotilla.Errorf("priorityClass", j.PriorityClass, flotilla.ErrUnknownName, "job %q", j.ID)
+		return Entry{}, flotilla.Errorf("priorityClass", j.PriorityClass, flotilla.ErrUnknownName, "job %q", j.ID)
 	}
-	return &Entry{Job: j, ClassPriority: prio, Key: SchedulingKey(j, prio)}, nil
+	return Entry{Job: j, ClassPriority: prio, Key: SchedulingKey(j, prio)}, nil
 }
 
 // Add stores j in its queue, in O(log n). Errors are *flotilla.FieldError:
@@ -267,13 +281,15 @@ func (s *Store) Add(j *flotilla.Job) error {
 			return flotilla.Errorf("id", j.ID, flotilla.ErrDuplicate, "already queued")
 		}
 	}
-	e, err := s.NewEntry(j)
+	v, err := s.entry(j)
 	if err != nil {
 		return err
 	}
 	if err := j.Validate(s.schema); err != nil {
 		return err
 	}
+	st := &stored{Entry: v}
+	e := &st.Entry
 	q := s.queues[j.Queue]
 	if q == nil {
 		q = &queueIndex{
@@ -292,23 +308,24 @@ func (s *Store) Add(j *flotilla.Job) error {
 		q.sets[j.JobSet] = set
 	}
 	q.order.ReplaceOrInsert(itemOf(e))
-	set.add(e)
-	s.byID[j.ID] = e
+	set.add(st)
+	s.byID[j.ID] = st
 	return nil
 }
 
 // Remove takes the job with this ID out of the store, in O(log n), and
 // returns it; false when no such job is stored.
 func (s *Store) Remove(id string) (*flotilla.Job, bool) {
-	e, ok := s.byID[id]
+	st, ok := s.byID[id]
 	if !ok {
 		return nil, false
 	}
+	e := &st.Entry
 	q := s.queues[e.Job.Queue]
 	s.drop(q, e)
 	q.count(e, false)
 	set := q.sets[e.Job.JobSet]
-	set.remove(e)
+	set.remove(st)
 	if set.n == 0 {
 		delete(q.sets, e.Job.JobSet)
 	}
@@ -377,8 +394,11 @@ func (s *Store) Get(id string) (*Entry, bool) {
 	if s == nil {
 		return nil, false
 	}
-	e, ok := s.byID[id]
-	return e, ok
+	st, ok := s.byID[id]
+	if !ok {
+		return nil, false
+	}
+	return &st.Entry, true
 }
 
 // Len is the number of stored jobs.
@@ -475,16 +495,16 @@ func (s *Store) Queues() []string {
 
 // setEntries returns the entries of one job set in queue order, in
 // O(k log k); nil when there are none.
-func (s *Store) setEntries(q *queueIndex, jobSet string) []*Entry {
+func (s *Store) setEntries(q *queueIndex, jobSet string) []*stored {
 	set := q.sets[jobSet]
 	if set == nil || set.n == 0 {
 		return nil
 	}
-	entries := make([]*Entry, 0, set.n)
+	entries := make([]*stored, 0, set.n)
 	for e := set.head; e != nil; e = e.next {
 		entries = append(entries, e)
 	}
-	slices.SortFunc(entries, compareEntries)
+	slices.SortFunc(entries, func(a, b *stored) int { return compareEntries(&a.Entry, &b.Entry) })
 	return entries
 }
 
@@ -521,11 +541,11 @@ func (s *Store) RemoveJobSet(queue, jobSet string) []*flotilla.Job {
 	}
 	delete(q.sets, jobSet)
 	jobs := make([]*flotilla.Job, len(entries))
-	for i, e := range entries {
-		e.prev, e.next = nil, nil
-		s.drop(q, e)
-		q.count(e, false)
-		jobs[i] = e.Job
+	for i, st := range entries {
+		st.prev, st.next = nil, nil
+		s.drop(q, &st.Entry)
+		q.count(&st.Entry, false)
+		jobs[i] = st.Job
 	}
 	if q.order.Len() == 0 {
 		delete(s.queues, queue)
