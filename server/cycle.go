@@ -123,7 +123,7 @@ func (s *Server) expiries(now time.Time, rep *CycleReport) *backend.Write {
 		}
 		// The next due time counts the leases due now: if their events
 		// are not stored, the next cycle looks again.
-		next, any := time.Time{}, false
+		next, found := time.Time{}, false
 		for _, j := range c.live {
 			if j == nil {
 				continue
@@ -131,11 +131,11 @@ func (s *Server) expiries(now time.Time, rep *CycleReport) *backend.Write {
 			if now.Sub(j.lease.renewed) >= s.cfg.LeaseTimeout || s.pastDeadline(j, now) {
 				due = append(due, j)
 			}
-			if d := j.due(s.cfg.LeaseTimeout); !any || d.Before(next) {
-				next, any = d, true
+			if d := j.due(s.cfg.LeaseTimeout); !found || d.Before(next) {
+				next, found = d, true
 			}
 		}
-		c.nextDue, c.dueKnown = next, any
+		c.nextDue, c.dueKnown = next, found
 	}
 	sortJobs(due)
 	w := &backend.Write{}
