@@ -66,7 +66,7 @@ func (s *Server) Cycle(ctx context.Context) (*CycleReport, error) {
 	s.cycling = true
 	s.mu.Unlock()
 
-	res, err := s.sched.Schedule(ctx, snap, now)
+	res, err := s.schedule(ctx, snap, now)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -122,6 +122,8 @@ func (c Config) Validate() error {
 type Server struct {
 	cfg   Config
 	sched *scheduler.Scheduler
+	// schedule is sched.Schedule; a benchmark wraps it to time it.
+	schedule func(context.Context, *scheduler.Snapshot, time.Time) (*scheduler.Result, error)
 	be    backend.Backend
 	clock Clock
 	newID IDSource
@@ -204,6 +206,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		},
 		changed: make(chan struct{}),
 	}
+	s.schedule = sched.Schedule
 	if s.newID == nil {
 		s.newID = NewULIDs(cfg.Clock, nil)
 	}
