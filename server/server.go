@@ -124,10 +124,10 @@ type Server struct {
 	sched *scheduler.Scheduler
 	// schedule is sched.Schedule; a benchmark wraps it to time it.
 	schedule func(context.Context, *scheduler.Snapshot, time.Time) (*scheduler.Result, error)
-	be    backend.Backend
-	clock Clock
-	newID IDSource
-	cat   Catalog
+	be       backend.Backend
+	clock    Clock
+	newID    IDSource
+	cat      Catalog
 
 	mu sync.Mutex
 	// queues are the queue definitions, by name.
