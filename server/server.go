@@ -122,12 +122,13 @@ func (c Config) Validate() error {
 type Server struct {
 	cfg   Config
 	sched *scheduler.Scheduler
+	be    backend.Backend
+	clock Clock
+	newID IDSource
+	cat   Catalog
+
 	// schedule is sched.Schedule; a benchmark wraps it to time it.
 	schedule func(context.Context, *scheduler.Snapshot, time.Time) (*scheduler.Result, error)
-	be       backend.Backend
-	clock    Clock
-	newID    IDSource
-	cat      Catalog
 
 	mu sync.Mutex
 	// queues are the queue definitions, by name.
