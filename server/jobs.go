@@ -60,7 +60,9 @@ func (s *Server) submit(ctx context.Context, queueName string, expand func(time.
 		return nil, err
 	}
 	ids := make([]string, len(specs))
-	fresh := specs[:0:0]
+	// fresh are the specs to store: specs itself until a client id is
+	// found used, then a copy of the new ones.
+	var fresh []backend.JobSpec
 	var errs []error
 	// Idempotency: a client id used before names the existing job.
 	gangSeen := map[string][2]int{} // gang key → (members found, members new)
@@ -71,6 +73,9 @@ func (s *Server) submit(ctx context.Context, queueName string, expand func(time.
 			id, err := s.be.JobByClientID(ctx, queueName, sp.ClientID)
 			switch {
 			case err == nil:
+				if fresh == nil {
+					fresh = append(make([]backend.JobSpec, 0, len(specs)), specs[:i]...)
+				}
 				ids[i] = id
 				if sp.Job.IsGang() {
 					n := gangSeen[gangKey(sp.Job)]
@@ -92,7 +97,12 @@ func (s *Server) submit(ctx context.Context, queueName string, expand func(time.
 			n[1]++
 			gangSeen[k] = n
 		}
-		fresh = append(fresh, *sp)
+		if fresh != nil {
+			fresh = append(fresh, *sp)
+		}
+	}
+	if fresh == nil {
+		fresh = specs
 	}
 	for i := range specs {
 		if sp := &specs[i]; sp.Job.IsGang() {
