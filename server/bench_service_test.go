@@ -155,8 +155,8 @@ func (e *executor) finish(b *testing.B, srv *Server, n int) *ReportReply {
 
 // busyWorld is a service with clusters × nodes nodes of cpu cores, queues
 // queues of one-core jobs, queued jobs in all plus what fills the
-// clusters, leased by one cycle and reported running: the steady state of
-// a busy service.
+// clusters, leased by one cycle and reported running, then one more cycle
+// (which finds no room): the steady state of a busy service.
 func busyWorld(b *testing.B, clusters, nodes int, cpu int64, queues, queued int) (*world, []*executor) {
 	b.Helper()
 	w := newWorld(b, ulids)
@@ -193,6 +193,11 @@ func busyWorld(b *testing.B, clusters, nodes int, cpu int64, queues, queued int)
 	for _, e := range exs {
 		e.finish(b, w.srv, 0) // receives the leases
 		e.finish(b, w.srv, 0) // reports them running
+	}
+	// A cycle with no room: the first after a wave of leases puts them in
+	// order (sortLive), as a service does once, not every cycle.
+	if rep := w.cycle(); rep.Leased != 0 {
+		b.Fatalf("a full service leased %d", rep.Leased)
 	}
 	return w, exs
 }
