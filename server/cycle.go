@@ -182,19 +182,17 @@ func (s *Server) snapshot(now time.Time) *scheduler.Snapshot {
 	running := 0
 	for _, name := range names {
 		c := s.clusters[name]
-		c.sortLive()
-		running += len(c.live)
+		running += len(c.live) - c.holes
 	}
 	snap.Running = slices.Grow(s.running[:0], running)
 	for _, name := range names {
 		c := s.clusters[name]
 		snap.Nodes = append(snap.Nodes, c.snap...)
-		for _, j := range c.live {
-			if j.lease.nodeIdx < 0 {
-				continue // the node left the cluster; its lease will end
+		c.sortLive(func(j *job) {
+			if l := j.lease; l.nodeIdx >= 0 { // else the node left the cluster; its lease will end
+				snap.Running = append(snap.Running, scheduler.Running{Job: j.sched, Node: c.snap[l.nodeIdx].Name, Start: l.leased})
 			}
-			snap.Running = append(snap.Running, scheduler.Running{Job: j.sched, Node: c.snap[j.lease.nodeIdx].Name, Start: j.lease.leased})
-		}
+		})
 	}
 	qnames := make([]string, 0, len(s.queues))
 	for name := range s.queues {

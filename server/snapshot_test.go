@@ -113,13 +113,15 @@ func TestClusterLiveListMatchesTheSetOfLiveJobsInIDOrder(t *testing.T) {
 				c.removeLive(oracle[id])
 				delete(oracle, id)
 			default:
-				c.sortLive()
+				var emitted []string
+				c.sortLive(func(j *job) { emitted = append(emitted, j.id()) })
 				var got []string
 				for _, j := range c.live {
 					got = append(got, j.id())
 				}
-				if want := slices.Sorted(mapKeys(oracle)); !slices.Equal(got, want) {
-					return "op " + strconv.Itoa(op) + ": sorted live list " + strings.Join(got, ",") + ", want " + strings.Join(want, ",")
+				if want := slices.Sorted(mapKeys(oracle)); !slices.Equal(got, want) || !slices.Equal(emitted, want) {
+					return "op " + strconv.Itoa(op) + ": sorted live list " + strings.Join(got, ",") + ", emitted " +
+						strings.Join(emitted, ",") + ", want " + strings.Join(want, ",")
 				}
 			}
 			n := 0

@@ -266,32 +266,44 @@ func (c *cluster) compact() {
 	c.live, c.holes, c.sorted = c.live[:n], 0, sorted
 }
 
-// sortLive orders live by job id: it closes the holes, sorts the jobs
+// sortLive orders live by job id — it closes the holes, sorts the jobs
 // leased since the last sortLive and merges them in, in O(n + k log k)
-// for k new leases.
-func (c *cluster) sortLive() {
-	c.compact()
-	if c.sorted == len(c.live) {
+// for k new leases — and calls emit (unless nil) with each live job in
+// that order, in the same pass.
+func (c *cluster) sortLive(emit func(*job)) {
+	if c.holes == 0 && c.sorted == len(c.live) {
+		if emit != nil {
+			for _, j := range c.live {
+				emit(j)
+			}
+		}
 		return
 	}
 	byID := func(a, b *job) int { return strings.Compare(a.id(), b.id()) }
 	head, tail := c.live[:c.sorted], c.live[c.sorted:]
+	tail = slices.DeleteFunc(tail, func(j *job) bool { return j == nil })
 	slices.SortFunc(tail, byID)
-	out := slices.Grow(c.spare[:0], len(c.live))
-	for len(head) > 0 && len(tail) > 0 {
-		if byID(tail[0], head[0]) < 0 {
-			out, tail = append(out, tail[0]), tail[1:]
-		} else {
-			out, head = append(out, head[0]), head[1:]
+	out := slices.Grow(c.spare[:0], len(head)+len(tail))
+	for len(head) > 0 || len(tail) > 0 {
+		var j *job
+		switch {
+		case len(head) > 0 && head[0] == nil:
+			head = head[1:]
+			continue
+		case len(head) == 0 || len(tail) > 0 && byID(tail[0], head[0]) < 0:
+			j, tail = tail[0], tail[1:]
+		default:
+			j, head = head[0], head[1:]
+		}
+		j.lease.pos = int32(len(out))
+		out = append(out, j)
+		if emit != nil {
+			emit(j)
 		}
 	}
-	out = append(append(out, head...), tail...)
-	for i, j := range out {
-		j.lease.pos = int32(i)
-	}
-	clear(c.live)
+	clear(c.live[:cap(c.live)])
 	c.live, c.spare = out, c.live[:0]
-	c.sorted = len(c.live)
+	c.sorted, c.holes = len(c.live), 0
 }
 
 // snapName is a node's name in the cycles' snapshots.
