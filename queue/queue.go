@@ -30,6 +30,13 @@ type Entry struct {
 	Key uint64
 }
 
+// stored is an entry as a Store keeps it: linked with the other entries
+// of its job set.
+type stored struct {
+	Entry
+	prev, next *stored
+}
+
 // Less is the scheduling order inside a queue: ClassPriority, higher first;
 // then Job.Priority, LOWER number first (Armada's convention: priority 1
 // runs before priority 10); then Job.SubmitTime, earlier first (as wall-clock
@@ -138,7 +145,7 @@ type Store struct {
 	classList    []flotilla.PriorityClass
 	classes      map[string]int32
 	defaultClass string
-	byID         map[string]*Entry
+	byID         map[string]*stored
 	queues       map[string]*queueIndex
 	free         *btree.FreeListG[item] // shared by every tree
 }
@@ -146,7 +153,7 @@ type Store struct {
 // queueIndex is one non-empty queue.
 type queueIndex struct {
 	order *btree.BTreeG[item]
-	sets  map[string]map[*Entry]struct{} // non-empty job sets
+	sets  map[string]*jobSet // non-empty job sets
 	// keys counts the queue's lone jobs (not gang members) per scheduling
 	// key; gangJobs counts its gang members.
 	keys     map[uint64]int
@@ -169,7 +176,7 @@ func New(schema *flotilla.ResourceSchema, classes []flotilla.PriorityClass, defa
 		classList:    slices.Clone(classes),
 		classes:      make(map[string]int32, len(classes)),
 		defaultClass: defaultClass,
-		byID:         make(map[string]*Entry),
+		byID:         make(map[string]*stored),
 		queues:       make(map[string]*queueIndex),
 		free:         btree.NewFreeListG[item](btree.DefaultFreeListSize),
 	}
@@ -196,20 +203,58 @@ func New(schema *flotilla.ResourceSchema, classes []flotilla.PriorityClass, defa
 	return s, nil
 }
 
+// jobSet lists the entries of one job set of a queue, linked through
+// stored.prev and next: O(1) to add and remove, no map entry per job.
+type jobSet struct {
+	head *stored
+	n    int
+}
+
+func (set *jobSet) add(e *stored) {
+	e.prev, e.next = nil, set.head
+	if set.head != nil {
+		set.head.prev = e
+	}
+	set.head = e
+	set.n++
+}
+
+func (set *jobSet) remove(e *stored) {
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		set.head = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	}
+	e.prev, e.next = nil, nil
+	set.n--
+}
+
 // NewEntry returns the entry Add would store for j, without storing it or
 // checking for duplicates: the way a scheduler builds entries for evicted
 // jobs, to order them with LessEvicted. Errors as for Add, except that it
 // does not validate the job against the schema (a scheduler has already
 // validated its running jobs).
 func (s *Store) NewEntry(j *flotilla.Job) (*Entry, error) {
+	e, err := s.entry(j)
+	if err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+// entry is NewEntry's entry, by value.
+func (s *Store) entry(j *flotilla.Job) (Entry, error) {
 	if j == nil {
-		return nil, flotilla.Errorf("job", "", flotilla.ErrRequired, "nil job")
+		return Entry{}, flotilla.Errorf("job", "", flotilla.ErrRequired, "nil job")
 	}
 	if j.ID == "" {
-		return nil, flotilla.Errorf("id", "", flotilla.ErrRequired, "")
+		return Entry{}, flotilla.Errorf("id", "", flotilla.ErrRequired, "")
 	}
 	if j.Queue == "" {
-		return nil, flotilla.Errorf("queue", "", flotilla.ErrRequired, "job %q", j.ID)
+		return Entry{}, flotilla.Errorf("queue", "", flotilla.ErrRequired, "job %q", j.ID)
 	}
 	class := j.PriorityClass
 	if class == "" {
@@ -217,9 +262,9 @@ func (s *Store) NewEntry(j *flotilla.Job) (*Entry, error) {
 	}
 	prio, ok := s.classes[class]
 	if !ok {
-		return nil, flotilla.Errorf("priorityClass", j.PriorityClass, flotilla.ErrUnknownName, "job %q", j.ID)
+		return Entry{}, flotilla.Errorf("priorityClass", j.PriorityClass, flotilla.ErrUnknownName, "job %q", j.ID)
 	}
-	return &Entry{Job: j, ClassPriority: prio, Key: SchedulingKey(j, prio)}, nil
+	return Entry{Job: j, ClassPriority: prio, Key: SchedulingKey(j, prio)}, nil
 }
 
 // Add stores j in its queue, in O(log n). Errors are *flotilla.FieldError:
@@ -236,18 +281,20 @@ func (s *Store) Add(j *flotilla.Job) error {
 			return flotilla.Errorf("id", j.ID, flotilla.ErrDuplicate, "already queued")
 		}
 	}
-	e, err := s.NewEntry(j)
+	v, err := s.entry(j)
 	if err != nil {
 		return err
 	}
 	if err := j.Validate(s.schema); err != nil {
 		return err
 	}
+	st := &stored{Entry: v}
+	e := &st.Entry
 	q := s.queues[j.Queue]
 	if q == nil {
 		q = &queueIndex{
 			order: btree.NewWithFreeListG(degree, lessItem, s.free),
-			sets:  make(map[string]map[*Entry]struct{}),
+			sets:  make(map[string]*jobSet),
 		}
 		n := s.schema.Len()
 		q.keys = make(map[uint64]int)
@@ -257,29 +304,30 @@ func (s *Store) Add(j *flotilla.Job) error {
 	q.count(e, true)
 	set := q.sets[j.JobSet]
 	if set == nil {
-		set = make(map[*Entry]struct{})
+		set = &jobSet{}
 		q.sets[j.JobSet] = set
 	}
 	q.order.ReplaceOrInsert(itemOf(e))
-	set[e] = struct{}{}
-	s.byID[j.ID] = e
+	set.add(st)
+	s.byID[j.ID] = st
 	return nil
 }
 
 // Remove takes the job with this ID out of the store, in O(log n), and
 // returns it; false when no such job is stored.
 func (s *Store) Remove(id string) (*flotilla.Job, bool) {
-	e, ok := s.byID[id]
+	st, ok := s.byID[id]
 	if !ok {
 		return nil, false
 	}
+	e := &st.Entry
 	q := s.queues[e.Job.Queue]
 	s.drop(q, e)
 	q.count(e, false)
-	if set := q.sets[e.Job.JobSet]; len(set) == 1 {
+	set := q.sets[e.Job.JobSet]
+	set.remove(st)
+	if set.n == 0 {
 		delete(q.sets, e.Job.JobSet)
-	} else {
-		delete(set, e)
 	}
 	if q.order.Len() == 0 {
 		delete(s.queues, e.Job.Queue)
@@ -346,8 +394,11 @@ func (s *Store) Get(id string) (*Entry, bool) {
 	if s == nil {
 		return nil, false
 	}
-	e, ok := s.byID[id]
-	return e, ok
+	st, ok := s.byID[id]
+	if !ok {
+		return nil, false
+	}
+	return &st.Entry, true
 }
 
 // Len is the number of stored jobs.
@@ -444,16 +495,16 @@ func (s *Store) Queues() []string {
 
 // setEntries returns the entries of one job set in queue order, in
 // O(k log k); nil when there are none.
-func (s *Store) setEntries(q *queueIndex, jobSet string) []*Entry {
+func (s *Store) setEntries(q *queueIndex, jobSet string) []*stored {
 	set := q.sets[jobSet]
-	if len(set) == 0 {
+	if set == nil || set.n == 0 {
 		return nil
 	}
-	entries := make([]*Entry, 0, len(set))
-	for e := range set {
+	entries := make([]*stored, 0, set.n)
+	for e := set.head; e != nil; e = e.next {
 		entries = append(entries, e)
 	}
-	slices.SortFunc(entries, compareEntries)
+	slices.SortFunc(entries, func(a, b *stored) int { return compareEntries(&a.Entry, &b.Entry) })
 	return entries
 }
 
@@ -490,10 +541,11 @@ func (s *Store) RemoveJobSet(queue, jobSet string) []*flotilla.Job {
 	}
 	delete(q.sets, jobSet)
 	jobs := make([]*flotilla.Job, len(entries))
-	for i, e := range entries {
-		s.drop(q, e)
-		q.count(e, false)
-		jobs[i] = e.Job
+	for i, st := range entries {
+		st.prev, st.next = nil, nil
+		s.drop(q, &st.Entry)
+		q.count(&st.Entry, false)
+		jobs[i] = st.Job
 	}
 	if q.order.Len() == 0 {
 		delete(s.queues, queue)

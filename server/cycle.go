@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/flotilla-sched/flotilla"
@@ -75,7 +74,7 @@ func (s *Server) Cycle(ctx context.Context) (*CycleReport, error) {
 	s.cycling = true
 	s.mu.Unlock()
 
-	res, err := s.sched.Schedule(ctx, snap, now)
+	res, err := s.schedule(ctx, snap, now)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -84,6 +83,8 @@ func (s *Server) Cycle(ctx context.Context) (*CycleReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	clear(snap.Running) // the buffer is the next snapshot's
+	s.running = snap.Running[:0]
 	w = s.decisions(res, now, rep)
 	s.followGangs(w, now)
 	if _, err := s.commit(ctx, w); err != nil {
@@ -127,36 +128,53 @@ func (s *Server) Drain() {
 func (s *Server) expiries(now time.Time, rep *CycleReport) *backend.Write {
 	var due []*job
 	for _, c := range s.clusters {
-		for j := range c.live {
-			if now.Sub(j.renewed) >= s.cfg.LeaseTimeout || s.pastDeadline(j, now) {
+		if c.dueKnown && now.Before(c.nextDue) {
+			continue
+		}
+		// The next due time counts the leases due now: if their events
+		// are not stored, the next cycle looks again.
+		next, found := time.Time{}, false
+		for _, j := range c.live {
+			if j == nil {
+				continue
+			}
+			if now.Sub(j.lease.renewed) >= s.cfg.LeaseTimeout || s.pastDeadline(j, now) {
 				due = append(due, j)
 			}
+			if d := j.due(s.cfg.LeaseTimeout); !found || d.Before(next) {
+				next, found = d, true
+			}
 		}
+		c.nextDue, c.dueKnown = next, found
 	}
 	sortJobs(due)
 	w := &backend.Write{}
 	for _, j := range due {
+		l := j.lease
 		if s.pastDeadline(j, now) {
 			sj := j.spec.Job
 			w.Events = append(w.Events, events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID,
-				Type: events.Failed, Cluster: j.cluster.name, Node: j.node, Attempt: j.attempts,
-				Reason: fmt.Sprintf("deadline exceeded: active for %s, deadline %s", now.Sub(j.leased), j.spec.ActiveDeadline)})
+				Type: events.Failed, Cluster: l.cluster.name, Node: l.node, Attempt: int(j.attempts),
+				Reason: fmt.Sprintf("deadline exceeded: active for %s, deadline %s", now.Sub(l.leased), j.spec.ActiveDeadline)})
 			rep.DeadlineExceeded++
 			continue
 		}
 		w.Events = append(w.Events, s.leaseEnd(j, events.LeaseExpired, now,
-			fmt.Sprintf("lease not renewed by cluster %s for %s (lease timeout %s)", j.cluster.name, now.Sub(j.renewed), s.cfg.LeaseTimeout)))
+			fmt.Sprintf("lease not renewed by cluster %s for %s (lease timeout %s)", l.cluster.name, now.Sub(l.renewed), s.cfg.LeaseTimeout)))
 		rep.Expired++
 	}
 	return w
 }
 
 func (s *Server) pastDeadline(j *job, now time.Time) bool {
-	return j.spec.ActiveDeadline > 0 && now.Sub(j.leased) >= j.spec.ActiveDeadline
+	return j.spec.ActiveDeadline > 0 && now.Sub(j.lease.leased) >= j.spec.ActiveDeadline
 }
 
 // snapshot builds the cycle's snapshot: live clusters' nodes and leases,
-// every queue, the queued-job store. The caller holds mu.
+// every queue, the queued-job store. The caller holds mu. Its Running are
+// in cluster name order, each cluster's in job id order, so that the
+// snapshot depends on the state only, not on the order of the changes
+// that made it.
 func (s *Server) snapshot(now time.Time) *scheduler.Snapshot {
 	snap := &scheduler.Snapshot{
 		Queued:          s.store,
@@ -171,24 +189,29 @@ func (s *Server) snapshot(now time.Time) *scheduler.Snapshot {
 		}
 	}
 	slices.Sort(names)
+	running := 0
+	for _, name := range names {
+		c := s.clusters[name]
+		running += len(c.live) - c.holes
+	}
+	snap.Running = slices.Grow(s.running[:0], running)
 	width := s.cat.Schema.Len()
 	for _, name := range names {
 		c := s.clusters[name]
 		used := s.usedScratch(len(c.nodes) * width)
-		for j := range c.live {
-			i, ok := c.index[j.node]
-			if !ok {
-				continue // the node left the cluster; its lease will end
+		c.sortLive(func(j *job) {
+			l := j.lease
+			if l.nodeIdx < 0 {
+				return // the node left the cluster; its lease will end
 			}
-			u := used[i*width : (i+1)*width]
+			u := used[int(l.nodeIdx)*width : (int(l.nodeIdx)+1)*width]
 			for k, r := range j.spec.Job.Requests {
 				u[k] += r
 			}
-			snap.Running = append(snap.Running, scheduler.Running{Job: j.sched, Node: snapName(name, j.node), Start: j.leased})
-		}
+			snap.Running = append(snap.Running, scheduler.Running{Job: j.sched, Node: c.snap[l.nodeIdx].Name, Start: l.leased})
+		})
 		snap.Nodes = append(snap.Nodes, c.fullNodes(used, width)...)
 	}
-	slices.SortFunc(snap.Running, func(a, b scheduler.Running) int { return strings.Compare(a.Job.ID, b.Job.ID) })
 	qnames := make([]string, 0, len(s.queues))
 	for name := range s.queues {
 		qnames = append(qnames, name)
@@ -268,7 +291,7 @@ func (s *Server) decisions(res *scheduler.Result, now time.Time, rep *CycleRepor
 			continue
 		}
 		w.Events = append(w.Events, events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID,
-			Type: events.Leased, Cluster: l.ref.cluster.name, Node: l.ref.node, Attempt: l.j.attempts + 1})
+			Type: events.Leased, Cluster: l.ref.cluster.name, Node: l.ref.node, Attempt: int(l.j.attempts) + 1})
 		rep.Leased++
 	}
 	for _, p := range res.Preempted {
@@ -278,7 +301,7 @@ func (s *Server) decisions(res *scheduler.Result, now time.Time, rep *CycleRepor
 		}
 		sj := j.spec.Job
 		w.Events = append(w.Events, events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID,
-			Type: events.Preempted, Cluster: j.cluster.name, Node: j.node, Attempt: j.attempts,
+			Type: events.Preempted, Cluster: j.lease.cluster.name, Node: j.lease.node, Attempt: int(j.attempts),
 			Reason: preemptionReason(&p), Requeued: s.cfg.RequeuePreempted && !j.cancelRequested})
 		rep.Preempted++
 	}

@@ -151,9 +151,13 @@ func (s *Server) Report(ctx context.Context, r *Report) (*ReportReply, error) {
 	}
 	c.reported = now
 	for _, j := range plan.renew {
-		j.renewed = now
+		if j.lease != nil {
+			j.lease.renewed = now
+		}
 	}
-	return s.reply(c, r, plan.grace), nil
+	clear(plan.renew)
+	s.renew = plan.renew[:0]
+	return s.reply(c, r, plan.stamp, plan.grace), nil
 }
 
 // checkCluster validates a report's cluster: a problem there makes the
@@ -232,44 +236,66 @@ type reportPlan struct {
 	// grace holds the grace period of listed jobs that are no longer in
 	// memory (they ended), for their kill orders.
 	grace map[string]time.Duration
+	// stamp marks the live leases the report lists (lease.listedIn).
+	stamp uint64
 }
 
-// planReport checks a report's jobs and plans its events.
+// jobField is the path of a report's i-th job's field f.
+func jobField(i int, f string) string { return "jobs[" + strconv.Itoa(i) + "]." + f }
+
+// planReport checks a report's jobs and plans its events. It marks the
+// live leases listed with the plan's stamp, and finds jobs listed twice by
+// those marks (a map only for jobs without a live lease).
 func (s *Server) planReport(ctx context.Context, c *cluster, r *Report, now time.Time) (*reportPlan, error) {
-	p := &reportPlan{}
+	s.reports++
+	p := &reportPlan{stamp: s.reports, renew: s.renew[:0]}
 	var errs []error
 	// A job may be listed at two attempts (the old one stopping, the new
-	// one leased again to the same cluster), not twice at one.
-	seen := make(map[leaseKey]int, len(r.Jobs))
+	// one leased again to the same cluster), not twice at one. Live leases
+	// are marked with the plan's stamp; a map holds only the others.
+	var seen map[leaseKey]int
 	for i := range r.Jobs {
 		jr := &r.Jobs[i]
-		f := fmt.Sprintf("jobs[%d]", i)
-		if k, dup := seen[leaseKey{jr.Job, jr.Attempt}]; dup {
-			errs = append(errs, flotilla.Errorf(f+".job", jr.Job, flotilla.ErrDuplicate, "also jobs[%d]", k))
-			continue
-		}
-		seen[leaseKey{jr.Job, jr.Attempt}] = i
 		if jr.Job == "" {
-			errs = append(errs, flotilla.Errorf(f+".job", "", flotilla.ErrRequired, ""))
+			errs = append(errs, flotilla.Errorf(jobField(i, "job"), "", flotilla.ErrRequired, ""))
 			continue
 		}
 		if jr.Attempt < 1 {
-			errs = append(errs, flotilla.Errorf(f+".attempt", strconv.Itoa(jr.Attempt), flotilla.ErrOutOfRange, "lease attempts start at 1"))
+			errs = append(errs, flotilla.Errorf(jobField(i, "attempt"), strconv.Itoa(jr.Attempt), flotilla.ErrOutOfRange, "lease attempts start at 1"))
 			continue
 		}
+		j := s.jobs[jr.Job]
+		if j != nil && j.lease != nil && jr.Attempt == int(j.attempts) {
+			l := j.lease
+			if l.listedIn == p.stamp {
+				errs = append(errs, flotilla.Errorf(jobField(i, "job"), jr.Job, flotilla.ErrDuplicate, "also jobs[%d]", l.listedAt))
+				continue
+			}
+			l.listedIn, l.listedAt = p.stamp, int32(i)
+		} else {
+			k := leaseKey{jr.Job, jr.Attempt}
+			if first, dup := seen[k]; dup {
+				errs = append(errs, flotilla.Errorf(jobField(i, "job"), jr.Job, flotilla.ErrDuplicate, "also jobs[%d]", first))
+				continue
+			}
+			if seen == nil {
+				seen = map[leaseKey]int{}
+			}
+			seen[k] = i
+		}
 		if !slices.Contains(phases, jr.Phase) {
-			errs = append(errs, flotilla.Errorf(f+".phase", string(jr.Phase), flotilla.ErrUnknownName, "want one of %v", phases))
+			errs = append(errs, flotilla.Errorf(jobField(i, "phase"), string(jr.Phase), flotilla.ErrUnknownName, "want one of %v", phases))
 			continue
 		}
 		switch {
 		case jr.Phase == PhaseSucceeded && jr.ExitCode != 0:
-			errs = append(errs, flotilla.Errorf(f+".exitCode", strconv.Itoa(jr.ExitCode), flotilla.ErrInconsistent, "a job that succeeded exits 0"))
+			errs = append(errs, flotilla.Errorf(jobField(i, "exitCode"), strconv.Itoa(jr.ExitCode), flotilla.ErrInconsistent, "a job that succeeded exits 0"))
 			continue
 		case jr.Phase == PhaseFailed && jr.ExitCode == 0:
-			errs = append(errs, flotilla.Errorf(f+".exitCode", "0", flotilla.ErrInconsistent, "a job that failed exits non-zero"))
+			errs = append(errs, flotilla.Errorf(jobField(i, "exitCode"), "0", flotilla.ErrInconsistent, "a job that failed exits non-zero"))
 			continue
 		}
-		if err := s.planJob(ctx, p, c, r.Cluster, f, jr, now); err != nil {
+		if err := s.planJob(ctx, p, c, r.Cluster, i, jr, j, now); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -279,19 +305,18 @@ func (s *Server) planReport(ctx context.Context, c *cluster, r *Report, now time
 	return p, nil
 }
 
-// planJob plans one job of a report.
-func (s *Server) planJob(ctx context.Context, p *reportPlan, c *cluster, clusterName, f string, jr *JobReport, now time.Time) error {
-	j := s.jobs[jr.Job]
+// planJob plans the i-th job of a report, j (nil when it has ended).
+func (s *Server) planJob(ctx context.Context, p *reportPlan, c *cluster, clusterName string, i int, jr *JobReport, j *job, now time.Time) error {
 	attempts := 0
 	if j != nil {
-		attempts = j.attempts
+		attempts = int(j.attempts)
 	} else {
 		if p.grace == nil {
 			p.grace = make(map[string]time.Duration)
 		}
 		rec, err := s.be.Job(ctx, jr.Job)
 		if errors.Is(err, backend.ErrNotFound) {
-			return flotilla.Errorf(f+".job", jr.Job, backend.ErrNotFound, "no such job")
+			return flotilla.Errorf(jobField(i, "job"), jr.Job, backend.ErrNotFound, "no such job")
 		}
 		if err != nil {
 			return err
@@ -300,11 +325,11 @@ func (s *Server) planJob(ctx context.Context, p *reportPlan, c *cluster, cluster
 		p.grace[jr.Job] = rec.Spec.TerminationGracePeriod
 	}
 	if jr.Attempt < 1 || jr.Attempt > attempts {
-		return flotilla.Errorf(f+".attempt", strconv.Itoa(jr.Attempt), ErrNotHeld, "job %q has had %d leases", jr.Job, attempts)
+		return flotilla.Errorf(jobField(i, "attempt"), strconv.Itoa(jr.Attempt), ErrNotHeld, "job %q has had %d leases", jr.Job, attempts)
 	}
-	live := j != nil && j.state.Live() && jr.Attempt == j.attempts
-	if live && j.cluster != c {
-		return flotilla.Errorf(f+".job", jr.Job, ErrNotHeld, "its lease %d is cluster %q's", jr.Attempt, j.cluster.name)
+	live := j != nil && j.state.Live() && jr.Attempt == int(j.attempts)
+	if live && j.lease.cluster != c {
+		return flotilla.Errorf(jobField(i, "job"), jr.Job, ErrNotHeld, "its lease %d is cluster %q's", jr.Attempt, j.lease.cluster.name)
 	}
 	if !live {
 		return nil // a stale lease: the reply tells the executor to stop it
@@ -312,7 +337,7 @@ func (s *Server) planJob(ctx context.Context, p *reportPlan, c *cluster, cluster
 	sj := j.spec.Job
 	ev := func(t events.Type, reason string) events.Event {
 		return events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID, Type: t,
-			Cluster: clusterName, Node: j.node, Attempt: j.attempts, Reason: reason}
+			Cluster: clusterName, Node: j.lease.node, Attempt: int(j.attempts), Reason: reason}
 	}
 	switch jr.Phase {
 	case PhasePending:
@@ -348,11 +373,11 @@ func (s *Server) planJob(ctx context.Context, p *reportPlan, c *cluster, cluster
 func (s *Server) leaseEnd(j *job, t events.Type, now time.Time, reason string) events.Event {
 	sj := j.spec.Job
 	e := events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID, Type: t,
-		Cluster: j.cluster.name, Node: j.node, Attempt: j.attempts, Reason: reason}
+		Cluster: j.lease.cluster.name, Node: j.lease.node, Attempt: int(j.attempts), Reason: reason}
 	switch {
 	case j.cancelRequested:
 		e.Type, e.Reason = events.Cancelled, "cancelled: "+reason
-	case j.attempts < s.cfg.MaxAttempts:
+	case int(j.attempts) < s.cfg.MaxAttempts:
 		e.Requeued = true
 	default:
 		e.Reason = fmt.Sprintf("%s; attempts exhausted (%d of %d)", reason, j.attempts, s.cfg.MaxAttempts)
@@ -360,21 +385,20 @@ func (s *Server) leaseEnd(j *job, t events.Type, now time.Time, reason string) e
 	return e
 }
 
-// reply lists the cluster's leases the report did not list, and the jobs
-// to kill: those listed as pending or running whose lease is no longer
-// live (after the report's own events), and those whose cancellation was
-// requested. grace holds the grace periods of listed jobs that ended.
-func (s *Server) reply(c *cluster, r *Report, grace map[string]time.Duration) *ReportReply {
-	listed := make(map[leaseKey]bool, len(r.Jobs))
+// reply lists the cluster's leases the report (of plan stamp) did not
+// list, and the jobs to kill: those listed as pending or running whose
+// lease is no longer live (after the report's own events), and those
+// whose cancellation was requested. grace holds the grace periods of
+// listed jobs that ended.
+func (s *Server) reply(c *cluster, r *Report, stamp uint64, grace map[string]time.Duration) *ReportReply {
 	out := &ReportReply{}
 	for i := range r.Jobs {
 		jr := &r.Jobs[i]
-		listed[leaseKey{jr.Job, jr.Attempt}] = true
 		if jr.Phase != PhasePending && jr.Phase != PhaseRunning {
 			continue
 		}
 		j := s.jobs[jr.Job]
-		if j != nil && j.cluster == c && j.attempts == jr.Attempt {
+		if j != nil && j.lease != nil && j.lease.cluster == c && int(j.attempts) == jr.Attempt {
 			continue // live here: renewed
 		}
 		g := grace[jr.Job]
@@ -384,14 +408,14 @@ func (s *Server) reply(c *cluster, r *Report, grace map[string]time.Duration) *R
 		out.Kill = append(out.Kill, Kill{Job: jr.Job, Attempt: jr.Attempt, GracePeriod: g,
 			Reason: fmt.Sprintf("lease %d is no longer live", jr.Attempt)})
 	}
-	for j := range c.live {
+	for j := range c.jobs() {
 		switch {
 		case j.cancelRequested:
-			out.Kill = append(out.Kill, Kill{Job: j.id(), Attempt: j.attempts, GracePeriod: j.spec.TerminationGracePeriod,
+			out.Kill = append(out.Kill, Kill{Job: j.id(), Attempt: int(j.attempts), GracePeriod: j.spec.TerminationGracePeriod,
 				Reason: "cancellation requested"})
-		case !listed[leaseKey{j.id(), j.attempts}] && j.state == events.LeasedState:
+		case j.lease.listedIn != stamp && j.state == events.LeasedState:
 			sp := &j.spec
-			out.Leases = append(out.Leases, Lease{Job: sp.Job, Attempt: j.attempts, Node: j.node,
+			out.Leases = append(out.Leases, Lease{Job: sp.Job, Attempt: int(j.attempts), Node: j.lease.node,
 				TerminationGracePeriod: sp.TerminationGracePeriod, ActiveDeadline: sp.ActiveDeadline,
 				Runtime: sp.Runtime, ExitCode: sp.ExitCode})
 		}

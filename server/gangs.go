@@ -117,7 +117,7 @@ func (s *Server) followGangs(w *backend.Write, now time.Time) {
 			why := fmt.Sprintf("gang %s: member %s lost its lease (%s)", sj.Gang.ID, e.Job, e.Type)
 			switch {
 			case m.state.Live():
-				ev.Type, ev.Cluster, ev.Node, ev.Attempt, ev.Reason = events.Preempted, m.cluster.name, m.node, m.attempts, why
+				ev.Type, ev.Cluster, ev.Node, ev.Attempt, ev.Reason = events.Preempted, m.lease.cluster.name, m.lease.node, int(m.attempts), why
 				ev.Requeued = e.Requeued && !m.cancelRequested
 			case m.state == events.Queued && !e.Requeued:
 				ev.Type, ev.Reason = events.Cancelled, why+" and ended"

@@ -68,7 +68,9 @@ func (s *Server) submit(ctx context.Context, queueName string, expand func(time.
 		return nil, err
 	}
 	ids := make([]string, len(specs))
-	fresh := specs[:0:0]
+	// fresh are the specs to store: specs itself until a client id is
+	// found used, then a copy of the new ones.
+	var fresh []backend.JobSpec
 	var errs []error
 	// Idempotency: a client id used before names the existing job.
 	gangSeen := map[string][2]int{} // gang key → (members found, members new)
@@ -79,6 +81,9 @@ func (s *Server) submit(ctx context.Context, queueName string, expand func(time.
 			id, err := s.be.JobByClientID(ctx, queueName, sp.ClientID)
 			switch {
 			case err == nil:
+				if fresh == nil {
+					fresh = append(make([]backend.JobSpec, 0, len(specs)), specs[:i]...)
+				}
 				ids[i] = id
 				if sp.Job.IsGang() {
 					n := gangSeen[gangKey(sp.Job)]
@@ -100,7 +105,12 @@ func (s *Server) submit(ctx context.Context, queueName string, expand func(time.
 			n[1]++
 			gangSeen[k] = n
 		}
-		fresh = append(fresh, *sp)
+		if fresh != nil {
+			fresh = append(fresh, *sp)
+		}
+	}
+	if fresh == nil {
+		fresh = specs
 	}
 	for i := range specs {
 		if sp := &specs[i]; sp.Job.IsGang() {
@@ -204,7 +214,7 @@ func (s *Server) cancel(ctx context.Context, js []*job, res CancelResult) (Cance
 			res.Finished = append(res.Finished, j.id())
 			continue
 		default:
-			e.Type, e.Attempt = events.CancelRequested, j.attempts
+			e.Type, e.Attempt = events.CancelRequested, int(j.attempts)
 			e.Reason = "cancellation requested"
 			res.Requested = append(res.Requested, j.id())
 		}

@@ -147,14 +147,14 @@ func (r *svcRun) checkMemory(v *svcView) string {
 		if j == nil {
 			return fmt.Sprintf("job %s is %s but the server lost it", id, st.State)
 		}
-		cl := ""
-		if j.cluster != nil {
-			cl = j.cluster.name
+		cl, node := "", ""
+		if j.lease != nil {
+			cl, node = j.lease.cluster.name, j.lease.node
 		}
-		if j.state != st.State || j.attempts != st.Attempts || j.cancelRequested != st.CancelRequested ||
-			cl != st.Cluster || j.node != st.Node || !slices.Equal(j.failed, st.FailedClusters) {
+		if j.state != st.State || int(j.attempts) != st.Attempts || j.cancelRequested != st.CancelRequested ||
+			cl != st.Cluster || node != st.Node || !slices.Equal(j.failed(), st.FailedClusters) {
 			return fmt.Sprintf("job %s in memory: %s attempts %d cancel %v on %q/%q failed %v; replay %+v",
-				id, j.state, j.attempts, j.cancelRequested, cl, j.node, j.failed, st)
+				id, j.state, j.attempts, j.cancelRequested, cl, node, j.failed(), st)
 		}
 		if !slices.Equal(j.sched.AvoidClusters, st.FailedClusters) {
 			return fmt.Sprintf("job %s: the scheduler's job avoids %v, failed on %v", id, j.sched.AvoidClusters, st.FailedClusters)
@@ -168,7 +168,7 @@ func (r *svcRun) checkMemory(v *svcView) string {
 			queued++
 		case st.State.Live():
 			live++
-			if _, ok := j.cluster.live[j]; !ok {
+			if !slices.Contains(j.lease.cluster.live, j) {
 				return fmt.Sprintf("job %s is leased to %s, not among its live jobs", id, cl)
 			}
 		}
@@ -182,12 +182,12 @@ func (r *svcRun) checkMemory(v *svcView) string {
 	// Rule 1, the server's side: each live job on exactly one cluster.
 	onClusters := 0
 	for _, c := range s.clusters {
-		for j := range c.live {
-			if j.cluster != c || !j.state.Live() {
-				return fmt.Sprintf("cluster %s lists job %s (%s), leased to %v", c.name, j.id(), j.state, j.cluster)
+		for j := range c.jobs() {
+			if j.lease == nil || j.lease.cluster != c || !j.state.Live() {
+				return fmt.Sprintf("cluster %s lists job %s (%s), not leased to it", c.name, j.id(), j.state)
 			}
+			onClusters++
 		}
-		onClusters += len(c.live)
 	}
 	if onClusters != live {
 		return fmt.Sprintf("the clusters list %d live jobs, the logs %d", onClusters, live)

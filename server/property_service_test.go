@@ -619,7 +619,7 @@ func (r *svcRun) report(e *fakeExec, c svcCmd) string {
 	for _, jr := range rep.Jobs {
 		listed[jr.Job] = true
 	}
-	for j := range s.clusters[e.name].live {
+	for j := range s.clusters[e.name].jobs() {
 		if j.state == events.LeasedState && !j.cancelRequested && e.held[j.id()] == nil && !listed[j.id()] {
 			return fmt.Sprintf("after its report %s does not hold lease %d of %s", e.name, j.attempts, j.id())
 		}
@@ -633,9 +633,9 @@ func (r *svcRun) report(e *fakeExec, c svcCmd) string {
 		switch {
 		case j == nil || !j.state.Live():
 			return fmt.Sprintf("after its report %s still runs %s (lease %d), which holds no lease", e.name, id, h.attempt)
-		case j.cluster.name != e.name || j.attempts != h.attempt || j.node != h.node:
+		case j.lease.cluster.name != e.name || int(j.attempts) != h.attempt || j.lease.node != h.node:
 			return fmt.Sprintf("after its report %s still runs %s lease %d on %s; the live lease is %d on %s/%s",
-				e.name, id, h.attempt, h.node, j.attempts, j.cluster.name, j.node)
+				e.name, id, h.attempt, h.node, j.attempts, j.lease.cluster.name, j.lease.node)
 		case j.cancelRequested:
 			return fmt.Sprintf("after its report %s still runs %s, whose cancellation was requested, without a kill order", e.name, id)
 		}
@@ -717,8 +717,8 @@ func (r *svcRun) rogueReport(e *fakeExec) string {
 	}
 	bogus := JobReport{Job: "no-such-job", Attempt: 1, Phase: PhaseRunning}
 	for _, id := range slices.Sorted(maps.Keys(s.jobs)) {
-		if j := s.jobs[id]; j.cluster != nil && j.cluster.name != e.name && e.held[id] == nil {
-			bogus = JobReport{Job: id, Attempt: j.attempts, Phase: PhaseRunning}
+		if j := s.jobs[id]; j.lease != nil && j.lease.cluster.name != e.name && e.held[id] == nil {
+			bogus = JobReport{Job: id, Attempt: int(j.attempts), Phase: PhaseRunning}
 			break
 		}
 	}
@@ -750,7 +750,9 @@ func (r *svcRun) fingerprint() string {
 		fmt.Fprintf(&b, "%s reported %s\n", name, c.reported.Format(time.RFC3339Nano))
 	}
 	for _, id := range slices.Sorted(maps.Keys(s.jobs)) {
-		fmt.Fprintf(&b, "%s renewed %s\n", id, s.jobs[id].renewed.Format(time.RFC3339Nano))
+		if l := s.jobs[id].lease; l != nil {
+			fmt.Fprintf(&b, "%s renewed %s\n", id, l.renewed.Format(time.RFC3339Nano))
+		}
 	}
 	return b.String()
 }

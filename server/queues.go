@@ -124,7 +124,7 @@ func (s *Server) ListQueues(ctx context.Context) ([]QueueInfo, error) {
 func (s *Server) liveCounts() map[string][2]int {
 	m := make(map[string][2]int)
 	for _, c := range s.clusters {
-		for j := range c.live {
+		for j := range c.jobs() {
 			n := m[j.spec.Job.Queue]
 			if j.state == events.RunningState {
 				n[1]++

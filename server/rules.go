@@ -297,7 +297,7 @@ func (c *checker) request(req *SubmitRequest, now time.Time) []backend.JobSpec {
 				"gang %q has %d members in this request; all members are submitted together", id, g.members))
 		}
 	}
-	cids := c.clientIDs(req)
+	cids := c.clientIDs(req, total)
 	if len(c.errs) > 0 {
 		return nil
 	}
@@ -451,10 +451,20 @@ func (c *checker) gangMember(p string, t *JobTemplate, n int, gangs map[string]*
 
 // clientIDs reports a client id used twice within the request, after
 // count expansion, at the later template. It returns the expanded client
-// ids of the templates that have one, in job order.
-func (c *checker) clientIDs(req *SubmitRequest) []string {
-	var out []string
-	seen := map[string]string{} // client id → template path
+// ids of the templates that have one, in job order; total is the
+// request's number of jobs (count expansion included).
+func (c *checker) clientIDs(req *SubmitRequest, total int) []string {
+	n := 0
+	for i := range req.Jobs {
+		if req.Jobs[i].ClientID != "" {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]string, 0, total)
+	seen := make(map[string]string, total) // client id → template path
 	for i := range req.Jobs {
 		t := &req.Jobs[i]
 		if t.ClientID == "" {

@@ -140,6 +140,9 @@ type Server struct {
 	newID IDSource
 	cat   Catalog
 
+	// schedule is sched.Schedule; a benchmark wraps it to time it.
+	schedule func(context.Context, *scheduler.Snapshot, time.Time) (*scheduler.Result, error)
+
 	mu sync.Mutex
 	// queues are the queue definitions, by name.
 	queues map[string]*flotilla.Queue
@@ -178,6 +181,13 @@ type Server struct {
 	stopping bool
 	// usage is the usage history (usage.go, flux.go).
 	usage *usageState
+	// reports counts the executors' reports, to stamp the leases each
+	// lists (lease.listedIn).
+	reports uint64
+	// renew is Report's buffer of the leases it renews; running the
+	// snapshot's buffer of running jobs, kept between cycles.
+	renew   []*job
+	running []scheduler.Running
 }
 
 // storeOp is a queue.Store change deferred while a cycle reads the store.
@@ -217,6 +227,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		},
 		changed: make(chan struct{}),
 	}
+	s.schedule = sched.Schedule
 	if s.newID == nil {
 		s.newID = NewULIDs(cfg.Clock, nil)
 	}
@@ -301,20 +312,39 @@ func (s *Server) commit(ctx context.Context, w *backend.Write) ([]events.Event, 
 		}
 		return nil, err
 	}
-	var specs map[string]*backend.JobSpec
-	if len(w.Jobs) > 0 {
-		specs = make(map[string]*backend.JobSpec, len(w.Jobs))
-		for i := range w.Jobs {
-			specs[w.Jobs[i].Job.ID] = &w.Jobs[i]
-		}
-	}
+	specs := writeSpecs{jobs: w.Jobs}
 	for i := range stored {
-		s.apply(&stored[i], specs)
+		s.apply(&stored[i], &specs)
 	}
 	close(s.changed)
 	s.changed = make(chan struct{})
 	s.endBrokenGangs(ctx)
 	return stored, nil
+}
+
+// writeSpecs finds the spec of a write's submitted events: the next of
+// jobs when the events come in the jobs' order (as Submit writes them),
+// else by a map built on first need.
+type writeSpecs struct {
+	jobs []backend.JobSpec
+	next int
+	byID map[string]*backend.JobSpec
+}
+
+// spec returns the spec of the job of a submitted event of the write;
+// nil when the write has none.
+func (ws *writeSpecs) spec(id string) *backend.JobSpec {
+	if ws.byID == nil && ws.next < len(ws.jobs) && ws.jobs[ws.next].Job.ID == id {
+		ws.next++
+		return &ws.jobs[ws.next-1]
+	}
+	if ws.byID == nil {
+		ws.byID = make(map[string]*backend.JobSpec, len(ws.jobs))
+		for i := range ws.jobs {
+			ws.byID[ws.jobs[i].Job.ID] = &ws.jobs[i]
+		}
+	}
+	return ws.byID[id]
 }
 
 // storeAdd and storeRemove change the queued-job store, or defer the

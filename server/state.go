@@ -1,7 +1,9 @@
 package server
 
 import (
+	"iter"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/flotilla-sched/flotilla"
@@ -11,21 +13,36 @@ import (
 
 // job is a non-terminal job as the service keeps it in memory: its spec
 // and a compact copy of its state (the backend holds the full record).
+// A queued job takes 80 bytes here; what only a live lease needs is in
+// lease, allocated when the job is leased.
 type job struct {
 	spec backend.JobSpec
 	// sched is the job the scheduler sees: spec.Job, or a copy of it with
-	// AvoidClusters set once a lease failed somewhere.
+	// AvoidClusters set to the clusters where a lease expired or was
+	// returned (failed).
 	sched *flotilla.Job
-	// failed lists the clusters where a lease expired or was returned.
-	failed   []string
-	cluster  *cluster // the live lease's, nil when queued
-	node     string
-	leased   time.Time // the live lease's start
-	renewed  time.Time // the live lease's last renewal (in memory only)
-	attempts int
+	// lease is the live lease; nil when the job is queued.
+	lease    *lease
+	attempts int32
 	state    events.State
 	// cancelRequested: a live job was asked to stop.
 	cancelRequested bool
+}
+
+// lease is a job's live lease.
+type lease struct {
+	cluster *cluster
+	node    string
+	leased  time.Time // the lease's start
+	renewed time.Time // its last renewal (in memory only)
+	// pos is the job's index in cluster.live; nodeIdx the node's in
+	// cluster.nodes, -1 when the cluster no longer reports the node.
+	pos, nodeIdx int32
+	// listedIn and listedAt say which report listed the job last
+	// (Server.reports) and at which index, so that a report finds the
+	// jobs it lists twice and the leases it does not list without maps.
+	listedAt int32
+	listedIn uint64
 }
 
 func newJob(spec backend.JobSpec) *job {
@@ -34,13 +51,17 @@ func newJob(spec backend.JobSpec) *job {
 
 func (j *job) id() string { return j.spec.Job.ID }
 
+// failed lists the clusters where a lease of the job expired or was
+// returned.
+func (j *job) failed() []string { return j.sched.AvoidClusters }
+
 // gangKey names a gang within its queue.
 func gangKey(j *flotilla.Job) string { return j.Queue + "\x00" + j.Gang.ID }
 
 // restore enters a job loaded from the backend into the state: queued jobs
 // into the store, live ones onto their cluster with a lease renewed now.
 func (j *job) restore(s *Server, st events.Job, now time.Time) {
-	j.state, j.attempts, j.cancelRequested = st.State, st.Attempts, st.CancelRequested
+	j.state, j.attempts, j.cancelRequested = st.State, int32(st.Attempts), st.CancelRequested
 	j.setFailed(slices.Clone(st.FailedClusters))
 	s.jobs[j.id()] = j
 	if j.spec.Job.IsGang() {
@@ -50,9 +71,7 @@ func (j *job) restore(s *Server, st events.Job, now time.Time) {
 	case st.State == events.Queued:
 		s.storeAdd(j.sched)
 	case st.State.Live():
-		j.leased, j.renewed = st.Leased, now
-		j.node = st.Node
-		s.cluster(st.Cluster).addLive(j)
+		s.cluster(st.Cluster).addLive(j, st.Node, st.Leased, now, s.cfg.LeaseTimeout)
 	}
 }
 
@@ -60,7 +79,6 @@ func (j *job) restore(s *Server, st events.Job, now time.Time) {
 // scheduler avoid them. The job keeps the priority it was last given
 // (flux re-prioritisation).
 func (j *job) setFailed(failed []string) {
-	j.failed = failed
 	if len(failed) == 0 && j.sched.Priority == j.spec.Job.Priority {
 		j.sched = j.spec.Job
 		return
@@ -76,9 +94,9 @@ func (j *job) setFailed(failed []string) {
 // apply changes the in-memory state by one stored event. The backend has
 // checked the transition; specs holds the jobs of the write, for submitted
 // events. The caller holds mu.
-func (s *Server) apply(e *events.Event, specs map[string]*backend.JobSpec) {
+func (s *Server) apply(e *events.Event, specs *writeSpecs) {
 	if e.Type == events.Submitted {
-		sp := specs[e.Job]
+		sp := specs.spec(e.Job)
 		if sp == nil {
 			return
 		}
@@ -99,16 +117,15 @@ func (s *Server) apply(e *events.Event, specs map[string]*backend.JobSpec) {
 	switch e.Type {
 	case events.Leased:
 		s.storeRemove(e.Job)
-		j.state, j.attempts = events.LeasedState, e.Attempt
-		j.node, j.leased, j.renewed = e.Node, e.Time, e.Time
-		s.cluster(e.Cluster).addLive(j)
+		j.state, j.attempts = events.LeasedState, int32(e.Attempt)
+		s.cluster(e.Cluster).addLive(j, e.Node, e.Time, e.Time, s.cfg.LeaseTimeout)
 	case events.Running:
 		j.state = events.RunningState
 	case events.CancelRequested:
 		j.cancelRequested = true
 	case events.LeaseExpired, events.LeaseReturned:
-		if c := j.cluster; c != nil && !slices.Contains(j.failed, c.name) {
-			j.setFailed(append(slices.Clip(j.failed), c.name))
+		if l := j.lease; l != nil && !slices.Contains(j.failed(), l.cluster.name) {
+			j.setFailed(append(slices.Clip(j.failed()), l.cluster.name))
 		}
 		s.endLease(j, e.Requeued)
 	case events.Preempted:
@@ -124,8 +141,8 @@ func (s *Server) apply(e *events.Event, specs map[string]*backend.JobSpec) {
 // endLease takes a job off its cluster (if live) and either queues it
 // again or forgets it (terminal).
 func (s *Server) endLease(j *job, requeue bool) {
-	if j.cluster != nil {
-		j.cluster.removeLive(j)
+	if j.lease != nil {
+		j.lease.cluster.removeLive(j)
 	}
 	j.cancelRequested = false
 	if requeue {
@@ -152,8 +169,18 @@ type cluster struct {
 	index map[string]int
 	// reported is when the executor last reported (in memory only).
 	reported time.Time
-	// live are the jobs leased to the cluster.
-	live map[*job]struct{}
+	// live are the jobs leased to the cluster, each at its lease's pos;
+	// nil where a lease ended (holes counts them). live[:sorted] is in
+	// job id order, holes aside; sortLive sorts the rest in.
+	live          []*job
+	holes, sorted int
+	spare         []*job // sortLive's buffer
+	// nextDue, when dueKnown, is no later than the time the first live
+	// lease falls due (expires or passes its job's deadline): until then
+	// a cycle need not look at the cluster's leases. Renewals only delay
+	// due times, so it stays a bound; addLive lowers it.
+	nextDue  time.Time
+	dueKnown bool
 }
 
 // nodeRef resolves a snapshot node name.
@@ -167,20 +194,118 @@ type nodeRef struct {
 func (s *Server) cluster(name string) *cluster {
 	c := s.clusters[name]
 	if c == nil {
-		c = &cluster{name: name, index: map[string]int{}, live: map[*job]struct{}{}}
+		c = &cluster{name: name, index: map[string]int{}}
 		s.clusters[name] = c
 	}
 	return c
 }
 
-func (c *cluster) addLive(j *job) {
-	j.cluster = c
-	c.live[j] = struct{}{}
+// jobs yields the cluster's live jobs.
+func (c *cluster) jobs() iter.Seq[*job] {
+	return func(yield func(*job) bool) {
+		for _, j := range c.live {
+			if j != nil && !yield(j) {
+				return
+			}
+		}
+	}
 }
 
+// addLive gives j a live lease on node of the cluster; timeout is the
+// lease timeout.
+func (c *cluster) addLive(j *job, node string, leased, renewed time.Time, timeout time.Duration) {
+	idx, ok := c.index[node]
+	if !ok {
+		idx = -1
+	}
+	j.lease = &lease{cluster: c, node: node, leased: leased, renewed: renewed, pos: int32(len(c.live)), nodeIdx: int32(idx)}
+	c.live = append(c.live, j)
+	if due := j.due(timeout); c.dueKnown && due.Before(c.nextDue) {
+		c.nextDue = due
+	}
+}
+
+// due is when j's live lease falls due: it expires unless renewed, or its
+// job passes its active deadline.
+func (j *job) due(timeout time.Duration) time.Time {
+	due := j.lease.renewed.Add(timeout)
+	if d := j.spec.ActiveDeadline; d > 0 {
+		if dl := j.lease.leased.Add(d); dl.Before(due) {
+			return dl
+		}
+	}
+	return due
+}
+
+// removeLive ends j's lease on the cluster.
 func (c *cluster) removeLive(j *job) {
-	delete(c.live, j)
-	j.cluster, j.node = nil, ""
+	c.live[j.lease.pos] = nil
+	c.holes++
+	j.lease = nil
+	if c.holes > 64 && c.holes > len(c.live)/2 {
+		c.compact()
+	}
+}
+
+// compact closes the holes of live, keeping its order.
+func (c *cluster) compact() {
+	if c.holes == 0 {
+		return
+	}
+	n, sorted := 0, 0
+	for i, j := range c.live {
+		if j == nil {
+			continue
+		}
+		if i < c.sorted {
+			sorted++
+		}
+		j.lease.pos = int32(n)
+		c.live[n] = j
+		n++
+	}
+	clear(c.live[n:])
+	c.live, c.holes, c.sorted = c.live[:n], 0, sorted
+}
+
+// sortLive orders live by job id — it closes the holes, sorts the jobs
+// leased since the last sortLive and merges them in, in O(n + k log k)
+// for k new leases — and calls emit (unless nil) with each live job in
+// that order, in the same pass.
+func (c *cluster) sortLive(emit func(*job)) {
+	if c.holes == 0 && c.sorted == len(c.live) {
+		if emit != nil {
+			for _, j := range c.live {
+				emit(j)
+			}
+		}
+		return
+	}
+	byID := func(a, b *job) int { return strings.Compare(a.id(), b.id()) }
+	head, tail := c.live[:c.sorted], c.live[c.sorted:]
+	tail = slices.DeleteFunc(tail, func(j *job) bool { return j == nil })
+	slices.SortFunc(tail, byID)
+	out := slices.Grow(c.spare[:0], len(head)+len(tail))
+	for len(head) > 0 || len(tail) > 0 {
+		var j *job
+		switch {
+		case len(head) > 0 && head[0] == nil:
+			head = head[1:]
+			continue
+		case len(head) == 0 || len(tail) > 0 && byID(tail[0], head[0]) < 0:
+			j, tail = tail[0], tail[1:]
+		default:
+			j, head = head[0], head[1:]
+		}
+		j.lease.pos = int32(len(out))
+		out = append(out, j)
+		if emit != nil {
+			emit(j)
+		}
+	}
+	clear(c.live[:cap(c.live)])
+	c.live, c.spare = out, c.live[:0]
+	c.sorted, c.holes = len(c.live), 0
 }
 
 // snapName is a node's name in the cycles' snapshots.
@@ -201,6 +326,13 @@ func (c *cluster) setNodes(s *Server, nodes []flotilla.Node) {
 		c.snap[i] = &n
 		c.index[nodes[i].Name] = i
 		s.nodes[n.Name] = nodeRef{cluster: c, node: nodes[i].Name}
+	}
+	for j := range c.jobs() {
+		idx, ok := c.index[j.lease.node]
+		if !ok {
+			idx = -1
+		}
+		j.lease.nodeIdx = int32(idx)
 	}
 }
 

@@ -240,13 +240,13 @@ func (s *Server) loadUsage(ctx context.Context, now time.Time) error {
 	// time, when they started before it), in the order they started.
 	live := s.liveJobs()
 	slices.SortFunc(live, func(a, b *job) int {
-		if c := a.leased.Compare(b.leased); c != 0 {
+		if c := a.lease.leased.Compare(b.lease.leased); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.id(), b.id())
 	})
 	for _, j := range live {
-		s.charge(j, 1, j.leased)
+		s.charge(j, 1, j.lease.leased)
 	}
 	return s.fluxLoaded(now)
 }
@@ -255,7 +255,7 @@ func (s *Server) loadUsage(ctx context.Context, now time.Time) error {
 func (s *Server) liveJobs() []*job {
 	var out []*job
 	for _, c := range s.clusters {
-		for j := range c.live {
+		for j := range c.jobs() {
 			out = append(out, j)
 		}
 	}

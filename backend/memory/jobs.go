@@ -445,7 +445,9 @@ func (b *Backend) JobByClientID(ctx context.Context, queue, clientID string) (st
 			return r.job.ID, nil
 		}
 	}
-	return "", flotilla.Errorf("clientId", clientID, backend.ErrNotFound, "in queue %q", queue)
+	// No detail: a service asks for every client id it is submitted,
+	// and most are new, so this error is built often.
+	return "", flotilla.Errorf("clientId", clientID, backend.ErrNotFound, "")
 }
 
 // Events returns a job set's events from sequence number from on, at most

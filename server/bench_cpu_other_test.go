@@ -1,0 +1,9 @@
+//go:build !linux
+
+package server
+
+import "time"
+
+// threadCPU and processCPU are not measured outside Linux: 0.
+func threadCPU() time.Duration  { return 0 }
+func processCPU() time.Duration { return 0 }

@@ -1,0 +1,74 @@
+package server
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/events"
+)
+
+func TestReportListingAJobTwiceIsRejectedWholeNamingTheEarlierEntry(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 1, 4)})
+	ids := w.submit("A", "s1", cpuJobs(3, "1"))
+	w.cycle()
+	ls := w.report(Report{Cluster: "c1"}).Leases
+	require.Len(t, ls, 3)
+	// job-3 ends: from now on it has no live lease.
+	done := held(PhaseRunning, ls)
+	done[2].Phase = PhaseSucceeded
+	w.report(Report{Cluster: "c1", Jobs: done})
+	for _, tc := range []struct {
+		name string
+		jobs []JobReport
+		at   string
+		also string
+	}{
+		{"a live lease", []JobReport{
+			{Job: ids[0], Attempt: 1, Phase: PhaseRunning},
+			{Job: ids[1], Attempt: 1, Phase: PhaseSucceeded},
+			{Job: ids[0], Attempt: 1, Phase: PhaseSucceeded},
+		}, "jobs[2].job", "also jobs[0]"},
+		{"an ended job", []JobReport{
+			{Job: ids[2], Attempt: 1, Phase: PhaseSucceeded},
+			{Job: ids[1], Attempt: 1, Phase: PhaseSucceeded},
+			{Job: ids[2], Attempt: 1, Phase: PhaseRunning},
+		}, "jobs[2].job", "also jobs[0]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := w.srv.Report(w.ctx, &Report{Cluster: "c1", Jobs: tc.jobs})
+			require.ErrorIs(t, err, flotilla.ErrDuplicate)
+			var fe *flotilla.FieldError
+			require.True(t, errors.As(err, &fe))
+			require.Equal(t, tc.at, fe.Field)
+			require.ErrorContains(t, err, tc.also)
+			// Rejected whole: ids[1] did not succeed.
+			require.Equal(t, events.RunningState, w.state(ids[1]))
+		})
+	}
+}
+
+func TestReportReplyCarriesTheClustersLeasesThisReportDoesNotList(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 1, 4)})
+	w.submit("A", "s1", cpuJobs(3, "1"))
+	w.cycle()
+	ls := w.report(Report{Cluster: "c1"}).Leases
+	require.Len(t, ls, 3)
+	// Listing the first as pending: the reply carries the other two.
+	reply := w.report(Report{Cluster: "c1", Jobs: held(PhasePending, ls[:1])})
+	require.Equal(t, ls[1:], reply.Leases)
+	// A report rejected after listing the second changes nothing …
+	bad := append(held(PhaseRunning, ls[1:2]), JobReport{Job: "no-such-job", Attempt: 1, Phase: PhaseRunning})
+	_, err := w.srv.Report(w.ctx, &Report{Cluster: "c1", Jobs: bad})
+	require.Error(t, err)
+	// … and what one report listed does not count for the next.
+	reply = w.report(Report{Cluster: "c1", Jobs: held(PhasePending, ls[2:])})
+	require.Equal(t, ls[:2], reply.Leases)
+	require.Equal(t, ls, w.report(Report{Cluster: "c1"}).Leases)
+}

@@ -1,0 +1,204 @@
+package server
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/events"
+	"github.com/flotilla-sched/flotilla/scheduler"
+)
+
+// snapshotNow takes the snapshot a cycle would take now.
+func (w *world) snapshotNow() *scheduler.Snapshot {
+	w.srv.mu.Lock()
+	defer w.srv.mu.Unlock()
+	return w.srv.snapshot(w.srv.Now())
+}
+
+// runningIDs lists a snapshot's running jobs as node:job.
+func runningIDs(snap *scheduler.Snapshot) []string {
+	var out []string
+	for _, r := range snap.Running {
+		out = append(out, r.Node+":"+r.Job.ID)
+	}
+	return out
+}
+
+func TestSnapshotListsRunningJobsByClusterNameThenJobIDWhateverTheOrderOfTheirLeases(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	// c2 reports first and takes job-1; c1 then takes job-2 and job-3.
+	w.report(Report{Cluster: "c2", Nodes: nodesOf("c2", 1, 1)})
+	w.submit("A", "s1", cpuJobs(1, "1"))
+	require.Equal(t, 1, w.cycle().Leased)
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 1, 4)})
+	w.submit("A", "s1", cpuJobs(2, "1"))
+	require.Equal(t, 2, w.cycle().Leased)
+	// job-2 ends, and job-4 is leased after it: c1 holds job-3 and job-4,
+	// the later lease with the larger id; job-5 then goes before them by
+	// id although it is leased last (ids compare as strings: job-10 <
+	// job-3).
+	r1 := w.report(Report{Cluster: "c1"})
+	require.Len(t, r1.Leases, 2)
+	jobs := held(PhaseRunning, r1.Leases)
+	jobs[0].Phase = PhaseSucceeded // job-2
+	w.report(Report{Cluster: "c1", Jobs: jobs})
+	w.submit("A", "s1", cpuJobs(1, "1"))
+	require.Equal(t, 1, w.cycle().Leased)
+	require.Equal(t, []string{"c1/c1-n0:job-3", "c1/c1-n0:job-4", "c2/c2-n0:job-1"}, runningIDs(w.snapshotNow()))
+	for range 5 { // ids job-5 … job-9 go unused: the next job is job-10
+		w.ids.next()
+	}
+	w.submit("A", "s1", cpuJobs(1, "1"))
+	require.Equal(t, 1, w.cycle().Leased)
+	require.Equal(t, []string{"c1/c1-n0:job-10", "c1/c1-n0:job-3", "c1/c1-n0:job-4", "c2/c2-n0:job-1"}, runningIDs(w.snapshotNow()))
+}
+
+func TestLeaseOnANodeItsClusterNoLongerReportsLeavesTheSnapshotUntilTheNodeIsBack(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 2, 1)})
+	w.submit("A", "s1", cpuJobs(2, "1"))
+	require.Equal(t, 2, w.cycle().Leased)
+	reply := w.report(Report{Cluster: "c1"})
+	require.Len(t, reply.Leases, 2)
+	all := runningIDs(w.snapshotNow())
+	require.Len(t, all, 2)
+	gone := reply.Leases[1].Node // its node leaves the cluster
+	var kept []string
+	for _, r := range all {
+		if !strings.HasPrefix(r, "c1/"+gone+":") {
+			kept = append(kept, r)
+		}
+	}
+	require.Len(t, kept, 1)
+	nodes := nodesOf("c1", 2, 1)
+	nodes = slices.DeleteFunc(nodes, func(n flotilla.Node) bool { return n.Name == gone })
+	w.report(Report{Cluster: "c1", Nodes: nodes, Jobs: held(PhaseRunning, reply.Leases)})
+	require.Equal(t, kept, runningIDs(w.snapshotNow()))
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 2, 1), Jobs: held(PhaseRunning, reply.Leases)})
+	require.Equal(t, all, runningIDs(w.snapshotNow()))
+}
+
+// TestClusterLiveListMatchesTheSetOfLiveJobsInIDOrder checks a cluster's
+// live list against a map of the jobs leased to it: through any sequence
+// of leases, lease ends and sorts, every live job is at its lease's pos,
+// jobs yields exactly the live jobs, and after sortLive the list is them
+// in id order.
+func TestClusterLiveListMatchesTheSetOfLiveJobsInIDOrder(t *testing.T) {
+	runProperty(t, "cluster live list = live jobs, sorted by id after sortLive", 300, func(seed int64) string {
+		rng := rand.New(rand.NewPCG(uint64(seed), 7))
+		c := &cluster{name: "c", index: map[string]int{"n": 0}}
+		oracle := map[string]*job{}
+		next := 0
+		for op := range 400 + rng.IntN(400) {
+			switch k := rng.IntN(10); {
+			case k < 5:
+				next++
+				id := "j" + strconv.Itoa(rng.IntN(1_000_000)) + "-" + strconv.Itoa(next)
+				j := &job{spec: backend.JobSpec{Job: &flotilla.Job{ID: id}}}
+				c.addLive(j, "n", time.Time{}, time.Time{}, time.Minute)
+				oracle[id] = j
+			case k < 9 && len(oracle) > 0:
+				ids := slices.Sorted(mapKeys(oracle))
+				id := ids[rng.IntN(len(ids))]
+				c.removeLive(oracle[id])
+				delete(oracle, id)
+			default:
+				var emitted []string
+				c.sortLive(func(j *job) { emitted = append(emitted, j.id()) })
+				var got []string
+				for _, j := range c.live {
+					got = append(got, j.id())
+				}
+				if want := slices.Sorted(mapKeys(oracle)); !slices.Equal(got, want) || !slices.Equal(emitted, want) {
+					return "op " + strconv.Itoa(op) + ": sorted live list " + strings.Join(got, ",") + ", emitted " +
+						strings.Join(emitted, ",") + ", want " + strings.Join(want, ",")
+				}
+			}
+			n := 0
+			for j := range c.jobs() {
+				n++
+				if oracle[j.id()] != j {
+					return "op " + strconv.Itoa(op) + ": jobs yields " + j.id() + ", which is not live"
+				}
+			}
+			if n != len(oracle) {
+				return "op " + strconv.Itoa(op) + ": jobs yields " + strconv.Itoa(n) + " jobs, want " + strconv.Itoa(len(oracle))
+			}
+			for id, j := range oracle {
+				if p := int(j.lease.pos); p >= len(c.live) || c.live[p] != j {
+					return "op " + strconv.Itoa(op) + ": " + id + " is not at its pos " + strconv.Itoa(p)
+				}
+			}
+		}
+		return ""
+	})
+}
+
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+func TestLeaseWithAnEarlierDeadlineThanTheClustersOthersFailsOnTime(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 1, 4)})
+	long := JobTemplate{Requests: map[string]string{"cpu": "1"}, ActiveDeadline: "1h"}
+	w.submit("A", "s1", long)
+	w.cycle()
+	ls := w.report(Report{Cluster: "c1"}).Leases
+	w.clock.advance(time.Second)
+	w.cycle() // nothing due for a while on c1
+	short := JobTemplate{Requests: map[string]string{"cpu": "1"}, ActiveDeadline: "5s"}
+	ids := w.submit("A", "s1", short)
+	require.Equal(t, 1, w.cycle().Leased)
+	ls = append(ls, w.report(Report{Cluster: "c1", Jobs: held(PhaseRunning, ls)}).Leases...)
+	require.Len(t, ls, 2)
+	for range 6 {
+		w.clock.advance(time.Second)
+		w.report(Report{Cluster: "c1", Jobs: held(PhaseRunning, ls)})
+		w.cycle()
+	}
+	st, err := w.srv.Status(w.ctx, ids[0])
+	require.NoError(t, err)
+	require.Equal(t, events.FailedState, st[0].State)
+	require.Contains(t, st[0].Reason, "deadline exceeded")
+	require.Equal(t, events.RunningState, w.state(ls[0].Job.ID))
+}
+
+func TestLeaseNotRenewedExpiresOneLeaseTimeoutAfterItsLastRenewalWhileOthersAreRenewed(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 1, 4)})
+	w.submit("A", "s1", cpuJobs(2, "1"))
+	w.cycle()
+	ls := w.report(Report{Cluster: "c1"}).Leases
+	require.Len(t, ls, 2)
+	expired := 0
+	for i := range 40 { // the executor lists only the first lease from now on
+		w.clock.advance(time.Second)
+		w.report(Report{Cluster: "c1", Jobs: held(PhaseRunning, ls[:1])})
+		rep := w.cycle()
+		if rep.Expired > 0 {
+			require.Equal(t, 29, i, "expired %s after the last renewal", time.Duration(i+1)*time.Second)
+		}
+		expired += rep.Expired
+	}
+	require.Equal(t, 1, expired)
+	require.Equal(t, events.RunningState, w.state(ls[0].Job.ID))
+}
