@@ -1,0 +1,127 @@
+package postgres
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/flotilla-sched/flotilla"
+)
+
+// Times are stored as Unix nanoseconds, which cover 1678 to 2262; the zero
+// time is NULL.
+var (
+	minTime = time.Unix(0, math.MinInt64)
+	maxTime = time.Unix(0, math.MaxInt64)
+)
+
+// timeProblem is a FieldError for a time a bigint of nanoseconds cannot
+// hold, or nil.
+func timeProblem(field string, t time.Time) error {
+	if t.IsZero() || (!t.Before(minTime) && !t.After(maxTime)) {
+		return nil
+	}
+	return flotilla.Errorf(field, t.Format(time.RFC3339Nano), flotilla.ErrOutOfRange, "want a time between 1678 and 2262")
+}
+
+// encodeTime is t as stored: nil for the zero time.
+func encodeTime(t time.Time) *int64 {
+	if t.IsZero() {
+		return nil
+	}
+	n := t.UnixNano()
+	return &n
+}
+
+// decodeTime is a stored time, in UTC.
+func decodeTime(n *int64) time.Time {
+	if n == nil {
+		return time.Time{}
+	}
+	return time.Unix(0, *n).UTC()
+}
+
+// textProblem is a FieldError for a string PostgreSQL's text cannot hold
+// (a NUL byte or invalid UTF-8), or nil.
+func textProblem(field, s string) error {
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 || s[i] >= utf8.RuneSelf {
+			if s[i] == 0 || !utf8.ValidString(s) {
+				return flotilla.Errorf(field, strconv.Quote(s), flotilla.ErrMalformed, "stored text must be UTF-8 without NUL bytes")
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+// appendResources appends r as a JSON object keyed by resource name.
+func appendResources(buf []byte, schema *flotilla.ResourceSchema, r flotilla.Resources) []byte {
+	buf = append(buf, '{')
+	for i, v := range r {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = strconv.AppendQuote(buf, schema.Name(i))
+		buf = append(buf, ':')
+		buf = strconv.AppendInt(buf, v, 10)
+	}
+	return append(buf, '}')
+}
+
+// decodeResources reads a JSON object of resource amounts into the schema:
+// a resource the schema lacks is an error unless its amount is zero.
+func decodeResources(schema *flotilla.ResourceSchema, raw []byte, field string) (flotilla.Resources, error) {
+	var m map[string]int64
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("%s: stored resources %s: %w", field, raw, err)
+	}
+	r := schema.Zero()
+	for name, v := range m {
+		i, ok := schema.Index(name)
+		if !ok {
+			if v != 0 {
+				return nil, flotilla.Errorf(field, name, flotilla.ErrUnknownResource, "stored with amount %d; the backend's schema is %v", v, schema.Names())
+			}
+			continue
+		}
+		r[i] = v
+	}
+	return r, nil
+}
+
+// toleration is the stored form of a flotilla.Toleration.
+type toleration struct {
+	Key      string                      `json:"key,omitempty"`
+	Operator flotilla.TolerationOperator `json:"operator,omitempty"`
+	Value    string                      `json:"value,omitempty"`
+	Effect   flotilla.TaintEffect        `json:"effect,omitempty"`
+}
+
+// taint is the stored form of a flotilla.Taint.
+type taint struct {
+	Key    string               `json:"key"`
+	Value  string               `json:"value,omitempty"`
+	Effect flotilla.TaintEffect `json:"effect"`
+}
+
+// node is the stored form of a flotilla.Node of an executor's report (the
+// cluster is the report's).
+type node struct {
+	Name          string            `json:"name"`
+	Labels        map[string]string `json:"labels,omitempty"`
+	Taints        []taint           `json:"taints,omitempty"`
+	Total         json.RawMessage   `json:"total"`
+	Unschedulable bool              `json:"unschedulable,omitempty"`
+}
+
+// jsonOrNil marshals v, or returns nil (NULL) when isNil.
+func jsonOrNil(isNil bool, v any) ([]byte, error) {
+	if isNil {
+		return nil, nil
+	}
+	return json.Marshal(v)
+}
