@@ -14,9 +14,10 @@ import (
 // every problem as a FieldError.
 func (b *Backend) checkFields(w *backend.Write) []error {
 	var errs []error
-	text := func(field, s string) {
-		if err := textProblem(field, s); err != nil {
-			errs = append(errs, err)
+	// text checks s, naming its field (built only on a problem).
+	text := func(s string, field func() string) {
+		if ok := textOK(s); !ok {
+			errs = append(errs, textProblem(field(), s))
 		}
 	}
 	for i := range w.Jobs {
@@ -45,27 +46,27 @@ func (b *Backend) checkFields(w *backend.Write) []error {
 		if err := timeProblem(p("job.submitTime"), j.SubmitTime); err != nil {
 			errs = append(errs, err)
 		}
-		text(p("job.id"), j.ID)
-		text(p("job.queue"), j.Queue)
-		text(p("job.jobSet"), j.JobSet)
-		text(p("job.priorityClass"), j.PriorityClass)
-		text(p("job.gang.id"), j.Gang.ID)
-		text(p("job.gang.nodeUniformityLabel"), j.Gang.NodeUniformityLabel)
-		text(p("clientId"), s.ClientID)
-		text(p("principal"), s.Principal)
+		text(j.ID, func() string { return p("job.id") })
+		text(j.Queue, func() string { return p("job.queue") })
+		text(j.JobSet, func() string { return p("job.jobSet") })
+		text(j.PriorityClass, func() string { return p("job.priorityClass") })
+		text(j.Gang.ID, func() string { return p("job.gang.id") })
+		text(j.Gang.NodeUniformityLabel, func() string { return p("job.gang.nodeUniformityLabel") })
+		text(s.ClientID, func() string { return p("clientId") })
+		text(s.Principal, func() string { return p("principal") })
 		for k, v := range j.NodeSelector {
-			text(p("job.nodeSelector"), k)
-			text(p("job.nodeSelector."+k), v)
+			text(k, func() string { return p("job.nodeSelector") })
+			text(v, func() string { return p("job.nodeSelector." + k) })
 		}
 		for k, t := range j.Tolerations {
-			tp := p(fmt.Sprintf("job.tolerations[%d]", k))
-			text(tp+".key", t.Key)
-			text(tp+".value", t.Value)
-			text(tp+".operator", string(t.Operator))
-			text(tp+".effect", string(t.Effect))
+			tp := func() string { return p(fmt.Sprintf("job.tolerations[%d]", k)) }
+			text(t.Key, func() string { return tp() + ".key" })
+			text(t.Value, func() string { return tp() + ".value" })
+			text(string(t.Operator), func() string { return tp() + ".operator" })
+			text(string(t.Effect), func() string { return tp() + ".effect" })
 		}
 		for k, c := range j.AvoidClusters {
-			text(p(fmt.Sprintf("job.avoidClusters[%d]", k)), c)
+			text(c, func() string { return p(fmt.Sprintf("job.avoidClusters[%d]", k)) })
 		}
 	}
 	for i := range w.Events {
@@ -89,12 +90,12 @@ func (b *Backend) checkFields(w *backend.Write) []error {
 		if e.Attempt < 0 || e.Attempt > math.MaxInt32 {
 			errs = append(errs, flotilla.Errorf(p("attempt"), strconv.Itoa(e.Attempt), flotilla.ErrOutOfRange, "want 0 to %d", math.MaxInt32))
 		}
-		text(p("queue"), e.Queue)
-		text(p("jobSet"), e.JobSet)
-		text(p("job"), e.Job)
-		text(p("cluster"), e.Cluster)
-		text(p("node"), e.Node)
-		text(p("reason"), e.Reason)
+		text(e.Queue, func() string { return p("queue") })
+		text(e.JobSet, func() string { return p("jobSet") })
+		text(e.Job, func() string { return p("job") })
+		text(e.Cluster, func() string { return p("cluster") })
+		text(e.Node, func() string { return p("node") })
+		text(e.Reason, func() string { return p("reason") })
 	}
 	return errs
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -47,15 +48,23 @@ func decodeTime(n *int64) time.Time {
 // textProblem is a FieldError for a string PostgreSQL's text cannot hold
 // (a NUL byte or invalid UTF-8), or nil.
 func textProblem(field, s string) error {
+	if textOK(s) {
+		return nil
+	}
+	return flotilla.Errorf(field, strconv.Quote(s), flotilla.ErrMalformed, "stored text must be UTF-8 without NUL bytes")
+}
+
+// textOK reports whether PostgreSQL's text can hold s.
+func textOK(s string) bool {
 	for i := 0; i < len(s); i++ {
-		if s[i] == 0 || s[i] >= utf8.RuneSelf {
-			if s[i] == 0 || !utf8.ValidString(s) {
-				return flotilla.Errorf(field, strconv.Quote(s), flotilla.ErrMalformed, "stored text must be UTF-8 without NUL bytes")
-			}
-			return nil
+		if s[i] == 0 {
+			return false
+		}
+		if s[i] >= utf8.RuneSelf {
+			return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 		}
 	}
-	return nil
+	return true
 }
 
 // appendResources appends r as a JSON object keyed by resource name.
