@@ -4,15 +4,21 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/backend/backendtest"
+	"github.com/flotilla-sched/flotilla/events"
 )
 
 // serverURL is the test server's URL from FLOTILLA_POSTGRES_URL (which
@@ -94,4 +100,120 @@ func TestConformance(t *testing.T) {
 	backendtest.Run(t, func(t *testing.T) backend.Backend {
 		return open(t, freshSchema(t))
 	})
+}
+
+// migrationsApplied counts the rows of schema_migrations at u.
+func migrationsApplied(t *testing.T, b *Backend) int {
+	t.Helper()
+	var n int
+	if err := b.pool.QueryRow(context.Background(), "SELECT count(*) FROM schema_migrations").Scan(&n); err != nil {
+		t.Fatalf("counting migrations: %v", err)
+	}
+	return n
+}
+
+func TestOpenTwiceAppliesEachMigrationOnceAndKeepsTheData(t *testing.T) {
+	ctx := context.Background()
+	u := freshSchema(t)
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := open(t, u)
+	if err := first.CreateQueue(ctx, flotilla.Queue{Name: "A", PriorityFactor: 2}); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	second := open(t, u)
+	if n := migrationsApplied(t, second); n != len(ms) {
+		t.Errorf("schema_migrations has %d rows after two Opens, want %d", n, len(ms))
+	}
+	q, err := second.Queue(ctx, "A")
+	if err != nil || q.PriorityFactor != 2 {
+		t.Errorf("Queue(A) after reopening = %+v, %v; want it as created", q, err)
+	}
+}
+
+func TestConcurrentOpensApplyEachMigrationOnce(t *testing.T) {
+	u := freshSchema(t)
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 6
+	bs := make([]*Backend, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { bs[i], errs[i] = Open(context.Background(), u, backendtest.Schema()) })
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil {
+			t.Errorf("Open %d of %d concurrent: %v", i, n, errs[i])
+			continue
+		}
+		defer bs[i].Close()
+	}
+	if t.Failed() {
+		return
+	}
+	if got := migrationsApplied(t, bs[0]); got != len(ms) {
+		t.Errorf("schema_migrations has %d rows, want %d", got, len(ms))
+	}
+}
+
+func TestMigrationsAreNumberedFromOneWithoutGaps(t *testing.T) {
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) == 0 || ms[0].name != "0001_init.sql" {
+		t.Fatalf("migrations = %v, want 0001_init.sql first", ms)
+	}
+}
+
+func TestBackendClosedWhileLiveJobsReadsReturnsErrClosed(t *testing.T) {
+	ctx := context.Background()
+	b := open(t, freshSchema(t))
+	if err := b.CreateQueue(ctx, flotilla.Queue{Name: "A"}); err != nil {
+		t.Fatal(err)
+	}
+	submitN(t, b, "A", "s", 0, 2*livePage+10)
+	seen := 0
+	err := b.LiveJobs(ctx, func(backend.Record) error {
+		seen++
+		if seen == 1 {
+			b.Close()
+		}
+		return nil
+	})
+	if !errors.Is(err, backend.ErrClosed) {
+		t.Errorf("LiveJobs with Close during its first page: error %v, want ErrClosed", err)
+	}
+	if seen != livePage {
+		t.Errorf("LiveJobs visited %d records, want the first page's %d", seen, livePage)
+	}
+	if _, err := b.Job(ctx, "j00000"); !errors.Is(err, backend.ErrClosed) {
+		t.Errorf("Job after Close: %v, want ErrClosed", err)
+	}
+}
+
+// submitN commits jobs j<from>…j<from+n-1> to q/s with their submitted
+// events, in writes of at most 1,000.
+func submitN(t testing.TB, b backend.Backend, q, s string, from, n int) {
+	t.Helper()
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	for lo := from; lo < from+n; lo += 1000 {
+		w := &backend.Write{}
+		for i := lo; i < min(lo+1000, from+n); i++ {
+			id := fmt.Sprintf("j%05d", i)
+			w.Jobs = append(w.Jobs, backend.JobSpec{Job: &flotilla.Job{ID: id, Queue: q, JobSet: s,
+				SubmitTime: t0, Requests: flotilla.Resources{1000, 1 << 30}}})
+			w.Events = append(w.Events, events.Event{Queue: q, JobSet: s, Job: id, Type: events.Submitted, Time: t0})
+		}
+		if _, err := b.Commit(context.Background(), w); err != nil {
+			t.Fatalf("Commit: %v", err)
+		}
+	}
 }
