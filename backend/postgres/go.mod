@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/flotilla-sched/flotilla v0.0.0
 	github.com/jackc/pgx/v5 v5.12.0
+	github.com/leanovate/gopter v0.2.11
 )
 
 require (
