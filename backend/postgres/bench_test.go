@@ -51,3 +51,27 @@ func BenchmarkCommitSubmit(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*batch)/elapsed.Seconds(), "jobs/s")
 }
+
+// BenchmarkLiveJobs reads 100,000 live jobs (the read a service's restart
+// makes) with LiveJobs: one op is the whole read. It reports ns/job.
+func BenchmarkLiveJobs(b *testing.B) {
+	const total = 100_000
+	ctx := context.Background()
+	be := open(b, freshSchema(b))
+	if err := be.CreateQueue(ctx, flotilla.Queue{Name: "A"}); err != nil {
+		b.Fatal(err)
+	}
+	submitN(b, be, "A", "s", 0, total)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		n := 0
+		if err := be.LiveJobs(ctx, func(backend.Record) error { n++; return nil }); err != nil {
+			b.Fatal(err)
+		}
+		if n != total {
+			b.Fatalf("LiveJobs visited %d jobs, want %d", n, total)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*total), "ns/job")
+}

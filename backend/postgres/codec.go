@@ -84,12 +84,15 @@ func appendResources(buf []byte, schema *flotilla.ResourceSchema, r flotilla.Res
 // decodeResources reads a JSON object of resource amounts into the schema:
 // a resource the schema lacks is an error unless its amount is zero.
 func decodeResources(schema *flotilla.ResourceSchema, raw []byte, field string) (flotilla.Resources, error) {
-	var m map[string]int64
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf("%s: stored resources %s: %w", field, raw, err)
+	m, ok := parseAmounts(raw, schema.Len())
+	if !ok {
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, fmt.Errorf("%s: stored resources %s: %w", field, raw, err)
+		}
 	}
 	r := schema.Zero()
-	for name, v := range m {
+	for _, a := range m {
+		name, v := a.name, a.v
 		i, ok := schema.Index(name)
 		if !ok {
 			if v != 0 {
@@ -100,6 +103,102 @@ func decodeResources(schema *flotilla.ResourceSchema, raw []byte, field string) 
 		r[i] = v
 	}
 	return r, nil
+}
+
+// amount is one resource's amount as stored.
+type amount struct {
+	name string
+	v    int64
+}
+
+// amounts reads a JSON object of resource amounts when parseAmounts
+// cannot.
+type amounts []amount
+
+// UnmarshalJSON reads a JSON object of integers.
+func (a *amounts) UnmarshalJSON(b []byte) error {
+	var m map[string]int64
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	for k, v := range m {
+		*a = append(*a, amount{k, v})
+	}
+	return nil
+}
+
+// parseAmounts reads the common form of a stored resource object, as
+// PostgreSQL prints a jsonb object of integers with plain names
+// ({"cpu": 1000, "memory": 4096}), without a map; ok is false for any
+// other form (escaped names, other spacing), which json reads instead.
+func parseAmounts(raw []byte, n int) (out amounts, ok bool) {
+	out = make(amounts, 0, n)
+	i := 0
+	skip := func() {
+		for i < len(raw) && raw[i] == ' ' {
+			i++
+		}
+	}
+	skip()
+	if i >= len(raw) || raw[i] != '{' {
+		return nil, false
+	}
+	i++
+	skip()
+	if i < len(raw) && raw[i] == '}' {
+		return out, i == len(raw)-1
+	}
+	for {
+		skip()
+		if i >= len(raw) || raw[i] != '"' {
+			return nil, false
+		}
+		start := i + 1
+		for i = start; i < len(raw) && raw[i] != '"'; i++ {
+			if c := raw[i]; c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+				return nil, false
+			}
+		}
+		if i >= len(raw) {
+			return nil, false
+		}
+		name := string(raw[start:i])
+		i++
+		skip()
+		if i >= len(raw) || raw[i] != ':' {
+			return nil, false
+		}
+		i++
+		skip()
+		start = i
+		for i < len(raw) && (raw[i] == '-' || (raw[i] >= '0' && raw[i] <= '9')) {
+			i++
+		}
+		digits := raw[start:i]
+		if len(digits) > 0 && digits[0] == '-' {
+			digits = digits[1:]
+		}
+		if len(digits) == 0 || (digits[0] == '0' && len(digits) > 1) {
+			return nil, false // JSON has no leading zeros
+		}
+		v, err := strconv.ParseInt(string(raw[start:i]), 10, 64)
+		if err != nil {
+			return nil, false
+		}
+		out = append(out, amount{name, v})
+		skip()
+		if i >= len(raw) {
+			return nil, false
+		}
+		switch raw[i] {
+		case ',':
+			i++
+		case '}':
+			return out, i == len(raw)-1
+		default:
+			return nil, false
+		}
+	}
 }
 
 // toleration is the stored form of a flotilla.Toleration.

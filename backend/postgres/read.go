@@ -195,6 +195,7 @@ const livePage = 1000
 func (b *Backend) LiveJobs(ctx context.Context, fn func(backend.Record) error) error {
 	const sel = "SELECT " + stateColumns + ", " + specColumns + " FROM jobs WHERE live"
 	var lastQueue, lastID string
+	page := make([]backend.Record, 0, livePage)
 	for first := true; ; first = false {
 		if err := b.ready(ctx); err != nil {
 			return err
@@ -205,8 +206,8 @@ func (b *Backend) LiveJobs(ctx context.Context, fn func(backend.Record) error) e
 		} else {
 			rows, _ = b.pool.Query(ctx, sel+" AND (queue, id) > ($2, $3) ORDER BY queue, id LIMIT $1", livePage, lastQueue, lastID)
 		}
-		page, err := pgx.CollectRows(rows, b.scanRecord)
-		if err != nil {
+		var err error
+		if page, err = pgx.AppendRows(page[:0], rows, b.scanRecord); err != nil {
 			return b.fail(ctx, "reading live jobs", err)
 		}
 		for _, r := range page {
