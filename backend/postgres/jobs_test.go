@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sync"
 	"testing"
 	"time"
 
@@ -164,5 +165,81 @@ func TestRequestsAreStoredByResourceNameSoTheSchemaCanGrow(t *testing.T) {
 	defer shrunk.Close()
 	if _, err := shrunk.Job(ctx, "j"); !errors.Is(err, flotilla.ErrUnknownResource) {
 		t.Errorf("Job read with a schema without cpu: %v, want ErrUnknownResource", err)
+	}
+}
+
+func TestDeleteQueueWaitsForACommitToItAndThenIsErrNotEmpty(t *testing.T) {
+	ctx := context.Background()
+	u := freshSchema(t)
+	b := open(t, u)
+	if err := b.CreateQueue(ctx, flotilla.Queue{Name: "A"}); err != nil {
+		t.Fatal(err)
+	}
+	watcher, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watcher.Close(ctx)
+	deleted := make(chan error, 1)
+	b.beforeCommit = func(uint32) {
+		// The Commit has checked and written everything; DeleteQueue now
+		// runs while it is uncommitted, and must wait for it.
+		go func() { deleted <- b.DeleteQueue(ctx, "A") }()
+		for {
+			select {
+			case err := <-deleted:
+				deleted <- err // DeleteQueue did not wait
+				return
+			default:
+			}
+			var waiting bool
+			if err := watcher.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+				WHERE pid <> pg_backend_pid() AND wait_event_type = 'Lock' AND query LIKE '%FROM queues WHERE name = $1 FOR UPDATE%')`).Scan(&waiting); err != nil {
+				t.Errorf("watching locks: %v", err)
+				return
+			}
+			if waiting {
+				return
+			}
+		}
+	}
+	if _, err := b.Commit(ctx, oneJob("j")); err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	if err := <-deleted; !errors.Is(err, backend.ErrNotEmpty) {
+		t.Errorf("DeleteQueue during a Commit of a job to the queue: %v, want ErrNotEmpty once the job is stored", err)
+	}
+	if _, err := b.Queue(ctx, "A"); err != nil {
+		t.Errorf("Queue(A) after the refused delete: %v", err)
+	}
+}
+
+func TestConcurrentCommitsRaisingFencesAreAppliedOrErrFencedNeverDeadlocked(t *testing.T) {
+	ctx := context.Background()
+	b := open(t, freshSchema(t))
+	const writers, writes = 4, 25
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*writes)
+	for k := range writers {
+		wg.Go(func() {
+			for i := range writes {
+				// Writers interleave their fences: 1, 2, 3, ... with k.
+				_, err := b.Commit(ctx, &backend.Write{Fence: uint64(i*writers + k + 1)})
+				if err != nil && !errors.Is(err, backend.ErrFenced) {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("Commit: %v, want it applied or ErrFenced", err)
+	}
+	if _, err := b.Commit(ctx, &backend.Write{Fence: writers * writes}); err != nil {
+		t.Errorf("Commit with the highest fence given: %v, want it applied", err)
+	}
+	if _, err := b.Commit(ctx, &backend.Write{Fence: writers*writes - 1}); !errors.Is(err, backend.ErrFenced) {
+		t.Errorf("Commit below the highest fence: %v, want ErrFenced", err)
 	}
 }
