@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -215,5 +217,44 @@ func submitN(t testing.TB, b backend.Backend, q, s string, from, n int) {
 		if _, err := b.Commit(context.Background(), w); err != nil {
 			t.Fatalf("Commit: %v", err)
 		}
+	}
+}
+
+func TestExecutorsAndQueuesReadBackWhole(t *testing.T) {
+	ctx := context.Background()
+	b := open(t, freshSchema(t))
+	reported := time.Date(2026, 11, 22, 10, 0, 0, 987654321, time.FixedZone("x", 3600))
+	e := backend.Executor{Cluster: "c1", Reported: reported, Nodes: []flotilla.Node{
+		{Name: "n1", Cluster: "c1", Total: flotilla.Resources{32000, 1 << 40}, Labels: map[string]string{"zone": "a", "gpu": "x"},
+			Taints: []flotilla.Taint{{Key: "gpu", Value: "true", Effect: flotilla.TaintNoSchedule}}, Unschedulable: true},
+		{Name: "n2", Cluster: "c1", Total: flotilla.Resources{1, 0}},
+	}}
+	if err := b.PutExecutor(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	es, err := b.ListExecutors(ctx)
+	if err != nil || len(es) != 1 {
+		t.Fatalf("ListExecutors = %v, %v", es, err)
+	}
+	got := es[0]
+	if !got.Reported.Equal(reported) || got.Reported.Location() != time.UTC || len(got.Nodes) != 2 {
+		t.Fatalf("executor read back = %+v, want %+v", got, e)
+	}
+	for i, n := range got.Nodes {
+		w := e.Nodes[i]
+		if n.Name != w.Name || n.Cluster != w.Cluster || !n.Total.Equal(w.Total) || !maps.Equal(n.Labels, w.Labels) ||
+			!slices.Equal(n.Taints, w.Taints) || n.Unschedulable != w.Unschedulable {
+			t.Errorf("node %d read back = %+v, want %+v", i, n, w)
+		}
+	}
+	q := flotilla.Queue{Name: "A", PriorityFactor: 0.5,
+		LimitsByPriorityClass: map[string]map[string]float64{"armada-default": {"cpu": 0.25, "memory": 1}}}
+	if err := b.CreateQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	gq, err := b.Queue(ctx, "A")
+	if err != nil || gq.PriorityFactor != 0.5 || gq.LimitsByPriorityClass["armada-default"]["cpu"] != 0.25 ||
+		gq.LimitsByPriorityClass["armada-default"]["memory"] != 1 {
+		t.Errorf("Queue(A) = %+v, %v; want %+v", gq, err, q)
 	}
 }
