@@ -1,0 +1,77 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/events"
+)
+
+// BenchmarkCommitSubmit submits jobs into PostgreSQL in Commits of 1,000
+// jobs and their 1,000 submitted events (one job set per 100,000 jobs,
+// every job with a client id), from one client: one op is one Commit. It
+// reports jobs/s.
+func BenchmarkCommitSubmit(b *testing.B) {
+	const batch = 1_000
+	ctx := context.Background()
+	be := open(b, freshSchema(b))
+	if err := be.CreateQueue(ctx, flotilla.Queue{Name: "A"}); err != nil {
+		b.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	w := &backend.Write{Jobs: make([]backend.JobSpec, batch), Events: make([]events.Event, batch)}
+	fill := func(n int) {
+		for k := range batch {
+			i := n*batch + k
+			id, set := fmt.Sprintf("job-%08d", i), fmt.Sprintf("set-%03d", i/100_000)
+			w.Jobs[k] = backend.JobSpec{
+				Job: &flotilla.Job{ID: id, Queue: "A", JobSet: set, PriorityClass: flotilla.ArmadaDefault,
+					SubmitTime: t0, Requests: flotilla.Resources{1000, 1 << 30}},
+				ClientID: fmt.Sprintf("client-%08d", i), Principal: "alice", Runtime: time.Minute,
+			}
+			w.Events[k] = events.Event{Queue: "A", JobSet: set, Job: id, Type: events.Submitted, Time: t0}
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var elapsed time.Duration
+	for n := range b.N {
+		b.StopTimer()
+		fill(n)
+		b.StartTimer()
+		start := time.Now()
+		if _, err := be.Commit(ctx, w); err != nil {
+			b.Fatal(err)
+		}
+		elapsed += time.Since(start)
+	}
+	b.ReportMetric(float64(b.N*batch)/elapsed.Seconds(), "jobs/s")
+}
+
+// BenchmarkLiveJobs reads 100,000 live jobs (the read a service's restart
+// makes) with LiveJobs: one op is the whole read. It reports ns/job.
+func BenchmarkLiveJobs(b *testing.B) {
+	const total = 100_000
+	ctx := context.Background()
+	be := open(b, freshSchema(b))
+	if err := be.CreateQueue(ctx, flotilla.Queue{Name: "A"}); err != nil {
+		b.Fatal(err)
+	}
+	submitN(b, be, "A", "s", 0, total)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		n := 0
+		if err := be.LiveJobs(ctx, func(backend.Record) error { n++; return nil }); err != nil {
+			b.Fatal(err)
+		}
+		if n != total {
+			b.Fatalf("LiveJobs visited %d jobs, want %d", n, total)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*total), "ns/job")
+}

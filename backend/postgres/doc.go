@@ -1,0 +1,92 @@
+// Package postgres is a backend.Backend on PostgreSQL (through pgx's
+// connection pool), for a service whose state must outlive its process. It
+// passes the conformance suite, backend/backendtest, unchanged.
+//
+//	b, err := postgres.Open(ctx, "postgres://user@host/db", schema)
+//	defer b.Close()
+//	srv, err := server.New(ctx, server.Config{Backend: b, ...})
+//
+// It is a module of its own (github.com/flotilla-sched/flotilla/backend/postgres)
+// so that the core module takes no database dependency.
+//
+// # Schema
+//
+// Open applies the SQL migrations embedded in the package
+// (migrations/NNNN_name.sql), in order, each in its own transaction, and
+// records each in the table schema_migrations (version, name,
+// applied_at); it holds a PostgreSQL advisory lock meanwhile, so
+// concurrent Opens apply each migration once. A database migrated by a
+// newer program (a version this one lacks) is refused. The tables live in
+// the first schema of the connection's search_path (a search_path
+// parameter in the URL chooses it):
+//
+//   - queues (name, priority_factor, limits): limits is the JSON object
+//     of LimitsByPriorityClass, or NULL.
+//   - jobs: one row per job, its id the key: the spec (queue, job_set,
+//     priority_class, priority, submit_time, requests, node_selector,
+//     tolerations, avoid_clusters, gang_id, gang_cardinality,
+//     gang_uniformity, client_id, principal, grace, deadline, runtime,
+//     spec_exit_code) and the state its events left it in (state,
+//     attempts, cancel_requested, cluster, node, failed_clusters,
+//     submitted, leased, finished, reason, exit_code) with live, true
+//     while the state is not terminal. A unique index on (queue,
+//     client_id) makes client ids unique per queue; a partial index on
+//     (queue, id) of the live jobs serves LiveJobs and DeleteQueue.
+//   - events (queue, job_set, seq, time, job, type, cluster, node,
+//     attempt, reason, exit_code, requeued), keyed by (queue, job_set,
+//     seq).
+//   - job_sets (queue, name, last_seq): each job set's last sequence
+//     number, kept when its queue is deleted so that a queue created again
+//     continues its logs.
+//   - fence (one row, biased): the highest fencing token applied, stored
+//     as token − 2^63 so that bigint order is the tokens' order.
+//   - executors (cluster, reported, nodes) and usage (key, value, at).
+//
+// Times are Unix nanoseconds (bigint; NULL is the zero time, so times run
+// from 1678 to 2262, and a time outside is refused with a FieldError),
+// durations nanoseconds. Resource amounts (a job's requests, a node's
+// total, a usage record's value) are JSON objects keyed by resource name,
+// so the service's resource schema can grow without a migration: a
+// resource the stored data lacks reads as zero, and a stored non-zero
+// amount of a resource the schema lacks is an error
+// (flotilla.ErrUnknownResource) when read. Text columns hold UTF-8
+// without NUL bytes; other strings are refused with a FieldError
+// (flotilla.ErrMalformed) before anything is written.
+//
+// # Commit
+//
+// A Commit is one transaction. Its input is checked first without the
+// database, as backend/memory checks it. Then, in the transaction: the
+// fence row is read and, when the write's fence is higher, raised (else
+// share-locked, so that writers of one leader do not wait for each
+// other); the queues the events name are share-locked (DeleteQueue
+// locks its queue's row exclusively, so it never deletes a queue a Commit
+// is adding jobs to); new jobs whose id or client id is stored are
+// refused; the stored jobs the events name are read and locked in id
+// order; each event is applied with events.Transition. Only then are
+// sequence numbers taken: one upsert of the job sets' rows, in (queue,
+// name) order, adds each set's event count to its last_seq, so numbers
+// are gap-free and a refused write (rolled back) consumes none. New jobs
+// and the events are written with COPY, and the stored jobs' new states
+// with one UPDATE over arrays. Every Commit takes its locks in the same
+// order (fence, queues, job sets, jobs), so concurrent Commits wait but
+// do not deadlock.
+//
+// When the COMMIT fails in a way that leaves its outcome unknown (the
+// connection was lost, or the server ended it, after COMMIT may have
+// been sent), Commit returns an error wrapping backend.ErrOutcomeUnknown.
+//
+// # Reads
+//
+// LiveJobs reads the live jobs in pages of 1,000 by (queue, id), keyset
+// pagination over the partial index, holding no connection while its
+// callback runs; memory stays at one page whatever the number of jobs.
+// Events reads one job set's log by sequence number with LIMIT.
+//
+// # Tests
+//
+// The tests need a server: FLOTILLA_POSTGRES_URL names it (each test works
+// in a fresh schema it drops afterwards). scripts/test starts a throwaway
+// server with scripts/postgres when the variable is not set. Without it
+// the tests are skipped, except under CI=true, where they fail.
+package postgres

@@ -1,0 +1,20 @@
+module github.com/flotilla-sched/flotilla/backend/postgres
+
+go 1.26.8
+
+require (
+	github.com/flotilla-sched/flotilla v0.0.0
+	github.com/jackc/pgx/v5 v5.12.0
+	github.com/leanovate/gopter v0.2.11
+)
+
+require (
+	github.com/google/btree v1.1.3 // indirect
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
+)
+
+replace github.com/flotilla-sched/flotilla => ../..

@@ -1,0 +1,553 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/backend"
+)
+
+var _ backend.Backend = (*Backend)(nil)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// migrationLock is the key of the advisory lock Open holds while it
+// migrates, so that concurrent Opens apply each migration once.
+const migrationLock = 0x666c6f74696c6c61 // "flotilla"
+
+// Backend is the PostgreSQL backend. Open one with Open; it is safe for
+// concurrent use.
+type Backend struct {
+	schema *flotilla.ResourceSchema
+	pool   *pgxpool.Pool
+	closed atomic.Bool
+	// beforeCommit, when set (by this package's tests), runs in Commit
+	// just before the transaction commits, with the connection's server
+	// process id.
+	beforeCommit func(pid uint32)
+}
+
+// Open connects to the database at url (a PostgreSQL URL or key=value
+// string, as pgx reads it; a search_path parameter selects the schema the
+// tables live in), applies the migrations it has not applied yet, and
+// returns a backend for jobs whose requests are in schema.
+func Open(ctx context.Context, url string, schema *flotilla.ResourceSchema) (*Backend, error) {
+	if schema == nil {
+		return nil, flotilla.Errorf("schema", "", flotilla.ErrRequired, "")
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, flotilla.Errorf("url", redact(url), flotilla.ErrMalformed, "%v", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: connecting: %w", err)
+	}
+	if err := migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &Backend{schema: schema, pool: pool}, nil
+}
+
+// redact hides a URL's password.
+func redact(url string) string {
+	if cfg, err := pgconn.ParseConfig(url); err == nil && cfg.Password != "" {
+		return strings.ReplaceAll(url, cfg.Password, "xxxxx")
+	}
+	return url
+}
+
+// migration is one embedded SQL file, migrations/NNNN_name.sql.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrations lists the embedded migrations in version order.
+func migrations() ([]migration, error) {
+	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var out []migration
+	for _, n := range names {
+		base := strings.TrimPrefix(n, "migrations/")
+		num, _, ok := strings.Cut(base, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("postgres: migration file %s is not named NNNN_name.sql", n)
+		}
+		b, err := migrationFiles.ReadFile(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{version: v, name: base, sql: string(b)})
+	}
+	slices.SortFunc(out, func(a, b migration) int { return cmp.Compare(a.version, b.version) })
+	for i := range out {
+		if out[i].version != i+1 {
+			return nil, fmt.Errorf("postgres: migration %s: want version %d", out[i].name, i+1)
+		}
+	}
+	return out, nil
+}
+
+// migrate applies the migrations the database lacks, each in its own
+// transaction, under an advisory lock.
+func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: connecting: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(migrationLock)); err != nil {
+		return fmt.Errorf("postgres: taking the migration lock: %w", err)
+	}
+	defer func() {
+		// A fresh context: the lock must go even when ctx has ended.
+		if _, err := conn.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", int64(migrationLock)); err != nil {
+			conn.Conn().Close(context.Background())
+		}
+	}()
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version integer PRIMARY KEY,
+		name text NOT NULL,
+		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return fmt.Errorf("postgres: creating schema_migrations: %w", err)
+	}
+	applied := map[int]bool{}
+	rows, err := conn.Query(ctx, "SELECT version FROM schema_migrations")
+	if err != nil {
+		return fmt.Errorf("postgres: reading schema_migrations: %w", err)
+	}
+	vs, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return fmt.Errorf("postgres: reading schema_migrations: %w", err)
+	}
+	for _, v := range vs {
+		applied[int(v)] = true
+	}
+	if len(vs) > 0 && int(slices.Max(vs)) > len(ms) {
+		return fmt.Errorf("postgres: the database is at migration %d, newer than this program's %d", slices.Max(vs), len(ms))
+	}
+	for _, m := range ms {
+		if applied[m.version] {
+			continue
+		}
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, m.sql); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.version, m.name)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("postgres: applying migration %s: %w", m.name, err)
+		}
+	}
+	return nil
+}
+
+// Close closes the connections, waiting for the calls in progress; later
+// calls return backend.ErrClosed. Closing twice is not an error.
+func (b *Backend) Close() error {
+	if b.closed.Swap(true) {
+		return nil
+	}
+	b.pool.Close()
+	return nil
+}
+
+// ready is the check every method makes first.
+func (b *Backend) ready(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if b.closed.Load() {
+		return backend.ErrClosed
+	}
+	return nil
+}
+
+// fail classifies a database error: ErrClosed once the backend is closed,
+// the context's error once it has ended, else err with what was being
+// done.
+func (b *Backend) fail(ctx context.Context, what string, err error) error {
+	if b.closed.Load() {
+		return fmt.Errorf("postgres: %s: %w (%v)", what, backend.ErrClosed, err)
+	}
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("postgres: %s: %w (%v)", what, cerr, err)
+	}
+	return fmt.Errorf("postgres: %s: %w", what, err)
+}
+
+// queueProblems validates q for storing.
+func queueProblems(q *flotilla.Queue) error {
+	if err := q.Validate(); err != nil {
+		return err
+	}
+	var errs []error
+	if err := textProblem("queue.name", q.Name); err != nil {
+		errs = append(errs, err)
+	}
+	for c, m := range q.LimitsByPriorityClass {
+		if err := textProblem("queue.limitsByPriorityClass", c); err != nil {
+			errs = append(errs, err)
+		}
+		for r := range m {
+			if err := textProblem("queue.limitsByPriorityClass."+c, r); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CreateQueue stores a new queue: backend.ErrExists when the name is taken.
+func (b *Backend) CreateQueue(ctx context.Context, q flotilla.Queue) error {
+	if err := queueProblems(&q); err != nil {
+		return err
+	}
+	if err := b.ready(ctx); err != nil {
+		return err
+	}
+	limits, err := jsonOrNil(q.LimitsByPriorityClass == nil, q.LimitsByPriorityClass)
+	if err != nil {
+		return flotilla.Errorf("queue.limitsByPriorityClass", "", flotilla.ErrMalformed, "%v", err)
+	}
+	tag, err := b.pool.Exec(ctx, `INSERT INTO queues (name, priority_factor, limits) VALUES ($1, $2, $3)
+		ON CONFLICT (name) DO NOTHING`, q.Name, q.PriorityFactor, limits)
+	if err != nil {
+		return b.fail(ctx, "creating queue", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return flotilla.Errorf("queue", q.Name, backend.ErrExists, "")
+	}
+	return nil
+}
+
+// UpdateQueue replaces a queue: backend.ErrNotFound when there is none.
+func (b *Backend) UpdateQueue(ctx context.Context, q flotilla.Queue) error {
+	if err := queueProblems(&q); err != nil {
+		return err
+	}
+	if err := b.ready(ctx); err != nil {
+		return err
+	}
+	limits, err := jsonOrNil(q.LimitsByPriorityClass == nil, q.LimitsByPriorityClass)
+	if err != nil {
+		return flotilla.Errorf("queue.limitsByPriorityClass", "", flotilla.ErrMalformed, "%v", err)
+	}
+	tag, err := b.pool.Exec(ctx, `UPDATE queues SET priority_factor = $2, limits = $3 WHERE name = $1`,
+		q.Name, q.PriorityFactor, limits)
+	if err != nil {
+		return b.fail(ctx, "updating queue", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return flotilla.Errorf("queue", q.Name, backend.ErrNotFound, "")
+	}
+	return nil
+}
+
+// errNotEmpty carries DeleteQueue's refusal out of its transaction.
+type errNotEmpty struct{ live int64 }
+
+func (e errNotEmpty) Error() string { return fmt.Sprintf("%d live jobs", e.live) }
+
+// DeleteQueue removes a queue's definition: backend.ErrNotFound when there
+// is none, backend.ErrNotEmpty while it has live jobs. It locks the queue's
+// row first, so that no Commit adds jobs to it meanwhile.
+func (b *Backend) DeleteQueue(ctx context.Context, name string) error {
+	if err := b.ready(ctx); err != nil {
+		return err
+	}
+	found := true
+	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		var n string
+		if err := tx.QueryRow(ctx, "SELECT name FROM queues WHERE name = $1 FOR UPDATE", name).Scan(&n); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				found = false
+				return nil
+			}
+			return err
+		}
+		var live int64
+		if err := tx.QueryRow(ctx, "SELECT count(*) FROM jobs WHERE queue = $1 AND live", name).Scan(&live); err != nil {
+			return err
+		}
+		if live > 0 {
+			return errNotEmpty{live}
+		}
+		_, err := tx.Exec(ctx, "DELETE FROM queues WHERE name = $1", name)
+		return err
+	})
+	var ne errNotEmpty
+	switch {
+	case errors.As(err, &ne):
+		return flotilla.Errorf("queue", name, backend.ErrNotEmpty, "%d live jobs", ne.live)
+	case err != nil:
+		return b.fail(ctx, "deleting queue", err)
+	case !found:
+		return flotilla.Errorf("queue", name, backend.ErrNotFound, "")
+	}
+	return nil
+}
+
+// scanQueue reads a queue row (name, priority_factor, limits).
+func scanQueue(row pgx.CollectableRow) (flotilla.Queue, error) {
+	var q flotilla.Queue
+	var limits []byte
+	if err := row.Scan(&q.Name, &q.PriorityFactor, &limits); err != nil {
+		return q, err
+	}
+	if limits != nil {
+		if err := json.Unmarshal(limits, &q.LimitsByPriorityClass); err != nil {
+			return q, fmt.Errorf("queue %q: stored limits: %w", q.Name, err)
+		}
+	}
+	return q, nil
+}
+
+// Queue returns one queue: backend.ErrNotFound when there is none.
+func (b *Backend) Queue(ctx context.Context, name string) (flotilla.Queue, error) {
+	if err := b.ready(ctx); err != nil {
+		return flotilla.Queue{}, err
+	}
+	rows, _ := b.pool.Query(ctx, "SELECT name, priority_factor, limits FROM queues WHERE name = $1", name)
+	q, err := pgx.CollectExactlyOneRow(rows, scanQueue)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return flotilla.Queue{}, flotilla.Errorf("queue", name, backend.ErrNotFound, "")
+	}
+	if err != nil {
+		return flotilla.Queue{}, b.fail(ctx, "reading queue", err)
+	}
+	return q, nil
+}
+
+// ListQueues returns every queue sorted by name.
+func (b *Backend) ListQueues(ctx context.Context) ([]flotilla.Queue, error) {
+	if err := b.ready(ctx); err != nil {
+		return nil, err
+	}
+	rows, _ := b.pool.Query(ctx, `SELECT name, priority_factor, limits FROM queues ORDER BY name COLLATE "C"`)
+	qs, err := pgx.CollectRows(rows, scanQueue)
+	if err != nil {
+		return nil, b.fail(ctx, "listing queues", err)
+	}
+	return qs, nil
+}
+
+// PutExecutor stores a cluster's report, replacing the previous one.
+func (b *Backend) PutExecutor(ctx context.Context, e backend.Executor) error {
+	var errs []error
+	if e.Cluster == "" {
+		errs = append(errs, flotilla.Errorf("executor.cluster", "", flotilla.ErrRequired, ""))
+	}
+	if err := textProblem("executor.cluster", e.Cluster); err != nil {
+		errs = append(errs, err)
+	}
+	seen := make(map[string]bool, len(e.Nodes))
+	stored := make([]node, len(e.Nodes))
+	for i := range e.Nodes {
+		n := &e.Nodes[i]
+		p := fmt.Sprintf("executor %q.nodes[%d]", e.Cluster, i)
+		if err := n.Validate(b.schema); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if n.Cluster != e.Cluster {
+			errs = append(errs, flotilla.Errorf(p+".cluster", n.Cluster, flotilla.ErrInconsistent, "the report is cluster %q's", e.Cluster))
+		}
+		if seen[n.Name] {
+			errs = append(errs, flotilla.Errorf(p+".name", n.Name, backend.ErrDuplicate, "in one report"))
+		}
+		seen[n.Name] = true
+		if err := textProblem(p+".name", n.Name); err != nil {
+			errs = append(errs, err)
+		}
+		s := node{Name: n.Name, Labels: n.Labels, Unschedulable: n.Unschedulable,
+			Total: appendResources(nil, b.schema, n.Total)}
+		for k, v := range n.Labels {
+			for _, err := range []error{textProblem(p+".labels", k), textProblem(p+".labels."+k, v)} {
+				if err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+		for k, t := range n.Taints {
+			tp := fmt.Sprintf("%s.taints[%d]", p, k)
+			for _, err := range []error{textProblem(tp+".key", t.Key), textProblem(tp+".value", t.Value), textProblem(tp+".effect", string(t.Effect))} {
+				if err != nil {
+					errs = append(errs, err)
+				}
+			}
+			s.Taints = append(s.Taints, taint{Key: t.Key, Value: t.Value, Effect: t.Effect})
+		}
+		stored[i] = s
+	}
+	if err := timeProblem("executor.reported", e.Reported); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if err := b.ready(ctx); err != nil {
+		return err
+	}
+	nodes, err := json.Marshal(stored)
+	if err != nil {
+		return fmt.Errorf("postgres: encoding nodes: %w", err)
+	}
+	_, err = b.pool.Exec(ctx, `INSERT INTO executors (cluster, reported, nodes) VALUES ($1, $2, $3)
+		ON CONFLICT (cluster) DO UPDATE SET reported = EXCLUDED.reported, nodes = EXCLUDED.nodes`,
+		e.Cluster, encodeTime(e.Reported), nodes)
+	if err != nil {
+		return b.fail(ctx, "storing executor", err)
+	}
+	return nil
+}
+
+// ListExecutors returns every cluster's last report, sorted by cluster.
+func (b *Backend) ListExecutors(ctx context.Context) ([]backend.Executor, error) {
+	if err := b.ready(ctx); err != nil {
+		return nil, err
+	}
+	rows, _ := b.pool.Query(ctx, `SELECT cluster, reported, nodes FROM executors ORDER BY cluster COLLATE "C"`)
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (backend.Executor, error) {
+		var e backend.Executor
+		var reported *int64
+		var raw []byte
+		if err := row.Scan(&e.Cluster, &reported, &raw); err != nil {
+			return e, err
+		}
+		e.Reported = decodeTime(reported)
+		var stored []node
+		if err := json.Unmarshal(raw, &stored); err != nil {
+			return e, fmt.Errorf("executor %q: stored nodes: %w", e.Cluster, err)
+		}
+		e.Nodes = make([]flotilla.Node, len(stored))
+		for i, s := range stored {
+			total, err := decodeResources(b.schema, s.Total, fmt.Sprintf("executor %q.nodes[%d].total", e.Cluster, i))
+			if err != nil {
+				return e, err
+			}
+			n := flotilla.Node{Name: s.Name, Cluster: e.Cluster, Labels: s.Labels, Total: total, Unschedulable: s.Unschedulable}
+			for _, t := range s.Taints {
+				n.Taints = append(n.Taints, flotilla.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect})
+			}
+			e.Nodes[i] = n
+		}
+		return e, nil
+	})
+	if err != nil {
+		return nil, b.fail(ctx, "listing executors", err)
+	}
+	return out, nil
+}
+
+// PutUsage stores every record atomically.
+func (b *Backend) PutUsage(ctx context.Context, rs []backend.UsageRecord) error {
+	var errs []error
+	seen := make(map[string]bool, len(rs))
+	keys, values, ats := make([]string, len(rs)), make([][]byte, len(rs)), make([]*int64, len(rs))
+	for i, r := range rs {
+		p := fmt.Sprintf("usage[%d]", i)
+		if r.Key == "" {
+			errs = append(errs, flotilla.Errorf(p+".key", "", flotilla.ErrRequired, ""))
+		} else if seen[r.Key] {
+			errs = append(errs, flotilla.Errorf(p+".key", r.Key, backend.ErrDuplicate, "in one write"))
+		}
+		seen[r.Key] = true
+		if err := textProblem(p+".key", r.Key); err != nil {
+			errs = append(errs, err)
+		}
+		if len(r.Value) != b.schema.Len() {
+			errs = append(errs, flotilla.Errorf(p+".value", strconv.Itoa(len(r.Value)), flotilla.ErrInconsistent,
+				"want %d entries, one per resource", b.schema.Len()))
+		}
+		m := make(map[string]float64, len(r.Value))
+		for k, v := range r.Value {
+			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+				errs = append(errs, flotilla.Errorf(fmt.Sprintf("%s.value[%d]", p, k), strconv.FormatFloat(v, 'g', -1, 64),
+					flotilla.ErrOutOfRange, "want finite and non-negative"))
+			} else if k < b.schema.Len() {
+				m[b.schema.Name(k)] = v
+			}
+		}
+		if err := timeProblem(p+".at", r.At); err != nil {
+			errs = append(errs, err)
+		}
+		keys[i], ats[i] = r.Key, encodeTime(r.At)
+		values[i], _ = json.Marshal(m) // finite floats always marshal
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if err := b.ready(ctx); err != nil {
+		return err
+	}
+	_, err := b.pool.Exec(ctx, `INSERT INTO usage (key, value, at)
+		SELECT * FROM unnest($1::text[], $2::jsonb[], $3::bigint[])
+		ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, at = EXCLUDED.at`, keys, values, ats)
+	if err != nil {
+		return b.fail(ctx, "storing usage", err)
+	}
+	return nil
+}
+
+// ListUsage returns every key's record, sorted by key.
+func (b *Backend) ListUsage(ctx context.Context) ([]backend.UsageRecord, error) {
+	if err := b.ready(ctx); err != nil {
+		return nil, err
+	}
+	rows, _ := b.pool.Query(ctx, `SELECT key, value, at FROM usage ORDER BY key COLLATE "C"`)
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (backend.UsageRecord, error) {
+		var r backend.UsageRecord
+		var raw []byte
+		var at *int64
+		if err := row.Scan(&r.Key, &raw, &at); err != nil {
+			return r, err
+		}
+		r.At = decodeTime(at)
+		var m map[string]float64
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return r, fmt.Errorf("usage %q: stored value: %w", r.Key, err)
+		}
+		r.Value = make([]float64, b.schema.Len())
+		for name, v := range m {
+			if i, ok := b.schema.Index(name); ok {
+				r.Value[i] = v
+			} else if v != 0 {
+				return r, flotilla.Errorf(fmt.Sprintf("usage %q.value", r.Key), name, flotilla.ErrUnknownResource, "stored with %g", v)
+			}
+		}
+		return r, nil
+	})
+	if err != nil {
+		return nil, b.fail(ctx, "listing usage", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,260 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/backend/backendtest"
+	"github.com/flotilla-sched/flotilla/events"
+)
+
+// serverURL is the test server's URL from FLOTILLA_POSTGRES_URL (which
+// scripts/test sets, starting a server with scripts/postgres). Without
+// it the test is skipped, except under CI=true, where it fails.
+func serverURL(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv("FLOTILLA_POSTGRES_URL")
+	if u == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("FLOTILLA_POSTGRES_URL is not set under CI=true: run the tests with scripts/test, which starts PostgreSQL")
+		}
+		t.Skip("FLOTILLA_POSTGRES_URL is not set: run scripts/test, or eval \"$(scripts/postgres start)\" first")
+	}
+	return u
+}
+
+// freshSchema creates an empty schema on the test server, dropped when
+// the test ends, and returns a URL whose connections use it.
+func freshSchema(t testing.TB) string {
+	t.Helper()
+	base := serverURL(t)
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	name := "flotilla_test_" + hex.EncodeToString(rnd[:])
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("connecting to %s: %v", base, err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+name); err != nil {
+		t.Fatalf("creating schema %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(ctx, base)
+		if err != nil {
+			t.Errorf("connecting to drop schema %s: %v", name, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA "+name+" CASCADE"); err != nil {
+			t.Errorf("dropping schema %s: %v", name, err)
+		}
+	})
+	return withSearchPath(t, base, name)
+}
+
+// withSearchPath adds search_path=schema to a URL or key=value string.
+func withSearchPath(t testing.TB, base, schema string) string {
+	t.Helper()
+	if !strings.Contains(base, "://") {
+		return base + " search_path=" + schema
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("FLOTILLA_POSTGRES_URL %q: %v", base, err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// open opens a backend over the suite's schema at u, closed when the test
+// ends.
+func open(t testing.TB, u string) *Backend {
+	t.Helper()
+	b, err := Open(context.Background(), u, backendtest.Schema())
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func TestConformance(t *testing.T) {
+	serverURL(t)
+	backendtest.Run(t, func(t *testing.T) backend.Backend {
+		return open(t, freshSchema(t))
+	})
+}
+
+// migrationsApplied counts the rows of schema_migrations at u.
+func migrationsApplied(t *testing.T, b *Backend) int {
+	t.Helper()
+	var n int
+	if err := b.pool.QueryRow(context.Background(), "SELECT count(*) FROM schema_migrations").Scan(&n); err != nil {
+		t.Fatalf("counting migrations: %v", err)
+	}
+	return n
+}
+
+func TestOpenTwiceAppliesEachMigrationOnceAndKeepsTheData(t *testing.T) {
+	ctx := context.Background()
+	u := freshSchema(t)
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := open(t, u)
+	if err := first.CreateQueue(ctx, flotilla.Queue{Name: "A", PriorityFactor: 2}); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	second := open(t, u)
+	if n := migrationsApplied(t, second); n != len(ms) {
+		t.Errorf("schema_migrations has %d rows after two Opens, want %d", n, len(ms))
+	}
+	q, err := second.Queue(ctx, "A")
+	if err != nil || q.PriorityFactor != 2 {
+		t.Errorf("Queue(A) after reopening = %+v, %v; want it as created", q, err)
+	}
+}
+
+func TestConcurrentOpensApplyEachMigrationOnce(t *testing.T) {
+	u := freshSchema(t)
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 6
+	bs := make([]*Backend, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { bs[i], errs[i] = Open(context.Background(), u, backendtest.Schema()) })
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil {
+			t.Errorf("Open %d of %d concurrent: %v", i, n, errs[i])
+			continue
+		}
+		defer bs[i].Close()
+	}
+	if t.Failed() {
+		return
+	}
+	if got := migrationsApplied(t, bs[0]); got != len(ms) {
+		t.Errorf("schema_migrations has %d rows, want %d", got, len(ms))
+	}
+}
+
+func TestMigrationsAreNumberedFromOneWithoutGaps(t *testing.T) {
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) == 0 || ms[0].name != "0001_init.sql" {
+		t.Fatalf("migrations = %v, want 0001_init.sql first", ms)
+	}
+}
+
+func TestBackendClosedWhileLiveJobsReadsReturnsErrClosed(t *testing.T) {
+	ctx := context.Background()
+	b := open(t, freshSchema(t))
+	if err := b.CreateQueue(ctx, flotilla.Queue{Name: "A"}); err != nil {
+		t.Fatal(err)
+	}
+	submitN(t, b, "A", "s", 0, 2*livePage+10)
+	seen := 0
+	err := b.LiveJobs(ctx, func(backend.Record) error {
+		seen++
+		if seen == 1 {
+			b.Close()
+		}
+		return nil
+	})
+	if !errors.Is(err, backend.ErrClosed) {
+		t.Errorf("LiveJobs with Close during its first page: error %v, want ErrClosed", err)
+	}
+	if seen != livePage {
+		t.Errorf("LiveJobs visited %d records, want the first page's %d", seen, livePage)
+	}
+	if _, err := b.Job(ctx, "j00000"); !errors.Is(err, backend.ErrClosed) {
+		t.Errorf("Job after Close: %v, want ErrClosed", err)
+	}
+}
+
+// submitN commits jobs j<from>…j<from+n-1> to q/s with their submitted
+// events, in writes of at most 1,000.
+func submitN(t testing.TB, b backend.Backend, q, s string, from, n int) {
+	t.Helper()
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	for lo := from; lo < from+n; lo += 1000 {
+		w := &backend.Write{}
+		for i := lo; i < min(lo+1000, from+n); i++ {
+			id := fmt.Sprintf("j%05d", i)
+			w.Jobs = append(w.Jobs, backend.JobSpec{Job: &flotilla.Job{ID: id, Queue: q, JobSet: s,
+				SubmitTime: t0, Requests: flotilla.Resources{1000, 1 << 30}}})
+			w.Events = append(w.Events, events.Event{Queue: q, JobSet: s, Job: id, Type: events.Submitted, Time: t0})
+		}
+		if _, err := b.Commit(context.Background(), w); err != nil {
+			t.Fatalf("Commit: %v", err)
+		}
+	}
+}
+
+func TestExecutorsAndQueuesReadBackWhole(t *testing.T) {
+	ctx := context.Background()
+	b := open(t, freshSchema(t))
+	reported := time.Date(2026, 11, 22, 10, 0, 0, 987654321, time.FixedZone("x", 3600))
+	e := backend.Executor{Cluster: "c1", Reported: reported, Nodes: []flotilla.Node{
+		{Name: "n1", Cluster: "c1", Total: flotilla.Resources{32000, 1 << 40}, Labels: map[string]string{"zone": "a", "gpu": "x"},
+			Taints: []flotilla.Taint{{Key: "gpu", Value: "true", Effect: flotilla.TaintNoSchedule}}, Unschedulable: true},
+		{Name: "n2", Cluster: "c1", Total: flotilla.Resources{1, 0}},
+	}}
+	if err := b.PutExecutor(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	es, err := b.ListExecutors(ctx)
+	if err != nil || len(es) != 1 {
+		t.Fatalf("ListExecutors = %v, %v", es, err)
+	}
+	got := es[0]
+	if !got.Reported.Equal(reported) || got.Reported.Location() != time.UTC || len(got.Nodes) != 2 {
+		t.Fatalf("executor read back = %+v, want %+v", got, e)
+	}
+	for i, n := range got.Nodes {
+		w := e.Nodes[i]
+		if n.Name != w.Name || n.Cluster != w.Cluster || !n.Total.Equal(w.Total) || !maps.Equal(n.Labels, w.Labels) ||
+			!slices.Equal(n.Taints, w.Taints) || n.Unschedulable != w.Unschedulable {
+			t.Errorf("node %d read back = %+v, want %+v", i, n, w)
+		}
+	}
+	q := flotilla.Queue{Name: "A", PriorityFactor: 0.5,
+		LimitsByPriorityClass: map[string]map[string]float64{"armada-default": {"cpu": 0.25, "memory": 1}}}
+	if err := b.CreateQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	gq, err := b.Queue(ctx, "A")
+	if err != nil || gq.PriorityFactor != 0.5 || gq.LimitsByPriorityClass["armada-default"]["cpu"] != 0.25 ||
+		gq.LimitsByPriorityClass["armada-default"]["memory"] != 1 {
+		t.Errorf("Queue(A) = %+v, %v; want %+v", gq, err, q)
+	}
+}

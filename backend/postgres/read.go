@@ -1,0 +1,224 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/events"
+)
+
+// stateColumns are the columns scanState reads.
+const stateColumns = `id, queue, job_set, state, attempts, cancel_requested, cluster, node, failed_clusters,
+	submitted, leased, finished, reason, exit_code`
+
+// specColumns are the columns scanRecord reads after stateColumns.
+const specColumns = `priority_class, priority, submit_time, requests, node_selector, tolerations, avoid_clusters,
+	gang_id, gang_cardinality, gang_uniformity, client_id, principal, grace, deadline, runtime, spec_exit_code`
+
+// stateDest holds a row's state columns while they are scanned.
+type stateDest struct {
+	j                           events.Job
+	state                       int16
+	attempts                    int32
+	failed                      []byte
+	submitted, leased, finished *int64
+	exit                        int64
+}
+
+func (d *stateDest) targets() []any {
+	return []any{&d.j.ID, &d.j.Queue, &d.j.JobSet, &d.state, &d.attempts, &d.j.CancelRequested, &d.j.Cluster, &d.j.Node,
+		&d.failed, &d.submitted, &d.leased, &d.finished, &d.j.Reason, &d.exit}
+}
+
+func (d *stateDest) job() (events.Job, error) {
+	j := d.j
+	j.State, j.Attempts, j.ExitCode = events.State(d.state), int(d.attempts), int(d.exit)
+	j.Submitted, j.Leased, j.Finished = decodeTime(d.submitted), decodeTime(d.leased), decodeTime(d.finished)
+	if d.failed != nil {
+		if err := json.Unmarshal(d.failed, &j.FailedClusters); err != nil {
+			return j, fmt.Errorf("job %q: stored failed clusters: %w", j.ID, err)
+		}
+	}
+	return j, nil
+}
+
+// scanState reads stateColumns.
+func scanState(row pgx.CollectableRow) (events.Job, error) {
+	var d stateDest
+	if err := row.Scan(d.targets()...); err != nil {
+		return events.Job{}, err
+	}
+	return d.job()
+}
+
+// scanRecord reads stateColumns, then specColumns.
+func (b *Backend) scanRecord(row pgx.CollectableRow) (backend.Record, error) {
+	var d stateDest
+	var (
+		j                                  flotilla.Job
+		priority                           int64
+		submit                             *int64
+		requests, selector, tols           []byte
+		card                               int32
+		clientID                           *string
+		principal                          string
+		grace, deadline, runtime, specExit int64
+	)
+	dst := append(d.targets(), &j.PriorityClass, &priority, &submit, &requests, &selector, &tols, &j.AvoidClusters,
+		&j.Gang.ID, &card, &j.Gang.NodeUniformityLabel, &clientID, &principal, &grace, &deadline, &runtime, &specExit)
+	if err := row.Scan(dst...); err != nil {
+		return backend.Record{}, err
+	}
+	st, err := d.job()
+	if err != nil {
+		return backend.Record{}, err
+	}
+	j.ID, j.Queue, j.JobSet = st.ID, st.Queue, st.JobSet
+	j.Priority, j.SubmitTime, j.Gang.Cardinality = uint32(priority), decodeTime(submit), int(card)
+	if j.Requests, err = decodeResources(b.schema, requests, fmt.Sprintf("job %q.requests", j.ID)); err != nil {
+		return backend.Record{}, err
+	}
+	if selector != nil {
+		if err := json.Unmarshal(selector, &j.NodeSelector); err != nil {
+			return backend.Record{}, fmt.Errorf("job %q: stored node selector: %w", j.ID, err)
+		}
+	}
+	if tols != nil {
+		var ts []toleration
+		if err := json.Unmarshal(tols, &ts); err != nil {
+			return backend.Record{}, fmt.Errorf("job %q: stored tolerations: %w", j.ID, err)
+		}
+		j.Tolerations = make([]flotilla.Toleration, len(ts))
+		for k, t := range ts {
+			j.Tolerations[k] = flotilla.Toleration{Key: t.Key, Operator: t.Operator, Value: t.Value, Effect: t.Effect}
+		}
+	}
+	spec := backend.JobSpec{Job: &j, Principal: principal,
+		TerminationGracePeriod: time.Duration(grace), ActiveDeadline: time.Duration(deadline),
+		Runtime: time.Duration(runtime), ExitCode: int(specExit)}
+	if clientID != nil {
+		spec.ClientID = *clientID
+	}
+	return backend.Record{Spec: spec, State: st}, nil
+}
+
+// Job returns one job's record; backend.ErrNotFound when there is none.
+func (b *Backend) Job(ctx context.Context, id string) (backend.Record, error) {
+	if err := b.ready(ctx); err != nil {
+		return backend.Record{}, err
+	}
+	rows, _ := b.pool.Query(ctx, "SELECT "+stateColumns+", "+specColumns+" FROM jobs WHERE id = $1", id)
+	r, err := pgx.CollectExactlyOneRow(rows, b.scanRecord)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return backend.Record{}, flotilla.Errorf("job", id, backend.ErrNotFound, "")
+	}
+	if err != nil {
+		return backend.Record{}, b.fail(ctx, "reading job", err)
+	}
+	return r, nil
+}
+
+// JobByClientID returns the id of the job submitted to queue with
+// clientID; backend.ErrNotFound when there is none.
+func (b *Backend) JobByClientID(ctx context.Context, queue, clientID string) (string, error) {
+	if err := b.ready(ctx); err != nil {
+		return "", err
+	}
+	var id string
+	err := b.pool.QueryRow(ctx, "SELECT id FROM jobs WHERE queue = $1 AND client_id = $2", queue, clientID).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && clientID == "") {
+		return "", flotilla.Errorf("clientId", clientID, backend.ErrNotFound, "in queue %q", queue)
+	}
+	if err != nil {
+		return "", b.fail(ctx, "reading client id", err)
+	}
+	return id, nil
+}
+
+// Events returns a job set's events from sequence number from on, at most
+// limit (≤ 0: all); see backend.Jobs.
+func (b *Backend) Events(ctx context.Context, queue, jobSet string, from uint64, limit int) ([]events.Event, error) {
+	if err := b.ready(ctx); err != nil {
+		return nil, err
+	}
+	var exists bool
+	if err := b.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM queues WHERE name = $1)", queue).Scan(&exists); err != nil {
+		return nil, b.fail(ctx, "reading events", err)
+	}
+	if !exists {
+		return nil, flotilla.Errorf("queue", queue, backend.ErrNotFound, "")
+	}
+	if from > 1<<63-1 {
+		return []events.Event{}, nil
+	}
+	lim := any(nil) // NULL: no limit
+	if limit > 0 {
+		lim = int64(limit)
+	}
+	rows, _ := b.pool.Query(ctx, `SELECT seq, time, job, type, cluster, node, attempt, reason, exit_code, requeued
+		FROM events WHERE queue = $1 AND job_set = $2 AND seq >= $3 ORDER BY seq LIMIT $4`,
+		queue, jobSet, int64(max(from, 1)), lim)
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (events.Event, error) {
+		e := events.Event{Queue: queue, JobSet: jobSet}
+		var seq, exit int64
+		var t *int64
+		var typ int16
+		var attempt int32
+		if err := row.Scan(&seq, &t, &e.Job, &typ, &e.Cluster, &e.Node, &attempt, &e.Reason, &exit, &e.Requeued); err != nil {
+			return e, err
+		}
+		e.Seq, e.Time, e.Type, e.Attempt, e.ExitCode = uint64(seq), decodeTime(t), events.Type(typ), int(attempt), int(exit)
+		return e, nil
+	})
+	if err != nil {
+		return nil, b.fail(ctx, "reading events", err)
+	}
+	if out == nil {
+		out = []events.Event{}
+	}
+	return out, nil
+}
+
+// livePage is how many records LiveJobs reads in one query.
+const livePage = 1000
+
+// LiveJobs calls fn with every job not in a terminal state, by queue and
+// then id, reading livePage records at a time (keyset pagination over the
+// index of live jobs); it holds no connection while fn runs.
+func (b *Backend) LiveJobs(ctx context.Context, fn func(backend.Record) error) error {
+	const sel = "SELECT " + stateColumns + ", " + specColumns + " FROM jobs WHERE live"
+	var lastQueue, lastID string
+	page := make([]backend.Record, 0, livePage)
+	for first := true; ; first = false {
+		if err := b.ready(ctx); err != nil {
+			return err
+		}
+		var rows pgx.Rows
+		if first {
+			rows, _ = b.pool.Query(ctx, sel+" ORDER BY queue, id LIMIT $1", livePage)
+		} else {
+			rows, _ = b.pool.Query(ctx, sel+" AND (queue, id) > ($2, $3) ORDER BY queue, id LIMIT $1", livePage, lastQueue, lastID)
+		}
+		var err error
+		if page, err = pgx.AppendRows(page[:0], rows, b.scanRecord); err != nil {
+			return b.fail(ctx, "reading live jobs", err)
+		}
+		for _, r := range page {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		if len(page) < livePage {
+			return nil
+		}
+		last := page[len(page)-1].Spec.Job
+		lastQueue, lastID = last.Queue, last.ID
+	}
+}
