@@ -8,7 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/api"
+	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/client"
 	"github.com/flotilla-sched/flotilla/server"
 )
 
@@ -134,6 +137,17 @@ func (e *Executor) Step(ctx context.Context) (api.ReportReply, error) {
 	reply, err := e.cfg.Service.Report(ctx, e.cfg.Cluster, rep)
 	if err != nil {
 		e.registered = false
+		// Jobs the service refuses as not its leases (it lost them, e.g.
+		// a restart without a database) are stopped and forgotten, and
+		// the report is made again without them.
+		if dropped := e.dropRefused(err, rep.Jobs); dropped > 0 {
+			return e.Step(ctx)
+		}
+		// A service that does not know the cluster (it restarted) gets
+		// the nodes at once.
+		if rep.Nodes == nil && refusedAs(err, server.ErrUnknownCluster) {
+			return e.Step(ctx)
+		}
 		return api.ReportReply{}, err
 	}
 	e.registered = true
@@ -154,6 +168,59 @@ func (e *Executor) Step(ctx context.Context) (api.ReportReply, error) {
 		}
 	}
 	return reply, nil
+}
+
+// dropRefused forgets the jobs of a refused report that the service says
+// do not exist or are not the cluster's (problems at jobs[i].job or
+// jobs[i].attempt), and returns how many it forgot.
+func (e *Executor) dropRefused(err error, jobs []api.JobReport) int {
+	var fields []string
+	var ce *client.Error
+	if errors.As(err, &ce) {
+		for _, p := range ce.Body.Problems {
+			if strings.HasPrefix(p.Error, backend.ErrNotFound.Error()) || strings.HasPrefix(p.Error, server.ErrNotHeld.Error()) {
+				fields = append(fields, p.Field)
+			}
+		}
+	} else {
+		for _, p := range flotilla.Problems(err) {
+			var fe *flotilla.FieldError
+			if errors.As(p, &fe) && (errors.Is(fe, server.ErrNotHeld) || errors.Is(fe, backend.ErrNotFound)) {
+				fields = append(fields, fe.Field)
+			}
+		}
+	}
+	dropped := 0
+	for _, f := range fields {
+		var i int
+		var rest string
+		if n, _ := fmt.Sscanf(f, "jobs[%d].%s", &i, &rest); n != 2 || i < 0 || i >= len(jobs) || (rest != "job" && rest != "attempt") {
+			continue
+		}
+		if t, ok := e.held[jobs[i].Job]; ok && t.lease.Attempt == jobs[i].Attempt {
+			delete(e.held, jobs[i].Job)
+			e.finished[server.PhaseStopped]++
+			dropped++
+		}
+	}
+	return dropped
+}
+
+// refusedAs reports whether the service refused a report with class, in
+// process (errors.Is) or over HTTP (the problem's text).
+func refusedAs(err, class error) bool {
+	if errors.Is(err, class) {
+		return true
+	}
+	var ce *client.Error
+	if errors.As(err, &ce) {
+		for _, p := range ce.Body.Problems {
+			if strings.HasPrefix(p.Error, class.Error()) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func exitCodeOf(t *task) int {
@@ -177,7 +244,12 @@ func (e *Executor) Run(ctx context.Context, onError func(error)) error {
 	t := time.NewTicker(e.cfg.Renew)
 	defer t.Stop()
 	for {
-		if _, err := e.Step(ctx); err != nil && ctx.Err() == nil && onError != nil {
+		// A report that takes longer than the renew period is abandoned
+		// and made again: a stuck connection must not let leases expire.
+		stepCtx, cancel := context.WithTimeout(ctx, e.cfg.Renew)
+		_, err := e.Step(stepCtx)
+		cancel()
+		if err != nil && ctx.Err() == nil && onError != nil {
 			onError(err)
 		}
 		select {

@@ -113,3 +113,44 @@ func TestJobsOfAKilledExecutorExpireAndRunToSuccessOnTheOtherCluster(t *testing.
 		require.True(t, expired[id], "the dead cluster's job %s shows lease-expired", id)
 	}
 }
+
+// TestExecutorWhoseJobsTheServiceLostStopsThemAndLeasesAgain: a service
+// restarted without its state (a new in-memory backend) refuses the
+// executor's report of jobs it does not know; the executor stops them,
+// reports again, and takes the new service's leases.
+func TestExecutorWhoseJobsTheServiceLostStopsThemAndLeasesAgain(t *testing.T) {
+	ctx := context.Background()
+	schema := flotilla.MustResourceSchema("cpu", "memory")
+	clk := &fakeClock{t: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+	newSrv := func() *server.Server {
+		srv, err := server.New(ctx, server.Config{Scheduler: scheduler.DefaultConfig(schema), Backend: memory.New(schema), Clock: clk})
+		require.NoError(t, err)
+		require.NoError(t, srv.CreateQueue(ctx, flotilla.Queue{Name: "A"}))
+		return srv
+	}
+	local := &executor.Local{Server: newSrv()}
+	ex, err := executor.New(executor.Config{Cluster: "c1", Nodes: nodes("c1", 1), Service: local, Clock: clk})
+	require.NoError(t, err)
+	_, err = local.Server.SubmitJSON(ctx, []byte(`{"queue": "A", "jobSet": "s", "jobs": [{"requests": {"cpu": "1"}, "runtime": "1h"}]}`))
+	require.NoError(t, err)
+	_, err = ex.Step(ctx)
+	require.NoError(t, err)
+	_, err = local.Server.Cycle(ctx)
+	require.NoError(t, err)
+	_, err = ex.Step(ctx)
+	require.NoError(t, err)
+	require.Len(t, ex.Held(), 1)
+
+	local.Server = newSrv() // the service lost everything
+	ids, err := local.Server.SubmitJSON(ctx, []byte(`{"queue": "A", "jobSet": "s", "jobs": [{"requests": {"cpu": "1"}, "runtime": "1h"}]}`))
+	require.NoError(t, err)
+	_, err = ex.Step(ctx)
+	require.NoError(t, err, "the refused jobs are dropped and the report made again")
+	require.Empty(t, ex.Held())
+	require.Equal(t, 1, ex.Finished(server.PhaseStopped))
+	_, err = local.Server.Cycle(ctx)
+	require.NoError(t, err)
+	_, err = ex.Step(ctx)
+	require.NoError(t, err)
+	require.Equal(t, ids, ex.Held())
+}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/backend"
@@ -272,6 +274,8 @@ func (c *checker) request(req *SubmitRequest, now time.Time) []backend.JobSpec {
 	}
 	if req.JobSet == "" {
 		c.add(flotilla.Errorf("jobSet", "", flotilla.ErrRequired, ""))
+	} else if strings.ContainsFunc(req.JobSet, unicode.IsControl) || !utf8.ValidString(req.JobSet) {
+		c.add(flotilla.Errorf("jobSet", req.JobSet, flotilla.ErrMalformed, "a job set's name is UTF-8 text without control characters"))
 	}
 	if len(req.Jobs) == 0 {
 		c.add(flotilla.Errorf("jobs", "", flotilla.ErrRequired, "a request holds at least one job template"))

@@ -278,3 +278,14 @@ func TestMisconfiguredRulesCatalogOrIDSourceAreErrorsNotPanics(t *testing.T) {
 		problem{"catalog.defaultPriorityClass", "x", flotilla.ErrUnknownName},
 		problem{"(root)", "<nil>", flotilla.ErrRequired})
 }
+
+func TestJobSetNameIsTextWithoutControlCharacters(t *testing.T) {
+	for _, name := range []string{"a\x00b", "tab\there", "bad\xffutf8"} {
+		req := request(cpuJob())
+		req.JobSet = name
+		reject(t, req, problem{"jobSet", name, flotilla.ErrMalformed})
+	}
+	req := request(cpuJob())
+	req.JobSet = "team/a ünïcode"
+	accept(t, req)
+}
