@@ -297,28 +297,39 @@ func addJobSetFlags(fs *flag.FlagSet) jobSetFlags {
 	}
 }
 
-func eventsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	c := cmdIO{"events", stdout, stderr}
-	fs := flag.NewFlagSet("events", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// jobSetCommand parses the flags of events and watch (fs may hold more of
+// the command's own) and checks them; a nil client means the command ends
+// with code.
+func jobSetCommand(c cmdIO, fs *flag.FlagSet, args []string) (*client.Client, jobSetFlags, bool, int) {
+	fs.SetOutput(c.stderr)
 	cf := addClientFlags(fs)
 	jf := addJobSetFlags(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
-		return flagExit(err)
+		return nil, jf, false, flagExit(err)
 	}
 	asJSON, code := checkOutput(c, *jf.out)
 	switch {
 	case code != 0:
-		return code
+		return nil, jf, false, code
 	case len(pos) != 0:
-		return c.usage("unexpected arguments %q", pos)
+		return nil, jf, false, c.usage("unexpected arguments %q", pos)
 	case *jf.queue == "" || *jf.jobSet == "":
-		return c.usage("-queue and -jobset are required")
+		return nil, jf, false, c.usage("-queue and -jobset are required")
 	}
 	cl, err := cf.client()
 	if err != nil {
-		return c.usage("%v", err)
+		return nil, jf, false, c.usage("%v", err)
+	}
+	return cl, jf, asJSON, 0
+}
+
+func eventsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := cmdIO{"events", stdout, stderr}
+	fs := flag.NewFlagSet("events", flag.ContinueOnError)
+	cl, jf, asJSON, code := jobSetCommand(c, fs, args)
+	if cl == nil {
+		return code
 	}
 	evs, err := cl.Events(ctx, *jf.queue, *jf.jobSet, *jf.from, 0)
 	if err != nil {
@@ -345,26 +356,10 @@ func printEvent(c cmdIO, e events.Event, asJSON bool) int {
 func watchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := cmdIO{"watch", stdout, stderr}
 	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cf := addClientFlags(fs)
-	jf := addJobSetFlags(fs)
 	untilDone := fs.Bool("until-done", false, "exit once every job of the set that existed at the start has ended")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return flagExit(err)
-	}
-	asJSON, code := checkOutput(c, *jf.out)
-	switch {
-	case code != 0:
+	cl, jf, asJSON, code := jobSetCommand(c, fs, args)
+	if cl == nil {
 		return code
-	case len(pos) != 0:
-		return c.usage("unexpected arguments %q", pos)
-	case *jf.queue == "" || *jf.jobSet == "":
-		return c.usage("-queue and -jobset are required")
-	}
-	cl, err := cf.client()
-	if err != nil {
-		return c.usage("%v", err)
 	}
 	// With -until-done, the jobs that exist now are those of the log so
 	// far, replayed into a job set that then follows the stream. The
