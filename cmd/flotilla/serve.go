@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -165,7 +166,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	m := newMetrics(srv)
-	api := httpapi.New(srv, httpapi.Options{Auth: auth, Logger: log, Observe: m.observe})
+	var draining atomic.Bool
+	ready := func() error {
+		if draining.Load() {
+			return errors.New("draining: shutting down")
+		}
+		return nil
+	}
+	api := httpapi.New(srv, httpapi.Options{Auth: auth, Logger: log, Observe: m.observe, Ready: ready})
 	mux := http.NewServeMux()
 	mux.Handle("/", api)
 	// Metrics name the queues and their load: with -auth, any known token
@@ -228,6 +236,7 @@ loop:
 	}
 	// Drain: no new leases; the cycle in progress has finished (cycles run
 	// in this goroutine); stop accepting, end watches, flush.
+	draining.Store(true)
 	srv.Drain()
 	log.Info("shutting down")
 	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
