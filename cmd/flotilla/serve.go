@@ -18,7 +18,9 @@ import (
 	"time"
 
 	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/backend/memory"
+	"github.com/flotilla-sched/flotilla/backend/postgres"
 	"github.com/flotilla-sched/flotilla/httpapi"
 	"github.com/flotilla-sched/flotilla/internal/strictjson"
 	"github.com/flotilla-sched/flotilla/scenario"
@@ -122,8 +124,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return bad("-tls-cert and -tls-key go together")
 	case *authPath == "" && !isLoopback(*listen):
 		return bad("-listen %s is not a loopback address: give -auth to listen beyond this machine", *listen)
-	case *db != "":
-		return bad("-db %s: only the in-memory backend is built in so far", *db)
+	case *db != "" && !strings.HasPrefix(*db, "postgres://") && !strings.HasPrefix(*db, "postgresql://"):
+		return bad("-db %s: want a postgres:// URL (or nothing, for the in-memory backend)", *db)
 	}
 	cfg, requeue, err := loadServeConfig(*configPath)
 	if err != nil {
@@ -154,7 +156,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}}
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	be := memory.New(cfg.Schema)
+	var be backend.Backend = memory.New(cfg.Schema)
+	if *db != "" {
+		pg, err := postgres.Open(ctx, *db, cfg.Schema)
+		if err != nil {
+			fmt.Fprintf(stderr, "flotilla serve: -db: %v\n", err)
+			return 1
+		}
+		be = pg
+	}
 	defer be.Close()
 	srv, err := server.New(ctx, server.Config{
 		Scheduler: cfg, Backend: be, Clock: server.SystemClock{},
