@@ -3,7 +3,6 @@ package executor_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,26 +13,11 @@ import (
 	"github.com/flotilla-sched/flotilla/backend/memory"
 	"github.com/flotilla-sched/flotilla/events"
 	"github.com/flotilla-sched/flotilla/executor"
+	"github.com/flotilla-sched/flotilla/internal/fakeclock"
 	"github.com/flotilla-sched/flotilla/scheduler"
 	"github.com/flotilla-sched/flotilla/server"
 )
 
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 func nodes(cluster string, n int) []api.Node {
 	out := make([]api.Node, n)
@@ -50,7 +34,7 @@ func nodes(cluster string, n int) []api.Node {
 func TestJobsOfAKilledExecutorExpireAndRunToSuccessOnTheOtherCluster(t *testing.T) {
 	ctx := context.Background()
 	schema := flotilla.MustResourceSchema("cpu", "memory")
-	clk := &fakeClock{t: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+	clk := fakeclock.New(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
 	be := memory.New(schema)
 	srv, err := server.New(ctx, server.Config{Scheduler: scheduler.DefaultConfig(schema), Backend: be, Clock: clk,
 		NewID: server.NewULIDs(clk, nil), LeaseTimeout: 30 * time.Second})
@@ -81,7 +65,7 @@ func TestJobsOfAKilledExecutorExpireAndRunToSuccessOnTheOtherCluster(t *testing.
 		}
 		_, err := srv.Cycle(ctx)
 		require.NoError(t, err)
-		clk.advance(5 * time.Second)
+		clk.Advance(5 * time.Second)
 	}
 	require.NotEmpty(t, killedHeld)
 	for _, id := range ids {
@@ -121,7 +105,7 @@ func TestJobsOfAKilledExecutorExpireAndRunToSuccessOnTheOtherCluster(t *testing.
 func TestExecutorWhoseJobsTheServiceLostStopsThemAndLeasesAgain(t *testing.T) {
 	ctx := context.Background()
 	schema := flotilla.MustResourceSchema("cpu", "memory")
-	clk := &fakeClock{t: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+	clk := fakeclock.New(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
 	newSrv := func() *server.Server {
 		srv, err := server.New(ctx, server.Config{Scheduler: scheduler.DefaultConfig(schema), Backend: memory.New(schema), Clock: clk})
 		require.NoError(t, err)

@@ -17,33 +17,24 @@ import (
 	"github.com/flotilla-sched/flotilla/client"
 	"github.com/flotilla-sched/flotilla/events"
 	"github.com/flotilla-sched/flotilla/httpapi"
+	"github.com/flotilla-sched/flotilla/internal/fakeclock"
 	"github.com/flotilla-sched/flotilla/scheduler"
 	"github.com/flotilla-sched/flotilla/server"
 )
 
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
 
 // service is a server behind the HTTP handler on a loopback test server.
 type service struct {
 	srv   *server.Server
 	be    *memory.Backend
 	url   string
-	clock *fakeClock
+	clock *fakeclock.Clock
 }
 
 func newService(t testing.TB, opts httpapi.Options) *service {
 	t.Helper()
 	schema := flotilla.MustResourceSchema("cpu", "memory")
-	clk := &fakeClock{t: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+	clk := fakeclock.New(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
 	be := memory.New(schema)
 	n := 0
 	var mu sync.Mutex
