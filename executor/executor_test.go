@@ -18,7 +18,6 @@ import (
 	"github.com/flotilla-sched/flotilla/server"
 )
 
-
 func nodes(cluster string, n int) []api.Node {
 	out := make([]api.Node, n)
 	for i := range out {

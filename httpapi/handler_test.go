@@ -22,7 +22,6 @@ import (
 	"github.com/flotilla-sched/flotilla/server"
 )
 
-
 // service is a server behind the HTTP handler on a loopback test server.
 type service struct {
 	srv   *server.Server
