@@ -120,7 +120,10 @@ type Write struct {
 // Jobs stores jobs and their job sets' event logs.
 type Jobs interface {
 	// Commit applies w atomically and returns its events as stored (with
-	// their sequence numbers; the caller owns the slice). Errors: bad
+	// their sequence numbers; the caller owns the slice). The returned
+	// slice may be w.Events itself, each event's Seq and Time set as
+	// stored: a caller that needs w.Events unchanged copies it first. On
+	// an error w is unchanged. Errors: bad
 	// input (a *flotilla.FieldError per problem, joined), an event naming
 	// a queue that does not exist (ErrNotFound), a job or client id
 	// already used (ErrDuplicate), a transition the state machine refuses

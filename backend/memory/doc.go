@@ -13,6 +13,8 @@
 // one block per Commit, and a job set's log is a slice of 32-byte events
 // that name their job by its index in the job set and their cluster and
 // node by interned number; events are rebuilt into events.Event on read.
+// Commit returns the write's own Events slice, each event given its
+// sequence number and stored time, rather than a copy of it.
 // Times are kept as Unix nanoseconds (instants from 1678 to 2262; other
 // non-zero times are refused as out of range).
 //

@@ -375,9 +375,11 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 		}
 		b.setState(r, n)
 	}
-	out := make([]events.Event, len(w.Events))
+	// The events are returned in w.Events itself, each given its
+	// sequence number and stored time (see backend.Jobs.Commit): a copy
+	// would be as large as the write.
 	for i := range w.Events {
-		e := w.Events[i]
+		e := &w.Events[i]
 		set = b.jobSet(set, e.Queue, e.JobSet)
 		var r *jobRec
 		if k := evJob[i]; k >= 0 {
@@ -397,10 +399,9 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 		set.log = append(set.log, ev)
 		e.Seq = uint64(len(set.log))
 		e.Time = decodeTime(ev.time)
-		out[i] = e
 	}
 	b.fence = w.Fence
-	return out, nil
+	return w.Events, nil
 }
 
 // jobSet returns the job set named, creating it; last is the previous
