@@ -150,6 +150,18 @@ type Jobs interface {
 	LiveJobs(ctx context.Context, fn func(Record) error) error
 }
 
+// ClientIDLookup is an optional interface of a Jobs: JobByClientID for
+// many client ids of one queue in one call, as a service submitting a
+// request of many jobs asks.
+type ClientIDLookup interface {
+	// JobsByClientID sets ids[i] to the id of the job submitted to queue
+	// with clientIDs[i], "" when there is none (an empty client id names
+	// none). ids must be as long as clientIDs (else a
+	// *flotilla.FieldError, flotilla.ErrInconsistent, and ids unchanged).
+	// Errors: ErrClosed or the context's error.
+	JobsByClientID(ctx context.Context, queue string, clientIDs, ids []string) error
+}
+
 // Executor is one cluster as its executor last reported it.
 type Executor struct {
 	// Cluster names the cluster; every node's Cluster must equal it.

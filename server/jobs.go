@@ -74,11 +74,15 @@ func (s *Server) submit(ctx context.Context, queueName string, expand func(time.
 	var errs []error
 	// Idempotency: a client id used before names the existing job.
 	gangSeen := map[string][2]int{} // gang key → (members found, members new)
+	used, err := s.usedClientIDs(ctx, queueName, specs)
+	if err != nil {
+		return nil, err
+	}
 	for i := range specs {
 		sp := &specs[i]
 		ids[i] = sp.Job.ID
 		if sp.ClientID != "" {
-			id, err := s.be.JobByClientID(ctx, queueName, sp.ClientID)
+			id, err := used(i)
 			switch {
 			case err == nil:
 				if fresh == nil {
@@ -134,6 +138,34 @@ func (s *Server) submit(ctx context.Context, queueName string, expand func(time.
 		return nil, err
 	}
 	return ids, nil
+}
+
+// usedClientIDs looks up the client ids of specs in the queue: the
+// returned function gives spec i's existing job id, or an error
+// (backend.ErrNotFound when the client id is new). With a backend that
+// implements backend.ClientIDLookup it asks once for all of them.
+func (s *Server) usedClientIDs(ctx context.Context, queueName string, specs []backend.JobSpec) (func(i int) (string, error), error) {
+	l, ok := s.be.(backend.ClientIDLookup)
+	if !ok {
+		return func(i int) (string, error) { return s.be.JobByClientID(ctx, queueName, specs[i].ClientID) }, nil
+	}
+	cids, some := make([]string, len(specs)), false
+	for i := range specs {
+		cids[i] = specs[i].ClientID
+		some = some || cids[i] != ""
+	}
+	ids := make([]string, len(specs))
+	if some {
+		if err := l.JobsByClientID(ctx, queueName, cids, ids); err != nil {
+			return nil, err
+		}
+	}
+	return func(i int) (string, error) {
+		if ids[i] == "" {
+			return "", backend.ErrNotFound
+		}
+		return ids[i], nil
+	}, nil
 }
 
 // CancelResult says what a cancellation did.

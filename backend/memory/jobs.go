@@ -451,6 +451,31 @@ func (b *Backend) JobByClientID(ctx context.Context, queue, clientID string) (st
 	return "", flotilla.Errorf("clientId", clientID, backend.ErrNotFound, "")
 }
 
+var _ backend.ClientIDLookup = (*Backend)(nil)
+
+// JobsByClientID is JobByClientID for many client ids of one queue, under
+// one hold of the lock; see backend.ClientIDLookup.
+func (b *Backend) JobsByClientID(ctx context.Context, queue string, clientIDs, ids []string) error {
+	if len(ids) != len(clientIDs) {
+		return flotilla.Errorf("ids", strconv.Itoa(len(ids)), flotilla.ErrInconsistent, "want %d, one per client id", len(clientIDs))
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if err := b.ready(ctx); err != nil {
+		return err
+	}
+	qs := b.perQueue[queue]
+	for i, c := range clientIDs {
+		ids[i] = ""
+		if qs != nil && c != "" {
+			if r := qs.clients[c]; r != nil {
+				ids[i] = r.job.ID
+			}
+		}
+	}
+	return nil
+}
+
 // Events returns a job set's events from sequence number from on, at most
 // limit (≤ 0: all); see backend.Jobs.
 func (b *Backend) Events(ctx context.Context, queue, jobSet string, from uint64, limit int) ([]events.Event, error) {
