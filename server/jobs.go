@@ -32,7 +32,7 @@ func (s *Server) Submit(ctx context.Context, req *SubmitRequest) ([]string, erro
 		return nil, flotilla.Errorf("request", "<nil>", flotilla.ErrRequired, "")
 	}
 	return s.submit(ctx, req.Queue, func(now time.Time) ([]backend.JobSpec, error) {
-		specs, err := s.cfg.Submit.Jobs(req, &s.cat, now, s.newID)
+		specs, err := s.cfg.Submit.jobs(req, &s.cat, now, s.newIDs)
 		for i := range specs {
 			specs[i].Principal = req.Principal
 		}
@@ -52,7 +52,7 @@ func (s *Server) SubmitJSON(ctx context.Context, data []byte) ([]string, error) 
 		_ = json.Unmarshal(head["queue"], &queueName) // the exact key, as the strict decoder reads it
 	}
 	return s.submit(ctx, queueName, func(now time.Time) ([]backend.JobSpec, error) {
-		return s.cfg.Submit.ParseJobs(data, &s.cat, now, s.newID)
+		return s.cfg.Submit.parseJobs(data, &s.cat, now, s.newIDs)
 	})
 }
 

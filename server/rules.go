@@ -132,12 +132,17 @@ type IDSource func() string
 // the submission rules' problems (a value reported as mistyped is not
 // reported again as missing).
 func (r SubmitRules) ParseJobs(data []byte, cat *Catalog, now time.Time, newID IDSource) ([]backend.JobSpec, error) {
+	return r.parseJobs(data, cat, now, newID.batch())
+}
+
+// parseJobs is ParseJobs with ids drawn n at a time (see jobs).
+func (r SubmitRules) parseJobs(data []byte, cat *Catalog, now time.Time, newIDs func(n int) []string) ([]backend.JobSpec, error) {
 	req := new(SubmitRequest)
 	decodeErr := strictjson.Decode(data, req)
 	if strictjson.Fatal(decodeErr) {
 		return nil, decodeErr
 	}
-	specs, err := r.Jobs(req, cat, now, newID)
+	specs, err := r.jobs(req, cat, now, newIDs)
 	if err := strictjson.Merge(decodeErr, err); err != nil {
 		return nil, err
 	}
@@ -181,10 +186,16 @@ func (r SubmitRules) ParseJobs(data []byte, cat *Catalog, now time.Time, newID I
 // reported the same way (fields submitRules.… and catalog.…). It never
 // panics.
 func (r SubmitRules) Jobs(req *SubmitRequest, cat *Catalog, now time.Time, newID IDSource) ([]backend.JobSpec, error) {
+	return r.jobs(req, cat, now, newID.batch())
+}
+
+// jobs is Jobs with the ids drawn all at once: newIDs(n) returns n fresh
+// ids (the service's own ULIDs come as slices of one string).
+func (r SubmitRules) jobs(req *SubmitRequest, cat *Catalog, now time.Time, newIDs func(n int) []string) ([]backend.JobSpec, error) {
 	c := &checker{rules: r.withDefaults()}
 	c.add(r.Validate())
 	c.catalog(cat)
-	if newID == nil {
+	if newIDs == nil {
 		c.add(flotilla.Errorf("newID", "<nil>", flotilla.ErrRequired, "an id source is required"))
 	}
 	if req == nil {
@@ -197,8 +208,8 @@ func (r SubmitRules) Jobs(req *SubmitRequest, cat *Catalog, now time.Time, newID
 	if len(c.errs) > 0 {
 		return nil, errors.Join(c.errs...)
 	}
-	for i := range specs {
-		specs[i].Job.ID = newID()
+	for i, id := range newIDs(len(specs)) {
+		specs[i].Job.ID = id
 	}
 	return specs, nil
 }

@@ -137,8 +137,10 @@ type Server struct {
 	sched *scheduler.Scheduler
 	be    backend.Backend
 	clock Clock
-	newID IDSource
-	cat   Catalog
+	// newIDs returns n fresh job ids: Config.NewID's, or a request's
+	// ULIDs as slices of one string when the service makes its own.
+	newIDs func(n int) []string
+	cat    Catalog
 
 	// schedule is sched.Schedule; a benchmark wraps it to time it.
 	schedule func(context.Context, *scheduler.Snapshot, time.Time) (*scheduler.Result, error)
@@ -215,11 +217,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	sc := sched.Config()
 	s := &Server{
-		cfg:   cfg,
-		sched: sched,
-		be:    cfg.Backend,
-		clock: cfg.Clock,
-		newID: cfg.NewID,
+		cfg:    cfg,
+		sched:  sched,
+		be:     cfg.Backend,
+		clock:  cfg.Clock,
+		newIDs: cfg.NewID.batch(),
 		cat: Catalog{
 			Schema:               sc.Schema,
 			PriorityClasses:      sc.PriorityClasses,
@@ -228,8 +230,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		changed: make(chan struct{}),
 	}
 	s.schedule = sched.Schedule
-	if s.newID == nil {
-		s.newID = NewULIDs(cfg.Clock, nil)
+	if s.newIDs == nil {
+		s.newIDs = newULIDSource(cfg.Clock, nil).batch
 	}
 	if err := s.load(ctx); err != nil {
 		return nil, err
