@@ -331,6 +331,23 @@ type writeSpecs struct {
 	jobs []backend.JobSpec
 	next int
 	byID map[string]*backend.JobSpec
+	// slab holds the write's new jobs (newJob): one allocation per write,
+	// not per job. A job that ends keeps its place until its slab-mates
+	// end too.
+	slab []job
+}
+
+// newJob is the package's newJob for a job of the write, placed in the
+// write's slab.
+func (ws *writeSpecs) newJob(sp *backend.JobSpec) *job {
+	if ws.slab == nil {
+		ws.slab = make([]job, 0, len(ws.jobs))
+	}
+	if len(ws.slab) == cap(ws.slab) {
+		return newJob(*sp) // not reached: a write's jobs are submitted once
+	}
+	ws.slab = append(ws.slab, job{spec: *sp, sched: sp.Job})
+	return &ws.slab[len(ws.slab)-1]
 }
 
 // spec returns the spec of the job of a submitted event of the write;
