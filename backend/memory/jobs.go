@@ -22,9 +22,9 @@ type setKey struct{ queue, name string }
 // jobSet is one job set: its jobs in the order they were stored and its log.
 type jobSet struct {
 	queue, name string
-	jobs        []*jobRec
-	// log[k] is the event of sequence number k+1.
-	log []event
+	jobs        chunked[*jobRec]
+	// log.at(k) is the event of sequence number k+1.
+	log chunked[event]
 	// reasons holds the events' reasons; reasons[0] is "".
 	reasons []string
 }
@@ -355,8 +355,8 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 			runtime: s.Runtime, specExit: s.ExitCode}
 		b.jobs[s.Job.ID] = r
 		set = b.jobSet(set, s.Job.Queue, s.Job.JobSet)
-		r.index = uint32(len(set.jobs))
-		set.jobs = append(set.jobs, r)
+		r.index = uint32(set.jobs.len())
+		set.jobs.append(r)
 		if qs == nil || qsName != s.Job.Queue {
 			qs, qsName = b.queueState(s.Job.Queue), s.Job.Queue
 		}
@@ -396,8 +396,8 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 			ev.reason = uint32(len(set.reasons))
 			set.reasons = append(set.reasons, e.Reason)
 		}
-		set.log = append(set.log, ev)
-		e.Seq = uint64(len(set.log))
+		set.log.append(ev)
+		e.Seq = uint64(set.log.len())
 		e.Time = decodeTime(ev.time)
 	}
 	b.fence = w.Fence
@@ -491,19 +491,19 @@ func (b *Backend) Events(ctx context.Context, queue, jobSet string, from uint64,
 	if from == 0 {
 		from = 1
 	}
-	if s == nil || from > uint64(len(s.log)) {
+	if s == nil || from > uint64(s.log.len()) {
 		return []events.Event{}, nil
 	}
-	start, end := int(from-1), len(s.log)
+	start, end := int(from-1), s.log.len()
 	if limit > 0 && limit < end-start {
 		end = start + limit
 	}
 	out := make([]events.Event, 0, end-start)
 	for k := start; k < end; k++ {
-		ev := &s.log[k]
+		ev := s.log.at(k)
 		out = append(out, events.Event{
 			Seq: uint64(k + 1), Time: decodeTime(ev.time), Queue: s.queue, JobSet: s.name,
-			Job: s.jobs[ev.job].job.ID, Type: ev.typ, Cluster: b.strs[ev.cluster], Node: b.strs[ev.node],
+			Job: (*s.jobs.at(int(ev.job))).job.ID, Type: ev.typ, Cluster: b.strs[ev.cluster], Node: b.strs[ev.node],
 			Attempt: int(ev.attempt), Reason: s.reasons[ev.reason], ExitCode: int(ev.exitCode), Requeued: ev.requeued,
 		})
 	}
@@ -540,12 +540,12 @@ func (b *Backend) LiveJobs(ctx context.Context, fn func(backend.Record) error) e
 			}
 			s := b.sets[k]
 			buf = buf[:0]
-			for ; pos < len(s.jobs) && len(buf) < liveChunk; pos++ {
-				if r := s.jobs[pos]; !r.state.Terminal() {
+			for ; pos < s.jobs.len() && len(buf) < liveChunk; pos++ {
+				if r := *s.jobs.at(pos); !r.state.Terminal() {
 					buf = append(buf, backend.Record{Spec: r.spec(), State: b.state(r)})
 				}
 			}
-			done := pos >= len(s.jobs)
+			done := pos >= s.jobs.len()
 			b.mu.RUnlock()
 			for _, r := range buf {
 				if err := fn(r); err != nil {

@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -118,4 +119,43 @@ func TestCommitReturnsTheWriteEventsThemselvesWithSeqAndStoredTime(t *testing.T)
 	require.ErrorIs(t, err, backend.ErrDuplicate)
 	assert.Equal(t, uint64(0), again.Events[0].Seq)
 	assert.Equal(t, t0, again.Events[0].Time)
+}
+
+// TestALogLongerThanABlockReadsBackEveryEventInOrder: a job set's log and
+// jobs are kept in blocks of 4096; reads across the blocks' edges give
+// every event, with its job, in order.
+func TestALogLongerThanABlockReadsBackEveryEventInOrder(t *testing.T) {
+	ctx := context.Background()
+	b := memory.New(backendtest.Schema())
+	require.NoError(t, b.CreateQueue(ctx, flotilla.Queue{Name: "A"}))
+	const n = 3*4096 + 10
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	for start := 0; start < n; start += 5000 {
+		w := &backend.Write{}
+		for i := start; i < min(n, start+5000); i++ {
+			id := fmt.Sprintf("j%05d", i)
+			w.Jobs = append(w.Jobs, backend.JobSpec{Job: &flotilla.Job{ID: id, Queue: "A", JobSet: "s", Requests: flotilla.Resources{1, 1}}})
+			w.Events = append(w.Events, events.Event{Type: events.Submitted, Queue: "A", JobSet: "s", Job: id, Time: t0})
+		}
+		_, err := b.Commit(ctx, w)
+		require.NoError(t, err)
+	}
+	es, err := b.Events(ctx, "A", "s", 4090, 20)
+	require.NoError(t, err)
+	require.Len(t, es, 20)
+	for k, e := range es {
+		require.Equal(t, uint64(4090+k), e.Seq)
+		require.Equal(t, fmt.Sprintf("j%05d", 4089+k), e.Job)
+	}
+	all, err := b.Events(ctx, "A", "s", 0, 0)
+	require.NoError(t, err)
+	require.Len(t, all, n)
+	require.Equal(t, fmt.Sprintf("j%05d", n-1), all[n-1].Job)
+	live := 0
+	require.NoError(t, b.LiveJobs(ctx, func(r backend.Record) error {
+		require.Equal(t, fmt.Sprintf("j%05d", live), r.Spec.Job.ID)
+		live++
+		return nil
+	}))
+	require.Equal(t, n, live)
 }
