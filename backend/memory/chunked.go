@@ -1,8 +1,10 @@
 package memory
 
-// chunkShift sets the block length of a chunked sequence: 4096 values.
+// chunkShift sets the block length of a chunked sequence: 1024 values
+// (32 KiB of events), so that a job set wastes at most one partly filled
+// block.
 const (
-	chunkShift = 12
+	chunkShift = 10
 	chunkLen   = 1 << chunkShift
 )
 

@@ -11,7 +11,7 @@
 // state: a stored job is one record of 144 bytes that shares the
 // submitted *flotilla.Job (specs are not copied), records are allocated in
 // one block per Commit, and a job set's log is a list of 32-byte events,
-// kept in blocks of 4096 so that a growing log is never copied whole,
+// kept in blocks of 1024 so that a growing log is never copied whole,
 // that name their job by its index in the job set and their cluster and
 // node by interned number; events are rebuilt into events.Event on read.
 // Commit returns the write's own Events slice, each event given its

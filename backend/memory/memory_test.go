@@ -122,17 +122,17 @@ func TestCommitReturnsTheWriteEventsThemselvesWithSeqAndStoredTime(t *testing.T)
 }
 
 // TestALogLongerThanABlockReadsBackEveryEventInOrder: a job set's log and
-// jobs are kept in blocks of 4096; reads across the blocks' edges give
+// jobs are kept in blocks of 1024; reads across the blocks' edges give
 // every event, with its job, in order.
 func TestALogLongerThanABlockReadsBackEveryEventInOrder(t *testing.T) {
 	ctx := context.Background()
 	b := memory.New(backendtest.Schema())
 	require.NoError(t, b.CreateQueue(ctx, flotilla.Queue{Name: "A"}))
-	const n = 3*4096 + 10
+	const n = 3*1024 + 10
 	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	for start := 0; start < n; start += 5000 {
+	for start := 0; start < n; start += 1500 {
 		w := &backend.Write{}
-		for i := start; i < min(n, start+5000); i++ {
+		for i := start; i < min(n, start+1500); i++ {
 			id := fmt.Sprintf("j%05d", i)
 			w.Jobs = append(w.Jobs, backend.JobSpec{Job: &flotilla.Job{ID: id, Queue: "A", JobSet: "s", Requests: flotilla.Resources{1, 1}}})
 			w.Events = append(w.Events, events.Event{Type: events.Submitted, Queue: "A", JobSet: "s", Job: id, Time: t0})
@@ -140,12 +140,12 @@ func TestALogLongerThanABlockReadsBackEveryEventInOrder(t *testing.T) {
 		_, err := b.Commit(ctx, w)
 		require.NoError(t, err)
 	}
-	es, err := b.Events(ctx, "A", "s", 4090, 20)
+	es, err := b.Events(ctx, "A", "s", 1020, 20)
 	require.NoError(t, err)
 	require.Len(t, es, 20)
 	for k, e := range es {
-		require.Equal(t, uint64(4090+k), e.Seq)
-		require.Equal(t, fmt.Sprintf("j%05d", 4089+k), e.Job)
+		require.Equal(t, uint64(1020+k), e.Seq)
+		require.Equal(t, fmt.Sprintf("j%05d", 1019+k), e.Job)
 	}
 	all, err := b.Events(ctx, "A", "s", 0, 0)
 	require.NoError(t, err)
