@@ -129,7 +129,8 @@ func (s *Server) submit(ctx context.Context, queueName string, expand func(time.
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	w := &backend.Write{Jobs: fresh, Events: make([]events.Event, len(fresh))}
+	w := &backend.Write{Jobs: fresh, Events: s.submitScratch(len(fresh))}
+	defer clear(w.Events) // keeps no strings alive in the scratch
 	for i := range fresh {
 		j := fresh[i].Job
 		w.Events[i] = events.Event{Time: now, Queue: j.Queue, JobSet: j.JobSet, Job: j.ID, Type: events.Submitted}
@@ -138,6 +139,24 @@ func (s *Server) submit(ctx context.Context, queueName string, expand func(time.
 		return nil, err
 	}
 	return ids, nil
+}
+
+// maxSubmitScratch bounds the submitted events Submit keeps between
+// requests (160 bytes each).
+const maxSubmitScratch = 4096
+
+// submitScratch returns n events' room for a submit's write: the kept
+// scratch when it is large enough (the events are applied and forgotten
+// within the call, and nothing the backend returns outlives it). The
+// caller holds mu.
+func (s *Server) submitScratch(n int) []events.Event {
+	if n > maxSubmitScratch {
+		return make([]events.Event, n)
+	}
+	if cap(s.submitted) < n {
+		s.submitted = make([]events.Event, max(n, min(2*cap(s.submitted), maxSubmitScratch)))
+	}
+	return s.submitted[:n]
 }
 
 // usedClientIDs looks up the client ids of specs in the queue: the

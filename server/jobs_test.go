@@ -484,3 +484,24 @@ func TestSubmitAllocatesPerRequestNotFivePerJob(t *testing.T) {
 	t.Logf("%.2f allocations per job", perJob)
 	require.Less(t, perJob, 2.0)
 }
+
+// TestSubmitWritesItsEventsInAScratchItClearsAfterTheWrite: a request's
+// submitted events are built in a scratch kept between requests (not 160
+// bytes of garbage per job), cleared once the write is applied so that it
+// keeps no job's strings alive; a request larger than the scratch's bound
+// gets its own.
+func TestSubmitWritesItsEventsInAScratchItClearsAfterTheWrite(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	w.submit("A", "s", cpuJobs(10, "1"))
+	require.GreaterOrEqual(t, cap(w.srv.submitted), 10)
+	first := &w.srv.submitted[:1][0]
+	for _, e := range w.srv.submitted[:cap(w.srv.submitted)] {
+		require.Zero(t, e)
+	}
+	w.submit("A", "s", cpuJobs(5, "1"))
+	require.Same(t, first, &w.srv.submitted[:1][0], "the scratch is reused")
+	w.submit("A", "s", cpuJobs(maxSubmitScratch+1, "1"))
+	require.LessOrEqual(t, cap(w.srv.submitted), maxSubmitScratch)
+	require.Equal(t, 16+maxSubmitScratch, w.srv.store.Len())
+}

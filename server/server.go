@@ -167,6 +167,9 @@ type Server struct {
 	nodes    map[string]nodeRef
 	// used is snapshot's scratch: what live jobs request, node by node.
 	used []int64
+	// submitted is Submit's scratch: a request's submitted events, kept
+	// between requests of up to maxSubmitScratch jobs (under mu).
+	submitted []events.Event
 	// cycle state carried between cycles.
 	rate   scheduler.RateLimitState
 	prio   scheduler.QueuePriorityState
