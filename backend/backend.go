@@ -120,7 +120,10 @@ type Write struct {
 // Jobs stores jobs and their job sets' event logs.
 type Jobs interface {
 	// Commit applies w atomically and returns its events as stored (with
-	// their sequence numbers; the caller owns the slice). Errors: bad
+	// their sequence numbers; the caller owns the slice). The returned
+	// slice may be w.Events itself, each event's Seq and Time set as
+	// stored: a caller that needs w.Events unchanged copies it first. On
+	// an error w is unchanged. Errors: bad
 	// input (a *flotilla.FieldError per problem, joined), an event naming
 	// a queue that does not exist (ErrNotFound), a job or client id
 	// already used (ErrDuplicate), a transition the state machine refuses
@@ -145,6 +148,18 @@ type Jobs interface {
 	// committed during the call may or may not be visited. fn may call
 	// the backend.
 	LiveJobs(ctx context.Context, fn func(Record) error) error
+}
+
+// ClientIDLookup is an optional interface of a Jobs: JobByClientID for
+// many client ids of one queue in one call, as a service submitting a
+// request of many jobs asks.
+type ClientIDLookup interface {
+	// JobsByClientID sets ids[i] to the id of the job submitted to queue
+	// with clientIDs[i], "" when there is none (an empty client id names
+	// none). ids must be as long as clientIDs (else a
+	// *flotilla.FieldError, flotilla.ErrInconsistent, and ids unchanged).
+	// Errors: ErrClosed or the context's error.
+	JobsByClientID(ctx context.Context, queue string, clientIDs, ids []string) error
 }
 
 // Executor is one cluster as its executor last reported it.

@@ -57,8 +57,9 @@ func submitBatch(queue, set, client string) *SubmitRequest {
 	return req
 }
 
-// ulids makes a world's ids real ULIDs (26 characters), as a service's.
-func ulids(c *Config) { c.NewID = NewULIDs(c.Clock, nil) }
+// ulids makes a world's ids real ULIDs (26 characters): the service's
+// own (Config.NewID nil), which it draws a request at a time.
+func ulids(c *Config) { c.NewID = nil }
 
 // BenchmarkServiceSubmit1M submits 1,000,000 jobs through Server.Submit in
 // 1,000 requests of 1,000 (10 job sets of 100,000 in one queue), into the

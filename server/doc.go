@@ -17,7 +17,12 @@
 //     queue has jobs that have not ended), Queue, ListQueues.
 //   - Submit and SubmitJSON apply the submission rules (below) and store
 //     the jobs with their submitted events in one write; a client id used
-//     before in the queue returns the existing job's id.
+//     before in the queue returns the existing job's id. A request costs
+//     a few allocations, not some per job: its ids (the service's own
+//     ULIDs, when Config.NewID is nil) and each template's client ids are
+//     slices of one string, its jobs and the service's records of them
+//     one block each, and its client ids are looked up in one call when
+//     the backend implements backend.ClientIDLookup.
 //   - Cancel and CancelJobSet: queued jobs end cancelled at once; leased
 //     and running ones get cancel-requested, their executor is told to
 //     kill them, and they end cancelled when it reports them stopped or

@@ -378,7 +378,7 @@ func (s *Server) SubmitJSONAs(ctx context.Context, principal string, data []byte
 		q = req.Queue
 	}
 	return s.submit(ctx, q, func(now time.Time) ([]backend.JobSpec, error) {
-		specs, err := s.cfg.Submit.ParseJobs(data, &s.cat, now, s.newID)
+		specs, err := s.cfg.Submit.parseJobs(data, &s.cat, now, s.newIDs)
 		for i := range specs {
 			specs[i].Principal = principal
 		}

@@ -1,9 +1,13 @@
 package server
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/backend/memory"
 )
 
 func TestResubmittedClientIDsNameTheExistingJobsAndOnlyTheNewJobsAreStored(t *testing.T) {
@@ -40,5 +44,46 @@ func TestResubmittedClientIDsNameTheExistingJobsAndOnlyTheNewJobsAreStored(t *te
 			}
 			require.Equal(t, before+fresh, w.srv.store.Len(), "only the new jobs are stored")
 		})
+	}
+}
+
+// countingBackend counts the per-job client id look-ups it is asked.
+type countingBackend struct {
+	*memory.Backend
+	single int
+}
+
+func (b *countingBackend) JobByClientID(ctx context.Context, queue, clientID string) (string, error) {
+	b.single++
+	return b.Backend.JobByClientID(ctx, queue, clientID)
+}
+
+// perJobBackend hides the memory backend's backend.ClientIDLookup.
+type perJobBackend struct{ backend.Backend }
+
+// TestSubmitLooksUpAllClientIDsOfARequestInOneCallWhenTheBackendCan: a
+// backend that implements backend.ClientIDLookup is asked once per
+// request, not once per job (JobByClientID); one that does not is asked
+// per job; both find the used client ids.
+func TestSubmitLooksUpAllClientIDsOfARequestInOneCallWhenTheBackendCan(t *testing.T) {
+	for _, batch := range []bool{true, false} {
+		var counting *countingBackend
+		w := newWorld(t, func(c *Config) {
+			counting = &countingBackend{Backend: c.Backend.(*memory.Backend)}
+			c.Backend = counting
+			if !batch {
+				c.Backend = perJobBackend{counting}
+			}
+		})
+		w.queue("A")
+		first := w.submit("A", "s1", JobTemplate{Count: intp(3), Requests: map[string]string{"cpu": "1"}, ClientID: "c"})
+		again := w.submit("A", "s1", JobTemplate{Count: intp(4), Requests: map[string]string{"cpu": "1"}, ClientID: "c"})
+		require.Equal(t, first, again[:3], "batch %v", batch)
+		require.NotContains(t, first, again[3])
+		want := 0
+		if !batch {
+			want = 7
+		}
+		require.Equal(t, want, counting.single, "JobByClientID calls, batch %v", batch)
 	}
 }

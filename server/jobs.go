@@ -32,7 +32,7 @@ func (s *Server) Submit(ctx context.Context, req *SubmitRequest) ([]string, erro
 		return nil, flotilla.Errorf("request", "<nil>", flotilla.ErrRequired, "")
 	}
 	return s.submit(ctx, req.Queue, func(now time.Time) ([]backend.JobSpec, error) {
-		specs, err := s.cfg.Submit.Jobs(req, &s.cat, now, s.newID)
+		specs, err := s.cfg.Submit.jobs(req, &s.cat, now, s.newIDs)
 		for i := range specs {
 			specs[i].Principal = req.Principal
 		}
@@ -52,7 +52,7 @@ func (s *Server) SubmitJSON(ctx context.Context, data []byte) ([]string, error) 
 		_ = json.Unmarshal(head["queue"], &queueName) // the exact key, as the strict decoder reads it
 	}
 	return s.submit(ctx, queueName, func(now time.Time) ([]backend.JobSpec, error) {
-		return s.cfg.Submit.ParseJobs(data, &s.cat, now, s.newID)
+		return s.cfg.Submit.parseJobs(data, &s.cat, now, s.newIDs)
 	})
 }
 
@@ -74,11 +74,15 @@ func (s *Server) submit(ctx context.Context, queueName string, expand func(time.
 	var errs []error
 	// Idempotency: a client id used before names the existing job.
 	gangSeen := map[string][2]int{} // gang key → (members found, members new)
+	used, err := s.usedClientIDs(ctx, queueName, specs)
+	if err != nil {
+		return nil, err
+	}
 	for i := range specs {
 		sp := &specs[i]
 		ids[i] = sp.Job.ID
 		if sp.ClientID != "" {
-			id, err := s.be.JobByClientID(ctx, queueName, sp.ClientID)
+			id, err := used(i)
 			switch {
 			case err == nil:
 				if fresh == nil {
@@ -125,7 +129,8 @@ func (s *Server) submit(ctx context.Context, queueName string, expand func(time.
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	w := &backend.Write{Jobs: fresh, Events: make([]events.Event, len(fresh))}
+	w := &backend.Write{Jobs: fresh, Events: s.submitScratch(len(fresh))}
+	defer clear(w.Events) // keeps no strings alive in the scratch
 	for i := range fresh {
 		j := fresh[i].Job
 		w.Events[i] = events.Event{Time: now, Queue: j.Queue, JobSet: j.JobSet, Job: j.ID, Type: events.Submitted}
@@ -134,6 +139,52 @@ func (s *Server) submit(ctx context.Context, queueName string, expand func(time.
 		return nil, err
 	}
 	return ids, nil
+}
+
+// maxSubmitScratch bounds the submitted events Submit keeps between
+// requests (160 bytes each).
+const maxSubmitScratch = 4096
+
+// submitScratch returns n events' room for a submit's write: the kept
+// scratch when it is large enough (the events are applied and forgotten
+// within the call, and nothing the backend returns outlives it). The
+// caller holds mu.
+func (s *Server) submitScratch(n int) []events.Event {
+	if n > maxSubmitScratch {
+		return make([]events.Event, n)
+	}
+	if cap(s.submitted) < n {
+		s.submitted = make([]events.Event, max(n, min(2*cap(s.submitted), maxSubmitScratch)))
+	}
+	return s.submitted[:n]
+}
+
+// usedClientIDs looks up the client ids of specs in the queue: the
+// returned function gives spec i's existing job id, or an error
+// (backend.ErrNotFound when the client id is new). With a backend that
+// implements backend.ClientIDLookup it asks once for all of them.
+func (s *Server) usedClientIDs(ctx context.Context, queueName string, specs []backend.JobSpec) (func(i int) (string, error), error) {
+	l, ok := s.be.(backend.ClientIDLookup)
+	if !ok {
+		return func(i int) (string, error) { return s.be.JobByClientID(ctx, queueName, specs[i].ClientID) }, nil
+	}
+	cids, some := make([]string, len(specs)), false
+	for i := range specs {
+		cids[i] = specs[i].ClientID
+		some = some || cids[i] != ""
+	}
+	ids := make([]string, len(specs))
+	if some {
+		if err := l.JobsByClientID(ctx, queueName, cids, ids); err != nil {
+			return nil, err
+		}
+	}
+	return func(i int) (string, error) {
+		if ids[i] == "" {
+			return "", backend.ErrNotFound
+		}
+		return ids[i], nil
+	}, nil
 }
 
 // CancelResult says what a cancellation did.

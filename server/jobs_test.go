@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -459,4 +460,48 @@ func TestSubmitJSONNamesAnUnknownQueueTogetherWithTheFilesTypeErrors(t *testing.
 	require.NoError(t, err)
 	require.Len(t, ids, 2)
 	require.Len(t, w.log("A", "s1"), 2)
+}
+
+// TestSubmitAllocatesPerRequestNotFivePerJob: a request of 1,000 jobs
+// (ids, client ids, jobs, the service's and the backend's records and
+// events) costs a few allocations per request plus the store's entry and
+// the maps' growth per job, not an id string, a client id string, a
+// not-found error and a job record each.
+func TestSubmitAllocatesPerRequestNotFivePerJob(t *testing.T) {
+	w := newWorld(t, ulids)
+	w.queue("A")
+	const runs = 20
+	reqs := make([]*SubmitRequest, runs+1)
+	for i := range reqs {
+		reqs[i] = submitBatch("A", "s", "client-"+strconv.Itoa(i))
+	}
+	next := 0
+	perJob := testing.AllocsPerRun(runs, func() {
+		_, err := w.srv.Submit(w.ctx, reqs[next])
+		next++
+		require.NoError(t, err)
+	}) / 1000
+	t.Logf("%.2f allocations per job", perJob)
+	require.Less(t, perJob, 2.0)
+}
+
+// TestSubmitWritesItsEventsInAScratchItClearsAfterTheWrite: a request's
+// submitted events are built in a scratch kept between requests (not 160
+// bytes of garbage per job), cleared once the write is applied so that it
+// keeps no job's strings alive; a request larger than the scratch's bound
+// gets its own.
+func TestSubmitWritesItsEventsInAScratchItClearsAfterTheWrite(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	w.submit("A", "s", cpuJobs(10, "1"))
+	require.GreaterOrEqual(t, cap(w.srv.submitted), 10)
+	first := &w.srv.submitted[:1][0]
+	for _, e := range w.srv.submitted[:cap(w.srv.submitted)] {
+		require.Zero(t, e)
+	}
+	w.submit("A", "s", cpuJobs(5, "1"))
+	require.Same(t, first, &w.srv.submitted[:1][0], "the scratch is reused")
+	w.submit("A", "s", cpuJobs(maxSubmitScratch+1, "1"))
+	require.LessOrEqual(t, cap(w.srv.submitted), maxSubmitScratch)
+	require.Equal(t, 16+maxSubmitScratch, w.srv.store.Len())
 }

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -138,6 +140,70 @@ func TestValidRequestYieldsSumOfCountsValidJobsWithUniqueIDsExpandedClientIDsAnd
 				}
 				if s.Job.Queue != "A" || s.Job.JobSet != "s1" || !s.Job.SubmitTime.Equal(testNow) || s.Job.PriorityClass != wantClass || s.Job.Priority != t.Priority {
 					return fmt.Sprintf("jobs[%d] #%d: %+v", i, e, s.Job)
+				}
+			}
+		}
+		return ""
+	})
+}
+
+// genClientIDs are client ids that collide after count expansion in many
+// ways (a with count ≥ 2 makes a-1, a-1 with a count makes a-1-0, …).
+var genClientIDs = []string{"a", "a-1", "a-1-0", "a-10", "a-", "b", "b-0"}
+
+func TestRequestClientIDsAreRejectedAsDuplicateExactlyAtTheTemplatesWhoseExpansionRepeatsAnEarlierOne(t *testing.T) {
+	cat := testCatalog()
+	runProperty(t, "client ids", 500, func(seed int64) string {
+		rng := rand.New(rand.NewPCG(uint64(seed), 11))
+		req := &SubmitRequest{Queue: "A", JobSet: "s1"}
+		for range 1 + rng.IntN(4) {
+			tm := JobTemplate{Requests: map[string]string{"cpu": "1"}}
+			if rng.IntN(5) > 0 {
+				tm.ClientID = genClientIDs[rng.IntN(len(genClientIDs))]
+			}
+			if rng.IntN(3) > 0 {
+				tm.Count = intp(rng.IntN(13))
+			}
+			req.Jobs = append(req.Jobs, tm)
+		}
+		// The oracle: expand every client id, flag a template naming one
+		// an earlier template (or itself) named.
+		seen, want := map[string]bool{}, map[string]bool{}
+		for i, tm := range req.Jobs {
+			if tm.ClientID == "" {
+				continue
+			}
+			ids := []string{tm.ClientID}
+			if tm.Count != nil {
+				ids = ids[:0]
+				for k := range *tm.Count {
+					ids = append(ids, tm.ClientID+"-"+strconv.Itoa(k))
+				}
+			}
+			for _, id := range ids {
+				if seen[id] {
+					want[fmt.Sprintf("jobs[%d].clientId", i)] = true
+				}
+				seen[id] = true
+			}
+		}
+		var c counter
+		specs, err := SubmitRules{}.Jobs(req, cat, testNow, c.next)
+		got := map[string]bool{}
+		for _, p := range flotilla.Problems(err) {
+			var fe *flotilla.FieldError
+			if !errors.As(p, &fe) || !errors.Is(p, flotilla.ErrDuplicate) {
+				return fmt.Sprintf("unexpected problem %v", p)
+			}
+			got[fe.Field] = true
+		}
+		if !maps.Equal(got, want) {
+			return fmt.Sprintf("%+v: duplicates reported at %v, want %v", req.Jobs, got, want)
+		}
+		if err == nil {
+			for _, s := range specs {
+				if s.ClientID != "" && !seen[s.ClientID] {
+					return fmt.Sprintf("client id %q not of the expansion", s.ClientID)
 				}
 			}
 		}

@@ -132,12 +132,17 @@ type IDSource func() string
 // the submission rules' problems (a value reported as mistyped is not
 // reported again as missing).
 func (r SubmitRules) ParseJobs(data []byte, cat *Catalog, now time.Time, newID IDSource) ([]backend.JobSpec, error) {
+	return r.parseJobs(data, cat, now, newID.batch())
+}
+
+// parseJobs is ParseJobs with ids drawn n at a time (see jobs).
+func (r SubmitRules) parseJobs(data []byte, cat *Catalog, now time.Time, newIDs func(n int) []string) ([]backend.JobSpec, error) {
 	req := new(SubmitRequest)
 	decodeErr := strictjson.Decode(data, req)
 	if strictjson.Fatal(decodeErr) {
 		return nil, decodeErr
 	}
-	specs, err := r.Jobs(req, cat, now, newID)
+	specs, err := r.jobs(req, cat, now, newIDs)
 	if err := strictjson.Merge(decodeErr, err); err != nil {
 		return nil, err
 	}
@@ -181,10 +186,16 @@ func (r SubmitRules) ParseJobs(data []byte, cat *Catalog, now time.Time, newID I
 // reported the same way (fields submitRules.… and catalog.…). It never
 // panics.
 func (r SubmitRules) Jobs(req *SubmitRequest, cat *Catalog, now time.Time, newID IDSource) ([]backend.JobSpec, error) {
+	return r.jobs(req, cat, now, newID.batch())
+}
+
+// jobs is Jobs with the ids drawn all at once: newIDs(n) returns n fresh
+// ids (the service's own ULIDs come as slices of one string).
+func (r SubmitRules) jobs(req *SubmitRequest, cat *Catalog, now time.Time, newIDs func(n int) []string) ([]backend.JobSpec, error) {
 	c := &checker{rules: r.withDefaults()}
 	c.add(r.Validate())
 	c.catalog(cat)
-	if newID == nil {
+	if newIDs == nil {
 		c.add(flotilla.Errorf("newID", "<nil>", flotilla.ErrRequired, "an id source is required"))
 	}
 	if req == nil {
@@ -197,8 +208,8 @@ func (r SubmitRules) Jobs(req *SubmitRequest, cat *Catalog, now time.Time, newID
 	if len(c.errs) > 0 {
 		return nil, errors.Join(c.errs...)
 	}
-	for i := range specs {
-		specs[i].Job.ID = newID()
+	for i, id := range newIDs(len(specs)) {
+		specs[i].Job.ID = id
 	}
 	return specs, nil
 }
@@ -456,25 +467,31 @@ func (c *checker) gangMember(p string, t *JobTemplate, n int, gangs map[string]*
 // clientIDs reports a client id used twice within the request, after
 // count expansion, at the later template. It returns the expanded client
 // ids of the templates that have one, in job order; total is the
-// request's number of jobs (count expansion included).
+// request's number of jobs (count expansion included). A template's ids
+// share one string; the ids of templates whose client ids are neither
+// equal nor prefixes of one another cannot collide, and then no set of
+// ids is built.
 func (c *checker) clientIDs(req *SubmitRequest, total int) []string {
-	n := 0
+	var bases []string
 	for i := range req.Jobs {
 		if req.Jobs[i].ClientID != "" {
-			n++
+			bases = append(bases, req.Jobs[i].ClientID)
 		}
 	}
-	if n == 0 {
+	if len(bases) == 0 {
 		return nil
 	}
 	out := make([]string, 0, total)
-	seen := make(map[string]string, total) // client id → template path
+	var seen map[string]string // client id → template path
+	if mayCollide(bases) {
+		seen = make(map[string]string, total)
+	}
+	var ends []int
 	for i := range req.Jobs {
 		t := &req.Jobs[i]
 		if t.ClientID == "" {
 			continue
 		}
-		p := fmt.Sprintf("jobs[%d]", i)
 		n := 1
 		if t.Count != nil {
 			n = max(*t.Count, 0)
@@ -482,9 +499,15 @@ func (c *checker) clientIDs(req *SubmitRequest, total int) []string {
 		if n > c.rules.MaxJobsPerRequest {
 			continue // reported at count
 		}
+		from := len(out)
+		out, ends = expandClientIDs(out, ends, t.ClientID, t.Count, n)
+		if seen == nil {
+			continue
+		}
+		p := fmt.Sprintf("jobs[%d]", i)
 		dups, first := 0, ""
-		for k := range n {
-			id := expandedClientID(t.ClientID, t.Count, k)
+		kept := out[:from]
+		for _, id := range out[from:] {
 			if prev, dup := seen[id]; dup {
 				if dups == 0 {
 					first = fmt.Sprintf("client id %q is also %s's", id, prev)
@@ -493,13 +516,72 @@ func (c *checker) clientIDs(req *SubmitRequest, total int) []string {
 				continue
 			}
 			seen[id] = p
-			out = append(out, id)
+			kept = append(kept, id)
 		}
+		out = kept
 		if dups > 0 {
 			c.add(flotilla.Errorf(p+".clientId", t.ClientID, flotilla.ErrDuplicate, "%s%s", first, more(dups)))
 		}
 	}
 	return out
+}
+
+// mayCollide reports whether templates with these client ids can expand
+// to a client id twice: only when one is a prefix of another (or equal
+// to it), as id-k and id are the only forms. Sorted, a string's
+// extensions follow it directly, so neighbours suffice.
+func mayCollide(bases []string) bool {
+	if len(bases) < 2 {
+		return false
+	}
+	sorted := slices.Sorted(slices.Values(bases))
+	for i := 1; i < len(sorted); i++ {
+		if strings.HasPrefix(sorted[i], sorted[i-1]) {
+			return true
+		}
+	}
+	return false
+}
+
+// expandClientIDs appends a template's n client ids (id when count is
+// absent, else id-0 … id-(n-1)) to out, all slices of one string; ends is scratch space, returned for
+// reuse.
+func expandClientIDs(out []string, ends []int, id string, count *int, n int) ([]string, []int) {
+	if count == nil {
+		return append(out, id), ends
+	}
+	if n == 0 {
+		return out, ends
+	}
+	size := 0
+	for k := range n {
+		size += len(id) + 1 + decimalLen(k)
+	}
+	var b strings.Builder
+	b.Grow(size)
+	var digits [20]byte
+	ends = ends[:0]
+	for k := range n {
+		b.WriteString(id)
+		b.WriteByte('-')
+		b.Write(strconv.AppendInt(digits[:0], int64(k), 10))
+		ends = append(ends, b.Len())
+	}
+	all, start := b.String(), 0
+	for _, end := range ends {
+		out = append(out, all[start:end])
+		start = end
+	}
+	return out, ends
+}
+
+// decimalLen is the number of digits of k ≥ 0.
+func decimalLen(k int) int {
+	n := 1
+	for ; k >= 10; k /= 10 {
+		n++
+	}
+	return n
 }
 
 // expand builds the accepted request's jobs: one allocation for the Jobs
@@ -546,14 +628,6 @@ func (c *checker) expand(req *SubmitRequest, ts []tmpl, cids []string, total int
 	}
 	c.add(gang.ValidateSubmission(ptrs, nil))
 	return specs
-}
-
-// expandedClientID is id when count is absent, else id-k.
-func expandedClientID(id string, count *int, k int) string {
-	if count == nil {
-		return id
-	}
-	return id + "-" + strconv.Itoa(k)
 }
 
 // convertTolerations converts a template's tolerations, the default

@@ -137,8 +137,10 @@ type Server struct {
 	sched *scheduler.Scheduler
 	be    backend.Backend
 	clock Clock
-	newID IDSource
-	cat   Catalog
+	// newIDs returns n fresh job ids: Config.NewID's, or a request's
+	// ULIDs as slices of one string when the service makes its own.
+	newIDs func(n int) []string
+	cat    Catalog
 
 	// schedule is sched.Schedule; a benchmark wraps it to time it.
 	schedule func(context.Context, *scheduler.Snapshot, time.Time) (*scheduler.Result, error)
@@ -165,6 +167,9 @@ type Server struct {
 	nodes    map[string]nodeRef
 	// used is snapshot's scratch: what live jobs request, node by node.
 	used []int64
+	// submitted is Submit's scratch: a request's submitted events, kept
+	// between requests of up to maxSubmitScratch jobs (under mu).
+	submitted []events.Event
 	// cycle state carried between cycles.
 	rate   scheduler.RateLimitState
 	prio   scheduler.QueuePriorityState
@@ -215,11 +220,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	sc := sched.Config()
 	s := &Server{
-		cfg:   cfg,
-		sched: sched,
-		be:    cfg.Backend,
-		clock: cfg.Clock,
-		newID: cfg.NewID,
+		cfg:    cfg,
+		sched:  sched,
+		be:     cfg.Backend,
+		clock:  cfg.Clock,
+		newIDs: cfg.NewID.batch(),
 		cat: Catalog{
 			Schema:               sc.Schema,
 			PriorityClasses:      sc.PriorityClasses,
@@ -228,8 +233,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		changed: make(chan struct{}),
 	}
 	s.schedule = sched.Schedule
-	if s.newID == nil {
-		s.newID = NewULIDs(cfg.Clock, nil)
+	if s.newIDs == nil {
+		s.newIDs = newULIDSource(cfg.Clock, nil).batch
 	}
 	if err := s.load(ctx); err != nil {
 		return nil, err
@@ -329,6 +334,23 @@ type writeSpecs struct {
 	jobs []backend.JobSpec
 	next int
 	byID map[string]*backend.JobSpec
+	// slab holds the write's new jobs (newJob): one allocation per write,
+	// not per job. A job that ends keeps its place until its slab-mates
+	// end too.
+	slab []job
+}
+
+// newJob is the package's newJob for a job of the write, placed in the
+// write's slab.
+func (ws *writeSpecs) newJob(sp *backend.JobSpec) *job {
+	if ws.slab == nil {
+		ws.slab = make([]job, 0, len(ws.jobs))
+	}
+	if len(ws.slab) == cap(ws.slab) {
+		return newJob(*sp) // not reached: a write's jobs are submitted once
+	}
+	ws.slab = append(ws.slab, job{spec: *sp, sched: sp.Job})
+	return &ws.slab[len(ws.slab)-1]
 }
 
 // spec returns the spec of the job of a submitted event of the write;

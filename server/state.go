@@ -100,7 +100,7 @@ func (s *Server) apply(e *events.Event, specs *writeSpecs) {
 		if sp == nil {
 			return
 		}
-		j := newJob(*sp)
+		j := specs.newJob(sp)
 		j.state = events.Queued
 		s.jobs[e.Job] = j
 		if sp.Job.IsGang() {

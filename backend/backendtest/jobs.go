@@ -16,9 +16,10 @@ func commitStores(t checker, b backend.Backend) {
 	mustQueue(t, b, "A")
 	w := submit("A", "s", "j1", "j2")
 	w.Jobs[1].ClientID = "c-2"
+	in := slices.Clone(w.Events) // Commit may return w.Events, updated
 	out := mustCommit(t, b, w)
 	for i, e := range out {
-		want := w.Events[i]
+		want := in[i]
 		want.Seq = uint64(i + 1)
 		if d := sameEvent(e, want); d != "" {
 			t.Errorf("Commit returned event %d: %s", i, d)
@@ -271,6 +272,17 @@ func clientIDUnique(t checker, b backend.Backend) {
 	wantErr(t, "JobByClientID of an unused client id", err, backend.ErrNotFound)
 	// Jobs without a client id never collide.
 	mustCommit(t, b, submit("A", "s", "a3", "a4"))
+	if l, ok := b.(backend.ClientIDLookup); ok {
+		ids := []string{"stale", "stale", "stale", "stale"}
+		if err := l.JobsByClientID(ctx, "A", []string{"train-8", "train-7", "", "train-7"}, ids); err != nil {
+			t.Errorf("JobsByClientID: %v", err)
+		} else if want := []string{"", "a1", "", "a1"}; !slices.Equal(ids, want) {
+			t.Errorf("JobsByClientID(A, [train-8 train-7 \"\" train-7]) = %q, want %q", ids, want)
+		}
+		err := l.JobsByClientID(ctx, "A", []string{"train-7"}, ids)
+		wantErr(t, "JobsByClientID with ids of another length", err, flotilla.ErrInconsistent)
+		wantFieldError(t, "JobsByClientID with ids of another length", err)
+	}
 }
 
 func fencing(t checker, b backend.Backend) {

@@ -22,9 +22,9 @@ type setKey struct{ queue, name string }
 // jobSet is one job set: its jobs in the order they were stored and its log.
 type jobSet struct {
 	queue, name string
-	jobs        []*jobRec
-	// log[k] is the event of sequence number k+1.
-	log []event
+	jobs        chunked[*jobRec]
+	// log.at(k) is the event of sequence number k+1.
+	log chunked[event]
 	// reasons holds the events' reasons; reasons[0] is "".
 	reasons []string
 }
@@ -355,8 +355,8 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 			runtime: s.Runtime, specExit: s.ExitCode}
 		b.jobs[s.Job.ID] = r
 		set = b.jobSet(set, s.Job.Queue, s.Job.JobSet)
-		r.index = uint32(len(set.jobs))
-		set.jobs = append(set.jobs, r)
+		r.index = uint32(set.jobs.len())
+		set.jobs.append(r)
 		if qs == nil || qsName != s.Job.Queue {
 			qs, qsName = b.queueState(s.Job.Queue), s.Job.Queue
 		}
@@ -375,9 +375,11 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 		}
 		b.setState(r, n)
 	}
-	out := make([]events.Event, len(w.Events))
+	// The events are returned in w.Events itself, each given its
+	// sequence number and stored time (see backend.Jobs.Commit): a copy
+	// would be as large as the write.
 	for i := range w.Events {
-		e := w.Events[i]
+		e := &w.Events[i]
 		set = b.jobSet(set, e.Queue, e.JobSet)
 		var r *jobRec
 		if k := evJob[i]; k >= 0 {
@@ -394,13 +396,12 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 			ev.reason = uint32(len(set.reasons))
 			set.reasons = append(set.reasons, e.Reason)
 		}
-		set.log = append(set.log, ev)
-		e.Seq = uint64(len(set.log))
+		set.log.append(ev)
+		e.Seq = uint64(set.log.len())
 		e.Time = decodeTime(ev.time)
-		out[i] = e
 	}
 	b.fence = w.Fence
-	return out, nil
+	return w.Events, nil
 }
 
 // jobSet returns the job set named, creating it; last is the previous
@@ -450,6 +451,31 @@ func (b *Backend) JobByClientID(ctx context.Context, queue, clientID string) (st
 	return "", flotilla.Errorf("clientId", clientID, backend.ErrNotFound, "")
 }
 
+var _ backend.ClientIDLookup = (*Backend)(nil)
+
+// JobsByClientID is JobByClientID for many client ids of one queue, under
+// one hold of the lock; see backend.ClientIDLookup.
+func (b *Backend) JobsByClientID(ctx context.Context, queue string, clientIDs, ids []string) error {
+	if len(ids) != len(clientIDs) {
+		return flotilla.Errorf("ids", strconv.Itoa(len(ids)), flotilla.ErrInconsistent, "want %d, one per client id", len(clientIDs))
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if err := b.ready(ctx); err != nil {
+		return err
+	}
+	qs := b.perQueue[queue]
+	for i, c := range clientIDs {
+		ids[i] = ""
+		if qs != nil && c != "" {
+			if r := qs.clients[c]; r != nil {
+				ids[i] = r.job.ID
+			}
+		}
+	}
+	return nil
+}
+
 // Events returns a job set's events from sequence number from on, at most
 // limit (≤ 0: all); see backend.Jobs.
 func (b *Backend) Events(ctx context.Context, queue, jobSet string, from uint64, limit int) ([]events.Event, error) {
@@ -465,19 +491,19 @@ func (b *Backend) Events(ctx context.Context, queue, jobSet string, from uint64,
 	if from == 0 {
 		from = 1
 	}
-	if s == nil || from > uint64(len(s.log)) {
+	if s == nil || from > uint64(s.log.len()) {
 		return []events.Event{}, nil
 	}
-	start, end := int(from-1), len(s.log)
+	start, end := int(from-1), s.log.len()
 	if limit > 0 && limit < end-start {
 		end = start + limit
 	}
 	out := make([]events.Event, 0, end-start)
 	for k := start; k < end; k++ {
-		ev := &s.log[k]
+		ev := s.log.at(k)
 		out = append(out, events.Event{
 			Seq: uint64(k + 1), Time: decodeTime(ev.time), Queue: s.queue, JobSet: s.name,
-			Job: s.jobs[ev.job].job.ID, Type: ev.typ, Cluster: b.strs[ev.cluster], Node: b.strs[ev.node],
+			Job: (*s.jobs.at(int(ev.job))).job.ID, Type: ev.typ, Cluster: b.strs[ev.cluster], Node: b.strs[ev.node],
 			Attempt: int(ev.attempt), Reason: s.reasons[ev.reason], ExitCode: int(ev.exitCode), Requeued: ev.requeued,
 		})
 	}
@@ -514,12 +540,12 @@ func (b *Backend) LiveJobs(ctx context.Context, fn func(backend.Record) error) e
 			}
 			s := b.sets[k]
 			buf = buf[:0]
-			for ; pos < len(s.jobs) && len(buf) < liveChunk; pos++ {
-				if r := s.jobs[pos]; !r.state.Terminal() {
+			for ; pos < s.jobs.len() && len(buf) < liveChunk; pos++ {
+				if r := *s.jobs.at(pos); !r.state.Terminal() {
 					buf = append(buf, backend.Record{Spec: r.spec(), State: b.state(r)})
 				}
 			}
-			done := pos >= len(s.jobs)
+			done := pos >= s.jobs.len()
 			b.mu.RUnlock()
 			for _, r := range buf {
 				if err := fn(r); err != nil {

@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -87,4 +88,74 @@ func TestCommitSharesTheSubmittedJobAndReadsTimesBackInUTC(t *testing.T) {
 		assert.Equal(t, time.UTC, got.Location())
 		assert.True(t, got.Equal(at))
 	}
+}
+
+// TestCommitReturnsTheWriteEventsThemselvesWithSeqAndStoredTime: Commit
+// hands back w.Events, each event given its sequence number and its time
+// as stored (UTC), instead of a copy as large as the write; a refused
+// write leaves w.Events unchanged.
+func TestCommitReturnsTheWriteEventsThemselvesWithSeqAndStoredTime(t *testing.T) {
+	ctx := context.Background()
+	b := memory.New(backendtest.Schema())
+	require.NoError(t, b.CreateQueue(ctx, flotilla.Queue{Name: "A"}))
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.FixedZone("x", 3600))
+	w := &backend.Write{}
+	for _, id := range []string{"j1", "j2"} {
+		w.Jobs = append(w.Jobs, backend.JobSpec{Job: &flotilla.Job{ID: id, Queue: "A", JobSet: "s", Requests: flotilla.Resources{1, 1}}})
+		w.Events = append(w.Events, events.Event{Type: events.Submitted, Queue: "A", JobSet: "s", Job: id, Time: t0})
+	}
+	out, err := b.Commit(ctx, w)
+	require.NoError(t, err)
+	require.Len(t, out, 2)
+	assert.Same(t, &w.Events[0], &out[0], "the returned slice is w.Events")
+	for i, e := range out {
+		assert.Equal(t, uint64(i+1), e.Seq)
+		assert.Equal(t, time.UTC, e.Time.Location())
+		assert.True(t, e.Time.Equal(t0))
+	}
+
+	again := &backend.Write{Jobs: w.Jobs[:1], Events: []events.Event{{Type: events.Submitted, Queue: "A", JobSet: "s", Job: "j1", Time: t0}}}
+	_, err = b.Commit(ctx, again)
+	require.ErrorIs(t, err, backend.ErrDuplicate)
+	assert.Equal(t, uint64(0), again.Events[0].Seq)
+	assert.Equal(t, t0, again.Events[0].Time)
+}
+
+// TestALogLongerThanABlockReadsBackEveryEventInOrder: a job set's log and
+// jobs are kept in blocks of 1024; reads across the blocks' edges give
+// every event, with its job, in order.
+func TestALogLongerThanABlockReadsBackEveryEventInOrder(t *testing.T) {
+	ctx := context.Background()
+	b := memory.New(backendtest.Schema())
+	require.NoError(t, b.CreateQueue(ctx, flotilla.Queue{Name: "A"}))
+	const n = 3*1024 + 10
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	for start := 0; start < n; start += 1500 {
+		w := &backend.Write{}
+		for i := start; i < min(n, start+1500); i++ {
+			id := fmt.Sprintf("j%05d", i)
+			w.Jobs = append(w.Jobs, backend.JobSpec{Job: &flotilla.Job{ID: id, Queue: "A", JobSet: "s", Requests: flotilla.Resources{1, 1}}})
+			w.Events = append(w.Events, events.Event{Type: events.Submitted, Queue: "A", JobSet: "s", Job: id, Time: t0})
+		}
+		_, err := b.Commit(ctx, w)
+		require.NoError(t, err)
+	}
+	es, err := b.Events(ctx, "A", "s", 1020, 20)
+	require.NoError(t, err)
+	require.Len(t, es, 20)
+	for k, e := range es {
+		require.Equal(t, uint64(1020+k), e.Seq)
+		require.Equal(t, fmt.Sprintf("j%05d", 1019+k), e.Job)
+	}
+	all, err := b.Events(ctx, "A", "s", 0, 0)
+	require.NoError(t, err)
+	require.Len(t, all, n)
+	require.Equal(t, fmt.Sprintf("j%05d", n-1), all[n-1].Job)
+	live := 0
+	require.NoError(t, b.LiveJobs(ctx, func(r backend.Record) error {
+		require.Equal(t, fmt.Sprintf("j%05d", live), r.Spec.Job.ID)
+		live++
+		return nil
+	}))
+	require.Equal(t, n, live)
 }
