@@ -88,7 +88,7 @@ func BenchmarkServiceSubmit1M(b *testing.B) {
 		b.StartTimer()
 		start, cpu0 := time.Now(), processCPU()
 		for _, req := range reqs {
-			w.clock.advance(time.Millisecond)
+			w.clock.Advance(time.Millisecond)
 			ids, err := w.srv.Submit(w.ctx, req)
 			if err != nil || len(ids) != batch {
 				b.Fatal(err, len(ids))
@@ -174,7 +174,7 @@ func busyWorld(b *testing.B, clusters, nodes int, cpu int64, queues, queued int)
 		name := "q" + strconv.Itoa(q)
 		w.queue(name)
 		for i := 0; i < perQueue; i += batch {
-			w.clock.advance(time.Millisecond)
+			w.clock.Advance(time.Millisecond)
 			req := &SubmitRequest{Queue: name, JobSet: "set-" + strconv.Itoa(i/100_000), Jobs: []JobTemplate{
 				{Count: intp(min(batch, perQueue-i)), Requests: map[string]string{"cpu": "1", "memory": "4Gi"}},
 			}}
@@ -183,14 +183,14 @@ func busyWorld(b *testing.B, clusters, nodes int, cpu int64, queues, queued int)
 			}
 		}
 	}
-	w.clock.advance(time.Second)
+	w.clock.Advance(time.Second)
 	for _, e := range exs {
 		w.report(Report{Cluster: e.cluster})
 	}
 	if rep := w.cycle(); rep.Leased != capacity {
 		b.Fatalf("first cycle leased %d, want %d", rep.Leased, capacity)
 	}
-	w.clock.advance(time.Second)
+	w.clock.Advance(time.Second)
 	for _, e := range exs {
 		e.finish(b, w.srv, 0) // receives the leases
 		e.finish(b, w.srv, 0) // reports them running
@@ -236,7 +236,7 @@ func BenchmarkServiceCycle1M(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		w.clock.advance(time.Second)
+		w.clock.Advance(time.Second)
 		for _, e := range exs {
 			e.finish(b, srv, finished)
 		}
@@ -282,7 +282,7 @@ func BenchmarkServiceReport1kNodes(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		w.clock.advance(time.Second)
+		w.clock.Advance(time.Second)
 		b.StartTimer()
 		start, cpu0 := time.Now(), threadCPU()
 		reply := e.report(b, srv, finished)

@@ -8,13 +8,14 @@ import (
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/backend/memory"
+	"github.com/flotilla-sched/flotilla/internal/fakeclock"
 	"github.com/flotilla-sched/flotilla/scheduler"
 )
 
 func TestConfigValidateNamesEveryFieldsProblem(t *testing.T) {
 	schema := worldSchema()
 	good := func() Config {
-		return Config{Scheduler: scheduler.DefaultConfig(schema), Backend: memory.New(schema), Clock: &fakeClock{t: testNow}}
+		return Config{Scheduler: scheduler.DefaultConfig(schema), Backend: memory.New(schema), Clock: fakeclock.New(testNow)}
 	}
 	for _, tc := range []struct {
 		name string

@@ -17,7 +17,7 @@ func TestActiveDeadlineFailsTheJobCountedFromItsLease(t *testing.T) {
 	tpl.ActiveDeadline = "1m"
 	id := w.submit("A", "s1", tpl)[0]
 	// No cluster for 50s: the deadline does not run while the job waits.
-	w.clock.advance(50 * time.Second)
+	w.clock.Advance(50 * time.Second)
 	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 1, 4)})
 	w.cycle()
 	leased := w.clock.Now()
@@ -27,7 +27,7 @@ func TestActiveDeadlineFailsTheJobCountedFromItsLease(t *testing.T) {
 		rep := w.cycle()
 		require.Zero(t, rep.DeadlineExceeded, "at %s after the lease", w.clock.Now().Sub(leased))
 		require.Equal(t, events.RunningState, w.state(id))
-		w.clock.advance(10 * time.Second)
+		w.clock.Advance(10 * time.Second)
 	}
 	w.report(Report{Cluster: "c1", Jobs: hold})
 	rep := w.cycle()
@@ -177,7 +177,7 @@ func TestDrainingServiceLeasesNothingButStillExpiresLeases(t *testing.T) {
 	w, id := leasedWorld(t)
 	queued := w.submit("A", "s1", one("1"))[0]
 	w.srv.Drain()
-	w.clock.advance(DefaultLeaseTimeout)
+	w.clock.Advance(DefaultLeaseTimeout)
 	w.report(Report{Cluster: "c1"})
 	rep := w.cycle()
 	require.Nil(t, rep.Result)

@@ -25,7 +25,7 @@ func leasedWorld(t *testing.T, opts ...func(*Config)) (*world, string) {
 func TestReportListingALeaseRenewsItPastTheLeaseTimeout(t *testing.T) {
 	w, id := leasedWorld(t)
 	for range 10 {
-		w.clock.advance(DefaultLeaseTimeout / 2)
+		w.clock.Advance(DefaultLeaseTimeout / 2)
 		w.report(Report{Cluster: "c1", Jobs: []JobReport{{Job: id, Attempt: 1, Phase: PhasePending}}})
 		require.Zero(t, w.cycle().Expired)
 	}
@@ -36,12 +36,12 @@ func TestReportListingALeaseRenewsItPastTheLeaseTimeout(t *testing.T) {
 
 func TestLeaseNotListedExpiresAfterTheLeaseTimeoutAndTheJobIsQueuedAgain(t *testing.T) {
 	w, id := leasedWorld(t)
-	w.clock.advance(DefaultLeaseTimeout - time.Nanosecond)
+	w.clock.Advance(DefaultLeaseTimeout - time.Nanosecond)
 	w.report(Report{Cluster: "c1"}) // alive, but holding nothing
 	require.Zero(t, w.cycle().Expired)
 	require.Equal(t, events.LeasedState, w.state(id))
 
-	w.clock.advance(time.Nanosecond)
+	w.clock.Advance(time.Nanosecond)
 	rep := w.srv.cycleExpiriesOnly(t)
 	require.Equal(t, 1, rep.Expired)
 	st := w.status(id)
@@ -163,7 +163,7 @@ func TestJobFailsWithAttemptsExhaustedAfterMaxAttemptsLeases(t *testing.T) {
 				if attempt%2 == 1 {
 					w.report(Report{Cluster: "c1", Jobs: []JobReport{{Job: id, Attempt: attempt, Phase: PhaseReturned}}})
 				} else {
-					w.clock.advance(DefaultLeaseTimeout)
+					w.clock.Advance(DefaultLeaseTimeout)
 					w.report(Report{Cluster: "c1"})
 					w.srv.cycleExpiriesOnly(t)
 				}
@@ -194,7 +194,7 @@ func TestStaleLeaseGetsAKillOrderAndChangesNothing(t *testing.T) {
 		kill  bool
 	}{
 		{name: "expired and queued", phase: PhaseRunning, kill: true, stale: func(w *world, id string) {
-			w.clock.advance(DefaultLeaseTimeout)
+			w.clock.Advance(DefaultLeaseTimeout)
 			w.srv.cycleExpiriesOnly(w.t.(*testing.T))
 		}},
 		{name: "older attempt, leased again to the same cluster", phase: PhasePending, kill: true, stale: func(w *world, id string) {
@@ -209,7 +209,7 @@ func TestStaleLeaseGetsAKillOrderAndChangesNothing(t *testing.T) {
 			require.Equal(w.t, events.PreemptedState, w.state(id))
 		}},
 		{name: "failed on its deadline, reported succeeded", phase: PhaseSucceeded, stale: func(w *world, id string) {
-			w.clock.advance(time.Hour)
+			w.clock.Advance(time.Hour)
 			w.srv.cycleExpiriesOnly(w.t.(*testing.T))
 		}},
 	} {
@@ -351,7 +351,7 @@ func TestBadReportIsRejectedWholeWithEveryProblemNamedAndChangesNothing(t *testi
 			require.Equal(t, "job-2", ids["j2"])
 			require.Equal(t, "job-3", ids["queued"])
 
-			w.clock.advance(DefaultLeaseTimeout / 2)
+			w.clock.Advance(DefaultLeaseTimeout / 2)
 			r := tc.r(ids)
 			r.Jobs = append([]JobReport{{Job: ids["j1"], Attempt: 1, Phase: PhasePending}}, r.Jobs...)
 			before := w.stored([2]string{"A", "s1"})
@@ -364,7 +364,7 @@ func TestBadReportIsRejectedWholeWithEveryProblemNamedAndChangesNothing(t *testi
 			require.Nil(t, w.nodeNames("c9"))
 
 			// The renewal was not applied: j1's lease expires on time.
-			w.clock.advance(DefaultLeaseTimeout / 2)
+			w.clock.Advance(DefaultLeaseTimeout / 2)
 			w.srv.cycleExpiriesOnly(t)
 			require.Equal(t, events.Queued, w.state(ids["j1"]))
 		})
@@ -396,12 +396,12 @@ func TestClusterThatStopsReportingLeavesSchedulingAfterTheLeaseTimeoutAndRejoins
 	w := newWorld(t)
 	w.queue("A")
 	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 1, 4)})
-	w.clock.advance(DefaultLeaseTimeout - time.Nanosecond)
+	w.clock.Advance(DefaultLeaseTimeout - time.Nanosecond)
 	first := w.submit("A", "s1", one("1"))[0]
 	require.Equal(t, 1, w.cycle().Leased, "a cluster is alive for a lease timeout after its report")
 	require.Equal(t, "c1", w.clusterOf(first))
 
-	w.clock.advance(time.Nanosecond)
+	w.clock.Advance(time.Nanosecond)
 	second := w.submit("A", "s1", one("1"))[0]
 	rep := w.cycle()
 	require.Zero(t, rep.Leased, "no new lease to a cluster silent for a lease timeout")

@@ -38,7 +38,7 @@ func (w *world) submitAs(principal string, n int) []string {
 func (w *world) runFor(d time.Duration, ls []Lease) []Lease {
 	w.t.Helper()
 	for range d / (10 * time.Minute) {
-		w.clock.advance(10 * time.Minute)
+		w.clock.Advance(10 * time.Minute)
 		ls = append(ls, w.report(Report{Cluster: "c1", Jobs: held(PhaseRunning, ls)}).Leases...)
 		w.cycle()
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-sched/flotilla/internal/fakeclock"
 )
 
 // seqReader is deterministic entropy: a seeded stream of bytes.
@@ -22,12 +24,12 @@ func (r seqReader) Read(p []byte) (int, error) {
 func newSeqReader(seed uint64) seqReader { return seqReader{rand.New(rand.NewPCG(seed, 3))} }
 
 func TestULIDsAre26CrockfordCharactersStrictlyIncreasingAndStartWithTheMilliseconds(t *testing.T) {
-	clock := &fakeClock{t: testNow}
+	clock := fakeclock.New(testNow)
 	next := NewULIDs(clock, newSeqReader(1))
 	prev := ""
 	for i := range 50 {
 		if i%7 == 0 {
-			clock.advance(time.Millisecond)
+			clock.Advance(time.Millisecond)
 		}
 		id := next()
 		require.Len(t, id, 26)
@@ -38,13 +40,13 @@ func TestULIDsAre26CrockfordCharactersStrictlyIncreasingAndStartWithTheMilliseco
 	// The first ten characters are the milliseconds: a later millisecond
 	// sorts after any id of an earlier one.
 	a := next()
-	clock.advance(time.Millisecond)
+	clock.Advance(time.Millisecond)
 	b := next()
 	require.Less(t, a[:10], b[:10])
 }
 
 func TestULIDBatchIsTheIdsThatSuccessiveCallsGiveAtOneClockReading(t *testing.T) {
-	clock := &fakeClock{t: testNow}
+	clock := fakeclock.New(testNow)
 	one, many := newULIDSource(clock, newSeqReader(9)), newULIDSource(clock, newSeqReader(9))
 	for _, n := range []int{1, 5, 0, 1000, 3} {
 		want := make([]string, n)
@@ -56,6 +58,6 @@ func TestULIDBatchIsTheIdsThatSuccessiveCallsGiveAtOneClockReading(t *testing.T)
 		for i := range got {
 			require.Equal(t, want[i], got[i], "batch of %d, id %d", n, i)
 		}
-		clock.advance(time.Millisecond)
+		clock.Advance(time.Millisecond)
 	}
 }

@@ -220,7 +220,7 @@ func TestCancelledJobWhoseExecutorDiesEndsCancelledOnLeaseExpiryNotRequeued(t *t
 	_, err := w.srv.Cancel(w.ctx, id)
 	require.NoError(t, err)
 	// The executor dies: no report at all.
-	w.clock.advance(DefaultLeaseTimeout)
+	w.clock.Advance(DefaultLeaseTimeout)
 	rep := w.cycle()
 	require.Equal(t, 1, rep.Expired)
 	require.Zero(t, rep.Leased)

@@ -76,7 +76,7 @@ func TestGangLandsInOneClusterAndWaitsWhileOnlySeveralClustersTogetherHaveRoom(t
 	}
 
 	// The big job ends: c1 now has room for the whole gang.
-	w.clock.advance(10 * time.Second)
+	w.clock.Advance(10 * time.Second)
 	w.report(Report{Cluster: "c1", Jobs: held(PhaseSucceeded, r1.Leases)})
 	w.report(Report{Cluster: "c2"})
 	rep = w.cycle()
@@ -106,10 +106,10 @@ func TestCancellingARunningJobRequestsItsStopAndEndsCancelledWhenTheExecutorStop
 			return "returned by cluster c1"
 		}},
 		{name: "the executor dies instead", end: func(w *world, ls []Lease) string {
-			w.clock.advance(DefaultLeaseTimeout - time.Second)
+			w.clock.Advance(DefaultLeaseTimeout - time.Second)
 			w.cycle()
 			require.Equal(w.t, events.RunningState, w.state(ls[0].Job.ID), "running until its lease expires")
-			w.clock.advance(time.Second)
+			w.clock.Advance(time.Second)
 			rep := w.cycle()
 			require.Equal(w.t, 1, rep.Expired)
 			return "lease not renewed by cluster c1"
@@ -142,7 +142,7 @@ func TestCancellingARunningJobRequestsItsStopAndEndsCancelledWhenTheExecutorStop
 			require.False(t, last.Requeued)
 			require.Contains(t, last.Reason, reason)
 			// Nothing is leased again: the job has ended.
-			w.clock.advance(time.Second)
+			w.clock.Advance(time.Second)
 			require.Empty(t, w.report(Report{Cluster: "c1"}).Leases)
 			require.Zero(t, w.cycle().Leased)
 		})

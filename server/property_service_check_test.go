@@ -585,7 +585,7 @@ func (r *svcRun) settle() string {
 		if !slices.ContainsFunc(r.acked, func(id string) bool { return !v.jobs[id].State.Terminal() }) {
 			return ""
 		}
-		r.w.clock.advance(5 * time.Second)
+		r.w.clock.Advance(5 * time.Second)
 		for _, e := range r.execs {
 			if msg := r.report(e, svcCmd{kind: cmdReport}); msg != "" {
 				return msg

@@ -444,7 +444,7 @@ func (r *svcRun) do1(c svcCmd) string {
 			clear(e.held)
 		}
 	case cmdAdvance:
-		w.clock.advance(c.d)
+		w.clock.Advance(c.d)
 	case cmdCycle:
 		return r.cycle(c.during)
 	case cmdFault:

@@ -27,7 +27,7 @@ func TestRestartRebuildsQueuesQueuedJobsLiveLeasesAndClustersAndSequenceNumbersC
 	waiting := w.submit("A", "s2", gangOf("g", 2))
 	logBefore := w.log("A", "s1")
 
-	w.clock.advance(20 * time.Second)
+	w.clock.Advance(20 * time.Second)
 	w.restart()
 
 	qs, err := w.srv.ListQueues(w.ctx)
@@ -55,7 +55,7 @@ func TestRestartRebuildsQueuesQueuedJobsLiveLeasesAndClustersAndSequenceNumbersC
 	// made, with no renewal since, they are alive. The cluster takes part
 	// in cycles once its executor reports to the new process; then the
 	// queued job is leased in the first cycle.
-	w.clock.advance(20 * time.Second)
+	w.clock.Advance(20 * time.Second)
 	require.Zero(t, w.cycle().Leased, "no report since the restart: the cluster is not scheduled on")
 	w.report(Report{Cluster: "c1"})
 	rep := w.cycle()
@@ -70,7 +70,7 @@ func TestRestartRebuildsQueuesQueuedJobsLiveLeasesAndClustersAndSequenceNumbersC
 	require.Len(t, reply.Kill, 1, "the cancellation requested before the restart is carried out")
 	require.Equal(t, live[2], reply.Kill[0].Job)
 	require.Len(t, reply.Leases, 2) // live[1] (attempt 2) and queued
-	w.clock.advance(10 * time.Second)
+	w.clock.Advance(10 * time.Second)
 	require.Equal(t, 1, w.cycle().Expired, "live[1], not renewed since the restart 30s ago")
 
 	// The log continues the numbering of the stored events.
@@ -85,9 +85,9 @@ func TestRestartRebuildsQueuesQueuedJobsLiveLeasesAndClustersAndSequenceNumbersC
 func TestRestartedServiceExpiresLeasesOfAClusterThatNeverReportsAgain(t *testing.T) {
 	w, id := leasedWorld(t)
 	w.restart()
-	w.clock.advance(DefaultLeaseTimeout - time.Nanosecond)
+	w.clock.Advance(DefaultLeaseTimeout - time.Nanosecond)
 	require.Zero(t, w.cycle().Expired)
-	w.clock.advance(time.Nanosecond)
+	w.clock.Advance(time.Nanosecond)
 	rep := w.cycle()
 	require.Equal(t, 1, rep.Expired)
 	require.Zero(t, rep.Leased, "the silent cluster left scheduling")

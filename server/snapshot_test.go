@@ -162,7 +162,7 @@ func TestLeaseWithAnEarlierDeadlineThanTheClustersOthersFailsOnTime(t *testing.T
 	w.submit("A", "s1", long)
 	w.cycle()
 	ls := w.report(Report{Cluster: "c1"}).Leases
-	w.clock.advance(time.Second)
+	w.clock.Advance(time.Second)
 	w.cycle() // nothing due for a while on c1
 	short := JobTemplate{Requests: map[string]string{"cpu": "1"}, ActiveDeadline: "5s"}
 	ids := w.submit("A", "s1", short)
@@ -170,7 +170,7 @@ func TestLeaseWithAnEarlierDeadlineThanTheClustersOthersFailsOnTime(t *testing.T
 	ls = append(ls, w.report(Report{Cluster: "c1", Jobs: held(PhaseRunning, ls)}).Leases...)
 	require.Len(t, ls, 2)
 	for range 6 {
-		w.clock.advance(time.Second)
+		w.clock.Advance(time.Second)
 		w.report(Report{Cluster: "c1", Jobs: held(PhaseRunning, ls)})
 		w.cycle()
 	}
@@ -191,7 +191,7 @@ func TestLeaseNotRenewedExpiresOneLeaseTimeoutAfterItsLastRenewalWhileOthersAreR
 	require.Len(t, ls, 2)
 	expired := 0
 	for i := range 40 { // the executor lists only the first lease from now on
-		w.clock.advance(time.Second)
+		w.clock.Advance(time.Second)
 		w.report(Report{Cluster: "c1", Jobs: held(PhaseRunning, ls[:1])})
 		rep := w.cycle()
 		if rep.Expired > 0 {

@@ -17,6 +17,7 @@ import (
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/events"
+	"github.com/flotilla-sched/flotilla/internal/fakeclock"
 	"github.com/flotilla-sched/flotilla/priority"
 	"github.com/flotilla-sched/flotilla/scheduler"
 )
@@ -112,7 +113,7 @@ func TestQueueUsageAccruesOnlyWhileAJobHoldsALease(t *testing.T) {
 			w.report(Report{Cluster: "c1", Nodes: []flotilla.Node{}})
 			ids := w.submit("A", "s1", cpuJobs(1, "1"))
 			w.cycle()
-			w.clock.advance(time.Hour)
+			w.clock.Advance(time.Hour)
 			w.report(Report{Cluster: "c1"})
 			w.cycle()
 			require.Equal(t, []float64{0, 0, 0}, w.srv.QueueUsage("A"), "queued jobs use nothing")
@@ -121,14 +122,14 @@ func TestQueueUsageAccruesOnlyWhileAJobHoldsALease(t *testing.T) {
 			require.Equal(t, 1, w.cycle().Leased)
 			t0 := w.clock.Now()
 			ls := w.report(Report{Cluster: "c1"}).Leases
-			w.clock.advance(4 * time.Minute)
+			w.clock.Advance(4 * time.Minute)
 			w.report(Report{Cluster: "c1", Jobs: held(PhaseRunning, ls)})
-			w.clock.advance(6 * time.Minute)
+			w.clock.Advance(6 * time.Minute)
 			t1 := w.clock.Now()
 			c.end(w, ids[0], ls)
 			require.NotEqual(t, events.LeasedState, w.state(ids[0]))
 			require.NotEqual(t, events.RunningState, w.state(ids[0]))
-			w.clock.advance(time.Hour)
+			w.clock.Advance(time.Hour)
 			w.cycle()
 			at := w.clock.Now()
 			u := w.srv.QueueUsage("A")
@@ -148,10 +149,10 @@ func TestQueueUsageStopsWhenALeaseExpires(t *testing.T) {
 	w.report(Report{Cluster: "c1"})
 	// c1 goes silent; the leases expire at the first cycle a lease
 	// timeout later.
-	w.clock.advance(DefaultLeaseTimeout)
+	w.clock.Advance(DefaultLeaseTimeout)
 	require.Equal(t, 2, w.cycle().Expired)
 	t1 := w.clock.Now()
-	w.clock.advance(2 * time.Hour)
+	w.clock.Advance(2 * time.Hour)
 	w.cycle()
 	requireClose(t, closedForm(2000, t0, t1, w.clock.Now(), time.Hour), w.srv.QueueUsage("A")[0], "cpu")
 }
@@ -188,7 +189,7 @@ func TestUsageIsStoredOncePerCycleAndARestartContinuesTheHistory(t *testing.T) {
 			b.report(Report{Cluster: "c1"})
 		}
 		both(func(w *world) {
-			w.clock.advance(7 * time.Minute)
+			w.clock.Advance(7 * time.Minute)
 			w.report(Report{Cluster: "c1", Jobs: held(PhaseRunning, leases)})
 		})
 		if i == 5 {
@@ -256,7 +257,7 @@ func TestLotteryQueuePrioritiesSurviveARestart(t *testing.T) {
 			r := w.report(Report{Cluster: "c1", Jobs: held(PhaseRunning, held0)})
 			held0 = append(held0, r.Leases...)
 			w.report(Report{Cluster: "c1", Jobs: held(PhaseRunning, held0)})
-			w.clock.advance(5 * time.Minute)
+			w.clock.Advance(5 * time.Minute)
 			if i >= 3 && len(held0) > 0 {
 				// Jobs end a few at a time, oldest first.
 				n := min(3, len(held0))
@@ -273,7 +274,7 @@ func TestLotteryQueuePrioritiesSurviveARestart(t *testing.T) {
 
 func TestConfigRejectsBadUsageSettings(t *testing.T) {
 	schema := worldSchema()
-	base := Config{Scheduler: scheduler.DefaultConfig(schema), Backend: nil, Clock: &fakeClock{}}
+	base := Config{Scheduler: scheduler.DefaultConfig(schema), Backend: nil, Clock: fakeclock.New(time.Time{})}
 	cases := []struct {
 		name string
 		set  func(*Config)
@@ -405,21 +406,21 @@ func TestUsageHistoryInMemoryOutlivesAReloadAndChargesEachLeaseOnce(t *testing.T
 		w.submit("A", "s1", cpuJobs(2, "1"))
 		w.cycle()
 		ls = w.report(Report{Cluster: "c1"}).Leases
-		w.clock.advance(10 * time.Minute)
+		w.clock.Advance(10 * time.Minute)
 		w.report(Report{Cluster: "c1", Jobs: held(PhaseRunning, ls)})
-		w.clock.advance(10 * time.Minute)
+		w.clock.Advance(10 * time.Minute)
 		w.report(Report{Cluster: "c1", Jobs: held(PhaseSucceeded, ls[:1])})
-		w.clock.advance(10 * time.Minute)
+		w.clock.Advance(10 * time.Minute)
 	}
 	a.submit("A", "s2", cpuJobs(1, "1"))
 	g.armed = true
 	_, err := b.srv.Submit(b.ctx, &SubmitRequest{Queue: "A", JobSet: "s2", Jobs: []JobTemplate{cpuJobs(1, "1")}})
 	require.ErrorIs(t, err, backend.ErrOutcomeUnknown)
 	for _, w := range []*world{a, b} {
-		w.clock.advance(10 * time.Minute)
+		w.clock.Advance(10 * time.Minute)
 		w.report(Report{Cluster: "c1", Jobs: held(PhaseRunning, ls[1:])})
 		w.cycle()
-		w.clock.advance(20 * time.Minute)
+		w.clock.Advance(20 * time.Minute)
 	}
 	requireClose(t, a.srv.QueueUsage("A")[0], b.srv.QueueUsage("A")[0], "cpu")
 }
@@ -509,7 +510,7 @@ func TestQueueAndAssociationUsageEqualTheLeaseIntervalsOfTheEventLogs(t *testing
 			case op < 5:
 				w.cycle()
 			case op < 7:
-				w.clock.advance(time.Duration(1+rng.IntN(600)) * time.Second)
+				w.clock.Advance(time.Duration(1+rng.IntN(600)) * time.Second)
 			default:
 				var r Report
 				r.Cluster = "c1"
@@ -595,7 +596,7 @@ func TestADrainingServiceStillStoresItsUsageEachCycle(t *testing.T) {
 	w.cycle()
 	w.report(Report{Cluster: "c1"})
 	w.srv.Drain()
-	w.clock.advance(10 * time.Minute)
+	w.clock.Advance(10 * time.Minute)
 	w.cycle()
 	require.Equal(t, 2, counted.puts)
 	rs, err := w.be.ListUsage(w.ctx)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,33 +12,16 @@ import (
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/backend/memory"
 	"github.com/flotilla-sched/flotilla/events"
+	"github.com/flotilla-sched/flotilla/internal/fakeclock"
 	"github.com/flotilla-sched/flotilla/scheduler"
 )
-
-// fakeClock is a Clock tests advance by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // world is a service over the memory backend with a fake clock and
 // deterministic ids.
 type world struct {
 	t     testing.TB
 	ctx   context.Context
-	clock *fakeClock
+	clock *fakeclock.Clock
 	be    *memory.Backend
 	srv   *Server
 	ids   *counter
@@ -54,7 +36,7 @@ func worldSchema() *flotilla.ResourceSchema {
 func newWorld(t testing.TB, opts ...func(*Config)) *world {
 	t.Helper()
 	schema := worldSchema()
-	w := &world{t: t, ctx: context.Background(), clock: &fakeClock{t: testNow}, be: memory.New(schema), ids: &counter{}}
+	w := &world{t: t, ctx: context.Background(), clock: fakeclock.New(testNow), be: memory.New(schema), ids: &counter{}}
 	cfg := Config{
 		Scheduler: scheduler.DefaultConfig(schema),
 		Backend:   w.be,
@@ -176,7 +158,7 @@ func TestClusterThatStopsReportingHasItsJobsRunningElsewhereOneLeaseTimeoutLater
 	w.report(Report{Cluster: "c2", Nodes: nodesOf("c2", 1, 4)})
 	// c1 dies; c2 keeps reporting.
 	for range 7 {
-		w.clock.advance(5 * time.Second)
+		w.clock.Advance(5 * time.Second)
 		w.report(Report{Cluster: "c2"})
 		w.cycle()
 	}
