@@ -1,0 +1,54 @@
+// Package sim is a discrete-event simulator of the real service: Run
+// starts a server.Server over backend/memory with a fake clock, one fake
+// executor (package executor, reached in process through executor.Local)
+// per cluster of a cluster file, creates a workload's queues, and moves
+// the virtual clock from event to event — a scheduling cycle every
+// Config.CycleInterval, every executor's report every Config.Renew, the
+// workload's submissions, and jobs reaching their runtime (their executor
+// reports at once) — never sleeping and starting no goroutine. What is
+// simulated is the code that runs in production; the same Config (and
+// Workload.Seed) gives the same Output.
+//
+// # Files
+//
+// A workload (ParseWorkload, strict JSON: every problem a
+// *flotilla.FieldError at its JSON path, all at once) has queues with
+// weights (priority factor = 1/weight) and job templates: count,
+// requests, priority class, gang cardinality, arrival (at a virtual time,
+// as a Poisson process at a rate, after other templates' jobs have all
+// ended), runtime (Armada's shifted exponential: minimum plus an
+// exponential tail of mean tailMean), and repeats (numTimes more
+// submissions, period apart). A cluster file (ParseClusters) has clusters
+// of SCENARIOS.md's node templates; the resource schema is every resource
+// a node names, sorted.
+//
+//	{"seed": 1, "duration": "2h",
+//	 "queues": [{"name": "A", "weight": 2}, {"name": "B"}],
+//	 "jobTemplates": [{"id": "a", "queue": "A", "count": 100,
+//	   "requests": {"cpu": "1"}, "priorityClass": "armada-preemptible",
+//	   "arrival": {"at": "10m", "rate": 0.5, "after": ["b"]},
+//	   "runtime": {"minimum": "1m", "tailMean": "5m"},
+//	   "repeat": {"numTimes": 3, "period": "1h"}}]}
+//
+//	{"clusters": [{"name": "c1", "nodes": [
+//	   {"name": "node", "count": 10, "resources": {"cpu": "32", "memory": "256Gi"}}]}]}
+//
+// Not supported yet: Armada's YAML simulator files, node selectors,
+// tolerations, node-uniformity labels and exit codes in job templates,
+// the `config`/`priorityClasses` file of SCENARIOS.md (Config.Scheduler
+// takes a scheduler.Config as a Go value), plots, and the `flotilla
+// simulate` command.
+//
+// # Outputs
+//
+// Output has one QueueRow per cycle and queue (the scheduler's
+// scheduler.QueueReport plus what the cycle scheduled and preempted) and
+// one JobRow per job (its times from its events, its state, attempts and
+// preemptions). WriteDir writes them as queues.csv, jobs.csv,
+// queues.jsonl and jobs.jsonl, with the column names of issue 13:
+// time, cycle, queue, share, fairShare, adjustedFairShare, running,
+// queued, scheduled, preempted, allocated.<resource> (in the schema's
+// units: milli-cpu, bytes, whole units); and job, queue, jobSet,
+// submitted, leased, finished (virtual seconds; empty in CSV, null in
+// JSON, when it never happened), state, attempts, preemptions.
+package sim

@@ -1,0 +1,422 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/internal/strictjson"
+)
+
+// Workload is what the simulation submits: queues and job templates.
+type Workload struct {
+	// Seed seeds the runtimes and arrival times drawn, and the service's
+	// cycles; the same seed gives the same run.
+	Seed uint64 `json:"seed,omitempty"`
+	// Duration, when set, ends the simulation at that virtual time (a Go
+	// duration, e.g. "4h"); absent means when every job has ended or
+	// nothing can change any more.
+	Duration string `json:"duration,omitempty"`
+	// Queues are created before anything is submitted; at least one.
+	Queues []QueueSpec `json:"queues"`
+	// JobTemplates are the jobs; at least one.
+	JobTemplates []JobTemplate `json:"jobTemplates"`
+}
+
+// QueueSpec is a queue with its weight: its priority factor is 1/Weight.
+type QueueSpec struct {
+	// Name is required and unique.
+	Name string `json:"name"`
+	// Weight is positive; absent means 1.
+	Weight *float64 `json:"weight,omitempty"`
+}
+
+// JobTemplate is Count jobs submitted together (or at Arrival.Rate), and
+// again Repeat.NumTimes times.
+type JobTemplate struct {
+	// ID names the template (unique, required); dependencies refer to it.
+	ID string `json:"id"`
+	// Queue names a queue of the workload.
+	Queue string `json:"queue"`
+	// JobSet is the jobs' job set; empty means ID.
+	JobSet string `json:"jobSet,omitempty"`
+	// Count is how many jobs each submission makes, at least 1.
+	Count int `json:"count"`
+	// PriorityClass names a class of the scheduler's configuration; empty
+	// means its default class.
+	PriorityClass string `json:"priorityClass,omitempty"`
+	// Requests maps resource name to quantity; required and non-empty,
+	// every name a resource of the cluster file.
+	Requests map[string]string `json:"requests"`
+	// Gang, when set, groups the jobs in gangs of Cardinality (which
+	// divides Count); a gang arrives whole.
+	Gang *Gang `json:"gang,omitempty"`
+	// Arrival says when the jobs are submitted.
+	Arrival Arrival `json:"arrival,omitempty"`
+	// Runtime is how long each job runs once leased.
+	Runtime Runtime `json:"runtime"`
+	// Repeat, when set, submits the template again.
+	Repeat *Repeat `json:"repeat,omitempty"`
+}
+
+// Gang is a gang's size.
+type Gang struct {
+	// Cardinality is at least 1.
+	Cardinality int `json:"cardinality"`
+}
+
+// Arrival is when a template's jobs are submitted.
+type Arrival struct {
+	// At is the virtual time of the first submission (a Go duration; absent
+	// means 0), counted from the start, or from when the last template of
+	// After ended.
+	At string `json:"at,omitempty"`
+	// Rate, when positive, submits the jobs (gangs) one at a time as a
+	// Poisson process of that many per virtual second from At; 0 submits
+	// all of them at At.
+	Rate float64 `json:"rate,omitempty"`
+	// After names templates whose jobs must all have ended (every
+	// repetition) before this template starts.
+	After []string `json:"after,omitempty"`
+}
+
+// Runtime is Armada's shifted exponential distribution: Minimum plus an
+// exponentially distributed tail of mean TailMean (both Go durations;
+// absent means 0).
+type Runtime struct {
+	Minimum  string `json:"minimum,omitempty"`
+	TailMean string `json:"tailMean,omitempty"`
+}
+
+// Repeat submits a template NumTimes more times, each Period after the
+// previous submission started.
+type Repeat struct {
+	// NumTimes is at least 1.
+	NumTimes int `json:"numTimes"`
+	// Period is a positive Go duration.
+	Period string `json:"period"`
+}
+
+// Clusters is the cluster file: each cluster gets one fake executor.
+type Clusters struct {
+	// Clusters are at least one, with unique names.
+	Clusters []Cluster `json:"clusters"`
+}
+
+// Cluster is one executor's nodes.
+type Cluster struct {
+	// Name is required and unique.
+	Name string `json:"name"`
+	// Nodes are SCENARIOS.md's node templates; at least one node in all.
+	Nodes []NodeTemplate `json:"nodes"`
+}
+
+// NodeTemplate is SCENARIOS.md's node form: Count nodes named
+// <name>-0 … <name>-(Count-1), or one named Name when Count is absent.
+type NodeTemplate struct {
+	Name          string            `json:"name"`
+	Count         *int              `json:"count,omitempty"`
+	Resources     map[string]string `json:"resources"`
+	Labels        map[string]string `json:"labels,omitempty"`
+	Unschedulable bool              `json:"unschedulable,omitempty"`
+	Taints        []Taint           `json:"taints,omitempty"`
+}
+
+// Taint repels jobs that do not tolerate it; Key and Effect are required.
+type Taint struct {
+	Key    string `json:"key"`
+	Value  string `json:"value,omitempty"`
+	Effect string `json:"effect"`
+}
+
+// Limits keep a file from asking for more than a run can hold.
+const (
+	// MaxJobs bounds the jobs of a workload, repetitions included.
+	MaxJobs = 10_000_000
+	// MaxNodes bounds the nodes of a cluster file.
+	MaxNodes = 100_000
+)
+
+// ParseWorkload decodes a workload file strictly (see package strictjson)
+// and checks it (Validate); every problem is a *flotilla.FieldError at
+// its JSON path, all joined.
+func ParseWorkload(data []byte) (*Workload, error) {
+	var w Workload
+	err := strictjson.Decode(data, &w)
+	if strictjson.Fatal(err) {
+		return nil, err
+	}
+	if err = strictjson.Merge(err, w.Validate()); err != nil {
+		return nil, err
+	}
+	return &w, nil
+}
+
+// ParseClusters decodes a cluster file strictly and checks it (Validate).
+func ParseClusters(data []byte) (*Clusters, error) {
+	var c Clusters
+	err := strictjson.Decode(data, &c)
+	if strictjson.Fatal(err) {
+		return nil, err
+	}
+	if err = strictjson.Merge(err, c.Validate()); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// duration parses an optional non-negative Go duration at field.
+func duration(errs *[]error, field, s string) time.Duration {
+	if s == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		*errs = append(*errs, flotilla.Errorf(field, s, flotilla.ErrMalformed, "want a duration such as 90s or 1h30m"))
+	case d < 0:
+		*errs = append(*errs, flotilla.Errorf(field, s, flotilla.ErrNegative, ""))
+	}
+	return d
+}
+
+// Validate reports every problem of w that needs no cluster file: names,
+// counts, durations, gangs and dependencies (unknown or cyclic). Resource
+// names and priority classes are checked by Run against the clusters and
+// the scheduler's configuration.
+func (w *Workload) Validate() error {
+	var errs []error
+	duration(&errs, "duration", w.Duration)
+	if len(w.Queues) == 0 {
+		errs = append(errs, flotilla.Errorf("queues", "", flotilla.ErrRequired, "at least one queue"))
+	}
+	queues := map[string]bool{}
+	for i, q := range w.Queues {
+		f := fmt.Sprintf("queues[%d]", i)
+		switch {
+		case q.Name == "":
+			errs = append(errs, flotilla.Errorf(f+".name", "", flotilla.ErrRequired, ""))
+		case queues[q.Name]:
+			errs = append(errs, flotilla.Errorf(f+".name", q.Name, flotilla.ErrDuplicate, ""))
+		}
+		queues[q.Name] = true
+		if q.Weight != nil && !(*q.Weight > 0 && !math.IsInf(*q.Weight, 1)) {
+			errs = append(errs, flotilla.Errorf(f+".weight", fmt.Sprint(*q.Weight), flotilla.ErrOutOfRange, "want a positive finite weight"))
+		}
+	}
+	if len(w.JobTemplates) == 0 {
+		errs = append(errs, flotilla.Errorf("jobTemplates", "", flotilla.ErrRequired, "at least one job template"))
+	}
+	ids := map[string]int{}
+	for i, t := range w.JobTemplates {
+		if t.ID == "" {
+			continue
+		}
+		if _, dup := ids[t.ID]; dup {
+			errs = append(errs, flotilla.Errorf(fmt.Sprintf("jobTemplates[%d].id", i), t.ID, flotilla.ErrDuplicate, ""))
+			continue
+		}
+		ids[t.ID] = i
+	}
+	total := 0
+	for i, t := range w.JobTemplates {
+		f := fmt.Sprintf("jobTemplates[%d]", i)
+		if t.ID == "" {
+			errs = append(errs, flotilla.Errorf(f+".id", "", flotilla.ErrRequired, ""))
+		}
+		switch {
+		case t.Queue == "":
+			errs = append(errs, flotilla.Errorf(f+".queue", "", flotilla.ErrRequired, ""))
+		case !queues[t.Queue]:
+			errs = append(errs, flotilla.Errorf(f+".queue", t.Queue, flotilla.ErrUnknownName, "not a queue of the workload"))
+		}
+		if t.Count < 1 || t.Count > MaxJobs {
+			errs = append(errs, flotilla.Errorf(f+".count", fmt.Sprint(t.Count), flotilla.ErrOutOfRange, "want 1 to %d", MaxJobs))
+		}
+		if len(t.Requests) == 0 {
+			errs = append(errs, flotilla.Errorf(f+".requests", "", flotilla.ErrRequired, "at least one resource"))
+		}
+		if t.Gang != nil {
+			switch {
+			case t.Gang.Cardinality < 1:
+				errs = append(errs, flotilla.Errorf(f+".gang.cardinality", fmt.Sprint(t.Gang.Cardinality), flotilla.ErrOutOfRange, "want at least 1"))
+			case t.Count >= 1 && t.Count%t.Gang.Cardinality != 0:
+				errs = append(errs, flotilla.Errorf(f+".gang.cardinality", fmt.Sprint(t.Gang.Cardinality), flotilla.ErrInconsistent, "does not divide count %d", t.Count))
+			}
+		}
+		duration(&errs, f+".arrival.at", t.Arrival.At)
+		if !(t.Arrival.Rate >= 0 && !math.IsInf(t.Arrival.Rate, 1)) {
+			errs = append(errs, flotilla.Errorf(f+".arrival.rate", fmt.Sprint(t.Arrival.Rate), flotilla.ErrOutOfRange, "want a finite rate ≥ 0 per second"))
+		}
+		for k, dep := range t.Arrival.After {
+			if _, ok := ids[dep]; !ok {
+				errs = append(errs, flotilla.Errorf(fmt.Sprintf("%s.arrival.after[%d]", f, k), dep, flotilla.ErrUnknownName, "not a job template id"))
+			}
+		}
+		duration(&errs, f+".runtime.minimum", t.Runtime.Minimum)
+		duration(&errs, f+".runtime.tailMean", t.Runtime.TailMean)
+		times := 1
+		if t.Repeat != nil {
+			if t.Repeat.NumTimes < 1 || t.Repeat.NumTimes > MaxJobs {
+				errs = append(errs, flotilla.Errorf(f+".repeat.numTimes", fmt.Sprint(t.Repeat.NumTimes), flotilla.ErrOutOfRange, "want 1 to %d", MaxJobs))
+			} else {
+				times += t.Repeat.NumTimes
+			}
+			if t.Repeat.Period == "" {
+				errs = append(errs, flotilla.Errorf(f+".repeat.period", "", flotilla.ErrRequired, ""))
+			} else if d, err := time.ParseDuration(t.Repeat.Period); err == nil && d == 0 {
+				errs = append(errs, flotilla.Errorf(f+".repeat.period", t.Repeat.Period, flotilla.ErrOutOfRange, "want a positive duration"))
+			} else {
+				duration(&errs, f+".repeat.period", t.Repeat.Period)
+			}
+		}
+		if t.Count >= 1 && t.Count <= MaxJobs {
+			total += t.Count * times
+		}
+	}
+	if total > MaxJobs {
+		errs = append(errs, flotilla.Errorf("jobTemplates", fmt.Sprint(total), flotilla.ErrOutOfRange, "%d jobs with repetitions; at most %d", total, MaxJobs))
+	}
+	errs = append(errs, w.cycles(ids)...)
+	return errors.Join(errs...)
+}
+
+// cycles reports templates that depend on themselves through After.
+func (w *Workload) cycles(ids map[string]int) []error {
+	const (
+		unseen = iota
+		open
+		closed
+	)
+	mark := make([]int, len(w.JobTemplates))
+	var errs []error
+	var visit func(i int) bool
+	visit = func(i int) bool {
+		switch mark[i] {
+		case open:
+			return true
+		case closed:
+			return false
+		}
+		mark[i] = open
+		cyclic := false
+		for _, dep := range w.JobTemplates[i].Arrival.After {
+			if j, ok := ids[dep]; ok && visit(j) {
+				cyclic = true
+			}
+		}
+		mark[i] = closed
+		return cyclic
+	}
+	for i, t := range w.JobTemplates {
+		if ids[t.ID] != i {
+			continue
+		}
+		mark = make([]int, len(w.JobTemplates))
+		if visit(i) {
+			errs = append(errs, flotilla.Errorf(fmt.Sprintf("jobTemplates[%d].arrival.after", i), t.ID, flotilla.ErrInconsistent, "the template depends on itself"))
+		}
+	}
+	return errs
+}
+
+// Validate reports every problem of c that needs no workload: names,
+// counts, resources (each quantity must parse), taints.
+func (c *Clusters) Validate() error {
+	var errs []error
+	if len(c.Clusters) == 0 {
+		errs = append(errs, flotilla.Errorf("clusters", "", flotilla.ErrRequired, "at least one cluster"))
+	}
+	names := map[string]bool{}
+	nodeNames := map[string]bool{}
+	total := 0
+	schema := c.schema()
+	for i, cl := range c.Clusters {
+		f := fmt.Sprintf("clusters[%d]", i)
+		switch {
+		case cl.Name == "":
+			errs = append(errs, flotilla.Errorf(f+".name", "", flotilla.ErrRequired, ""))
+		case names[cl.Name]:
+			errs = append(errs, flotilla.Errorf(f+".name", cl.Name, flotilla.ErrDuplicate, ""))
+		}
+		names[cl.Name] = true
+		if len(cl.Nodes) == 0 {
+			errs = append(errs, flotilla.Errorf(f+".nodes", "", flotilla.ErrRequired, "at least one node template"))
+		}
+		for k, n := range cl.Nodes {
+			nf := fmt.Sprintf("%s.nodes[%d]", f, k)
+			if n.Name == "" {
+				errs = append(errs, flotilla.Errorf(nf+".name", "", flotilla.ErrRequired, ""))
+			}
+			if n.Count != nil && (*n.Count < 0 || *n.Count > MaxNodes) {
+				errs = append(errs, flotilla.Errorf(nf+".count", fmt.Sprint(*n.Count), flotilla.ErrOutOfRange, "want 0 to %d", MaxNodes))
+			} else if n.Name != "" {
+				for _, name := range n.names() {
+					if nodeNames[name] {
+						errs = append(errs, flotilla.Errorf(nf+".name", name, flotilla.ErrDuplicate, "node %q is named twice", name))
+						break
+					}
+					nodeNames[name] = true
+				}
+				total += len(n.names())
+			}
+			if len(n.Resources) == 0 {
+				errs = append(errs, flotilla.Errorf(nf+".resources", "", flotilla.ErrRequired, ""))
+			} else if schema != nil {
+				if _, err := schema.Parse(nf+".resources", n.Resources); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			for t, taint := range n.Taints {
+				if taint.Key == "" {
+					errs = append(errs, flotilla.Errorf(fmt.Sprintf("%s.taints[%d].key", nf, t), "", flotilla.ErrRequired, ""))
+				}
+				if taint.Effect == "" {
+					errs = append(errs, flotilla.Errorf(fmt.Sprintf("%s.taints[%d].effect", nf, t), "", flotilla.ErrRequired, ""))
+				}
+			}
+		}
+	}
+	if total > MaxNodes {
+		errs = append(errs, flotilla.Errorf("clusters", fmt.Sprint(total), flotilla.ErrOutOfRange, "%d nodes; at most %d", total, MaxNodes))
+	}
+	return errors.Join(errs...)
+}
+
+// names are the template's node names.
+func (n *NodeTemplate) names() []string {
+	if n.Count == nil {
+		return []string{n.Name}
+	}
+	out := make([]string, *n.Count)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%d", n.Name, i)
+	}
+	return out
+}
+
+// schema is the resource schema of the clusters: every resource a node
+// names, sorted; nil when a name is empty or there are none.
+func (c *Clusters) schema() *flotilla.ResourceSchema {
+	seen := map[string]bool{}
+	var names []string
+	for _, cl := range c.Clusters {
+		for _, n := range cl.Nodes {
+			for r := range n.Resources {
+				if !seen[r] {
+					seen[r] = true
+					names = append(names, r)
+				}
+			}
+		}
+	}
+	sort.Strings(names)
+	s, err := flotilla.NewResourceSchema(names...)
+	if err != nil {
+		return nil
+	}
+	return s
+}
