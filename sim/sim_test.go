@@ -59,3 +59,42 @@ func TestSmallSimulationMatchesGoldenFiles(t *testing.T) {
 		require.Equal(t, string(want), string(b), "%s differs from its golden file (go test ./sim -update)", name)
 	}
 }
+
+// TestSteadyWorkloadConvergesToAdjustedFairShare: two queues with more
+// work than the cluster holds, the heavier one arriving after the other
+// has filled the cluster, each hold their adjusted fair share within 5
+// points (0.05 of the cluster) at every cycle after a 20-minute warm-up,
+// as running jobs end and the freed room goes to the queue below its
+// share.
+func TestSteadyWorkloadConvergesToAdjustedFairShare(t *testing.T) {
+	out, err := sim.Run(context.Background(), load(t, "steady.workload.json", "steady.clusters.json"))
+	require.NoError(t, err)
+	const warmUp = 20 * 60
+	checked := 0
+	for _, q := range out.Queues {
+		if q.Time < warmUp {
+			continue
+		}
+		checked++
+		want := map[string]float64{"A": 0.25, "B": 0.75}[q.Queue]
+		require.InDelta(t, want, q.FairShare, 1e-9, "weights 1 and 3 give fair shares 1/4 and 3/4")
+		require.InDelta(t, q.AdjustedFairShare, q.Share, 0.05, "queue %s at %gs", q.Queue, q.Time)
+	}
+	require.Greater(t, checked, 100)
+	require.Equal(t, 3600.0, out.End)
+}
+
+// TestSameSeedGivesIdenticalOutput runs a workload twice; every output
+// file is the same byte for byte, and a different seed changes them.
+func TestSameSeedGivesIdenticalOutput(t *testing.T) {
+	run := func(seed uint64) map[string][]byte {
+		cfg := load(t, "small.workload.json", "small.clusters.json")
+		cfg.Workload.Seed = seed
+		out, err := sim.Run(context.Background(), cfg)
+		require.NoError(t, err)
+		return files(t, out)
+	}
+	first := run(11)
+	require.Equal(t, first, run(11))
+	require.NotEqual(t, string(first["jobs.csv"]), string(run(12)["jobs.csv"]))
+}
