@@ -48,6 +48,9 @@ type Config struct {
 	Renew time.Duration
 	// LeaseTimeout is the service's; 0 means server.DefaultLeaseTimeout.
 	LeaseTimeout time.Duration
+	// RequeuePreempted queues preempted jobs again (the service's
+	// Config.RequeuePreempted); false ends them preempted, as Armada does.
+	RequeuePreempted bool
 	// MaxTime bounds a run without Workload.Duration; 0 means
 	// DefaultMaxTime.
 	MaxTime time.Duration
@@ -251,9 +254,9 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 	n := 0
 	ids := func() string { n++; return fmt.Sprintf("job-%07d", n) }
 	srv, err := server.New(ctx, server.Config{Scheduler: sc, Backend: memory.New(schema), Clock: r.clk,
-		NewID: ids, LeaseTimeout: cfg.LeaseTimeout, Seed: w.Seed})
+		NewID: ids, LeaseTimeout: cfg.LeaseTimeout, Seed: w.Seed, RequeuePreempted: cfg.RequeuePreempted})
 	if err != nil {
-		return nil, flotilla.RenameFields(err, prefix("scheduler."))
+		return nil, err // the scheduler's problems, under scheduler.
 	}
 	r.srv = srv
 	for _, q := range w.Queues {

@@ -98,3 +98,30 @@ func TestSameSeedGivesIdenticalOutput(t *testing.T) {
 	require.Equal(t, first, run(11))
 	require.NotEqual(t, string(first["jobs.csv"]), string(run(12)["jobs.csv"]))
 }
+
+// TestRequeuePreemptedRunsPreemptedJobsAgain: the small workload's gangs
+// preempt two preemptible jobs of queue B; by default they end
+// preempted, and with Config.RequeuePreempted they are leased again and
+// succeed, with a second attempt.
+func TestRequeuePreemptedRunsPreemptedJobsAgain(t *testing.T) {
+	for _, requeue := range []bool{false, true} {
+		cfg := load(t, "small.workload.json", "small.clusters.json")
+		cfg.RequeuePreempted = requeue
+		out, err := sim.Run(context.Background(), cfg)
+		require.NoError(t, err)
+		preempted := 0
+		for _, j := range out.Jobs {
+			if j.Preemptions == 0 {
+				continue
+			}
+			preempted++
+			if requeue {
+				require.Equal(t, "succeeded", j.State, j.Job)
+				require.Equal(t, 2, j.Attempts, j.Job)
+			} else {
+				require.Equal(t, "preempted", j.State, j.Job)
+			}
+		}
+		require.Positive(t, preempted)
+	}
+}
