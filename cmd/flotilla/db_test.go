@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -134,4 +137,140 @@ func TestServeOnPostgresLosesNothingAcknowledgedWhenKilledAndRestarted(t *testin
 		require.Equal(t, events.Succeeded, final[id], "job %s", id)
 	}
 	require.Len(t, submitted, 40)
+}
+
+// ownPostgres starts a PostgreSQL server of the test's own with
+// scripts/postgres (so that the test may stop and start it without
+// disturbing the other tests' server) and returns its URL and directory;
+// the server is stopped and its directory removed when the test ends.
+// Without FLOTILLA_POSTGRES_URL (no PostgreSQL meant for tests) the test is
+// skipped, except under CI=true, where it fails.
+func ownPostgres(t *testing.T) (url, dir string) {
+	t.Helper()
+	postgresURL(t) // skips or fails as every PostgreSQL test does
+	out, err := exec.Command("../../scripts/postgres", "start").Output()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		t.Fatalf("scripts/postgres start: %v\n%s", err, ee.Stderr)
+	}
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(line, "export FLOTILLA_POSTGRES_URL="); ok {
+			url = strings.Trim(v, "'")
+		}
+		if v, ok := strings.CutPrefix(line, "export FLOTILLA_POSTGRES_DIR="); ok {
+			dir = strings.Trim(v, "'")
+		}
+	}
+	require.NotEmpty(t, url, "scripts/postgres start printed %q", out)
+	require.NotEmpty(t, dir, "scripts/postgres start printed %q", out)
+	t.Cleanup(func() { _ = exec.Command("../../scripts/postgres", "stop", dir).Run() })
+	return url, dir
+}
+
+// stderrText is what the process has written to stderr so far.
+func (p *proc) stderrText() string {
+	lw := p.cmd.Stderr.(*lockedWriter)
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return p.stderr.String()
+}
+
+// postgresCtl runs scripts/postgres down or up on the test's own server.
+func postgresCtl(verb, dir string) error {
+	out, err := exec.Command("../../scripts/postgres", verb, dir).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("scripts/postgres %s: %w\n%s", verb, err, out)
+	}
+	return nil
+}
+
+// requireLogConsistent checks a job set's stored log against the ids
+// acknowledged to the submitter: sequence numbers 1, 2, …; every
+// acknowledged job submitted exactly once and nothing else submitted; no
+// job leased while it holds a live lease; every job ends succeeded.
+func requireLogConsistent(t *testing.T, stored []events.Event, acked []string) {
+	t.Helper()
+	submitted := map[string]int{}
+	live := map[string]bool{}
+	final := map[string]events.Type{}
+	for i, e := range stored {
+		require.Equal(t, uint64(i+1), e.Seq, "sequence numbers are gap-free")
+		switch e.Type {
+		case events.Submitted:
+			submitted[e.Job]++
+		case events.Leased:
+			require.False(t, live[e.Job], "job %s leased while it holds a live lease", e.Job)
+			live[e.Job] = true
+		case events.Running, events.CancelRequested:
+		default: // every other event ends the live lease
+			delete(live, e.Job)
+		}
+		final[e.Job] = e.Type
+	}
+	for _, id := range acked {
+		require.Equal(t, 1, submitted[id], "job %s stored once", id)
+		require.Equal(t, events.Succeeded, final[id], "job %s", id)
+	}
+	require.Len(t, submitted, len(acked), "every stored job was acknowledged")
+}
+
+// TestServeOnPostgresThatRestartsAnswers503ThenResumesLosingNothing runs
+// serve on a PostgreSQL server of its own, with an executor and a
+// submitter sending batches (each with a client id, retried after a
+// failure). The database is taken down mid-load: submissions get 503
+// quickly (not a hang) and cycles fail and are retried; once it is back,
+// submissions succeed again without restarting serve, and every
+// acknowledged job is stored once and succeeds.
+func TestServeOnPostgresThatRestartsAnswers503ThenResumesLosingNothing(t *testing.T) {
+	db, dir := ownPostgres(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	srv, url := serveOn(t, ctx, "-db", db, "-cycle", "100ms", "-lease-timeout", "5s")
+	code, _, errOut := runClient(t, ctx, url, "queue", "create", "A")
+	require.Equal(t, 0, code, errOut)
+	nodes := writeFile(t, "nodes.json", `[{"name": "node", "count": 2, "resources": {"cpu": "16", "memory": "64Gi"}}]`)
+	start(t, ctx, "executor", "-server", url, "-cluster", "c1", "-nodes", nodes, "-renew", "300ms")
+
+	const batches, perBatch, downAfter = 12, 50, 4
+	var acked []string
+	failures, down := 0, false
+	for b := range batches {
+		jobs := writeFile(t, fmt.Sprintf("jobs%d.json", b), fmt.Sprintf(
+			`{"queue": "A", "jobSet": "s1", "jobs": [{"count": %d, "requests": {"cpu": "1"}, "runtime": "200ms", "clientId": "b%d"}]}`,
+			perBatch, b))
+		if b == downAfter {
+			require.NoError(t, postgresCtl("down", dir))
+			down = true
+		}
+		for {
+			began := time.Now()
+			code, out, errOut := runClient(t, ctx, url, "submit", jobs)
+			if code == 0 {
+				ids := strings.Fields(out)
+				require.Len(t, ids, perBatch)
+				acked = append(acked, ids...)
+				break
+			}
+			require.Equal(t, 1, code, errOut)
+			require.Contains(t, errOut, "503", "a database that is down is a 503")
+			require.Contains(t, errOut, "storage unavailable; retry")
+			require.Less(t, time.Since(began), 10*time.Second, "a 503 comes quickly")
+			failures++
+			if down && failures >= 3 && strings.Contains(srv.stderrText(), "cycle failed") {
+				// Clients and cycles have met the outage; the database
+				// comes back and serve carries on by itself.
+				require.NoError(t, postgresCtl("up", dir))
+				down = false
+			}
+			require.NoError(t, ctx.Err())
+		}
+	}
+	require.GreaterOrEqual(t, failures, 3, "submissions while the database was down failed")
+	code, _, errOut = runClient(t, ctx, url, "watch", "-queue", "A", "-jobset", "s1", "-until-done")
+	require.Equal(t, 0, code, errOut)
+	code, out, errOut := runClient(t, ctx, url, "events", "-queue", "A", "-jobset", "s1", "-o", "json")
+	require.Equal(t, 0, code, errOut)
+	requireLogConsistent(t, parseEvents(t, out), acked)
+	require.Len(t, acked, batches*perBatch)
 }
