@@ -31,6 +31,11 @@ var (
 	ErrOutcomeUnknown = errors.New("outcome unknown")
 	// ErrClosed: the backend was closed.
 	ErrClosed = errors.New("backend closed")
+	// ErrUnavailable: the storage cannot be reached now (a database that
+	// is down, restarting or refusing connections); nothing was changed.
+	// Retrying later may succeed. A commit whose outcome is unknown wraps
+	// ErrOutcomeUnknown instead (or as well).
+	ErrUnavailable = errors.New("storage unavailable; retry")
 )
 
 // Backend is the whole storage of the service. Open one with the service's

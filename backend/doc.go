@@ -18,8 +18,10 @@
 // An error means nothing was applied, with one exception: an error
 // wrapping ErrOutcomeUnknown (a database connection lost during a commit)
 // means the write may or may not have been applied, and the caller must
-// read back (Jobs.Job, Jobs.Events) before it retries. Bad input is
-// rejected whole, every problem named at once (errors.Join of
+// read back (Jobs.Job, Jobs.Events) before it retries. An error wrapping
+// ErrUnavailable means the storage could not be reached (a database down
+// or restarting): nothing was applied, and a later call may succeed. Bad
+// input is rejected whole, every problem named at once (errors.Join of
 // *flotilla.FieldError values naming the field path and value), and never
 // panics. Errors classify with errors.Is against the sentinels of this
 // package, events.ErrRefused for a transition the state machine refuses,

@@ -7,7 +7,9 @@
 // Status codes: 200/201/204 success; 400 bad input, the body naming every
 // problem by field and value; 401 no known token; 403 a token without the
 // right; 404 no such queue or job; 409 a queue that exists or still has
-// jobs; 413 a body over the limit; 503 storage unavailable; 500 otherwise.
+// jobs; 413 a body over the limit; 503 storage unavailable (the backend
+// down or restarting, backend.ErrUnavailable; a write of unknown outcome;
+// a closed or fenced backend), with Retry-After: 1; 500 otherwise.
 // A refused request changes nothing.
 //
 // Health (/healthz, /readyz) and the OpenAPI document need no token.

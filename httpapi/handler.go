@@ -178,11 +178,14 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 // fail answers an error with its status: 400 for bad input (field
 // errors), 404 not found, 409 conflicts, 413 too large, 503 when storage
-// is unavailable, 500 otherwise.
+// is unavailable (with Retry-After: 1), 500 otherwise.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error, notFound bool) {
 	code := statusOf(err, notFound)
 	if code >= 500 {
 		h.opts.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", code, "err", err)
+	}
+	if code == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
 	}
 	writeJSON(w, code, api.ErrorOf(err))
 }
@@ -198,6 +201,7 @@ func statusOf(err error, notFound bool) int {
 	case errors.Is(err, backend.ErrExists), errors.Is(err, backend.ErrNotEmpty), errors.Is(err, server.ErrCycleRunning):
 		return http.StatusConflict
 	case errors.Is(err, backend.ErrClosed), errors.Is(err, backend.ErrOutcomeUnknown), errors.Is(err, backend.ErrFenced),
+		errors.Is(err, backend.ErrUnavailable),
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable
 	case errors.As(err, &fe), errors.Is(err, events.ErrRefused):

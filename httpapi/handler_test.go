@@ -3,8 +3,12 @@ package httpapi_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +17,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/api"
+	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/backend/memory"
 	"github.com/flotilla-sched/flotilla/client"
 	"github.com/flotilla-sched/flotilla/events"
@@ -154,5 +159,41 @@ func TestCancelOfAnUnknownJobOrQueueIsA404AsStatusIs(t *testing.T) {
 		"cancel a missing queue": func() error { _, err := ops.CancelJobSet(ctx, "Z", "s"); return err },
 	} {
 		require.ErrorIs(t, call(), client.ErrNotFound, name)
+	}
+}
+
+// downBackend is a backend whose storage cannot be reached.
+type downBackend struct{ *memory.Backend }
+
+func (downBackend) CreateQueue(context.Context, flotilla.Queue) error {
+	return fmt.Errorf("connecting: %w", backend.ErrUnavailable)
+}
+
+func (downBackend) Job(context.Context, string) (backend.Record, error) {
+	return backend.Record{}, fmt.Errorf("connecting: %w", backend.ErrUnavailable)
+}
+
+func TestStorageUnavailableIsA503WithRetryAfter(t *testing.T) {
+	schema := flotilla.MustResourceSchema("cpu", "memory")
+	srv, err := server.New(context.Background(), server.Config{
+		Scheduler: scheduler.DefaultConfig(schema), Backend: downBackend{memory.New(schema)},
+		Clock: fakeclock.New(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)),
+	})
+	require.NoError(t, err)
+	ts := httptest.NewServer(httpapi.New(srv, httpapi.Options{}))
+	defer ts.Close()
+	for _, c := range []struct{ method, path, body string }{
+		{"POST", "/v1/queues", `{"name": "A"}`},
+		{"GET", "/v1/jobs?id=j1", ""},
+	} {
+		req, err := http.NewRequest(c.method, ts.URL+c.path, strings.NewReader(c.body))
+		require.NoError(t, err)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s %s: %s", c.method, c.path, body)
+		require.Equal(t, "1", resp.Header.Get("Retry-After"))
+		require.Contains(t, string(body), "storage unavailable; retry")
 	}
 }

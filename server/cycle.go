@@ -56,6 +56,10 @@ func (s *Server) Cycle(ctx context.Context) (*CycleReport, error) {
 		s.mu.Unlock()
 		return nil, ErrCycleRunning
 	}
+	if err := s.fresh(ctx); err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
 	s.endBrokenGangs(ctx)
 	now := s.clock.Now()
 	rep := &CycleReport{Time: now}

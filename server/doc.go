@@ -57,6 +57,12 @@
 // Jobs that end are forgotten in memory and read back from the backend.
 // New rebuilds the state from the backend; lease renewal times live in
 // memory only, so after a restart every live lease has a fresh timeout.
+// A commit whose outcome is unknown (backend.ErrOutcomeUnknown) makes the
+// service rebuild its state from the backend the same way; when that
+// rebuild fails too (the backend is down, backend.ErrUnavailable), every
+// later call rebuilds first and fails with the backend's error until a
+// rebuild succeeds, so no call answers from, or writes after, a partial
+// state.
 // A cycle's snapshot lists the running jobs by cluster, then by job id, so
 // that it depends on the state only, not on the order of the changes that
 // made it. A queued job costs the service under 1 KiB of memory, backend

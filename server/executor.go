@@ -125,6 +125,9 @@ func (s *Server) Report(ctx context.Context, r *Report) (*ReportReply, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
+	if err := s.fresh(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.checkCluster(r); err != nil {
 		return nil, err
 	}

@@ -359,6 +359,9 @@ func (s *Server) reprioritize(all bool) int {
 func (s *Server) WithBankTree(fn func(*priority.BankTree) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.fresh(context.Background()); err != nil {
+		return err
+	}
 	if s.usage == nil || s.usage.flux == nil {
 		return nil
 	}

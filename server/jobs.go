@@ -59,6 +59,9 @@ func (s *Server) SubmitJSON(ctx context.Context, data []byte) ([]string, error) 
 func (s *Server) submit(ctx context.Context, queueName string, expand func(time.Time) ([]backend.JobSpec, error)) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.fresh(ctx); err != nil {
+		return nil, err
+	}
 	now := s.clock.Now()
 	specs, err := expand(now)
 	if _, ok := s.queues[queueName]; !ok && queueName != "" {
@@ -205,6 +208,9 @@ type CancelResult struct {
 func (s *Server) Cancel(ctx context.Context, ids ...string) (CancelResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.fresh(ctx); err != nil {
+		return CancelResult{}, err
+	}
 	var errs []error
 	var js []*job
 	var res CancelResult
@@ -238,6 +244,9 @@ func (s *Server) Cancel(ctx context.Context, ids ...string) (CancelResult, error
 func (s *Server) CancelJobSet(ctx context.Context, queueName, jobSet string) (CancelResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.fresh(ctx); err != nil {
+		return CancelResult{}, err
+	}
 	if _, ok := s.queues[queueName]; !ok {
 		return CancelResult{}, flotilla.Errorf("queue", queueName, backend.ErrNotFound, "no such queue")
 	}
@@ -341,6 +350,9 @@ func (s *Server) whyQueued(id string) (string, *scheduler.Reason) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	j := s.jobs[id]
+	if s.stale {
+		return "", nil
+	}
 	if j == nil || j.state != events.Queued {
 		return "", nil
 	}

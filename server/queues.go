@@ -43,6 +43,9 @@ func (s *Server) CreateQueue(ctx context.Context, q flotilla.Queue) error {
 	q = cloneQueue(q)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.fresh(ctx); err != nil {
+		return err
+	}
 	if err := s.be.CreateQueue(ctx, q); err != nil {
 		return err
 	}
@@ -60,6 +63,9 @@ func (s *Server) UpdateQueue(ctx context.Context, q flotilla.Queue) error {
 	q = cloneQueue(q)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.fresh(ctx); err != nil {
+		return err
+	}
 	if err := s.be.UpdateQueue(ctx, q); err != nil {
 		return err
 	}
@@ -73,6 +79,9 @@ func (s *Server) UpdateQueue(ctx context.Context, q flotilla.Queue) error {
 func (s *Server) DeleteQueue(ctx context.Context, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.fresh(ctx); err != nil {
+		return err
+	}
 	if err := s.be.DeleteQueue(ctx, name); err != nil {
 		return err
 	}
@@ -99,6 +108,9 @@ type QueueInfo struct {
 func (s *Server) Queue(ctx context.Context, name string) (QueueInfo, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.fresh(ctx); err != nil {
+		return QueueInfo{}, err
+	}
 	q, ok := s.queues[name]
 	if !ok {
 		return QueueInfo{}, flotilla.Errorf("queue", name, backend.ErrNotFound, "no such queue")
@@ -110,6 +122,9 @@ func (s *Server) Queue(ctx context.Context, name string) (QueueInfo, error) {
 func (s *Server) ListQueues(ctx context.Context) ([]QueueInfo, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.fresh(ctx); err != nil {
+		return nil, err
+	}
 	counts := s.liveCounts()
 	out := make([]QueueInfo, 0, len(s.queues))
 	for _, q := range s.queues {

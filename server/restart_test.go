@@ -1,12 +1,15 @@
 package server
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/events"
 )
 
@@ -92,4 +95,86 @@ func TestRestartedServiceExpiresLeasesOfAClusterThatNeverReportsAgain(t *testing
 	require.Equal(t, 1, rep.Expired)
 	require.Zero(t, rep.Leased, "the silent cluster left scheduling")
 	require.Equal(t, events.Queued, w.state(id))
+}
+
+// outage is a backend that goes away: while down every read the service
+// loads from fails with backend.ErrUnavailable; lose makes the next
+// Commit apply its write and report its outcome unknown, and take the
+// backend down.
+type outage struct {
+	backend.Backend
+	down, lose bool
+}
+
+func (o *outage) unavailable() error {
+	if o.down {
+		return fmt.Errorf("connection refused: %w", backend.ErrUnavailable)
+	}
+	return nil
+}
+
+func (o *outage) Commit(ctx context.Context, w *backend.Write) ([]events.Event, error) {
+	if err := o.unavailable(); err != nil {
+		return nil, err
+	}
+	out, err := o.Backend.Commit(ctx, w)
+	if err == nil && o.lose {
+		o.lose, o.down = false, true
+		return nil, fmt.Errorf("connection lost: %w", backend.ErrOutcomeUnknown)
+	}
+	return out, err
+}
+
+func (o *outage) ListQueues(ctx context.Context) ([]flotilla.Queue, error) {
+	if err := o.unavailable(); err != nil {
+		return nil, err
+	}
+	return o.Backend.ListQueues(ctx)
+}
+
+func (o *outage) LiveJobs(ctx context.Context, fn func(backend.Record) error) error {
+	if err := o.unavailable(); err != nil {
+		return err
+	}
+	return o.Backend.LiveJobs(ctx, fn)
+}
+
+func TestAReloadThatFailsLeavesNoPartialStateAndTheNextCallReloads(t *testing.T) {
+	// A write's outcome is unknown and the backend is down, so the reload
+	// that follows fails half-way. While the backend stays down, calls
+	// fail with ErrUnavailable instead of answering from a partial state
+	// (no queues, no jobs); once it is back, the next call reloads and the
+	// service goes on with every job, the lost write's included.
+	var o *outage
+	w := newWorld(t, func(c *Config) { o = &outage{Backend: c.Backend}; c.Backend = o })
+	w.queue("A")
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 1, 4)})
+	leased := w.submit("A", "s1", one("1"))[0]
+	require.Equal(t, 1, w.cycle().Leased)
+	o.lose = true
+	_, err := w.srv.Submit(w.ctx, &SubmitRequest{Queue: "A", JobSet: "s1", Jobs: []JobTemplate{one("1")}})
+	require.ErrorIs(t, err, backend.ErrOutcomeUnknown)
+
+	_, err = w.srv.ListQueues(w.ctx)
+	require.ErrorIs(t, err, backend.ErrUnavailable)
+	_, err = w.srv.Queue(w.ctx, "A")
+	require.ErrorIs(t, err, backend.ErrUnavailable)
+	_, err = w.srv.Submit(w.ctx, &SubmitRequest{Queue: "A", JobSet: "s1", Jobs: []JobTemplate{one("1")}})
+	require.ErrorIs(t, err, backend.ErrUnavailable, "not a queue that does not exist")
+	_, err = w.srv.Cycle(w.ctx)
+	require.ErrorIs(t, err, backend.ErrUnavailable)
+	_, err = w.srv.Report(w.ctx, &Report{Cluster: "c1", Jobs: []JobReport{{Job: leased, Attempt: 1, Phase: PhaseRunning}}})
+	require.ErrorIs(t, err, backend.ErrUnavailable, "not a report of a job the cluster does not hold")
+	_, err = w.srv.Cancel(w.ctx, leased)
+	require.ErrorIs(t, err, backend.ErrUnavailable)
+
+	o.down = false
+	qs, err := w.srv.ListQueues(w.ctx)
+	require.NoError(t, err)
+	require.Len(t, qs, 1)
+	require.Equal(t, 1, qs[0].Queued, "the write whose outcome was unknown was stored")
+	require.Equal(t, 1, qs[0].Leased)
+	w.report(Report{Cluster: "c1", Jobs: []JobReport{{Job: leased, Attempt: 1, Phase: PhaseRunning}}})
+	require.Equal(t, events.RunningState, w.state(leased))
+	require.Equal(t, 1, w.cycle().Leased)
 }

@@ -193,6 +193,10 @@ type Server struct {
 	// snapshot's buffer of running jobs, kept between cycles.
 	renew   []*job
 	running []scheduler.Running
+	// stale: a load began and did not finish (the backend failed during
+	// it), so the in-memory state is partial; fresh loads again before the
+	// state is used.
+	stale bool
 }
 
 // storeOp is a queue.Store change deferred while a cycle reads the store.
@@ -242,8 +246,30 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// load rebuilds the in-memory state from the backend.
+// load rebuilds the in-memory state from the backend. Until it succeeds
+// the state is stale (see fresh).
 func (s *Server) load(ctx context.Context) error {
+	s.stale = true
+	if err := s.loadState(ctx); err != nil {
+		return err
+	}
+	s.stale = false
+	return nil
+}
+
+// fresh makes the in-memory state whole before it is used: after a load
+// that failed it loads again, and returns that load's error (with the
+// backend's class, e.g. backend.ErrUnavailable) when it fails too. The
+// caller holds mu.
+func (s *Server) fresh(ctx context.Context) error {
+	if !s.stale {
+		return nil
+	}
+	return s.load(context.WithoutCancel(ctx))
+}
+
+// loadState is load's work.
+func (s *Server) loadState(ctx context.Context) error {
 	sc := s.sched.Config()
 	store, err := queue.New(sc.Schema, sc.PriorityClasses, sc.DefaultPriorityClass)
 	if err != nil {
@@ -306,6 +332,11 @@ func (s *Server) Schema() *flotilla.ResourceSchema { return s.cat.Schema }
 func (s *Server) commit(ctx context.Context, w *backend.Write) ([]events.Event, error) {
 	if len(w.Jobs) == 0 && len(w.Events) == 0 {
 		return nil, nil
+	}
+	if s.stale {
+		// w was made from a partial state: refuse it; the caller's next
+		// call loads again first (fresh).
+		return nil, fmt.Errorf("server: the state is being reloaded: %w", backend.ErrUnavailable)
 	}
 	w.Fence = s.cfg.Fence
 	stored, err := s.be.Commit(ctx, w)

@@ -8,7 +8,10 @@ import (
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/backend/backendtest"
 	"github.com/flotilla-sched/flotilla/events"
+	"github.com/flotilla-sched/flotilla/scheduler"
+	"github.com/flotilla-sched/flotilla/server"
 )
 
 // BenchmarkCommitSubmit submits jobs into PostgreSQL in Commits of 1,000
@@ -74,4 +77,67 @@ func BenchmarkLiveJobs(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*total), "ns/job")
+}
+
+// BenchmarkRestartWith1MQueuedJobs stores 1,000,000 queued jobs (10 job
+// sets, each job with a client id and a principal, submitted in Commits of
+// 1,000), then measures a restart of the service over them: Open, then
+// server.New, which rebuilds the state (queues, executors, every live job
+// into the queued-job store, usage); one op is one restart. It reports
+// s/restart and, separately, the seconds of LiveJobs' read alone
+// (s/livejobs). Issue 11's goal is serving again within 15 s.
+func BenchmarkRestartWith1MQueuedJobs(b *testing.B) {
+	const total, batch = 1_000_000, 1_000
+	ctx := context.Background()
+	u := freshSchema(b)
+	be := open(b, u)
+	if err := be.CreateQueue(ctx, flotilla.Queue{Name: "A"}); err != nil {
+		b.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	w := &backend.Write{Jobs: make([]backend.JobSpec, batch), Events: make([]events.Event, batch)}
+	for n := range total / batch {
+		for k := range batch {
+			i := n*batch + k
+			id, set := fmt.Sprintf("job-%08d", i), fmt.Sprintf("set-%02d", i%10)
+			w.Jobs[k] = backend.JobSpec{
+				Job: &flotilla.Job{ID: id, Queue: "A", JobSet: set, PriorityClass: flotilla.ArmadaDefault,
+					SubmitTime: t0.Add(time.Duration(i)), Requests: flotilla.Resources{1000, 1 << 30}},
+				ClientID: fmt.Sprintf("client-%08d", i), Principal: "alice", Runtime: time.Minute,
+			}
+			w.Events[k] = events.Event{Queue: "A", JobSet: set, Job: id, Type: events.Submitted, Time: t0}
+		}
+		if _, err := be.Commit(ctx, w); err != nil {
+			b.Fatal(err)
+		}
+	}
+	be.Close()
+	var restart, read time.Duration
+	for b.Loop() {
+		start := time.Now()
+		be, err := Open(ctx, u, backendtest.Schema())
+		if err != nil {
+			b.Fatal(err)
+		}
+		srv, err := server.New(ctx, server.Config{
+			Scheduler: scheduler.DefaultConfig(backendtest.Schema()), Backend: be, Clock: &fixedClock{now: t0.Add(time.Hour)},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		restart += time.Since(start)
+		q, err := srv.Queue(ctx, "A")
+		if err != nil || q.Queued != total {
+			b.Fatalf("after the restart: %d queued, %v; want %d", q.Queued, err, total)
+		}
+		start = time.Now()
+		n := 0
+		if err := be.LiveJobs(ctx, func(backend.Record) error { n++; return nil }); err != nil || n != total {
+			b.Fatalf("LiveJobs: %d, %v", n, err)
+		}
+		read += time.Since(start)
+		be.Close()
+	}
+	b.ReportMetric(restart.Seconds()/float64(b.N), "s/restart")
+	b.ReportMetric(read.Seconds()/float64(b.N), "s/livejobs")
 }

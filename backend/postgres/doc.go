@@ -76,11 +76,26 @@
 // connection was lost, or the server ended it, after COMMIT may have
 // been sent), Commit returns an error wrapping backend.ErrOutcomeUnknown.
 //
+// # A server that goes away
+//
+// An error of a call that could not reach the server wraps
+// backend.ErrUnavailable: connecting failed or timed out, the connection
+// broke or was closed, or the server said it is shutting down, starting
+// up, or out of connection slots. Nothing was applied (except when a
+// COMMIT's outcome is unknown: that error wraps backend.ErrOutcomeUnknown).
+// The pool reconnects by itself: once the server is back, the next call
+// succeeds. Each attempt to connect is bounded by the URL's
+// connect_timeout, DefaultConnectTimeout when it sets none.
+//
 // # Reads
 //
 // LiveJobs reads the live jobs in pages of 1,000 by (queue, id), keyset
-// pagination over the partial index, holding no connection while its
-// callback runs; memory stays at one page whatever the number of jobs.
+// pagination over the partial index. A goroutine of its own reads the
+// next page while the callback goes through the current one (the
+// database's work and the caller's overlap: a restart over 1,000,000
+// queued jobs, BenchmarkRestartWith1MQueuedJobs); no connection is held
+// while it waits for the callback, memory stays at three pages whatever
+// the number of jobs, and the goroutine has ended when LiveJobs returns.
 // Events reads one job set's log by sequence number with LIMIT.
 //
 // # Tests

@@ -7,12 +7,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -30,6 +33,10 @@ var migrationFiles embed.FS
 // migrationLock is the key of the advisory lock Open holds while it
 // migrates, so that concurrent Opens apply each migration once.
 const migrationLock = 0x666c6f74696c6c61 // "flotilla"
+
+// DefaultConnectTimeout bounds each attempt to connect when the URL sets
+// no connect_timeout.
+const DefaultConnectTimeout = 5 * time.Second
 
 // Backend is the PostgreSQL backend. Open one with Open; it is safe for
 // concurrent use.
@@ -51,9 +58,9 @@ func Open(ctx context.Context, url string, schema *flotilla.ResourceSchema) (*Ba
 	if schema == nil {
 		return nil, flotilla.Errorf("schema", "", flotilla.ErrRequired, "")
 	}
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := poolConfig(url)
 	if err != nil {
-		return nil, flotilla.Errorf("url", redact(url), flotilla.ErrMalformed, "%v", err)
+		return nil, err
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -64,6 +71,21 @@ func Open(ctx context.Context, url string, schema *flotilla.ResourceSchema) (*Ba
 		return nil, err
 	}
 	return &Backend{schema: schema, pool: pool}, nil
+}
+
+// poolConfig parses url into the pool's configuration, with the default
+// connect timeout when url sets none.
+func poolConfig(url string) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, flotilla.Errorf("url", redact(url), flotilla.ErrMalformed, "%v", err)
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		// A server that does not answer must not hold a call (and the
+		// service's lock) for the kernel's TCP timeout.
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
+	return cfg, nil
 }
 
 // redact hides a URL's password.
@@ -119,6 +141,9 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	}
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
+		if unavailable(err) {
+			return fmt.Errorf("postgres: connecting: %w: %w", backend.ErrUnavailable, err)
+		}
 		return fmt.Errorf("postgres: connecting: %w", err)
 	}
 	defer conn.Release()
@@ -192,8 +217,8 @@ func (b *Backend) ready(ctx context.Context) error {
 }
 
 // fail classifies a database error: ErrClosed once the backend is closed,
-// the context's error once it has ended, else err with what was being
-// done.
+// the context's error once it has ended, ErrUnavailable when the server
+// could not be reached or went away, else err with what was being done.
 func (b *Backend) fail(ctx context.Context, what string, err error) error {
 	if b.closed.Load() {
 		return fmt.Errorf("postgres: %s: %w (%v)", what, backend.ErrClosed, err)
@@ -201,7 +226,27 @@ func (b *Backend) fail(ctx context.Context, what string, err error) error {
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 		return fmt.Errorf("postgres: %s: %w (%v)", what, cerr, err)
 	}
+	if ctx.Err() == nil && unavailable(err) {
+		return fmt.Errorf("postgres: %s: %w: %w", what, backend.ErrUnavailable, err)
+	}
 	return fmt.Errorf("postgres: %s: %w", what, err)
+}
+
+// unavailable reports whether err says the server cannot be used now
+// rather than that it refused the statement: connecting failed or timed
+// out, the connection broke or was closed, or the server reported a
+// connection exception (class 08), that it is shutting down or starting
+// (57P01–57P03), or that it has no free connection slot (53300).
+func unavailable(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" ||
+			pe.Code == "57P03" || pe.Code == "53300"
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.As(err, &ce) || errors.As(err, &ne) || pgconn.Timeout(err) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // queueProblems validates q for storing.

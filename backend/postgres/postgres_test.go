@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/url"
 	"os"
 	"slices"
@@ -256,5 +257,112 @@ func TestExecutorsAndQueuesReadBackWhole(t *testing.T) {
 	if err != nil || gq.PriorityFactor != 0.5 || gq.LimitsByPriorityClass["armada-default"]["cpu"] != 0.25 ||
 		gq.LimitsByPriorityClass["armada-default"]["memory"] != 1 {
 		t.Errorf("Queue(A) = %+v, %v; want %+v", gq, err, q)
+	}
+}
+
+// withParam adds key=value to a postgres:// URL.
+func withParam(t testing.TB, base, key, value string) string {
+	t.Helper()
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("%q: %v", base, err)
+	}
+	q := u.Query()
+	q.Set(key, value)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func TestOpenWhenNoServerListensIsErrUnavailable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	_, err = Open(context.Background(), "postgres://postgres@"+addr+"/postgres?sslmode=disable", backendtest.Schema())
+	if !errors.Is(err, backend.ErrUnavailable) {
+		t.Errorf("Open with nothing listening: error %v, want ErrUnavailable", err)
+	}
+}
+
+func TestOpenOnAServerThatNeverAnswersIsErrUnavailableWithinTheConnectTimeout(t *testing.T) {
+	// A listener that accepts (in the kernel's backlog) and never speaks.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	u := "postgres://postgres@" + ln.Addr().String() + "/postgres?sslmode=disable&connect_timeout=1"
+	start := time.Now()
+	_, err = Open(context.Background(), u, backendtest.Schema())
+	if !errors.Is(err, backend.ErrUnavailable) {
+		t.Errorf("Open on a silent server: error %v, want ErrUnavailable", err)
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("Open on a silent server with connect_timeout=1 took %s", d)
+	}
+}
+
+func TestConnectTimeoutDefaultsWhenTheURLSetsNone(t *testing.T) {
+	for _, c := range []struct {
+		url  string
+		want time.Duration
+	}{
+		{"postgres://postgres@127.0.0.1:1/postgres", DefaultConnectTimeout},
+		{"postgres://postgres@127.0.0.1:1/postgres?connect_timeout=2", 2 * time.Second},
+	} {
+		cfg, err := poolConfig(c.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.ConnConfig.ConnectTimeout; got != c.want {
+			t.Errorf("%s: connect timeout %s, want %s", c.url, got, c.want)
+		}
+	}
+}
+
+func TestConnectionsTheServerEndsAreErrUnavailableAndTheNextCallReconnects(t *testing.T) {
+	ctx := context.Background()
+	name := fmt.Sprintf("flotilla_test_%d", time.Now().UnixNano())
+	u := withParam(t, withParam(t, freshSchema(t), "application_name", name), "pool_max_conns", "1")
+	b := open(t, u)
+	if err := b.CreateQueue(ctx, flotilla.Queue{Name: "A"}); err != nil {
+		t.Fatal(err)
+	}
+	// The server ends the backend's one connection (as it does to every
+	// connection when it shuts down).
+	admin, err := pgx.Connect(ctx, serverURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	var ended int
+	if err := admin.QueryRow(ctx, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1", name).Scan(&ended); err != nil {
+		t.Fatal(err)
+	}
+	if ended != 1 {
+		t.Fatalf("ended %d connections, want the pool's 1", ended)
+	}
+	if _, err := b.ListQueues(ctx); !errors.Is(err, backend.ErrUnavailable) {
+		t.Errorf("ListQueues on a connection the server ended: error %v, want ErrUnavailable", err)
+	}
+	qs, err := b.ListQueues(ctx)
+	if err != nil || len(qs) != 1 {
+		t.Errorf("ListQueues afterwards: %v, %v; want queue A", qs, err)
+	}
+}
+
+func TestErrorsTheServerRefusesAreNotErrUnavailable(t *testing.T) {
+	ctx := context.Background()
+	b := open(t, freshSchema(t))
+	var err error
+	_, err = b.pool.Exec(ctx, "SELECT no_such_column FROM queues")
+	if err == nil || unavailable(err) {
+		t.Errorf("a statement the server refuses: %v, classified unavailable", err)
+	}
+	_, err = Open(ctx, withParam(t, serverURL(t), "search_path", "x")+"&dbname=no_such_database", backendtest.Schema())
+	if err == nil || errors.Is(err, backend.ErrUnavailable) {
+		t.Errorf("Open on a database that does not exist: %v, want an error that is not ErrUnavailable", err)
 	}
 }

@@ -42,9 +42,13 @@ func (d *stateDest) job() (events.Job, error) {
 	j.State, j.Attempts, j.ExitCode = events.State(d.state), int(d.attempts), int(d.exit)
 	j.Submitted, j.Leased, j.Finished = decodeTime(d.submitted), decodeTime(d.leased), decodeTime(d.finished)
 	if d.failed != nil {
-		if err := json.Unmarshal(d.failed, &j.FailedClusters); err != nil {
+		// Into a local: &j.FailedClusters would move j to the heap for
+		// every job.
+		var failed []string
+		if err := json.Unmarshal(d.failed, &failed); err != nil {
 			return j, fmt.Errorf("job %q: stored failed clusters: %w", j.ID, err)
 		}
+		j.FailedClusters = failed
 	}
 	return j, nil
 }
@@ -58,41 +62,61 @@ func scanState(row pgx.CollectableRow) (events.Job, error) {
 	return d.job()
 }
 
+// recordScanner reads rows of stateColumns then specColumns into
+// records, with one set of scan targets for every row it reads.
+type recordScanner struct {
+	b                                  *Backend
+	d                                  stateDest
+	class, gangID, uniformity          string
+	avoid                              []string
+	priority                           int64
+	submit                             *int64
+	requests, selector, tols           []byte
+	card                               int32
+	clientID                           *string
+	principal                          string
+	grace, deadline, runtime, specExit int64
+	dst                                []any
+}
+
+func (b *Backend) newRecordScanner() *recordScanner {
+	r := &recordScanner{b: b}
+	r.dst = append(r.d.targets(), &r.class, &r.priority, &r.submit, &r.requests, &r.selector, &r.tols, &r.avoid,
+		&r.gangID, &r.card, &r.uniformity, &r.clientID, &r.principal, &r.grace, &r.deadline, &r.runtime, &r.specExit)
+	return r
+}
+
 // scanRecord reads stateColumns, then specColumns.
 func (b *Backend) scanRecord(row pgx.CollectableRow) (backend.Record, error) {
-	var d stateDest
-	var (
-		j                                  flotilla.Job
-		priority                           int64
-		submit                             *int64
-		requests, selector, tols           []byte
-		card                               int32
-		clientID                           *string
-		principal                          string
-		grace, deadline, runtime, specExit int64
-	)
-	dst := append(d.targets(), &j.PriorityClass, &priority, &submit, &requests, &selector, &tols, &j.AvoidClusters,
-		&j.Gang.ID, &card, &j.Gang.NodeUniformityLabel, &clientID, &principal, &grace, &deadline, &runtime, &specExit)
-	if err := row.Scan(dst...); err != nil {
+	return b.newRecordScanner().scan(row)
+}
+
+// scan reads one row.
+func (r *recordScanner) scan(row pgx.CollectableRow) (backend.Record, error) {
+	r.avoid, r.requests, r.selector, r.tols = nil, r.requests[:0], nil, nil
+	if err := row.Scan(r.dst...); err != nil {
 		return backend.Record{}, err
 	}
-	st, err := d.job()
+	st, err := r.d.job()
 	if err != nil {
 		return backend.Record{}, err
 	}
-	j.ID, j.Queue, j.JobSet = st.ID, st.Queue, st.JobSet
-	j.Priority, j.SubmitTime, j.Gang.Cardinality = uint32(priority), decodeTime(submit), int(card)
-	if j.Requests, err = decodeResources(b.schema, requests, fmt.Sprintf("job %q.requests", j.ID)); err != nil {
+	j := &flotilla.Job{ID: st.ID, Queue: st.Queue, JobSet: st.JobSet, PriorityClass: r.class,
+		Priority: uint32(r.priority), SubmitTime: decodeTime(r.submit), AvoidClusters: r.avoid,
+		Gang: flotilla.Gang{ID: r.gangID, Cardinality: int(r.card), NodeUniformityLabel: r.uniformity}}
+	if j.Requests, err = decodeResources(r.b.schema, r.requests, ""); err != nil {
+		// Again, to name the field: the name costs an allocation per job.
+		_, err = decodeResources(r.b.schema, r.requests, fmt.Sprintf("job %q.requests", j.ID))
 		return backend.Record{}, err
 	}
-	if selector != nil {
-		if err := json.Unmarshal(selector, &j.NodeSelector); err != nil {
+	if r.selector != nil {
+		if err := json.Unmarshal(r.selector, &j.NodeSelector); err != nil {
 			return backend.Record{}, fmt.Errorf("job %q: stored node selector: %w", j.ID, err)
 		}
 	}
-	if tols != nil {
+	if r.tols != nil {
 		var ts []toleration
-		if err := json.Unmarshal(tols, &ts); err != nil {
+		if err := json.Unmarshal(r.tols, &ts); err != nil {
 			return backend.Record{}, fmt.Errorf("job %q: stored tolerations: %w", j.ID, err)
 		}
 		j.Tolerations = make([]flotilla.Toleration, len(ts))
@@ -100,11 +124,11 @@ func (b *Backend) scanRecord(row pgx.CollectableRow) (backend.Record, error) {
 			j.Tolerations[k] = flotilla.Toleration{Key: t.Key, Operator: t.Operator, Value: t.Value, Effect: t.Effect}
 		}
 	}
-	spec := backend.JobSpec{Job: &j, Principal: principal,
-		TerminationGracePeriod: time.Duration(grace), ActiveDeadline: time.Duration(deadline),
-		Runtime: time.Duration(runtime), ExitCode: int(specExit)}
-	if clientID != nil {
-		spec.ClientID = *clientID
+	spec := backend.JobSpec{Job: j, Principal: r.principal,
+		TerminationGracePeriod: time.Duration(r.grace), ActiveDeadline: time.Duration(r.deadline),
+		Runtime: time.Duration(r.runtime), ExitCode: int(r.specExit)}
+	if r.clientID != nil {
+		spec.ClientID = *r.clientID
 	}
 	return backend.Record{Spec: spec, State: st}, nil
 }
@@ -189,16 +213,70 @@ func (b *Backend) Events(ctx context.Context, queue, jobSet string, from uint64,
 // livePage is how many records LiveJobs reads in one query.
 const livePage = 1000
 
+// livePageRead is one page LiveJobs's reader read, or its error.
+type livePageRead struct {
+	page []backend.Record
+	err  error
+}
+
 // LiveJobs calls fn with every job not in a terminal state, by queue and
 // then id, reading livePage records at a time (keyset pagination over the
-// index of live jobs); it holds no connection while fn runs.
+// index of live jobs). A goroutine reads the next page while fn runs
+// through the current one, so that the database's time and the caller's
+// overlap; no connection is held while it waits for fn. It has ended when
+// LiveJobs returns.
 func (b *Backend) LiveJobs(ctx context.Context, fn func(backend.Record) error) error {
-	const sel = "SELECT " + stateColumns + ", " + specColumns + " FROM jobs WHERE live"
-	var lastQueue, lastID string
-	page := make([]backend.Record, 0, livePage)
-	for first := true; ; first = false {
+	ctx, cancel := context.WithCancel(ctx)
+	pages := make(chan livePageRead, 1)
+	// free takes back the pages fn has been through, for the reader to
+	// read into again.
+	free := make(chan []backend.Record, 2)
+	done := make(chan struct{})
+	defer func() {
+		cancel()
+		for range pages { // let the reader end
+		}
+		<-done
+	}()
+	go func() {
+		defer close(done)
+		defer close(pages)
+		b.readLive(ctx, pages, free)
+	}()
+	for p := range pages {
+		if p.err != nil {
+			return p.err
+		}
+		// Checked again for every page: one read while Close ran is not
+		// handed out.
 		if err := b.ready(ctx); err != nil {
 			return err
+		}
+		for _, r := range p.page {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		clear(p.page)
+		select {
+		case free <- p.page[:0]:
+		default:
+		}
+	}
+	return nil
+}
+
+// readLive reads the pages of live jobs into pages until the last page,
+// an error, or ctx's end, reusing the buffers free hands back.
+func (b *Backend) readLive(ctx context.Context, pages chan<- livePageRead, free <-chan []backend.Record) {
+	const sel = "SELECT " + stateColumns + ", " + specColumns + " FROM jobs WHERE live"
+	var lastQueue, lastID string
+	sc := b.newRecordScanner()
+	scan := func(row pgx.CollectableRow) (backend.Record, error) { return sc.scan(row) }
+	for first := true; ; first = false {
+		if err := b.ready(ctx); err != nil {
+			pages <- livePageRead{err: err}
+			return
 		}
 		var rows pgx.Rows
 		if first {
@@ -206,19 +284,29 @@ func (b *Backend) LiveJobs(ctx context.Context, fn func(backend.Record) error) e
 		} else {
 			rows, _ = b.pool.Query(ctx, sel+" AND (queue, id) > ($2, $3) ORDER BY queue, id LIMIT $1", livePage, lastQueue, lastID)
 		}
-		var err error
-		if page, err = pgx.AppendRows(page[:0], rows, b.scanRecord); err != nil {
-			return b.fail(ctx, "reading live jobs", err)
+		var buf []backend.Record
+		select {
+		case buf = <-free:
+		default:
+			buf = make([]backend.Record, 0, livePage)
 		}
-		for _, r := range page {
-			if err := fn(r); err != nil {
-				return err
-			}
+		page, err := pgx.AppendRows(buf, rows, scan)
+		if err != nil {
+			pages <- livePageRead{err: b.fail(ctx, "reading live jobs", err)}
+			return
 		}
-		if len(page) < livePage {
-			return nil
+		more := len(page) == livePage
+		if more { // read before the page is handed over (and cleared)
+			last := page[len(page)-1].Spec.Job
+			lastQueue, lastID = last.Queue, last.ID
 		}
-		last := page[len(page)-1].Spec.Job
-		lastQueue, lastID = last.Queue, last.ID
+		select {
+		case pages <- livePageRead{page: page}:
+		case <-ctx.Done():
+			return
+		}
+		if !more {
+			return
+		}
 	}
 }
