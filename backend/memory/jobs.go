@@ -143,47 +143,13 @@ type scratch struct {
 }
 
 // checkFields is Commit's check of each job and event of w on its own,
-// without the lock: every problem as a FieldError.
+// without the lock: every problem as a FieldError (backend.Write's
+// CheckFields, and what this backend's compact records cannot hold).
 func (b *Backend) checkFields(w *backend.Write) []error {
-	var errs []error
-	for i := range w.Jobs {
-		s := &w.Jobs[i]
-		p := func(f string) string { return fmt.Sprintf("jobs[%d].%s", i, f) }
-		if s.Job == nil {
-			errs = append(errs, flotilla.Errorf(fmt.Sprintf("jobs[%d]", i), "", flotilla.ErrRequired, "no job"))
-			continue
-		}
-		if err := s.Job.Validate(b.schema); err != nil {
-			errs = append(errs, err)
-		}
-		if s.Job.JobSet == "" {
-			errs = append(errs, flotilla.Errorf(p("job.jobSet"), "", flotilla.ErrRequired, ""))
-		}
-		if s.TerminationGracePeriod < 0 {
-			errs = append(errs, flotilla.Errorf(p("terminationGracePeriod"), s.TerminationGracePeriod.String(), flotilla.ErrNegative, ""))
-		}
-		if s.ActiveDeadline < 0 {
-			errs = append(errs, flotilla.Errorf(p("activeDeadline"), s.ActiveDeadline.String(), flotilla.ErrNegative, ""))
-		}
-		if s.Runtime < 0 {
-			errs = append(errs, flotilla.Errorf(p("runtime"), s.Runtime.String(), flotilla.ErrNegative, ""))
-		}
-	}
+	errs := w.CheckFields(b.schema)
 	for i := range w.Events {
 		e := &w.Events[i]
 		p := func(f string) string { return fmt.Sprintf("events[%d].%s", i, f) }
-		if e.Queue == "" {
-			errs = append(errs, flotilla.Errorf(p("queue"), "", flotilla.ErrRequired, ""))
-		}
-		if e.JobSet == "" {
-			errs = append(errs, flotilla.Errorf(p("jobSet"), "", flotilla.ErrRequired, ""))
-		}
-		if e.Job == "" {
-			errs = append(errs, flotilla.Errorf(p("job"), "", flotilla.ErrRequired, ""))
-		}
-		if !e.Type.Valid() {
-			errs = append(errs, flotilla.Errorf(p("type"), e.Type.String(), flotilla.ErrMalformed, "not an event type"))
-		}
 		if !e.Time.IsZero() && (e.Time.Before(minTime) || e.Time.After(maxTime)) {
 			errs = append(errs, timeProblem(p("time"), e.Time))
 		}

@@ -11,9 +11,10 @@ import (
 )
 
 // checkFields is Commit's check of each job and event of w on its own:
-// every problem as a FieldError.
+// every problem as a FieldError (backend.Write's CheckFields, and what
+// PostgreSQL cannot hold).
 func (b *Backend) checkFields(w *backend.Write) []error {
-	var errs []error
+	errs := w.CheckFields(b.schema)
 	// text checks s, naming its field (built only on a problem).
 	text := func(s string, field func() string) {
 		if ok := textOK(s); !ok {
@@ -24,25 +25,9 @@ func (b *Backend) checkFields(w *backend.Write) []error {
 		s := &w.Jobs[i]
 		p := func(f string) string { return fmt.Sprintf("jobs[%d].%s", i, f) }
 		if s.Job == nil {
-			errs = append(errs, flotilla.Errorf(fmt.Sprintf("jobs[%d]", i), "", flotilla.ErrRequired, "no job"))
-			continue
+			continue // reported by CheckFields
 		}
 		j := s.Job
-		if err := j.Validate(b.schema); err != nil {
-			errs = append(errs, err)
-		}
-		if j.JobSet == "" {
-			errs = append(errs, flotilla.Errorf(p("job.jobSet"), "", flotilla.ErrRequired, ""))
-		}
-		if s.TerminationGracePeriod < 0 {
-			errs = append(errs, flotilla.Errorf(p("terminationGracePeriod"), s.TerminationGracePeriod.String(), flotilla.ErrNegative, ""))
-		}
-		if s.ActiveDeadline < 0 {
-			errs = append(errs, flotilla.Errorf(p("activeDeadline"), s.ActiveDeadline.String(), flotilla.ErrNegative, ""))
-		}
-		if s.Runtime < 0 {
-			errs = append(errs, flotilla.Errorf(p("runtime"), s.Runtime.String(), flotilla.ErrNegative, ""))
-		}
 		if err := timeProblem(p("job.submitTime"), j.SubmitTime); err != nil {
 			errs = append(errs, err)
 		}
@@ -72,18 +57,6 @@ func (b *Backend) checkFields(w *backend.Write) []error {
 	for i := range w.Events {
 		e := &w.Events[i]
 		p := func(f string) string { return fmt.Sprintf("events[%d].%s", i, f) }
-		if e.Queue == "" {
-			errs = append(errs, flotilla.Errorf(p("queue"), "", flotilla.ErrRequired, ""))
-		}
-		if e.JobSet == "" {
-			errs = append(errs, flotilla.Errorf(p("jobSet"), "", flotilla.ErrRequired, ""))
-		}
-		if e.Job == "" {
-			errs = append(errs, flotilla.Errorf(p("job"), "", flotilla.ErrRequired, ""))
-		}
-		if !e.Type.Valid() {
-			errs = append(errs, flotilla.Errorf(p("type"), e.Type.String(), flotilla.ErrMalformed, "not an event type"))
-		}
 		if err := timeProblem(p("time"), e.Time); err != nil {
 			errs = append(errs, err)
 		}
