@@ -59,8 +59,10 @@ type task struct {
 // Run).
 type Executor struct {
 	cfg Config
-	// held are the jobs the executor holds, by id.
+	// held are the jobs the executor holds, by id; ids are their ids,
+	// sorted (the order of reports).
 	held map[string]*task
+	ids  []string
 	// registered: the service has the cluster's nodes.
 	registered bool
 	// Finished counts the jobs the executor reported ended, by phase.
@@ -92,13 +94,26 @@ func New(cfg Config) (*Executor, error) {
 }
 
 // Held returns the ids of the jobs the executor holds, sorted.
-func (e *Executor) Held() []string {
-	ids := make([]string, 0, len(e.held))
-	for id := range e.held {
-		ids = append(ids, id)
+func (e *Executor) Held() []string { return slices.Clone(e.ids) }
+
+// hold adds a job to the held ones, keeping ids sorted.
+func (e *Executor) hold(id string, t *task) {
+	if _, ok := e.held[id]; !ok {
+		i, _ := slices.BinarySearch(e.ids, id)
+		e.ids = slices.Insert(e.ids, i, id)
 	}
-	slices.Sort(ids)
-	return ids
+	e.held[id] = t
+}
+
+// forget drops a held job.
+func (e *Executor) forget(id string) {
+	if _, ok := e.held[id]; !ok {
+		return
+	}
+	delete(e.held, id)
+	if i, ok := slices.BinarySearch(e.ids, id); ok {
+		e.ids = slices.Delete(e.ids, i, i+1)
+	}
 }
 
 // Finished counts the jobs reported ended in a phase (succeeded, failed,
@@ -121,7 +136,7 @@ func (e *Executor) Step(ctx context.Context) (api.ReportReply, error) {
 		}
 	}
 	var ended []string
-	for _, id := range e.Held() {
+	for _, id := range e.ids {
 		t := e.held[id]
 		if t.phase == server.PhaseRunning && !now.Before(t.started.Add(t.runtime)) {
 			t.phase = server.PhaseSucceeded
@@ -153,14 +168,14 @@ func (e *Executor) Step(ctx context.Context) (api.ReportReply, error) {
 	e.registered = true
 	for _, id := range ended {
 		e.finished[e.held[id].phase]++
-		delete(e.held, id)
+		e.forget(id)
 	}
 	for _, l := range reply.Leases {
 		if t, ok := e.held[l.Job]; ok && t.lease.Attempt == l.Attempt {
 			continue // a lease already held: the service re-sent it
 		}
 		rt, _ := time.ParseDuration(orZero(l.Runtime))
-		e.held[l.Job] = &task{lease: l, runtime: rt, started: now, phase: server.PhaseRunning, exitCode: l.ExitCode}
+		e.hold(l.Job, &task{lease: l, runtime: rt, started: now, phase: server.PhaseRunning, exitCode: l.ExitCode})
 	}
 	for _, k := range reply.Kill {
 		if t, ok := e.held[k.Job]; ok && t.lease.Attempt == k.Attempt && (t.phase == server.PhaseRunning || t.phase == server.PhasePending) {
@@ -198,7 +213,7 @@ func (e *Executor) dropRefused(err error, jobs []api.JobReport) int {
 			continue
 		}
 		if t, ok := e.held[jobs[i].Job]; ok && t.lease.Attempt == jobs[i].Attempt {
-			delete(e.held, jobs[i].Job)
+			e.forget(jobs[i].Job)
 			e.finished[server.PhaseStopped]++
 			dropped++
 		}
