@@ -37,26 +37,18 @@ func (s *Server) validQueue(q *flotilla.Queue) error {
 // (*flotilla.FieldError, joined), backend.ErrExists when the name is
 // taken, or the backend's error; nothing changes on error.
 func (s *Server) CreateQueue(ctx context.Context, q flotilla.Queue) error {
-	if err := s.validQueue(&q); err != nil {
-		return err
-	}
-	q = cloneQueue(q)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.fresh(ctx); err != nil {
-		return err
-	}
-	if err := s.be.CreateQueue(ctx, q); err != nil {
-		return err
-	}
-	s.queues[q.Name] = &q
-	return nil
+	return s.putQueue(ctx, q, s.be.CreateQueue)
 }
 
 // UpdateQueue replaces a queue's definition (its priority factor and
 // limits); the next cycle uses it. Errors as for CreateQueue, and
 // backend.ErrNotFound when there is no such queue.
 func (s *Server) UpdateQueue(ctx context.Context, q flotilla.Queue) error {
+	return s.putQueue(ctx, q, s.be.UpdateQueue)
+}
+
+// putQueue validates q, stores it with store and then keeps it in memory.
+func (s *Server) putQueue(ctx context.Context, q flotilla.Queue, store func(context.Context, flotilla.Queue) error) error {
 	if err := s.validQueue(&q); err != nil {
 		return err
 	}
@@ -66,7 +58,7 @@ func (s *Server) UpdateQueue(ctx context.Context, q flotilla.Queue) error {
 	if err := s.fresh(ctx); err != nil {
 		return err
 	}
-	if err := s.be.UpdateQueue(ctx, q); err != nil {
+	if err := store(ctx, q); err != nil {
 		return err
 	}
 	s.queues[q.Name] = &q
