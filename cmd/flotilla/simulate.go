@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/sim"
@@ -17,7 +18,8 @@ import (
 
 // simulate runs package sim over a cluster file and a workload file and
 // writes its tables (sim.Output.WriteDir), its plots and index.html into
-// -o DIR.
+// -o DIR; a run lasting over two seconds shows a progress line on
+// stderr.
 func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -37,7 +39,10 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if code != 0 {
 		return code
 	}
+	progress := newProgressLine(stderr, time.Now)
+	cfg.Progress = progress.update
 	out, err := sim.Run(ctx, cfg)
+	progress.finish()
 	if err != nil {
 		var fe *flotilla.FieldError
 		if errors.As(err, &fe) {

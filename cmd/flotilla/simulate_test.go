@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -252,4 +253,29 @@ func TestSummaryMeansOverCyclesAndDelaysOverLeasedJobs(t *testing.T) {
 	assert.Equal(t, 2, sums[0].Leased)
 	assert.True(t, math.IsNaN(sums[1].P50), "B has no leased job")
 	assert.Equal(t, 1, sums[1].Jobs)
+}
+
+func TestProgressLineStartsAfterTwoSecondsAndIsThrottled(t *testing.T) {
+	var buf bytes.Buffer
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := t0
+	l := newProgressLine(&buf, func() time.Time { return now })
+	p := sim.Progress{Now: time.Minute, End: 4 * time.Minute, Cycles: 6, Jobs: 10, Submitted: 4, Ended: 2}
+	for _, step := range []struct {
+		at    time.Duration
+		lines int
+	}{{0, 0}, {time.Second, 0}, {2 * time.Second, 1}, {2*time.Second + 100*time.Millisecond, 1}, {2*time.Second + 300*time.Millisecond, 2}} {
+		now = t0.Add(step.at)
+		l.update(p)
+		assert.Equal(t, step.lines, strings.Count(buf.String(), "\r"), "at %s", step.at)
+	}
+	assert.Contains(t, buf.String(), "virtual 1m0s ( 25%), cycle 6, 4/10 jobs submitted, 2 ended")
+	l.finish()
+	assert.True(t, strings.HasSuffix(buf.String(), "\n"))
+
+	var quiet bytes.Buffer
+	q := newProgressLine(&quiet, func() time.Time { return t0 })
+	q.update(p)
+	q.finish()
+	assert.Empty(t, quiet.String(), "a run under two seconds prints nothing")
 }
