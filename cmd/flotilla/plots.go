@@ -227,6 +227,10 @@ func makePlots(cfg sim.Config, out *sim.Output, sums []queueSummary) (map[string
 			return nil, err
 		}
 	}
+	// Room above the highest line for the legend.
+	for _, p := range []*plot.Plot{share, util, pre} {
+		p.Y.Min, p.Y.Max = 0, max(p.Y.Max*1.2, 1)
+	}
 	return plots, nil
 }
 
