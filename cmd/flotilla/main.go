@@ -10,6 +10,12 @@
 // jobs file (a JSON array or JSON lines of {"id", "user", "bank", "queue",
 // "urgency"}) against a bank tree, as `flux account jobs` does.
 //
+// simulate runs package sim (the service under a virtual clock) over a
+// cluster file and a workload file and writes its CSV/JSON-lines tables,
+// plots made with gonum/plot (share, utilisation, delay, preemptions; PNG
+// and SVG) and index.html into -o DIR; -config is serve's (SCENARIOS.md's
+// config and priorityClasses) read against the cluster file's resources.
+//
 // Exit codes: 0 when the scenario ran (whatever it decided), 1 when an
 // -expect file was given and the outcome differs, 2 for bad input.
 //
