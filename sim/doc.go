@@ -34,10 +34,14 @@
 //	   {"name": "node", "count": 10, "resources": {"cpu": "32", "memory": "256Gi"}}]}]}
 //
 // Not supported yet: Armada's YAML simulator files, node selectors,
-// tolerations, node-uniformity labels and exit codes in job templates,
-// the `config`/`priorityClasses` file of SCENARIOS.md (Config.Scheduler
-// takes a scheduler.Config as a Go value), plots, and the `flotilla
-// simulate` command.
+// tolerations, node-uniformity labels and exit codes in job templates.
+// Config.Scheduler takes a scheduler.Config as a Go value; the `flotilla
+// simulate` command (cmd/flotilla) reads SCENARIOS.md's
+// `config`/`priorityClasses` into it, and draws the plots.
+//
+// Config.Progress, when set, is called after every cycle with a
+// Progress (virtual time, cycles, jobs submitted and ended) for a
+// progress line.
 //
 // # Outputs
 //

@@ -54,6 +54,23 @@ type Config struct {
 	// MaxTime bounds a run without Workload.Duration; 0 means
 	// DefaultMaxTime.
 	MaxTime time.Duration
+	// Progress, when set, is called after every cycle with how far the
+	// run has come (for a progress line); it must not keep the value's
+	// address. Nil costs nothing.
+	Progress func(Progress)
+}
+
+// Progress is how far a run has come, after one of its cycles.
+type Progress struct {
+	// Now is the virtual time reached; End is Workload.Duration (0 when
+	// the run ends as its jobs do).
+	Now, End time.Duration
+	// Cycles run so far.
+	Cycles int
+	// Jobs is how many jobs the workload submits in all (counts times
+	// repeats); Submitted and Ended how many have been submitted and have
+	// ended so far.
+	Jobs, Submitted, Ended int
 }
 
 // Run simulates cfg: it starts the service (server.New over
@@ -166,6 +183,8 @@ type run struct {
 	cycle     int
 	end       time.Duration // 0: none
 	unended   int           // jobs submitted and not ended
+	submitted int           // jobs submitted
+	expected  int           // jobs the workload submits in all
 	pending   int           // templates not started yet
 	lastLease int           // leases of the last cycle
 	live      int           // jobs holding a lease
@@ -303,6 +322,7 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 			tp.times += t.Repeat.NumTimes
 		}
 		tp.expected = t.Count * tp.times
+		r.expected += tp.expected
 		if k := [2]string{t.Queue, tp.jobSet}; !seenSet[k] {
 			seenSet[k] = true
 			r.jobSets = append(r.jobSets, jobSetLog{queue: t.Queue, jobSet: tp.jobSet})
@@ -407,6 +427,7 @@ func (r *run) submit(ctx context.Context, a arrival) error {
 		r.out.jobOrder = append(r.out.jobOrder, id)
 	}
 	r.unended += len(ids)
+	r.submitted += len(ids)
 	return nil
 }
 
@@ -535,6 +556,10 @@ func (r *run) loop(ctx context.Context) error {
 			nextCycle += r.cfg.CycleInterval
 			if err := r.follow(ctx, now); err != nil {
 				return err
+			}
+			if r.cfg.Progress != nil {
+				r.cfg.Progress(Progress{Now: now, End: r.end, Cycles: r.cycle, Jobs: r.expected,
+					Submitted: r.submitted, Ended: r.submitted - r.unended})
 			}
 			if r.end == 0 && r.pending == 0 && len(r.arrivals) == 0 && (r.unended == 0 || (r.lastLease == 0 && r.live == 0)) {
 				break

@@ -125,3 +125,29 @@ func TestRequeuePreemptedRunsPreemptedJobsAgain(t *testing.T) {
 		require.Positive(t, preempted)
 	}
 }
+
+// TestProgressIsCalledAfterEveryCycle: Config.Progress sees every cycle,
+// in virtual-time order, the workload's job total, and at the last
+// cycle every job ended; it changes nothing of the output.
+func TestProgressIsCalledAfterEveryCycle(t *testing.T) {
+	cfg := load(t, "small.workload.json", "small.clusters.json")
+	plain, err := sim.Run(context.Background(), cfg)
+	require.NoError(t, err)
+	var seen []sim.Progress
+	cfg.Progress = func(p sim.Progress) { seen = append(seen, p) }
+	out, err := sim.Run(context.Background(), cfg)
+	require.NoError(t, err)
+	require.Equal(t, plain, out)
+	require.NotEmpty(t, seen)
+	for i, p := range seen {
+		require.Equal(t, i+1, p.Cycles)
+		require.Equal(t, len(out.Jobs), p.Jobs)
+		require.LessOrEqual(t, p.Ended, p.Submitted)
+		if i > 0 {
+			require.Greater(t, p.Now, seen[i-1].Now)
+		}
+	}
+	last := seen[len(seen)-1]
+	require.Equal(t, out.End, last.Now.Seconds())
+	require.Equal(t, len(out.Jobs), last.Ended)
+}

@@ -4,10 +4,17 @@
 //
 //	flotilla schedule [-o table|json] [-expect FILE.expect.json] FILE.json
 //	flotilla priority -bank-tree FILE [-weights FILE] [-recompute=false] -jobs FILE
+//	flotilla simulate -cluster FILE -workload FILE -o DIR [-config FILE] [-seed N]
 //
 // priority prints flux-accounting's multi-factor priority of each job in a
 // jobs file (a JSON array or JSON lines of {"id", "user", "bank", "queue",
 // "urgency"}) against a bank tree, as `flux account jobs` does.
+//
+// simulate runs package sim (the service under a virtual clock) over a
+// cluster file and a workload file and writes its CSV/JSON-lines tables,
+// plots made with gonum/plot (share, utilisation, delay, preemptions; PNG
+// and SVG) and index.html into -o DIR; -config is serve's (SCENARIOS.md's
+// config and priorityClasses) read against the cluster file's resources.
 //
 // Exit codes: 0 when the scenario ran (whatever it decided), 1 when an
 // -expect file was given and the outcome differs, 2 for bad input.
@@ -35,6 +42,8 @@ const usage = `usage:
       run a scenario file through the scheduler and print each round
   flotilla priority -bank-tree FILE [-weights FILE] [-recompute=false] -jobs FILE
       print each job's multi-factor priority breakdown, as flux account jobs does
+  flotilla simulate -cluster FILE -workload FILE -o DIR [-config FILE] [-seed N]
+      simulate the service over virtual time; write CSV/JSONL tables, plots and index.html
 
   flotilla serve    [-listen 127.0.0.1:8080] [-db URL] [-config FILE] [-auth FILE]
                     [-cycle 1s] [-lease-timeout 30s] [-tls-cert FILE -tls-key FILE]
@@ -82,6 +91,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return statusCmd(ctx, args[1:], stdout, stderr)
 	case "executor":
 		return executorCmd(ctx, args[1:], stdout, stderr)
+	case "simulate":
+		return simulate(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -44,23 +44,37 @@ type serveConfig struct {
 // loadServeConfig reads -config into the scheduler's configuration and
 // the service's requeue setting, validated as a scenario's would be.
 func loadServeConfig(path string) (scheduler.Config, bool, error) {
-	var sc serveConfig
-	if path != "" {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return scheduler.Config{}, false, err
-		}
-		decodeErr := strictjson.Decode(data, &sc)
-		if strictjson.Fatal(decodeErr) {
-			return scheduler.Config{}, false, decodeErr
-		}
-		if decodeErr != nil {
-			return scheduler.Config{}, false, decodeErr
-		}
+	sc, err := readServeConfig(path)
+	if err != nil {
+		return scheduler.Config{}, false, err
 	}
 	if len(sc.Resources) == 0 {
 		sc.Resources = defaultResources()
 	}
+	return sc.build()
+}
+
+// readServeConfig decodes a -config file strictly; an empty path is the
+// empty configuration.
+func readServeConfig(path string) (serveConfig, error) {
+	var sc serveConfig
+	if path == "" {
+		return sc, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return sc, err
+	}
+	if err := strictjson.Decode(data, &sc); err != nil {
+		return serveConfig{}, err
+	}
+	return sc, nil
+}
+
+// build validates the config and priority classes over sc.Resources as a
+// scenario's would be and returns the scheduler's configuration and the
+// requeue setting.
+func (sc serveConfig) build() (scheduler.Config, bool, error) {
 	// A node template of count 0 gives the schema its resources and no
 	// nodes; Build validates the config and classes as for a scenario.
 	res := make(map[string]string, len(sc.Resources))

@@ -1,0 +1,291 @@
+package main
+
+import (
+	"html/template"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/sim"
+)
+
+// plotNames are the plots simulate writes, each as NAME.png and NAME.svg.
+func plotNames() []string { return []string{"share", "utilisation", "delay", "preemptions"} }
+
+// delayPercentiles are the queueing-delay percentiles the delay plot shows.
+func delayPercentiles() []float64 { return []float64{50, 90, 95, 99} }
+
+// queueSummary is one queue's row of index.html's table.
+type queueSummary struct {
+	Name                                   string
+	MeanShare, MeanFairShare, MeanAdjusted float64
+	P50, P95                               float64 // NaN when no job of the queue was leased
+	Preemptions                            int
+	Jobs, Leased                           int
+	delays                                 []float64 // sorted
+}
+
+// summarise computes the per-queue summary: means over the cycles of the
+// run, queueing delay (latest lease minus submission) percentiles over
+// the queue's leased jobs, and the preempted events of its jobs. Queues
+// are in the workload's order.
+func summarise(w *sim.Workload, out *sim.Output) []queueSummary {
+	sums := make([]queueSummary, len(w.Queues))
+	idx := make(map[string]int, len(w.Queues))
+	for i, q := range w.Queues {
+		sums[i].Name = q.Name
+		idx[q.Name] = i
+	}
+	rows := make([]int, len(sums))
+	for _, r := range out.Queues {
+		i, ok := idx[r.Queue]
+		if !ok {
+			continue
+		}
+		rows[i]++
+		sums[i].MeanShare += r.Share
+		sums[i].MeanFairShare += r.FairShare
+		sums[i].MeanAdjusted += r.AdjustedFairShare
+	}
+	for _, j := range out.Jobs {
+		i, ok := idx[j.Queue]
+		if !ok {
+			continue
+		}
+		s := &sums[i]
+		s.Jobs++
+		s.Preemptions += j.Preemptions
+		if j.Submitted != nil && j.Leased != nil {
+			s.Leased++
+			s.delays = append(s.delays, *j.Leased-*j.Submitted)
+		}
+	}
+	for i := range sums {
+		s := &sums[i]
+		if rows[i] > 0 {
+			n := float64(rows[i])
+			s.MeanShare, s.MeanFairShare, s.MeanAdjusted = s.MeanShare/n, s.MeanFairShare/n, s.MeanAdjusted/n
+		}
+		slices.Sort(s.delays)
+		s.P50, s.P95 = percentile(s.delays, 50), percentile(s.delays, 95)
+	}
+	return sums
+}
+
+// percentile is the nearest-rank p-th percentile of sorted values; NaN
+// when there are none.
+func percentile(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	k := int(math.Ceil(p / 100 * float64(len(sorted))))
+	return sorted[min(max(k, 1), len(sorted))-1]
+}
+
+// capacity is the clusters' total of each of resources, in the schema's
+// units (as sim.Output.Allocated).
+func capacity(c *sim.Clusters, resources []string) ([]float64, error) {
+	schema, err := flotilla.NewResourceSchema(resources...)
+	if err != nil {
+		return nil, err
+	}
+	total := make([]float64, len(resources))
+	for _, cl := range c.Clusters {
+		for _, n := range cl.Nodes {
+			v, err := schema.Parse("resources", n.Resources)
+			if err != nil {
+				return nil, err
+			}
+			count := 1
+			if n.Count != nil {
+				count = *n.Count
+			}
+			for i := range total {
+				total[i] += float64(v[i]) * float64(count)
+			}
+		}
+	}
+	return total, nil
+}
+
+// cycleSeries is one value per cycle of out, summed over the rows of a
+// cycle by value, with each cycle's time as X.
+func cycleSeries(out *sim.Output, keep func(*sim.QueueRow) bool, value func(*sim.QueueRow) float64) plotter.XYs {
+	var xys plotter.XYs
+	last := -1
+	for i := range out.Queues {
+		r := &out.Queues[i]
+		if r.Cycle != last {
+			xys = append(xys, plotter.XY{X: r.Time})
+			last = r.Cycle
+		}
+		if keep(r) {
+			xys[len(xys)-1].Y += value(r)
+		}
+	}
+	return xys
+}
+
+// addLine adds a line of colour and dash style i to p, named in the legend.
+func addLine(p *plot.Plot, xys plotter.XYs, name string, colour, dashes int) error {
+	l, err := plotter.NewLine(xys)
+	if err != nil {
+		return err
+	}
+	l.Color = plotutil.Color(colour)
+	l.Dashes = plotutil.Dashes(dashes)
+	l.Width = vg.Points(1.5)
+	p.Add(l)
+	p.Legend.Add(name, l)
+	return nil
+}
+
+// makePlots builds the four plots of a run.
+func makePlots(cfg sim.Config, out *sim.Output, sums []queueSummary) (map[string]*plot.Plot, error) {
+	plots := map[string]*plot.Plot{}
+	newPlot := func(name, title, x, y string) *plot.Plot {
+		p := plot.New()
+		p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, x, y
+		p.Legend.Top = true
+		p.Add(plotter.NewGrid())
+		plots[name] = p
+		return p
+	}
+	const seconds = "virtual time (s)"
+
+	share := newPlot("share", "Share against fair share per queue", seconds, "share of the cluster")
+	for i, s := range sums {
+		mine := func(r *sim.QueueRow) bool { return r.Queue == s.Name }
+		if err := addLine(share, cycleSeries(out, mine, func(r *sim.QueueRow) float64 { return r.Share }), s.Name+" share", i, 0); err != nil {
+			return nil, err
+		}
+		if err := addLine(share, cycleSeries(out, mine, func(r *sim.QueueRow) float64 { return r.FairShare }), s.Name+" fair share", i, 1); err != nil {
+			return nil, err
+		}
+	}
+
+	util := newPlot("utilisation", "Cluster utilisation", seconds, "allocated / capacity")
+	total, err := capacity(cfg.Clusters, out.Resources)
+	if err != nil {
+		return nil, err
+	}
+	all := func(*sim.QueueRow) bool { return true }
+	for k, name := range out.Resources {
+		if total[k] == 0 {
+			continue
+		}
+		xys := cycleSeries(out, all, func(r *sim.QueueRow) float64 { return float64(r.Allocated[k]) })
+		for i := range xys {
+			xys[i].Y /= total[k]
+		}
+		if err := addLine(util, xys, name, k, 0); err != nil {
+			return nil, err
+		}
+	}
+
+	delay := newPlot("delay", "Queueing-delay percentiles per queue", "percentile", "delay (s)")
+	pcts := delayPercentiles()
+	names := make([]string, len(pcts))
+	for i, p := range pcts {
+		names[i] = "p" + strconv.FormatFloat(p, 'g', -1, 64)
+	}
+	delay.NominalX(names...)
+	width := vg.Points(float64(60) / float64(max(len(sums), 1)))
+	for i, s := range sums {
+		vals := make(plotter.Values, len(pcts))
+		for k, p := range pcts {
+			if v := percentile(s.delays, p); !math.IsNaN(v) {
+				vals[k] = v
+			}
+		}
+		bars, err := plotter.NewBarChart(vals, width)
+		if err != nil {
+			return nil, err
+		}
+		bars.Color = plotutil.Color(i)
+		bars.LineStyle.Width = 0
+		bars.Offset = width * vg.Length(float64(i)-float64(len(sums)-1)/2)
+		delay.Add(bars)
+		delay.Legend.Add(s.Name, bars)
+	}
+	// Room for the outer bars and, above the highest, for the legend.
+	delay.X.Min, delay.X.Max = -0.5, float64(len(pcts))-0.5
+	delay.Y.Min, delay.Y.Max = 0, max(delay.Y.Max*1.25, 1)
+
+	pre := newPlot("preemptions", "Preemptions per cycle", seconds, "jobs preempted")
+	for i, s := range sums {
+		mine := func(r *sim.QueueRow) bool { return r.Queue == s.Name }
+		if err := addLine(pre, cycleSeries(out, mine, func(r *sim.QueueRow) float64 { return float64(r.Preempted) }), s.Name, i, 0); err != nil {
+			return nil, err
+		}
+	}
+	// Room above the highest line for the legend.
+	for _, p := range []*plot.Plot{share, util, pre} {
+		p.Y.Min, p.Y.Max = 0, max(p.Y.Max*1.2, 1)
+	}
+	return plots, nil
+}
+
+// writeReport writes the plots (PNG and SVG) and index.html into dir.
+func writeReport(dir string, cfg sim.Config, out *sim.Output) error {
+	sums := summarise(cfg.Workload, out)
+	plots, err := makePlots(cfg, out, sums)
+	if err != nil {
+		return err
+	}
+	for _, name := range plotNames() {
+		for _, ext := range []string{".png", ".svg"} {
+			if err := plots[name].Save(8*vg.Inch, 4.5*vg.Inch, filepath.Join(dir, name+ext)); err != nil {
+				return err
+			}
+		}
+	}
+	f, err := os.Create(filepath.Join(dir, "index.html"))
+	if err != nil {
+		return err
+	}
+	err = indexHTML.Execute(f, struct {
+		End    float64
+		Jobs   int
+		Plots  []string
+		Queues []queueSummary
+	}{out.End, len(out.Jobs), plotNames(), sums})
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// fmtNum formats a summary number; NaN (nothing to measure) is a dash.
+func fmtNum(v float64) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	return strconv.FormatFloat(v, 'f', 3, 64)
+}
+
+var indexHTML = template.Must(template.New("index").Funcs(template.FuncMap{"num": fmtNum}).Parse(`<!DOCTYPE html>
+<html lang="en">
+<head><meta charset="utf-8"><title>flotilla simulate</title>
+<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:right}td:first-child,th:first-child{text-align:left}img{max-width:100%}</style>
+</head>
+<body>
+<h1>flotilla simulate</h1>
+<p>{{.Jobs}} jobs over {{num .End}} s of virtual time. Tables: <a href="queues.csv">queues.csv</a>, <a href="jobs.csv">jobs.csv</a>, <a href="queues.jsonl">queues.jsonl</a>, <a href="jobs.jsonl">jobs.jsonl</a>.</p>
+<table>
+<tr><th>queue</th><th>mean share</th><th>mean fair share</th><th>mean adjusted fair share</th><th>p50 queueing delay (s)</th><th>p95 queueing delay (s)</th><th>preemptions</th><th>jobs</th><th>leased</th></tr>
+{{range .Queues}}<tr><td>{{.Name}}</td><td>{{num .MeanShare}}</td><td>{{num .MeanFairShare}}</td><td>{{num .MeanAdjusted}}</td><td>{{num .P50}}</td><td>{{num .P95}}</td><td>{{.Preemptions}}</td><td>{{.Jobs}}</td><td>{{.Leased}}</td></tr>
+{{end}}</table>
+{{range .Plots}}<h2>{{.}}</h2>
+<p><img src="{{.}}.svg" alt="{{.}}"> <a href="{{.}}.png">PNG</a></p>
+{{end}}</body>
+</html>
+`))

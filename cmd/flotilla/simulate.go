@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/sim"
+)
+
+// simulate runs package sim over a cluster file and a workload file and
+// writes its tables (sim.Output.WriteDir), its plots and index.html into
+// -o DIR; a run lasting over two seconds shows a progress line on
+// stderr.
+func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	clusterPath := fs.String("cluster", "", "cluster file (JSON, package sim's format)")
+	workloadPath := fs.String("workload", "", "workload file (JSON, package sim's format)")
+	dir := fs.String("o", "", "output directory (created if absent)")
+	configPath := fs.String("config", "", "SCENARIOS.md's config and priorityClasses, as serve's -config")
+	seed := fs.String("seed", "", "random seed; overrides the workload's seed")
+	if err := fs.Parse(args); err != nil {
+		return flagExit(err)
+	}
+	if fs.NArg() != 0 || *clusterPath == "" || *workloadPath == "" || *dir == "" {
+		fmt.Fprint(stderr, "usage: flotilla simulate -cluster FILE -workload FILE -o DIR [-config FILE] [-seed N]\n")
+		return 2
+	}
+	cfg, code := simConfig(*clusterPath, *workloadPath, *configPath, *seed, stderr)
+	if code != 0 {
+		return code
+	}
+	progress := newProgressLine(stderr, time.Now)
+	cfg.Progress = progress.update
+	out, err := sim.Run(ctx, cfg)
+	progress.finish()
+	if err != nil {
+		var fe *flotilla.FieldError
+		if errors.As(err, &fe) {
+			fmt.Fprintln(stderr, "flotilla: bad simulation input:")
+			printErrors(stderr, err)
+			return 2
+		}
+		fmt.Fprintf(stderr, "flotilla: simulate: %v\n", err)
+		return 1
+	}
+	if err := os.MkdirAll(*dir, 0o755); err != nil {
+		fmt.Fprintf(stderr, "flotilla: %v\n", err)
+		return 1
+	}
+	if err := out.WriteDir(*dir); err != nil {
+		fmt.Fprintf(stderr, "flotilla: %v\n", err)
+		return 1
+	}
+	if err := writeReport(*dir, cfg, out); err != nil {
+		fmt.Fprintf(stderr, "flotilla: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "simulated %gs of virtual time, %d jobs; wrote %s\n", out.End, len(out.Jobs), *dir)
+	return 0
+}
+
+// simConfig reads and checks simulate's input files into a sim.Config,
+// printing every problem; the code is 0 when all is well, else 2.
+func simConfig(clusterPath, workloadPath, configPath, seed string, stderr io.Writer) (sim.Config, int) {
+	var cfg sim.Config
+	bad := func(path, what string, err error) (sim.Config, int) {
+		fmt.Fprintf(stderr, "flotilla: %s is not a valid %s:\n", path, what)
+		printErrors(stderr, err)
+		return sim.Config{}, 2
+	}
+	data, err := os.ReadFile(clusterPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "flotilla: %v\n", err)
+		return cfg, 2
+	}
+	if cfg.Clusters, err = sim.ParseClusters(data); err != nil {
+		return bad(clusterPath, "cluster file", err)
+	}
+	if data, err = os.ReadFile(workloadPath); err != nil {
+		fmt.Fprintf(stderr, "flotilla: %v\n", err)
+		return cfg, 2
+	}
+	if cfg.Workload, err = sim.ParseWorkload(data); err != nil {
+		return bad(workloadPath, "workload file", err)
+	}
+	if seed != "" {
+		n, err := strconv.ParseUint(seed, 10, 64)
+		if err != nil {
+			return bad("-seed", "seed", flotilla.Errorf("seed", seed, flotilla.ErrMalformed, "want a non-negative integer"))
+		}
+		cfg.Workload.Seed = n
+	}
+	if configPath != "" {
+		sc, err := readServeConfig(configPath)
+		if err != nil {
+			return bad(configPath, "config file", err)
+		}
+		if len(sc.Resources) > 0 {
+			return bad(configPath, "config file", flotilla.Errorf("resources", strings.Join(sc.Resources, ","),
+				flotilla.ErrInconsistent, "simulate takes its resources from the cluster file"))
+		}
+		// The simulation's schema is every resource a node names; the
+		// configuration is validated against those (sim replaces the
+		// Schema with its own, which names the same resources).
+		sc.Resources = clusterResources(cfg.Clusters)
+		schedCfg, requeue, err := sc.build()
+		if err != nil {
+			return bad(configPath, "config file", err)
+		}
+		cfg.Scheduler, cfg.RequeuePreempted = &schedCfg, requeue
+	}
+	return cfg, 0
+}
+
+// clusterResources is every resource a node of c names, sorted (the
+// simulation's schema).
+func clusterResources(c *sim.Clusters) []string {
+	var names []string
+	for _, cl := range c.Clusters {
+		for _, n := range cl.Nodes {
+			for r := range n.Resources {
+				if !slices.Contains(names, r) {
+					names = append(names, r)
+				}
+			}
+		}
+	}
+	slices.Sort(names)
+	return names
+}
