@@ -42,6 +42,9 @@ type Options struct {
 	// route pattern (as Routes lists it), status code and duration. The
 	// flotilla command counts requests and submit rejections with it.
 	Observe func(route string, status int, d time.Duration)
+	// Clock times the requests Observe hears of; nil means the service's
+	// server.SystemClock.
+	Clock server.Clock
 }
 
 // Handler serves the HTTP API of a server.Server (openapi.json).
@@ -61,6 +64,9 @@ func New(srv *server.Server, opts Options) *Handler {
 	}
 	if opts.MaxBodyBytes == 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.Clock == nil {
+		opts.Clock = server.SystemClock{}
 	}
 	h := &Handler{srv: srv, opts: opts, mux: http.NewServeMux(), anon: &Principal{Name: "anonymous", admin: true}}
 	for _, r := range h.routes() {
@@ -540,12 +546,12 @@ func (h *Handler) observed(route string, fn http.HandlerFunc) http.HandlerFunc {
 		return fn
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
+		start := h.opts.Clock.Now()
 		sw := &statusWriter{ResponseWriter: w}
 		fn(sw, r)
 		if sw.status == 0 {
 			sw.status = http.StatusOK
 		}
-		h.opts.Observe(route, sw.status, time.Since(start))
+		h.opts.Observe(route, sw.status, h.opts.Clock.Now().Sub(start))
 	}
 }
