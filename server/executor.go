@@ -169,7 +169,7 @@ func (s *Server) checkCluster(r *Report) error {
 	if r.Cluster == "" {
 		return flotilla.Errorf("cluster", "", flotilla.ErrRequired, "")
 	}
-	if strings.ContainsFunc(r.Cluster, func(c rune) bool { return c == '/' || c < ' ' || c == 0x7f }) {
+	if badName(r.Cluster) {
 		return flotilla.Errorf("cluster", r.Cluster, flotilla.ErrMalformed, "a cluster name has no '/' and no control characters")
 	}
 	if c := s.clusters[r.Cluster]; r.Nodes == nil && (c == nil || c.reported.IsZero() && c.nodes == nil) {

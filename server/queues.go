@@ -27,7 +27,7 @@ func (s *Server) validQueue(q *flotilla.Queue) error {
 				"not a configured priority class"))
 		}
 	}
-	if q.Name != "" && strings.ContainsFunc(q.Name, func(r rune) bool { return r == '/' || r < ' ' || r == 0x7f }) {
+	if q.Name != "" && badName(q.Name) {
 		errs = append(errs, flotilla.Errorf(fmt.Sprintf("queue %q.name", q.Name), q.Name, flotilla.ErrMalformed, "a queue name has no '/' and no control characters"))
 	}
 	return errors.Join(errs...)

@@ -285,7 +285,7 @@ func (c *checker) request(req *SubmitRequest, now time.Time) []backend.JobSpec {
 	}
 	if req.JobSet == "" {
 		c.add(flotilla.Errorf("jobSet", "", flotilla.ErrRequired, ""))
-	} else if strings.ContainsFunc(req.JobSet, unicode.IsControl) || !utf8.ValidString(req.JobSet) {
+	} else if notText(req.JobSet) {
 		c.add(flotilla.Errorf("jobSet", req.JobSet, flotilla.ErrMalformed, "a job set's name is UTF-8 text without control characters"))
 	}
 	if len(req.Jobs) == 0 {
@@ -660,3 +660,14 @@ func more(n int) string {
 	}
 	return fmt.Sprintf(" (and %d more)", n-1)
 }
+
+// notText reports whether s is not UTF-8 text free of control characters,
+// as the names of job sets, queues and clusters must be.
+func notText(s string) bool {
+	return !utf8.ValidString(s) || strings.ContainsFunc(s, unicode.IsControl)
+}
+
+// badName reports whether s cannot name a queue or a cluster: not text
+// (notText), or holding a '/' (names are path segments and, for clusters,
+// the prefix of a snapshot's node names).
+func badName(s string) bool { return notText(s) || strings.ContainsRune(s, '/') }

@@ -117,23 +117,16 @@ func cloneQueue(q flotilla.Queue) flotilla.Queue {
 
 // CreateQueue stores a new queue: backend.ErrExists when the name is taken.
 func (b *Backend) CreateQueue(ctx context.Context, q flotilla.Queue) error {
-	if err := q.Validate(); err != nil {
-		return err
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.ready(ctx); err != nil {
-		return err
-	}
-	if _, ok := b.queues[q.Name]; ok {
-		return flotilla.Errorf("queue", q.Name, backend.ErrExists, "")
-	}
-	b.queues[q.Name] = cloneQueue(q)
-	return nil
+	return b.putQueue(ctx, q, false)
 }
 
 // UpdateQueue replaces a queue: backend.ErrNotFound when there is none.
 func (b *Backend) UpdateQueue(ctx context.Context, q flotilla.Queue) error {
+	return b.putQueue(ctx, q, true)
+}
+
+// putQueue stores q, which must exist already (update) or not (create).
+func (b *Backend) putQueue(ctx context.Context, q flotilla.Queue, update bool) error {
 	if err := q.Validate(); err != nil {
 		return err
 	}
@@ -142,7 +135,10 @@ func (b *Backend) UpdateQueue(ctx context.Context, q flotilla.Queue) error {
 	if err := b.ready(ctx); err != nil {
 		return err
 	}
-	if _, ok := b.queues[q.Name]; !ok {
+	switch _, ok := b.queues[q.Name]; {
+	case ok && !update:
+		return flotilla.Errorf("queue", q.Name, backend.ErrExists, "")
+	case !ok && update:
 		return flotilla.Errorf("queue", q.Name, backend.ErrNotFound, "")
 	}
 	b.queues[q.Name] = cloneQueue(q)
