@@ -309,8 +309,13 @@ func explainScheduled(b *scenario.Built, d *scenario.Decision, job *flotilla.Job
 		}
 		why := fmt.Sprintf("the tightest fit: of the nodes that admit it and have room, the least free capacity (indexed resources first), "+
 			"its queue's own nodes first, then unused, then shared ones; this one was %s when the round started", tier)
-		if job.Gang.ID != "" {
-			why = fmt.Sprintf("placed with all %d members of gang %s in one domain, each member on %s", job.Gang.Cardinality, job.Gang.ID, why)
+		if g := job.Gang; g.ID != "" {
+			domain := "one cluster"
+			if g.NodeUniformityLabel != "" {
+				domain = "one domain, " + g.NodeUniformityLabel + "=" + nodeLabel(d, a.Node, g.NodeUniformityLabel)
+			}
+			why = fmt.Sprintf("placed with all %d members of gang %s in %s (of the domains that hold the gang, the one left with the least free capacity); within it, %s",
+				g.Cardinality, g.ID, domain, why)
 		}
 		ex.State = "scheduled"
 		ex.Scheduled = &scheduledJSON{Node: a.Node, Why: why, NodeFreeBefore: free, NodeQueuesBefore: users}
@@ -318,6 +323,16 @@ func explainScheduled(b *scenario.Built, d *scenario.Decision, job *flotilla.Job
 		return true
 	}
 	return false
+}
+
+// nodeLabel is the value of label key on node name.
+func nodeLabel(d *scenario.Decision, name, key string) string {
+	for _, n := range d.Snapshot.Nodes {
+		if n.Name == name {
+			return n.Labels[key]
+		}
+	}
+	return ""
 }
 
 // nodeBefore is a node's free capacity when the round started (its total
