@@ -68,7 +68,7 @@ type scheduleRounds struct {
 		} `json:"preempted"`
 		Unschedulable []struct{ Job, Reason string } `json:"unschedulable"`
 		Queues        []struct {
-			Name                               string
+			Name                                string
 			Share, FairShare, AdjustedFairShare float64
 		} `json:"queues"`
 	} `json:"rounds"`
