@@ -226,7 +226,7 @@ func explainDecision(b *scenario.Built, d *scenario.Decision, job *flotilla.Job,
 	for qi, q := range d.Snapshot.Queues {
 		if q.Name == job.Queue && qi < len(res.Queues) {
 			r := res.Queues[qi]
-			ex.QueueShare = queueShareJSON{Share: r.Share, FairShare: r.FairShare, AdjustedFairShare: r.AdjustedFairShare,
+			ex.QueueShare = &queueShareJSON{Share: r.Share, FairShare: r.FairShare, AdjustedFairShare: r.AdjustedFairShare,
 				Demand: r.Demand, Running: r.Running, Queued: r.Queued}
 		}
 	}

@@ -26,11 +26,14 @@ type explanation struct {
 	Priority priorityJSON      `json:"priority"`
 	Place    *placeJSON        `json:"place,omitempty"`
 	// QueueShare is the round's: every queue has one, idle ones too.
-	QueueShare  queueShareJSON   `json:"queueShare"`
+	QueueShare  *queueShareJSON  `json:"queueShare,omitempty"`
 	Scheduled   *scheduledJSON   `json:"scheduled,omitempty"`
 	Unscheduled *unscheduledJSON `json:"unscheduled,omitempty"`
 	Preempted   *preemptedJSON   `json:"preempted,omitempty"`
 	Earlier     *earlierEvent    `json:"earlier,omitempty"`
+	// header is the text form's first line: "job ID, round N: STATE" when
+	// empty.
+	header string
 }
 
 type gangJSON struct {
@@ -129,10 +132,18 @@ func writeExplainText(w io.Writer, ex *explanation) error {
 	n := safetext.Name
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(label, format string, a ...any) { fmt.Fprintf(tw, "%s\t%s\n", label, fmt.Sprintf(format, a...)) }
-	fmt.Fprintf(tw, "job %s, round %d: %s\n", n(ex.Job), ex.Round, ex.State)
-	row("  summary", "%s", ex.Summary)
+	if ex.header != "" {
+		fmt.Fprintln(tw, ex.header)
+	} else {
+		fmt.Fprintf(tw, "job %s, round %d: %s\n", n(ex.Job), ex.Round, ex.State)
+	}
+	if ex.Summary != "" {
+		row("  summary", "%s", ex.Summary)
+	}
 	row("  queue", "%s, job set %s", n(ex.Queue), quoteEmpty(ex.JobSet))
-	row("  requests", "%s", quantities(ex.Requests))
+	if ex.Requests != nil {
+		row("  requests", "%s", quantities(ex.Requests))
+	}
 	if g := ex.Gang; g != nil {
 		label := ""
 		if g.NodeUniformityLabel != "" {
@@ -141,22 +152,34 @@ func writeExplainText(w io.Writer, ex *explanation) error {
 		row("  gang", "%s, %d members%s", n(g.ID), g.Cardinality, label)
 	}
 	p := ex.Priority
-	preemptible := "not preemptible"
-	if p.Preemptible {
-		preemptible = "preemptible"
+	preemptible := ", not preemptible"
+	switch {
+	case ex.header != "": // the service's status: preemptibility not known here
+		preemptible = ""
+	case p.Preemptible:
+		preemptible = ", preemptible"
 	}
-	row("  priority", "class %s (priority %d, %s), job priority %d (lower runs first within a class)",
+	row("  priority", "class %s (priority %d%s), job priority %d (lower runs first within a class)",
 		n(p.Class), p.ClassPriority, preemptible, p.Priority)
 	if pl := ex.Place; pl != nil {
 		ahead := "none ahead"
 		if pl.Ahead > 0 {
 			ahead = fmt.Sprintf("%d ahead, requesting %s in total", pl.Ahead, quantities(pl.AheadRequests))
 		}
-		row("  place", "%d of %d queued in %s when the round started; %s", pl.Position, pl.Queued, n(ex.Queue), ahead)
+		when := "when the round started"
+		if ex.header != "" {
+			when = "now"
+		}
+		row("  place", "%d of %d queued in %s %s; %s", pl.Position, pl.Queued, n(ex.Queue), when, ahead)
 	}
-	q := ex.QueueShare
-	row("  queue share", "%.3f after the round (%s its adjusted fair share) against fair share %.3f, adjusted fair share %.3f, demand %.3f; %d running, %d queued",
-		q.Share, compareShare(q.Share, q.AdjustedFairShare), q.FairShare, q.AdjustedFairShare, q.Demand, q.Running, q.Queued)
+	if q := ex.QueueShare; q != nil {
+		after := "the round"
+		if ex.header != "" {
+			after = "the last cycle"
+		}
+		row("  queue share", "%.3f after %s (%s its adjusted fair share) against fair share %.3f, adjusted fair share %.3f, demand %.3f; %d running, %d queued",
+			q.Share, after, compareShare(q.Share, q.AdjustedFairShare), q.FairShare, q.AdjustedFairShare, q.Demand, q.Running, q.Queued)
+	}
 	if s := ex.Scheduled; s != nil {
 		row("  node", "%s", n(s.Node))
 		row("  why there", "%s", s.Why)
@@ -200,7 +223,11 @@ func writeUnscheduledText(tw io.Writer, row func(label, format string, a ...any)
 		row("  same as", "job %s (same requirements: its search stands for this one)", n(u.SameAs))
 	}
 	if g := u.GangMember; g != nil {
-		row("  gang member", "%s does not fit where the gang came closest, after %d of %d members were placed", n(g.Job), g.PlacedBefore, g.Members)
+		of := ""
+		if g.Members > 0 {
+			of = fmt.Sprintf(" of %d", g.Members)
+		}
+		row("  gang member", "%s does not fit where the gang came closest, after %d%s members were placed", n(g.Job), g.PlacedBefore, of)
 	}
 	if u.NodeGroups == nil {
 		if u.Message != "" {

@@ -62,7 +62,7 @@ const usage = `usage:
   flotilla cancel   JOB_ID... | -queue Q -jobset S
   flotilla events   -queue Q -jobset S [-from SEQ] [-o json]
   flotilla watch    -queue Q -jobset S [-from SEQ] [-until-done] [-o json]
-  flotilla status   JOB_ID... [-o json]
+  flotilla status   JOB_ID... [-v] [-o json]
   flotilla executor -cluster NAME -nodes FILE [-renew 5s]
       the queueing service, its clients and a fake executor (SERVICE.md); clients
       take -server URL (or $FLOTILLA_SERVER) and -token T (or $FLOTILLA_TOKEN)
