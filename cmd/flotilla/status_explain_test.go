@@ -4,13 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/api"
+	"github.com/flotilla-sched/flotilla/backend/memory"
+	"github.com/flotilla-sched/flotilla/httpapi"
+	"github.com/flotilla-sched/flotilla/priority"
+	"github.com/flotilla-sched/flotilla/scheduler"
 	"github.com/flotilla-sched/flotilla/server"
 )
 
@@ -72,4 +79,34 @@ func TestStatusVerboseGivesPlaceSharesAndNodeGroups(t *testing.T) {
 	code, out, _ = runCmd("status", "-server", p.url, "-o", "json", ids[5])
 	require.Equal(t, 0, code)
 	assert.NotContains(t, out, `"explain"`, "only asked for")
+}
+
+// With flux priorities, `flotilla status -v` ends with the jobs' flux
+// breakdowns, the table `flotilla priority` prints.
+func TestStatusVerboseWithFluxPrintsTheBreakdownTable(t *testing.T) {
+	ctx := context.Background()
+	tree, err := priority.NewBankTree(time.Hour, time.Now())
+	require.NoError(t, err)
+	require.NoError(t, tree.AddBank("A", "", 1, 0))
+	require.NoError(t, tree.AddAssociation(server.DefaultFluxUser, "A", 1))
+	schema := flotilla.MustResourceSchema("cpu", "memory")
+	srv, err := server.New(ctx, server.Config{Scheduler: scheduler.DefaultConfig(schema), Backend: memory.New(schema),
+		Clock: server.SystemClock{}, Flux: &server.FluxConfig{Tree: tree}})
+	require.NoError(t, err)
+	require.NoError(t, srv.CreateQueue(ctx, flotilla.Queue{Name: "A"}))
+	ts := httptest.NewServer(httpapi.New(srv, httpapi.Options{}))
+	t.Cleanup(ts.Close)
+	ids, err := srv.SubmitJSON(ctx, []byte(`{"queue": "A", "jobSet": "s", "jobs": [{"count": 2, "requests": {"cpu": "1"}}]}`))
+	require.NoError(t, err)
+	code, out, errOut := runCmd(append([]string{"status", "-server", ts.URL, "-v"}, ids...)...)
+	require.Equal(t, 0, code, errOut)
+	_, table, found := strings.Cut(out, "flux priorities:\n")
+	require.True(t, found, out)
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	require.Len(t, lines, 3, table)
+	assert.True(t, strings.HasPrefix(lines[0], "JOBID"), lines[0])
+	for i, id := range ids {
+		assert.True(t, strings.HasPrefix(lines[i+1], id+" "), lines[i+1])
+		assert.Contains(t, lines[i+1], server.DefaultFluxUser)
+	}
 }
