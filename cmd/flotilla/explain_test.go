@@ -204,3 +204,18 @@ func TestExplainArgumentsInAnyOrderAndHelp(t *testing.T) {
 		assert.Contains(t, errOut, field)
 	}
 }
+
+// The README's example outputs of explain are the golden ones, so they
+// stay what the command prints.
+func TestREADMEExplainExamplesAreTheGoldenOutputs(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	for _, c := range []struct{ cmd, golden string }{
+		{"$ flotilla explain -scenario testdata/scenarios/selectors-and-taints.json -round 0 etl-16\n", "no-room-selector.txt"},
+		{"$ flotilla explain -scenario testdata/scenarios/seed-preemption-to-fair-share.json -round 1 a-32\n", "preempted-fair-share.txt"},
+	} {
+		out, err := os.ReadFile(filepath.Join("testdata", "explain", c.golden))
+		require.NoError(t, err)
+		assert.Contains(t, string(readme), c.cmd+string(out), "README's example of %s", c.golden)
+	}
+}
