@@ -1,8 +1,15 @@
 package scheduler_test
 
 import (
+	"cmp"
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
 
+	"github.com/leanovate/gopter/gen"
+	"github.com/leanovate/gopter/prop"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -55,4 +62,59 @@ func TestPositionOfCountsTheJobsAheadInSchedulingOrder(t *testing.T) {
 	_, ok, err = scheduler.PositionOf(nil, "A", first.ID)
 	require.NoError(t, err)
 	assert.False(t, ok)
+}
+
+// PositionOf agrees with a naive oracle: sort the queue's jobs by
+// class priority (higher first), priority (lower first), submit time and
+// id, and count and sum the jobs before each one (over 130 jobs, past the
+// reader's 64-entry batches).
+func TestPropertyPositionOfAgreesWithSortingTheQueue(t *testing.T) {
+	p := properties(t)
+	p.Property("PositionOf == position in the sorted queue", prop.ForAll(func(seed uint64) string {
+		rng := rand.New(rand.NewPCG(seed, 13))
+		w := newWorld(t)
+		w.addQueue("A", 1)
+		w.addQueue("B", 1)
+		var jobs []*flotilla.Job
+		for range 1 + rng.IntN(130) {
+			q := []string{"A", "B"}[rng.IntN(2)]
+			class := []func(*flotilla.Job){preemptible, nonPreemptible}[rng.IntN(2)]
+			j := w.job(q, fmt.Sprint(1+rng.IntN(4)), class, withPriority(uint32(rng.IntN(3))), func(j *flotilla.Job) {
+				j.SubmitTime = t0.Add(time.Duration(rng.IntN(5)) * time.Second)
+			})
+			require.NoError(t, w.store.Add(j))
+			jobs = append(jobs, j)
+		}
+		classPrio := func(j *flotilla.Job) int32 {
+			if j.PriorityClass == flotilla.ArmadaPreemptible {
+				return 20000
+			}
+			return 30000
+		}
+		for _, q := range []string{"A", "B"} {
+			var in []*flotilla.Job
+			for _, j := range jobs {
+				if j.Queue == q {
+					in = append(in, j)
+				}
+			}
+			slices.SortFunc(in, func(a, b *flotilla.Job) int {
+				return cmp.Or(-cmp.Compare(classPrio(a), classPrio(b)), cmp.Compare(a.Priority, b.Priority),
+					a.SubmitTime.Compare(b.SubmitTime), cmp.Compare(a.ID, b.ID))
+			})
+			sum := w.res("0")
+			for i, j := range in {
+				pos, ok, err := scheduler.PositionOf(w.store, q, j.ID)
+				if err != nil || !ok {
+					return fmt.Sprintf("seed %d: %s not found (%v)", seed, j.ID, err)
+				}
+				if pos.Ahead != i || pos.Queued != len(in) || (i > 0 && !pos.AheadRequests.Equal(sum)) {
+					return fmt.Sprintf("seed %d: %s at %d of %d ahead %v, oracle %d of %d ahead %v", seed, j.ID, pos.Ahead, pos.Queued, pos.AheadRequests, i, len(in), sum)
+				}
+				sum.Add(j.Requests)
+			}
+		}
+		return ""
+	}, gen.UInt64()))
+	p.TestingRun(t)
 }
