@@ -41,6 +41,9 @@ type QueuePlace struct {
 	Ahead    int `json:"ahead"`
 	// AheadRequests is what the jobs ahead request, summed.
 	AheadRequests map[string]string `json:"aheadRequests"`
+	// Partial: the service stopped counting at Ahead jobs (its limit);
+	// Position, Ahead and AheadRequests are lower bounds.
+	Partial bool `json:"partial,omitempty"`
 }
 
 // QueueShare is a queue's standing in a cycle.
@@ -115,7 +118,7 @@ type FluxTerm struct {
 func JobExplainOf(d server.JobDetail, st server.JobStatus, schema *flotilla.ResourceSchema) *JobExplain {
 	e := &JobExplain{Priority: JobPriority{Class: d.Class, ClassPriority: d.ClassPriority, Priority: d.Priority}}
 	if p := d.Position; p != nil {
-		e.Place = &QueuePlace{Position: p.Ahead + 1, Queued: p.Queued, Ahead: p.Ahead, AheadRequests: map[string]string{}}
+		e.Place = &QueuePlace{Position: p.Ahead + 1, Queued: p.Queued, Ahead: p.Ahead, AheadRequests: map[string]string{}, Partial: p.Partial}
 		if p.AheadRequests != nil {
 			e.Place.AheadRequests = schema.Format(p.AheadRequests)
 		}

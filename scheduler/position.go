@@ -15,13 +15,19 @@ type QueuePosition struct {
 	// AheadRequests is what the jobs before it request, summed (saturating
 	// at the int64 range), in the units of Job.Requests; nil when none is.
 	AheadRequests flotilla.Resources
+	// Partial: the reading stopped at its limit before reaching the job,
+	// so Ahead and AheadRequests count only the first Ahead jobs (lower
+	// bounds).
+	Partial bool
 }
 
 // PositionOf reads queue name of q up to the job with ID id and returns its
-// place; ok is false when the queue does not hold it. It costs O(Ahead)
-// reads, for explaining one job (`flotilla explain`, a status query), never
-// a cycle's work. The returned vector is the caller's.
-func PositionOf(q Queued, name, id string) (pos QueuePosition, ok bool, err error) {
+// place; ok is false when the queue does not hold it. It reads at most
+// limit entries ahead of the job (limit ≤ 0: no limit), and says Partial
+// when it stopped there. It costs O(Ahead) reads (about 0.2 µs each in a
+// *queue.Store), for explaining one job (`flotilla explain`, a status
+// query), never a cycle's work. The returned vector is the caller's.
+func PositionOf(q Queued, name, id string, limit int) (pos QueuePosition, ok bool, err error) {
 	if q == nil {
 		return QueuePosition{}, false, nil
 	}
@@ -44,6 +50,10 @@ func PositionOf(q Queued, name, id string) (pos QueuePosition, ok bool, err erro
 			}
 			if e.Job.ID == id {
 				pos.Queued = q.Stats(name).Jobs
+				return pos, true, nil
+			}
+			if limit > 0 && pos.Ahead == limit {
+				pos.Queued, pos.Partial = q.Stats(name).Jobs, true
 				return pos, true, nil
 			}
 			if pos.AheadRequests == nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/queue"
 	"github.com/flotilla-sched/flotilla/scheduler"
 )
 
@@ -39,7 +40,7 @@ func TestPositionOfCountsTheJobsAheadInSchedulingOrder(t *testing.T) {
 		{second, 2, "6"},
 		{late, 3, "9"},
 	} {
-		pos, ok, err := scheduler.PositionOf(w.store, "A", c.job.ID)
+		pos, ok, err := scheduler.PositionOf(w.store, "A", c.job.ID, 0)
 		require.NoError(t, err)
 		require.True(t, ok, c.job.ID)
 		assert.Equal(t, c.ahead, pos.Ahead, c.job.ID)
@@ -50,18 +51,36 @@ func TestPositionOfCountsTheJobsAheadInSchedulingOrder(t *testing.T) {
 			assert.Equal(t, w.res(c.cpu), pos.AheadRequests, c.job.ID)
 		}
 	}
-	pos, ok, err := scheduler.PositionOf(w.store, "B", other.ID)
+	pos, ok, err := scheduler.PositionOf(w.store, "B", other.ID, 0)
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, 100, pos.Queued)
 	for _, c := range []struct{ queue, id string }{{"A", other.ID}, {"A", "nope"}, {"C", first.ID}} {
-		_, ok, err := scheduler.PositionOf(w.store, c.queue, c.id)
+		_, ok, err := scheduler.PositionOf(w.store, c.queue, c.id, 0)
 		require.NoError(t, err)
 		assert.False(t, ok, "%s in %s", c.id, c.queue)
 	}
-	_, ok, err = scheduler.PositionOf(nil, "A", first.ID)
+	_, ok, err = scheduler.PositionOf(nil, "A", first.ID, 0)
 	require.NoError(t, err)
 	assert.False(t, ok)
+}
+
+// With a limit, PositionOf stops reading after limit jobs ahead and says
+// the counts are partial; a job within the limit is placed exactly.
+func TestPositionOfStopsAtItsLimitAndSaysSo(t *testing.T) {
+	w := newWorld(t)
+	w.addQueue("A", 1)
+	w.submit("A", 9, "1")
+	var order []string
+	w.store.Ascend("A", func(e *queue.Entry) bool { order = append(order, e.Job.ID); return true })
+	pos, ok, err := scheduler.PositionOf(w.store, "A", order[8], 5)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, scheduler.QueuePosition{Ahead: 5, Queued: 9, AheadRequests: w.res("5"), Partial: true}, pos)
+	pos, ok, err = scheduler.PositionOf(w.store, "A", order[5], 5)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, scheduler.QueuePosition{Ahead: 5, Queued: 9, AheadRequests: w.res("5")}, pos)
 }
 
 // PositionOf agrees with a naive oracle: sort the queue's jobs by
@@ -104,7 +123,7 @@ func TestPropertyPositionOfAgreesWithSortingTheQueue(t *testing.T) {
 			})
 			sum := w.res("0")
 			for i, j := range in {
-				pos, ok, err := scheduler.PositionOf(w.store, q, j.ID)
+				pos, ok, err := scheduler.PositionOf(w.store, q, j.ID, 0)
 				if err != nil || !ok {
 					return fmt.Sprintf("seed %d: %s not found (%v)", seed, j.ID, err)
 				}
@@ -117,4 +136,20 @@ func TestPropertyPositionOfAgreesWithSortingTheQueue(t *testing.T) {
 		return ""
 	}, gen.UInt64()))
 	p.TestingRun(t)
+}
+
+// BenchmarkPositionOfLastOf100k: the cost of placing the last job of a
+// 100,000-job queue (a status -v on it holds the service's lock this long).
+func BenchmarkPositionOfLastOf100k(b *testing.B) {
+	w := newWorld(b)
+	w.addQueue("A", 1)
+	w.submit("A", 100_000, "1")
+	var last string
+	w.store.Ascend("A", func(e *queue.Entry) bool { last = e.Job.ID; return true })
+	b.ResetTimer()
+	for b.Loop() {
+		if _, ok, _ := scheduler.PositionOf(w.store, "A", last, 0); !ok {
+			b.Fatal("not found")
+		}
+	}
 }

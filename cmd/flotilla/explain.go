@@ -230,7 +230,7 @@ func explainDecision(b *scenario.Built, d *scenario.Decision, job *flotilla.Job,
 				Demand: r.Demand, Running: r.Running, Queued: r.Queued}
 		}
 	}
-	pos, queued, err := scheduler.PositionOf(d.Store, job.Queue, job.ID)
+	pos, queued, err := scheduler.PositionOf(d.Store, job.Queue, job.ID, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -54,6 +55,8 @@ type placeJSON struct {
 	Queued        int               `json:"queued"`
 	Ahead         int               `json:"ahead"`
 	AheadRequests map[string]string `json:"aheadRequests"`
+	// Partial: counted up to a limit (the service's); lower bounds.
+	Partial bool `json:"partial,omitempty"`
 }
 
 type queueShareJSON struct {
@@ -163,14 +166,21 @@ func writeExplainText(w io.Writer, ex *explanation) error {
 		n(p.Class), p.ClassPriority, preemptible, p.Priority)
 	if pl := ex.Place; pl != nil {
 		ahead := "none ahead"
-		if pl.Ahead > 0 {
+		switch {
+		case pl.Partial:
+			ahead = fmt.Sprintf("more than %d ahead (counting stopped there), those requesting %s", pl.Ahead, quantities(pl.AheadRequests))
+		case pl.Ahead > 0:
 			ahead = fmt.Sprintf("%d ahead, requesting %s in total", pl.Ahead, quantities(pl.AheadRequests))
 		}
 		when := "when the round started"
 		if ex.header != "" {
 			when = "now"
 		}
-		row("  place", "%d of %d queued in %s %s; %s", pl.Position, pl.Queued, n(ex.Queue), when, ahead)
+		at := strconv.Itoa(pl.Position)
+		if pl.Partial {
+			at = "past " + strconv.Itoa(pl.Ahead)
+		}
+		row("  place", "%s of %d queued in %s %s; %s", at, pl.Queued, n(ex.Queue), when, ahead)
 	}
 	if q := ex.QueueShare; q != nil {
 		after := "the round"
