@@ -118,6 +118,8 @@ type JobStatus struct {
 	// otherwise the reason of its last event that gave one.
 	Reason          string `json:"reason"`
 	CancelRequested bool   `json:"cancelRequested,omitempty"`
+	// Explain is the long form, given when asked for (explain=true).
+	Explain *JobExplain `json:"explain,omitempty"`
 }
 
 // JobStatusOf is the wire form of a job's status.

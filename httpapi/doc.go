@@ -12,6 +12,9 @@
 // a closed or fenced backend), with Retry-After: 1; 500 otherwise.
 // A refused request changes nothing.
 //
+// GET /v1/jobs with explain=true adds each job's long form (api.JobExplain,
+// from server.Detail) to its status.
+//
 // Health (/healthz, /readyz) and the OpenAPI document need no token.
 // Handler.Authenticated guards what a program serves beside the API: the
 // flotilla command's /metrics needs a known token (any principal) when auth

@@ -411,6 +411,16 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Jobs[i] = api.JobStatusOf(st)
 	}
+	if r.URL.Query().Get("explain") == "true" {
+		ds, err := h.srv.Detail(r.Context(), ids...)
+		if err != nil {
+			h.fail(w, r, err, true)
+			return
+		}
+		for i := range ds {
+			out.Jobs[i].Explain = api.JobExplainOf(ds[i], sts[i], h.srv.Schema())
+		}
+	}
 	writeJSON(w, http.StatusOK, out)
 }
 

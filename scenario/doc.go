@@ -28,6 +28,11 @@
 //	err = js.Close()
 //	err = check.Err()
 //
+// RunInspect runs as RunStream does and also hands over each round's raw
+// decision (the snapshot, the queued store and the scheduler's Result)
+// before the runner applies it: `flotilla explain` reads one job's
+// explanation from it.
+//
 // # Errors
 //
 // Every problem in a file is reported at once: Parse, Validate, Build and

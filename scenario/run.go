@@ -65,6 +65,12 @@ func Run(ctx context.Context, b *Built) (*Output, error) {
 // error from emit stops the run and is returned as it is. Rounds emitted
 // before an error stay emitted.
 func RunStream(ctx context.Context, b *Built, emit func(r *RoundOutput) error) error {
+	return runStream(ctx, b, nil, emit)
+}
+
+// runStream is RunStream with decided, when not nil, called for each round
+// right after the scheduler decided it (see RunInspect).
+func runStream(ctx context.Context, b *Built, decided func(*Decision) error, emit func(r *RoundOutput) error) error {
 	cfg := b.SchedulerConfig()
 	cfg.ReportEveryUnscheduled = true // the output lists every job's reason
 	sched, err := scheduler.New(cfg)
@@ -103,6 +109,11 @@ func RunStream(ctx context.Context, b *Built, emit func(r *RoundOutput) error) e
 		}
 		rate = res.RateLimits
 		prios = res.QueuePriorities
+		if decided != nil {
+			if err := decided(&Decision{Round: ri, Snapshot: snap, Store: store, Result: res}); err != nil {
+				return err
+			}
+		}
 		ro, err := st.apply(ri, round, res)
 		if err != nil {
 			return err

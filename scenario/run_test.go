@@ -2,6 +2,8 @@ package scenario
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 )
@@ -80,5 +82,43 @@ func TestRunJobTemplateAvoidClustersSendsJobsToAnotherCluster(t *testing.T) {
 	want := map[string]string{"j-0": "b", "j-1": "b", "j-2": "b", "j-3": "a"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("placements %v, want %v", got, want)
+	}
+}
+
+// TestRunInspectHandsOverEachDecisionBeforeItIsApplied: RunInspect calls
+// decided once per round, before emit, with the store still holding the
+// jobs the round scheduled and the result the output is made of; an error
+// from decided stops the run with nothing more emitted.
+func TestRunInspectHandsOverEachDecisionBeforeItIsApplied(t *testing.T) {
+	f, err := Parse([]byte(`{
+	  "nodes": [{"name": "n", "resources": {"cpu": "2"}}],
+	  "queues": [{"name": "A"}],
+	  "rounds": [{"submit": [{"id": "a", "queue": "A", "count": 3, "requests": {"cpu": "1"}}]}, {}, {}]
+	}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := f.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls []string
+	stop := errors.New("stop")
+	err = RunInspect(context.Background(), b, func(d *Decision) error {
+		calls = append(calls, fmt.Sprintf("decided %d: %d queued, %d running, %d scheduled", d.Round, d.Store.Len(), len(d.Snapshot.Running), len(d.Result.Scheduled)))
+		if d.Round == 1 {
+			return stop
+		}
+		return nil
+	}, func(r *RoundOutput) error {
+		calls = append(calls, fmt.Sprintf("emit %d", r.Round))
+		return nil
+	})
+	if !errors.Is(err, stop) {
+		t.Fatalf("err %v, want the decided callback's", err)
+	}
+	want := []string{"decided 0: 3 queued, 0 running, 2 scheduled", "emit 0", "decided 1: 1 queued, 2 running, 0 scheduled"}
+	if !reflect.DeepEqual(calls, want) {
+		t.Errorf("calls %q, want %q", calls, want)
 	}
 }

@@ -33,6 +33,7 @@ func (c *cycle) gangNoFitReason(e gang.Explanation, level int) Reason {
 	why := Reason{Code: ReasonNoRoom, Message: e.String(c.s.cfg.Schema), Search: &NodeSearch{}}
 	if e.Cause == gang.MemberDoesNotFit {
 		why.Search = search(e.Reason, c.s.cfg.Schema)
+		why.Search.Member, why.Search.PlacedBefore = e.Job, e.PlacedBefore
 	}
 	if e.NeverFits {
 		why.Code = ReasonNeverFits

@@ -194,3 +194,33 @@ func TestGangNeverFitsWhenNoClusterHoldsItEmpty(t *testing.T) {
 		})
 	}
 }
+
+// A gang's search names the member that did not fit and how many of its
+// mates were placed before it (largest request first); a lone job's names
+// none.
+func TestGangSearchNamesTheMemberThatDoesNotFit(t *testing.T) {
+	w := newWorld(t)
+	w.cfg.EvictionProbability = 0
+	w.addNodes(1, "32")
+	w.addQueue("A", 1)
+	small := w.submit("A", 1, "10", nonPreemptible, inGang("g", 2, ""))[0]
+	w.submit("A", 1, "30", nonPreemptible, inGang("g", 2, ""))
+	lone := w.submit("A", 1, "40", nonPreemptible)[0]
+	res := w.schedule()
+	require.Empty(t, res.Scheduled)
+	searches := map[string]*scheduler.NodeSearch{}
+	for _, u := range res.UnscheduledJobs {
+		searches[u.Job.ID] = u.Reason.Search
+	}
+	require.Len(t, searches, 3)
+	for id, s := range searches {
+		require.NotNil(t, s, id)
+		if id == lone.ID {
+			assert.Empty(t, s.Member, id)
+			assert.Zero(t, s.PlacedBefore, id)
+			continue
+		}
+		assert.Equal(t, small.ID, s.Member, id)
+		assert.Equal(t, 1, s.PlacedBefore, id)
+	}
+}

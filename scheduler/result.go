@@ -163,6 +163,13 @@ type NodeSearch struct {
 	// Reason's Code and findings are that job's. Empty when the search was
 	// the job's own.
 	SameAs string
+	// Member is, for a gang, the ID of the member whose search this is:
+	// the first that did not fit in the domain that came closest, after
+	// PlacedBefore of its mates were placed there (members go largest
+	// request first). Empty for a lone job, and for a gang that found no
+	// domain at all.
+	Member       string
+	PlacedBefore int
 	// Nodes counts the nodes searched (every node, or for a gang the
 	// domain's: its cluster, and the value of its uniformity label, where
 	// it came closest, for the member that did not fit there). Each is

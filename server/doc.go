@@ -45,7 +45,10 @@
 //     runs.
 //   - Events and Watch read a job set's log from a sequence number; Status
 //     gives a job's state and, for a queued job, the last cycle's
-//     quantified reason why it waits.
+//     quantified reason why it waits. Detail gives the long form
+//     (`flotilla status -v`): class and priority, its place in its queue
+//     (scheduler.PositionOf, read for the asking), its queue's last report
+//     and, with flux, its priority breakdown.
 //
 // # State and storage
 //

@@ -462,6 +462,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.SetOutput(stderr)
 	cf := addClientFlags(fs)
 	out := outputFlag(fs)
+	verbose := fs.Bool("v", false, "the long form: priority, place in the queue, queue shares, the last cycle's reason per group of nodes, flux breakdown")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -477,9 +478,19 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return c.usage("%v", err)
 	}
-	sts, err := cl.Status(ctx, pos...)
+	status := cl.Status
+	if *verbose {
+		status = cl.StatusExplained
+	}
+	sts, err := status(ctx, pos...)
 	if err != nil {
 		return c.fail(err)
+	}
+	if *verbose && !asJSON {
+		if err := writeStatusLong(stdout, sts); err != nil {
+			return c.fail(err)
+		}
+		return 0
 	}
 	if asJSON {
 		for _, s := range sts {

@@ -5,6 +5,7 @@
 //	flotilla schedule [-o table|json] [-expect FILE.expect.json] FILE.json
 //	flotilla priority -bank-tree FILE [-weights FILE] [-recompute=false] -jobs FILE
 //	flotilla simulate -cluster FILE -workload FILE -o DIR [-config FILE] [-seed N]
+//	flotilla explain -scenario FILE -round N [-o text|json] JOB
 //
 // priority prints flux-accounting's multi-factor priority of each job in a
 // jobs file (a JSON array or JSON lines of {"id", "user", "bank", "queue",
@@ -15,6 +16,13 @@
 // plots made with gonum/plot (share, utilisation, delay, preemptions; PNG
 // and SVG) and index.html into -o DIR; -config is serve's (SCENARIOS.md's
 // config and priorityClasses) read against the cluster file's resources.
+//
+// explain plays a scenario up to round N and explains what that round
+// decided for one job: its place in its queue, its queue's share against
+// its fair and adjusted fair share, per group of nodes the filter or the
+// shortfall that kept it off them, the gang member that failed, for a
+// preemption why and for whom, where it was placed and why there, and its
+// priority (explain -h lists the JSON fields).
 //
 // Exit codes: 0 when the scenario ran (whatever it decided), 1 when an
 // -expect file was given and the outcome differs, 2 for bad input.
@@ -44,6 +52,8 @@ const usage = `usage:
       print each job's multi-factor priority breakdown, as flux account jobs does
   flotilla simulate -cluster FILE -workload FILE -o DIR [-config FILE] [-seed N]
       simulate the service over virtual time; write CSV/JSONL tables, plots and index.html
+  flotilla explain  -scenario FILE -round N [-o text|json] JOB
+      explain what round N of a scenario decided for one job, and why
 
   flotilla serve    [-listen 127.0.0.1:8080] [-db URL] [-config FILE] [-auth FILE]
                     [-cycle 1s] [-lease-timeout 30s] [-tls-cert FILE -tls-key FILE]
@@ -52,7 +62,7 @@ const usage = `usage:
   flotilla cancel   JOB_ID... | -queue Q -jobset S
   flotilla events   -queue Q -jobset S [-from SEQ] [-o json]
   flotilla watch    -queue Q -jobset S [-from SEQ] [-until-done] [-o json]
-  flotilla status   JOB_ID... [-o json]
+  flotilla status   JOB_ID... [-v] [-o json]
   flotilla executor -cluster NAME -nodes FILE [-renew 5s]
       the queueing service, its clients and a fake executor (SERVICE.md); clients
       take -server URL (or $FLOTILLA_SERVER) and -token T (or $FLOTILLA_TOKEN)
@@ -93,6 +103,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return executorCmd(ctx, args[1:], stdout, stderr)
 	case "simulate":
 		return simulate(ctx, args[1:], stdout, stderr)
+	case "explain":
+		return explainCmd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -1,0 +1,328 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/flotilla-sched/flotilla/internal/safetext"
+)
+
+// explanation is what `flotilla explain` prints about one job in one
+// round; its JSON form is the -o json output (explainHelp lists the
+// fields, which are stable).
+type explanation struct {
+	Job      string            `json:"job"`
+	Queue    string            `json:"queue"`
+	JobSet   string            `json:"jobSet"`
+	Round    int               `json:"round"`
+	State    string            `json:"state"`
+	Summary  string            `json:"summary"`
+	Requests map[string]string `json:"requests"`
+	Gang     *gangJSON         `json:"gang,omitempty"`
+	Priority priorityJSON      `json:"priority"`
+	Place    *placeJSON        `json:"place,omitempty"`
+	// QueueShare is the round's: every queue has one, idle ones too.
+	QueueShare  *queueShareJSON  `json:"queueShare,omitempty"`
+	Scheduled   *scheduledJSON   `json:"scheduled,omitempty"`
+	Unscheduled *unscheduledJSON `json:"unscheduled,omitempty"`
+	Preempted   *preemptedJSON   `json:"preempted,omitempty"`
+	Earlier     *earlierEvent    `json:"earlier,omitempty"`
+	// header is the text form's first line: "job ID, round N: STATE" when
+	// empty.
+	header string
+}
+
+type gangJSON struct {
+	ID                  string `json:"id"`
+	Cardinality         int    `json:"cardinality"`
+	NodeUniformityLabel string `json:"nodeUniformityLabel,omitempty"`
+}
+
+type priorityJSON struct {
+	Class         string `json:"class"`
+	ClassPriority int32  `json:"classPriority"`
+	Preemptible   bool   `json:"preemptible"`
+	Priority      uint32 `json:"priority"`
+}
+
+type placeJSON struct {
+	Position      int               `json:"position"`
+	Queued        int               `json:"queued"`
+	Ahead         int               `json:"ahead"`
+	AheadRequests map[string]string `json:"aheadRequests"`
+	// Partial: counted up to a limit (the service's); lower bounds.
+	Partial bool `json:"partial,omitempty"`
+}
+
+type queueShareJSON struct {
+	Share             float64 `json:"share"`
+	FairShare         float64 `json:"fairShare"`
+	AdjustedFairShare float64 `json:"adjustedFairShare"`
+	Demand            float64 `json:"demand"`
+	Running           int     `json:"running"`
+	Queued            int     `json:"queued"`
+}
+
+type scheduledJSON struct {
+	Node             string            `json:"node"`
+	Why              string            `json:"why"`
+	NodeFreeBefore   map[string]string `json:"nodeFreeBefore"`
+	NodeQueuesBefore []string          `json:"nodeQueuesBefore"`
+}
+
+type unscheduledJSON struct {
+	Code          string          `json:"code"`
+	Message       string          `json:"message"`
+	SameAs        string          `json:"sameAs,omitempty"`
+	NodesSearched int             `json:"nodesSearched,omitempty"`
+	NodeGroups    []nodeGroupJSON `json:"nodeGroups,omitempty"`
+	GangMember    *gangMemberJSON `json:"gangMember,omitempty"`
+}
+
+// nodeGroupJSON is a group of nodes one filter excluded (Filter, Detail)
+// or that lack one resource (ShortOf, Short, WhenEmpty).
+type nodeGroupJSON struct {
+	Nodes     int    `json:"nodes"`
+	Filter    string `json:"filter,omitempty"`
+	Detail    string `json:"detail,omitempty"`
+	ShortOf   string `json:"shortOf,omitempty"`
+	Short     string `json:"short,omitempty"`
+	WhenEmpty *bool  `json:"whenEmpty,omitempty"`
+}
+
+type gangMemberJSON struct {
+	Job          string `json:"job"`
+	PlacedBefore int    `json:"placedBefore"`
+	Members      int    `json:"members"`
+}
+
+type preemptedJSON struct {
+	Node             string   `json:"node"`
+	Reason           string   `json:"reason"`
+	For              string   `json:"for,omitempty"`
+	ForQueue         string   `json:"forQueue,omitempty"`
+	ForClass         string   `json:"forClass,omitempty"`
+	ForClassPriority int32    `json:"forClassPriority,omitempty"`
+	Share            *float64 `json:"share,omitempty"`
+	FairShare        *float64 `json:"fairShare,omitempty"`
+	// ProtectedFraction is the scenario's protectedFractionOfFairShare.
+	ProtectedFraction *float64 `json:"protectedFraction,omitempty"`
+	Requeued          bool     `json:"requeued"`
+}
+
+// earlierEvent is the job's last event in a round before the one explained.
+type earlierEvent struct {
+	Round  int    `json:"round"`
+	Event  string `json:"event"`
+	Node   string `json:"node,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+func writeExplainJSON(w io.Writer, ex *explanation) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(ex)
+}
+
+// writeExplainText prints the explanation for people: a label column and
+// a value column, names with control characters Go-quoted.
+func writeExplainText(w io.Writer, ex *explanation) error {
+	n := safetext.Name
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(label, format string, a ...any) { fmt.Fprintf(tw, "%s\t%s\n", label, fmt.Sprintf(format, a...)) }
+	if ex.header != "" {
+		fmt.Fprintln(tw, ex.header)
+	} else {
+		fmt.Fprintf(tw, "job %s, round %d: %s\n", n(ex.Job), ex.Round, ex.State)
+	}
+	if ex.Summary != "" {
+		row("  summary", "%s", ex.Summary)
+	}
+	row("  queue", "%s, job set %s", n(ex.Queue), quoteEmpty(ex.JobSet))
+	if ex.Requests != nil {
+		row("  requests", "%s", quantities(ex.Requests))
+	}
+	if g := ex.Gang; g != nil {
+		label := ""
+		if g.NodeUniformityLabel != "" {
+			label = ", on one value of node label " + n(g.NodeUniformityLabel)
+		}
+		row("  gang", "%s, %d members%s", n(g.ID), g.Cardinality, label)
+	}
+	p := ex.Priority
+	preemptible := ", not preemptible"
+	switch {
+	case ex.header != "": // the service's status: preemptibility not known here
+		preemptible = ""
+	case p.Preemptible:
+		preemptible = ", preemptible"
+	}
+	row("  priority", "class %s (priority %d%s), job priority %d (lower runs first within a class)",
+		n(p.Class), p.ClassPriority, preemptible, p.Priority)
+	if pl := ex.Place; pl != nil {
+		ahead := "none ahead"
+		switch {
+		case pl.Partial:
+			ahead = fmt.Sprintf("more than %d ahead (counting stopped there), those requesting %s", pl.Ahead, quantities(pl.AheadRequests))
+		case pl.Ahead > 0:
+			ahead = fmt.Sprintf("%d ahead, requesting %s in total", pl.Ahead, quantities(pl.AheadRequests))
+		}
+		when := "when the round started"
+		if ex.header != "" {
+			when = "now"
+		}
+		at := strconv.Itoa(pl.Position)
+		if pl.Partial {
+			at = "past " + strconv.Itoa(pl.Ahead)
+		}
+		row("  place", "%s of %d queued in %s %s; %s", at, pl.Queued, n(ex.Queue), when, ahead)
+	}
+	if q := ex.QueueShare; q != nil {
+		after := "the round"
+		if ex.header != "" {
+			after = "the last cycle"
+		}
+		row("  queue share", "%.3f after %s (%s its adjusted fair share) against fair share %.3f, adjusted fair share %.3f, demand %.3f; %d running, %d queued",
+			q.Share, after, compareShare(q.Share, q.AdjustedFairShare), q.FairShare, q.AdjustedFairShare, q.Demand, q.Running, q.Queued)
+	}
+	if s := ex.Scheduled; s != nil {
+		row("  node", "%s", n(s.Node))
+		row("  why there", "%s", s.Why)
+		users := "no queue"
+		if len(s.NodeQueuesBefore) > 0 {
+			users = strings.Join(mapSlice(s.NodeQueuesBefore, n), ", ")
+		}
+		row("  node before", "free %s; used by %s", quantities(s.NodeFreeBefore), users)
+	}
+	if u := ex.Unscheduled; u != nil {
+		writeUnscheduledText(tw, row, u)
+	}
+	if pr := ex.Preempted; pr != nil {
+		row("  preempted", "from node %s, reason %s", n(pr.Node), pr.Reason)
+		if pr.For != "" {
+			row("  for", "job %s of queue %s (class %s, priority %d)", n(pr.For), n(pr.ForQueue), n(pr.ForClass), pr.ForClassPriority)
+		}
+		if pr.Share != nil {
+			row("  victim queue", "share %.3f against fair share %.3f, protected up to %g× it", *pr.Share, *pr.FairShare, *pr.ProtectedFraction)
+		}
+	}
+	if e := ex.Earlier; e != nil {
+		what := fmt.Sprintf("round %d: %s", e.Round, e.Event)
+		if e.Node != "" {
+			what += " on node " + n(e.Node)
+		}
+		if e.Reason != "" {
+			what += " (" + e.Reason + ")"
+		}
+		row("  earlier", "%s", what)
+	}
+	return tw.Flush()
+}
+
+// writeUnscheduledText prints why a job was not placed, one node group a
+// line.
+func writeUnscheduledText(tw io.Writer, row func(label, format string, a ...any), u *unscheduledJSON) {
+	n := safetext.Name
+	row("  reason", "%s", u.Code)
+	if u.SameAs != "" {
+		row("  same as", "job %s (same requirements: its search stands for this one)", n(u.SameAs))
+	}
+	if g := u.GangMember; g != nil {
+		of := ""
+		if g.Members > 0 {
+			of = fmt.Sprintf(" of %d", g.Members)
+		}
+		row("  gang member", "%s does not fit where the gang came closest, after %d%s members were placed", n(g.Job), g.PlacedBefore, of)
+	}
+	if u.NodeGroups == nil {
+		if u.Message != "" {
+			row("  why", "%s", u.Message)
+		}
+		return
+	}
+	fit := u.NodesSearched
+	for _, g := range u.NodeGroups {
+		fit -= g.Nodes
+	}
+	row("  nodes", "%d searched, %d fit", u.NodesSearched, max(fit, 0))
+	for _, g := range u.NodeGroups {
+		nodes := fmt.Sprintf("    %d nodes", g.Nodes)
+		if g.Nodes == 1 {
+			nodes = "    1 node"
+		}
+		switch {
+		case g.Filter == "selector":
+			row(nodes, "excluded: node selector %s not matched", n(g.Detail))
+		case g.Filter == "taint":
+			row(nodes, "excluded: taint %s not tolerated", n(g.Detail))
+		case g.Filter == "cordoned":
+			row(nodes, "excluded: cordoned")
+		case g.Filter != "":
+			row(nodes, "excluded: %s %s", g.Filter, n(g.Detail))
+		case g.WhenEmpty != nil && *g.WhenEmpty:
+			row(nodes, "too small: short of %s by at least %s even when empty", n(g.ShortOf), g.Short)
+		default:
+			row(nodes, "no room now: short of %s by at least %s", n(g.ShortOf), g.Short)
+		}
+	}
+}
+
+// quantities prints a resource map as "cpu 1, memory 4Gi", in name order
+// with cpu first.
+func quantities(m map[string]string) string {
+	if len(m) == 0 {
+		return "nothing"
+	}
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		switch {
+		case a == b:
+			return 0
+		case a == "cpu":
+			return -1
+		case b == "cpu":
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = safetext.Name(k) + " " + m[k]
+	}
+	return strings.Join(parts, ", ")
+}
+
+// compareShare says where share stands against target, to the third
+// decimal the table prints.
+func compareShare(share, target float64) string {
+	switch d := share - target; {
+	case d < -0.0005:
+		return "below"
+	case d > 0.0005:
+		return "above"
+	}
+	return "at"
+}
+
+func quoteEmpty(s string) string {
+	if s == "" {
+		return `""`
+	}
+	return safetext.Name(s)
+}
+
+func mapSlice(in []string, f func(string) string) []string {
+	out := make([]string, len(in))
+	for i, s := range in {
+		out[i] = f(s)
+	}
+	return out
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/flotilla-sched/flotilla/api"
+	"github.com/flotilla-sched/flotilla/internal/safetext"
+	"github.com/flotilla-sched/flotilla/priority"
+)
+
+// writeStatusLong prints `flotilla status -v`: for each job, the long form
+// `flotilla explain` prints for a scenario's job, from what the service
+// knows (its status, the last cycle's reason and shares, its place in its
+// queue now), then, with flux priorities, the jobs' breakdowns as
+// `flotilla priority` prints them.
+func writeStatusLong(w io.Writer, sts []api.JobStatus) error {
+	var flux []priority.Breakdown
+	for i, s := range sts {
+		if i > 0 {
+			if _, err := fmt.Fprintln(w); err != nil {
+				return err
+			}
+		}
+		ex := statusExplanation(s)
+		if err := writeExplainText(w, ex); err != nil {
+			return err
+		}
+		if s.Explain != nil && s.Explain.Flux != nil {
+			flux = append(flux, s.Explain.Flux.Breakdown(s.Job))
+		}
+	}
+	if len(flux) == 0 {
+		return nil
+	}
+	if _, err := fmt.Fprintln(w, "\nflux priorities:"); err != nil {
+		return err
+	}
+	return priority.WriteJobsTable(w, flux)
+}
+
+// statusExplanation is a service job's status in explain's form.
+func statusExplanation(s api.JobStatus) *explanation {
+	n := safetext.Name
+	header := fmt.Sprintf("job %s: %s, %d attempt(s)", n(s.Job), s.State, s.Attempts)
+	if s.Cluster != "" {
+		header += ", on " + n(s.Cluster) + "/" + n(s.Node)
+	}
+	if s.CancelRequested {
+		header += " (cancel requested)"
+	}
+	ex := &explanation{Job: s.Job, Queue: s.Queue, JobSet: s.JobSet, State: s.State, Summary: s.Reason, header: header}
+	e := s.Explain
+	if e == nil {
+		return ex
+	}
+	ex.Priority = priorityJSON{Class: e.Priority.Class, ClassPriority: e.Priority.ClassPriority, Priority: e.Priority.Priority}
+	if p := e.Place; p != nil {
+		ex.Place = &placeJSON{Position: p.Position, Queued: p.Queued, Ahead: p.Ahead, AheadRequests: p.AheadRequests, Partial: p.Partial}
+	}
+	if q := e.QueueShare; q != nil {
+		ex.QueueShare = &queueShareJSON{Share: q.Share, FairShare: q.FairShare, AdjustedFairShare: q.AdjustedFairShare,
+			Demand: q.Demand, Running: q.Running, Queued: q.Queued}
+	}
+	if u := e.Unscheduled; u != nil {
+		uj := &unscheduledJSON{Code: u.Code, Message: u.Message, SameAs: u.SameAs, NodesSearched: u.NodesSearched}
+		for _, g := range u.NodeGroups {
+			uj.NodeGroups = append(uj.NodeGroups, nodeGroupJSON(g))
+		}
+		if g := u.GangMember; g != nil {
+			uj.GangMember = &gangMemberJSON{Job: g.Job, PlacedBefore: g.PlacedBefore, Members: g.Members}
+		}
+		ex.Unscheduled = uj
+	}
+	return ex
+}

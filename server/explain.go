@@ -1,0 +1,118 @@
+package server
+
+import (
+	"context"
+	"errors"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/priority"
+	"github.com/flotilla-sched/flotilla/scheduler"
+)
+
+// DetailPositionLimit bounds how far Detail reads a queue to place a job:
+// 100,000 jobs ahead, about 20 ms under the service's lock. A job further
+// back gets a Partial position (at least that many ahead).
+const DetailPositionLimit = 100_000
+
+// JobDetail is the long form of a job's status (`flotilla status -v`):
+// what orders it in its queue, its place there, its queue's standing and,
+// with flux priorities, the breakdown of its priority.
+type JobDetail struct {
+	// Class is the job's priority class (the default class when it names
+	// none), ClassPriority that class's priority, Priority the job's
+	// priority within it (lower runs first; with flux, the flux priority
+	// mapped by priority.JobPriority).
+	Class         string
+	ClassPriority int32
+	Priority      uint32
+	// Position is a queued job's place in its queue now (Partial past
+	// DetailPositionLimit jobs ahead); nil for a job that is not queued.
+	Position *scheduler.QueuePosition
+	// Queue is the last cycle's report of the job's queue; nil before the
+	// first cycle that saw the queue.
+	Queue *scheduler.QueueReport
+	// Flux is the job's flux priority breakdown as the bank tree ranks
+	// its association now, with the default urgency; nil without flux.
+	Flux *priority.Breakdown
+}
+
+// Detail returns the long form of each job's status, in the order asked.
+// An id that names no job is backend.ErrNotFound (field "job"). Position
+// reads the job's queue up to the job, at most DetailPositionLimit jobs
+// ahead: meant for a person asking about a few jobs.
+func (s *Server) Detail(ctx context.Context, ids ...string) ([]JobDetail, error) {
+	out := make([]JobDetail, 0, len(ids))
+	var errs []error
+	for _, id := range ids {
+		r, err := s.be.Job(ctx, id)
+		if err != nil {
+			if errors.Is(err, backend.ErrNotFound) {
+				errs = append(errs, flotilla.Errorf("job", id, backend.ErrNotFound, "no such job"))
+				continue
+			}
+			return nil, err
+		}
+		d, err := s.detail(id, &r.Spec)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}
+
+// detail is Detail of one job, spec its stored specification.
+func (s *Server) detail(id string, spec *backend.JobSpec) (JobDetail, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	job := spec.Job
+	d := JobDetail{Class: job.PriorityClass, Priority: job.Priority}
+	if d.Class == "" {
+		d.Class = s.cat.DefaultPriorityClass
+	}
+	for _, pc := range s.cat.PriorityClasses {
+		if pc.Name == d.Class {
+			d.ClassPriority = pc.Priority
+		}
+	}
+	if e, ok := s.store.Get(id); ok && !s.stale {
+		// The queued copy carries the priority flux last gave it.
+		d.Priority = e.Job.Priority
+		pos, ok, err := scheduler.PositionOf(s.store, job.Queue, id, DetailPositionLimit)
+		if err != nil {
+			return JobDetail{}, err
+		}
+		if ok {
+			d.Position = &pos
+		}
+	}
+	if rep, ok := s.shares[job.Queue]; ok {
+		d.Queue = &rep
+	}
+	if s.usage != nil && s.usage.flux != nil {
+		k := s.fluxAssoc(spec)
+		if c, err := s.fluxCalculation(k, job.Queue); err == nil {
+			d.Flux = &priority.Breakdown{JobID: id, User: k.user, Bank: k.bank, Queue: job.Queue, ComputedAt: s.clock.Now(), Calculation: c}
+		}
+	}
+	return d, nil
+}
+
+// fluxCalculation is fluxPriority's calculation, every term kept.
+func (s *Server) fluxCalculation(k assocKey, queue string) (priority.Calculation, error) {
+	f := s.usage.flux
+	bankPrio, ok := f.banks[k.bank]
+	if !ok {
+		return priority.Calculation{}, flotilla.Errorf("queue", queue, flotilla.ErrUnknownName, "no flux bank %q for the queue", k.bank)
+	}
+	a, ok := f.tree.Association(k.user, k.bank)
+	if !ok {
+		return priority.Calculation{}, flotilla.Errorf("principal", k.user, flotilla.ErrUnknownName, "no flux association with bank %q", k.bank)
+	}
+	return priority.Calculate(priority.Factors{FairShare: a.FairShare, Queue: f.tree.QueuePriority(queue), Bank: bankPrio,
+		Urgency: priority.DefaultUrgency}, f.tree.Weights()), nil
+}
