@@ -102,7 +102,8 @@ func (s *Server) detail(id string, spec *backend.JobSpec) (JobDetail, error) {
 	return d, nil
 }
 
-// fluxCalculation is fluxPriority's calculation, every term kept.
+// fluxCalculation is the flux multi-factor calculation of an association's
+// jobs in queue, every term kept; fluxPriority is its job priority.
 func (s *Server) fluxCalculation(k assocKey, queue string) (priority.Calculation, error) {
 	f := s.usage.flux
 	bankPrio, ok := f.banks[k.bank]

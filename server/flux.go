@@ -214,17 +214,10 @@ func (f *fluxState) bank(queue string) string {
 // fluxPriority is the Job.Priority of the jobs of association k in queue,
 // or a problem naming why there is none.
 func (s *Server) fluxPriority(k assocKey, queue string) (uint32, error) {
-	f := s.usage.flux
-	bankPrio, ok := f.banks[k.bank]
-	if !ok {
-		return 0, flotilla.Errorf("queue", queue, flotilla.ErrUnknownName, "no flux bank %q for the queue", k.bank)
+	c, err := s.fluxCalculation(k, queue)
+	if err != nil {
+		return 0, err
 	}
-	a, ok := f.tree.Association(k.user, k.bank)
-	if !ok {
-		return 0, flotilla.Errorf("principal", k.user, flotilla.ErrUnknownName, "no flux association with bank %q", k.bank)
-	}
-	c := priority.Calculate(priority.Factors{FairShare: a.FairShare, Queue: f.tree.QueuePriority(queue), Bank: bankPrio,
-		Urgency: priority.DefaultUrgency}, f.tree.Weights())
 	return priority.JobPriority(c.Priority), nil
 }
 
