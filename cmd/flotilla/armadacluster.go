@@ -31,8 +31,8 @@ var (
 // renamer that puts sim's field paths in the file's terms, and its
 // pendingDelayDistribution (see applyPendingDelay).
 type armadaClusters struct {
-	clusters                   *sim.Clusters
-	paths                      renamer
+	clusters                    *sim.Clusters
+	paths                       renamer
 	pendingMinimum, pendingTail time.Duration
 }
 
