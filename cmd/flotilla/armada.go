@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"time"
 
@@ -303,4 +305,24 @@ func orZero(s string) string {
 		return "0s"
 	}
 	return s
+}
+
+// configSetsRequeue reports whether the -config file at path (already
+// checked) sets config.requeuePreempted; false for no file.
+func configSetsRequeue(path string) bool {
+	if path == "" {
+		return false
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	var f struct {
+		Config map[string]json.RawMessage `json:"config"`
+	}
+	if json.Unmarshal(data, &f) != nil {
+		return false
+	}
+	_, ok := f.Config["requeuePreempted"]
+	return ok
 }

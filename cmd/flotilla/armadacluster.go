@@ -56,7 +56,7 @@ func parseArmadaClusters(data []byte) (*armadaClusters, error) {
 		m, t := r.distribution(n, "workflowManagerDelayDistribution")
 		if m > 0 || t > 0 {
 			r.add("workflowManagerDelayDistribution", value(n), flotilla.ErrUnsupported,
-				"Armada's delay before resubmitting a preempted job; Flotilla requeues as -config's requeuePreempted says")
+				"Armada's delay before submitting a preempted job again; Flotilla requeues it at once")
 		}
 	}
 	out.pendingMinimum, out.pendingTail = r.distribution(top["pendingDelayDistribution"], "pendingDelayDistribution")

@@ -115,6 +115,9 @@ func simInputs(clusterPath, workloadPath, configPath, seed string, stderr io.Wri
 		}
 		cfg.Workload = aw.workload
 		rename = append(rename, prefixed("workload.", aw.paths)...)
+		// Armada's simulator submits a preempted job again: so does an
+		// Armada workload here, unless -config says otherwise.
+		cfg.RequeuePreempted = !configSetsRequeue(configPath)
 	} else if cfg.Workload, err = sim.ParseWorkload(data); err != nil {
 		return bad(workloadPath, "workload file", err)
 	}
@@ -145,7 +148,10 @@ func simInputs(clusterPath, workloadPath, configPath, seed string, stderr io.Wri
 		if err != nil {
 			return bad(configPath, "config file", err)
 		}
-		cfg.Scheduler, cfg.RequeuePreempted = &schedCfg, requeue
+		cfg.Scheduler = &schedCfg
+		if configSetsRequeue(configPath) {
+			cfg.RequeuePreempted = requeue
+		}
 	}
 	return cfg, rename.rename, 0
 }
