@@ -15,6 +15,9 @@
 // plots made with gonum/plot (share, utilisation, delay, preemptions; PNG
 // and SVG) and index.html into -o DIR; -config is serve's (SCENARIOS.md's
 // config and priorityClasses) read against the cluster file's resources.
+// A -cluster or -workload file ending in .yaml or .yml is one of Armada's
+// simulator files (a ClusterSpec, a WorkloadSpec), mapped onto sim's as
+// the README's "Armada simulator files" says.
 //
 // Exit codes: 0 when the scenario ran (whatever it decided), 1 when an
 // -expect file was given and the outcome differs, 2 for bad input.

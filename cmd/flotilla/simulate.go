@@ -23,8 +23,8 @@ import (
 func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	clusterPath := fs.String("cluster", "", "cluster file (JSON, package sim's format)")
-	workloadPath := fs.String("workload", "", "workload file (JSON, package sim's format)")
+	clusterPath := fs.String("cluster", "", "cluster file (JSON, package sim's format; .yaml/.yml: Armada's ClusterSpec)")
+	workloadPath := fs.String("workload", "", "workload file (JSON, package sim's format; .yaml/.yml: Armada's WorkloadSpec)")
 	dir := fs.String("o", "", "output directory (created if absent)")
 	configPath := fs.String("config", "", "SCENARIOS.md's config and priorityClasses, as serve's -config")
 	seed := fs.String("seed", "", "random seed; overrides the workload's seed")
