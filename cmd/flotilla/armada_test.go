@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -434,4 +435,27 @@ func TestArmadaWorkloadRequeuesPreemptedJobsUnlessConfigSays(t *testing.T) {
 		"-workload", filepath.Join(armadaData, "workload.yaml"), "-config", cfg, "-o", out)
 	require.Equal(t, 0, code, stderr)
 	assert.Equal(t, requeued, states(csvRows(t, filepath.Join(out, "jobs.csv")))["preempted"])
+}
+
+// TestArmadaAliasesAreFollowedWithinABudget: an alias reads as the node
+// it names (a queue given twice is a duplicate), and a small file whose
+// aliases expand past maxYAMLNodes is refused as a whole, at once.
+func TestArmadaAliasesAreFollowedWithinABudget(t *testing.T) {
+	_, err := parseArmadaWorkload([]byte("queues:\n  - &q {name: A, weight: 1, jobTemplates: [{id: a, number: 1, requirements: {resourceRequirements: {requests: {cpu: 1}}}}]}\n  - *q\n"))
+	assert.ElementsMatch(t, []string{"queues[1].name", "queues[1].jobTemplates[0].id"}, problemFields(t, err))
+
+	tols := "[" + strings.Repeat("{key: k, operator: Exists}, ", 30) + "]"
+	tpls := "[" + strings.Repeat("*t, ", 100) + "]"
+	file := "queues:\n  - &q\n    name: A\n    weight: 1\n    jobTemplates:\n      - &t {number: 1, requirements: {tolerations: " + tols + "}}\n" +
+		"  - &b {name: B, weight: 1, jobTemplates: " + tpls + "}\n" + strings.Repeat("  - *b\n", 100) // ~1.5M nodes expanded
+	start := time.Now()
+	_, err = parseArmadaWorkload([]byte(file))
+	assert.Less(t, time.Since(start), 10*time.Second)
+	var budget []error
+	for _, e := range flotilla.Problems(err) {
+		if errors.Is(e, flotilla.ErrOutOfRange) && strings.HasPrefix(e.Error(), "(root)") {
+			budget = append(budget, e)
+		}
+	}
+	assert.Len(t, budget, 1, "%v", err)
 }

@@ -27,7 +27,7 @@ import (
 
 // maxYAMLNodes bounds the nodes a reader visits, aliases expanded, so that
 // a small file of nested aliases cannot make it work without end.
-const maxYAMLNodes = 1_000_000
+const maxYAMLNodes = 50_000
 
 // isArmadaFile reports whether path names one of Armada's simulator files:
 // it ends in .yaml or .yml (in any case).
