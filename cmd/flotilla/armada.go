@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -72,6 +73,8 @@ func parseArmadaWorkload(data []byte) (*armadaWorkload, error) {
 	if len(queues) == 0 && top["queues"] != nil {
 		r.add("queues", "", flotilla.ErrRequired, "at least one queue")
 	}
+	repeats := map[string]bool{} // ids of templates with repeat
+	var tplPaths []string        // each template's YAML path
 	for qi, qn := range queues {
 		qp := index("queues", qi)
 		q := r.object(qn, qp, armadaQueueFields...)
@@ -89,16 +92,21 @@ func parseArmadaWorkload(data []byte) (*armadaWorkload, error) {
 		w.Queues = append(w.Queues, spec)
 		for ji, jn := range r.list(q["jobTemplates"], qp+".jobTemplates") {
 			jp := index(qp+".jobTemplates", ji)
-			t, ok := r.jobTemplate(jn, jp, name, ji)
+			t, repeated, ok := r.jobTemplate(jn, jp, name, ji)
 			if !ok {
 				continue
 			}
+			if repeated {
+				repeats[t.ID] = true
+			}
+			tplPaths = append(tplPaths, jp)
 			sp := index("jobTemplates", len(w.JobTemplates))
 			out.paths = append(out.paths, templatePaths(sp, jp)...)
 			w.JobTemplates = append(w.JobTemplates, t)
 		}
 	}
 	out.paths = append(out.paths, [2]string{"jobTemplates", "queues"})
+	r.repetitionDependencies(w, tplPaths, repeats)
 	// Every problem at once: sim's checks of what could be read, less
 	// those about values the reader already refused.
 	if err := strictjson.Merge(r.err(), flotilla.RenameFields(w.Validate(), out.paths.rename)); err != nil {
@@ -126,14 +134,39 @@ func templatePaths(sp, jp string) [][2]string {
 	}
 }
 
-// jobTemplate reads one of Armada's job templates, the j-th of queue; ok
-// is false when it could not be read at all.
-func (r *yamlReader) jobTemplate(n *yaml.Node, jp, queue string, j int) (sim.JobTemplate, bool) {
+// repetitionDependencies refuses a dependency on one repetition of a
+// repeated template by Armada's name for it, <id>-repeat-<i>: Flotilla
+// waits for every repetition of <id>. paths are the templates' YAML
+// paths, repeats the ids of the templates with repeat.
+func (r *yamlReader) repetitionDependencies(w *sim.Workload, paths []string, repeats map[string]bool) {
+	ids := make(map[string]bool, len(w.JobTemplates))
+	for _, t := range w.JobTemplates {
+		ids[t.ID] = true
+	}
+	for i, t := range w.JobTemplates {
+		for k, d := range t.Arrival.After {
+			cut := strings.LastIndex(d, "-repeat-")
+			if ids[d] || cut < 0 || !repeats[d[:cut]] {
+				continue
+			}
+			if _, err := strconv.ParseUint(d[cut+len("-repeat-"):], 10, 32); err == nil {
+				r.add(index(paths[i]+".dependencies", k), d, flotilla.ErrUnsupported,
+					"Armada's name for one repetition of %s; Flotilla waits for every repetition: name %s", d[:cut], d[:cut])
+			}
+		}
+	}
+}
+
+// jobTemplate reads one of Armada's job templates, the j-th of queue;
+// repeated is whether it has repeat, ok false when it could not be read at
+// all.
+func (r *yamlReader) jobTemplate(n *yaml.Node, jp, queue string, j int) (t sim.JobTemplate, repeated, ok bool) {
 	f := r.object(n, jp, armadaJobTemplateFields...)
 	if f == nil {
-		return sim.JobTemplate{}, false
+		return sim.JobTemplate{}, false, false
 	}
-	t := sim.JobTemplate{Queue: queue}
+	repeated = f["repeat"] != nil && !isNull(f["repeat"])
+	t.Queue = queue
 	t.ID = r.str(f["id"], jp+".id")
 	if t.ID == "" {
 		t.ID = fmt.Sprintf("%s-%d", queue, j)
@@ -192,7 +225,7 @@ func (r *yamlReader) jobTemplate(n *yaml.Node, jp, queue string, j int) (sim.Job
 		t.Runtime.TailMean = tail.String()
 	}
 
-	if f["repeat"] != nil && !isNull(f["repeat"]) {
+	if repeated {
 		rp := r.object(f["repeat"], jp+".repeat", armadaRepeatFields...)
 		times := r.integer(rp["numTimes"], jp+".repeat.numTimes", 0, math.MaxUint32)
 		period := r.duration(rp["period"], jp+".repeat.period")
@@ -218,7 +251,7 @@ func (r *yamlReader) jobTemplate(n *yaml.Node, jp, queue string, j int) (sim.Job
 			t.Repeat = &sim.Repeat{NumTimes: int(times - 1), Period: period.String()}
 		}
 	}
-	return t, true
+	return t, repeated, true
 }
 
 // requirements reads Armada's PodRequirements into t.
