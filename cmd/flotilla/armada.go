@@ -44,11 +44,11 @@ var (
 )
 
 // armadaWorkload is a WorkloadSpec read into a sim.Workload, with the
-// renamer that puts sim's field paths (jobTemplates[3].count) in the
+// pathRenamer that puts sim's field paths (jobTemplates[3].count) in the
 // file's terms (queues[1].jobTemplates[0].number).
 type armadaWorkload struct {
 	workload *sim.Workload
-	paths    renamer
+	paths    pathRenamer
 }
 
 // parseArmadaWorkload reads Armada's WorkloadSpec YAML into a
@@ -76,14 +76,14 @@ func parseArmadaWorkload(data []byte) (*armadaWorkload, error) {
 	repeats := map[string]bool{} // ids of templates with repeat
 	var tplPaths []string        // each template's YAML path
 	for qi, qn := range queues {
-		qp := index("queues", qi)
+		qp := yamlIndex("queues", qi)
 		q := r.object(qn, qp, armadaQueueFields...)
 		if q == nil {
 			continue
 		}
 		name := r.str(q["name"], qp+".name")
 		spec := sim.QueueSpec{Name: name}
-		if q["weight"] == nil || isNull(q["weight"]) {
+		if q["weight"] == nil || yamlNull(q["weight"]) {
 			r.add(qp+".weight", "", flotilla.ErrRequired, "Armada reads an absent weight as 0, which gives the queue no share")
 		} else {
 			wt := r.number(q["weight"], qp+".weight")
@@ -91,7 +91,7 @@ func parseArmadaWorkload(data []byte) (*armadaWorkload, error) {
 		}
 		w.Queues = append(w.Queues, spec)
 		for ji, jn := range r.list(q["jobTemplates"], qp+".jobTemplates") {
-			jp := index(qp+".jobTemplates", ji)
+			jp := yamlIndex(qp+".jobTemplates", ji)
 			t, repeated, ok := r.jobTemplate(jn, jp, name, ji)
 			if !ok {
 				continue
@@ -100,7 +100,7 @@ func parseArmadaWorkload(data []byte) (*armadaWorkload, error) {
 				repeats[t.ID] = true
 			}
 			tplPaths = append(tplPaths, jp)
-			sp := index("jobTemplates", len(w.JobTemplates))
+			sp := yamlIndex("jobTemplates", len(w.JobTemplates))
 			out.paths = append(out.paths, templatePaths(sp, jp)...)
 			w.JobTemplates = append(w.JobTemplates, t)
 		}
@@ -150,7 +150,7 @@ func (r *yamlReader) repetitionDependencies(w *sim.Workload, paths []string, rep
 				continue
 			}
 			if _, err := strconv.ParseUint(d[cut+len("-repeat-"):], 10, 32); err == nil {
-				r.add(index(paths[i]+".dependencies", k), d, flotilla.ErrUnsupported,
+				r.add(yamlIndex(paths[i]+".dependencies", k), d, flotilla.ErrUnsupported,
 					"Armada's name for one repetition of %s; Flotilla waits for every repetition: name %s", d[:cut], d[:cut])
 			}
 		}
@@ -165,7 +165,7 @@ func (r *yamlReader) jobTemplate(n *yaml.Node, jp, queue string, j int) (t sim.J
 	if f == nil {
 		return sim.JobTemplate{}, false, false
 	}
-	repeated = f["repeat"] != nil && !isNull(f["repeat"])
+	repeated = f["repeat"] != nil && !yamlNull(f["repeat"])
 	t.Queue = queue
 	t.ID = r.str(f["id"], jp+".id")
 	if t.ID == "" {
@@ -185,7 +185,7 @@ func (r *yamlReader) jobTemplate(n *yaml.Node, jp, queue string, j int) (t sim.J
 
 	deps := r.list(f["dependencies"], jp+".dependencies")
 	for k, d := range deps {
-		t.Arrival.After = append(t.Arrival.After, r.str(d, index(jp+".dependencies", k)))
+		t.Arrival.After = append(t.Arrival.After, r.str(d, yamlIndex(jp+".dependencies", k)))
 	}
 	est := r.duration(f["earliestSubmitTime"], jp+".earliestSubmitTime")
 	at := est
@@ -232,7 +232,7 @@ func (r *yamlReader) jobTemplate(n *yaml.Node, jp, queue string, j int) (t sim.J
 		switch {
 		case times < 1:
 			r.add(jp+".repeat.numTimes", fmt.Sprint(times), flotilla.ErrOutOfRange, "want at least 1 (Armada's rule)")
-		case rp["period"] == nil || isNull(rp["period"]):
+		case rp["period"] == nil || yamlNull(rp["period"]):
 			r.add(jp+".repeat.period", "", flotilla.ErrRequired, "Armada's rule")
 		case times == 1:
 			// One submission: the template as it is.
@@ -261,11 +261,11 @@ func (r *yamlReader) requirements(n *yaml.Node, p string, t *sim.JobTemplate) {
 		return
 	}
 	t.NodeSelector = r.stringMap(f["nodeSelector"], p+".nodeSelector")
-	if a := f["affinity"]; a != nil && !isNull(a) {
-		r.add(p+".affinity", value(a), flotilla.ErrUnsupported, "Flotilla has node selectors and tolerations, not affinities")
+	if a := f["affinity"]; a != nil && !yamlNull(a) {
+		r.add(p+".affinity", yamlValue(a), flotilla.ErrUnsupported, "Flotilla has node selectors and tolerations, not affinities")
 	}
 	for i, tn := range r.list(f["tolerations"], p+".tolerations") {
-		tp := index(p+".tolerations", i)
+		tp := yamlIndex(p+".tolerations", i)
 		tf := r.object(tn, tp, armadaTolerationFields...)
 		if tf == nil {
 			continue
@@ -298,9 +298,9 @@ func (r *yamlReader) requirements(n *yaml.Node, p string, t *sim.JobTemplate) {
 	// Armada schedules by requests; limits are read (they must be a
 	// mapping) and ignored.
 	r.stringMap(rr["limits"], p+".resourceRequirements.limits")
-	if c := rr["claims"]; c != nil && !isNull(c) {
+	if c := rr["claims"]; c != nil && !yamlNull(c) {
 		if items := r.list(c, p+".resourceRequirements.claims"); len(items) > 0 {
-			r.add(p+".resourceRequirements.claims", value(c), flotilla.ErrUnsupported, "dynamic resource claims have no counterpart")
+			r.add(p+".resourceRequirements.claims", yamlValue(c), flotilla.ErrUnsupported, "dynamic resource claims have no counterpart")
 		}
 	}
 }

@@ -29,8 +29,8 @@ func simulateArmada(t *testing.T, cluster, workload string) string {
 	return dir
 }
 
-// csvRows reads a CSV file of simple fields as header-keyed rows.
-func csvRows(t *testing.T, path string) []map[string]string {
+// armadaCSVRows reads a CSV file of simple fields as header-keyed rows.
+func armadaCSVRows(t *testing.T, path string) []map[string]string {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
@@ -55,7 +55,7 @@ func csvRows(t *testing.T, path string) []map[string]string {
 // is two submissions in all).
 func TestArmadaSimulatorFilesRunThroughSimulate(t *testing.T) {
 	dir := simulateArmada(t, "clusters.yaml", "workload.yaml")
-	rows := csvRows(t, filepath.Join(dir, "jobs.csv"))
+	rows := armadaCSVRows(t, filepath.Join(dir, "jobs.csv"))
 	count := map[string]int{}
 	gangEnd := 0.0
 	var dependent []string
@@ -63,7 +63,7 @@ func TestArmadaSimulatorFilesRunThroughSimulate(t *testing.T) {
 		count[r["queue"]+"/"+r["jobSet"]]++
 		assert.Equal(t, "succeeded", r["state"], "%v", r)
 		if r["jobSet"] == "b-gang" {
-			gangEnd = max(gangEnd, atof(t, r["finished"]))
+			gangEnd = max(gangEnd, armadaSeconds(t, r["finished"]))
 		}
 		if r["jobSet"] == "B-1" {
 			dependent = append(dependent, r["submitted"])
@@ -71,15 +71,15 @@ func TestArmadaSimulatorFilesRunThroughSimulate(t *testing.T) {
 	}
 	assert.Equal(t, map[string]int{"A/a-set": 24, "B/b-gang": 4, "B/B-1": 6}, count)
 	require.Len(t, dependent, 6)
-	first := atof(t, dependent[0])
+	first := armadaSeconds(t, dependent[0])
 	assert.InDelta(t, gangEnd+120, first, 1e-9, "earliestSubmitTime counts from the dependencies' end")
 	for i, s := range dependent {
-		assert.InDelta(t, first+float64(i/3)*600, atof(t, s), 1e-9, "repetition %d", i/3)
+		assert.InDelta(t, first+float64(i/3)*600, armadaSeconds(t, s), 1e-9, "repetition %d", i/3)
 	}
 }
 
-// atof parses a CSV time.
-func atof(t *testing.T, s string) float64 {
+// armadaSeconds parses a CSV time.
+func armadaSeconds(t *testing.T, s string) float64 {
 	t.Helper()
 	f, err := strconv.ParseFloat(s, 64)
 	require.NoError(t, err, s)
@@ -258,15 +258,15 @@ func TestArmadaPendingDelayIsAddedToEveryRuntime(t *testing.T) {
 	assert.Equal(t, sim.Runtime{Minimum: "10s", TailMean: "5s"}, w.JobTemplates[1].Runtime)
 	w = &sim.Workload{JobTemplates: []sim.JobTemplate{{ID: "a", Runtime: sim.Runtime{TailMean: "1m"}}}}
 	err := applyPendingDelay(w, 0, 5e9)
-	assert.Equal(t, []string{"pendingDelayDistribution.tailMean"}, problemFields(t, err))
+	assert.Equal(t, []string{"pendingDelayDistribution.tailMean"}, armadaProblemFields(t, err))
 	c, err := parseArmadaClusters([]byte("pendingDelayDistribution: {minimum: 10s, tailMean: 5s}\nclusters: [{name: c, pool: p, nodeTemplates: [{number: 1, totalResources: {resources: {cpu: 1}}}]}]\n"))
 	require.NoError(t, err)
 	assert.Equal(t, [2]float64{10, 5}, [2]float64{c.pendingMinimum.Seconds(), c.pendingTail.Seconds()})
 }
 
-// problemFields are the field paths of err's problems, each a
+// armadaProblemFields are the field paths of err's problems, each a
 // *flotilla.FieldError.
-func problemFields(t *testing.T, err error) []string {
+func armadaProblemFields(t *testing.T, err error) []string {
 	t.Helper()
 	var out []string
 	for _, e := range flotilla.Problems(err) {
@@ -314,7 +314,7 @@ func TestBadArmadaWorkloadNamesEveryBadFieldAtItsYAMLPath(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parseArmadaWorkload([]byte(tc.file))
 			require.Error(t, err)
-			assert.ElementsMatch(t, tc.want, problemFields(t, err), "%v", err)
+			assert.ElementsMatch(t, tc.want, armadaProblemFields(t, err), "%v", err)
 		})
 	}
 }
@@ -343,7 +343,7 @@ func TestBadArmadaClusterSpecNamesEveryBadFieldAtItsYAMLPath(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parseArmadaClusters([]byte(tc.file))
 			require.Error(t, err)
-			assert.ElementsMatch(t, tc.want, problemFields(t, err), "%v", err)
+			assert.ElementsMatch(t, tc.want, armadaProblemFields(t, err), "%v", err)
 		})
 	}
 }
@@ -419,7 +419,7 @@ func TestArmadaWorkloadRequeuesPreemptedJobsUnlessConfigSays(t *testing.T) {
 		return out
 	}
 	dir := simulateArmada(t, "clusters.yaml", "workload.yaml")
-	rows := csvRows(t, filepath.Join(dir, "jobs.csv"))
+	rows := armadaCSVRows(t, filepath.Join(dir, "jobs.csv"))
 	assert.Equal(t, map[string]int{"succeeded": 34}, states(rows))
 	requeued := 0
 	for _, r := range rows {
@@ -436,7 +436,7 @@ func TestArmadaWorkloadRequeuesPreemptedJobsUnlessConfigSays(t *testing.T) {
 	code, _, stderr := runCmd("simulate", "-cluster", filepath.Join(armadaData, "clusters.yaml"),
 		"-workload", filepath.Join(armadaData, "workload.yaml"), "-config", cfg, "-o", out)
 	require.Equal(t, 0, code, stderr)
-	assert.Equal(t, requeued, states(csvRows(t, filepath.Join(out, "jobs.csv")))["preempted"])
+	assert.Equal(t, requeued, states(armadaCSVRows(t, filepath.Join(out, "jobs.csv")))["preempted"])
 }
 
 // TestArmadaAliasesAreFollowedWithinABudget: an alias reads as the node
@@ -444,7 +444,7 @@ func TestArmadaWorkloadRequeuesPreemptedJobsUnlessConfigSays(t *testing.T) {
 // aliases expand past maxYAMLNodes is refused as a whole, at once.
 func TestArmadaAliasesAreFollowedWithinABudget(t *testing.T) {
 	_, err := parseArmadaWorkload([]byte("queues:\n  - &q {name: A, weight: 1, jobTemplates: [{id: a, number: 1, requirements: {resourceRequirements: {requests: {cpu: 1}}}}]}\n  - *q\n"))
-	assert.ElementsMatch(t, []string{"queues[1].name", "queues[1].jobTemplates[0].id"}, problemFields(t, err))
+	assert.ElementsMatch(t, []string{"queues[1].name", "queues[1].jobTemplates[0].id"}, armadaProblemFields(t, err))
 
 	tols := "[" + strings.Repeat("{key: k, operator: Exists}, ", 30) + "]"
 	tpls := "[" + strings.Repeat("*t, ", 100) + "]"

@@ -28,11 +28,11 @@ var (
 )
 
 // armadaClusters is a ClusterSpec read into sim.Clusters, with the
-// renamer that puts sim's field paths in the file's terms, and its
+// pathRenamer that puts sim's field paths in the file's terms, and its
 // pendingDelayDistribution (see applyPendingDelay).
 type armadaClusters struct {
 	clusters                    *sim.Clusters
-	paths                       renamer
+	paths                       pathRenamer
 	pendingMinimum, pendingTail time.Duration
 }
 
@@ -52,10 +52,10 @@ func parseArmadaClusters(data []byte) (*armadaClusters, error) {
 		return nil, r.err()
 	}
 	out := &armadaClusters{clusters: &sim.Clusters{}}
-	if n := top["workflowManagerDelayDistribution"]; n != nil && !isNull(n) {
+	if n := top["workflowManagerDelayDistribution"]; n != nil && !yamlNull(n) {
 		m, t := r.distribution(n, "workflowManagerDelayDistribution")
 		if m > 0 || t > 0 {
-			r.add("workflowManagerDelayDistribution", value(n), flotilla.ErrUnsupported,
+			r.add("workflowManagerDelayDistribution", yamlValue(n), flotilla.ErrUnsupported,
 				"Armada's delay before submitting a preempted job again; Flotilla requeues it at once")
 		}
 	}
@@ -76,13 +76,13 @@ func parseArmadaClusters(data []byte) (*armadaClusters, error) {
 			r.add(cp+".pool", c.pool, flotilla.ErrUnsupported,
 				"Flotilla schedules one pool; %s is %q (Armada schedules each pool on its own)", poolPath, pool)
 		}
-		sp := index("clusters", len(out.clusters.Clusters))
+		sp := yamlIndex("clusters", len(out.clusters.Clusters))
 		out.paths = append(out.paths,
 			[2]string{sp + ".name", cp + ".name"},
 			[2]string{sp + ".nodes", cp + ".nodeTemplates"},
 			[2]string{sp, cp})
 		for k := range c.cluster.Nodes {
-			np, tp := index(sp+".nodes", k), index(cp+".nodeTemplates", k)
+			np, tp := yamlIndex(sp+".nodes", k), yamlIndex(cp+".nodeTemplates", k)
 			out.paths = append([][2]string{
 				{np + ".name", cp + ".name"},
 				{np + ".count", tp + ".number"},
@@ -93,10 +93,10 @@ func parseArmadaClusters(data []byte) (*armadaClusters, error) {
 		out.clusters.Clusters = append(out.clusters.Clusters, c.cluster)
 	}
 	for i, n := range r.list(top["clusters"], "clusters") {
-		add(n, index("clusters", i), "", "")
+		add(n, yamlIndex("clusters", i), "", "")
 	}
 	for i, pn := range r.list(top["pools"], "pools") {
-		pp := index("pools", i)
+		pp := yamlIndex("pools", i)
 		pf := r.object(pn, pp, armadaPoolFields...)
 		if pf == nil {
 			continue
@@ -106,10 +106,10 @@ func parseArmadaClusters(data []byte) (*armadaClusters, error) {
 			r.add(pp+".name", "", flotilla.ErrRequired, "")
 		}
 		for g, gn := range r.list(pf["clusterGroups"], pp+".clusterGroups") {
-			gp := index(pp+".clusterGroups", g)
+			gp := yamlIndex(pp+".clusterGroups", g)
 			gf := r.object(gn, gp, armadaClusterGroupFields...)
 			for c, cn := range r.list(gf["clusters"], gp+".clusters") {
-				add(cn, index(gp+".clusters", c), fmt.Sprintf("%s-%d-%d", name, g, c), name)
+				add(cn, yamlIndex(gp+".clusters", c), fmt.Sprintf("%s-%d-%d", name, g, c), name)
 			}
 		}
 	}
@@ -149,7 +149,7 @@ func (r *yamlReader) cluster(n *yaml.Node, cp, defaultName, defaultPool string) 
 		r.add(cp+".pool", c.pool, flotilla.ErrInconsistent, "the cluster is listed under pool %q", defaultPool)
 	}
 	for k, tn := range r.list(f["nodeTemplates"], cp+".nodeTemplates") {
-		tp := index(cp+".nodeTemplates", k)
+		tp := yamlIndex(cp+".nodeTemplates", k)
 		tf := r.object(tn, tp, armadaNodeTemplateFields...)
 		if tf == nil {
 			continue
@@ -166,7 +166,7 @@ func (r *yamlReader) cluster(n *yaml.Node, cp, defaultName, defaultPool string) 
 		}
 		nt.Labels[armadaClusterLabel] = c.cluster.Name
 		for i, xn := range r.list(tf["taints"], tp+".taints") {
-			xp := index(tp+".taints", i)
+			xp := yamlIndex(tp+".taints", i)
 			xf := r.object(xn, xp, armadaTaintFields...)
 			if xf == nil {
 				continue

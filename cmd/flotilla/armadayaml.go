@@ -88,6 +88,7 @@ func (r *yamlReader) yamlRoot(data []byte) *yaml.Node {
 func (r *yamlReader) resolve(n *yaml.Node) *yaml.Node {
 	for depth := 0; n != nil && n.Kind == yaml.AliasNode; depth++ {
 		if depth > 100 {
+			r.add("", "", flotilla.ErrOutOfRange, "an alias chain longer than 100")
 			return nil
 		}
 		n = n.Alias
@@ -103,39 +104,39 @@ func (r *yamlReader) resolve(n *yaml.Node) *yaml.Node {
 	return n
 }
 
-// isNull reports whether n is absent or YAML's null (~, null, or nothing).
-func isNull(n *yaml.Node) bool {
+// yamlNull reports whether n is absent or YAML's null (~, null, or nothing).
+func yamlNull(n *yaml.Node) bool {
 	return n == nil || (n.Kind == yaml.ScalarNode && n.Tag == "!!null")
 }
 
-// kindName names what n is, for messages.
-func kindName(n *yaml.Node) string {
+// yamlKind names what n is, for messages.
+func yamlKind(n *yaml.Node) string {
 	switch n.Kind {
 	case yaml.MappingNode:
 		return "a mapping"
 	case yaml.SequenceNode:
 		return "a list"
 	case yaml.ScalarNode:
-		return "the scalar " + strconv.Quote(short(n.Value))
+		return "the scalar " + strconv.Quote(yamlShort(n.Value))
 	}
 	return "something else"
 }
 
-// short cuts a value for a message.
-func short(s string) string {
+// yamlShort cuts a value for a message.
+func yamlShort(s string) string {
 	if len(s) > 64 {
 		return s[:64] + "…"
 	}
 	return s
 }
 
-// value is n's text for a FieldError's Value: a scalar as written, else
+// yamlValue is n's text for a FieldError's Value: a scalar as written, else
 // what it is.
-func value(n *yaml.Node) string {
+func yamlValue(n *yaml.Node) string {
 	if n.Kind == yaml.ScalarNode {
-		return short(n.Value)
+		return yamlShort(n.Value)
 	}
-	return kindName(n)
+	return yamlKind(n)
 }
 
 // object returns the fields of the mapping n by their known names (keys
@@ -144,11 +145,11 @@ func value(n *yaml.Node) string {
 // the empty mapping; anything else is a problem (and nil).
 func (r *yamlReader) object(n *yaml.Node, path string, known ...string) map[string]*yaml.Node {
 	n = r.resolve(n)
-	if isNull(n) {
+	if yamlNull(n) {
 		return map[string]*yaml.Node{}
 	}
 	if n.Kind != yaml.MappingNode {
-		r.add(path, value(n), flotilla.ErrMalformed, "want a mapping, got %s", kindName(n))
+		r.add(path, yamlValue(n), flotilla.ErrMalformed, "want a mapping, got %s", yamlKind(n))
 		return nil
 	}
 	out := make(map[string]*yaml.Node, len(n.Content)/2)
@@ -158,7 +159,7 @@ func (r *yamlReader) object(n *yaml.Node, path string, known ...string) map[stri
 			return out
 		}
 		if k.Kind != yaml.ScalarNode {
-			r.add(path, kindName(k), flotilla.ErrMalformed, "a key must be a plain name")
+			r.add(path, yamlKind(k), flotilla.ErrMalformed, "a key must be a plain name")
 			continue
 		}
 		if k.Tag == "!!merge" {
@@ -193,11 +194,11 @@ func (r *yamlReader) object(n *yaml.Node, path string, known ...string) map[stri
 // list returns the items of the sequence n; null or absent is empty.
 func (r *yamlReader) list(n *yaml.Node, path string) []*yaml.Node {
 	n = r.resolve(n)
-	if isNull(n) {
+	if yamlNull(n) {
 		return nil
 	}
 	if n.Kind != yaml.SequenceNode {
-		r.add(path, value(n), flotilla.ErrMalformed, "want a list, got %s", kindName(n))
+		r.add(path, yamlValue(n), flotilla.ErrMalformed, "want a list, got %s", yamlKind(n))
 		return nil
 	}
 	return n.Content
@@ -206,12 +207,17 @@ func (r *yamlReader) list(n *yaml.Node, path string) []*yaml.Node {
 // scalar returns n's text when n is a scalar ("" and true when null or
 // absent); false, with the problem recorded, otherwise.
 func (r *yamlReader) scalar(n *yaml.Node, path string) (string, bool) {
-	n = r.resolve(n)
-	if isNull(n) {
-		return "", n != nil || !r.tooBig
+	if n == nil {
+		return "", true
+	}
+	if n = r.resolve(n); n == nil {
+		return "", false // past the budget, or a bad alias: reported
+	}
+	if yamlNull(n) {
+		return "", true
 	}
 	if n.Kind != yaml.ScalarNode {
-		r.add(path, value(n), flotilla.ErrMalformed, "want a single value, got %s", kindName(n))
+		r.add(path, yamlValue(n), flotilla.ErrMalformed, "want a single value, got %s", yamlKind(n))
 		return "", false
 	}
 	return n.Value, true
@@ -232,7 +238,7 @@ func (r *yamlReader) integer(n *yaml.Node, path string, lo, hi int64) int64 {
 	}
 	v, err := strconv.ParseInt(strings.ReplaceAll(s, "_", ""), 0, 64)
 	if err != nil {
-		r.add(path, short(s), flotilla.ErrMalformed, "want a whole number")
+		r.add(path, yamlShort(s), flotilla.ErrMalformed, "want a whole number")
 		return 0
 	}
 	if v < lo || v > hi {
@@ -250,7 +256,7 @@ func (r *yamlReader) number(n *yaml.Node, path string) float64 {
 	}
 	v, err := strconv.ParseFloat(strings.ReplaceAll(s, "_", ""), 64)
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-		r.add(path, short(s), flotilla.ErrMalformed, "want a finite number")
+		r.add(path, yamlShort(s), flotilla.ErrMalformed, "want a finite number")
 		return 0
 	}
 	return v
@@ -267,7 +273,7 @@ func (r *yamlReader) duration(n *yaml.Node, path string) time.Duration {
 	d, err := time.ParseDuration(s)
 	switch {
 	case err != nil:
-		r.add(path, short(s), flotilla.ErrMalformed, "want a duration such as 90s or 1h30m")
+		r.add(path, yamlShort(s), flotilla.ErrMalformed, "want a duration such as 90s or 1h30m")
 	case d < 0:
 		r.add(path, s, flotilla.ErrNegative, "")
 	default:
@@ -276,15 +282,15 @@ func (r *yamlReader) duration(n *yaml.Node, path string) time.Duration {
 	return 0
 }
 
-// strings reads a mapping of names to single values (nil when null or
+// stringMap reads a mapping of names to single values (nil when null or
 // absent): labels, node selectors, annotations, resource lists.
 func (r *yamlReader) stringMap(n *yaml.Node, path string) map[string]string {
 	n = r.resolve(n)
-	if isNull(n) {
+	if yamlNull(n) {
 		return nil
 	}
 	if n.Kind != yaml.MappingNode {
-		r.add(path, value(n), flotilla.ErrMalformed, "want a mapping, got %s", kindName(n))
+		r.add(path, yamlValue(n), flotilla.ErrMalformed, "want a mapping, got %s", yamlKind(n))
 		return nil
 	}
 	out := make(map[string]string, len(n.Content)/2)
@@ -294,7 +300,7 @@ func (r *yamlReader) stringMap(n *yaml.Node, path string) map[string]string {
 			return out
 		}
 		if k.Kind != yaml.ScalarNode || k.Tag == "!!merge" {
-			r.add(path, value(k), flotilla.ErrMalformed, "a key must be a plain name")
+			r.add(path, yamlValue(k), flotilla.ErrMalformed, "a key must be a plain name")
 			continue
 		}
 		field := strictjson.JoinKey(path, k.Value)
@@ -309,16 +315,16 @@ func (r *yamlReader) stringMap(n *yaml.Node, path string) map[string]string {
 	return out
 }
 
-// index appends a list index to a path.
-func index(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
+// yamlIndex appends a list index to a path.
+func yamlIndex(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
 
-// renamer rewrites field paths by prefix: the first pair whose from is
+// pathRenamer rewrites field paths by prefix: the first pair whose from is
 // the path, or a prefix of it ending before '.' or '[', gives the new
 // prefix; paths no pair matches are kept.
-type renamer [][2]string
+type pathRenamer [][2]string
 
-// rename applies the renamer to one path.
-func (rn renamer) rename(field string) string {
+// rename applies the pathRenamer to one path.
+func (rn pathRenamer) rename(field string) string {
 	for _, p := range rn {
 		from, to := p[0], p[1]
 		if field == from {

@@ -82,7 +82,7 @@ func simConfig(clusterPath, workloadPath, configPath, seed string, stderr io.Wri
 // for its YAML files (isArmadaFile).
 func simInputs(clusterPath, workloadPath, configPath, seed string, stderr io.Writer) (sim.Config, func(string) string, int) {
 	var cfg sim.Config
-	rename := renamer{}
+	rename := pathRenamer{}
 	bad := func(path, what string, err error) (sim.Config, func(string) string, int) {
 		fmt.Fprintf(stderr, "flotilla: %s is not a valid %s:\n", path, what)
 		printErrors(stderr, err)
@@ -100,7 +100,7 @@ func simInputs(clusterPath, workloadPath, configPath, seed string, stderr io.Wri
 			return bad(clusterPath, "cluster file (Armada's ClusterSpec)", err)
 		}
 		cfg.Clusters, pendingMin, pendingTail = ac.clusters, ac.pendingMinimum, ac.pendingTail
-		rename = append(rename, prefixed("clusters.", ac.paths)...)
+		rename = append(rename, prefixedPaths("clusters.", ac.paths)...)
 	} else if cfg.Clusters, err = sim.ParseClusters(data); err != nil {
 		return bad(clusterPath, "cluster file", err)
 	}
@@ -114,7 +114,7 @@ func simInputs(clusterPath, workloadPath, configPath, seed string, stderr io.Wri
 			return bad(workloadPath, "workload file (Armada's WorkloadSpec)", err)
 		}
 		cfg.Workload = aw.workload
-		rename = append(rename, prefixed("workload.", aw.paths)...)
+		rename = append(rename, prefixedPaths("workload.", aw.paths)...)
 		// Armada's simulator submits a preempted job again: so does an
 		// Armada workload here, unless -config says otherwise.
 		cfg.RequeuePreempted = !configSetsRequeue(configPath)
@@ -156,9 +156,9 @@ func simInputs(clusterPath, workloadPath, configPath, seed string, stderr io.Wri
 	return cfg, rename.rename, 0
 }
 
-// prefixed puts prefix before both sides of every pair of rn.
-func prefixed(prefix string, rn renamer) renamer {
-	out := make(renamer, len(rn))
+// prefixedPaths puts prefix before both sides of every pair of rn.
+func prefixedPaths(prefix string, rn pathRenamer) pathRenamer {
+	out := make(pathRenamer, len(rn))
 	for i, p := range rn {
 		out[i] = [2]string{prefix + p[0], prefix + p[1]}
 	}
