@@ -89,6 +89,7 @@ func parseArmadaWorkload(data []byte) (*armadaWorkload, error) {
 			wt := r.number(q["weight"], qp+".weight")
 			spec.Weight = &wt
 		}
+		out.paths = append(out.paths, [2]string{yamlIndex("queues", len(w.Queues)), qp})
 		w.Queues = append(w.Queues, spec)
 		for ji, jn := range r.list(q["jobTemplates"], qp+".jobTemplates") {
 			jp := yamlIndex(qp+".jobTemplates", ji)

@@ -307,6 +307,8 @@ func TestBadArmadaWorkloadNamesEveryBadFieldAtItsYAMLPath(t *testing.T) {
 				"queues[0].jobTemplates[0].requirements.tolerations[0].operator"}},
 		{"uneven repeats after dependencies", "queues:\n  - name: A\n    weight: 1\n    jobTemplates:\n      - {id: a, number: 1, requirements: {resourceRequirements: {requests: {cpu: 1}}}}\n      - {number: 1, dependencies: [a], earliestSubmitTimeFromDependencyCompletion: 5m, repeat: {numTimes: 2, period: 1m}, requirements: {resourceRequirements: {requests: {cpu: 1}}}}\n",
 			[]string{"queues[0].jobTemplates[1].earliestSubmitTimeFromDependencyCompletion"}},
+		{"a queue that is not a mapping leaves the others' paths", "queues:\n  - 1\n  - {name: B, weight: -1, jobTemplates: [{number: 1, requirements: {resourceRequirements: {requests: {cpu: 1}}}}]}\n",
+			[]string{"queues[0]", "queues[1].weight"}},
 		{"a dependency on one repetition", "queues:\n  - name: A\n    weight: 1\n    jobTemplates:\n      - {id: a, number: 1, repeat: {numTimes: 2, period: 1m}, requirements: {resourceRequirements: {requests: {cpu: 1}}}}\n      - {number: 1, dependencies: [a-repeat-1], requirements: {resourceRequirements: {requests: {cpu: 1}}}}\n",
 			[]string{"queues[0].jobTemplates[1].dependencies[0]"}},
 		{"merge keys", "queues:\n  - &q\n    name: A\n    weight: 1\n  - <<: *q\n", []string{"queues[1].<<", "queues[1].name", "queues[1].weight", "queues"}},
