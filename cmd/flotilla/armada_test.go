@@ -2,6 +2,8 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -9,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leanovate/gopter"
+	"github.com/leanovate/gopter/gen"
+	"github.com/leanovate/gopter/prop"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -462,4 +467,76 @@ func TestArmadaAliasesAreFollowedWithinABudget(t *testing.T) {
 		}
 	}
 	assert.Len(t, budget, 1, "%v", err)
+}
+
+// TestArmadaWorkloadKeepsEveryJobAndItsTimes is a property over random
+// WorkloadSpecs (gopter draws the seed of a generator of valid files):
+// the jobs sim will submit — Σ count × (1 + repetitions) — are Armada's,
+// Σ number × numTimes; every template's first submission is its
+// earliestSubmitTime, its runtime minimum its own, its id its own or
+// <queue>-<index>.
+func TestArmadaWorkloadKeepsEveryJobAndItsTimes(t *testing.T) {
+	params := gopter.DefaultTestParametersWithSeed(20261122)
+	params.MinSuccessfulTests = 300
+	props := gopter.NewProperties(params)
+	props.Property("jobs and times kept", prop.ForAll(func(seed int64) string {
+		rng := rand.New(rand.NewPCG(uint64(seed), 1))
+		var b strings.Builder
+		type want struct {
+			id      string
+			at, min time.Duration
+		}
+		var wants []want
+		jobs := 0
+		b.WriteString("queues:\n")
+		for q := range 1 + rng.IntN(4) {
+			fmt.Fprintf(&b, "  - name: q%d\n    weight: %d\n    jobTemplates:\n", q, 1+rng.IntN(5))
+			for j := range 1 + rng.IntN(4) {
+				number := 1 + rng.IntN(20)
+				fmt.Fprintf(&b, "      - number: %d\n", number)
+				w := want{id: fmt.Sprintf("q%d-%d", q, j), at: time.Duration(rng.IntN(120)) * time.Minute, min: time.Duration(rng.IntN(600)) * time.Second}
+				if rng.IntN(2) == 0 {
+					w.id = fmt.Sprintf("t%d-%d", q, j)
+					fmt.Fprintf(&b, "        id: %s\n", w.id)
+				}
+				if w.at > 0 || rng.IntN(2) == 0 {
+					fmt.Fprintf(&b, "        earliestSubmitTime: %q\n", w.at.String())
+				}
+				fmt.Fprintf(&b, "        runtimeDistribution: {minimum: %q}\n", w.min.String())
+				if g := 1 + rng.IntN(4); number%g == 0 && rng.IntN(2) == 0 {
+					fmt.Fprintf(&b, "        gangCardinality: %d\n", g)
+				}
+				times := 1
+				if rng.IntN(2) == 0 {
+					times = 1 + rng.IntN(4)
+					fmt.Fprintf(&b, "        repeat: {numTimes: %d, period: %q}\n", times, []string{"0s", "1m", "1h"}[rng.IntN(3)])
+				}
+				b.WriteString("        requirements: {resourceRequirements: {requests: {cpu: 1}}}\n")
+				jobs += number * times
+				wants = append(wants, w)
+			}
+		}
+		aw, err := parseArmadaWorkload([]byte(b.String()))
+		if err != nil {
+			return fmt.Sprintf("%v\n%s", err, b.String())
+		}
+		got := 0
+		for i, tpl := range aw.workload.JobTemplates {
+			n := 1
+			if tpl.Repeat != nil {
+				n += tpl.Repeat.NumTimes
+			}
+			got += tpl.Count * n
+			at, _ := time.ParseDuration(orZero(tpl.Arrival.At))
+			minimum, _ := time.ParseDuration(orZero(tpl.Runtime.Minimum))
+			if w := wants[i]; tpl.ID != w.id || at != w.at || minimum != w.min {
+				return fmt.Sprintf("template %d: id %s at %v min %v, want %+v\n%s", i, tpl.ID, at, minimum, w, b.String())
+			}
+		}
+		if got != jobs {
+			return fmt.Sprintf("%d jobs, want %d\n%s", got, jobs, b.String())
+		}
+		return ""
+	}, gen.Int64()))
+	props.TestingRun(t)
 }

@@ -6,6 +6,7 @@ require (
 	github.com/flotilla-sched/flotilla v0.0.0
 	github.com/flotilla-sched/flotilla/backend/postgres v0.0.0
 	github.com/jackc/pgx/v5 v5.12.0
+	github.com/leanovate/gopter v0.2.11
 	github.com/prometheus/client_golang v1.25.0
 	github.com/stretchr/testify v1.12.1
 	go.yaml.in/yaml/v3 v3.0.5
