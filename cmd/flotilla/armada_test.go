@@ -540,3 +540,31 @@ func TestArmadaWorkloadKeepsEveryJobAndItsTimes(t *testing.T) {
 	}, gen.Int64()))
 	props.TestingRun(t)
 }
+
+// TestArmadaExampleFilesRunToCompletion: files modelled on Armada's own
+// examples (its basic workload, tiny cluster in the older form, a
+// preemptible small-short/big-long workload) run to the end, every job
+// succeeding, in the job sets Armada would name, none submitted before
+// its earliestSubmitTime.
+func TestArmadaExampleFilesRunToCompletion(t *testing.T) {
+	for _, tc := range []struct {
+		cluster, workload string
+		want              map[string]int // queue/jobSet → jobs
+		earliest          map[string]float64
+	}{
+		{"tiny.clusters.yaml", "basic.workload.yaml", map[string]int{"A/job-set": 10}, nil},
+		{"two-nodes.clusters.yaml", "preemptible.workload.yaml", map[string]int{"A/A-0": 640, "B/B-0": 2},
+			map[string]float64{"B": 1800}},
+	} {
+		t.Run(tc.workload, func(t *testing.T) {
+			dir := simulateArmada(t, tc.cluster, tc.workload)
+			got := map[string]int{}
+			for _, r := range armadaCSVRows(t, filepath.Join(dir, "jobs.csv")) {
+				got[r["queue"]+"/"+r["jobSet"]]++
+				assert.Equal(t, "succeeded", r["state"], "%v", r)
+				assert.GreaterOrEqual(t, armadaSeconds(t, r["submitted"]), tc.earliest[r["queue"]], "%v", r)
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
