@@ -149,6 +149,9 @@ func TestArmadaJobTemplateFieldsMapToSimTemplates(t *testing.T) {
 			assert.Equal(t, "q", j.Queue)
 			assert.Equal(t, "", j.JobSet, "sim's default job set is the id")
 		}},
+		{"a whole number written as a float", "      - number: 1e1\n" + armadaRequests, func(t *testing.T, j sim.JobTemplate) {
+			assert.Equal(t, 10, j.Count)
+		}},
 		{"number, id, jobSet, class, queuePriority", "      - number: 7\n        id: x\n        jobSet: s\n        priorityClassName: armada-preemptible\n        queuePriority: 3\n" + armadaRequests,
 			func(t *testing.T, j sim.JobTemplate) {
 				assert.Equal(t, sim.JobTemplate{ID: "x", Queue: "q", JobSet: "s", Count: 7, PriorityClass: "armada-preemptible",

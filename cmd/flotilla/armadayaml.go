@@ -236,10 +236,16 @@ func (r *yamlReader) integer(n *yaml.Node, path string, lo, hi int64) int64 {
 	if !ok || s == "" {
 		return 0
 	}
-	v, err := strconv.ParseInt(strings.ReplaceAll(s, "_", ""), 0, 64)
+	digits := strings.ReplaceAll(s, "_", "")
+	v, err := strconv.ParseInt(digits, 10, 64)
 	if err != nil {
-		r.add(path, yamlShort(s), flotilla.ErrMalformed, "want a whole number")
-		return 0
+		// A whole number written as a float (1e3, 10.0) reads as one.
+		f, ferr := strconv.ParseFloat(digits, 64)
+		if ferr != nil || f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64 {
+			r.add(path, yamlShort(s), flotilla.ErrMalformed, "want a whole number")
+			return 0
+		}
+		v = int64(f)
 	}
 	if v < lo || v > hi {
 		r.add(path, s, flotilla.ErrOutOfRange, "want %d to %d", lo, hi)
