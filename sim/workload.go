@@ -332,7 +332,10 @@ func (t *JobTemplate) placement(f string) []error {
 	}))
 }
 
-// cycles reports templates that depend on themselves through After.
+// cycles reports templates that depend on themselves through After: those
+// from which a cycle of After can be reached. One depth-first search
+// remembers each template's answer, so the cost is linear in templates
+// and dependencies.
 func (w *Workload) cycles(ids map[string]int) []error {
 	const (
 		unseen = iota
@@ -340,6 +343,7 @@ func (w *Workload) cycles(ids map[string]int) []error {
 		closed
 	)
 	mark := make([]int, len(w.JobTemplates))
+	reaches := make([]bool, len(w.JobTemplates)) // of closed templates
 	var errs []error
 	var visit func(i int) bool
 	visit = func(i int) bool {
@@ -347,7 +351,7 @@ func (w *Workload) cycles(ids map[string]int) []error {
 		case open:
 			return true
 		case closed:
-			return false
+			return reaches[i]
 		}
 		mark[i] = open
 		cyclic := false
@@ -356,14 +360,13 @@ func (w *Workload) cycles(ids map[string]int) []error {
 				cyclic = true
 			}
 		}
-		mark[i] = closed
+		mark[i], reaches[i] = closed, cyclic
 		return cyclic
 	}
 	for i, t := range w.JobTemplates {
 		if ids[t.ID] != i {
 			continue
 		}
-		mark = make([]int, len(w.JobTemplates))
 		if visit(i) {
 			errs = append(errs, flotilla.Errorf(fmt.Sprintf("jobTemplates[%d].arrival.after", i), t.ID, flotilla.ErrInconsistent, "the template depends on itself"))
 		}

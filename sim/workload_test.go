@@ -3,8 +3,13 @@ package sim_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
+	"github.com/leanovate/gopter"
+	"github.com/leanovate/gopter/gen"
+	"github.com/leanovate/gopter/prop"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -179,4 +184,77 @@ func TestTemplateTolerationsAndSelectorAreJudgedByTheJobRules(t *testing.T) {
 		"tolerations": [{"key": "k", "operator": "Maybe", "effect": "Sometimes"}, {"operator": "Exists", "value": "v"}]}]}`))
 	require.ElementsMatch(t, []string{"jobTemplates[0].nodeSelector", "jobTemplates[0].tolerations[0].operator",
 		"jobTemplates[0].tolerations[0].effect", "jobTemplates[0].tolerations[1].value"}, fields(t, err))
+}
+
+// TestCyclicTemplatesAreThoseThatReachACycle is a property over random
+// dependency graphs (gopter draws the seed): Validate reports at
+// jobTemplates[i].arrival.after exactly the templates from which a cycle
+// of dependencies can be reached, as a transitive closure (the naive
+// oracle) says.
+func TestCyclicTemplatesAreThoseThatReachACycle(t *testing.T) {
+	params := gopter.DefaultTestParametersWithSeed(20261122)
+	params.MinSuccessfulTests = 500
+	props := gopter.NewProperties(params)
+	props.Property("cycles match the closure", prop.ForAll(func(seed int64) string {
+		rng := rand.New(rand.NewPCG(uint64(seed), 2))
+		n := 1 + rng.IntN(10)
+		reach := make([][]bool, n)
+		w := &sim.Workload{Queues: []sim.QueueSpec{{Name: "A"}}}
+		for i := range n {
+			reach[i] = make([]bool, n)
+			tpl := sim.JobTemplate{ID: fmt.Sprintf("t%d", i), Queue: "A", Count: 1, Requests: map[string]string{"cpu": "1"}}
+			for range rng.IntN(3) {
+				j := rng.IntN(n)
+				tpl.Arrival.After = append(tpl.Arrival.After, fmt.Sprintf("t%d", j))
+				reach[i][j] = true
+			}
+			w.JobTemplates = append(w.JobTemplates, tpl)
+		}
+		for k := range n {
+			for i := range n {
+				for j := range n {
+					reach[i][j] = reach[i][j] || reach[i][k] && reach[k][j]
+				}
+			}
+		}
+		var want []string
+		for i := range n {
+			for j := range n {
+				if reach[i][j] && reach[j][j] {
+					want = append(want, fmt.Sprintf("jobTemplates[%d].arrival.after", i))
+					break
+				}
+			}
+		}
+		var got []string
+		for _, e := range flotilla.Problems(w.Validate()) {
+			var fe *flotilla.FieldError
+			if errors.As(e, &fe) {
+				got = append(got, fe.Field)
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			return fmt.Sprintf("got %v, want %v for %+v", got, want, w.JobTemplates)
+		}
+		return ""
+	}, gen.Int64()))
+	props.TestingRun(t)
+}
+
+// BenchmarkValidate20kChainedTemplates validates 20,000 templates, each
+// after the one before.
+func BenchmarkValidate20kChainedTemplates(b *testing.B) {
+	w := &sim.Workload{Queues: []sim.QueueSpec{{Name: "A"}}}
+	for i := range 20_000 {
+		tpl := sim.JobTemplate{ID: fmt.Sprintf("t%d", i), Queue: "A", Count: 1, Requests: map[string]string{"cpu": "1"}}
+		if i > 0 {
+			tpl.Arrival.After = []string{fmt.Sprintf("t%d", i-1)}
+		}
+		w.JobTemplates = append(w.JobTemplates, tpl)
+	}
+	for b.Loop() {
+		if err := w.Validate(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
