@@ -17,6 +17,10 @@ var (
 	ErrUnknownName     = errors.New("names nothing known")
 	ErrDuplicate       = errors.New("is a duplicate")
 	ErrInconsistent    = errors.New("disagrees with another field")
+	// ErrUnsupported marks input that is well formed but asks for something
+	// Flotilla cannot do (e.g. a field of a foreign format with no
+	// counterpart here).
+	ErrUnsupported = errors.New("is not supported")
 )
 
 // FieldError reports one bad value: Field is a path such as

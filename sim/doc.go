@@ -26,6 +26,8 @@
 //	 "queues": [{"name": "A", "weight": 2}, {"name": "B"}],
 //	 "jobTemplates": [{"id": "a", "queue": "A", "count": 100,
 //	   "requests": {"cpu": "1"}, "priorityClass": "armada-preemptible",
+//	   "priority": 1, "nodeSelector": {"zone": "b"},
+//	   "tolerations": [{"key": "dedicated", "operator": "Exists"}],
 //	   "arrival": {"at": "10m", "rate": 0.5, "after": ["b"]},
 //	   "runtime": {"minimum": "1m", "tailMean": "5m"},
 //	   "repeat": {"numTimes": 3, "period": "1h"}}]}
@@ -33,8 +35,12 @@
 //	{"clusters": [{"name": "c1", "nodes": [
 //	   {"name": "node", "count": 10, "resources": {"cpu": "32", "memory": "256Gi"}}]}]}
 //
-// Not supported yet: Armada's YAML simulator files, node selectors,
-// tolerations, node-uniformity labels and exit codes in job templates.
+// A template may also carry a priority (lower runs first within its
+// queue and class), a node selector and tolerations (judged by
+// flotilla.Job's rules) and, for a gang, a node-uniformity label. Not
+// supported yet: exit codes in job templates. Armada's YAML simulator
+// files are read by the `flotilla simulate` command (cmd/flotilla), which
+// maps them onto these types.
 // Config.Scheduler takes a scheduler.Config as a Go value; the `flotilla
 // simulate` command (cmd/flotilla) reads SCENARIOS.md's
 // `config`/`priorityClasses` into it, and draws the plots.

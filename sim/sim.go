@@ -405,16 +405,22 @@ func (r *run) submit(ctx context.Context, a arrival) error {
 	tp := &r.tpls[a.tpl]
 	t := tp.spec
 	req := &server.SubmitRequest{Queue: t.Queue, JobSet: tp.jobSet, Jobs: make([]server.JobTemplate, 0, a.to-a.from)}
+	var tols []server.Toleration
+	for _, tol := range t.Tolerations {
+		tols = append(tols, server.Toleration(tol))
+	}
 	for k := a.from; k < a.to; k++ {
 		rt := tp.min
 		if tp.tail > 0 {
 			rt += time.Duration(r.rng.ExpFloat64() * float64(tp.tail))
 		}
 		rt = rt.Round(time.Millisecond)
-		jt := server.JobTemplate{PriorityClass: t.PriorityClass, Requests: t.Requests, Runtime: rt.String()}
+		jt := server.JobTemplate{PriorityClass: t.PriorityClass, Priority: t.Priority, Requests: t.Requests,
+			NodeSelector: t.NodeSelector, Tolerations: tols, Runtime: rt.String()}
 		if t.Gang != nil {
 			g := k / t.Gang.Cardinality
-			jt.Gang = &server.GangSpec{ID: fmt.Sprintf("%s-%d-%d", t.ID, a.repeat, g), Cardinality: t.Gang.Cardinality}
+			jt.Gang = &server.GangSpec{ID: fmt.Sprintf("%s-%d-%d", t.ID, a.repeat, g), Cardinality: t.Gang.Cardinality,
+				NodeUniformityLabel: t.Gang.NodeUniformityLabel}
 		}
 		req.Jobs = append(req.Jobs, jt)
 	}

@@ -48,6 +48,13 @@ type JobTemplate struct {
 	// PriorityClass names a class of the scheduler's configuration; empty
 	// means its default class.
 	PriorityClass string `json:"priorityClass,omitempty"`
+	// Priority orders the jobs within their queue and class: lower runs
+	// first (Armada's queuePriority).
+	Priority uint32 `json:"priority,omitempty"`
+	// NodeSelector and Tolerations restrict the nodes the jobs may use, with
+	// the library's rules (flotilla.Job).
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	Tolerations  []Toleration      `json:"tolerations,omitempty"`
 	// Requests maps resource name to quantity; required and non-empty,
 	// every name a resource of the cluster file.
 	Requests map[string]string `json:"requests"`
@@ -66,6 +73,19 @@ type JobTemplate struct {
 type Gang struct {
 	// Cardinality is at least 1.
 	Cardinality int `json:"cardinality"`
+	// NodeUniformityLabel, when set, places each gang on nodes sharing one
+	// value of this label.
+	NodeUniformityLabel string `json:"nodeUniformityLabel,omitempty"`
+}
+
+// Toleration lets a template's jobs onto tainted nodes: Operator is
+// "Equal" (default) or "Exists"; an empty Key needs Exists, Exists takes
+// no Value; an empty Effect matches every effect.
+type Toleration struct {
+	Key      string `json:"key,omitempty"`
+	Operator string `json:"operator,omitempty"`
+	Value    string `json:"value,omitempty"`
+	Effect   string `json:"effect,omitempty"`
 }
 
 // Arrival is when a template's jobs are submitted.
@@ -247,6 +267,7 @@ func (w *Workload) Validate() error {
 				errs = append(errs, flotilla.Errorf(f+".gang.cardinality", fmt.Sprint(t.Gang.Cardinality), flotilla.ErrInconsistent, "does not divide count %d", t.Count))
 			}
 		}
+		errs = append(errs, t.placement(f)...)
 		duration(&errs, f+".arrival.at", t.Arrival.At)
 		if !(t.Arrival.Rate >= 0 && !math.IsInf(t.Arrival.Rate, 1)) {
 			errs = append(errs, flotilla.Errorf(f+".arrival.rate", fmt.Sprint(t.Arrival.Rate), flotilla.ErrOutOfRange, "want a finite rate ≥ 0 per second"))
@@ -284,7 +305,37 @@ func (w *Workload) Validate() error {
 	return errors.Join(errs...)
 }
 
-// cycles reports templates that depend on themselves through After.
+// placement reports the problems of t's node selector and tolerations,
+// judged by flotilla.Job's rules, at the template's paths (f is the
+// template's path).
+func (t *JobTemplate) placement(f string) []error {
+	if len(t.NodeSelector) == 0 && len(t.Tolerations) == 0 {
+		return nil
+	}
+	tols := make([]flotilla.Toleration, len(t.Tolerations))
+	for i, tol := range t.Tolerations {
+		tols[i] = flotilla.Toleration{Key: tol.Key, Operator: flotilla.TolerationOperator(tol.Operator), Value: tol.Value, Effect: flotilla.TaintEffect(tol.Effect)}
+	}
+	// A one-resource prototype job: only its selector and tolerations can
+	// be wrong.
+	schema, err := flotilla.NewResourceSchema("cpu")
+	if err != nil {
+		return []error{err}
+	}
+	proto := &flotilla.Job{ID: "t", Queue: "q", Requests: schema.Zero(), NodeSelector: t.NodeSelector, Tolerations: tols}
+	const prefix = `job "t".`
+	return flotilla.Problems(flotilla.RenameFields(proto.Validate(schema), func(field string) string {
+		if len(field) > len(prefix) && field[:len(prefix)] == prefix {
+			return f + "." + field[len(prefix):]
+		}
+		return f + "." + field
+	}))
+}
+
+// cycles reports templates that depend on themselves through After: those
+// from which a cycle of After can be reached. One depth-first search
+// remembers each template's answer, so the cost is linear in templates
+// and dependencies.
 func (w *Workload) cycles(ids map[string]int) []error {
 	const (
 		unseen = iota
@@ -292,6 +343,7 @@ func (w *Workload) cycles(ids map[string]int) []error {
 		closed
 	)
 	mark := make([]int, len(w.JobTemplates))
+	reaches := make([]bool, len(w.JobTemplates)) // of closed templates
 	var errs []error
 	var visit func(i int) bool
 	visit = func(i int) bool {
@@ -299,7 +351,7 @@ func (w *Workload) cycles(ids map[string]int) []error {
 		case open:
 			return true
 		case closed:
-			return false
+			return reaches[i]
 		}
 		mark[i] = open
 		cyclic := false
@@ -308,14 +360,13 @@ func (w *Workload) cycles(ids map[string]int) []error {
 				cyclic = true
 			}
 		}
-		mark[i] = closed
+		mark[i], reaches[i] = closed, cyclic
 		return cyclic
 	}
 	for i, t := range w.JobTemplates {
 		if ids[t.ID] != i {
 			continue
 		}
-		mark = make([]int, len(w.JobTemplates))
 		if visit(i) {
 			errs = append(errs, flotilla.Errorf(fmt.Sprintf("jobTemplates[%d].arrival.after", i), t.ID, flotilla.ErrInconsistent, "the template depends on itself"))
 		}

@@ -12,7 +12,10 @@
 // "urgency"}) against a bank tree, as `flux account jobs` does.
 //
 // simulate runs package sim (the service under a virtual clock) over a
-// cluster file and a workload file and writes its CSV/JSON-lines tables,
+// cluster file and a workload file (sim's JSON; a name ending in .yaml or
+// .yml is one of Armada's simulator files, a ClusterSpec or a
+// WorkloadSpec, mapped as the README's "Armada simulator files" says)
+// and writes its CSV/JSON-lines tables,
 // plots made with gonum/plot (share, utilisation, delay, preemptions; PNG
 // and SVG) and index.html into -o DIR; -config is serve's (SCENARIOS.md's
 // config and priorityClasses) read against the cluster file's resources.

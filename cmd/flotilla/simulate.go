@@ -23,8 +23,8 @@ import (
 func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	clusterPath := fs.String("cluster", "", "cluster file (JSON, package sim's format)")
-	workloadPath := fs.String("workload", "", "workload file (JSON, package sim's format)")
+	clusterPath := fs.String("cluster", "", "cluster file (JSON, package sim's format; .yaml/.yml: Armada's ClusterSpec)")
+	workloadPath := fs.String("workload", "", "workload file (JSON, package sim's format; .yaml/.yml: Armada's WorkloadSpec)")
 	dir := fs.String("o", "", "output directory (created if absent)")
 	configPath := fs.String("config", "", "SCENARIOS.md's config and priorityClasses, as serve's -config")
 	seed := fs.String("seed", "", "random seed; overrides the workload's seed")
@@ -35,7 +35,7 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprint(stderr, "usage: flotilla simulate -cluster FILE -workload FILE -o DIR [-config FILE] [-seed N]\n")
 		return 2
 	}
-	cfg, code := simConfig(*clusterPath, *workloadPath, *configPath, *seed, stderr)
+	cfg, rename, code := simInputs(*clusterPath, *workloadPath, *configPath, *seed, stderr)
 	if code != 0 {
 		return code
 	}
@@ -47,7 +47,7 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		var fe *flotilla.FieldError
 		if errors.As(err, &fe) {
 			fmt.Fprintln(stderr, "flotilla: bad simulation input:")
-			printErrors(stderr, err)
+			printErrors(stderr, flotilla.RenameFields(err, rename))
 			return 2
 		}
 		fmt.Fprintf(stderr, "flotilla: simulate: %v\n", err)
@@ -72,26 +72,57 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // simConfig reads and checks simulate's input files into a sim.Config,
 // printing every problem; the code is 0 when all is well, else 2.
 func simConfig(clusterPath, workloadPath, configPath, seed string, stderr io.Writer) (sim.Config, int) {
+	cfg, _, code := simInputs(clusterPath, workloadPath, configPath, seed, stderr)
+	return cfg, code
+}
+
+// simInputs is simConfig, with the renaming that puts the field paths of
+// sim.Run's problems (workload.jobTemplates[3].requests) in the terms of
+// the files as written: the identity for sim's JSON files, Armada's paths
+// for its YAML files (isArmadaFile).
+func simInputs(clusterPath, workloadPath, configPath, seed string, stderr io.Writer) (sim.Config, func(string) string, int) {
 	var cfg sim.Config
-	bad := func(path, what string, err error) (sim.Config, int) {
+	rename := pathRenamer{}
+	bad := func(path, what string, err error) (sim.Config, func(string) string, int) {
 		fmt.Fprintf(stderr, "flotilla: %s is not a valid %s:\n", path, what)
 		printErrors(stderr, err)
-		return sim.Config{}, 2
+		return sim.Config{}, nil, 2
 	}
 	data, err := os.ReadFile(clusterPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "flotilla: %v\n", err)
-		return cfg, 2
+		return cfg, nil, 2
 	}
-	if cfg.Clusters, err = sim.ParseClusters(data); err != nil {
+	var pendingMin, pendingTail time.Duration
+	if isArmadaFile(clusterPath) {
+		ac, err := parseArmadaClusters(data)
+		if err != nil {
+			return bad(clusterPath, "cluster file (Armada's ClusterSpec)", err)
+		}
+		cfg.Clusters, pendingMin, pendingTail = ac.clusters, ac.pendingMinimum, ac.pendingTail
+		rename = append(rename, prefixedPaths("clusters.", ac.paths)...)
+	} else if cfg.Clusters, err = sim.ParseClusters(data); err != nil {
 		return bad(clusterPath, "cluster file", err)
 	}
 	if data, err = os.ReadFile(workloadPath); err != nil {
 		fmt.Fprintf(stderr, "flotilla: %v\n", err)
-		return cfg, 2
+		return cfg, nil, 2
 	}
-	if cfg.Workload, err = sim.ParseWorkload(data); err != nil {
+	if isArmadaFile(workloadPath) {
+		aw, err := parseArmadaWorkload(data)
+		if err != nil {
+			return bad(workloadPath, "workload file (Armada's WorkloadSpec)", err)
+		}
+		cfg.Workload = aw.workload
+		rename = append(rename, prefixedPaths("workload.", aw.paths)...)
+		// Armada's simulator submits a preempted job again: so does an
+		// Armada workload here, unless -config says otherwise.
+		cfg.RequeuePreempted = !configSetsRequeue(configPath)
+	} else if cfg.Workload, err = sim.ParseWorkload(data); err != nil {
 		return bad(workloadPath, "workload file", err)
+	}
+	if err := applyPendingDelay(cfg.Workload, pendingMin, pendingTail); err != nil {
+		return bad(clusterPath, "cluster file (Armada's ClusterSpec)", err)
 	}
 	if seed != "" {
 		n, err := strconv.ParseUint(seed, 10, 64)
@@ -117,9 +148,21 @@ func simConfig(clusterPath, workloadPath, configPath, seed string, stderr io.Wri
 		if err != nil {
 			return bad(configPath, "config file", err)
 		}
-		cfg.Scheduler, cfg.RequeuePreempted = &schedCfg, requeue
+		cfg.Scheduler = &schedCfg
+		if configSetsRequeue(configPath) {
+			cfg.RequeuePreempted = requeue
+		}
 	}
-	return cfg, 0
+	return cfg, rename.rename, 0
+}
+
+// prefixedPaths puts prefix before both sides of every pair of rn.
+func prefixedPaths(prefix string, rn pathRenamer) pathRenamer {
+	out := make(pathRenamer, len(rn))
+	for i, p := range rn {
+		out[i] = [2]string{prefix + p[0], prefix + p[1]}
+	}
+	return out
 }
 
 // clusterResources is every resource a node of c names, sorted (the
