@@ -140,6 +140,7 @@ type scratch struct {
 	submitted []bool
 	states    []events.Job
 	evJob     []int32
+	hashes    []uint32
 }
 
 // checkFields is Commit's check of each job and event of w on its own,
@@ -246,18 +247,22 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 	// Check against the stored state, staging each job's state.
 	var qs *queueState
 	qsName := ""
+	// hashes are the new jobs' ids' hashes in byID, for their insertion.
+	hashes := slices.Grow(b.scratch.hashes[:0], len(w.Jobs))[:len(w.Jobs)]
+	defer func() { b.scratch.hashes = hashes[:0] }()
 	for i := range w.Jobs {
 		j := w.Jobs[i].Job
-		if _, ok := b.jobs[j.ID]; ok {
+		hashes[i] = b.byID.Hash(j.ID)
+		if _, ok := b.byID.FindHashed(hashes[i], j.ID, b.idOf); ok {
 			errs = append(errs, flotilla.Errorf(fmt.Sprintf("jobs[%d].job.id", i), j.ID, backend.ErrDuplicate, "the job is stored already"))
 		}
 		if c := w.Jobs[i].ClientID; c != "" {
 			if qs == nil || qsName != j.Queue {
 				qs, qsName = b.perQueue[j.Queue], j.Queue
 			}
-			if qs != nil && qs.clients[c] != nil {
+			if r := b.client(qs, c); r != nil {
 				errs = append(errs, flotilla.Errorf(fmt.Sprintf("jobs[%d].clientId", i), c, backend.ErrDuplicate,
-					"used in queue %q by job %q", j.Queue, qs.clients[c].job.ID))
+					"used in queue %q by job %q", j.Queue, r.job.ID))
 			}
 		}
 	}
@@ -284,7 +289,7 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 		var st *events.Job
 		if idx, ok := newIdx[e.Job]; ok {
 			st, evJob[i] = &states[idx], int32(idx)
-		} else if r := b.jobs[e.Job]; r != nil {
+		} else if r := b.job(e.Job); r != nil {
 			ti, ok := touched[r]
 			if !ok {
 				if touched == nil {
@@ -319,7 +324,9 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 		r := &slab[i]
 		*r = jobRec{job: s.Job, clientID: s.ClientID, principal: s.Principal, grace: s.TerminationGracePeriod, deadline: s.ActiveDeadline,
 			runtime: s.Runtime, specExit: s.ExitCode}
-		b.jobs[s.Job.ID] = r
+		h := uint32(b.recs.len())
+		b.recs.append(r)
+		b.byID.InsertHashed(hashes[i], h)
 		set = b.jobSet(set, s.Job.Queue, s.Job.JobSet)
 		r.index = uint32(set.jobs.len())
 		set.jobs.append(r)
@@ -327,7 +334,7 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 			qs, qsName = b.queueState(s.Job.Queue), s.Job.Queue
 		}
 		if s.ClientID != "" {
-			qs.clients[s.ClientID] = r
+			qs.clients.Insert(s.ClientID, h)
 		}
 		b.setState(r, &states[i])
 		if !states[i].State.Terminal() {
@@ -392,7 +399,7 @@ func (b *Backend) Job(ctx context.Context, id string) (backend.Record, error) {
 	if err := b.ready(ctx); err != nil {
 		return backend.Record{}, err
 	}
-	r := b.jobs[id]
+	r := b.job(id)
 	if r == nil {
 		return backend.Record{}, flotilla.Errorf("job", id, backend.ErrNotFound, "")
 	}
@@ -407,8 +414,8 @@ func (b *Backend) JobByClientID(ctx context.Context, queue, clientID string) (st
 	if err := b.ready(ctx); err != nil {
 		return "", err
 	}
-	if qs := b.perQueue[queue]; qs != nil && clientID != "" {
-		if r := qs.clients[clientID]; r != nil {
+	if clientID != "" {
+		if r := b.client(b.perQueue[queue], clientID); r != nil {
 			return r.job.ID, nil
 		}
 	}
@@ -433,8 +440,8 @@ func (b *Backend) JobsByClientID(ctx context.Context, queue string, clientIDs, i
 	qs := b.perQueue[queue]
 	for i, c := range clientIDs {
 		ids[i] = ""
-		if qs != nil && c != "" {
-			if r := qs.clients[c]; r != nil {
+		if c != "" {
+			if r := b.client(qs, c); r != nil {
 				ids[i] = r.job.ID
 			}
 		}
