@@ -64,7 +64,7 @@ func TestSubmitWithAnyProblemIsRejectedWholeNamingEveryProblemAndStoresNothing(t
 			w.requireUnchanged(before)
 			require.Empty(t, w.log("A", "s1"))
 			require.Zero(t, w.srv.store.Len())
-			require.Empty(t, w.srv.jobs)
+			require.Zero(t, w.srv.jobs.len())
 		})
 	}
 }
