@@ -13,17 +13,27 @@ import (
 // pointer per entry and costs about 40 bytes.
 type jobTable struct {
 	index idindex.Index
-	jobs  []*job   // by handle; nil where a job ended
-	free  []uint32 // handles of the holes
+	// blocks hold the jobs by handle h at blocks[h/jobBlock][h%jobBlock],
+	// nil where a job ended; n handles were given out.
+	blocks [][]*job
+	n      int
+	free   []uint32 // handles of the holes
 }
 
+// jobBlock is the length of a jobTable block: growing never copies more
+// than a block.
+const jobBlock = 1024
+
+// at returns the slot of handle h.
+func (t *jobTable) at(h uint32) **job { return &t.blocks[h/jobBlock][h%jobBlock] }
+
 // keyOf is the index's key of a handle.
-func (t *jobTable) keyOf(h uint32) string { return t.jobs[h].id() }
+func (t *jobTable) keyOf(h uint32) string { return (*t.at(h)).id() }
 
 // get returns the job of an id; nil when there is none.
 func (t *jobTable) get(id string) *job {
 	if h, ok := t.index.Find(id, t.keyOf); ok {
-		return t.jobs[h]
+		return *t.at(h)
 	}
 	return nil
 }
@@ -33,18 +43,21 @@ func (t *jobTable) put(j *job) {
 	var h uint32
 	if n := len(t.free); n > 0 {
 		h, t.free = t.free[n-1], t.free[:n-1]
-		t.jobs[h] = j
 	} else {
-		h = uint32(len(t.jobs))
-		t.jobs = append(t.jobs, j)
+		if t.n == len(t.blocks)*jobBlock {
+			t.blocks = append(t.blocks, make([]*job, jobBlock))
+		}
+		h = uint32(t.n)
+		t.n++
 	}
+	*t.at(h) = j
 	t.index.Insert(j.id(), h)
 }
 
 // del removes the job of an id, if any.
 func (t *jobTable) del(id string) {
 	if h, ok := t.index.Delete(id, t.keyOf); ok {
-		t.jobs[h] = nil
+		*t.at(h) = nil
 		t.free = append(t.free, h)
 	}
 }
@@ -56,9 +69,11 @@ func (t *jobTable) len() int { return t.index.Len() }
 // handles); the table must not change meanwhile.
 func (t *jobTable) all() iter.Seq[*job] {
 	return func(yield func(*job) bool) {
-		for _, j := range t.jobs {
-			if j != nil && !yield(j) {
-				return
+		for _, b := range t.blocks {
+			for _, j := range b {
+				if j != nil && !yield(j) {
+					return
+				}
 			}
 		}
 	}

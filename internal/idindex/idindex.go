@@ -104,13 +104,25 @@ func (x *Index) Reserve(n int) {
 	}
 }
 
-// grow moves the entries into a table of size slots (a power of two).
+// grow moves the entries into a table of size slots (a power of two,
+// larger than the current one). A home is the top bits of a hash, so the
+// old table, read from just after an empty slot (where no probe run
+// wraps), yields entries in order of home, and the new table is written
+// front to back rather than at random.
 func (x *Index) grow(size int) {
 	old := x.slots
 	x.slots = make([]uint64, size)
 	x.shift = uint8(32 - bits.TrailingZeros(uint(size)))
-	for _, s := range old {
-		if s != 0 {
+	if x.n == 0 {
+		return
+	}
+	start := 0
+	for old[start] != 0 {
+		start++
+	}
+	mask := len(old) - 1
+	for k := 1; k <= len(old); k++ {
+		if s := old[(start+k)&mask]; s != 0 {
 			x.put(s)
 		}
 	}
