@@ -13,6 +13,7 @@ import (
 	"github.com/google/btree"
 
 	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/internal/idindex"
 )
 
 // degree is the B-tree degree: nodes hold 31 to 63 items, a good trade
@@ -20,7 +21,9 @@ import (
 const degree = 32
 
 // Entry is one queued job as the store keeps it. Entries handed out by a
-// Store belong to it: read them, do not modify them.
+// Store belong to it: read them, do not modify them. An entry is valid
+// until its job is removed: the store then reuses its memory for a job
+// added later.
 type Entry struct {
 	Job *flotilla.Job
 	// ClassPriority is the priority of the job's priority class (the
@@ -31,10 +34,11 @@ type Entry struct {
 }
 
 // stored is an entry as a Store keeps it: linked with the other entries
-// of its job set.
+// of its job set, at handle h of the store's slab.
 type stored struct {
 	Entry
 	prev, next *stored
+	h          uint32
 }
 
 // Less is the scheduling order inside a queue: ClassPriority, higher first;
@@ -145,9 +149,12 @@ type Store struct {
 	classList    []flotilla.PriorityClass
 	classes      map[string]int32
 	defaultClass string
-	byID         map[string]*stored
-	queues       map[string]*queueIndex
-	free         *btree.FreeListG[item] // shared by every tree
+	// entries holds the stored entries; byID indexes them by job id
+	// (pointer-free: a handle is an entry's position in entries).
+	entries slab
+	byID    idindex.Index
+	queues  map[string]*queueIndex
+	free    *btree.FreeListG[item] // shared by every tree
 }
 
 // queueIndex is one non-empty queue.
@@ -176,7 +183,6 @@ func New(schema *flotilla.ResourceSchema, classes []flotilla.PriorityClass, defa
 		classList:    slices.Clone(classes),
 		classes:      make(map[string]int32, len(classes)),
 		defaultClass: defaultClass,
-		byID:         make(map[string]*stored),
 		queues:       make(map[string]*queueIndex),
 		free:         btree.NewFreeListG[item](btree.DefaultFreeListSize),
 	}
@@ -276,8 +282,10 @@ func (s *Store) entry(j *flotilla.Job) (Entry, error) {
 // `job "a-1".requests.cpu`, all problems joined). An empty PriorityClass
 // means the store's default class. On error the store is unchanged.
 func (s *Store) Add(j *flotilla.Job) error {
+	var hash uint32
 	if j != nil {
-		if _, dup := s.byID[j.ID]; dup {
+		hash = s.byID.Hash(j.ID)
+		if _, dup := s.byID.FindHashed(hash, j.ID, s.idOf); dup {
 			return flotilla.Errorf("id", j.ID, flotilla.ErrDuplicate, "already queued")
 		}
 	}
@@ -288,7 +296,9 @@ func (s *Store) Add(j *flotilla.Job) error {
 	if err := j.Validate(s.schema); err != nil {
 		return err
 	}
-	st := &stored{Entry: v}
+	h := s.entries.alloc()
+	st := s.entries.at(h)
+	*st = stored{Entry: v, h: h}
 	e := &st.Entry
 	q := s.queues[j.Queue]
 	if q == nil {
@@ -309,30 +319,35 @@ func (s *Store) Add(j *flotilla.Job) error {
 	}
 	q.order.ReplaceOrInsert(itemOf(e))
 	set.add(st)
-	s.byID[j.ID] = st
+	s.byID.InsertHashed(hash, h)
 	return nil
 }
+
+// idOf is the key of a handle of byID.
+func (s *Store) idOf(h uint32) string { return s.entries.at(h).Job.ID }
 
 // Remove takes the job with this ID out of the store, in O(log n), and
 // returns it; false when no such job is stored.
 func (s *Store) Remove(id string) (*flotilla.Job, bool) {
-	st, ok := s.byID[id]
+	h, ok := s.byID.Delete(id, s.idOf)
 	if !ok {
 		return nil, false
 	}
-	e := &st.Entry
-	q := s.queues[e.Job.Queue]
-	s.drop(q, e)
+	st := s.entries.at(h)
+	e, j := &st.Entry, st.Job
+	q := s.queues[j.Queue]
+	s.unorder(q, e)
 	q.count(e, false)
-	set := q.sets[e.Job.JobSet]
+	set := q.sets[j.JobSet]
 	set.remove(st)
 	if set.n == 0 {
-		delete(q.sets, e.Job.JobSet)
+		delete(q.sets, j.JobSet)
 	}
 	if q.order.Len() == 0 {
-		delete(s.queues, e.Job.Queue)
+		delete(s.queues, j.Queue)
 	}
-	return e.Job, true
+	s.entries.release(h)
+	return j, true
 }
 
 // count adds e to (add) or takes it from the queue's per-key counts and
@@ -369,9 +384,8 @@ func (q *queueIndex) count(e *Entry, add bool) {
 	}
 }
 
-// drop removes e from the ID index and its queue's order.
-func (s *Store) drop(q *queueIndex, e *Entry) {
-	delete(s.byID, e.Job.ID)
+// unorder removes e from its queue's order.
+func (s *Store) unorder(q *queueIndex, e *Entry) {
 	if _, ok := q.order.Delete(itemOf(e)); ok {
 		return
 	}
@@ -394,11 +408,11 @@ func (s *Store) Get(id string) (*Entry, bool) {
 	if s == nil {
 		return nil, false
 	}
-	st, ok := s.byID[id]
+	h, ok := s.byID.Find(id, s.idOf)
 	if !ok {
 		return nil, false
 	}
-	return &st.Entry, true
+	return &s.entries.at(h).Entry, true
 }
 
 // Len is the number of stored jobs.
@@ -406,7 +420,7 @@ func (s *Store) Len() int {
 	if s == nil {
 		return 0
 	}
-	return len(s.byID)
+	return s.byID.Len()
 }
 
 // QueueLen is the number of jobs stored in one queue.
@@ -543,9 +557,11 @@ func (s *Store) RemoveJobSet(queue, jobSet string) []*flotilla.Job {
 	jobs := make([]*flotilla.Job, len(entries))
 	for i, st := range entries {
 		st.prev, st.next = nil, nil
-		s.drop(q, &st.Entry)
+		s.byID.Delete(st.Job.ID, s.idOf)
+		s.unorder(q, &st.Entry)
 		q.count(&st.Entry, false)
 		jobs[i] = st.Job
+		s.entries.release(st.h)
 	}
 	if q.order.Len() == 0 {
 		delete(s.queues, queue)

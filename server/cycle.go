@@ -279,7 +279,7 @@ func (s *Server) decisions(res *scheduler.Result, now time.Time, rep *CycleRepor
 	}
 	leases := make([]lease, 0, len(res.Scheduled))
 	for _, a := range res.Scheduled {
-		j := s.jobs[a.Job.ID]
+		j := s.jobs.get(a.Job.ID)
 		ref, ok := s.nodes[a.Node]
 		if j == nil || j.state != events.Queued || !ok {
 			if a.Job.IsGang() {
@@ -299,7 +299,7 @@ func (s *Server) decisions(res *scheduler.Result, now time.Time, rep *CycleRepor
 		rep.Leased++
 	}
 	for _, p := range res.Preempted {
-		j := s.jobs[p.Job.ID]
+		j := s.jobs.get(p.Job.ID)
 		if j == nil || !j.state.Live() {
 			continue
 		}

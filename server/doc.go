@@ -69,7 +69,11 @@
 // A cycle's snapshot lists the running jobs by cluster, then by job id, so
 // that it depends on the state only, not on the order of the changes that
 // made it. A queued job costs the service under 1 KiB of memory, backend
-// and queued-job store included (BenchmarkServiceSubmit1M).
+// and queued-job store included (BenchmarkServiceSubmit1M): the
+// non-terminal jobs are found by id through a pointer-free hash index of
+// handles (internal/idindex) rather than a map the garbage collector
+// scans, and a request's jobs are allocated together, so Submit's
+// allocations grow with a request's templates, not its jobs.
 //
 // # Usage history
 //

@@ -267,7 +267,7 @@ func (s *Server) planReport(ctx context.Context, c *cluster, r *Report, now time
 			errs = append(errs, flotilla.Errorf(jobField(i, "attempt"), strconv.Itoa(jr.Attempt), flotilla.ErrOutOfRange, "lease attempts start at 1"))
 			continue
 		}
-		j := s.jobs[jr.Job]
+		j := s.jobs.get(jr.Job)
 		if j != nil && j.lease != nil && jr.Attempt == int(j.attempts) {
 			l := j.lease
 			if l.listedIn == p.stamp {
@@ -400,7 +400,7 @@ func (s *Server) reply(c *cluster, r *Report, stamp uint64, grace map[string]tim
 		if jr.Phase != PhasePending && jr.Phase != PhaseRunning {
 			continue
 		}
-		j := s.jobs[jr.Job]
+		j := s.jobs.get(jr.Job)
 		if j != nil && j.lease != nil && j.lease.cluster == c && int(j.attempts) == jr.Attempt {
 			continue // live here: renewed
 		}

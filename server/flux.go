@@ -314,7 +314,7 @@ func (s *Server) reprioritize(all bool) int {
 		return 0
 	}
 	n := 0
-	for _, j := range s.jobs {
+	for j := range s.jobs.all() {
 		if j.state != events.Queued {
 			continue
 		}

@@ -49,7 +49,7 @@ func (w *world) jobPriority(id string) uint32 {
 	w.t.Helper()
 	w.srv.mu.Lock()
 	defer w.srv.mu.Unlock()
-	j := w.srv.jobs[id]
+	j := w.srv.jobs.get(id)
 	require.NotNil(w.t, j, id)
 	return j.sched.Priority
 }

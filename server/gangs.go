@@ -89,7 +89,7 @@ func (s *Server) followGangs(w *backend.Write, now time.Time) {
 		if e.Type != events.LeaseExpired && e.Type != events.LeaseReturned && e.Type != events.Preempted {
 			continue
 		}
-		j := s.jobs[e.Job]
+		j := s.jobs.get(e.Job)
 		if j == nil || !j.spec.Job.IsGang() {
 			continue
 		}
@@ -102,7 +102,7 @@ func (s *Server) followGangs(w *backend.Write, now time.Time) {
 				case events.Running, events.CancelRequested, events.Leased:
 					continue
 				}
-				if m := s.jobs[w.Events[k].Job]; m != nil {
+				if m := s.jobs.get(w.Events[k].Job); m != nil {
 					touched[m] = true
 				}
 			}

@@ -220,7 +220,7 @@ func (s *Server) Cancel(ctx context.Context, ids ...string) (CancelResult, error
 			continue
 		}
 		seen[id] = true
-		if j := s.jobs[id]; j != nil {
+		if j := s.jobs.get(id); j != nil {
 			js = append(js, j)
 			continue
 		}
@@ -251,7 +251,7 @@ func (s *Server) CancelJobSet(ctx context.Context, queueName, jobSet string) (Ca
 		return CancelResult{}, flotilla.Errorf("queue", queueName, backend.ErrNotFound, "no such queue")
 	}
 	var js []*job
-	for _, j := range s.jobs {
+	for j := range s.jobs.all() {
 		if j.spec.Job.Queue == queueName && j.spec.Job.JobSet == jobSet {
 			js = append(js, j)
 		}
@@ -349,7 +349,7 @@ func (s *Server) Status(ctx context.Context, ids ...string) ([]JobStatus, error)
 func (s *Server) whyQueued(id string) (string, *scheduler.Reason) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	j := s.jobs[id]
+	j := s.jobs.get(id)
 	if s.stale {
 		return "", nil
 	}

@@ -137,7 +137,7 @@ func (r *svcRun) checkMemory(v *svcView) string {
 	queued, live := 0, 0
 	for _, id := range slices.Sorted(maps.Keys(v.jobs)) {
 		st := v.jobs[id]
-		j := s.jobs[id]
+		j := s.jobs.get(id)
 		if st.State.Terminal() {
 			if j != nil {
 				return fmt.Sprintf("job %s is %s but the server keeps it", id, st.State)
@@ -173,8 +173,8 @@ func (r *svcRun) checkMemory(v *svcView) string {
 			}
 		}
 	}
-	if len(s.jobs) != queued+live {
-		return fmt.Sprintf("the server keeps %d jobs, the logs have %d queued and %d live", len(s.jobs), queued, live)
+	if s.jobs.len() != queued+live {
+		return fmt.Sprintf("the server keeps %d jobs, the logs have %d queued and %d live", s.jobs.len(), queued, live)
 	}
 	if n := s.store.Len(); n != queued {
 		return fmt.Sprintf("the queued store holds %d jobs, the logs %d", n, queued)

@@ -423,7 +423,7 @@ func (r *svcRun) do1(c svcCmd) string {
 		}
 		// Mostly a job that has not ended.
 		ids := r.acked
-		if open := slices.Sorted(maps.Keys(w.srv.jobs)); len(open) > 0 && c.pick%4 > 0 {
+		if open := slices.Sorted(w.srv.jobs.ids()); len(open) > 0 && c.pick%4 > 0 {
 			ids = open
 		}
 		if _, err := w.srv.Cancel(w.ctx, ids[c.pick%len(ids)]); err != nil {
@@ -629,7 +629,7 @@ func (r *svcRun) report(e *fakeExec, c svcCmd) string {
 		if h.stopping {
 			continue
 		}
-		j := s.jobs[id]
+		j := s.jobs.get(id)
 		switch {
 		case j == nil || !j.state.Live():
 			return fmt.Sprintf("after its report %s still runs %s (lease %d), which holds no lease", e.name, id, h.attempt)
@@ -716,8 +716,8 @@ func (r *svcRun) rogueReport(e *fakeExec) string {
 		rep.Jobs = append(rep.Jobs, jr)
 	}
 	bogus := JobReport{Job: "no-such-job", Attempt: 1, Phase: PhaseRunning}
-	for _, id := range slices.Sorted(maps.Keys(s.jobs)) {
-		if j := s.jobs[id]; j.lease != nil && j.lease.cluster.name != e.name && e.held[id] == nil {
+	for _, id := range slices.Sorted(s.jobs.ids()) {
+		if j := s.jobs.get(id); j.lease != nil && j.lease.cluster.name != e.name && e.held[id] == nil {
 			bogus = JobReport{Job: id, Attempt: int(j.attempts), Phase: PhaseRunning}
 			break
 		}
@@ -749,8 +749,8 @@ func (r *svcRun) fingerprint() string {
 		c := s.clusters[name]
 		fmt.Fprintf(&b, "%s reported %s\n", name, c.reported.Format(time.RFC3339Nano))
 	}
-	for _, id := range slices.Sorted(maps.Keys(s.jobs)) {
-		if l := s.jobs[id].lease; l != nil {
+	for _, id := range slices.Sorted(s.jobs.ids()) {
+		if l := s.jobs.get(id).lease; l != nil {
 			fmt.Fprintf(&b, "%s renewed %s\n", id, l.renewed.Format(time.RFC3339Nano))
 		}
 	}
@@ -762,7 +762,7 @@ func (r *svcRun) fingerprint() string {
 func (r *svcRun) recreateQueue(q string) string {
 	s := r.w.srv
 	open := 0
-	for _, j := range s.jobs {
+	for j := range s.jobs.all() {
 		if j.spec.Job.Queue == q {
 			open++
 		}

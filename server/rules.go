@@ -621,7 +621,11 @@ func (c *checker) expand(req *SubmitRequest, ts []tmpl, cids []string, total int
 	}
 	// The library's gang rule is the final word; the checks above report
 	// the same problems at the file's paths, so this finds nothing unless
-	// the two disagree.
+	// the two disagree. It has nothing to judge in a request without a
+	// gang.
+	if !slices.ContainsFunc(ts, func(t tmpl) bool { return t.gang.ID != "" }) {
+		return specs
+	}
 	ptrs := make([]*flotilla.Job, len(specs))
 	for i := range specs {
 		ptrs[i] = specs[i].Job

@@ -154,7 +154,7 @@ type Server struct {
 	cycling  bool
 	deferred []storeOp
 	// jobs are the non-terminal jobs, by id.
-	jobs map[string]*job
+	jobs jobTable
 	// gangs lists the non-terminal members of each gang (gangKey): a gang
 	// id in use is not reused, and a gang is queued again whole.
 	gangs map[string][]*job
@@ -277,7 +277,7 @@ func (s *Server) loadState(ctx context.Context) error {
 	}
 	s.store, s.deferred = store, nil
 	s.queues = make(map[string]*flotilla.Queue)
-	s.jobs = make(map[string]*job)
+	s.jobs = jobTable{}
 	s.gangs = make(map[string][]*job)
 	s.brokenGangs = make(map[string]bool)
 	s.clusters = make(map[string]*cluster)

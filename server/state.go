@@ -63,7 +63,7 @@ func gangKey(j *flotilla.Job) string { return j.Queue + "\x00" + j.Gang.ID }
 func (j *job) restore(s *Server, st events.Job, now time.Time) {
 	j.state, j.attempts, j.cancelRequested = st.State, int32(st.Attempts), st.CancelRequested
 	j.setFailed(slices.Clone(st.FailedClusters))
-	s.jobs[j.id()] = j
+	s.jobs.put(j)
 	if j.spec.Job.IsGang() {
 		s.addGangMember(j)
 	}
@@ -102,14 +102,14 @@ func (s *Server) apply(e *events.Event, specs *writeSpecs) {
 		}
 		j := specs.newJob(sp)
 		j.state = events.Queued
-		s.jobs[e.Job] = j
+		s.jobs.put(j)
 		if sp.Job.IsGang() {
 			s.addGangMember(j)
 		}
 		s.storeAdd(j.sched)
 		return
 	}
-	j := s.jobs[e.Job]
+	j := s.jobs.get(e.Job)
 	if j == nil {
 		return
 	}
@@ -151,7 +151,7 @@ func (s *Server) endLease(j *job, requeue bool) {
 		return
 	}
 	j.state = events.FailedState // any terminal state: the job is forgotten
-	delete(s.jobs, j.id())
+	s.jobs.del(j.id())
 	if j.spec.Job.IsGang() {
 		s.removeGangMember(j)
 	}

@@ -8,9 +8,11 @@
 //	log, err := b.Events(ctx, "A", "s1", 1, 100)
 //
 // It is built to be small, because the service keeps it beside its own
-// state: a stored job is one record of 144 bytes that shares the
+// state: a stored job is one record of 120 bytes that shares the
 // submitted *flotilla.Job (specs are not copied), records are allocated in
-// one block per Commit, and a job set's log is a list of 32-byte events,
+// one block per Commit and found by job id and by client id through
+// pointer-free hash indexes of handles (internal/idindex), not maps the
+// garbage collector scans, and a job set's log is a list of 32-byte events,
 // kept in blocks of 1024 so that a growing log is never copied whole,
 // that name their job by its index in the job set and their cluster and
 // node by interned number; events are rebuilt into events.Event on read.
@@ -20,7 +22,7 @@
 // non-zero times are refused as out of range).
 //
 // One lock guards the backend: Commit holds it exclusively for the time of
-// its checks and writes, O(jobs + events) with one map lookup per event;
+// its checks and writes, O(jobs + events) with one index lookup per event;
 // reads share it. Commit validates jobs (flotilla.Job.Validate) before it
 // takes the lock. LiveJobs reads in chunks and releases the lock between
 // them, so its callback may call the backend. The package starts no

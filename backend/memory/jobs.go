@@ -42,21 +42,29 @@ type event struct {
 }
 
 // jobRec is one stored job: its spec (sharing the submitted *flotilla.Job)
-// and its state, compact.
+// and its state, compact (120 bytes): the principal, cluster and node are
+// interned, and what most jobs lack (a reason, failed clusters) is in
+// extra.
 type jobRec struct {
 	job                         *flotilla.Job
-	clientID, principal         string
+	clientID                    string
 	grace, deadline, runtime    time.Duration
 	specExit                    int
 	submitted, leased, finished int64
-	reason                      string
-	failed                      []uint32
+	extra                       *recExtra // nil: no reason, no failed cluster
+	principal                   uint32
 	cluster, node               uint32
 	index                       uint32 // in its set's jobs
 	attempts                    int32
 	exitCode                    int32
 	state                       events.State
 	cancelRequested             bool
+}
+
+// recExtra is the part of a job's state that a queued job lacks.
+type recExtra struct {
+	reason string
+	failed []uint32
 }
 
 // Unix nanoseconds cover 1678 to 2262; the zero time is stored as
@@ -96,12 +104,15 @@ func (b *Backend) state(r *jobRec) events.Job {
 		State: r.state, Attempts: int(r.attempts), CancelRequested: r.cancelRequested,
 		Cluster: b.strs[r.cluster], Node: b.strs[r.node],
 		Submitted: decodeTime(r.submitted), Leased: decodeTime(r.leased), Finished: decodeTime(r.finished),
-		Reason: r.reason, ExitCode: int(r.exitCode),
+		ExitCode: int(r.exitCode),
 	}
-	if len(r.failed) > 0 {
-		j.FailedClusters = make([]string, len(r.failed))
-		for i, c := range r.failed {
-			j.FailedClusters[i] = b.strs[c]
+	if x := r.extra; x != nil {
+		j.Reason = x.reason
+		if len(x.failed) > 0 {
+			j.FailedClusters = make([]string, len(x.failed))
+			for i, c := range x.failed {
+				j.FailedClusters[i] = b.strs[c]
+			}
 		}
 	}
 	return j
@@ -112,18 +123,28 @@ func (b *Backend) setState(r *jobRec, j *events.Job) {
 	r.state, r.attempts, r.cancelRequested = j.State, int32(j.Attempts), j.CancelRequested
 	r.cluster, r.node = b.intern(j.Cluster), b.intern(j.Node)
 	r.submitted, r.leased, r.finished = encodeTime(j.Submitted), encodeTime(j.Leased), encodeTime(j.Finished)
-	r.reason, r.exitCode = j.Reason, int32(j.ExitCode)
-	if len(j.FailedClusters) != len(r.failed) {
-		r.failed = r.failed[:0]
+	r.exitCode = int32(j.ExitCode)
+	if j.Reason == "" && len(j.FailedClusters) == 0 {
+		r.extra = nil
+		return
+	}
+	if r.extra == nil {
+		r.extra = new(recExtra)
+	}
+	x := r.extra
+	x.reason = j.Reason
+	if len(j.FailedClusters) != len(x.failed) {
+		x.failed = x.failed[:0]
 		for _, c := range j.FailedClusters {
-			r.failed = append(r.failed, b.intern(c))
+			x.failed = append(x.failed, b.intern(c))
 		}
 	}
 }
 
-func (r *jobRec) spec() backend.JobSpec {
+// spec rebuilds a job's backend.JobSpec.
+func (b *Backend) spec(r *jobRec) backend.JobSpec {
 	return backend.JobSpec{
-		Job: r.job, ClientID: r.clientID, Principal: r.principal,
+		Job: r.job, ClientID: r.clientID, Principal: b.strs[r.principal],
 		TerminationGracePeriod: r.grace, ActiveDeadline: r.deadline,
 		Runtime: r.runtime, ExitCode: r.specExit,
 	}
@@ -140,6 +161,7 @@ type scratch struct {
 	submitted []bool
 	states    []events.Job
 	evJob     []int32
+	hashes    []uint32
 }
 
 // checkFields is Commit's check of each job and event of w on its own,
@@ -246,18 +268,22 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 	// Check against the stored state, staging each job's state.
 	var qs *queueState
 	qsName := ""
+	// hashes are the new jobs' ids' hashes in byID, for their insertion.
+	hashes := slices.Grow(b.scratch.hashes[:0], len(w.Jobs))[:len(w.Jobs)]
+	defer func() { b.scratch.hashes = hashes[:0] }()
 	for i := range w.Jobs {
 		j := w.Jobs[i].Job
-		if _, ok := b.jobs[j.ID]; ok {
+		hashes[i] = b.byID.Hash(j.ID)
+		if _, ok := b.byID.FindHashed(hashes[i], j.ID, b.idOf); ok {
 			errs = append(errs, flotilla.Errorf(fmt.Sprintf("jobs[%d].job.id", i), j.ID, backend.ErrDuplicate, "the job is stored already"))
 		}
 		if c := w.Jobs[i].ClientID; c != "" {
 			if qs == nil || qsName != j.Queue {
 				qs, qsName = b.perQueue[j.Queue], j.Queue
 			}
-			if qs != nil && qs.clients[c] != nil {
+			if r := b.client(qs, c); r != nil {
 				errs = append(errs, flotilla.Errorf(fmt.Sprintf("jobs[%d].clientId", i), c, backend.ErrDuplicate,
-					"used in queue %q by job %q", j.Queue, qs.clients[c].job.ID))
+					"used in queue %q by job %q", j.Queue, r.job.ID))
 			}
 		}
 	}
@@ -284,7 +310,7 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 		var st *events.Job
 		if idx, ok := newIdx[e.Job]; ok {
 			st, evJob[i] = &states[idx], int32(idx)
-		} else if r := b.jobs[e.Job]; r != nil {
+		} else if r := b.job(e.Job); r != nil {
 			ti, ok := touched[r]
 			if !ok {
 				if touched == nil {
@@ -317,9 +343,11 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 	for i := range w.Jobs {
 		s := &w.Jobs[i]
 		r := &slab[i]
-		*r = jobRec{job: s.Job, clientID: s.ClientID, principal: s.Principal, grace: s.TerminationGracePeriod, deadline: s.ActiveDeadline,
+		*r = jobRec{job: s.Job, clientID: s.ClientID, principal: b.intern(s.Principal), grace: s.TerminationGracePeriod, deadline: s.ActiveDeadline,
 			runtime: s.Runtime, specExit: s.ExitCode}
-		b.jobs[s.Job.ID] = r
+		h := uint32(b.recs.len())
+		b.recs.append(r)
+		b.byID.InsertHashed(hashes[i], h)
 		set = b.jobSet(set, s.Job.Queue, s.Job.JobSet)
 		r.index = uint32(set.jobs.len())
 		set.jobs.append(r)
@@ -327,7 +355,7 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 			qs, qsName = b.queueState(s.Job.Queue), s.Job.Queue
 		}
 		if s.ClientID != "" {
-			qs.clients[s.ClientID] = r
+			qs.clients.Insert(s.ClientID, h)
 		}
 		b.setState(r, &states[i])
 		if !states[i].State.Terminal() {
@@ -392,11 +420,11 @@ func (b *Backend) Job(ctx context.Context, id string) (backend.Record, error) {
 	if err := b.ready(ctx); err != nil {
 		return backend.Record{}, err
 	}
-	r := b.jobs[id]
+	r := b.job(id)
 	if r == nil {
 		return backend.Record{}, flotilla.Errorf("job", id, backend.ErrNotFound, "")
 	}
-	return backend.Record{Spec: r.spec(), State: b.state(r)}, nil
+	return backend.Record{Spec: b.spec(r), State: b.state(r)}, nil
 }
 
 // JobByClientID returns the id of the job submitted to queue with
@@ -407,8 +435,8 @@ func (b *Backend) JobByClientID(ctx context.Context, queue, clientID string) (st
 	if err := b.ready(ctx); err != nil {
 		return "", err
 	}
-	if qs := b.perQueue[queue]; qs != nil && clientID != "" {
-		if r := qs.clients[clientID]; r != nil {
+	if clientID != "" {
+		if r := b.client(b.perQueue[queue], clientID); r != nil {
 			return r.job.ID, nil
 		}
 	}
@@ -433,8 +461,8 @@ func (b *Backend) JobsByClientID(ctx context.Context, queue string, clientIDs, i
 	qs := b.perQueue[queue]
 	for i, c := range clientIDs {
 		ids[i] = ""
-		if qs != nil && c != "" {
-			if r := qs.clients[c]; r != nil {
+		if c != "" {
+			if r := b.client(qs, c); r != nil {
 				ids[i] = r.job.ID
 			}
 		}
@@ -508,7 +536,7 @@ func (b *Backend) LiveJobs(ctx context.Context, fn func(backend.Record) error) e
 			buf = buf[:0]
 			for ; pos < s.jobs.len() && len(buf) < liveChunk; pos++ {
 				if r := *s.jobs.at(pos); !r.state.Terminal() {
-					buf = append(buf, backend.Record{Spec: r.spec(), State: b.state(r)})
+					buf = append(buf, backend.Record{Spec: b.spec(r), State: b.state(r)})
 				}
 			}
 			done := pos >= s.jobs.len()

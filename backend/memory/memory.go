@@ -13,6 +13,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/internal/idindex"
 )
 
 var _ backend.Backend = (*Backend)(nil)
@@ -25,10 +26,13 @@ type Backend struct {
 	mu     sync.RWMutex
 	closed bool
 	// fence is the highest Write.Fence applied.
-	fence     uint64
-	queues    map[string]flotilla.Queue
-	perQueue  map[string]*queueState
-	jobs      map[string]*jobRec
+	fence    uint64
+	queues   map[string]flotilla.Queue
+	perQueue map[string]*queueState
+	// recs are every stored job, in the order stored; byID indexes them
+	// by job id (a record's handle is its position in recs).
+	recs      chunked[*jobRec]
+	byID      idindex.Index
 	sets      map[setKey]*jobSet
 	strs      []string
 	strIndex  map[string]uint32
@@ -40,8 +44,10 @@ type Backend struct {
 // queueState is what a queue's jobs need, kept when the queue's definition
 // is deleted.
 type queueState struct {
-	live    int
-	clients map[string]*jobRec
+	live int
+	// clients indexes the queue's jobs that have a client id by it (a
+	// handle is a position in Backend.recs).
+	clients idindex.Index
 }
 
 // New returns an empty backend for jobs whose requests are in schema.
@@ -50,7 +56,6 @@ func New(schema *flotilla.ResourceSchema) *Backend {
 		schema:    schema,
 		queues:    map[string]flotilla.Queue{},
 		perQueue:  map[string]*queueState{},
-		jobs:      map[string]*jobRec{},
 		sets:      map[setKey]*jobSet{},
 		strs:      []string{""},
 		strIndex:  map[string]uint32{"": 0},
@@ -93,10 +98,37 @@ func (b *Backend) intern(s string) uint32 {
 	return i
 }
 
+// rec returns the record of a handle of byID or of a queue's clients.
+func (b *Backend) rec(h uint32) *jobRec { return *b.recs.at(int(h)) }
+
+// idOf and clientIDOf are the keys of byID and of the clients indexes.
+func (b *Backend) idOf(h uint32) string       { return b.rec(h).job.ID }
+func (b *Backend) clientIDOf(h uint32) string { return b.rec(h).clientID }
+
+// job returns the record of a job id; nil when there is none.
+func (b *Backend) job(id string) *jobRec {
+	if h, ok := b.byID.Find(id, b.idOf); ok {
+		return b.rec(h)
+	}
+	return nil
+}
+
+// client returns the record of a client id in qs (nil: no queue state);
+// nil when there is none.
+func (b *Backend) client(qs *queueState, clientID string) *jobRec {
+	if qs == nil {
+		return nil
+	}
+	if h, ok := qs.clients.Find(clientID, b.clientIDOf); ok {
+		return b.rec(h)
+	}
+	return nil
+}
+
 func (b *Backend) queueState(name string) *queueState {
 	qs := b.perQueue[name]
 	if qs == nil {
-		qs = &queueState{clients: map[string]*jobRec{}}
+		qs = &queueState{}
 		b.perQueue[name] = qs
 	}
 	return qs
