@@ -48,6 +48,10 @@ type Backend struct {
 	// just before the transaction commits, with the connection's server
 	// process id.
 	beforeCommit func(pid uint32)
+	// leaseNow, when set (by this package's tests), replaces the
+	// database's clock in Lead and Resign, so that a test moves the
+	// lease's time forward without waiting.
+	leaseNow func() time.Time
 }
 
 // Open connects to the database at url (a PostgreSQL URL or key=value
