@@ -92,19 +92,18 @@ func newElector(leases backend.Leases, holder, advertise string, ttl time.Durati
 func (e *elector) round(ctx context.Context) time.Duration {
 	sent := e.now()
 	e.mu.Lock()
+	if e.cur != nil && !e.cur.alive(sent) {
+		e.endTerm() // not renewed for a whole ttl (this process was paused?)
+	}
 	limit := e.ttl / 3
 	if e.cur != nil {
 		// A Lead call that hangs must not outlive the term.
 		limit = min(limit, time.Duration(e.cur.until.Load()-sent.UnixNano()))
 	}
 	e.mu.Unlock()
-	var l backend.Lease
-	err := context.DeadlineExceeded
-	if limit > 0 {
-		lctx, cancel := context.WithTimeout(ctx, limit)
-		l, err = e.leases.Lead(lctx, e.holder, e.advertise, e.ttl)
-		cancel()
-	}
+	lctx, cancel := context.WithTimeout(ctx, limit)
+	l, err := e.leases.Lead(lctx, e.holder, e.advertise, e.ttl)
+	cancel()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.lastErr = err
