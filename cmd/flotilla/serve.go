@@ -273,44 +273,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *tlsCert != "" {
 		scheme = "https"
 	}
-	electing := make(chan struct{})
-	var newTerm chan struct{}
-	stopElecting := func() {}
-	if leases != nil {
-		addr := *advertise
-		if addr == "" {
-			addr = scheme + "://" + ln.Addr().String()
-		}
-		// The advertised address names the process in the lease: no two
-		// live processes listen at one address, and a process restarted
-		// at the address of one that died takes its lease over at once.
-		el = newElector(leases, addr, addr, *leaderTTL, time.Now)
-		el.onChange = func(leads bool, leader string, token uint64) {
-			log.Info("leader", "leader", leader, "leading", leads, "token", token)
-		}
-		rt.e = el
-		newTerm = el.newTerm
-		ectx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		stopElecting = cancel
-		go func() {
-			defer close(electing)
-			el.run(ectx)
-		}()
-	} else {
-		close(electing)
-	}
-	served := make(chan error, 1)
-	go func() {
-		if tlsConfig != nil {
-			served <- hs.ServeTLS(ln, "", "") // the certificate is in TLSConfig
-		} else {
-			served <- hs.Serve(ln)
-		}
-	}()
-	fmt.Fprintf(stdout, "listening on %s://%s\n", scheme, ln.Addr())
-	log.Info("serving", "addr", ln.Addr().String(), "auth", auth != nil, "leaseTimeout", leaseTimeout.String(), "cycle", cycle.String(),
-		"leaderTTL", leaderTTL.String(), "elected", leases != nil)
-
 	// runCycle runs one cycle of srv, its context cctx.
 	runCycle := func(cctx context.Context, srv *server.Server) {
 		start := time.Now()
@@ -357,6 +319,53 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		log.Warn("stepped down", "token", cur.token)
 		cur, termEnded = nil, nil
 	}
+
+	electing := make(chan struct{})
+	var newTerm chan struct{}
+	stopElecting := func() {}
+	if leases != nil {
+		addr := *advertise
+		if addr == "" {
+			addr = scheme + "://" + ln.Addr().String()
+		}
+		// The advertised address names the process in the lease: no two
+		// live processes listen at one address, and a process restarted
+		// at the address of one that died takes its lease over at once.
+		el = newElector(leases, addr, addr, *leaderTTL, time.Now)
+		el.onChange = func(leads bool, leader string, token uint64) {
+			log.Info("leader", "leader", leader, "leading", leads, "token", token)
+		}
+		rt.e = el
+		newTerm = el.newTerm
+		ectx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		stopElecting = cancel
+		// A first round before serving: a process that leads at once (the
+		// only one, or one restarted at the address of one that died)
+		// serves only once it has loaded, as without leases.
+		el.round(ectx)
+		go func() {
+			defer close(electing)
+			el.run(ectx)
+		}()
+		if t := el.term(); t != nil {
+			<-newTerm
+			cur, termEnded = t, t.ctx.Done()
+			lead(t)
+		}
+	} else {
+		close(electing)
+	}
+	served := make(chan error, 1)
+	go func() {
+		if tlsConfig != nil {
+			served <- hs.ServeTLS(ln, "", "") // the certificate is in TLSConfig
+		} else {
+			served <- hs.Serve(ln)
+		}
+	}()
+	fmt.Fprintf(stdout, "listening on %s://%s\n", scheme, ln.Addr())
+	log.Info("serving", "addr", ln.Addr().String(), "auth", auth != nil, "leaseTimeout", leaseTimeout.String(), "cycle", cycle.String(),
+		"leaderTTL", leaderTTL.String(), "elected", leases != nil)
 
 	code := 0
 	ticker := time.NewTicker(*cycle)
