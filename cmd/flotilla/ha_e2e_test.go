@@ -79,6 +79,19 @@ func leaderGauge(t *testing.T, url string) string {
 	return ""
 }
 
+// logProblems logs the last warnings and errors of p's log.
+func logProblems(t *testing.T, name string, p *proc) {
+	t.Helper()
+	var lines []string
+	for _, s := range strings.Split(p.stderrText(), "\n") {
+		if !strings.Contains(s, `"level":"INFO"`) && s != "" {
+			lines = append(lines, s)
+		}
+	}
+	lines = lines[max(0, len(lines)-40):]
+	t.Logf("%s's last warnings and errors:\n%s", name, strings.Join(lines, "\n"))
+}
+
 // twoServers starts two serve processes on db with the leader lease ttl;
 // the first leads. It returns them and their URLs.
 func twoServers(t *testing.T, ctx context.Context, db string, ttl time.Duration) ([2]*proc, [2]string) {
@@ -107,8 +120,16 @@ func requireEveryJobSucceeded(t *testing.T, ctx context.Context, url string, set
 		require.Equal(t, 0, code, errOut)
 		code, out, errOut := runClient(t, ctx, url, "events", "-queue", "A", "-jobset", set, "-o", "json")
 		require.Equal(t, 0, code, errOut)
-		final := requireLog(t, parseEvents(t, out), bySet[s])
+		log := parseEvents(t, out)
+		final := requireLog(t, log, bySet[s])
 		for _, id := range bySet[s] {
+			if final[id] != events.Succeeded {
+				for _, e := range log {
+					if e.Job == id {
+						t.Logf("%d %s %s %s/%s attempt %d %s", e.Seq, e.Time.Format("15:04:05.000"), e.Type, e.Cluster, e.Node, e.Attempt, e.Reason)
+					}
+				}
+			}
 			require.Equal(t, events.Succeeded, final[id], "job %s", id)
 		}
 	}
@@ -139,8 +160,17 @@ func TestTwoServersOnPostgresLeaderKilledMidLoadOtherLeadsWithinTheTTL(t *testin
 	require.Equal(t, 0, code, errOut)
 	nodes := writeFile(t, "nodes.json", `[{"name": "node", "count": 64, "resources": {"cpu": "16", "memory": "64Gi"}}]`)
 	// One executor starts with each server.
-	start(t, ctx, "executor", "-server", urls[0]+","+urls[1], "-cluster", "c1", "-nodes", nodes, "-renew", "300ms")
-	start(t, ctx, "executor", "-server", urls[1]+","+urls[0], "-cluster", "c2", "-nodes", nodes, "-renew", "300ms")
+	exs := []*proc{
+		start(t, ctx, "executor", "-server", urls[0]+","+urls[1], "-cluster", "c1", "-nodes", nodes, "-renew", "1s"),
+		start(t, ctx, "executor", "-server", urls[1]+","+urls[0], "-cluster", "c2", "-nodes", nodes, "-renew", "1s"),
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			logProblems(t, "server 2", ps[1])
+			logProblems(t, "executor c1", exs[0])
+			logProblems(t, "executor c2", exs[1])
+		}
+	})
 
 	began := time.Now()
 	submitted := make(chan error, 1)
@@ -243,6 +273,17 @@ func TestDeposedLeaderPausedPastItsTTLIsFencedAndStepsDown(t *testing.T) {
 		}
 	}
 	require.Equal(t, "0", leaderGauge(t, urls[0]))
+	// Once it knows the new leader (ready), it forwards to it.
+	for {
+		resp, err := http.Get(urls[0] + "/readyz")
+		require.NoError(t, err)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			break
+		}
+		require.NoError(t, ctx.Err())
+		time.Sleep(20 * time.Millisecond)
+	}
 	code, _, errOut = runClient(t, ctx, urls[0], "queue", "list")
 	require.Equal(t, 0, code, "the deposed leader forwards to the new one: %s", errOut)
 

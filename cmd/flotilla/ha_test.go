@@ -208,3 +208,37 @@ func TestFollowerForwardsToTheLeaderAnd503sWithoutOne(t *testing.T) {
 	require.Equal(t, http.StatusServiceUnavailable, w.Code, "a leader that cannot be reached is a 503")
 	require.Contains(t, w.Body.String(), "cannot be reached")
 }
+
+// TestFollowerStreamsAWatchFromTheLeaderLineByLine: a watch forwarded by a
+// follower reaches the client event by event, not when the leader's
+// answer ends.
+func TestFollowerStreamsAWatchFromTheLeaderLineByLine(t *testing.T) {
+	b, clock := leaseWorld()
+	ctx := context.Background()
+	next := make(chan struct{})
+	leaderSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "{\"seq\":1}\n")
+		http.NewResponseController(w).Flush()
+		<-next
+		_, _ = io.WriteString(w, "{\"seq\":2}\n")
+	}))
+	defer leaderSrv.Close()
+	leader := newElector(b, leaderSrv.URL, leaderSrv.URL, 3*time.Second, clock.Now)
+	follower := newElector(b, "http://f", "http://f", 3*time.Second, clock.Now)
+	leader.round(ctx)
+	follower.round(ctx)
+	followerSrv := httptest.NewServer(&router{e: follower})
+	defer followerSrv.Close()
+
+	resp, err := http.Get(followerSrv.URL + "/v1/queues/A/jobsets/s/events?watch=true")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	line := make([]byte, len("{\"seq\":1}\n"))
+	_, err = io.ReadFull(resp.Body, line)
+	require.NoError(t, err, "the first event arrives while the leader's answer goes on")
+	require.Equal(t, "{\"seq\":1}\n", string(line))
+	close(next)
+	rest, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, "{\"seq\":2}\n", string(rest))
+}
