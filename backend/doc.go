@@ -50,5 +50,15 @@
 // executor reports and usage are replaced whole by whichever replica
 // writes them last.
 //
+// # Leader election
+//
+// A backend may also implement Leases: one lease row that elects the
+// leader among processes sharing the backend, on the backend's own clock
+// (a database's now()). Its Token is what the leader passes as
+// Write.Fence: it grows with every new acquisition and is above every
+// fence applied before, so a new leader's first write (an empty Commit
+// with its token) fences off its predecessor. backend/backendtest's
+// RunLeases is its conformance suite.
+//
 // Every method is safe for concurrent use.
 package backend

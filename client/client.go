@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/flotilla-sched/flotilla/api"
 	"github.com/flotilla-sched/flotilla/events"
@@ -62,25 +64,47 @@ func (e *Error) Unwrap() error {
 
 // Client calls the service's HTTP API. It is safe for concurrent use.
 type Client struct {
-	base  *url.URL
+	bases []*url.URL
+	// cur indexes the server of bases that calls go to first.
+	cur   atomic.Uint32
 	token string
 	http  *http.Client
 }
 
 // New returns a client of the service at base (http://127.0.0.1:8080)
 // with a bearer token ("" for none). A nil hc means http.DefaultClient.
+//
+// base may list several servers of one service, comma-separated
+// (http://a:8080,http://b:8080: the processes of a highly available
+// serve, any of which answers the whole API). Calls go to one of them;
+// when it cannot be reached (connecting fails) the call is sent to the
+// next at once, and after any other failure to get an answer (a
+// connection that broke or timed out) the next call goes to the next
+// server.
 func New(base, token string, hc *http.Client) (*Client, error) {
-	u, err := url.Parse(strings.TrimRight(base, "/"))
-	if err != nil {
-		return nil, fmt.Errorf("client: server URL %q: %w", base, err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return nil, fmt.Errorf("client: server URL %q: want http://host:port or https://host:port", base)
+	var bases []*url.URL
+	for _, b := range strings.Split(base, ",") {
+		b = strings.TrimSpace(b)
+		u, err := url.Parse(strings.TrimRight(b, "/"))
+		if err != nil {
+			return nil, fmt.Errorf("client: server URL %q: %w", b, err)
+		}
+		if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+			return nil, fmt.Errorf("client: server URL %q: want http://host:port or https://host:port", b)
+		}
+		bases = append(bases, u)
 	}
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	return &Client{base: u, token: token, http: hc}, nil
+	return &Client{bases: bases, token: token, http: hc}, nil
+}
+
+// dialFailed reports whether err says connecting failed: the request was
+// not sent, so sending it elsewhere cannot apply it twice.
+func dialFailed(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // do sends a request and decodes a JSON answer into out (nil: discard).
@@ -107,7 +131,39 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 // send sends a request and returns a 2xx response, or the refusal as an
 // *Error.
 func (c *Client) send(ctx context.Context, method, path string, query url.Values, body []byte) (*http.Response, error) {
-	u := *c.base
+	var resp *http.Response
+	var err error
+	for range len(c.bases) {
+		i := c.cur.Load()
+		resp, err = c.sendTo(ctx, c.bases[int(i)%len(c.bases)], method, path, query, body)
+		if err == nil {
+			break
+		}
+		// The server did not answer: the next call goes to the next one,
+		// and this one too when it was not sent.
+		c.cur.CompareAndSwap(i, i+1)
+		if !dialFailed(err) || ctx.Err() != nil {
+			return nil, err
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	e := &Error{Status: resp.StatusCode}
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if json.Unmarshal(data, &e.Body) != nil || e.Body.Error == "" {
+		e.Body.Error = strings.TrimSpace(string(data))
+	}
+	return nil, e
+}
+
+// sendTo sends one request to the server at base.
+func (c *Client) sendTo(ctx context.Context, base *url.URL, method, path string, query url.Values, body []byte) (*http.Response, error) {
+	u := *base
 	u.Path += path
 	u.RawQuery = query.Encode()
 	var rd io.Reader
@@ -124,20 +180,7 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode/100 == 2 {
-		return resp, nil
-	}
-	defer resp.Body.Close()
-	e := &Error{Status: resp.StatusCode}
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if json.Unmarshal(data, &e.Body) != nil || e.Body.Error == "" {
-		e.Body.Error = strings.TrimSpace(string(data))
-	}
-	return nil, e
+	return c.http.Do(req)
 }
 
 // body marshals v; raw bytes pass through.

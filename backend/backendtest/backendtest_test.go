@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/backend/backendtest"
@@ -162,6 +163,92 @@ func TestConformanceSuiteRecordsNoFailureOnTheMemoryBackend(t *testing.T) {
 			t.Errorf("rule %s: %q", rule, f)
 		}
 	}
+	if len(r.log.byRule) != 0 {
+		t.Errorf("failures recorded: %v", r.log.byRule)
+	}
+}
+
+// leaseBackend is a memory backend whose lease runs on a fake clock.
+func leaseBackend() (*memory.Backend, func(time.Duration)) {
+	b := memory.New(backendtest.Schema())
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	b.SetLeaseClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
+	return b, func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+}
+
+// keepsTheToken hands a taken-over lease the token of the one before.
+type keepsTheToken struct {
+	*memory.Backend
+	last *uint64
+}
+
+func (b keepsTheToken) Lead(ctx context.Context, holder, address string, ttl time.Duration) (backend.Lease, error) {
+	l, err := b.Backend.Lead(ctx, holder, address, ttl)
+	if *b.last != 0 {
+		l.Token = *b.last
+	}
+	*b.last = l.Token
+	return l, err
+}
+
+// neverExpires lets nobody take over a lease, ended or not.
+type neverExpires struct{ *memory.Backend }
+
+func (b neverExpires) Lead(ctx context.Context, holder, address string, ttl time.Duration) (backend.Lease, error) {
+	return b.Backend.Lead(ctx, holder, address, 1000*ttl)
+}
+
+// everyoneLeads tells every caller it leads.
+type everyoneLeads struct{ *memory.Backend }
+
+func (b everyoneLeads) Lead(ctx context.Context, holder, address string, ttl time.Duration) (backend.Lease, error) {
+	l, err := b.Backend.Lead(ctx, holder, address, ttl)
+	l.Leading = err == nil
+	return l, err
+}
+
+func TestLeaseSuiteFailsEachBrokenLeaseOnTheRuleItBreaks(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		wrap  func(*memory.Backend) backend.Backend
+		rules []string
+	}{
+		{"keeps the token on takeover", func(m *memory.Backend) backend.Backend { return keepsTheToken{m, new(uint64)} }, []string{
+			"LeaseEndsAfterTTLAndTheTokenGrowsOnTakeover", "RetakingAnEndedLeaseGrowsTheToken", "ResignFreesTheLeaseAtOnce",
+			"DeposedLeaderIsFencedOnceTheNewLeaderHasWritten", "TokenIsAboveEveryAppliedFence",
+		}},
+		{"never expires", func(m *memory.Backend) backend.Backend { return neverExpires{m} }, []string{
+			"LeadTakesAFreeLeaseForTTL", "LeaseEndsAfterTTLAndTheTokenGrowsOnTakeover", "RetakingAnEndedLeaseGrowsTheToken",
+			"DeposedLeaderIsFencedOnceTheNewLeaderHasWritten",
+		}},
+		{"lets everyone lead", func(m *memory.Backend) backend.Backend { return everyoneLeads{m} }, []string{
+			"OneLeaderAtATime", "ConcurrentLeadsElectOneLeader",
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRecorder()
+			backendtest.RunLeases(r, func(*recorder) (backend.Backend, func(time.Duration)) {
+				m, advance := leaseBackend()
+				return c.wrap(m), advance
+			})
+			for _, rule := range c.rules {
+				if len(r.failed(rule)) == 0 {
+					t.Errorf("the lease suite passes rule %s on a backend that %s", rule, c.name)
+				} else {
+					t.Logf("%s: %s", rule, r.failed(rule)[0])
+				}
+			}
+		})
+	}
+}
+
+func TestLeaseSuiteRecordsNoFailureOnTheMemoryBackend(t *testing.T) {
+	r := newRecorder()
+	backendtest.RunLeases(r, func(*recorder) (backend.Backend, func(time.Duration)) {
+		m, advance := leaseBackend()
+		return m, advance
+	})
 	if len(r.log.byRule) != 0 {
 		t.Errorf("failures recorded: %v", r.log.byRule)
 	}

@@ -18,6 +18,12 @@
 // uniqueness, fencing, refused transitions, cancelled contexts, executors,
 // usage and Close.
 //
+// RunLeases is the suite of the optional backend.Leases: one leader at a
+// time, renewal, expiry after the ttl on the backend's clock (which the
+// caller moves forward), tokens that grow on every takeover and stay
+// above every applied fence, Resign, concurrent Leads, and a deposed
+// leader's writes refused with ErrFenced once its successor has written.
+//
 // Run takes any T with the methods of *testing.T it uses (TB), so a test of
 // the suite itself can run it with a recorder that counts failures instead
 // of failing; this package's tests do that with deliberately broken

@@ -26,5 +26,6 @@
 // reads share it. Commit validates jobs (flotilla.Job.Validate) before it
 // takes the lock. LiveJobs reads in chunks and releases the lock between
 // them, so its callback may call the backend. The package starts no
-// goroutines and reads no clock.
+// goroutines and reads no clock: its leader lease (backend.Leases) runs on
+// the clock a test gives SetLeaseClock.
 package memory

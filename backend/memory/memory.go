@@ -39,6 +39,7 @@ type Backend struct {
 	executors map[string]backend.Executor
 	usage     map[string]backend.UsageRecord
 	scratch   scratch
+	lease     leader
 }
 
 // queueState is what a queue's jobs need, kept when the queue's definition

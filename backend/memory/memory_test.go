@@ -3,6 +3,7 @@ package memory_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -158,4 +159,47 @@ func TestALogLongerThanABlockReadsBackEveryEventInOrder(t *testing.T) {
 		return nil
 	}))
 	require.Equal(t, n, live)
+}
+
+// fakeLeaseClock is a lease clock a test moves forward.
+type fakeLeaseClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeLeaseClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeLeaseClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// newLeaseBackend is a memory backend whose lease runs on a fake clock.
+func newLeaseBackend() (backend.Backend, func(time.Duration)) {
+	b := memory.New(backendtest.Schema())
+	c := &fakeLeaseClock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+	b.SetLeaseClock(c.Now)
+	return b, c.advance
+}
+
+func TestMemoryBackendPassesTheLeaseConformanceSuite(t *testing.T) {
+	backendtest.RunLeases(t, func(*testing.T) (backend.Backend, func(time.Duration)) { return newLeaseBackend() })
+}
+
+// TestLeaseWithoutAClockIsRefusedNamingTheClock: the memory backend reads
+// no clock of its own, so Lead and Resign without SetLeaseClock are
+// refused with a field error, not a panic.
+func TestLeaseWithoutAClockIsRefusedNamingTheClock(t *testing.T) {
+	b := memory.New(backendtest.Schema())
+	_, err := b.Lead(context.Background(), "a", "", time.Second)
+	require.ErrorIs(t, err, flotilla.ErrRequired)
+	var fe *flotilla.FieldError
+	require.ErrorAs(t, err, &fe)
+	require.Equal(t, "leaseClock", fe.Field)
+	require.ErrorIs(t, b.Resign(context.Background(), "a"), flotilla.ErrRequired)
 }

@@ -41,6 +41,8 @@
 //   - fence (one row, biased): the highest fencing token applied, stored
 //     as token − 2^63 so that bigint order is the tokens' order.
 //   - executors (cluster, reported, nodes) and usage (key, value, at).
+//   - leader (one row: holder, address, token, expires): the leader
+//     lease (migration 2).
 //
 // Times are Unix nanoseconds (bigint; NULL is the zero time, so times run
 // from 1678 to 2262, and a time outside is refused with a FieldError),
@@ -97,6 +99,18 @@
 // while it waits for the callback, memory stays at three pages whatever
 // the number of jobs, and the goroutine has ended when LiveJobs returns.
 // Events reads one job set's log by sequence number with LIMIT.
+//
+// # Leader lease
+//
+// Backend implements backend.Leases on the leader table. Lead is one
+// INSERT … ON CONFLICT DO UPDATE … RETURNING statement on the database's
+// clock (now()): it creates the row on the first call, takes the lease
+// when it has ended or is the caller's, and otherwise returns the live
+// holder unchanged; a new acquisition's token is one above the greater of
+// the row's token and the highest applied fence. Concurrent Leads
+// serialise on the row's lock, so exactly one of them leads. Processes
+// need no synchronised clocks: Lease.Expires and Lease.Now are both the
+// database's. Resign is one UPDATE that ends the caller's live lease.
 //
 // # Tests
 //

@@ -48,6 +48,10 @@ type Backend struct {
 	// just before the transaction commits, with the connection's server
 	// process id.
 	beforeCommit func(pid uint32)
+	// leaseNow, when set (by this package's tests), replaces the
+	// database's clock in Lead and Resign, so that a test moves the
+	// lease's time forward without waiting.
+	leaseNow func() time.Time
 }
 
 // Open connects to the database at url (a PostgreSQL URL or key=value
@@ -55,12 +59,21 @@ type Backend struct {
 // tables live in), applies the migrations it has not applied yet, and
 // returns a backend for jobs whose requests are in schema.
 func Open(ctx context.Context, url string, schema *flotilla.ResourceSchema) (*Backend, error) {
+	return openTuned(ctx, url, schema, nil)
+}
+
+// openTuned is Open; tune, when set (by this package's tests), adjusts the
+// pool's configuration first (a query tracer).
+func openTuned(ctx context.Context, url string, schema *flotilla.ResourceSchema, tune func(*pgxpool.Config)) (*Backend, error) {
 	if schema == nil {
 		return nil, flotilla.Errorf("schema", "", flotilla.ErrRequired, "")
 	}
 	cfg, err := poolConfig(url)
 	if err != nil {
 		return nil, err
+	}
+	if tune != nil {
+		tune(cfg)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

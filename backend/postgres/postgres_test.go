@@ -366,3 +366,41 @@ func TestErrorsTheServerRefusesAreNotErrUnavailable(t *testing.T) {
 		t.Errorf("Open on a database that does not exist: %v, want an error that is not ErrUnavailable", err)
 	}
 }
+
+func TestLeaseConformance(t *testing.T) {
+	serverURL(t)
+	backendtest.RunLeases(t, func(t *testing.T) (backend.Backend, func(time.Duration)) {
+		b := open(t, freshSchema(t))
+		var mu sync.Mutex
+		now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+		b.leaseNow = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+		return b, func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	})
+}
+
+// TestLeadRunsOnTheDatabaseClock: without the tests' clock, Lead and
+// Resign use the database's now(): a lease taken lasts the ttl from the
+// call, a second process does not lead while it lives, and takes it with a
+// higher token once the holder resigns.
+func TestLeadRunsOnTheDatabaseClock(t *testing.T) {
+	b := open(t, freshSchema(t))
+	ctx := context.Background()
+	a, err := b.Lead(ctx, "a", "http://a", time.Minute)
+	if err != nil || !a.Leading || a.Expires.Sub(a.Now) != time.Minute {
+		t.Fatalf("Lead(a): %+v, %v; want leading for a minute", a, err)
+	}
+	if d := time.Since(a.Now); d < -time.Minute || d > time.Minute {
+		t.Errorf("the lease's Now %s is not the database's clock (this machine's is %s)", a.Now, time.Now())
+	}
+	c, err := b.Lead(ctx, "c", "http://c", time.Minute)
+	if err != nil || c.Leading || c.Holder != "a" {
+		t.Fatalf("Lead(c) while a leads: %+v, %v", c, err)
+	}
+	if err := b.Resign(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	c, err = b.Lead(ctx, "c", "http://c", time.Minute)
+	if err != nil || !c.Leading || c.Token <= a.Token {
+		t.Fatalf("Lead(c) after a resigned: %+v, %v; want leading with a token above %d", c, err, a.Token)
+	}
+}

@@ -33,7 +33,7 @@ func addClientFlags(fs *flag.FlagSet) clientFlags {
 		srv = DefaultServer
 	}
 	return clientFlags{
-		server: fs.String("server", srv, "the service's URL (or $FLOTILLA_SERVER)"),
+		server: fs.String("server", srv, "the service's URL, or several comma-separated (the servers of one service: the next is tried when one cannot be reached; or $FLOTILLA_SERVER)"),
 		token:  fs.String("token", os.Getenv("FLOTILLA_TOKEN"), "bearer token (or $FLOTILLA_TOKEN)"),
 	}
 }

@@ -35,6 +35,18 @@
 // input found only while running (a finish naming a job that is not
 // running) ends the output after the rounds before it. Tables print names
 // with control characters Go-quoted.
+//
+// serve with -db runs highly available: several serve processes on one
+// PostgreSQL database elect a leader with the database's lease
+// (backend.Leases; -leader-ttl, renewed every third of it). The leader
+// fences the database with its token (an empty write), rebuilds its state
+// from it, and runs the cycles; the others forward every API request to
+// the leader's -advertise URL (streaming watches), answer 503 with
+// Retry-After while no leader is known, and answer /healthz, /readyz and
+// /metrics themselves (flotilla_leader: 1 on the leader). A leader that
+// cannot renew its lease within the ttl stops writing and becomes a
+// follower. Clients take several comma-separated -server URLs and move to
+// the next when one cannot be reached (ha.go).
 package main
 
 import (
@@ -60,6 +72,7 @@ const usage = `usage:
 
   flotilla serve    [-listen 127.0.0.1:8080] [-db URL] [-config FILE] [-auth FILE]
                     [-cycle 1s] [-lease-timeout 30s] [-tls-cert FILE -tls-key FILE]
+                    [-advertise URL] [-leader-ttl 10s]   # with -db: several servers, one leader
   flotilla queue    create NAME [-priority-factor F] | list [-o json] | delete NAME
   flotilla submit   FILE                 # prints one job id per line, in file order
   flotilla cancel   JOB_ID... | -queue Q -jobset S
@@ -68,7 +81,7 @@ const usage = `usage:
   flotilla status   JOB_ID... [-v] [-o json]
   flotilla executor -cluster NAME -nodes FILE [-renew 5s]
       the queueing service, its clients and a fake executor (SERVICE.md); clients
-      take -server URL (or $FLOTILLA_SERVER) and -token T (or $FLOTILLA_TOKEN)
+      take -server URL[,URL...] (or $FLOTILLA_SERVER) and -token T (or $FLOTILLA_TOKEN)
 
 exit codes: 0 success, 1 the service refused or failed the request, 2 bad input or usage
 `

@@ -19,7 +19,6 @@ import (
 // and the HTTP handler.
 type metrics struct {
 	reg         *prometheus.Registry
-	srv         *server.Server
 	cycleTime   prometheus.Histogram
 	cycleErrors prometheus.Counter
 	leases      prometheus.Counter
@@ -30,10 +29,12 @@ type metrics struct {
 	requests    *prometheus.CounterVec
 }
 
-func newMetrics(srv *server.Server) *metrics {
+// newMetrics returns serve's metrics; srv returns the service whose
+// queues are reported (nil while this process does not lead) and leading
+// whether this process leads.
+func newMetrics(srv func() *server.Server, leading func() bool) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
-		srv: srv,
 		cycleTime: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "flotilla_cycle_duration_seconds", Help: "Duration of scheduling cycles.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
@@ -50,7 +51,14 @@ func newMetrics(srv *server.Server) *metrics {
 			Help: "HTTP requests by route and status code."}, []string{"route", "code"}),
 	}
 	m.reg.MustRegister(m.cycleTime, m.cycleErrors, m.leases, m.preemptions, m.expiries, m.deadlines, m.rejections, m.requests,
-		newQueueCollector(srv), prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		newQueueCollector(srv), prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "flotilla_leader",
+			Help: "1 while this process leads (runs cycles), 0 while it follows (forwards requests to the leader)."},
+			func() float64 {
+				if leading() {
+					return 1
+				}
+				return 0
+			}), prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
 
@@ -81,11 +89,11 @@ func (m *metrics) observe(route string, status int, _ time.Duration) {
 
 // queueCollector reports each queue's jobs and shares at scrape time.
 type queueCollector struct {
-	srv                                             *server.Server
+	srv                                             func() *server.Server
 	pending, leased, running, share, fair, adjusted *prometheus.Desc
 }
 
-func newQueueCollector(srv *server.Server) *queueCollector {
+func newQueueCollector(srv func() *server.Server) *queueCollector {
 	q := []string{"queue"}
 	return &queueCollector{
 		srv:      srv,
@@ -105,7 +113,11 @@ func (d *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (d *queueCollector) Collect(ch chan<- prometheus.Metric) {
-	qs, err := d.srv.ListQueues(context.Background())
+	srv := d.srv()
+	if srv == nil {
+		return // a follower: the leader reports the queues
+	}
+	qs, err := srv.ListQueues(context.Background())
 	if err != nil {
 		return
 	}

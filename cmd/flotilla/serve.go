@@ -120,6 +120,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	leaseTimeout := fs.Duration("lease-timeout", server.DefaultLeaseTimeout, "lease timeout: leases not renewed for this long expire")
 	tlsCert := fs.String("tls-cert", "", "TLS certificate file (with -tls-key)")
 	tlsKey := fs.String("tls-key", "", "TLS key file (with -tls-cert)")
+	advertise := fs.String("advertise", "", "with -db: the URL the other servers forward requests to while this one leads (default: the listening address)")
+	leaderTTL := fs.Duration("leader-ttl", DefaultLeaderTTL, "with -db: the leader lease; renewed every third of it, taken over when it ends")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
@@ -134,6 +136,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return bad("-cycle %s: want a positive duration", *cycle)
 	case *leaseTimeout <= 0:
 		return bad("-lease-timeout %s: want a positive duration", *leaseTimeout)
+	case *leaderTTL <= 0:
+		return bad("-leader-ttl %s: want a positive duration", *leaderTTL)
+	case *advertise != "" && !strings.HasPrefix(*advertise, "http://") && !strings.HasPrefix(*advertise, "https://"):
+		return bad("-advertise %s: want an http:// or https:// URL", *advertise)
 	case (*tlsCert == "") != (*tlsKey == ""):
 		return bad("-tls-cert and -tls-key go together")
 	case *authPath == "" && !isLoopback(*listen):
@@ -171,39 +177,80 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
 	var be backend.Backend = memory.New(cfg.Schema)
+	// leases elect the leader among the processes sharing a database;
+	// nil (the in-memory backend) means this process is the only one.
+	var leases backend.Leases
 	if *db != "" {
 		pg, err := postgres.Open(ctx, *db, cfg.Schema)
 		if err != nil {
 			fmt.Fprintf(stderr, "flotilla serve: -db: %v\n", err)
 			return 1
 		}
-		be = pg
+		be, leases = pg, pg
 	}
 	defer be.Close()
-	srv, err := server.New(ctx, server.Config{
-		Scheduler: cfg, Backend: be, Clock: server.SystemClock{},
-		LeaseTimeout: *leaseTimeout, RequeuePreempted: requeue,
-	})
-	if err != nil {
-		fmt.Fprintln(stderr, "flotilla serve:")
-		printErrors(stderr, err)
-		return 2
+	newServer := func(ctx context.Context, be backend.Backend, fence uint64) (*server.Server, error) {
+		return server.New(ctx, server.Config{
+			Scheduler: cfg, Backend: be, Clock: server.SystemClock{},
+			LeaseTimeout: *leaseTimeout, RequeuePreempted: requeue, Fence: fence,
+		})
 	}
-	m := newMetrics(srv)
+	// current is the service this process runs: always the one without
+	// leases; with them, the leader's of the current term (nil while
+	// following).
+	var current atomic.Pointer[server.Server]
+	if leases == nil {
+		srv, err := newServer(ctx, be, 0)
+		if err != nil {
+			fmt.Fprintln(stderr, "flotilla serve:")
+			printErrors(stderr, err)
+			return 2
+		}
+		current.Store(srv)
+	}
+	var el *elector // set once listening, with leases
+	leading := func() bool { return leases == nil || (el != nil && el.term() != nil && current.Load() != nil) }
+	m := newMetrics(current.Load, leading)
 	var draining atomic.Bool
 	ready := func() error {
 		if draining.Load() {
 			return errors.New("draining: shutting down")
 		}
+		if leases != nil && !leading() {
+			if leader, err := el.leaderAddr(); leader == "" || leader == el.advertise {
+				if err != nil {
+					return fmt.Errorf("no leader is known: %w", err)
+				}
+				return errors.New("no leader is known yet")
+			}
+		}
 		return nil
 	}
-	api := httpapi.New(srv, httpapi.Options{Auth: auth, Logger: log, Observe: m.observe, Ready: ready})
+	apiOpts := httpapi.Options{Auth: auth, Logger: log, Observe: m.observe, Ready: ready}
 	mux := http.NewServeMux()
-	mux.Handle("/", api)
-	// Metrics name the queues and their load: with -auth, any known token
-	// may read them (Prometheus sends one with its scrape's authorization),
-	// none may not.
-	mux.Handle("GET /metrics", api.Authenticated(m.handler()))
+	var rt *router
+	if leases == nil {
+		api := httpapi.New(current.Load(), apiOpts)
+		mux.Handle("/", api)
+		// Metrics name the queues and their load: with -auth, any known
+		// token may read them (Prometheus sends one with its scrape's
+		// authorization), none may not.
+		mux.Handle("GET /metrics", api.Authenticated(m.handler()))
+	} else {
+		// Every API request goes to the leader's handler, here or
+		// forwarded; health, readiness and metrics are this process's.
+		rt = &router{}
+		mux.Handle("/", rt)
+		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+		mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+			if err := ready(); err != nil {
+				unavailable(w, err.Error())
+				return
+			}
+			_, _ = io.WriteString(w, "ok\n")
+		})
+		mux.Handle("GET /metrics", authenticated(auth, m.handler()))
+	}
 
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -226,6 +273,88 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *tlsCert != "" {
 		scheme = "https"
 	}
+	// runCycle runs one cycle of srv, its context cctx.
+	runCycle := func(cctx context.Context, srv *server.Server) {
+		start := time.Now()
+		rep, err := srv.Cycle(cctx)
+		m.cycle(rep, time.Since(start), err)
+		if err != nil {
+			log.Error("cycle failed", "err", err)
+		}
+	}
+	// With leases: the term being led (nil while following), and whether
+	// its server runs.
+	var cur *term
+	var termEnded <-chan struct{}
+	// lead makes this process the leader of term t: an empty write with
+	// its token fences off the previous leader, then the state is rebuilt
+	// from the database under that token; the first cycle runs at once.
+	lead := func(t *term) {
+		began := time.Now()
+		tb := leaderBackend(be, t, time.Now)
+		if _, err := tb.Commit(t.ctx, &backend.Write{Fence: t.token}); err != nil {
+			log.Error("taking over failed: fencing", "token", t.token, "err", err)
+			return
+		}
+		srv, err := newServer(t.ctx, tb, t.token)
+		if err != nil {
+			log.Error("taking over failed: loading", "token", t.token, "err", err)
+			return
+		}
+		h := http.Handler(httpapi.New(srv, apiOpts))
+		current.Store(srv)
+		rt.api.Store(&h)
+		log.Info("leading", "token", t.token, "loaded", time.Since(began).String())
+		runCycle(t.ctx, srv)
+		log.Info("first cycle as leader", "token", t.token, "sinceTerm", time.Since(began).String())
+	}
+	stepDown := func() {
+		if cur == nil {
+			return
+		}
+		rt.api.Store(nil)
+		if srv := current.Swap(nil); srv != nil {
+			srv.Drain()
+		}
+		log.Warn("stepped down", "token", cur.token)
+		cur, termEnded = nil, nil
+	}
+
+	electing := make(chan struct{})
+	var newTerm chan struct{}
+	stopElecting := func() {}
+	if leases != nil {
+		addr := *advertise
+		if addr == "" {
+			addr = scheme + "://" + ln.Addr().String()
+		}
+		// The advertised address names the process in the lease: no two
+		// live processes listen at one address, and a process restarted
+		// at the address of one that died takes its lease over at once.
+		el = newElector(leases, addr, addr, *leaderTTL, time.Now)
+		el.onChange = func(leads bool, leader string, token uint64) {
+			log.Info("leader", "leader", leader, "leading", leads, "token", token)
+		}
+		rt.e = el
+		newTerm = el.newTerm
+		ectx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		stopElecting = cancel
+		// A first round before serving: a process that leads at once (the
+		// only one, or one restarted at the address of one that died)
+		// serves only once it has loaded, as without leases.
+		el.round(ectx)
+		go func() {
+			defer close(electing)
+			el.run(ectx)
+		}()
+		if t := el.term(); t != nil {
+			<-newTerm
+			cur, termEnded = t, t.ctx.Done()
+			lead(t)
+		}
+	} else {
+		close(electing)
+	}
 	served := make(chan error, 1)
 	go func() {
 		if tlsConfig != nil {
@@ -235,7 +364,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}()
 	fmt.Fprintf(stdout, "listening on %s://%s\n", scheme, ln.Addr())
-	log.Info("serving", "addr", ln.Addr().String(), "auth", auth != nil, "leaseTimeout", leaseTimeout.String(), "cycle", cycle.String())
+	log.Info("serving", "addr", ln.Addr().String(), "auth", auth != nil, "leaseTimeout", leaseTimeout.String(), "cycle", cycle.String(),
+		"leaderTTL", leaderTTL.String(), "elected", leases != nil)
 
 	code := 0
 	ticker := time.NewTicker(*cycle)
@@ -249,19 +379,34 @@ loop:
 			log.Error("server stopped", "err", err)
 			code = 1
 			break loop
+		case <-newTerm:
+			if t := el.term(); t != nil && t != cur {
+				stepDown()
+				cur, termEnded = t, t.ctx.Done()
+				lead(t)
+			}
+		case <-termEnded:
+			stepDown()
 		case <-ticker.C:
-			start := time.Now()
-			rep, err := srv.Cycle(context.WithoutCancel(ctx))
-			m.cycle(rep, time.Since(start), err)
-			if err != nil {
-				log.Error("cycle failed", "err", err)
+			switch {
+			case leases == nil:
+				runCycle(context.WithoutCancel(ctx), current.Load())
+			case cur != nil && current.Load() == nil:
+				lead(cur) // the takeover failed: again
+			case cur != nil:
+				runCycle(cur.ctx, current.Load())
 			}
 		}
 	}
 	// Drain: no new leases; the cycle in progress has finished (cycles run
-	// in this goroutine); stop accepting, end watches, flush.
+	// in this goroutine); give up the lease, so that another process leads
+	// at once; stop accepting, end watches, flush.
 	draining.Store(true)
-	srv.Drain()
+	if srv := current.Load(); srv != nil {
+		srv.Drain()
+	}
+	stopElecting()
+	<-electing
 	log.Info("shutting down")
 	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -270,6 +415,24 @@ loop:
 		log.Warn("shutdown", "err", err)
 	}
 	return code
+}
+
+// authenticated guards /metrics of a process that may not lead (and so
+// has no API handler of its own): with auth, a request needs a known
+// bearer token, whatever its rights.
+func authenticated(auth *httpapi.Auth, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if auth != nil {
+			tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if _, known := auth.Lookup(strings.TrimSpace(tok)); !ok || !known {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusUnauthorized)
+				_, _ = io.WriteString(w, `{"error": "a known bearer token is required"}`+"\n")
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func flagExit(err error) int {

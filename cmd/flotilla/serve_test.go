@@ -112,3 +112,23 @@ func TestServeWithAuthRefusesMetricsWithoutAKnownToken(t *testing.T) {
 	stop()
 	require.Equal(t, 0, <-done, errOut.String())
 }
+
+// TestServeRefusesABadLeaderTTLOrAdvertiseURLAsBadInput: -leader-ttl must
+// be positive and -advertise an http(s) URL; anything else is bad input
+// (exit 2, the flag and value named), before anything listens.
+func TestServeRefusesABadLeaderTTLOrAdvertiseURLAsBadInput(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-leader-ttl", "0s"}, "-leader-ttl 0s: want a positive duration"},
+		{[]string{"-leader-ttl", "-3s"}, "-leader-ttl -3s: want a positive duration"},
+		{[]string{"-advertise", "127.0.0.1:8080"}, "-advertise 127.0.0.1:8080: want an http:// or https:// URL"},
+	} {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), append([]string{"serve", "-listen", "127.0.0.1:0"}, c.args...), &out, &errOut)
+		require.Equal(t, 2, code, "%v: %s", c.args, errOut.String())
+		require.Contains(t, errOut.String(), c.want)
+		require.Empty(t, out.String(), "nothing listens")
+	}
+}

@@ -1,0 +1,353 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/api"
+	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/events"
+)
+
+// High availability: several serve processes on one database elect one
+// leader with the backend's lease (backend.Leases). The leader runs the
+// service (server.Server) and its cycles; the others forward every API
+// request to the leader's advertised address.
+//
+// The elector renews or tries the lease every ttl/3 in a goroutine of its
+// own (so that a long cycle or a reload never delays a renewal). A lease
+// taken with a new token starts a term; the serve loop then makes the
+// leader: an empty write with the token (raising the backend's fence, so
+// the previous leader can write no more), then server.New with the token
+// as its fence, which rebuilds the state from the database. A term ends
+// ttl after the Lead call that last renewed it was sent, unless a renewal
+// succeeded since: the lease may have ended by then on the database's
+// clock. When it ends, the term's context is cancelled (the loop drops the
+// server and its cycles) and the term's writes are refused at once (see
+// termBackend).
+
+// forwardedHeader marks a request a follower forwarded: the process that
+// receives it answers it or refuses it, and never forwards it again.
+const forwardedHeader = "Flotilla-Forwarded"
+
+// DefaultLeaderTTL is serve's -leader-ttl.
+const DefaultLeaderTTL = 10 * time.Second
+
+// term is one period of leadership under one token.
+type term struct {
+	token uint64
+	// ctx ends with the term.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// until is when the term ends unless renewed (Unix nanoseconds on the
+	// elector's clock).
+	until atomic.Int64
+}
+
+// alive reports whether the term still holds at now.
+func (t *term) alive(now time.Time) bool {
+	return t.ctx.Err() == nil && now.UnixNano() < t.until.Load()
+}
+
+// elector takes part in the election for one process.
+type elector struct {
+	leases backend.Leases
+	// holder names this process in the lease; advertise is where the
+	// others forward requests to.
+	holder, advertise string
+	ttl               time.Duration
+	// now is the elector's clock (time.Now in serve).
+	now func() time.Time
+	// newTerm hears of each new term (buffered: the latest is what counts).
+	newTerm chan struct{}
+	// onChange, when set, hears of every change of leader (for logging).
+	onChange func(leading bool, leader string, token uint64)
+
+	mu sync.Mutex
+	// cur is the current term, nil while following.
+	cur *term
+	// leader is the leader's advertised address as last read ("" when
+	// none is known); lastErr the last Lead's error.
+	leader  string
+	lastErr error
+}
+
+func newElector(leases backend.Leases, holder, advertise string, ttl time.Duration, now func() time.Time) *elector {
+	return &elector{leases: leases, holder: holder, advertise: advertise, ttl: ttl, now: now,
+		newTerm: make(chan struct{}, 1)}
+}
+
+// round is one election round: one Lead call, and the term started,
+// renewed or ended by its answer. It returns how long to wait before the
+// next round.
+func (e *elector) round(ctx context.Context) time.Duration {
+	sent := e.now()
+	e.mu.Lock()
+	if e.cur != nil && !e.cur.alive(sent) {
+		e.endTerm() // not renewed for a whole ttl (this process was paused?)
+	}
+	limit := e.ttl / 3
+	if e.cur != nil {
+		// A Lead call that hangs must not outlive the term.
+		limit = min(limit, time.Duration(e.cur.until.Load()-sent.UnixNano()))
+	}
+	e.mu.Unlock()
+	lctx, cancel := context.WithTimeout(ctx, limit)
+	l, err := e.leases.Lead(lctx, e.holder, e.advertise, e.ttl)
+	cancel()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.lastErr = err
+	wait := e.ttl / 3
+	switch {
+	case err != nil:
+		if e.cur != nil && !e.cur.alive(e.now()) {
+			e.endTerm()
+		}
+		if e.cur == nil {
+			e.setLeader("", 0)
+		}
+		wait = min(wait, 250*time.Millisecond)
+	case l.Leading:
+		if e.cur != nil && e.cur.token != l.Token {
+			e.endTerm()
+		}
+		if e.cur == nil {
+			t := &term{token: l.Token}
+			t.ctx, t.cancel = context.WithCancel(context.WithoutCancel(ctx))
+			e.cur = t
+			select {
+			case e.newTerm <- struct{}{}:
+			default:
+			}
+		}
+		e.cur.until.Store(sent.Add(e.ttl).UnixNano())
+		e.setLeader(e.advertise, l.Token)
+	default:
+		if e.cur != nil {
+			e.endTerm()
+		}
+		leader := ""
+		if l.Expires.After(l.Now) {
+			leader = l.Address
+			// Try again just after the leader's lease would end.
+			wait = min(wait, l.Expires.Sub(l.Now)+10*time.Millisecond)
+		}
+		e.setLeader(leader, l.Token)
+	}
+	return max(wait, time.Millisecond)
+}
+
+// setLeader records the leader's address; the caller holds mu.
+func (e *elector) setLeader(addr string, token uint64) {
+	if addr == e.leader {
+		return
+	}
+	e.leader = addr
+	if e.onChange != nil {
+		e.onChange(e.cur != nil, addr, token)
+	}
+}
+
+// endTerm ends the current term; the caller holds mu.
+func (e *elector) endTerm() {
+	e.cur.until.Store(0)
+	e.cur.cancel()
+	e.cur = nil
+}
+
+// run calls round until ctx ends, then resigns the lease if it holds it,
+// so that another process takes over at once.
+func (e *elector) run(ctx context.Context) {
+	for {
+		wait := e.round(ctx)
+		select {
+		case <-ctx.Done():
+			e.mu.Lock()
+			leading := e.cur != nil
+			if leading {
+				e.endTerm()
+			}
+			e.mu.Unlock()
+			if leading {
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.ttl/3)
+				_ = e.leases.Resign(rctx, e.holder)
+				cancel()
+			}
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// term returns the current term, nil while following.
+func (e *elector) term() *term {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.cur
+}
+
+// leaderAddr returns the leader's address ("" when none is known) and the
+// last Lead's error.
+func (e *elector) leaderAddr() (string, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.leader, e.lastErr
+}
+
+// errNotLeader refuses a write of a term that has ended.
+var errNotLeader = fmt.Errorf("flotilla serve: this process no longer leads: %w", backend.ErrFenced)
+
+// termBackend is the backend a leader's server writes through: every
+// write is refused once the term has ended (its lease may have passed to
+// another process), including the unfenced ones (executors, usage,
+// queues). Reads pass through.
+type termBackend struct {
+	backend.Backend
+	t   *term
+	now func() time.Time
+}
+
+// leaderBackend returns be as the term's server sees it, keeping its
+// optional backend.ClientIDLookup.
+func leaderBackend(be backend.Backend, t *term, now func() time.Time) backend.Backend {
+	tb := termBackend{Backend: be, t: t, now: now}
+	if l, ok := be.(backend.ClientIDLookup); ok {
+		return termLookupBackend{tb, l}
+	}
+	return tb
+}
+
+type termLookupBackend struct {
+	termBackend
+	backend.ClientIDLookup
+}
+
+func (b termBackend) check() error {
+	if !b.t.alive(b.now()) {
+		return errNotLeader
+	}
+	return nil
+}
+
+func (b termBackend) Commit(ctx context.Context, w *backend.Write) ([]events.Event, error) {
+	if err := b.check(); err != nil {
+		return nil, err
+	}
+	return b.Backend.Commit(ctx, w)
+}
+
+func (b termBackend) CreateQueue(ctx context.Context, q flotilla.Queue) error {
+	if err := b.check(); err != nil {
+		return err
+	}
+	return b.Backend.CreateQueue(ctx, q)
+}
+
+func (b termBackend) UpdateQueue(ctx context.Context, q flotilla.Queue) error {
+	if err := b.check(); err != nil {
+		return err
+	}
+	return b.Backend.UpdateQueue(ctx, q)
+}
+
+func (b termBackend) DeleteQueue(ctx context.Context, name string) error {
+	if err := b.check(); err != nil {
+		return err
+	}
+	return b.Backend.DeleteQueue(ctx, name)
+}
+
+func (b termBackend) PutExecutor(ctx context.Context, e backend.Executor) error {
+	if err := b.check(); err != nil {
+		return err
+	}
+	return b.Backend.PutExecutor(ctx, e)
+}
+
+func (b termBackend) PutUsage(ctx context.Context, rs []backend.UsageRecord) error {
+	if err := b.check(); err != nil {
+		return err
+	}
+	return b.Backend.PutUsage(ctx, rs)
+}
+
+// router answers the API: the leader's handler while this process leads,
+// else a proxy to the leader, else 503.
+type router struct {
+	e *elector
+	// api is the leader's API handler, nil while not leading.
+	api atomic.Pointer[http.Handler]
+
+	mu    sync.Mutex
+	proxy *httputil.ReverseProxy
+	to    string
+}
+
+func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h := rt.api.Load(); h != nil {
+		(*h).ServeHTTP(w, r)
+		return
+	}
+	leader, lerr := rt.e.leaderAddr()
+	switch {
+	case r.Header.Get(forwardedHeader) != "":
+		unavailable(w, "this process does not lead (the request was forwarded to it); retry")
+	case leader == "" || leader == rt.e.advertise:
+		why := "no leader is known yet; retry"
+		if errors.Is(lerr, backend.ErrUnavailable) {
+			why = "no leader is known: " + lerr.Error()
+		}
+		unavailable(w, why)
+	default:
+		p, err := rt.proxyTo(leader)
+		if err != nil {
+			unavailable(w, err.Error())
+			return
+		}
+		p.ServeHTTP(w, r)
+	}
+}
+
+// proxyTo returns the reverse proxy to the leader at addr.
+func (rt *router) proxyTo(addr string) (*httputil.ReverseProxy, error) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.to == addr {
+		return rt.proxy, nil
+	}
+	target, err := url.Parse(addr)
+	if err != nil || target.Host == "" {
+		return nil, fmt.Errorf("the leader's address %q is not a URL", addr)
+	}
+	rt.proxy = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.SetXForwarded()
+			pr.Out.Header.Set(forwardedHeader, rt.e.advertise)
+		},
+		FlushInterval: -1, // watches stream
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			unavailable(w, fmt.Sprintf("the leader at %s cannot be reached (%v); retry", addr, err))
+		},
+	}
+	rt.to = addr
+	return rt.proxy, nil
+}
+
+// unavailable answers 503 with Retry-After: 1.
+func unavailable(w http.ResponseWriter, why string) {
+	w.Header().Set("Retry-After", "1")
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_ = json.NewEncoder(w).Encode(api.Error{Error: why})
+}

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/backend/memory"
+)
+
+// fakeClock is a clock a test moves forward, shared by the backend's
+// lease and the electors.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// leaseWorld is a memory backend whose lease runs on a fake clock.
+func leaseWorld() (*memory.Backend, *fakeClock) {
+	b := memory.New(flotilla.MustResourceSchema("cpu"))
+	c := &fakeClock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+	b.SetLeaseClock(c.Now)
+	return b, c
+}
+
+// flaky is a lease whose Lead fails while down is set.
+type flaky struct {
+	backend.Leases
+	mu   sync.Mutex
+	down bool
+}
+
+func (f *flaky) Lead(ctx context.Context, holder, address string, ttl time.Duration) (backend.Lease, error) {
+	f.mu.Lock()
+	down := f.down
+	f.mu.Unlock()
+	if down {
+		return backend.Lease{}, backend.ErrUnavailable
+	}
+	return f.Leases.Lead(ctx, holder, address, ttl)
+}
+
+func (f *flaky) setDown(d bool) { f.mu.Lock(); f.down = d; f.mu.Unlock() }
+
+func termSignalled(e *elector) bool {
+	select {
+	case <-e.newTerm:
+		return true
+	default:
+		return false
+	}
+}
+
+func TestElectorFollowsTheLeaderAndTakesOverWithAHigherTokenWhenItsLeaseEnds(t *testing.T) {
+	b, clock := leaseWorld()
+	ctx := context.Background()
+	a := newElector(b, "http://a", "http://a", 3*time.Second, clock.Now)
+	f := newElector(b, "http://f", "http://f", 3*time.Second, clock.Now)
+	a.round(ctx)
+	require.True(t, termSignalled(a), "a free lease starts a term")
+	ta := a.term()
+	require.NotNil(t, ta)
+
+	wait := f.round(ctx)
+	require.Nil(t, f.term(), "one leader at a time")
+	require.False(t, termSignalled(f))
+	leader, _ := f.leaderAddr()
+	require.Equal(t, "http://a", leader, "the follower forwards to the leader's address")
+	require.LessOrEqual(t, wait, time.Second, "a follower tries again within ttl/3")
+
+	// a stops renewing (it died); the lease ends; f takes over.
+	clock.advance(3 * time.Second)
+	wait = f.round(ctx)
+	require.True(t, termSignalled(f))
+	tf := f.term()
+	require.NotNil(t, tf)
+	require.Greater(t, tf.token, ta.token, "the token grows on takeover")
+	require.Equal(t, time.Second, wait, "a leader renews every ttl/3")
+
+	// a comes back: its term ends, and it forwards to f.
+	a.round(ctx)
+	require.Nil(t, a.term())
+	require.Error(t, ta.ctx.Err(), "the deposed leader's term is cancelled")
+	leader, _ = a.leaderAddr()
+	require.Equal(t, "http://f", leader)
+}
+
+func TestElectorEndsItsTermTTLAfterTheLastRenewalWasSentWhenRenewalsFail(t *testing.T) {
+	b, clock := leaseWorld()
+	lease := &flaky{Leases: b}
+	ctx := context.Background()
+	e := newElector(lease, "http://a", "http://a", 3*time.Second, clock.Now)
+	e.round(ctx)
+	tm := e.term()
+	require.NotNil(t, tm)
+	lease.setDown(true)
+	clock.advance(2 * time.Second)
+	e.round(ctx)
+	require.Same(t, tm, e.term(), "a failed renewal within the ttl keeps the term")
+	require.NoError(t, tm.ctx.Err())
+	clock.advance(time.Second)
+	e.round(ctx)
+	require.Nil(t, e.term(), "no renewal for a whole ttl: the term ends")
+	require.Error(t, tm.ctx.Err())
+	_, err := e.leaderAddr()
+	require.ErrorIs(t, err, backend.ErrUnavailable)
+
+	// The database is back: the same process leads again, under a new
+	// token.
+	lease.setDown(false)
+	e.round(ctx)
+	require.NotNil(t, e.term())
+	require.Greater(t, e.term().token, tm.token)
+}
+
+// TestTermBackendRefusesEveryWriteOnceTheTermHasEnded: a leader whose
+// lease may have passed to another process writes nothing more, fenced
+// or not (jobs, queues, executors, usage); reads go on.
+func TestTermBackendRefusesEveryWriteOnceTheTermHasEnded(t *testing.T) {
+	b, clock := leaseWorld()
+	ctx := context.Background()
+	e := newElector(b, "http://a", "http://a", 3*time.Second, clock.Now)
+	e.round(ctx)
+	tm := e.term()
+	tb := leaderBackend(b, tm, clock.Now)
+	_, isLookup := tb.(backend.ClientIDLookup)
+	require.True(t, isLookup, "the memory backend's client-id lookup is kept")
+	require.NoError(t, tb.CreateQueue(ctx, flotilla.Queue{Name: "A"}))
+	_, err := tb.Commit(ctx, &backend.Write{Fence: tm.token})
+	require.NoError(t, err)
+
+	clock.advance(3 * time.Second) // not renewed: ended, whatever the backend says
+	writes := map[string]error{
+		"Commit":      func() error { _, err := tb.Commit(ctx, &backend.Write{Fence: tm.token}); return err }(),
+		"CreateQueue": tb.CreateQueue(ctx, flotilla.Queue{Name: "B"}),
+		"UpdateQueue": tb.UpdateQueue(ctx, flotilla.Queue{Name: "A", PriorityFactor: 2}),
+		"DeleteQueue": tb.DeleteQueue(ctx, "A"),
+		"PutExecutor": tb.PutExecutor(ctx, backend.Executor{Cluster: "c1", Reported: clock.Now()}),
+		"PutUsage":    tb.PutUsage(ctx, []backend.UsageRecord{{Key: "q/A", Value: []float64{1}, At: clock.Now()}}),
+	}
+	for name, err := range writes {
+		require.ErrorIs(t, err, backend.ErrFenced, "%s after the term ended", name)
+	}
+	qs, err := tb.ListQueues(ctx)
+	require.NoError(t, err)
+	require.Len(t, qs, 1, "reads go on; nothing was written")
+}
+
+func TestFollowerForwardsToTheLeaderAnd503sWithoutOne(t *testing.T) {
+	b, clock := leaseWorld()
+	ctx := context.Background()
+	var got http.Header
+	leaderSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Clone()
+		_, _ = io.WriteString(w, "from the leader "+r.URL.Path)
+	}))
+	defer leaderSrv.Close()
+	leader := newElector(b, leaderSrv.URL, leaderSrv.URL, 3*time.Second, clock.Now)
+	follower := newElector(b, "http://f", "http://f", 3*time.Second, clock.Now)
+	rt := &router{e: follower}
+	get := func(h http.Header) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodGet, "/v1/queues", nil)
+		for k, v := range h {
+			r.Header[k] = v
+		}
+		rt.ServeHTTP(w, r)
+		return w
+	}
+
+	w := get(nil)
+	require.Equal(t, http.StatusServiceUnavailable, w.Code, "no leader known yet")
+	require.Equal(t, "1", w.Header().Get("Retry-After"))
+
+	leader.round(ctx)
+	follower.round(ctx)
+	w = get(http.Header{"Authorization": {"Bearer tok"}})
+	require.Equal(t, http.StatusOK, w.Code)
+	require.Equal(t, "from the leader /v1/queues", w.Body.String())
+	require.Equal(t, "Bearer tok", got.Get("Authorization"), "the token goes with the request")
+	require.Equal(t, "http://f", got.Get(forwardedHeader))
+
+	w = get(http.Header{forwardedHeader: {"http://x"}})
+	require.Equal(t, http.StatusServiceUnavailable, w.Code, "a forwarded request is never forwarded again")
+
+	leaderSrv.Close()
+	w = get(nil)
+	require.Equal(t, http.StatusServiceUnavailable, w.Code, "a leader that cannot be reached is a 503")
+	require.Contains(t, w.Body.String(), "cannot be reached")
+}
+
+// TestFollowerStreamsAWatchFromTheLeaderLineByLine: a watch forwarded by a
+// follower reaches the client event by event, not when the leader's
+// answer ends.
+func TestFollowerStreamsAWatchFromTheLeaderLineByLine(t *testing.T) {
+	b, clock := leaseWorld()
+	ctx := context.Background()
+	next := make(chan struct{})
+	leaderSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "{\"seq\":1}\n")
+		http.NewResponseController(w).Flush()
+		<-next
+		_, _ = io.WriteString(w, "{\"seq\":2}\n")
+	}))
+	defer leaderSrv.Close()
+	leader := newElector(b, leaderSrv.URL, leaderSrv.URL, 3*time.Second, clock.Now)
+	follower := newElector(b, "http://f", "http://f", 3*time.Second, clock.Now)
+	leader.round(ctx)
+	follower.round(ctx)
+	followerSrv := httptest.NewServer(&router{e: follower})
+	defer followerSrv.Close()
+
+	resp, err := http.Get(followerSrv.URL + "/v1/queues/A/jobsets/s/events?watch=true")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	line := make([]byte, len("{\"seq\":1}\n"))
+	_, err = io.ReadFull(resp.Body, line)
+	require.NoError(t, err, "the first event arrives while the leader's answer goes on")
+	require.Equal(t, "{\"seq\":1}\n", string(line))
+	close(next)
+	rest, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, "{\"seq\":2}\n", string(rest))
+}
