@@ -44,6 +44,9 @@ type QueuePlace struct {
 	// Partial: the service stopped counting at Ahead jobs (its limit);
 	// Position, Ahead and AheadRequests are lower bounds.
 	Partial bool `json:"partial,omitempty"`
+	// GangIncomplete: the job's gang is not all queued; the queue offers
+	// it only whole, so Ahead counts every job the queue offers now.
+	GangIncomplete bool `json:"gangIncomplete,omitempty"`
 }
 
 // QueueShare is a queue's standing in a cycle.
@@ -118,7 +121,8 @@ type FluxTerm struct {
 func JobExplainOf(d server.JobDetail, st server.JobStatus, schema *flotilla.ResourceSchema) *JobExplain {
 	e := &JobExplain{Priority: JobPriority{Class: d.Class, ClassPriority: d.ClassPriority, Priority: d.Priority}}
 	if p := d.Position; p != nil {
-		e.Place = &QueuePlace{Position: p.Ahead + 1, Queued: p.Queued, Ahead: p.Ahead, AheadRequests: map[string]string{}, Partial: p.Partial}
+		e.Place = &QueuePlace{Position: p.Ahead + 1, Queued: p.Queued, Ahead: p.Ahead, AheadRequests: map[string]string{}, Partial: p.Partial,
+			GangIncomplete: p.GangIncomplete}
 		if p.AheadRequests != nil {
 			e.Place.AheadRequests = schema.Format(p.AheadRequests)
 		}

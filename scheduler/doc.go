@@ -155,9 +155,10 @@
 // came closest, and PlacedBefore how many of its mates were placed there
 // first.
 //
-// PositionOf gives a queued job's place in its queue (how many jobs are
-// ahead of it in scheduling order, and what they request): for explaining
-// one job, not part of a cycle.
+// PositionOf gives a queued job's place in its queue (how many jobs a
+// cycle would offer before it, and what they request; a gang counts where
+// its last member completes it): for explaining one job, not part of a
+// cycle.
 //
 // # Strategies
 //

@@ -57,6 +57,8 @@ type placeJSON struct {
 	AheadRequests map[string]string `json:"aheadRequests"`
 	// Partial: counted up to a limit (the service's); lower bounds.
 	Partial bool `json:"partial,omitempty"`
+	// GangIncomplete: its gang is not all queued (offered only whole).
+	GangIncomplete bool `json:"gangIncomplete,omitempty"`
 }
 
 type queueShareJSON struct {
@@ -177,8 +179,11 @@ func writeExplainText(w io.Writer, ex *explanation) error {
 			when = "now"
 		}
 		at := strconv.Itoa(pl.Position)
-		if pl.Partial {
+		switch {
+		case pl.Partial:
 			at = "past " + strconv.Itoa(pl.Ahead)
+		case pl.GangIncomplete:
+			at = "after every job offered (its gang is not all queued)"
 		}
 		row("  place", "%s of %d queued in %s %s; %s", at, pl.Queued, n(ex.Queue), when, ahead)
 	}
