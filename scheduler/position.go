@@ -28,6 +28,9 @@ type QueuePosition struct {
 	// hold whole, which no cycle offers until the rest is queued; Ahead
 	// and AheadRequests count every job the queue offers now.
 	GangIncomplete bool
+	// Read counts the entries read besides the job's own (at most the
+	// limit): what the answer cost.
+	Read int
 }
 
 // PositionOf reads queue name of q up to the job with ID id (for a gang
@@ -67,7 +70,7 @@ func PositionOf(q Queued, name, id string, limit int) (pos QueuePosition, ok boo
 		pos.Ahead += n
 	}
 	tj := target.Job
-	found, read := false, 0
+	found := false
 	var buf [64]*queue.Entry
 	for {
 		n, err := r.Read(buf[:])
@@ -80,11 +83,11 @@ func PositionOf(q Queued, name, id string, limit int) (pos QueuePosition, ok boo
 			}
 			j := e.Job
 			if j.ID != id {
-				if limit > 0 && read == limit {
+				if limit > 0 && pos.Read == limit {
 					pos.Queued, pos.Partial = q.Stats(name).Jobs, true
 					return pos, true, nil
 				}
-				read++
+				pos.Read++
 			}
 			if !j.IsGang() {
 				if j.ID == id {

@@ -76,11 +76,11 @@ func TestPositionOfStopsAtItsLimitAndSaysSo(t *testing.T) {
 	pos, ok, err := scheduler.PositionOf(w.store, "A", order[8], 5)
 	require.NoError(t, err)
 	require.True(t, ok)
-	assert.Equal(t, scheduler.QueuePosition{Ahead: 5, Queued: 9, AheadRequests: w.res("5"), Partial: true}, pos)
+	assert.Equal(t, scheduler.QueuePosition{Ahead: 5, Queued: 9, AheadRequests: w.res("5"), Partial: true, Read: 5}, pos)
 	pos, ok, err = scheduler.PositionOf(w.store, "A", order[5], 5)
 	require.NoError(t, err)
 	require.True(t, ok)
-	assert.Equal(t, scheduler.QueuePosition{Ahead: 5, Queued: 9, AheadRequests: w.res("5")}, pos)
+	assert.Equal(t, scheduler.QueuePosition{Ahead: 5, Queued: 9, AheadRequests: w.res("5"), Read: 5}, pos)
 }
 
 // PositionOf agrees with a naive oracle: sort the queue's jobs by
@@ -196,7 +196,7 @@ func TestPositionOfPutsAnIncompleteGangBehindTheWholeQueue(t *testing.T) {
 	pos, ok, err := scheduler.PositionOf(w.store, "A", m.ID, 0)
 	require.NoError(t, err)
 	require.True(t, ok)
-	assert.Equal(t, scheduler.QueuePosition{Ahead: 2, Queued: 4, AheadRequests: w.res("4"), GangIncomplete: true}, pos)
+	assert.Equal(t, scheduler.QueuePosition{Ahead: 2, Queued: 4, AheadRequests: w.res("4"), GangIncomplete: true, Read: 3}, pos)
 }
 
 // PositionOf agrees with the scheduler itself: on a cluster with room for
