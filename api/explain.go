@@ -64,8 +64,10 @@ type QueueShare struct {
 type Unscheduled struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
-	// SameAs names the job whose search this repeats (same requirements).
+	// SameAs names the job whose search this repeats (same requirements);
+	// SameAsQueue its queue, when another queue's.
 	SameAs        string      `json:"sameAs,omitempty"`
+	SameAsQueue   string      `json:"sameAsQueue,omitempty"`
 	NodesSearched int         `json:"nodesSearched,omitempty"`
 	NodeGroups    []NodeGroup `json:"nodeGroups,omitempty"`
 	// GangMember is, for a gang, the member that did not fit.
@@ -154,7 +156,7 @@ func UnscheduledOf(r scheduler.Reason, schema *flotilla.ResourceSchema) *Unsched
 	if s == nil {
 		return u
 	}
-	u.SameAs, u.NodesSearched = s.SameAs, s.Nodes
+	u.SameAs, u.SameAsQueue, u.NodesSearched = s.SameAs, s.SameAsQueue, s.Nodes
 	for _, f := range s.Filtered {
 		u.NodeGroups = append(u.NodeGroups, NodeGroup{Nodes: f.Nodes, Filter: string(f.Filter), Detail: f.Detail})
 	}

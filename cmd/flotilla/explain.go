@@ -45,7 +45,8 @@ flotilla schedule's output) and explains what that round decided for JOB.
                                 {share, fairShare, adjustedFairShare, demand,
                                 running, queued}
   scheduled                     {node, why, nodeFreeBefore, nodeQueuesBefore}
-  unscheduled                   {code, message, sameAs, nodesSearched,
+  unscheduled                   {code, message, sameAs, sameAsQueue (when
+                                another queue's), nodesSearched,
                                 nodeGroups: [{nodes, filter, detail} or
                                 {nodes, shortOf, short, whenEmpty}],
                                 gangMember: {job, placedBefore, members}}
@@ -399,7 +400,7 @@ func unscheduledOf(b *scenario.Built, r scheduler.Reason, job *flotilla.Job) *un
 	if s == nil {
 		return u
 	}
-	u.SameAs, u.NodesSearched = s.SameAs, s.Nodes
+	u.SameAs, u.SameAsQueue, u.NodesSearched = s.SameAs, s.SameAsQueue, s.Nodes
 	u.NodeGroups = []nodeGroupJSON{}
 	for _, f := range s.Filtered {
 		u.NodeGroups = append(u.NodeGroups, nodeGroupJSON{Nodes: f.Nodes, Filter: string(f.Filter), Detail: f.Detail})

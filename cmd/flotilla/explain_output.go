@@ -81,6 +81,7 @@ type unscheduledJSON struct {
 	Code          string          `json:"code"`
 	Message       string          `json:"message"`
 	SameAs        string          `json:"sameAs,omitempty"`
+	SameAsQueue   string          `json:"sameAsQueue,omitempty"`
 	NodesSearched int             `json:"nodesSearched,omitempty"`
 	NodeGroups    []nodeGroupJSON `json:"nodeGroups,omitempty"`
 	GangMember    *gangMemberJSON `json:"gangMember,omitempty"`
@@ -235,7 +236,11 @@ func writeUnscheduledText(tw io.Writer, row func(label, format string, a ...any)
 	n := safetext.Name
 	row("  reason", "%s", u.Code)
 	if u.SameAs != "" {
-		row("  same as", "job %s (same requirements: its search stands for this one)", n(u.SameAs))
+		of := ""
+		if u.SameAsQueue != "" {
+			of = " of queue " + n(u.SameAsQueue)
+		}
+		row("  same as", "job %s%s (same requirements: its search stands for this one)", n(u.SameAs), of)
 	}
 	if g := u.GangMember; g != nil {
 		of := ""

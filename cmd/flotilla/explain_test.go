@@ -23,6 +23,7 @@ var explainCases = []struct {
 	{"never-fits", "../../testdata/scenarios/large-job-does-not-block.json", "0", "huge"},
 	{"no-room-selector", "../../testdata/scenarios/selectors-and-taints.json", "0", "etl-16"},
 	{"no-room-same-as", "../../testdata/scenarios/three-queues-protected-zero.json", "1", "b-17"},
+	{"no-room-same-as-other-queue", "../../testdata/scenarios/three-queues-one-node.json", "0", "a-11"},
 	{"gang-member-fails", "../../testdata/scenarios/gang-33-on-half-full-nodes.json", "1", "g-5"},
 	{"gang-scheduled", "../../testdata/scenarios/gang-uniformity-label.json", "1", "g-2"},
 	{"preempted-fair-share", "../../testdata/scenarios/seed-preemption-to-fair-share.json", "1", "a-32"},

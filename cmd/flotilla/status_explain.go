@@ -63,7 +63,7 @@ func statusExplanation(s api.JobStatus) *explanation {
 			Demand: q.Demand, Running: q.Running, Queued: q.Queued}
 	}
 	if u := e.Unscheduled; u != nil {
-		uj := &unscheduledJSON{Code: u.Code, Message: u.Message, SameAs: u.SameAs, NodesSearched: u.NodesSearched}
+		uj := &unscheduledJSON{Code: u.Code, Message: u.Message, SameAs: u.SameAs, SameAsQueue: u.SameAsQueue, NodesSearched: u.NodesSearched}
 		for _, g := range u.NodeGroups {
 			uj.NodeGroups = append(uj.NodeGroups, nodeGroupJSON(g))
 		}
