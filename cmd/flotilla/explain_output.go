@@ -184,7 +184,8 @@ func writeExplainText(w io.Writer, ex *explanation) error {
 		case pl.Partial:
 			at = "past " + strconv.Itoa(pl.Ahead)
 		case pl.GangIncomplete:
-			at = "after every job offered (its gang is not all queued)"
+			at = "last"
+			ahead += "; its gang is not all queued, and a queue offers a gang only whole"
 		}
 		row("  place", "%s of %d queued in %s %s; %s", at, pl.Queued, n(ex.Queue), when, ahead)
 	}

@@ -148,6 +148,16 @@ func TestExplainJobNotReachedGivesItsQueuesReasonAndPlace(t *testing.T) {
 	assert.Equal(t, placeJSON{Position: 21, Queued: 30, Ahead: 20, AheadRequests: map[string]string{"cpu": "20"}}, *ex.Place)
 }
 
+// A member of a gang its queue does not hold whole (a library's store can
+// hold one; scenarios and the service queue gangs whole) is placed after
+// every job the queue offers, not at a numbered place.
+func TestExplainTextPlacesAMemberOfAnIncompleteGangAfterEveryJobOffered(t *testing.T) {
+	var out strings.Builder
+	require.NoError(t, writeExplainText(&out, &explanation{Job: "g-0", Queue: "A", State: "unschedulable",
+		Place: &placeJSON{Position: 4, Queued: 5, Ahead: 3, AheadRequests: map[string]string{"cpu": "6"}, GangIncomplete: true}}))
+	assert.Contains(t, out.String(), "last of 5 queued in A when the round started; 3 ahead, requesting cpu 6 in total; its gang is not all queued, and a queue offers a gang only whole\n")
+}
+
 // explain runs the scenario only as far as the round it explains: a
 // problem found while running a later round does not stop it.
 func TestExplainStopsAtItsRound(t *testing.T) {
