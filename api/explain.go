@@ -44,6 +44,9 @@ type QueuePlace struct {
 	// Partial: the service stopped counting at Ahead jobs (its limit);
 	// Position, Ahead and AheadRequests are lower bounds.
 	Partial bool `json:"partial,omitempty"`
+	// GangIncomplete: the job's gang is not all queued; the queue offers
+	// it only whole, so Ahead counts every job the queue offers now.
+	GangIncomplete bool `json:"gangIncomplete,omitempty"`
 }
 
 // QueueShare is a queue's standing in a cycle.
@@ -61,8 +64,10 @@ type QueueShare struct {
 type Unscheduled struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
-	// SameAs names the job whose search this repeats (same requirements).
+	// SameAs names the job whose search this repeats (same requirements);
+	// SameAsQueue its queue, when another queue's.
 	SameAs        string      `json:"sameAs,omitempty"`
+	SameAsQueue   string      `json:"sameAsQueue,omitempty"`
 	NodesSearched int         `json:"nodesSearched,omitempty"`
 	NodeGroups    []NodeGroup `json:"nodeGroups,omitempty"`
 	// GangMember is, for a gang, the member that did not fit.
@@ -118,7 +123,8 @@ type FluxTerm struct {
 func JobExplainOf(d server.JobDetail, st server.JobStatus, schema *flotilla.ResourceSchema) *JobExplain {
 	e := &JobExplain{Priority: JobPriority{Class: d.Class, ClassPriority: d.ClassPriority, Priority: d.Priority}}
 	if p := d.Position; p != nil {
-		e.Place = &QueuePlace{Position: p.Ahead + 1, Queued: p.Queued, Ahead: p.Ahead, AheadRequests: map[string]string{}, Partial: p.Partial}
+		e.Place = &QueuePlace{Position: p.Ahead + 1, Queued: p.Queued, Ahead: p.Ahead, AheadRequests: map[string]string{}, Partial: p.Partial,
+			GangIncomplete: p.GangIncomplete}
 		if p.AheadRequests != nil {
 			e.Place.AheadRequests = schema.Format(p.AheadRequests)
 		}
@@ -150,7 +156,7 @@ func UnscheduledOf(r scheduler.Reason, schema *flotilla.ResourceSchema) *Unsched
 	if s == nil {
 		return u
 	}
-	u.SameAs, u.NodesSearched = s.SameAs, s.Nodes
+	u.SameAs, u.SameAsQueue, u.NodesSearched = s.SameAs, s.SameAsQueue, s.Nodes
 	for _, f := range s.Filtered {
 		u.NodeGroups = append(u.NodeGroups, NodeGroup{Nodes: f.Nodes, Filter: string(f.Filter), Detail: f.Detail})
 	}

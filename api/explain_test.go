@@ -29,16 +29,17 @@ func TestFluxBreakdownOnTheWireGivesBackTheBreakdown(t *testing.T) {
 }
 
 // A reason on the wire keeps every node group, each shortfall a quantity
-// of its resource, and the gang member that did not fit.
+// of its resource, the gang member that did not fit, and the job (and its
+// queue, another queue's) whose search it repeats.
 func TestUnscheduledOfKeepsEveryNodeGroupWithQuantities(t *testing.T) {
 	schema := flotilla.MustResourceSchema("cpu", "memory")
 	r := scheduler.Reason{Code: scheduler.ReasonNoRoom, Message: "m", Search: &scheduler.NodeSearch{
-		Nodes: 4, Member: "g-3", PlacedBefore: 2,
+		Nodes: 4, Member: "g-3", PlacedBefore: 2, SameAs: "c-10", SameAsQueue: "C",
 		Filtered:  []scheduler.NodeFilter{{Filter: scheduler.FilterTaint, Detail: "gpu:NoSchedule", Nodes: 1}},
 		Shortfall: []scheduler.Shortfall{{Resource: "cpu", Amount: 1500, Nodes: 2}, {Resource: "memory", Amount: 1 << 30, Nodes: 1, WhenEmpty: true}},
 	}}
 	yes, no := true, false
-	assert.Equal(t, &api.Unscheduled{Code: "no-room", Message: "m", NodesSearched: 4,
+	assert.Equal(t, &api.Unscheduled{Code: "no-room", Message: "m", NodesSearched: 4, SameAs: "c-10", SameAsQueue: "C",
 		NodeGroups: []api.NodeGroup{
 			{Nodes: 1, Filter: "taint", Detail: "gpu:NoSchedule"},
 			{Nodes: 2, ShortOf: "cpu", Short: "1500m", WhenEmpty: &no},

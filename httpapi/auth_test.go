@@ -50,6 +50,8 @@ func TestEachRightIsRefusedWithoutItAndTheRefusalChangesNothing(t *testing.T) {
 		{"watch without the right", func() error { _, err := bob.Events(ctx, "A", "s", 0, 0); return err }, client.ErrForbidden},
 		{"watch with the right", func() error { _, err := alice.Events(ctx, "A", "s", 0, 0); return err }, nil},
 		{"status without the right", func() error { _, err := bob.Status(ctx, "job-1"); return err }, client.ErrForbidden},
+		{"explained status without the right", func() error { _, err := bob.StatusExplained(ctx, "job-1"); return err }, client.ErrForbidden},
+		{"explained status with the right", func() error { _, err := alice.StatusExplained(ctx, "job-1"); return err }, nil},
 		{"cancel without the right", func() error { _, err := bob.Cancel(ctx, "job-1"); return err }, client.ErrForbidden},
 		{"cancel a job set without the right", func() error { _, err := bob.CancelJobSet(ctx, "A", "s"); return err }, client.ErrForbidden},
 		{"report for another cluster", func() error { _, err := exec.Report(ctx, "c2", node); return err }, client.ErrForbidden},

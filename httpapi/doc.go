@@ -13,7 +13,9 @@
 // A refused request changes nothing.
 //
 // GET /v1/jobs with explain=true adds each job's long form (api.JobExplain,
-// from server.Detail) to its status.
+// from server.Detail) to its status, under the same right as the status
+// (watch on the job's queue); explain is a boolean (strconv.ParseBool),
+// anything else a 400 naming it.
 //
 // Health (/healthz, /readyz) and the OpenAPI document need no token.
 // Handler.Authenticated guards what a program serves beside the API: the

@@ -394,9 +394,22 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
-	ids := r.URL.Query()["id"]
+	query := r.URL.Query()
+	ids := query["id"]
+	var errs []error
 	if len(ids) == 0 {
-		h.fail(w, r, flotilla.Errorf("id", "", flotilla.ErrRequired, "name jobs with ?id=…"), false)
+		errs = append(errs, flotilla.Errorf("id", "", flotilla.ErrRequired, "name jobs with ?id=…"))
+	}
+	explain := false
+	if s := query.Get("explain"); s != "" {
+		v, err := strconv.ParseBool(s)
+		if err != nil {
+			errs = append(errs, flotilla.Errorf("explain", s, flotilla.ErrMalformed, "want true or false"))
+		}
+		explain = v
+	}
+	if len(errs) > 0 {
+		h.fail(w, r, errors.Join(errs...), false)
 		return
 	}
 	sts, err := h.srv.Status(r.Context(), ids...)
@@ -411,7 +424,7 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Jobs[i] = api.JobStatusOf(st)
 	}
-	if r.URL.Query().Get("explain") == "true" {
+	if explain {
 		ds, err := h.srv.Detail(r.Context(), ids...)
 		if err != nil {
 			h.fail(w, r, err, true)

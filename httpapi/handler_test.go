@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -195,5 +196,62 @@ func TestStorageUnavailableIsA503WithRetryAfter(t *testing.T) {
 		require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s %s: %s", c.method, c.path, body)
 		require.Equal(t, "1", resp.Header.Get("Retry-After"))
 		require.Contains(t, string(body), "storage unavailable; retry")
+	}
+}
+
+// GET /v1/jobs's explain is a boolean: another value is a 400 naming the
+// field and value (with every other problem of the request), not a
+// status without the explanation asked for.
+func TestStatusExplainThatIsNotABooleanIsA400NamingIt(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t, httpapi.Options{})
+	c := s.client(t, "")
+	_, err := c.CreateQueue(ctx, api.Queue{Name: "A"})
+	require.NoError(t, err)
+	_, err = c.Submit(ctx, []byte(`{"queue": "A", "jobSet": "s1", "jobs": [{"requests": {"cpu": "1"}}]}`))
+	require.NoError(t, err)
+	get := func(query string) (int, api.StatusResponse, api.Error) {
+		resp, err := http.Get(s.url + "/v1/jobs?" + query)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		var ok api.StatusResponse
+		var bad api.Error
+		if resp.StatusCode == http.StatusOK {
+			require.NoError(t, json.Unmarshal(body, &ok))
+		} else {
+			require.NoError(t, json.Unmarshal(body, &bad))
+		}
+		return resp.StatusCode, ok, bad
+	}
+	problems := func(e api.Error) map[string]string {
+		m := map[string]string{}
+		for _, p := range e.Problems {
+			m[p.Field] = p.Value
+		}
+		return m
+	}
+	for _, c := range []struct {
+		query   string
+		code    int
+		explain bool
+		fields  map[string]string
+	}{
+		{"id=job-1&explain=true", http.StatusOK, true, nil},
+		{"id=job-1&explain=1", http.StatusOK, true, nil},
+		{"id=job-1&explain=false", http.StatusOK, false, nil},
+		{"id=job-1", http.StatusOK, false, nil},
+		{"id=job-1&explain=yes", http.StatusBadRequest, false, map[string]string{"explain": "yes"}},
+		{"explain=verbose", http.StatusBadRequest, false, map[string]string{"explain": "verbose", "id": ""}},
+	} {
+		code, ok, bad := get(c.query)
+		require.Equal(t, c.code, code, c.query)
+		if c.code != http.StatusOK {
+			require.Equal(t, c.fields, problems(bad), c.query)
+			continue
+		}
+		require.Len(t, ok.Jobs, 1, c.query)
+		require.Equal(t, c.explain, ok.Jobs[0].Explain != nil, c.query)
 	}
 }

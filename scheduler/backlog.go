@@ -222,7 +222,8 @@ func (c *cycle) finishFailed(qi int) bool {
 		}
 	}
 	for _, r := range rems {
-		g := c.group(qi, r.key, c.failed[r.key])
+		f := c.failed[r.key]
+		g := c.group(qi, r.key, f.reason(qi))
 		g.Count += r.n
 		for _, e := range ahead {
 			if len(g.Examples) == UnscheduledExamples {

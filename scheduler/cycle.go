@@ -34,7 +34,7 @@ type cycle struct {
 	// queuedDemand sums the queues' stored demand (nil when none).
 	queuedDemand flotilla.Resources
 	// failed caches, by scheduling key, why a job did not fit.
-	failed map[uint64]Reason
+	failed map[uint64]failure
 	// avoidVain holds the scheduling keys of jobs with AvoidClusters that
 	// found no node outside those clusters (nil until one does not).
 	avoidVain map[uint64]struct{}
@@ -141,7 +141,7 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 		snap:           snap,
 		now:            now,
 		queueIdx:       make(map[string]int, len(snap.Queues)),
-		failed:         make(map[uint64]Reason),
+		failed:         make(map[uint64]failure),
 		groups:         make(map[groupKey]int),
 		scratch:        schema.Zero(),
 		scheduledTotal: schema.Zero(),

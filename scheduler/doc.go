@@ -150,14 +150,17 @@
 // capacity, plus what evicted jobs hold when there are any, plus, when the
 // job may preempt, what preemptible jobs of lower priority hold. A job
 // skipped by the scheduling-key cache gets the first job's code and
-// findings, and Reason.Search.SameAs names that job. For a gang,
+// findings, and Reason.Search.SameAs names that job (the cache is shared
+// by the queues: SameAsQueue, and the message, name its queue when it is
+// another queue than the skipped job's). For a gang,
 // Reason.Search.Member names the member that did not fit where the gang
 // came closest, and PlacedBefore how many of its mates were placed there
 // first.
 //
-// PositionOf gives a queued job's place in its queue (how many jobs are
-// ahead of it in scheduling order, and what they request): for explaining
-// one job, not part of a cycle.
+// PositionOf gives a queued job's place in its queue (how many jobs a
+// cycle would offer before it, and what they request; a gang counts where
+// its last member completes it): for explaining one job, not part of a
+// cycle.
 //
 // # Strategies
 //

@@ -66,15 +66,41 @@ func search(r binpack.Reason, schema *flotilla.ResourceSchema) *NodeSearch {
 	return s
 }
 
+// failure is a scheduling key's cached failure: the Reason of the jobs the
+// cache skips after the first job, of queue queue, failed.
+type failure struct {
+	queue int
+	// same is for the jobs of the first job's queue; other, naming that
+	// queue, for the other queues' jobs.
+	same, other Reason
+}
+
+// failureOf caches the failure why of job j of queue qi.
+func failureOf(why Reason, j *flotilla.Job, qi int) failure {
+	return failure{queue: qi, same: sameAs(why, j.ID, ""), other: sameAs(why, j.ID, j.Queue)}
+}
+
+// reason is the cached Reason for a job of queue qi.
+func (f *failure) reason(qi int) Reason {
+	if qi == f.queue {
+		return f.same
+	}
+	return f.other
+}
+
 // sameAs is the Reason of the jobs the scheduling-key cache skips after
-// job id failed with first: first's code and findings, with Search.SameAs
-// set and a message that says so.
-func sameAs(first Reason, id string) Reason {
+// job id (of queue, when not theirs) failed with first: first's code and
+// findings, with Search.SameAs set and a message that says so.
+func sameAs(first Reason, id, queue string) Reason {
 	if first.Search != nil {
 		s := *first.Search
-		s.SameAs = id
+		s.SameAs, s.SameAsQueue = id, queue
 		first.Search = &s
 	}
-	first.Message = "same requirements as job " + id + ": " + first.Message
+	of := ""
+	if queue != "" {
+		of = " of queue " + queue
+	}
+	first.Message = "same requirements as job " + id + of + ": " + first.Message
 	return first
 }

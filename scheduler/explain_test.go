@@ -224,3 +224,35 @@ func TestGangSearchNamesTheMemberThatDoesNotFit(t *testing.T) {
 		assert.Equal(t, 1, s.PlacedBefore, id)
 	}
 }
+
+// The scheduling-key cache is shared by the queues: a job skipped because
+// a job of another queue with the same requirements failed is told which
+// queue that job is in (Search.SameAsQueue, and its message), so a queue's
+// users are not pointed at a job id they do not know; a job skipped after
+// one of its own queue's gets the plain message.
+func TestSameAsNamesTheQueueOfAJobFromAnotherQueue(t *testing.T) {
+	w := newWorld(t)
+	w.addNodes(1, "1")
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	a := w.submit("A", 2, "2")
+	b := w.submit("B", 1, "2")[0]
+	res := w.schedule()
+	reasons := map[string]scheduler.Reason{}
+	for _, u := range res.UnscheduledJobs {
+		reasons[u.Job.ID] = u.Reason
+	}
+	require.Len(t, reasons, 3)
+	first := reasons[a[0].ID]
+	require.NotNil(t, first.Search)
+	assert.Empty(t, first.Search.SameAs)
+	own := reasons[a[1].ID]
+	assert.Equal(t, a[0].ID, own.Search.SameAs)
+	assert.Empty(t, own.Search.SameAsQueue)
+	assert.Equal(t, "same requirements as job "+a[0].ID+": "+first.Message, own.Message)
+	other := reasons[b.ID]
+	assert.Equal(t, a[0].ID, other.Search.SameAs)
+	assert.Equal(t, "A", other.Search.SameAsQueue)
+	assert.Equal(t, "same requirements as job "+a[0].ID+" of queue A: "+first.Message, other.Message)
+	assert.Equal(t, first.Code, other.Code)
+}

@@ -265,9 +265,9 @@ func (c *cycle) try(qi int) {
 		c.unscheduledEntry(qi, e, c.classLimitReason(qi, ci, j.Requests))
 		return
 	}
-	if why, ok := c.failed[e.Key]; ok {
+	if f, ok := c.failed[e.Key]; ok {
 		qs.fails++
-		c.unscheduledEntry(qi, e, why)
+		c.unscheduledEntry(qi, e, f.reason(qi))
 		return
 	}
 	c.query = c.makeQuery(j, qi, evictedLevel)
@@ -284,7 +284,7 @@ func (c *cycle) try(qi int) {
 		// Explained at the last search's level, the most room the job
 		// could use: shortfalls count what it may displace or preempt.
 		why := c.noFitReason(c.db.Explain(&c.query), c.query.Level)
-		c.failed[e.Key] = sameAs(why, j.ID)
+		c.failed[e.Key] = failureOf(why, j, qi)
 		qs.fails++
 		c.unscheduledEntry(qi, e, why)
 		return

@@ -259,8 +259,8 @@ func (c *cycle) leasePlace(qi int, e *queue.Entry) bool {
 		c.unscheduledEntry(qi, e, c.classLimitReason(qi, ci, j.Requests))
 		return false
 	}
-	if why, ok := c.failed[e.Key]; ok {
-		c.unscheduledEntry(qi, e, why)
+	if f, ok := c.failed[e.Key]; ok {
+		c.unscheduledEntry(qi, e, f.reason(qi))
 		return false
 	}
 	c.query = c.makeQuery(j, qi, evictedLevel)
@@ -304,12 +304,12 @@ func (c *cycle) leasePlace(qi int, e *queue.Entry) bool {
 // scheduling key: under the lottery free capacity only shrinks, so a job
 // with the same requirements will not fit either.
 func (c *cycle) noFit(qi int, e *queue.Entry) Reason {
-	if why, ok := c.failed[e.Key]; ok {
-		return why
+	if f, ok := c.failed[e.Key]; ok {
+		return f.reason(qi)
 	}
 	c.query = c.makeQuery(e.Job, qi, evictedLevel)
 	why := c.noFitReason(c.db.Explain(&c.query), evictedLevel)
-	c.failed[e.Key] = sameAs(why, e.Job.ID)
+	c.failed[e.Key] = failureOf(why, e.Job, qi)
 	return why
 }
 

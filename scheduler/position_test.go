@@ -76,11 +76,11 @@ func TestPositionOfStopsAtItsLimitAndSaysSo(t *testing.T) {
 	pos, ok, err := scheduler.PositionOf(w.store, "A", order[8], 5)
 	require.NoError(t, err)
 	require.True(t, ok)
-	assert.Equal(t, scheduler.QueuePosition{Ahead: 5, Queued: 9, AheadRequests: w.res("5"), Partial: true}, pos)
+	assert.Equal(t, scheduler.QueuePosition{Ahead: 5, Queued: 9, AheadRequests: w.res("5"), Partial: true, Read: 5}, pos)
 	pos, ok, err = scheduler.PositionOf(w.store, "A", order[5], 5)
 	require.NoError(t, err)
 	require.True(t, ok)
-	assert.Equal(t, scheduler.QueuePosition{Ahead: 5, Queued: 9, AheadRequests: w.res("5")}, pos)
+	assert.Equal(t, scheduler.QueuePosition{Ahead: 5, Queued: 9, AheadRequests: w.res("5"), Read: 5}, pos)
 }
 
 // PositionOf agrees with a naive oracle: sort the queue's jobs by
@@ -131,6 +131,129 @@ func TestPropertyPositionOfAgreesWithSortingTheQueue(t *testing.T) {
 					return fmt.Sprintf("seed %d: %s at %d of %d ahead %v, oracle %d of %d ahead %v", seed, j.ID, pos.Ahead, pos.Queued, pos.AheadRequests, i, len(in), sum)
 				}
 				sum.Add(j.Requests)
+			}
+		}
+		return ""
+	}, gen.UInt64()))
+	p.TestingRun(t)
+}
+
+// A gang is offered once its last member is read, as one unit: its
+// members' place is the gang's, behind the lone jobs read before that
+// member, and a lone job is not behind the members of a gang that
+// completes after it.
+func TestPositionOfPlacesAGangWhereItsLastMemberCompletesIt(t *testing.T) {
+	w := newWorld(t)
+	w.addQueue("A", 1)
+	m1 := w.submit("A", 1, "1", inGang("g", 2, ""))[0]
+	x := w.submit("A", 1, "2")[0]
+	y := w.submit("A", 1, "4")[0]
+	m2 := w.submit("A", 1, "8", inGang("g", 2, ""))[0]
+	z := w.submit("A", 1, "16")[0]
+	for _, c := range []struct {
+		job   *flotilla.Job
+		ahead int
+		cpu   string
+	}{
+		{x, 0, ""},
+		{y, 1, "2"},
+		{m1, 2, "6"},
+		{m2, 2, "6"},
+		{z, 4, "15"},
+	} {
+		pos, ok, err := scheduler.PositionOf(w.store, "A", c.job.ID, 0)
+		require.NoError(t, err)
+		require.True(t, ok, c.job.ID)
+		assert.Equal(t, c.ahead, pos.Ahead, c.job.ID)
+		assert.Equal(t, 5, pos.Queued, c.job.ID)
+		assert.False(t, pos.Partial, c.job.ID)
+		if c.cpu == "" {
+			assert.Nil(t, pos.AheadRequests, c.job.ID)
+		} else {
+			assert.Equal(t, w.res(c.cpu), pos.AheadRequests, c.job.ID)
+		}
+	}
+	// The scheduler agrees: on a roomy cluster it places x, y, the gang, z.
+	w.addNodes(1, "64")
+	var order []string
+	for _, a := range w.schedule().Scheduled {
+		order = append(order, a.Job.ID)
+	}
+	require.Len(t, order, 5)
+	assert.Equal(t, []string{x.ID, y.ID}, order[:2])
+	assert.ElementsMatch(t, []string{m1.ID, m2.ID}, order[2:4])
+	assert.Equal(t, z.ID, order[4])
+}
+
+// A member of a gang the queue does not hold whole is never offered: its
+// position is behind every job the queue offers, and says GangIncomplete.
+func TestPositionOfPutsAnIncompleteGangBehindTheWholeQueue(t *testing.T) {
+	w := newWorld(t)
+	w.addQueue("A", 1)
+	m := w.submit("A", 1, "1", inGang("g", 3, ""))[0]
+	w.submit("A", 2, "2")
+	w.submit("A", 1, "4", inGang("g", 3, ""))
+	pos, ok, err := scheduler.PositionOf(w.store, "A", m.ID, 0)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, scheduler.QueuePosition{Ahead: 2, Queued: 4, AheadRequests: w.res("4"), GangIncomplete: true, Read: 3}, pos)
+}
+
+// PositionOf agrees with the scheduler itself: on a cluster with room for
+// every job, a cycle places one queue's units (lone jobs and whole gangs)
+// in the order it offers them, so a job's Ahead is the number of jobs
+// placed before its unit, over random classes, priorities, submit times
+// and gangs whose members are spread through the queue.
+func TestPropertyPositionOfAgreesWithTheOrderTheCyclePlacesJobs(t *testing.T) {
+	p := properties(t)
+	p.Property("PositionOf == jobs placed before the job's unit", prop.ForAll(func(seed uint64) string {
+		rng := rand.New(rand.NewPCG(seed, 31))
+		w := newWorld(t)
+		w.addQueue("A", 1)
+		w.addNodes(1, "100000")
+		var jobs []*flotilla.Job
+		for gi := range 1 + rng.IntN(40) {
+			class := []func(*flotilla.Job){preemptible, nonPreemptible}[rng.IntN(2)]
+			n, gang := 1, func(*flotilla.Job) {}
+			if rng.IntN(3) == 0 {
+				n = 2 + rng.IntN(3)
+				gang = inGang(fmt.Sprint("g", gi), n, "")
+			}
+			for range n {
+				j := w.job("A", fmt.Sprint(1+rng.IntN(4)), class, gang, withPriority(uint32(rng.IntN(3))), func(j *flotilla.Job) {
+					j.SubmitTime = t0.Add(time.Duration(rng.IntN(20)) * time.Second)
+				})
+				require.NoError(t, w.store.Add(j))
+				jobs = append(jobs, j)
+			}
+		}
+		res := w.schedule()
+		if len(res.Scheduled) != len(jobs) {
+			return fmt.Sprintf("seed %d: %d of %d placed", seed, len(res.Scheduled), len(jobs))
+		}
+		// A unit starts where its first job is placed; every member of a
+		// gang is ahead of the same jobs.
+		unitStart := map[string]int{}
+		for i, a := range res.Scheduled {
+			k := a.Job.ID
+			if a.Job.IsGang() {
+				k = "gang " + a.Job.Gang.ID
+			}
+			if _, seen := unitStart[k]; !seen {
+				unitStart[k] = i
+			}
+		}
+		for _, j := range jobs {
+			k := j.ID
+			if j.IsGang() {
+				k = "gang " + j.Gang.ID
+			}
+			pos, ok, err := scheduler.PositionOf(w.store, "A", j.ID, 0)
+			if err != nil || !ok {
+				return fmt.Sprintf("seed %d: %s not found (%v)", seed, j.ID, err)
+			}
+			if pos.Ahead != unitStart[k] || pos.Partial {
+				return fmt.Sprintf("seed %d: %s has %d ahead (partial %v), the cycle placed %d before it", seed, j.ID, pos.Ahead, pos.Partial, unitStart[k])
 			}
 		}
 		return ""

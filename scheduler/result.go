@@ -161,8 +161,11 @@ type NodeSearch struct {
 	// with the same scheduling key failed earlier in the cycle, so no
 	// search was made for this one (the scheduling-key cache), and the
 	// Reason's Code and findings are that job's. Empty when the search was
-	// the job's own.
-	SameAs string
+	// the job's own. The cache is shared by the queues: SameAsQueue names
+	// SameAs's queue when it is another queue than the job's (and the
+	// message says so), and is empty otherwise.
+	SameAs      string
+	SameAsQueue string
 	// Member is, for a gang, the ID of the member whose search this is:
 	// the first that did not fit in the domain that came closest, after
 	// PlacedBefore of its mates were placed there (members go largest

@@ -10,9 +10,11 @@ import (
 	"github.com/flotilla-sched/flotilla/scheduler"
 )
 
-// DetailPositionLimit bounds how far Detail reads a queue to place a job:
-// 100,000 jobs ahead, about 20 ms under the service's lock. A job further
-// back gets a Partial position (at least that many ahead).
+// DetailPositionLimit bounds how many queued jobs one Detail call reads to
+// place the jobs it names, all of them together: 100,000, about 20 ms
+// under the service's lock in all, however many jobs a request names. A
+// job the budget does not reach gets a Partial position (at least Ahead
+// jobs ahead; Ahead 0 once the budget is spent).
 const DetailPositionLimit = 100_000
 
 // JobDetail is the long form of a job's status (`flotilla status -v`):
@@ -27,7 +29,8 @@ type JobDetail struct {
 	ClassPriority int32
 	Priority      uint32
 	// Position is a queued job's place in its queue now (Partial past
-	// DetailPositionLimit jobs ahead); nil for a job that is not queued.
+	// what is left of the call's DetailPositionLimit); nil for a job that
+	// is not queued.
 	Position *scheduler.QueuePosition
 	// Queue is the last cycle's report of the job's queue; nil before the
 	// first cycle that saw the queue.
@@ -39,10 +42,12 @@ type JobDetail struct {
 
 // Detail returns the long form of each job's status, in the order asked.
 // An id that names no job is backend.ErrNotFound (field "job"). Position
-// reads the job's queue up to the job, at most DetailPositionLimit jobs
-// ahead: meant for a person asking about a few jobs.
+// reads the job's queue up to the job, the jobs named sharing a budget of
+// DetailPositionLimit entries read: meant for a person asking about a few
+// jobs.
 func (s *Server) Detail(ctx context.Context, ids ...string) ([]JobDetail, error) {
 	out := make([]JobDetail, 0, len(ids))
+	budget := s.positionLimit
 	var errs []error
 	for _, id := range ids {
 		r, err := s.be.Job(ctx, id)
@@ -53,7 +58,7 @@ func (s *Server) Detail(ctx context.Context, ids ...string) ([]JobDetail, error)
 			}
 			return nil, err
 		}
-		d, err := s.detail(id, &r.Spec)
+		d, err := s.detail(id, &r.Spec, &budget)
 		if err != nil {
 			return nil, err
 		}
@@ -65,8 +70,9 @@ func (s *Server) Detail(ctx context.Context, ids ...string) ([]JobDetail, error)
 	return out, nil
 }
 
-// detail is Detail of one job, spec its stored specification.
-func (s *Server) detail(id string, spec *backend.JobSpec) (JobDetail, error) {
+// detail is Detail of one job, spec its stored specification; placing it
+// spends from budget, the entries the call may still read.
+func (s *Server) detail(id string, spec *backend.JobSpec, budget *int) (JobDetail, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	job := spec.Job
@@ -82,12 +88,17 @@ func (s *Server) detail(id string, spec *backend.JobSpec) (JobDetail, error) {
 	if e, ok := s.store.Get(id); ok && !s.stale {
 		// The queued copy carries the priority flux last gave it.
 		d.Priority = e.Job.Priority
-		pos, ok, err := scheduler.PositionOf(s.store, job.Queue, id, DetailPositionLimit)
-		if err != nil {
-			return JobDetail{}, err
-		}
-		if ok {
-			d.Position = &pos
+		if *budget <= 0 {
+			d.Position = &scheduler.QueuePosition{Queued: s.store.Stats(job.Queue).Jobs, Partial: true}
+		} else {
+			pos, ok, err := scheduler.PositionOf(s.store, job.Queue, id, *budget)
+			if err != nil {
+				return JobDetail{}, err
+			}
+			*budget -= pos.Read
+			if ok {
+				d.Position = &pos
+			}
 		}
 	}
 	if rep, ok := s.shares[job.Queue]; ok {

@@ -193,6 +193,8 @@ type Server struct {
 	// snapshot's buffer of running jobs, kept between cycles.
 	renew   []*job
 	running []scheduler.Running
+	// positionLimit is DetailPositionLimit (a test lowers it).
+	positionLimit int
 	// stale: a load began and did not finish (the backend failed during
 	// it), so the in-memory state is partial; fresh loads again before the
 	// state is used.
@@ -235,6 +237,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			DefaultPriorityClass: sc.DefaultPriorityClass,
 		},
 		changed: make(chan struct{}),
+
+		positionLimit: DetailPositionLimit,
 	}
 	s.schedule = sched.Schedule
 	if s.newIDs == nil {

@@ -34,14 +34,19 @@ flotilla schedule's output) and explains what that round decided for JOB.
   priority                      {class, classPriority, preemptible, priority}:
                                 a queue runs higher class priority first, then
                                 lower priority numbers, then earlier submissions
-  place                         queued jobs only, as the round started:
+  place                         queued jobs only, as the round started, in
+                                the order the queue offers its jobs (a gang
+                                whole, when its last member is read):
                                 {position (1 = next), queued, ahead,
-                                aheadRequests: what the jobs ahead request}
+                                aheadRequests: what the jobs ahead request,
+                                gangIncomplete: its gang is not all queued,
+                                so it comes after every job offered}
   queueShare                    the round's numbers for the job's queue:
                                 {share, fairShare, adjustedFairShare, demand,
                                 running, queued}
   scheduled                     {node, why, nodeFreeBefore, nodeQueuesBefore}
-  unscheduled                   {code, message, sameAs, nodesSearched,
+  unscheduled                   {code, message, sameAs, sameAsQueue (when
+                                another queue's), nodesSearched,
                                 nodeGroups: [{nodes, filter, detail} or
                                 {nodes, shortOf, short, whenEmpty}],
                                 gangMember: {job, placedBefore, members}}
@@ -235,7 +240,8 @@ func explainDecision(b *scenario.Built, d *scenario.Decision, job *flotilla.Job,
 		return nil, err
 	}
 	if queued {
-		ex.Place = &placeJSON{Position: pos.Ahead + 1, Queued: pos.Queued, Ahead: pos.Ahead, AheadRequests: map[string]string{}}
+		ex.Place = &placeJSON{Position: pos.Ahead + 1, Queued: pos.Queued, Ahead: pos.Ahead, AheadRequests: map[string]string{},
+			GangIncomplete: pos.GangIncomplete}
 		if pos.AheadRequests != nil {
 			ex.Place.AheadRequests = b.Schema.Format(pos.AheadRequests)
 		}
@@ -394,7 +400,7 @@ func unscheduledOf(b *scenario.Built, r scheduler.Reason, job *flotilla.Job) *un
 	if s == nil {
 		return u
 	}
-	u.SameAs, u.NodesSearched = s.SameAs, s.Nodes
+	u.SameAs, u.SameAsQueue, u.NodesSearched = s.SameAs, s.SameAsQueue, s.Nodes
 	u.NodeGroups = []nodeGroupJSON{}
 	for _, f := range s.Filtered {
 		u.NodeGroups = append(u.NodeGroups, nodeGroupJSON{Nodes: f.Nodes, Filter: string(f.Filter), Detail: f.Detail})

@@ -57,6 +57,8 @@ type placeJSON struct {
 	AheadRequests map[string]string `json:"aheadRequests"`
 	// Partial: counted up to a limit (the service's); lower bounds.
 	Partial bool `json:"partial,omitempty"`
+	// GangIncomplete: its gang is not all queued (offered only whole).
+	GangIncomplete bool `json:"gangIncomplete,omitempty"`
 }
 
 type queueShareJSON struct {
@@ -79,6 +81,7 @@ type unscheduledJSON struct {
 	Code          string          `json:"code"`
 	Message       string          `json:"message"`
 	SameAs        string          `json:"sameAs,omitempty"`
+	SameAsQueue   string          `json:"sameAsQueue,omitempty"`
 	NodesSearched int             `json:"nodesSearched,omitempty"`
 	NodeGroups    []nodeGroupJSON `json:"nodeGroups,omitempty"`
 	GangMember    *gangMemberJSON `json:"gangMember,omitempty"`
@@ -177,8 +180,12 @@ func writeExplainText(w io.Writer, ex *explanation) error {
 			when = "now"
 		}
 		at := strconv.Itoa(pl.Position)
-		if pl.Partial {
+		switch {
+		case pl.Partial:
 			at = "past " + strconv.Itoa(pl.Ahead)
+		case pl.GangIncomplete:
+			at = "last"
+			ahead += "; its gang is not all queued, and a queue offers a gang only whole"
 		}
 		row("  place", "%s of %d queued in %s %s; %s", at, pl.Queued, n(ex.Queue), when, ahead)
 	}
@@ -230,7 +237,11 @@ func writeUnscheduledText(tw io.Writer, row func(label, format string, a ...any)
 	n := safetext.Name
 	row("  reason", "%s", u.Code)
 	if u.SameAs != "" {
-		row("  same as", "job %s (same requirements: its search stands for this one)", n(u.SameAs))
+		of := ""
+		if u.SameAsQueue != "" {
+			of = " of queue " + n(u.SameAsQueue)
+		}
+		row("  same as", "job %s%s (same requirements: its search stands for this one)", n(u.SameAs), of)
 	}
 	if g := u.GangMember; g != nil {
 		of := ""

@@ -23,6 +23,7 @@ var explainCases = []struct {
 	{"never-fits", "../../testdata/scenarios/large-job-does-not-block.json", "0", "huge"},
 	{"no-room-selector", "../../testdata/scenarios/selectors-and-taints.json", "0", "etl-16"},
 	{"no-room-same-as", "../../testdata/scenarios/three-queues-protected-zero.json", "1", "b-17"},
+	{"no-room-same-as-other-queue", "../../testdata/scenarios/three-queues-one-node.json", "0", "a-11"},
 	{"gang-member-fails", "../../testdata/scenarios/gang-33-on-half-full-nodes.json", "1", "g-5"},
 	{"gang-scheduled", "../../testdata/scenarios/gang-uniformity-label.json", "1", "g-2"},
 	{"preempted-fair-share", "../../testdata/scenarios/seed-preemption-to-fair-share.json", "1", "a-32"},
@@ -145,6 +146,16 @@ func TestExplainJobNotReachedGivesItsQueuesReasonAndPlace(t *testing.T) {
 	assert.Equal(t, "lookback", ex.Unscheduled.Code)
 	require.NotNil(t, ex.Place)
 	assert.Equal(t, placeJSON{Position: 21, Queued: 30, Ahead: 20, AheadRequests: map[string]string{"cpu": "20"}}, *ex.Place)
+}
+
+// A member of a gang its queue does not hold whole (a library's store can
+// hold one; scenarios and the service queue gangs whole) is placed after
+// every job the queue offers, not at a numbered place.
+func TestExplainTextPlacesAMemberOfAnIncompleteGangAfterEveryJobOffered(t *testing.T) {
+	var out strings.Builder
+	require.NoError(t, writeExplainText(&out, &explanation{Job: "g-0", Queue: "A", State: "unschedulable",
+		Place: &placeJSON{Position: 4, Queued: 5, Ahead: 3, AheadRequests: map[string]string{"cpu": "6"}, GangIncomplete: true}}))
+	assert.Contains(t, out.String(), "last of 5 queued in A when the round started; 3 ahead, requesting cpu 6 in total; its gang is not all queued, and a queue offers a gang only whole\n")
 }
 
 // explain runs the scenario only as far as the round it explains: a

@@ -56,14 +56,14 @@ func statusExplanation(s api.JobStatus) *explanation {
 	}
 	ex.Priority = priorityJSON{Class: e.Priority.Class, ClassPriority: e.Priority.ClassPriority, Priority: e.Priority.Priority}
 	if p := e.Place; p != nil {
-		ex.Place = &placeJSON{Position: p.Position, Queued: p.Queued, Ahead: p.Ahead, AheadRequests: p.AheadRequests, Partial: p.Partial}
+		ex.Place = &placeJSON{Position: p.Position, Queued: p.Queued, Ahead: p.Ahead, AheadRequests: p.AheadRequests, Partial: p.Partial, GangIncomplete: p.GangIncomplete}
 	}
 	if q := e.QueueShare; q != nil {
 		ex.QueueShare = &queueShareJSON{Share: q.Share, FairShare: q.FairShare, AdjustedFairShare: q.AdjustedFairShare,
 			Demand: q.Demand, Running: q.Running, Queued: q.Queued}
 	}
 	if u := e.Unscheduled; u != nil {
-		uj := &unscheduledJSON{Code: u.Code, Message: u.Message, SameAs: u.SameAs, NodesSearched: u.NodesSearched}
+		uj := &unscheduledJSON{Code: u.Code, Message: u.Message, SameAs: u.SameAs, SameAsQueue: u.SameAsQueue, NodesSearched: u.NodesSearched}
 		for _, g := range u.NodeGroups {
 			uj.NodeGroups = append(uj.NodeGroups, nodeGroupJSON(g))
 		}
