@@ -481,15 +481,7 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	enc := json.NewEncoder(w)
 	if !watch {
-		evs, err := h.srv.Events(r.Context(), q, set, from, limit)
-		if err != nil {
-			h.fail(w, r, err, true)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-		for _, e := range evs {
-			_ = enc.Encode(e)
-		}
+		h.eventPages(w, r, enc, q, set, from, limit)
 		return
 	}
 	rc := http.NewResponseController(w)
@@ -503,6 +495,53 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	})
 	if err != nil && r.Context().Err() == nil {
 		h.opts.Logger.Info("watch ended", "queue", q, "jobSet", set, "err", err)
+	}
+}
+
+// eventsPage is how many events a read of a job set's log asks the
+// service for at a time: a long log is streamed page by page, never held
+// in memory whole.
+const eventsPage = 4096
+
+// eventPages writes the job set's events from `from` on, at most limit of
+// them (0: all), reading them a page at a time. An error before the first
+// event is the response's status; one after it ends the stream early (the
+// client sees fewer events than the log holds and may read on from the
+// last sequence number it got).
+func (h *Handler) eventPages(w http.ResponseWriter, r *http.Request, enc *json.Encoder, q, set string, from uint64, limit int) {
+	started := false
+	for {
+		n := eventsPage
+		if limit > 0 && limit < n {
+			n = limit
+		}
+		evs, err := h.srv.Events(r.Context(), q, set, from, n)
+		if err != nil {
+			if !started {
+				h.fail(w, r, err, true)
+			} else if r.Context().Err() == nil {
+				h.opts.Logger.Info("events ended early", "queue", q, "jobSet", set, "from", from, "err", err)
+			}
+			return
+		}
+		if !started {
+			w.WriteHeader(http.StatusOK)
+			started = true
+		}
+		for _, e := range evs {
+			if err := enc.Encode(e); err != nil {
+				return
+			}
+		}
+		if len(evs) < n {
+			return
+		}
+		from = evs[len(evs)-1].Seq + 1
+		if limit > 0 {
+			if limit -= len(evs); limit == 0 {
+				return
+			}
+		}
 	}
 }
 

@@ -255,3 +255,36 @@ func TestStatusExplainThatIsNotABooleanIsA400NamingIt(t *testing.T) {
 		require.Equal(t, c.explain, ok.Jobs[0].Explain != nil, c.query)
 	}
 }
+
+// A job set's log longer than one page is read whole, in order, page after
+// page, and from/limit cut it where asked even across page boundaries.
+func TestEventsOfALogLongerThanAPageComeWholeAndInOrder(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t, httpapi.Options{})
+	c := s.client(t, "")
+	_, err := c.CreateQueue(ctx, api.Queue{Name: "A"})
+	require.NoError(t, err)
+	const n = 9000 // more than two pages
+	_, err = c.Submit(ctx, []byte(fmt.Sprintf(`{"queue": "A", "jobSet": "s1", "jobs": [{"count": %d, "requests": {"cpu": "1"}}]}`, n)))
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		from        uint64
+		limit       int
+		first, want int
+	}{
+		{0, 0, 1, n},
+		{1, 4096, 1, 4096},
+		{1, 4097, 1, 4097},
+		{4000, 200, 4000, 200},
+		{4097, 0, 4097, n - 4096},
+		{8999, 10, 8999, 2},
+		{n + 1, 0, 0, 0},
+	} {
+		evs, err := c.Events(ctx, "A", "s1", tc.from, tc.limit)
+		require.NoError(t, err, "from %d limit %d", tc.from, tc.limit)
+		require.Len(t, evs, tc.want, "from %d limit %d", tc.from, tc.limit)
+		for i, e := range evs {
+			require.Equal(t, uint64(tc.first+i), e.Seq, "from %d limit %d: event %d", tc.from, tc.limit, i)
+		}
+	}
+}
