@@ -265,9 +265,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	hs := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return reqCtx },
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		TLSConfig:         tlsConfig,
+		// A request body (a submit file) must arrive within ReadTimeout; a
+		// response (a watch) may stream for as long as the client reads.
+		ReadTimeout: 2 * time.Minute,
+		IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return reqCtx },
+		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		TLSConfig:   tlsConfig,
 	}
 	scheme := "http"
 	if *tlsCert != "" {
