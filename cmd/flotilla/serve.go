@@ -265,9 +265,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	hs := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
-		// A request body (a submit file) must arrive within ReadTimeout; a
-		// response (a watch) may stream for as long as the client reads.
-		ReadTimeout: 2 * time.Minute,
+		// No ReadTimeout: net/http keeps its deadline on the connection
+		// while a watch streams, and would end every watch when it passes.
+		// Bodies are bounded in size instead (413).
 		IdleTimeout: 2 * time.Minute,
 		BaseContext: func(net.Listener) context.Context { return reqCtx },
 		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelWarn),
