@@ -20,7 +20,9 @@ const DefaultRenew = 5 * time.Second
 
 // Reporter is the service as an executor sees it: one call that takes
 // the cluster's report and answers with leases and kill orders.
-// *client.Client implements it over HTTP, Local in process.
+// *client.Client implements it over HTTP, Local in process. Report must
+// not keep r.Jobs after it returns: the executor reuses that slice for
+// its next report.
 type Reporter interface {
 	Report(ctx context.Context, cluster string, r api.Report) (api.ReportReply, error)
 }
@@ -64,6 +66,8 @@ type Executor struct {
 	// (the order of reports): a report reads them in one pass over dense
 	// memory. merge is scratch for adding new ones.
 	tasks, merge []task
+	// jobs is the last report's Jobs, reused by the next.
+	jobs []api.JobReport
 	// registered: the service has the cluster's nodes.
 	registered bool
 	// Finished counts the jobs the executor reported ended, by phase.
@@ -156,7 +160,12 @@ func (e *Executor) Finished(p server.JobPhase) int { return e.finished[p] }
 // Step reports the same again.
 func (e *Executor) Step(ctx context.Context) (api.ReportReply, error) {
 	now := e.cfg.Clock.Now()
-	rep := api.Report{Jobs: make([]api.JobReport, 0, len(e.tasks))}
+	// The report takes the spare Jobs slice (a retry below, which calls
+	// Step again, finds none and makes its own) and gives it back at the
+	// end.
+	rep := api.Report{Jobs: slices.Grow(e.jobs[:0], len(e.tasks))}
+	e.jobs = nil
+	defer func() { clear(rep.Jobs); e.jobs = rep.Jobs[:0] }()
 	if !e.registered {
 		rep.Nodes = e.cfg.Nodes
 		if rep.Nodes == nil {
