@@ -202,6 +202,8 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 		return nil, err
 	}
 	c.db = db
+	// A failed gang is explained only when its reason is kept (tryGang).
+	c.placer.DeferExplanations(true)
 	c.nodeRun = make([][]int32, db.NodeCount())
 	c.gangRun = map[string][]int32{}
 	c.minPreemptibleLevel = len(s.levels)

@@ -150,7 +150,10 @@
 // capacity, plus what evicted jobs hold when there are any, plus, when the
 // job may preempt, what preemptible jobs of lower priority hold. A job
 // skipped by the scheduling-key cache gets the first job's code and
-// findings, and Reason.Search.SameAs names that job.
+// findings, and Reason.Search.SameAs names that job. A gang that was not
+// placed is explained (its node search's findings) only when its reason
+// is kept: when a member is the first of its Unscheduled group, or with
+// Config.ReportEveryUnscheduled; the others' would be dropped.
 //
 // # Strategies
 //
