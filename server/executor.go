@@ -285,6 +285,12 @@ func (s *Server) planReport(ctx context.Context, c *cluster, r *Report, now time
 				continue
 			}
 			l.listedIn, l.listedAt = p.stamp, int32(i)
+			if jr.Phase == PhaseRunning && j.state == events.RunningState && l.cluster == c {
+				// Most of a report: a job still running here. planJob
+				// would only renew it.
+				p.renew = append(p.renew, j)
+				continue
+			}
 		} else {
 			k := leaseKey{jr.Job, jr.Attempt}
 			if first, dup := seen[k]; dup {
