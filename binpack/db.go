@@ -302,6 +302,11 @@ func (db *DB) build() {
 	db.cons = []constraint{{bits: base}}
 	db.consIndex = make(map[string]ConstraintID)
 
+	// The tier trees start empty, every uncordoned node dirty and marked
+	// as indexed nowhere (owner ownerShared): the first scan of a level
+	// inserts each node once, under the key and owner it has then, so the
+	// running jobs a scheduler binds before its first query cost no tree
+	// operation (rather than an insert here and a move per node later).
 	free := btree.NewFreeListG[item](256)
 	db.tierIx = make([]*index, L)
 	db.allIx = make([]*index, L)
@@ -309,10 +314,10 @@ func (db *DB) build() {
 		tier, all := newIndex(n, false, free), newIndex(n, true, free)
 		for i := range db.nodes {
 			k := db.key(i, l)
-			tier.key[i], tier.owner[i] = k, ownerUnused
+			tier.key[i], tier.owner[i] = k, ownerShared
 			all.key[i], all.owner[i] = k, ownerUnused
 			if !db.cordoned[i] {
-				tier.tree.ReplaceOrInsert(item{k: k, owner: ownerUnused, node: int32(i)})
+				tier.mark(i)
 			}
 		}
 		db.tierIx[l], db.allIx[l] = tier, all

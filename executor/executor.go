@@ -20,7 +20,9 @@ const DefaultRenew = 5 * time.Second
 
 // Reporter is the service as an executor sees it: one call that takes
 // the cluster's report and answers with leases and kill orders.
-// *client.Client implements it over HTTP, Local in process.
+// *client.Client implements it over HTTP, Local in process. Report must
+// not keep r.Jobs after it returns: the executor reuses that slice for
+// its next report.
 type Reporter interface {
 	Report(ctx context.Context, cluster string, r api.Report) (api.ReportReply, error)
 }
@@ -39,11 +41,12 @@ type Config struct {
 	Renew time.Duration
 }
 
-// task is one job the executor holds.
+// task is one job the executor holds: its lease's attempt, when it
+// reaches its runtime, and its phase.
 type task struct {
-	lease    api.Lease
-	runtime  time.Duration
-	started  time.Time
+	id       string
+	attempt  int
+	ends     time.Time
 	phase    server.JobPhase
 	exitCode int
 	reason   string
@@ -59,10 +62,12 @@ type task struct {
 // Run).
 type Executor struct {
 	cfg Config
-	// held are the jobs the executor holds, by id; ids are their ids,
-	// sorted (the order of reports).
-	held map[string]*task
-	ids  []string
+	// tasks are the jobs the executor holds, one per job id, sorted by id
+	// (the order of reports): a report reads them in one pass over dense
+	// memory. merge is scratch for adding new ones.
+	tasks, merge []task
+	// jobs is the last report's Jobs, reused by the next.
+	jobs []api.JobReport
 	// registered: the service has the cluster's nodes.
 	registered bool
 	// Finished counts the jobs the executor reported ended, by phase.
@@ -90,30 +95,57 @@ func New(cfg Config) (*Executor, error) {
 	if cfg.Renew == 0 {
 		cfg.Renew = DefaultRenew
 	}
-	return &Executor{cfg: cfg, held: map[string]*task{}, finished: map[server.JobPhase]int{}}, nil
+	return &Executor{cfg: cfg, finished: map[server.JobPhase]int{}}, nil
 }
 
 // Held returns the ids of the jobs the executor holds, sorted.
-func (e *Executor) Held() []string { return slices.Clone(e.ids) }
-
-// hold adds a job to the held ones, keeping ids sorted.
-func (e *Executor) hold(id string, t *task) {
-	if _, ok := e.held[id]; !ok {
-		i, _ := slices.BinarySearch(e.ids, id)
-		e.ids = slices.Insert(e.ids, i, id)
+func (e *Executor) Held() []string {
+	ids := make([]string, len(e.tasks))
+	for i := range e.tasks {
+		ids[i] = e.tasks[i].id
 	}
-	e.held[id] = t
+	return ids
+}
+
+// find returns the held task of job id, or nil.
+func (e *Executor) find(id string) *task {
+	i, ok := slices.BinarySearchFunc(e.tasks, id, func(t task, id string) int { return strings.Compare(t.id, id) })
+	if !ok {
+		return nil
+	}
+	return &e.tasks[i]
 }
 
 // forget drops a held job.
 func (e *Executor) forget(id string) {
-	if _, ok := e.held[id]; !ok {
+	if i, ok := slices.BinarySearchFunc(e.tasks, id, func(t task, id string) int { return strings.Compare(t.id, id) }); ok {
+		e.tasks = slices.Delete(e.tasks, i, i+1)
+	}
+}
+
+// hold takes new tasks, whose ids the executor does not hold, sorted by
+// id: one merge with the held ones.
+func (e *Executor) hold(add []task) {
+	if len(add) == 0 {
 		return
 	}
-	delete(e.held, id)
-	if i, ok := slices.BinarySearch(e.ids, id); ok {
-		e.ids = slices.Delete(e.ids, i, i+1)
+	if len(e.tasks) == 0 || e.tasks[len(e.tasks)-1].id < add[0].id {
+		e.tasks = append(e.tasks, add...)
+		return
 	}
+	out := e.merge[:0]
+	i, j := 0, 0
+	for i < len(e.tasks) && j < len(add) {
+		if e.tasks[i].id < add[j].id {
+			out = append(out, e.tasks[i])
+			i++
+		} else {
+			out = append(out, add[j])
+			j++
+		}
+	}
+	out = append(append(out, e.tasks[i:]...), add[j:]...)
+	e.tasks, e.merge = out, e.tasks[:0]
 }
 
 // Finished counts the jobs reported ended in a phase (succeeded, failed,
@@ -128,25 +160,30 @@ func (e *Executor) Finished(p server.JobPhase) int { return e.finished[p] }
 // Step reports the same again.
 func (e *Executor) Step(ctx context.Context) (api.ReportReply, error) {
 	now := e.cfg.Clock.Now()
-	rep := api.Report{Jobs: make([]api.JobReport, 0, len(e.held))}
+	// The report takes the spare Jobs slice (a retry below, which calls
+	// Step again, finds none and makes its own) and gives it back at the
+	// end.
+	rep := api.Report{Jobs: slices.Grow(e.jobs[:0], len(e.tasks))}
+	e.jobs = nil
+	defer func() { clear(rep.Jobs); e.jobs = rep.Jobs[:0] }()
 	if !e.registered {
 		rep.Nodes = e.cfg.Nodes
 		if rep.Nodes == nil {
 			rep.Nodes = []api.Node{}
 		}
 	}
-	var ended []string
-	for _, id := range e.ids {
-		t := e.held[id]
-		if t.phase == server.PhaseRunning && !now.Before(t.started.Add(t.runtime)) {
+	ended := 0
+	for i := range e.tasks {
+		t := &e.tasks[i]
+		if t.phase == server.PhaseRunning && !now.Before(t.ends) {
 			t.phase = server.PhaseSucceeded
 			if t.exitCode != 0 {
 				t.phase = server.PhaseFailed
 			}
 		}
-		rep.Jobs = append(rep.Jobs, api.JobReport{Job: id, Attempt: t.lease.Attempt, Phase: string(t.phase), ExitCode: exitCodeOf(t), Reason: t.reason})
+		rep.Jobs = append(rep.Jobs, api.JobReport{Job: t.id, Attempt: t.attempt, Phase: string(t.phase), ExitCode: exitCodeOf(t), Reason: t.reason})
 		if t.phase != server.PhaseRunning && t.phase != server.PhasePending {
-			ended = append(ended, id)
+			ended++
 		}
 	}
 	reply, err := e.cfg.Service.Report(ctx, e.cfg.Cluster, rep)
@@ -166,19 +203,35 @@ func (e *Executor) Step(ctx context.Context) (api.ReportReply, error) {
 		return api.ReportReply{}, err
 	}
 	e.registered = true
-	for _, id := range ended {
-		e.finished[e.held[id].phase]++
-		e.forget(id)
-	}
-	for _, l := range reply.Leases {
-		if t, ok := e.held[l.Job]; ok && t.lease.Attempt == l.Attempt {
-			continue // a lease already held: the service re-sent it
+	if ended > 0 {
+		kept := e.tasks[:0]
+		for _, t := range e.tasks {
+			if t.phase != server.PhaseRunning && t.phase != server.PhasePending {
+				e.finished[t.phase]++
+				continue
+			}
+			kept = append(kept, t)
 		}
-		rt, _ := time.ParseDuration(orZero(l.Runtime))
-		e.hold(l.Job, &task{lease: l, runtime: rt, started: now, phase: server.PhaseRunning, exitCode: l.ExitCode})
+		clear(e.tasks[len(kept):]) // drop the strings the ended ones held
+		e.tasks = kept
 	}
+	var add []task
+	for _, l := range reply.Leases {
+		rt, _ := time.ParseDuration(orZero(l.Runtime))
+		nt := task{id: l.Job, attempt: l.Attempt, ends: now.Add(rt), phase: server.PhaseRunning, exitCode: l.ExitCode}
+		if t := e.find(l.Job); t != nil {
+			if t.attempt != l.Attempt {
+				*t = nt // a new lease of a job held at another attempt
+			}
+			continue // else a lease already held: the service re-sent it
+		}
+		add = append(add, nt)
+	}
+	slices.SortFunc(add, func(a, b task) int { return strings.Compare(a.id, b.id) })
+	add = slices.CompactFunc(add, func(a, b task) bool { return a.id == b.id })
+	e.hold(add)
 	for _, k := range reply.Kill {
-		if t, ok := e.held[k.Job]; ok && t.lease.Attempt == k.Attempt && (t.phase == server.PhaseRunning || t.phase == server.PhasePending) {
+		if t := e.find(k.Job); t != nil && t.attempt == k.Attempt && (t.phase == server.PhaseRunning || t.phase == server.PhasePending) {
 			t.phase, t.reason = server.PhaseStopped, "killed: "+k.Reason
 		}
 	}
@@ -212,7 +265,7 @@ func (e *Executor) dropRefused(err error, jobs []api.JobReport) int {
 		if n, _ := fmt.Sscanf(f, "jobs[%d].%s", &i, &rest); n != 2 || i < 0 || i >= len(jobs) || (rest != "job" && rest != "attempt") {
 			continue
 		}
-		if t, ok := e.held[jobs[i].Job]; ok && t.lease.Attempt == jobs[i].Attempt {
+		if t := e.find(jobs[i].Job); t != nil && t.attempt == jobs[i].Attempt {
 			e.forget(jobs[i].Job)
 			e.finished[server.PhaseStopped]++
 			dropped++

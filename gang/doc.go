@@ -19,7 +19,10 @@
 //     cluster), or none and no trace, with an Explanation naming the member
 //     that did not fit, the domain's nodes counted under the filter that
 //     excluded each (binpack.Explain's style), and whether the gang could
-//     never fit, even on empty nodes.
+//     never fit, even on empty nodes. With DeferExplanations the node
+//     counts (Explanation.Reason, an O(N·R) scan) wait until ExplainLast
+//     asks for the last failure's, so a caller that keeps few of many
+//     failures' explanations pays only for those.
 //   - EvictionClosure widens evictions to whole gangs, for preemption.
 //
 // Per scheduling cycle:

@@ -47,6 +47,53 @@ type Placer struct {
 	g          *Gang
 	cmpMembers func(a, b int) int
 	cmpDomains func(a, b int) int
+
+	// Deferred explanations (DeferExplanations): last is the last
+	// failure's domain, gang and levels, for ExplainLast.
+	deferred bool
+	last     lastFailure
+}
+
+// lastFailure is what ExplainLast needs of the last failed placement.
+type lastFailure struct {
+	ok        bool
+	g         *Gang
+	dom       domain
+	q, search int
+	levels    []int
+	why       Explanation
+}
+
+// DeferExplanations makes later failed placements skip the node
+// database's explanation (Explanation.Reason is left zero; the other
+// fields, NeverFits included, are set as usual) until ExplainLast asks
+// for it: a caller that keeps one explanation of many failures (a
+// scheduler grouping the jobs it did not place, or retrying a gang at
+// several levels) pays only for the ones it keeps. Off by default.
+func (p *Placer) DeferExplanations(on bool) {
+	p.deferred = on
+	p.last = lastFailure{}
+}
+
+// ExplainLast returns the full explanation (as PlaceWithin returns it
+// without DeferExplanations) of the Placer's last placement, which must
+// have failed with Cause MemberDoesNotFit, with db exactly as that
+// placement left it and no other placement since; ok is false when there
+// is none to explain (the last placement did not fail for want of room,
+// so its Explanation is complete, or it was made without
+// DeferExplanations, or on another db). db is left as it was.
+func (p *Placer) ExplainLast(db *binpack.DB) (why Explanation, ok bool) {
+	l := &p.last
+	if !l.ok || db == nil || db != p.db {
+		return Explanation{}, false
+	}
+	p.search = l.search
+	mark := db.Mark()
+	placed := p.attempt(l.g, &l.dom, l.q, l.levels, len(l.g.Members))
+	why = l.why
+	why.Reason = p.explainMember(l.g, &l.dom, l.q, placed)
+	db.Rollback(mark)
+	return why, true
 }
 
 // domain is one place a gang may land: a cluster, or one value of the
@@ -247,6 +294,7 @@ func (p *Placer) PlaceWithin(db *binpack.DB, g *Gang, q int, levels []int, searc
 		return Placement{}, flotilla.Errorf("db", "", flotilla.ErrRequired, "nil node database")
 	}
 	p.use(db)
+	p.last.ok = false
 	if err := p.check(g, q, levels); err != nil {
 		return Placement{}, err
 	}
@@ -294,7 +342,7 @@ func (p *Placer) PlaceWithin(db *binpack.DB, g *Gang, q int, levels []int, searc
 		dom := &doms[0]
 		if placed := p.attempt(g, dom, q, levels, m); placed < m {
 			db.Rollback(mark)
-			return p.explain(g, doms, dom, q, levels, mark, why), nil
+			return p.explain(g, doms, dom, q, levels, mark, why, placed), nil
 		}
 		return Placement{Placed: true, Nodes: p.cur[:m], Domain: dom.r, Why: why}, nil
 	}
@@ -330,7 +378,7 @@ func (p *Placer) PlaceWithin(db *binpack.DB, g *Gang, q int, levels []int, searc
 			best = d
 		}
 	}
-	return p.explain(g, doms, &doms[best], q, levels, mark, why), nil
+	return p.explain(g, doms, &doms[best], q, levels, mark, why, p.placed[best]), nil
 }
 
 // Avoids reports whether a member of g avoids a cluster (Job.AvoidClusters)
@@ -391,20 +439,19 @@ func (p *Placer) unavoided(doms []domain, g *Gang) []domain {
 	return sub
 }
 
-// explain replays the attempt in dom up to the member that did not fit,
-// asks binpack why that member does not fit there, rolls back to mark,
-// and says whether the gang could fit any of doms were they empty.
-func (p *Placer) explain(g *Gang, doms []domain, dom *domain, q int, levels []int, mark binpack.Mark, why Explanation) Placement {
-	db := p.db
-	placed := p.attempt(g, dom, q, levels, len(g.Members))
-	fail := p.order[placed]
-	p.query = binpack.Query{Requests: g.Members[fail].Job.Requests, Level: p.search, Queue: q, Constraint: p.cons[fail], OnlyNode: -1}
-	if dom.all {
-		why.Reason = db.Explain(&p.query)
-	} else {
-		why.Reason = db.ExplainIn(&p.query, dom.r)
+// explain says which member of the attempt in dom (placed members
+// before it) did not fit and whether the gang could fit any of doms were
+// they empty, and, unless explanations are deferred, replays the attempt
+// up to that member, asks binpack why it does not fit there and rolls
+// back to mark.
+func (p *Placer) explain(g *Gang, doms []domain, dom *domain, q int, levels []int, mark binpack.Mark, why Explanation, placed int) Placement {
+	if !p.deferred {
+		db := p.db
+		placed = p.attempt(g, dom, q, levels, len(g.Members))
+		why.Reason = p.explainMember(g, dom, q, placed)
+		db.Rollback(mark)
 	}
-	db.Rollback(mark)
+	fail := p.order[placed]
 	why.Cause, why.Member, why.Job, why.PlacedBefore, why.Domain = MemberDoesNotFit, fail, g.Members[fail].Job.ID, placed, dom.r
 	why.NeverFits = true
 	for d := range doms {
@@ -413,7 +460,23 @@ func (p *Placer) explain(g *Gang, doms []domain, dom *domain, q int, levels []in
 			break
 		}
 	}
+	if p.deferred {
+		p.last = lastFailure{ok: true, g: g, dom: *dom, q: q, search: p.search,
+			levels: append(p.last.levels[:0], levels...), why: why}
+	}
 	return Placement{Domain: dom.r, Why: why}
+}
+
+// explainMember is binpack's explanation of why the member after the
+// first placed ones of the attempt in dom (whose binds db holds) does not
+// fit there.
+func (p *Placer) explainMember(g *Gang, dom *domain, q, placed int) binpack.Reason {
+	fail := p.order[placed]
+	p.query = binpack.Query{Requests: g.Members[fail].Job.Requests, Level: p.search, Queue: q, Constraint: p.cons[fail], OnlyNode: -1}
+	if dom.all {
+		return p.db.Explain(&p.query)
+	}
+	return p.db.ExplainIn(&p.query, dom.r)
 }
 
 // neverFitsIn reports whether g cannot fit dom even with its nodes empty:

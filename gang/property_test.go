@@ -569,3 +569,53 @@ func TestPropertyEvictionClosure(t *testing.T) {
 		return ""
 	})
 }
+
+// With DeferExplanations, a placement is the same, and a failure's
+// explanation is the eager one without its Reason; ExplainLast then gives
+// the eager explanation exactly and leaves the DB as it was. With nothing
+// to explain (placed, or another cause) ExplainLast says so.
+func TestPropertyDeferredExplanationIsTheEagerOneOnRequest(t *testing.T) {
+	runProperty(t, "deferred explanation == eager explanation, on request", 300, func(seed int64) string {
+		fail := func(format string, args ...any) string {
+			return fmt.Sprintf("seed %d: ", seed) + fmt.Sprintf(format, args...)
+		}
+		w, err := newWorld(seed)
+		if err != nil {
+			return fail("%v", err)
+		}
+		eager, err := new(gang.Placer).Place(w.db, w.g, w.q, w.levels)
+		if err != nil {
+			return fail("Place: %v", err)
+		}
+		w2, _ := newWorld(seed)
+		var p gang.Placer
+		p.DeferExplanations(true)
+		lazy, err := p.Place(w2.db, w2.g, w2.q, w2.levels)
+		if err != nil {
+			return fail("deferred Place: %v", err)
+		}
+		if lazy.Placed != eager.Placed || !slices.Equal(lazy.Nodes, eager.Nodes) || lazy.Domain != eager.Domain {
+			return fail("deferred placement %+v, eager %+v", lazy, eager)
+		}
+		before := stateOf(w2.db)
+		why, ok := p.ExplainLast(w2.db)
+		if d := before.diff(stateOf(w2.db)); d != "" {
+			return fail("ExplainLast changed the DB: %s", d)
+		}
+		if eager.Placed || eager.Why.Cause != gang.MemberDoesNotFit {
+			if ok || !reflect.DeepEqual(lazy.Why, eager.Why) {
+				return fail("nothing to explain, yet ExplainLast %v, deferred why %+v, eager %+v", ok, lazy.Why, eager.Why)
+			}
+			return ""
+		}
+		noReason := eager.Why
+		noReason.Reason = binpack.Reason{}
+		if !reflect.DeepEqual(lazy.Why, noReason) {
+			return fail("deferred why %+v, want the eager %+v without its reason", lazy.Why, eager.Why)
+		}
+		if !ok || !reflect.DeepEqual(why, eager.Why) {
+			return fail("ExplainLast %+v (%v), eager %+v", why, ok, eager.Why)
+		}
+		return ""
+	})
+}

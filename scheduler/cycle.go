@@ -202,10 +202,14 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 		return nil, err
 	}
 	c.db = db
+	// A failed gang is explained only when its reason is kept (tryGang).
+	c.placer.DeferExplanations(true)
 	c.nodeRun = make([][]int32, db.NodeCount())
 	c.gangRun = map[string][]int32{}
 	c.minPreemptibleLevel = len(s.levels)
-	c.run = make([]runJob, 0, len(snap.Running))
+	// The jobs the cycle schedules are added after the running ones: room
+	// for a typical cycle's, so that the (large) slice is not copied.
+	c.run = make([]runJob, 0, len(snap.Running)+len(snap.Running)/8+256)
 	if err := c.bindRunning(); err != nil {
 		return nil, err
 	}

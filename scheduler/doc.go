@@ -155,7 +155,10 @@
 // another queue than the skipped job's). For a gang,
 // Reason.Search.Member names the member that did not fit where the gang
 // came closest, and PlacedBefore how many of its mates were placed there
-// first.
+// first. A gang that was not placed is explained (its node search's
+// findings) only when its reason is kept: when a member is the first of
+// its Unscheduled group, or with Config.ReportEveryUnscheduled; the
+// others' would be dropped.
 //
 // PositionOf gives a queued job's place in its queue (how many jobs a
 // cycle would offer before it, and what they request; a gang counts where

@@ -73,12 +73,26 @@ func (c *cycle) tryGang(qi int) {
 		pl, level, displacing, err = c.placeGang(g, qi, levels, search, mark, gang.AllDomains)
 	}
 	if err != nil || !pl.Placed {
-		c.db.Rollback(mark)
-		if err != nil {
-			c.unscheduledUnit(qi, Reason{Code: ReasonNeverFits, Message: err.Error()})
-		} else {
-			c.unscheduledUnit(qi, c.gangNoFitReason(pl.Why, level))
+		var why Reason
+		switch {
+		case err != nil:
+			why = Reason{Code: ReasonNeverFits, Message: err.Error()}
+		case pl.Why.Cause != gang.MemberDoesNotFit:
+			why = c.gangNoFitReason(pl.Why, level) // complete: no search to explain
+		case c.needExplanation(qi, pl.Why):
+			// The placer defers its explanations: this failure is
+			// explained, with the db as the last search left it.
+			if e, ok := c.placer.ExplainLast(c.db); ok {
+				pl.Why = e
+			}
+			why = c.gangNoFitReason(pl.Why, level)
+		default:
+			// Every member's group has its reason already: only the
+			// code counts the members in.
+			why = Reason{Code: gangCode(pl.Why)}
 		}
+		c.db.Rollback(mark)
+		c.unscheduledUnit(qi, why)
 		return
 	}
 	c.db.Forget()
@@ -153,6 +167,32 @@ func (c *cycle) gangAvoids(g *gang.Gang) bool {
 		}
 	}
 	return false
+}
+
+// needExplanation reports whether a gang of queue qi that failed with
+// why needs its full explanation: with ReportEveryUnscheduled, or when a
+// member is the first of its Unscheduled group (the group keeps its first
+// job's reason; the others' would be computed to be dropped).
+func (c *cycle) needExplanation(qi int, why gang.Explanation) bool {
+	if c.s.cfg.ReportEveryUnscheduled {
+		return true
+	}
+	code := gangCode(why)
+	for _, m := range c.queues[qi].headGang.Members {
+		if _, ok := c.groups[groupKey{int32(qi), code, m.Key}]; !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// gangCode is the reason code of a gang the placer could not place
+// (gangNoFitReason's).
+func gangCode(why gang.Explanation) ReasonCode {
+	if why.NeverFits {
+		return ReasonNeverFits
+	}
+	return ReasonNoRoom
 }
 
 // unscheduledUnit records the queue's head, a job or every member of a

@@ -46,6 +46,16 @@ const (
 
 var phases = []JobPhase{PhasePending, PhaseRunning, PhaseSucceeded, PhaseFailed, PhaseReturned, PhaseStopped}
 
+// knownPhase reports whether p is one of phases (a switch: a report
+// checks every job it lists).
+func knownPhase(p JobPhase) bool {
+	switch p {
+	case PhasePending, PhaseRunning, PhaseSucceeded, PhaseFailed, PhaseReturned, PhaseStopped:
+		return true
+	}
+	return false
+}
+
 // JobReport is one job in an executor's report.
 type JobReport struct {
 	Job string
@@ -275,6 +285,12 @@ func (s *Server) planReport(ctx context.Context, c *cluster, r *Report, now time
 				continue
 			}
 			l.listedIn, l.listedAt = p.stamp, int32(i)
+			if jr.Phase == PhaseRunning && j.state == events.RunningState && l.cluster == c {
+				// Most of a report: a job still running here. planJob
+				// would only renew it.
+				p.renew = append(p.renew, j)
+				continue
+			}
 		} else {
 			k := leaseKey{jr.Job, jr.Attempt}
 			if first, dup := seen[k]; dup {
@@ -286,7 +302,7 @@ func (s *Server) planReport(ctx context.Context, c *cluster, r *Report, now time
 			}
 			seen[k] = i
 		}
-		if !slices.Contains(phases, jr.Phase) {
+		if !knownPhase(jr.Phase) {
 			errs = append(errs, flotilla.Errorf(jobField(i, "phase"), string(jr.Phase), flotilla.ErrUnknownName, "want one of %v", phases))
 			continue
 		}

@@ -3,9 +3,13 @@
 // executor (package executor, reached in process through executor.Local)
 // per cluster of a cluster file, creates a workload's queues, and moves
 // the virtual clock from event to event — a scheduling cycle every
-// Config.CycleInterval, every executor's report every Config.Renew, the
-// workload's submissions, and jobs reaching their runtime (their executor
-// reports at once) — never sleeping and starting no goroutine. What is
+// Config.CycleInterval, every executor's report every Config.Renew, and
+// the workload's submissions — never sleeping and starting no goroutine.
+// Like executor.Run in production, an executor tells the service of the
+// jobs that reached their runtime, and takes the leases the cycles made,
+// at its next report (so a job's finish time is the first report at or
+// after its end, within Renew); a cycle sees every job that ended up to
+// its time, as executors report before a cycle of the same time. What is
 // simulated is the code that runs in production; the same Config (and
 // Workload.Seed) gives the same Output.
 //

@@ -77,8 +77,8 @@ type Progress struct {
 // backend/memory with a fake clock), creates the workload's queues, and
 // one fake executor per cluster (executor.Local), then moves the clock
 // from event to event — cycles every CycleInterval, executor reports
-// every Renew, submissions, and jobs reaching their runtime (the executor
-// holding one reports at once) — until Workload.Duration, or until every
+// every Renew (which end the jobs that reached their runtime and start
+// new leases), and submissions — until Workload.Duration, or until every
 // job has ended or nothing can change any more (at most MaxTime). It reads
 // no real clock, starts no goroutine and sleeps never: the same cfg gives
 // the same Output. Bad input is reported whole before anything runs, each
@@ -134,30 +134,6 @@ func (a *arrivals) Pop() any {
 	return x
 }
 
-// completion is when a job an executor holds reaches its runtime.
-type completion struct {
-	at      time.Duration
-	cluster int
-}
-
-type completions []completion
-
-func (c completions) Len() int { return len(c) }
-func (c completions) Less(i, j int) bool {
-	if c[i].at != c[j].at {
-		return c[i].at < c[j].at
-	}
-	return c[i].cluster < c[j].cluster
-}
-func (c completions) Swap(i, j int) { c[i], c[j] = c[j], c[i] }
-func (c *completions) Push(x any)   { *c = append(*c, x.(completion)) }
-func (c *completions) Pop() any {
-	old := *c
-	x := old[len(old)-1]
-	*c = old[:len(old)-1]
-	return x
-}
-
 // jobRec is what the run knows of one job.
 type jobRec struct {
 	state       events.Job
@@ -177,7 +153,6 @@ type run struct {
 	jobSets   []jobSetLog
 	arrivals  arrivals
 	arrSeq    int
-	done      completions
 	jobs      map[string]*jobRec
 	out       *Output
 	cycle     int
@@ -188,7 +163,6 @@ type run struct {
 	pending   int           // templates not started yet
 	lastLease int           // leases of the last cycle
 	live      int           // jobs holding a lease
-	stepped   []bool        // scratch: executors to step now
 }
 
 // jobSetLog is a (queue, job set) whose events the run follows.
@@ -329,7 +303,6 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 		}
 	}
 	r.pending = len(r.tpls)
-	r.stepped = make([]bool, len(r.exs))
 	for i := range r.tpls {
 		deps := map[int]bool{}
 		for _, d := range r.tpls[i].spec.Arrival.After {
@@ -437,15 +410,10 @@ func (r *run) submit(ctx context.Context, a arrival) error {
 	return nil
 }
 
-// step makes executor c report and notes when its new jobs finish.
-func (r *run) step(ctx context.Context, c int, now time.Duration) error {
-	reply, err := r.exs[c].Step(ctx)
-	if err != nil {
+// step makes executor c report.
+func (r *run) step(ctx context.Context, c int) error {
+	if _, err := r.exs[c].Step(ctx); err != nil {
 		return fmt.Errorf("sim: executor %s: %w", r.cfg.Clusters.Clusters[c].Name, err)
-	}
-	for _, l := range reply.Leases {
-		rt, _ := time.ParseDuration(orZero(l.Runtime))
-		heap.Push(&r.done, completion{at: now + rt, cluster: c})
 	}
 	return nil
 }
@@ -536,18 +504,13 @@ func (r *run) loop(ctx context.Context) error {
 				return err
 			}
 		}
-		stepped := r.stepped
-		clear(stepped)
-		for len(r.done) > 0 && r.done[0].at <= now {
-			stepped[heap.Pop(&r.done).(completion).cluster] = true
-		}
-		renew := now >= nextRenew
-		if renew {
+		// Every executor reports every Renew, as executor.Run does: the
+		// jobs that reached their runtime since its last report end then,
+		// and it starts the leases the cycles made since.
+		if now >= nextRenew {
 			nextRenew += r.cfg.Renew
-		}
-		for c := range r.exs {
-			if stepped[c] || renew {
-				if err := r.step(ctx, c, now); err != nil {
+			for c := range r.exs {
+				if err := r.step(ctx, c); err != nil {
 					return err
 				}
 			}
@@ -574,9 +537,6 @@ func (r *run) loop(ctx context.Context) error {
 		next := min(nextCycle, nextRenew)
 		if len(r.arrivals) > 0 {
 			next = min(next, r.arrivals[0].at)
-		}
-		if len(r.done) > 0 {
-			next = min(next, r.done[0].at)
 		}
 		if next > limit {
 			break

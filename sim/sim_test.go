@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -150,4 +151,43 @@ func TestProgressIsCalledAfterEveryCycle(t *testing.T) {
 	last := seen[len(seen)-1]
 	require.Equal(t, out.End, last.Now.Seconds())
 	require.Equal(t, len(out.Jobs), last.Ended)
+}
+
+// TestJobEndsAtItsExecutorsFirstReportAfterItsRuntime: as executor.Run
+// does in production, an executor reports every Renew, so a job is
+// started at the first report after the cycle that leased it and ends at
+// the first report at or after its runtime has passed, not at the exact
+// instant.
+func TestJobEndsAtItsExecutorsFirstReportAfterItsRuntime(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		renew    time.Duration
+		runtime  string
+		finished float64
+	}{
+		// Leased by the cycle at 0, started by the report at 5: ends at
+		// 12, reported at 15.
+		{name: "between reports", renew: 5 * time.Second, runtime: "7s", finished: 15},
+		// Ends at 10, exactly when the executor reports.
+		{name: "on a report", renew: 5 * time.Second, runtime: "5s", finished: 10},
+		// Started at 3, ends at 10, reported at 12.
+		{name: "renew 3s", renew: 3 * time.Second, runtime: "7s", finished: 12},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := sim.ParseWorkload([]byte(`{"queues": [{"name": "A"}], "jobTemplates": [{"id": "a", "queue": "A", "count": 1,
+				"requests": {"cpu": "1"}, "runtime": {"minimum": "` + tc.runtime + `"}}]}`))
+			require.NoError(t, err)
+			c, err := sim.ParseClusters([]byte(`{"clusters": [{"name": "c1", "nodes": [{"name": "n", "resources": {"cpu": "4"}}]}]}`))
+			require.NoError(t, err)
+			out, err := sim.Run(context.Background(), sim.Config{Workload: w, Clusters: c, Renew: tc.renew})
+			require.NoError(t, err)
+			require.Len(t, out.Jobs, 1)
+			j := out.Jobs[0]
+			require.Equal(t, "succeeded", j.State)
+			require.NotNil(t, j.Leased)
+			require.Equal(t, 0.0, *j.Leased)
+			require.NotNil(t, j.Finished)
+			require.Equal(t, tc.finished, *j.Finished)
+		})
+	}
 }
