@@ -1,7 +1,9 @@
 package scheduler_test
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -223,4 +225,56 @@ func TestGangSearchNamesTheMemberThatDoesNotFit(t *testing.T) {
 		assert.Equal(t, small.ID, s.Member, id)
 		assert.Equal(t, 1, s.PlacedBefore, id)
 	}
+}
+
+// A job whose last search counted evicted jobs' capacity (it may displace
+// them) says so, and how many evicted jobs went back before it searched:
+// those run again and are not room. In the world of bigjob4 (two 32-core
+// nodes full of A's 1-core jobs, two of which started later), A puts back
+// 32 jobs, 31 on node-0 and one on node-1, before B's 32-core job
+// searches: node-1 lacks the one core A's 32nd job holds again, node-0
+// the 31 of the others. Without the note "2 short of cpu by at least 1"
+// reads as one core per node not counted. A job that searches before any
+// goes back gets the first half of the note alone.
+func TestShortfallAmongEvictedJobsSaysJobsPutBackAreNotRoom(t *testing.T) {
+	t.Run("after 32 put back", func(t *testing.T) {
+		w := newWorld(t)
+		w.addNodes(2, "32")
+		w.addQueue("A", 1)
+		w.addQueue("B", 1)
+		for i := range 64 {
+			start := -2 * time.Hour
+			if i == 0 || i == 40 {
+				start = -time.Hour
+			}
+			w.run("A", "1", fmt.Sprintf("node-%d", i/32), func(j *flotilla.Job) {
+				preemptible(j)
+				j.SubmitTime = t0.Add(time.Duration(i))
+			}, startedAt(start))
+		}
+		b := w.submit("B", 1, "32", preemptible)[0]
+		res := w.schedule()
+		require.Empty(t, res.Scheduled)
+		require.Len(t, res.UnscheduledJobs, 1)
+		why := res.UnscheduledJobs[0].Reason
+		assert.Equal(t, b.ID, res.UnscheduledJobs[0].Job.ID)
+		assert.Equal(t, scheduler.ReasonNoRoom, why.Code)
+		assert.Equal(t, []scheduler.Shortfall{{Resource: "cpu", Amount: w.res("1")[0], Nodes: 2}}, why.Search.Shortfall)
+		assert.Equal(t, "0/2 nodes fit: 2 short of cpu by at least 1 (room counts what evicted jobs hold;"+
+			" the 32 put back earlier in this cycle, ahead of this job in fair-share order, keep theirs)", why.Message)
+	})
+	t.Run("before any is put back", func(t *testing.T) {
+		w := newWorld(t)
+		w.addNodes(1, "4")
+		w.addQueue("A", 1)
+		w.addQueue("B", 1)
+		w.run("A", "2", "node-0", nonPreemptible)
+		w.run("A", "2", "node-0", preemptible)
+		w.submit("B", 1, "3", preemptible)
+		res := w.schedule()
+		require.Empty(t, res.Scheduled)
+		require.Empty(t, res.Preempted, "A's evicted job goes back after B's")
+		require.Len(t, res.UnscheduledJobs, 1)
+		assert.Equal(t, "0/1 nodes fit: 1 short of cpu by at least 1 (room counts what evicted jobs hold)", res.UnscheduledJobs[0].Reason.Message)
+	})
 }
