@@ -93,11 +93,11 @@
 // exists, and then those that would be rescheduled last. Only jobs still
 // evicted when it searches: those put back earlier in the cycle (their
 // queue's turn in progressive filling came before this job's) run again,
-// as in Armada. So a job larger than what any
-// one node's remaining evicted jobs hold waits, even while its queue is
-// below its fair share and theirs above, when the jobs put back first are
-// spread over the nodes (whole-node-job-after-staggered-starts in
-// testdata/scenarios); its reason says so. The rescheduling
+// as in Armada. So a job larger than what any one node's remaining
+// evicted jobs hold waits, even while its queue is below its fair share
+// and theirs above, when the jobs put back first are spread over the
+// nodes (whole-node-job-after-staggered-starts in testdata/scenarios);
+// its reason says so. The rescheduling
 // order is the order in which the fill would offer the evicted jobs back
 // were no new work to come between: higher class priority first, then the
 // queue that would hold the smallest fraction of its fair share after the
