@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"container/heap"
+	"fmt"
 	"slices"
 
 	"github.com/flotilla-sched/flotilla"
@@ -141,6 +142,21 @@ func (h *evictedHeads) Pop() any {
 	x := h.heads[len(h.heads)-1]
 	h.heads = h.heads[:len(h.heads)-1]
 	return x
+}
+
+// displaceNote ends the message of a job (or gang) whose last search
+// counted what evicted jobs hold as room (a search at lowestClassLevel, as
+// for displacing them). Only evicted jobs not yet put back are room: those
+// put back earlier in the cycle, their queue's turn coming before this job
+// in progressive filling, run again and keep their capacity (Armada's
+// fair-share walk skips rescheduled jobs too). The note says so, with how
+// many had gone back, since a shortfall alone ("short of cpu by at least
+// 1") reads as capacity the walk missed.
+func (c *cycle) displaceNote() string {
+	if c.putBack == 0 {
+		return " (room counts what evicted jobs hold)"
+	}
+	return fmt.Sprintf(" (room counts what evicted jobs hold; the %d put back earlier in this cycle, ahead of this job in fair-share order, keep theirs)", c.putBack)
 }
 
 // displaceWalkBudget is how many evicted units a displacing walk takes

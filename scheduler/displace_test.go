@@ -676,3 +676,71 @@ func TestGangOfTwoDisplacesTheTwoEvictedJobsRescheduledLast(t *testing.T) {
 		assert.NotEqual(t, "node-0", a.Node, "%s", gang[0].ID)
 	}
 }
+
+// A job that must displace evicted jobs takes only those not yet put back:
+// evicted jobs are offered back first in their queue, each when
+// progressive filling reaches its queue, so those of a queue below (or at,
+// winning the tie by queue name) its fair share go back before a new job
+// of another queue is tried, and are running again when it searches. The
+// world of bigjob4: two 32-core nodes full of queue A's 1-core preemptible
+// jobs (node-0 the first 32 in A's order, node-1 the next 32), both queues
+// of equal weight, and B's two 32-core preemptible jobs. A is evicted
+// whole; its jobs go back, earliest start first, until it holds its fair
+// share of 32 cores (the 32nd ties with B's job at a fraction of 1 and
+// goes first, A < B); then B's job walks the rest. When every A job started
+// together, the 32 put back are node-0's and B displaces node-1's 32. When
+// node-0's first job and one of node-1's started later (they replaced
+// jobs that finished), the 32 put back are 31 on node-0 and one on
+// node-1: no node can be emptied, B waits and A's other 32 go back too —
+// as in Armada, whose fair-share walk skips rescheduled jobs. The tie, or
+// preferring larger jobs, decides it the other way.
+func TestDisplacementTakesOnlyEvictedJobsNotYetPutBack(t *testing.T) {
+	for _, c := range []struct {
+		rule        string
+		big         string // the queue that fills the cluster
+		late        bool   // node-0's first job and node-1's ninth started later
+		preferLarge bool
+		node        string // where B's first job lands, "" for nowhere
+	}{
+		{rule: "started together: the jobs put back are one node's, the other is displaced whole", big: "A", node: "node-1"},
+		{rule: "started at different times: the jobs put back span both nodes, the job waits and nothing is preempted", big: "A", late: true},
+		{rule: "the tie at the fair share goes to the new job's queue by name: it walks first", big: "Z", late: true, node: "node-1"},
+		{rule: "preferring larger jobs while both queues stay within their fair share: it walks first", big: "A", late: true, preferLarge: true, node: "node-1"},
+	} {
+		t.Run(c.rule, func(t *testing.T) {
+			w := newWorld(t)
+			w.cfg.EnablePreferLargeJobOrdering = c.preferLarge
+			w.addNodes(2, "32")
+			w.addQueue(c.big, 1)
+			w.addQueue("B", 1)
+			onNode1 := map[string]bool{}
+			for i := range 64 {
+				start := -2 * time.Hour
+				if c.late && (i == 0 || i == 40) {
+					start = -time.Hour
+				}
+				j := w.run(c.big, "1", fmt.Sprintf("node-%d", i/32), func(j *flotilla.Job) {
+					preemptible(j)
+					j.SubmitTime = t0.Add(time.Duration(i)) // A's order is i's
+				}, startedAt(start))
+				onNode1[j.ID] = i >= 32
+			}
+			b := w.submit("B", 2, "32", preemptible)
+			res := w.schedule()
+			if c.node == "" {
+				assert.Empty(t, res.Scheduled)
+				assert.Empty(t, res.Preempted, "every evicted job goes back")
+				return
+			}
+			require.Len(t, res.Scheduled, 1)
+			assert.Equal(t, b[0].ID, res.Scheduled[0].Job.ID)
+			assert.Equal(t, c.node, res.Scheduled[0].Node)
+			displaced := displacedFor(res, b[0].ID)
+			assert.Len(t, displaced, 32)
+			assert.Len(t, res.Preempted, 32)
+			for id := range displaced {
+				assert.True(t, onNode1[id], "%s is not on node-1", id)
+			}
+		})
+	}
+}

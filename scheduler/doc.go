@@ -90,7 +90,14 @@
 // preempted whole.
 //
 // Displacement: new work displaces evicted jobs only when no free capacity
-// exists, and then those that would be rescheduled last. The rescheduling
+// exists, and then those that would be rescheduled last. Only jobs still
+// evicted when it searches: those put back earlier in the cycle (their
+// queue's turn in progressive filling came before this job's) run again,
+// as in Armada. So a job larger than what any one node's remaining
+// evicted jobs hold waits, even while its queue is below its fair share
+// and theirs above, when the jobs put back first are spread over the
+// nodes (whole-node-job-after-staggered-starts in testdata/scenarios);
+// its reason says so. The rescheduling
 // order is the order in which the fill would offer the evicted jobs back
 // were no new work to come between: higher class priority first, then the
 // queue that would hold the smallest fraction of its fair share after the
@@ -147,8 +154,11 @@
 // every filter that excluded nodes with its node count, and the shortfall
 // per resource; the message says the same: "0/3 nodes fit: 1 untolerated
 // taint gpu=true:NoSchedule, 1 cordoned, 1 short of cpu by at least 3". Room is measured at the job's last search: free
-// capacity, plus what evicted jobs hold when there are any, plus, when the
-// job may preempt, what preemptible jobs of lower priority hold. A job
+// capacity, plus what evicted jobs not yet put back hold when there are
+// any, plus, when the job may preempt, what preemptible jobs of lower
+// priority hold; the message says which ("room counts what evicted jobs
+// hold; the 32 put back earlier in this cycle, ahead of this job in
+// fair-share order, keep theirs"). A job
 // skipped by the scheduling-key cache gets the first job's code and
 // findings, and Reason.Search.SameAs names that job (the cache is shared
 // by the queues: SameAsQueue, and the message, name its queue when it is

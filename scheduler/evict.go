@@ -79,7 +79,10 @@ type evictions struct {
 	// Together they say whether a second, displacing search can help.
 	held                int
 	minPreemptibleLevel int
-	anyPreemptible      bool
+	// putBack counts the evicted jobs put back so far in the cycle: they
+	// run again, and a job's explanation says their capacity is not room.
+	putBack        int
+	anyPreemptible bool
 	// scratch for victim selection
 	victims, taken, backBuf []int32
 	victimInfo              []preempt.Victim
@@ -274,6 +277,7 @@ func (c *cycle) tryEvicted(qi int, ri int32) {
 		r.state = stBack
 		c.queues[r.queue].running++
 	}
+	c.putBack += len(members)
 	for i, m := range members {
 		n := int(c.run[m].node)
 		if !slices.ContainsFunc(members[:i], func(o int32) bool { return int(c.run[o].node) == n }) && !c.nodeFits(n) {

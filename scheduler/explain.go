@@ -23,6 +23,8 @@ func (c *cycle) noFitReason(r binpack.Reason, level int) Reason {
 	}
 	if level > lowestClassLevel && r.Kind == binpack.Insufficient {
 		why.Message += urgencyNote
+	} else if level == lowestClassLevel && r.Kind == binpack.Insufficient {
+		why.Message += c.displaceNote()
 	}
 	return why
 }
@@ -39,6 +41,8 @@ func (c *cycle) gangNoFitReason(e gang.Explanation, level int) Reason {
 		why.Code = ReasonNeverFits
 	} else if level > lowestClassLevel && e.Cause == gang.MemberDoesNotFit {
 		why.Message += urgencyNote
+	} else if level == lowestClassLevel && e.Cause == gang.MemberDoesNotFit {
+		why.Message += c.displaceNote()
 	}
 	return why
 }

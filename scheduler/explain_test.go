@@ -1,7 +1,9 @@
 package scheduler_test
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -255,4 +257,69 @@ func TestSameAsNamesTheQueueOfAJobFromAnotherQueue(t *testing.T) {
 	assert.Equal(t, "A", other.Search.SameAsQueue)
 	assert.Equal(t, "same requirements as job "+a[0].ID+" of queue A: "+first.Message, other.Message)
 	assert.Equal(t, first.Code, other.Code)
+}
+
+// A job whose last search counted evicted jobs' capacity (it may displace
+// them) says so, and how many evicted jobs went back before it searched:
+// those run again and are not room. In the world of bigjob4 (two 32-core
+// nodes full of A's 1-core jobs, two of which started later), A puts back
+// 32 jobs, 31 on node-0 and one on node-1, before B's 32-core job
+// searches: node-1 lacks the one core A's 32nd job holds again, node-0
+// the 31 of the others. Without the note "2 short of cpu by at least 1"
+// reads as one core per node not counted. A job that searches before any
+// goes back gets the first half of the note alone.
+func TestShortfallAmongEvictedJobsSaysJobsPutBackAreNotRoom(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		mod  func(*flotilla.Job)
+		msg  string
+	}{
+		{"a job after 32 put back", preemptible, "0/2 nodes fit: 2 short of cpu by at least 1"},
+		{"a gang after 32 put back", func(j *flotilla.Job) { preemptible(j); inGang("g", 1, "")(j) }, `gang "g": member 0 (job "B-65") does not fit in the default cluster after 0 of 1 members were placed: 0/2 nodes fit: 2 short of cpu by at least 1`},
+	} {
+		t.Run(c.name, func(t *testing.T) { putBackBeforeBigJob(t, c.mod, c.msg) })
+	}
+	t.Run("a job before any is put back", func(t *testing.T) {
+		w := newWorld(t)
+		w.addNodes(1, "4")
+		w.addQueue("A", 1)
+		w.addQueue("B", 1)
+		w.run("A", "2", "node-0", nonPreemptible)
+		w.run("A", "2", "node-0", preemptible)
+		w.submit("B", 1, "3", preemptible)
+		res := w.schedule()
+		require.Empty(t, res.Scheduled)
+		require.Empty(t, res.Preempted, "A's evicted job goes back after B's")
+		require.Len(t, res.UnscheduledJobs, 1)
+		assert.Equal(t, "0/1 nodes fit: 1 short of cpu by at least 1 (room counts what evicted jobs hold)", res.UnscheduledJobs[0].Reason.Message)
+	})
+}
+
+// putBackBeforeBigJob is the world of bigjob4 with B's 32-core job (or
+// gang) made by mod: its reason is msg and the note on the 32 put back.
+func putBackBeforeBigJob(t *testing.T, mod func(*flotilla.Job), msg string) {
+	w := newWorld(t)
+	w.addNodes(2, "32")
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	for i := range 64 {
+		start := -2 * time.Hour
+		if i == 0 || i == 40 {
+			start = -time.Hour
+		}
+		w.run("A", "1", fmt.Sprintf("node-%d", i/32), func(j *flotilla.Job) {
+			preemptible(j)
+			j.SubmitTime = t0.Add(time.Duration(i))
+		}, startedAt(start))
+	}
+	b := w.submit("B", 1, "32", mod)[0]
+	res := w.schedule()
+	require.Empty(t, res.Scheduled)
+	require.Len(t, res.UnscheduledJobs, 1)
+	why := res.UnscheduledJobs[0].Reason
+	assert.Equal(t, b.ID, res.UnscheduledJobs[0].Job.ID)
+	assert.Equal(t, scheduler.ReasonNoRoom, why.Code)
+	assert.Equal(t, []scheduler.Shortfall{{Resource: "cpu", Amount: w.res("1")[0], Nodes: 2}}, why.Search.Shortfall)
+	assert.Equal(t, msg+" (room counts what evicted jobs hold;"+
+		" the 32 put back earlier in this cycle, ahead of this job in fair-share order, keep theirs)", why.Message)
 }

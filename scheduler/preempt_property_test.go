@@ -1,9 +1,14 @@
 package scheduler_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
@@ -216,6 +221,94 @@ func TestPropertyGangsAllOrNothing(t *testing.T) {
 					return fmt.Sprintf("seed %d: gang %s spans %s values", seed, id, label)
 				}
 			}
+		}
+		return ""
+	}, gen.UInt64()))
+	p.TestingRun(t)
+}
+
+// TestPropertyLargeJobDisplacesOnlyEvictedJobsNotYetPutBack checks, on
+// worlds shaped like bigjob4, against a naive oracle, that a new job of the
+// same class as the evicted jobs displaces only those still evicted when
+// it searches. Two or three nodes of 2 to 40 cores (so walks pass the
+// 32-unit budget) are full of queue A's 1-core jobs, started at random
+// hours, an eighth non-preemptible; B (equal weight) submits one
+// preemptible job of 1 to 40 cores. The definition: A is evicted (share
+// 1 against a fair share of 1/2); its jobs go back earliest start first
+// while A's fraction of fair share after the next is no greater than B's
+// after its job (the tie to A, by name), that is until A holds the job's
+// size; B's job then walks A's other evicted jobs from the one that would
+// go back last, counting per node, and takes the first node whose count
+// reaches its size, displacing the walked jobs there; A's remaining jobs
+// all go back. So B lands there (or nowhere) and exactly those are
+// preempted.
+func TestPropertyLargeJobDisplacesOnlyEvictedJobsNotYetPutBack(t *testing.T) {
+	p := properties(t)
+	p.Property("B's job lands where the definition says, displacing what it says", prop.ForAll(func(seed uint64) string {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		w := newWorld(t)
+		w.addQueue("A", 1)
+		w.addQueue("B", 1)
+		type evicted struct {
+			id    string
+			node  int
+			start time.Duration
+			seq   int
+		}
+		var ev []evicted
+		held := 0 // A's cores not evicted
+		for n := range 2 + rng.IntN(2) {
+			cores := 2 + rng.IntN(39)
+			w.addNodes(1, fmt.Sprint(cores))
+			for range cores {
+				seq, start, class := len(w.running), time.Duration(rng.IntN(4))*time.Hour, preemptible
+				if rng.IntN(8) == 0 {
+					class = nonPreemptible
+					held++
+				}
+				j := w.run("A", "1", w.nodes[n].Name, func(j *flotilla.Job) {
+					class(j)
+					j.SubmitTime = t0.Add(time.Duration(seq))
+				}, startedAt(start))
+				if j.PriorityClass == flotilla.ArmadaPreemptible {
+					ev = append(ev, evicted{j.ID, n, start, seq})
+				}
+			}
+		}
+		size := 1 + rng.IntN(40)
+		b := w.submit("B", 1, fmt.Sprint(size), preemptible)[0]
+		res := w.schedule()
+
+		// The definition.
+		slices.SortFunc(ev, func(x, y evicted) int { return cmp.Or(cmp.Compare(x.start, y.start), cmp.Compare(x.seq, y.seq)) })
+		back := min(max(size-held, 0), len(ev))
+		room := make([]int, len(w.nodes))
+		node, want := -1, map[string]scheduler.PreemptionReason{}
+		for i := len(ev) - 1; i >= back && node < 0; i-- {
+			if room[ev[i].node]++; room[ev[i].node] >= size {
+				node = ev[i].node
+			}
+		}
+		if node >= 0 {
+			for i := len(ev) - 1; i >= back; i-- {
+				if ev[i].node == node {
+					want[ev[i].id] = scheduler.PreemptedForFairShare
+				}
+				if len(want) == size {
+					break
+				}
+			}
+		}
+
+		got := preemptedIDs(res)
+		if !maps.Equal(got, want) {
+			return fmt.Sprintf("seed %d: preempted %v, the definition says %v", seed, slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+		}
+		switch {
+		case node < 0 && len(res.Scheduled) > 0:
+			return fmt.Sprintf("seed %d: %s placed on %s, the definition says nowhere", seed, b.ID, res.Scheduled[0].Node)
+		case node >= 0 && (len(res.Scheduled) != 1 || res.Scheduled[0].Node != w.nodes[node].Name):
+			return fmt.Sprintf("seed %d: scheduled %v, the definition says %s on %s", seed, res.Scheduled, b.ID, w.nodes[node].Name)
 		}
 		return ""
 	}, gen.UInt64()))

@@ -223,7 +223,8 @@ type Shortfall struct {
 	// Amount is the smallest shortfall among the Nodes, in the units of
 	// Job.Requests: each of them lacks at least Amount. Room is counted at
 	// the level the job searched last: free capacity, plus capacity held
-	// by evicted jobs when there are any, plus, when the job may preempt,
+	// by evicted jobs not yet put back when there are any (those put back
+	// earlier in the cycle run again), plus, when the job may preempt,
 	// capacity held by preemptible jobs of lower priority.
 	Amount int64
 	Nodes  int
