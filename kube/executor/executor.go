@@ -94,7 +94,9 @@ type task struct {
 }
 
 // terminal reports whether the task's phase is an end.
-func (t *task) terminal() bool { return t.phase != server.PhasePending && t.phase != server.PhaseRunning }
+func (t *task) terminal() bool {
+	return t.phase != server.PhasePending && t.phase != server.PhaseRunning
+}
 
 // Executor runs the leases of one cluster as pods. It is not safe for
 // concurrent use: one goroutine calls Step (or Run).

@@ -309,7 +309,10 @@ func TestNodeResourcesAreAllocatableMinusTheRequestsOfPodsFlotillaDoesNotHold(t 
 		pod("done", "n1", corev1.PodSucceeded, "1", nil),    // ended: not subtracted
 		pod("hog", "n2", corev1.PodPending, "3", nil),       // more than the node: zero, omitted
 		pod("elsewhere", "n9", corev1.PodRunning, "1", nil), // not a node of the cluster
-		pod("unbound", "", corev1.PodPending, "1", nil))     // not bound
+		pod("unbound", "", corev1.PodPending, "1", nil),
+		// The cluster's label without the lease's annotations: not a lease
+		// the executor holds, so subtracted.
+		pod("stray", "n1", corev1.PodRunning, "1", map[string]string{executor.LabelCluster: "c1"})) // not bound
 	ex := newExecutor(t, s, "c1", kube)
 	step(t, ex)
 	id, name := leased(t, s, ex, `{"requests": {"cpu": "1"}, "nodeSelector": {"zone": "a"}}`)
@@ -328,7 +331,7 @@ func TestNodeResourcesAreAllocatableMinusTheRequestsOfPodsFlotillaDoesNotHold(t 
 	nodes := rec.last.Nodes
 	require.Len(t, nodes, 2)
 	require.Equal(t, "n1", nodes[0].Name)
-	require.Equal(t, map[string]string{"cpu": "3500m", "memory": "15Gi"}, nodes[0].Resources)
+	require.Equal(t, map[string]string{"cpu": "2500m", "memory": "14Gi"}, nodes[0].Resources)
 	require.Equal(t, map[string]string{"zone": "a"}, nodes[0].Labels)
 	require.False(t, nodes[0].Unschedulable)
 	require.Equal(t, "n2", nodes[1].Name)
