@@ -57,7 +57,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.cfg.Cluster, "cluster", "", "the cluster's name at the service (required; it labels the cluster's pods)")
 	fs.StringVar(&o.server, "server", envOr("FLOTILLA_SERVER", "http://127.0.0.1:8080"), "the service's URL")
 	fs.StringVar(&o.token, "token", os.Getenv("FLOTILLA_TOKEN"), "the service's bearer token (an executor token for the cluster)")
-	fs.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file; empty: in-cluster, else ~/.kube/config")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file (empty: ~/.kube/config, else in-cluster)")
 	fs.StringVar(&o.cfg.Namespace, "namespace", executor.DefaultNamespace, "the namespace of the jobs' pods")
 	sel := fs.String("node-selector", "", "a label selector picking the cluster's nodes (empty: every node)")
 	res := fs.String("resources", "cpu,memory,"+server.DefaultGPUResource, "the resources reported: the service's resources, comma-separated")
