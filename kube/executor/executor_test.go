@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -393,4 +394,34 @@ func TestNewRefusesABadConfigNamingEveryField(t *testing.T) {
 		fields = append(fields, fe.Field)
 	}
 	require.ElementsMatch(t, []string{"cluster", "kube", "service", "namespace", "keep", "renew", "template.spec.containers"}, fields)
+}
+
+// switching reports to whichever service it points at.
+type switching struct{ to fexec.Reporter }
+
+func (s *switching) Report(ctx context.Context, cluster string, rep api.Report) (api.ReportReply, error) {
+	return s.to.Report(ctx, cluster, rep)
+}
+
+func TestLeasesAServiceDoesNotKnowAreDroppedAndTheirPodsDeleted(t *testing.T) {
+	s := newService(t)
+	kube := fake.NewClientset(node("n1", "4", "16Gi", nil))
+	sw := &switching{to: fexec.Local{Server: s.srv}}
+	ex := newExecutor(t, s, "c1", kube, func(c *executor.Config) { c.Service = sw })
+	_, name := leased(t, s, ex, `{"requests": {"cpu": "1"}}`)
+	setPhase(t, kube, name, corev1.PodRunning, 0)
+	step(t, ex)
+	// The service restarts without a database: it knows neither the
+	// cluster nor the job.
+	fresh := newService(t)
+	sw.to = fexec.Local{Server: fresh.srv}
+	step(t, ex)
+	require.Empty(t, ex.Held())
+	_, err := kube.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "the pod of a lease nobody knows is deleted: %v", err)
+	// The nodes reached the new service: it leases there.
+	id := fresh.submit(`{"requests": {"cpu": "1"}}`)[0]
+	fresh.cycle()
+	step(t, ex)
+	getPod(t, kube, executor.PodName(id, 1))
 }
