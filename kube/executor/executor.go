@@ -1,0 +1,490 @@
+package executor
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/api"
+	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/client"
+	fexec "github.com/flotilla-sched/flotilla/executor"
+	"github.com/flotilla-sched/flotilla/server"
+)
+
+// DefaultRenew is how often Run reports when Config.Renew is 0: well under
+// the service's default lease timeout of 30 s.
+const DefaultRenew = 5 * time.Second
+
+// DefaultNamespace is where pods are created when Config.Namespace is "".
+const DefaultNamespace = "default"
+
+// Config describes one cluster's executor.
+type Config struct {
+	// Cluster names the cluster at the service; required, and a valid
+	// label value (it labels the cluster's pods).
+	Cluster string
+	// Kube creates, reads and deletes pods; required.
+	Kube kubernetes.Interface
+	// Lister reads the cluster's nodes and pods; nil reads them from Kube
+	// at every Step (APILister). Run is given informers' listers by
+	// InformerLister.
+	Lister Lister
+	// Service is where the executor reports; required.
+	Service fexec.Reporter
+	// Namespace is where the pods are created; "" means DefaultNamespace.
+	Namespace string
+	// NodeSelector picks the cluster's nodes among the apiserver's; nil
+	// means every node.
+	NodeSelector labels.Selector
+	// Resources are the resource names reported (the service's schema);
+	// nil means cpu, memory and nvidia.com/gpu, serve's default.
+	Resources []string
+	// Template is the pod template (ParsePodTemplate); nil means
+	// DefaultTemplate.
+	Template *corev1.Pod
+	// Keep is how many pods reported terminal are kept, the most recent,
+	// for debugging; older ones are deleted. 0 deletes each once the
+	// service has taken its terminal phase.
+	Keep int
+	// Renew is Run's reporting period; 0 means DefaultRenew.
+	Renew time.Duration
+}
+
+// key names one lease of a job.
+type key struct {
+	job     string
+	attempt int
+}
+
+func compareKeys(a, b key) int {
+	return cmp.Or(strings.Compare(a.job, b.job), cmp.Compare(a.attempt, b.attempt))
+}
+
+// task is one lease the executor holds.
+type task struct {
+	key  key
+	pod  string
+	node string
+	// lease is the lease as given; zero for a task adopted at start.
+	lease api.Lease
+	// created: the pod was created (or found); a task whose creation
+	// failed in a way worth retrying is created again at the next Step.
+	created bool
+	phase   server.JobPhase
+	exit    int
+	reason  string
+	// killed: the service ordered the pod stopped, with grace.
+	killed bool
+	grace  time.Duration
+}
+
+// terminal reports whether the task's phase is an end.
+func (t *task) terminal() bool {
+	return t.phase != server.PhasePending && t.phase != server.PhaseRunning
+}
+
+// Executor runs the leases of one cluster as pods. It is not safe for
+// concurrent use: one goroutine calls Step (or Run).
+type Executor struct {
+	cfg Config
+	// held are the leases the executor holds, keys sorted (the order of
+	// reports).
+	held map[key]*task
+	keys []key
+	// adopted: the pods of an earlier run were adopted.
+	adopted bool
+	// lastNodes are the nodes the service last took; nil after a failed
+	// report, so that the next one sends them again.
+	lastNodes []api.Node
+	// done are the names of pods reported terminal and kept, oldest first.
+	done     []string
+	finished map[server.JobPhase]int
+}
+
+// New checks cfg and returns an executor holding nothing yet (its first
+// Step adopts the cluster's pods). Every problem is a *flotilla.FieldError
+// named by the Config field, all joined.
+func New(cfg Config) (*Executor, error) {
+	var errs []error
+	switch {
+	case cfg.Cluster == "":
+		errs = append(errs, flotilla.Errorf("cluster", "", flotilla.ErrRequired, ""))
+	case len(validation.IsValidLabelValue(cfg.Cluster)) > 0:
+		errs = append(errs, flotilla.Errorf("cluster", cfg.Cluster, flotilla.ErrMalformed, "it labels the cluster's pods: %s",
+			strings.Join(validation.IsValidLabelValue(cfg.Cluster), "; ")))
+	}
+	if cfg.Kube == nil {
+		errs = append(errs, flotilla.Errorf("kube", "<nil>", flotilla.ErrRequired, "a Kubernetes client"))
+	}
+	if cfg.Service == nil {
+		errs = append(errs, flotilla.Errorf("service", "<nil>", flotilla.ErrRequired, "a service to report to"))
+	}
+	if cfg.Namespace == "" {
+		cfg.Namespace = DefaultNamespace
+	}
+	if msgs := validation.IsDNS1123Label(cfg.Namespace); len(msgs) > 0 {
+		errs = append(errs, flotilla.Errorf("namespace", cfg.Namespace, flotilla.ErrMalformed, "%s", strings.Join(msgs, "; ")))
+	}
+	if cfg.Keep < 0 {
+		errs = append(errs, flotilla.Errorf("keep", strconv.Itoa(cfg.Keep), flotilla.ErrNegative, ""))
+	}
+	if cfg.Renew < 0 {
+		errs = append(errs, flotilla.Errorf("renew", cfg.Renew.String(), flotilla.ErrNegative, ""))
+	}
+	if cfg.Template != nil {
+		if err := checkTemplate(cfg.Template); err != nil {
+			errs = append(errs, flotilla.RenameFields(err, func(f string) string { return "template." + f }))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if cfg.Renew == 0 {
+		cfg.Renew = DefaultRenew
+	}
+	if cfg.Resources == nil {
+		cfg.Resources = []string{string(corev1.ResourceCPU), string(corev1.ResourceMemory), server.DefaultGPUResource}
+	}
+	if cfg.NodeSelector == nil {
+		cfg.NodeSelector = labels.Everything()
+	}
+	if cfg.Template == nil {
+		cfg.Template = DefaultTemplate()
+	}
+	if cfg.Lister == nil {
+		cfg.Lister = APILister{Kube: cfg.Kube}
+	}
+	return &Executor{cfg: cfg, held: map[key]*task{}, finished: map[server.JobPhase]int{}}, nil
+}
+
+// Held returns the leases the executor holds as "job/attempt", sorted.
+func (e *Executor) Held() []string {
+	out := make([]string, len(e.keys))
+	for i, k := range e.keys {
+		out[i] = k.job + "/" + strconv.Itoa(k.attempt)
+	}
+	return out
+}
+
+// Finished counts the leases reported ended in a phase (succeeded,
+// failed, returned, stopped) and taken by the service.
+func (e *Executor) Finished(p server.JobPhase) int { return e.finished[p] }
+
+func (e *Executor) hold(t *task) {
+	if _, ok := e.held[t.key]; !ok {
+		i, _ := slices.BinarySearchFunc(e.keys, t.key, compareKeys)
+		e.keys = slices.Insert(e.keys, i, t.key)
+	}
+	e.held[t.key] = t
+}
+
+func (e *Executor) forget(k key) {
+	if _, ok := e.held[k]; !ok {
+		return
+	}
+	delete(e.held, k)
+	if i, ok := slices.BinarySearchFunc(e.keys, k, compareKeys); ok {
+		e.keys = slices.Delete(e.keys, i, i+1)
+	}
+}
+
+// Step makes one report: it reads the nodes and pods, reports the nodes
+// (when they changed since the service last took them) and the phase of
+// every lease held, then creates the pods of the reply's new leases and
+// deletes those of its kill orders. Leases reported ended are forgotten
+// once the service took the report, and their pods deleted (Config.Keep).
+// A refused report changes nothing held, except leases the service says
+// are not the cluster's: their pods are deleted and the report made again
+// without them.
+func (e *Executor) Step(ctx context.Context) (api.ReportReply, error) {
+	pods, err := e.cfg.Lister.Pods()
+	if err != nil {
+		return api.ReportReply{}, fmt.Errorf("executor: listing pods: %w", err)
+	}
+	if !e.adopted {
+		e.adopt(pods)
+		e.adopted = true
+	}
+	knodes, err := e.cfg.Lister.Nodes(e.cfg.NodeSelector)
+	if err != nil {
+		return api.ReportReply{}, fmt.Errorf("executor: listing nodes: %w", err)
+	}
+	nodes := e.nodes(knodes, pods)
+	e.observe(ctx, pods)
+	rep := api.Report{Jobs: make([]api.JobReport, 0, len(e.keys))}
+	if !reflect.DeepEqual(nodes, e.lastNodes) {
+		rep.Nodes = nodes
+	}
+	var ended []key
+	for _, k := range e.keys {
+		t := e.held[k]
+		jr := api.JobReport{Job: k.job, Attempt: k.attempt, Phase: string(t.phase), Reason: t.reason}
+		if t.phase == server.PhaseFailed {
+			jr.ExitCode = t.exit
+		}
+		rep.Jobs = append(rep.Jobs, jr)
+		if t.terminal() {
+			ended = append(ended, k)
+		}
+	}
+	reply, err := e.cfg.Service.Report(ctx, e.cfg.Cluster, rep)
+	if err != nil {
+		e.lastNodes = nil
+		if e.dropRefused(ctx, err, rep.Jobs) > 0 || rep.Nodes == nil && refusedAs(err, server.ErrUnknownCluster) {
+			return e.Step(ctx)
+		}
+		return api.ReportReply{}, err
+	}
+	e.lastNodes = nodes
+	for _, k := range ended {
+		t := e.held[k]
+		e.finished[t.phase]++
+		e.forget(k)
+		e.retire(ctx, t.pod)
+	}
+	names := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		names[n.Name] = true
+	}
+	for _, l := range reply.Leases {
+		k := key{l.Job, l.Attempt}
+		if _, ok := e.held[k]; ok {
+			continue // a lease already held: the service re-sent it
+		}
+		t := &task{key: k, pod: PodName(l.Job, l.Attempt), node: l.Node, lease: l, phase: server.PhasePending}
+		e.hold(t)
+		if !names[l.Node] {
+			t.phase, t.reason = server.PhaseReturned, fmt.Sprintf("node %q is not among cluster %s's nodes", l.Node, e.cfg.Cluster)
+			continue
+		}
+		e.create(ctx, t)
+	}
+	for _, kill := range reply.Kill {
+		t, ok := e.held[key{kill.Job, kill.Attempt}]
+		if !ok || t.terminal() {
+			continue
+		}
+		grace, _ := time.ParseDuration(orZero(kill.GracePeriod))
+		t.killed, t.grace = true, grace
+		t.reason = "killed: " + kill.Reason
+		e.kill(ctx, t)
+	}
+	return reply, nil
+}
+
+// adopt holds the leases of the pods labelled with the executor's
+// cluster: the pods of an earlier run.
+func (e *Executor) adopt(pods []*corev1.Pod) {
+	for _, p := range pods {
+		if p.Namespace != e.cfg.Namespace || p.Labels[LabelCluster] != e.cfg.Cluster {
+			continue
+		}
+		job := p.Annotations[AnnotationJob]
+		attempt, err := strconv.Atoi(p.Annotations[AnnotationAttempt])
+		if job == "" || err != nil || attempt < 1 {
+			continue // not a pod this executor made
+		}
+		e.hold(&task{key: key{job, attempt}, pod: p.Name, node: p.Spec.NodeName, created: true, phase: server.PhasePending})
+	}
+}
+
+// observe sets each held lease's phase from its pod. A pod the listing
+// lacks is looked up (the listing may lag behind a pod just created); one
+// that is gone ends its lease: stopped when it was killed, returned
+// otherwise. Ended phases do not change.
+func (e *Executor) observe(ctx context.Context, pods []*corev1.Pod) {
+	byName := make(map[string]*corev1.Pod, len(e.keys))
+	for _, p := range pods {
+		if p.Namespace == e.cfg.Namespace && p.Labels[LabelCluster] == e.cfg.Cluster {
+			byName[p.Name] = p
+		}
+	}
+	for _, k := range e.keys {
+		t := e.held[k]
+		if t.terminal() {
+			continue
+		}
+		if !t.created {
+			e.create(ctx, t)
+			continue
+		}
+		p := byName[t.pod]
+		if p == nil {
+			got, err := e.cfg.Kube.CoreV1().Pods(e.cfg.Namespace).Get(ctx, t.pod, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				if t.killed {
+					t.phase = server.PhaseStopped
+				} else {
+					t.phase, t.reason = server.PhaseReturned, "pod "+t.pod+" was deleted before it ended"
+				}
+				continue
+			case err != nil:
+				continue // unknown: report the phase last seen
+			}
+			p = got
+		}
+		phase, exit, reason := PhaseOf(p)
+		if t.killed {
+			if phase != server.PhasePending && phase != server.PhaseRunning {
+				t.phase = server.PhaseStopped
+			} else if p.DeletionTimestamp == nil {
+				e.kill(ctx, t) // the delete was lost: again
+			}
+			continue
+		}
+		t.phase, t.exit, t.reason = phase, exit, reason
+	}
+}
+
+// create creates a lease's pod. AlreadyExists is success (a retry, or a
+// restart); a refusal that a retry cannot fix returns the lease; any other
+// error leaves it to be tried again at the next Step.
+func (e *Executor) create(ctx context.Context, t *task) {
+	pod, err := BuildPod(e.cfg.Template, e.cfg.Cluster, e.cfg.Namespace, t.lease)
+	if err != nil {
+		t.phase, t.reason = server.PhaseReturned, err.Error()
+		return
+	}
+	_, err = e.cfg.Kube.CoreV1().Pods(e.cfg.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	switch {
+	case err == nil || apierrors.IsAlreadyExists(err):
+		t.created = true
+	case apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) || apierrors.IsNotFound(err):
+		t.phase, t.reason = server.PhaseReturned, "creating pod "+pod.Name+": "+err.Error()
+	}
+}
+
+// kill deletes a killed lease's pod with its grace period; a pod already
+// gone is stopped.
+func (e *Executor) kill(ctx context.Context, t *task) {
+	secs := graceSeconds(t.grace)
+	err := e.cfg.Kube.CoreV1().Pods(e.cfg.Namespace).Delete(ctx, t.pod, metav1.DeleteOptions{GracePeriodSeconds: &secs})
+	if apierrors.IsNotFound(err) {
+		t.phase = server.PhaseStopped
+	}
+}
+
+// retire deletes a pod whose end the service took, or keeps it among the
+// Keep most recent.
+func (e *Executor) retire(ctx context.Context, pod string) {
+	e.done = append(e.done, pod)
+	for len(e.done) > e.cfg.Keep {
+		e.deletePod(ctx, e.done[0])
+		e.done = e.done[1:]
+	}
+}
+
+// deletePod deletes a pod at once (a pod that ended needs no grace); a pod
+// already gone is fine, and another failure leaves it (it is not held).
+func (e *Executor) deletePod(ctx context.Context, name string) {
+	zero := int64(0)
+	_ = e.cfg.Kube.CoreV1().Pods(e.cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+}
+
+// dropRefused forgets the leases of a refused report that the service
+// says do not exist or are not the cluster's (problems at jobs[i].job or
+// jobs[i].attempt), deleting their pods, and returns how many it forgot.
+func (e *Executor) dropRefused(ctx context.Context, err error, jobs []api.JobReport) int {
+	var fields []string
+	var ce *client.Error
+	if errors.As(err, &ce) {
+		for _, p := range ce.Body.Problems {
+			if strings.HasPrefix(p.Error, backend.ErrNotFound.Error()) || strings.HasPrefix(p.Error, server.ErrNotHeld.Error()) {
+				fields = append(fields, p.Field)
+			}
+		}
+	} else {
+		for _, p := range flotilla.Problems(err) {
+			var fe *flotilla.FieldError
+			if errors.As(p, &fe) && (errors.Is(fe, server.ErrNotHeld) || errors.Is(fe, backend.ErrNotFound)) {
+				fields = append(fields, fe.Field)
+			}
+		}
+	}
+	dropped := 0
+	for _, f := range fields {
+		var i int
+		var rest string
+		if n, _ := fmt.Sscanf(f, "jobs[%d].%s", &i, &rest); n != 2 || i < 0 || i >= len(jobs) || (rest != "job" && rest != "attempt") {
+			continue
+		}
+		k := key{jobs[i].Job, jobs[i].Attempt}
+		if t, ok := e.held[k]; ok {
+			e.forget(k)
+			e.deletePod(ctx, t.pod)
+			dropped++
+		}
+	}
+	return dropped
+}
+
+// refusedAs reports whether the service refused a report with class, in
+// process (errors.Is) or over HTTP (the problem's text).
+func refusedAs(err, class error) bool {
+	if errors.Is(err, class) {
+		return true
+	}
+	var ce *client.Error
+	if errors.As(err, &ce) {
+		for _, p := range ce.Body.Problems {
+			if strings.HasPrefix(p.Error, class.Error()) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func orZero(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "0s"
+	}
+	return s
+}
+
+// graceSeconds is a grace period in whole seconds, rounded up (a grace
+// period is never cut short).
+func graceSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Second - 1) / time.Second)
+}
+
+// Run starts nothing itself: it calls Step every Renew period until ctx
+// ends and returns ctx's error. A failed report is retried at the next
+// period; onError (if not nil) hears of it. Give it an InformerLister
+// started and synced (cmd/flotilla-kube-executor does).
+func (e *Executor) Run(ctx context.Context, onError func(error)) error {
+	t := time.NewTicker(e.cfg.Renew)
+	defer t.Stop()
+	for {
+		stepCtx, cancel := context.WithTimeout(ctx, e.cfg.Renew)
+		_, err := e.Step(stepCtx)
+		cancel()
+		if err != nil && ctx.Err() == nil && onError != nil {
+			onError(err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}

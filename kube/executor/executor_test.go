@@ -1,0 +1,427 @@
+package executor_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/api"
+	"github.com/flotilla-sched/flotilla/backend/memory"
+	"github.com/flotilla-sched/flotilla/events"
+	fexec "github.com/flotilla-sched/flotilla/executor"
+	"github.com/flotilla-sched/flotilla/internal/fakeclock"
+	"github.com/flotilla-sched/flotilla/kube/executor"
+	"github.com/flotilla-sched/flotilla/scheduler"
+	"github.com/flotilla-sched/flotilla/server"
+)
+
+// service is an in-process Flotilla service over the memory backend with
+// a fake clock, and queue A.
+type service struct {
+	t   testing.TB
+	ctx context.Context
+	clk *fakeclock.Clock
+	srv *server.Server
+}
+
+func newService(t testing.TB) *service {
+	t.Helper()
+	ctx := context.Background()
+	schema := flotilla.MustResourceSchema("cpu", "memory", server.DefaultGPUResource)
+	clk := fakeclock.New(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
+	srv, err := server.New(ctx, server.Config{Scheduler: scheduler.DefaultConfig(schema), Backend: memory.New(schema), Clock: clk,
+		NewID: server.NewULIDs(clk, nil), LeaseTimeout: 30 * time.Second})
+	require.NoError(t, err)
+	require.NoError(t, srv.CreateQueue(ctx, flotilla.Queue{Name: "A"}))
+	return &service{t: t, ctx: ctx, clk: clk, srv: srv}
+}
+
+// submit submits one job per template (JSON job templates) to queue A,
+// job set s, and returns their ids.
+func (s *service) submit(jobs string) []string {
+	s.t.Helper()
+	ids, err := s.srv.SubmitJSON(s.ctx, []byte(`{"queue": "A", "jobSet": "s", "jobs": [`+jobs+`]}`))
+	require.NoError(s.t, err)
+	return ids
+}
+
+func (s *service) cycle() {
+	s.t.Helper()
+	_, err := s.srv.Cycle(s.ctx)
+	require.NoError(s.t, err)
+}
+
+func (s *service) state(id string) events.State {
+	s.t.Helper()
+	st, err := s.srv.Status(s.ctx, id)
+	require.NoError(s.t, err)
+	return st[0].State
+}
+
+// node is a Node object with allocatable cpu and memory.
+func node(name, cpu, memory string, lbls map[string]string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}}}
+}
+
+// newExecutor is cluster's executor over kube, reporting to s in process.
+func newExecutor(t testing.TB, s *service, cluster string, kube kubernetes.Interface, opts ...func(*executor.Config)) *executor.Executor {
+	t.Helper()
+	cfg := executor.Config{Cluster: cluster, Kube: kube, Service: fexec.Local{Server: s.srv}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	ex, err := executor.New(cfg)
+	require.NoError(t, err)
+	return ex
+}
+
+func step(t testing.TB, ex *executor.Executor) {
+	t.Helper()
+	_, err := ex.Step(context.Background())
+	require.NoError(t, err)
+}
+
+func getPod(t testing.TB, kube kubernetes.Interface, name string) *corev1.Pod {
+	t.Helper()
+	p, err := kube.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	return p
+}
+
+// setPhase stands in for the kubelet: it sets a pod's phase, and for
+// an ended pod its container's exit code.
+func setPhase(t testing.TB, kube kubernetes.Interface, name string, phase corev1.PodPhase, exit int32) {
+	t.Helper()
+	p := getPod(t, kube, name)
+	p.Status.Phase = phase
+	if phase == corev1.PodSucceeded || phase == corev1.PodFailed {
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: p.Spec.Containers[0].Name,
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exit, Reason: "Completed"}}}}
+	}
+	_, err := kube.CoreV1().Pods("default").UpdateStatus(context.Background(), p, metav1.UpdateOptions{})
+	require.NoError(t, err)
+}
+
+// leased runs a job through a first report, a cycle and a second report,
+// returning its id and pod name.
+func leased(t testing.TB, s *service, ex *executor.Executor, job string) (string, string) {
+	t.Helper()
+	step(t, ex)
+	ids := s.submit(job)
+	s.cycle()
+	step(t, ex)
+	return ids[0], executor.PodName(ids[0], 1)
+}
+
+func TestALeaseBecomesAPodPinnedToItsNodeWithItsRequestsGraceAndLabels(t *testing.T) {
+	s := newService(t)
+	kube := fake.NewClientset(node("n1", "4", "16Gi", nil))
+	ex := newExecutor(t, s, "c1", kube)
+	id, name := leased(t, s, ex, `{"requests": {"cpu": "1500m", "memory": "2Gi", "nvidia.com/gpu": "0"}, "terminationGracePeriod": "45s", "runtime": "1m30s", "exitCode": 3}`)
+	p := getPod(t, kube, name)
+	require.Equal(t, "n1", p.Spec.NodeName)
+	require.Equal(t, corev1.RestartPolicyNever, p.Spec.RestartPolicy)
+	require.Equal(t, int64(45), *p.Spec.TerminationGracePeriodSeconds)
+	c := p.Spec.Containers[0]
+	require.Equal(t, "1500m", c.Resources.Requests.Cpu().String())
+	require.Equal(t, "2Gi", c.Resources.Requests.Memory().String())
+	require.Equal(t, map[string]string{executor.LabelCluster: "c1", executor.LabelJob: id, executor.LabelAttempt: "1",
+		executor.LabelManagedBy: executor.ManagedBy}, p.Labels)
+	require.Equal(t, id, p.Annotations[executor.AnnotationJob])
+	require.Equal(t, "A", p.Annotations[executor.AnnotationQueue])
+	require.Equal(t, "s", p.Annotations[executor.AnnotationJobSet])
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	require.Equal(t, "90", env[executor.EnvRuntimeSeconds])
+	require.Equal(t, "3", env[executor.EnvExitCode])
+	require.Equal(t, events.LeasedState, s.state(id))
+	// The service sending the lease again creates nothing new.
+	step(t, ex)
+	pods, err := kube.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, pods.Items, 1)
+}
+
+func TestPodPhasesAreReportedSoTheServiceSeesTheJobRunAndSucceed(t *testing.T) {
+	s := newService(t)
+	kube := fake.NewClientset(node("n1", "4", "16Gi", nil))
+	ex := newExecutor(t, s, "c1", kube)
+	id, name := leased(t, s, ex, `{"requests": {"cpu": "1"}}`)
+	step(t, ex) // pending: still leased
+	require.Equal(t, events.LeasedState, s.state(id))
+	setPhase(t, kube, name, corev1.PodRunning, 0)
+	step(t, ex)
+	require.Equal(t, events.RunningState, s.state(id))
+	setPhase(t, kube, name, corev1.PodSucceeded, 0)
+	step(t, ex)
+	require.Equal(t, events.SucceededState, s.state(id))
+	require.Equal(t, 1, ex.Finished(server.PhaseSucceeded))
+	require.Empty(t, ex.Held())
+}
+
+func TestAFailedPodFailsTheJobWithItsContainersExitCode(t *testing.T) {
+	s := newService(t)
+	kube := fake.NewClientset(node("n1", "4", "16Gi", nil))
+	ex := newExecutor(t, s, "c1", kube)
+	id, name := leased(t, s, ex, `{"requests": {"cpu": "1"}}`)
+	setPhase(t, kube, name, corev1.PodFailed, 7)
+	step(t, ex)
+	st, err := s.srv.Status(s.ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, events.FailedState, st[0].State)
+	require.Contains(t, st[0].Reason, "exit code 7")
+}
+
+// deletes returns the grace periods of the recorded pod deletions, by pod.
+func deletes(kube *fake.Clientset) map[string]int64 {
+	out := map[string]int64{}
+	for _, a := range kube.Actions() {
+		if d, ok := a.(k8stesting.DeleteActionImpl); ok && d.GetResource().Resource == "pods" && d.DeleteOptions.GracePeriodSeconds != nil {
+			out[d.GetName()] = *d.DeleteOptions.GracePeriodSeconds
+		}
+	}
+	return out
+}
+
+func TestACancelledJobsPodIsDeletedWithItsGracePeriodAndReportedStopped(t *testing.T) {
+	s := newService(t)
+	kube := fake.NewClientset(node("n1", "4", "16Gi", nil))
+	ex := newExecutor(t, s, "c1", kube)
+	id, name := leased(t, s, ex, `{"requests": {"cpu": "1"}, "terminationGracePeriod": "20s"}`)
+	setPhase(t, kube, name, corev1.PodRunning, 0)
+	step(t, ex)
+	_, err := s.srv.Cancel(s.ctx, id)
+	require.NoError(t, err)
+	step(t, ex) // the reply orders the kill
+	require.Equal(t, map[string]int64{name: 20}, deletes(kube))
+	require.Equal(t, events.RunningState, s.state(id), "cancelled only once the executor says the pod is gone")
+	step(t, ex) // the pod is gone: stopped
+	require.Equal(t, events.CancelledState, s.state(id))
+	require.Equal(t, 1, ex.Finished(server.PhaseStopped))
+}
+
+func TestAPodDeletedOutsideFlotillaReturnsTheLease(t *testing.T) {
+	s := newService(t)
+	kube := fake.NewClientset(node("n1", "4", "16Gi", nil))
+	ex := newExecutor(t, s, "c1", kube)
+	id, name := leased(t, s, ex, `{"requests": {"cpu": "1"}}`)
+	require.NoError(t, kube.CoreV1().Pods("default").Delete(context.Background(), name, metav1.DeleteOptions{}))
+	step(t, ex)
+	st, err := s.srv.Status(s.ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, events.Queued, st[0].State, "a returned lease requeues the job")
+	require.Equal(t, 1, ex.Finished(server.PhaseReturned))
+}
+
+func TestALeaseOnANodeTheClusterLacksIsReturned(t *testing.T) {
+	s := newService(t)
+	kube := fake.NewClientset(node("n1", "4", "16Gi", nil))
+	ex := newExecutor(t, s, "c1", kube)
+	step(t, ex)
+	ids := s.submit(`{"requests": {"cpu": "1"}}`)
+	s.cycle()
+	// The node leaves the cluster between the report and the lease.
+	require.NoError(t, kube.CoreV1().Nodes().Delete(context.Background(), "n1", metav1.DeleteOptions{}))
+	step(t, ex)
+	step(t, ex)
+	require.Equal(t, events.Queued, s.state(ids[0]))
+	pods, err := kube.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	require.Empty(t, pods.Items)
+}
+
+func TestPodsReportedEndedAreDeletedKeepingTheLastN(t *testing.T) {
+	for _, keep := range []int{0, 1} {
+		t.Run(fmt.Sprintf("keep=%d", keep), func(t *testing.T) {
+			s := newService(t)
+			kube := fake.NewClientset(node("n1", "4", "16Gi", nil))
+			ex := newExecutor(t, s, "c1", kube, func(c *executor.Config) { c.Keep = keep })
+			step(t, ex)
+			ids := s.submit(`{"count": 2, "requests": {"cpu": "1"}}`)
+			s.cycle()
+			step(t, ex)
+			for _, id := range ids {
+				setPhase(t, kube, executor.PodName(id, 1), corev1.PodSucceeded, 0)
+			}
+			step(t, ex) // reported; the service took it: retired
+			pods, err := kube.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
+			require.NoError(t, err)
+			require.Len(t, pods.Items, keep)
+			require.Equal(t, 2, ex.Finished(server.PhaseSucceeded))
+		})
+	}
+}
+
+func TestARestartedExecutorAdoptsItsPodsAndReportsThem(t *testing.T) {
+	s := newService(t)
+	kube := fake.NewClientset(node("n1", "4", "16Gi", nil),
+		// Another executor's pod and a pod of no executor are not adopted.
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "default", Labels: map[string]string{executor.LabelCluster: "c2"},
+			Annotations: map[string]string{executor.AnnotationJob: "X", executor.AnnotationAttempt: "1"}}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}})
+	ex := newExecutor(t, s, "c1", kube)
+	id, name := leased(t, s, ex, `{"requests": {"cpu": "1"}}`)
+	setPhase(t, kube, name, corev1.PodRunning, 0)
+	// The executor restarts: a new one, holding nothing, over the same cluster.
+	ex = newExecutor(t, s, "c1", kube)
+	step(t, ex)
+	require.Equal(t, []string{id + "/1"}, ex.Held())
+	require.Equal(t, events.RunningState, s.state(id))
+	// Its leases are renewed: past the lease timeout the job still runs.
+	for range 8 {
+		s.clk.Advance(5 * time.Second)
+		step(t, ex)
+		s.cycle()
+	}
+	require.Equal(t, events.RunningState, s.state(id))
+	setPhase(t, kube, name, corev1.PodSucceeded, 0)
+	step(t, ex)
+	require.Equal(t, events.SucceededState, s.state(id))
+}
+
+func TestNodeResourcesAreAllocatableMinusTheRequestsOfPodsFlotillaDoesNotHold(t *testing.T) {
+	pod := func(name, nodeName string, phase corev1.PodPhase, cpu string, lbls map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: lbls},
+			Spec: corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{Name: "c",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}},
+				InitContainers: []corev1.Container{{Name: "init",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}}}},
+			Status: corev1.PodStatus{Phase: phase}}
+	}
+	s := newService(t)
+	kube := fake.NewClientset(node("n1", "4", "16Gi", map[string]string{"zone": "a"}), node("n2", "2", "8Gi", nil),
+		pod("web", "n1", corev1.PodRunning, "500m", nil),    // subtracted: cpu, and memory through its init container
+		pod("done", "n1", corev1.PodSucceeded, "1", nil),    // ended: not subtracted
+		pod("hog", "n2", corev1.PodPending, "3", nil),       // more than the node: zero, omitted
+		pod("elsewhere", "n9", corev1.PodRunning, "1", nil), // not a node of the cluster
+		pod("unbound", "", corev1.PodPending, "1", nil),
+		// The cluster's label without the lease's annotations: not a lease
+		// the executor holds, so subtracted.
+		pod("stray", "n1", corev1.PodRunning, "1", map[string]string{executor.LabelCluster: "c1"})) // not bound
+	ex := newExecutor(t, s, "c1", kube)
+	step(t, ex)
+	id, name := leased(t, s, ex, `{"requests": {"cpu": "1"}, "nodeSelector": {"zone": "a"}}`)
+	setPhase(t, kube, name, corev1.PodRunning, 0) // held: the service counts it itself
+	require.NoError(t, kube.CoreV1().Nodes().Delete(context.Background(), "n2", metav1.DeleteOptions{}))
+	_, err := kube.CoreV1().Nodes().Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"},
+		Spec:   corev1.NodeSpec{Unschedulable: true, Taints: []corev1.Taint{{Key: "gpu", Value: "yes", Effect: corev1.TaintEffectNoSchedule}}},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	// A recording reporter shows what the executor sends.
+	rec := &recorder{next: fexec.Local{Server: s.srv}}
+	ex = newExecutor(t, s, "c1", kube, func(c *executor.Config) { c.Service = rec })
+	step(t, ex)
+	require.Equal(t, events.RunningState, s.state(id))
+	nodes := rec.last.Nodes
+	require.Len(t, nodes, 2)
+	require.Equal(t, "n1", nodes[0].Name)
+	require.Equal(t, map[string]string{"cpu": "2500m", "memory": "14Gi"}, nodes[0].Resources)
+	require.Equal(t, map[string]string{"zone": "a"}, nodes[0].Labels)
+	require.False(t, nodes[0].Unschedulable)
+	require.Equal(t, "n2", nodes[1].Name)
+	require.Equal(t, map[string]string{"cpu": "5"}, nodes[1].Resources)
+	require.True(t, nodes[1].Unschedulable)
+	require.Equal(t, "gpu", nodes[1].Taints[0].Key)
+	require.Equal(t, "NoSchedule", nodes[1].Taints[0].Effect)
+	// Unchanged nodes are not sent again.
+	step(t, ex)
+	require.Nil(t, rec.last.Nodes)
+}
+
+func TestANodeSelectorSplitsOneApiserverBetweenClusters(t *testing.T) {
+	s := newService(t)
+	kube := fake.NewClientset(node("a1", "4", "16Gi", map[string]string{"flotilla.io/cluster": "a"}),
+		node("b1", "4", "16Gi", map[string]string{"flotilla.io/cluster": "b"}))
+	var exs []*executor.Executor
+	for _, c := range []string{"a", "b"} {
+		sel := labels.SelectorFromSet(labels.Set{"flotilla.io/cluster": c})
+		exs = append(exs, newExecutor(t, s, c, kube, func(cfg *executor.Config) { cfg.NodeSelector = sel }))
+	}
+	for _, ex := range exs {
+		step(t, ex)
+	}
+	ids := s.submit(`{"count": 2, "requests": {"cpu": "3"}}`)
+	s.cycle()
+	for _, ex := range exs {
+		step(t, ex)
+	}
+	nodes := map[string]string{}
+	for _, id := range ids {
+		p := getPod(t, kube, executor.PodName(id, 1))
+		nodes[p.Spec.NodeName] = p.Labels[executor.LabelCluster]
+	}
+	require.Equal(t, map[string]string{"a1": "a", "b1": "b"}, nodes)
+	require.Len(t, exs[0].Held(), 1)
+	require.Len(t, exs[1].Held(), 1)
+}
+
+// recorder passes reports on and keeps the last.
+type recorder struct {
+	next fexec.Reporter
+	last api.Report
+}
+
+func (r *recorder) Report(ctx context.Context, cluster string, rep api.Report) (api.ReportReply, error) {
+	r.last = rep
+	return r.next.Report(ctx, cluster, rep)
+}
+
+func TestNewRefusesABadConfigNamingEveryField(t *testing.T) {
+	_, err := executor.New(executor.Config{Cluster: "bad/name", Namespace: "Not_A_Namespace", Keep: -1, Renew: -time.Second,
+		Template: &corev1.Pod{}})
+	require.Error(t, err)
+	var fields []string
+	for _, p := range flotilla.Problems(err) {
+		var fe *flotilla.FieldError
+		require.ErrorAs(t, p, &fe)
+		fields = append(fields, fe.Field)
+	}
+	require.ElementsMatch(t, []string{"cluster", "kube", "service", "namespace", "keep", "renew", "template.spec.containers"}, fields)
+}
+
+// switching reports to whichever service it points at.
+type switching struct{ to fexec.Reporter }
+
+func (s *switching) Report(ctx context.Context, cluster string, rep api.Report) (api.ReportReply, error) {
+	return s.to.Report(ctx, cluster, rep)
+}
+
+func TestLeasesAServiceDoesNotKnowAreDroppedAndTheirPodsDeleted(t *testing.T) {
+	s := newService(t)
+	kube := fake.NewClientset(node("n1", "4", "16Gi", nil))
+	sw := &switching{to: fexec.Local{Server: s.srv}}
+	ex := newExecutor(t, s, "c1", kube, func(c *executor.Config) { c.Service = sw })
+	_, name := leased(t, s, ex, `{"requests": {"cpu": "1"}}`)
+	setPhase(t, kube, name, corev1.PodRunning, 0)
+	step(t, ex)
+	// The service restarts without a database: it knows neither the
+	// cluster nor the job.
+	fresh := newService(t)
+	sw.to = fexec.Local{Server: fresh.srv}
+	step(t, ex)
+	require.Empty(t, ex.Held())
+	_, err := kube.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "the pod of a lease nobody knows is deleted: %v", err)
+	// The nodes reached the new service: it leases there.
+	id := fresh.submit(`{"requests": {"cpu": "1"}}`)[0]
+	fresh.cycle()
+	step(t, ex)
+	getPod(t, kube, executor.PodName(id, 1))
+}
