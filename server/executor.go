@@ -301,6 +301,15 @@ type endedReads struct {
 	changed chan struct{}
 }
 
+// endedLen is how many of the listed jobs were not in memory when the
+// report was first planned.
+func (p *reportPlan) endedLen() int {
+	if p.ended == nil {
+		return 0
+	}
+	return len(p.ended.ids)
+}
+
 // readEnded reads e's records outside the service's lock: in one call
 // when the backend implements backend.JobLookup, else one by one.
 func (s *Server) readEnded(ctx context.Context, e *endedReads) error {
@@ -376,6 +385,14 @@ func (s *Server) planReport(ctx context.Context, c *cluster, r *Report, now time
 	var seen map[leaseKey]int
 	for i := range r.Jobs {
 		jr := &r.Jobs[i]
+		if p.ended != nil && !p.ended.read {
+			// The report is planned again once the jobs not in memory are
+			// read: from the first on, only they are collected.
+			if jr.Job != "" && s.jobs.get(jr.Job) == nil {
+				p.ended.at, p.ended.ids = append(p.ended.at, i), append(p.ended.ids, jr.Job)
+			}
+			continue
+		}
 		if jr.Job == "" {
 			errs = append(errs, flotilla.Errorf(jobField(i, "job"), "", flotilla.ErrRequired, ""))
 			continue
@@ -399,7 +416,7 @@ func (s *Server) planReport(ctx context.Context, c *cluster, r *Report, now time
 				continue
 			}
 			if seen == nil {
-				seen = map[leaseKey]int{}
+				seen = make(map[leaseKey]int, p.endedLen())
 			}
 			seen[k] = i
 		}
@@ -439,7 +456,7 @@ func (s *Server) planJob(ctx context.Context, p *reportPlan, c *cluster, cluster
 			return err
 		}
 		if p.grace == nil {
-			p.grace = make(map[string]time.Duration)
+			p.grace = make(map[string]time.Duration, p.endedLen())
 		}
 		attempts = rec.State.Attempts
 		p.grace[jr.Job] = rec.Spec.TerminationGracePeriod
