@@ -167,6 +167,23 @@ type ClientIDLookup interface {
 	JobsByClientID(ctx context.Context, queue string, clientIDs, ids []string) error
 }
 
+// JobLookup is an optional interface of a Jobs: Job for many ids in one
+// call (one lock hold, one database round trip), as a service reading the
+// ended jobs an executor reports asks.
+type JobLookup interface {
+	// JobsByID sets recs[i] to the record of the job ids[i], or to the
+	// zero Record (Spec.Job nil) when there is none (an empty id names
+	// none). Every id is answered, an id given twice at each of its
+	// places. The caller owns ids and recs; the backend keeps neither.
+	// Each record is as Job returns it: its Spec.Job may be shared and
+	// must not be modified; its State is the job's when it was read. recs
+	// must be as long as ids (else a *flotilla.FieldError,
+	// flotilla.ErrInconsistent, and recs unchanged). Errors: ErrClosed,
+	// ErrUnavailable, or the context's error; after one, recs may have
+	// been partly set.
+	JobsByID(ctx context.Context, ids []string, recs []Record) error
+}
+
 // Executor is one cluster as its executor last reported it.
 type Executor struct {
 	// Cluster names the cluster; every node's Cluster must equal it.

@@ -36,7 +36,11 @@
 //     avoids that cluster while another can take it
 //     (flotilla.Job.AvoidClusters), and after MaxAttempts leases it fails.
 //     A cluster that has not reported within the lease timeout leaves the
-//     cycles' snapshots.
+//     cycles' snapshots. The jobs a report lists that have ended (an
+//     executor back after a failover lists many) are read from the
+//     backend outside the service's lock, in one call when the backend
+//     implements backend.JobLookup, so that a database's round trips do
+//     not hold up the service.
 //   - Cycle expires leases, fails jobs past their active deadline, takes a
 //     snapshot of every live cluster (a gang lands in one; a node that
 //     shrank under its live jobs is full and cordoned, not an error),

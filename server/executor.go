@@ -128,26 +128,58 @@ type ReportReply struct {
 // contradicts the phase. A report about a lease that has ended (a stale
 // lease) is not an error: nothing changes for that job and the reply
 // tells the executor to kill it.
+//
+// The jobs listed that have ended are no longer in memory: their records
+// are read from the backend outside the service's lock, all in one call
+// when the backend implements backend.JobLookup, and the report is then
+// planned again under the lock (see endedReads).
 func (s *Server) Report(ctx context.Context, r *Report) (*ReportReply, error) {
 	if r == nil {
 		return nil, flotilla.Errorf("report", "<nil>", flotilla.ErrRequired, "")
 	}
+	reply, ended, err := s.report(ctx, r, nil)
+	if ended == nil {
+		return reply, err
+	}
+	if err := s.readEnded(ctx, ended); err != nil {
+		return nil, err
+	}
+	reply, _, err = s.report(ctx, r, ended)
+	return reply, err
+}
+
+// report is Report under the lock. With ended nil, when the report lists
+// jobs that are not in memory it changes nothing and returns their ids
+// to read (ended, unread); with ended read, it uses those records.
+func (s *Server) report(ctx context.Context, r *Report, ended *endedReads) (*ReportReply, *endedReads, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
 	if err := s.fresh(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := s.checkCluster(r); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The nodes' problems and the jobs' are reported together.
 	nodes, nodesErr := s.checkNodes(r)
 	c := s.clusters[r.Cluster]
-	plan, err := s.planReport(ctx, c, r, now)
-	if err := errors.Join(nodesErr, err); err != nil {
-		return nil, err
+	plan, err := s.planReport(ctx, c, r, now, ended)
+	if plan != nil && plan.ended != nil && !plan.ended.read {
+		clear(plan.renew)
+		s.renew = plan.renew[:0]
+		return nil, plan.ended, nil
 	}
+	if err := errors.Join(nodesErr, err); err != nil {
+		return nil, nil, err
+	}
+	reply, err := s.applyReport(ctx, c, r, plan, nodes, now)
+	return reply, nil, err
+}
+
+// applyReport stores and applies a report's plan and nodes (nil: the
+// nodes are unchanged), and answers the report.
+func (s *Server) applyReport(ctx context.Context, c *cluster, r *Report, plan *reportPlan, nodes []flotilla.Node, now time.Time) (*ReportReply, error) {
 	// The events first: a report retried after a failure to store the
 	// nodes plans no event twice (the phases are applied already).
 	w := &backend.Write{Events: plan.events}
@@ -251,6 +283,97 @@ type reportPlan struct {
 	grace map[string]time.Duration
 	// stamp marks the live leases the report lists (lease.listedIn).
 	stamp uint64
+	// ended are the records of listed jobs that are not in memory; nil
+	// while there is none. Unread, it collects their ids.
+	ended *endedReads
+}
+
+// endedReads are the records of the jobs a report lists that were not in
+// memory when it was first planned (they had ended, or never were), read
+// from the backend between two holds of the service's lock: the first
+// plan collects their ids and changes nothing; the second, under the lock
+// again, uses the records. A terminal record never changes, so it is
+// still right; an id that named no job still names none while no write
+// has been applied since the ids were collected (changed). Any other job
+// that is not in memory at the second plan (one that ended meanwhile) is
+// read on its own.
+type endedReads struct {
+	// at are the report's positions of the jobs, increasing; ids their
+	// ids; recs their records once read (the zero record for none).
+	at   []int
+	ids  []string
+	recs []backend.Record
+	read bool
+	// next is the second plan's position in at.
+	next int
+	// changed is the service's changed channel when the ids were
+	// collected: it is replaced by every applied write.
+	changed chan struct{}
+}
+
+// endedLen is how many of the listed jobs were not in memory when the
+// report was first planned.
+func (p *reportPlan) endedLen() int {
+	if p.ended == nil {
+		return 0
+	}
+	return len(p.ended.ids)
+}
+
+// readEnded reads e's records outside the service's lock: in one call
+// when the backend implements backend.JobLookup, else one by one.
+func (s *Server) readEnded(ctx context.Context, e *endedReads) error {
+	e.recs = make([]backend.Record, len(e.ids))
+	if l, ok := s.be.(backend.JobLookup); ok {
+		if err := l.JobsByID(ctx, e.ids, e.recs); err != nil {
+			return err
+		}
+	} else {
+		for k, id := range e.ids {
+			rec, err := s.be.Job(ctx, id)
+			if errors.Is(err, backend.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			e.recs[k] = rec
+		}
+	}
+	e.read = true
+	return nil
+}
+
+// endedRecord returns the record of the report's i-th job, id, which is
+// not in memory: from p.ended once read, else from the backend. Before
+// p.ended is read it collects id and returns later.
+func (s *Server) endedRecord(ctx context.Context, p *reportPlan, i int, id string) (rec backend.Record, later bool, err error) {
+	e := p.ended
+	if e == nil {
+		e = &endedReads{changed: s.changed}
+		p.ended = e
+	}
+	if !e.read {
+		e.at, e.ids = append(e.at, i), append(e.ids, id)
+		return rec, true, nil
+	}
+	for e.next < len(e.at) && e.at[e.next] < i {
+		e.next++
+	}
+	if e.next < len(e.at) && e.at[e.next] == i {
+		rec = e.recs[e.next]
+		switch {
+		case rec.Spec.Job != nil && rec.State.State.Terminal():
+			return rec, false, nil
+		case rec.Spec.Job == nil && e.changed == s.changed:
+			return rec, false, flotilla.Errorf(jobField(i, "job"), id, backend.ErrNotFound, "no such job")
+		}
+	}
+	rec, err = s.be.Job(ctx, id)
+	if errors.Is(err, backend.ErrNotFound) {
+		return rec, false, flotilla.Errorf(jobField(i, "job"), id, backend.ErrNotFound, "no such job")
+	}
+	return rec, false, err
 }
 
 // jobField is the path of a report's i-th job's field f.
@@ -258,10 +381,13 @@ func jobField(i int, f string) string { return "jobs[" + strconv.Itoa(i) + "]." 
 
 // planReport checks a report's jobs and plans its events. It marks the
 // live leases listed with the plan's stamp, and finds jobs listed twice by
-// those marks (a map only for jobs without a live lease).
-func (s *Server) planReport(ctx context.Context, c *cluster, r *Report, now time.Time) (*reportPlan, error) {
+// those marks (a map only for jobs without a live lease). ended are the
+// records of the jobs not in memory, read; nil before they are: then,
+// when there are such jobs, it returns a plan whose ended lists them to
+// read, and no error.
+func (s *Server) planReport(ctx context.Context, c *cluster, r *Report, now time.Time, ended *endedReads) (*reportPlan, error) {
 	s.reports++
-	p := &reportPlan{stamp: s.reports, renew: s.renew[:0]}
+	p := &reportPlan{stamp: s.reports, renew: s.renew[:0], ended: ended}
 	var errs []error
 	// A job may be listed at two attempts (the old one stopping, the new
 	// one leased again to the same cluster), not twice at one. Live leases
@@ -269,6 +395,14 @@ func (s *Server) planReport(ctx context.Context, c *cluster, r *Report, now time
 	var seen map[leaseKey]int
 	for i := range r.Jobs {
 		jr := &r.Jobs[i]
+		if p.ended != nil && !p.ended.read {
+			// The report is planned again once the jobs not in memory are
+			// read: from the first on, only they are collected.
+			if jr.Job != "" && s.jobs.get(jr.Job) == nil {
+				p.ended.at, p.ended.ids = append(p.ended.at, i), append(p.ended.ids, jr.Job)
+			}
+			continue
+		}
 		if jr.Job == "" {
 			errs = append(errs, flotilla.Errorf(jobField(i, "job"), "", flotilla.ErrRequired, ""))
 			continue
@@ -298,7 +432,7 @@ func (s *Server) planReport(ctx context.Context, c *cluster, r *Report, now time
 				continue
 			}
 			if seen == nil {
-				seen = map[leaseKey]int{}
+				seen = make(map[leaseKey]int, p.endedLen())
 			}
 			seen[k] = i
 		}
@@ -318,6 +452,9 @@ func (s *Server) planReport(ctx context.Context, c *cluster, r *Report, now time
 			errs = append(errs, err)
 		}
 	}
+	if p.ended != nil && !p.ended.read {
+		return p, nil // planned again once the ended jobs are read
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -330,15 +467,12 @@ func (s *Server) planJob(ctx context.Context, p *reportPlan, c *cluster, cluster
 	if j != nil {
 		attempts = int(j.attempts)
 	} else {
-		if p.grace == nil {
-			p.grace = make(map[string]time.Duration)
-		}
-		rec, err := s.be.Job(ctx, jr.Job)
-		if errors.Is(err, backend.ErrNotFound) {
-			return flotilla.Errorf(jobField(i, "job"), jr.Job, backend.ErrNotFound, "no such job")
-		}
-		if err != nil {
+		rec, later, err := s.endedRecord(ctx, p, i, jr.Job)
+		if later || err != nil {
 			return err
+		}
+		if p.grace == nil {
+			p.grace = make(map[string]time.Duration, p.endedLen())
 		}
 		attempts = rec.State.Attempts
 		p.grace[jr.Job] = rec.Spec.TerminationGracePeriod

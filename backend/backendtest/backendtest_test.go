@@ -119,6 +119,53 @@ func (b appliesHalfABatch) Commit(ctx context.Context, w *backend.Write) ([]even
 	return es, err
 }
 
+// keepsStaleRecords answers JobsByID job by job and leaves the record of
+// an id that names no job as the caller's slice held it.
+type keepsStaleRecords struct{ *memory.Backend }
+
+func (b keepsStaleRecords) JobsByID(ctx context.Context, ids []string, recs []backend.Record) error {
+	if len(recs) != len(ids) {
+		return b.Backend.JobsByID(ctx, ids, recs)
+	}
+	for i, id := range ids {
+		if r, err := b.Job(ctx, id); err == nil {
+			recs[i] = r
+		}
+	}
+	return nil
+}
+
+// answersEachIDOnce answers an id given twice only at its first place.
+type answersEachIDOnce struct{ *memory.Backend }
+
+func (b answersEachIDOnce) JobsByID(ctx context.Context, ids []string, recs []backend.Record) error {
+	if err := b.Backend.JobsByID(ctx, ids, recs); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for i, id := range ids {
+		if seen[id] {
+			recs[i] = backend.Record{}
+		}
+		seen[id] = true
+	}
+	return nil
+}
+
+// answersAThousand answers the first 1,000 ids of a batch, and the others
+// as jobs that do not exist.
+type answersAThousand struct{ *memory.Backend }
+
+func (b answersAThousand) JobsByID(ctx context.Context, ids []string, recs []backend.Record) error {
+	if err := b.Backend.JobsByID(ctx, ids, recs); err != nil {
+		return err
+	}
+	if len(recs) > 1000 {
+		clear(recs[1000:])
+	}
+	return nil
+}
+
 func TestConformanceSuiteFailsEachBrokenBackendOnTheRuleItBreaks(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -139,6 +186,15 @@ func TestConformanceSuiteFailsEachBrokenBackendOnTheRuleItBreaks(t *testing.T) {
 		}},
 		{"applies half a batch", func(m *memory.Backend) backend.Backend { return appliesHalfABatch{m} }, []string{
 			"CommitIsAtomicWhenOneEventIsRefused", "CommitIsAtomicWhenOneJobIsADuplicate",
+		}},
+		{"keeps stale records of missing ids", func(m *memory.Backend) backend.Backend { return keepsStaleRecords{m} }, []string{
+			"JobsByIDAnswersEveryIDAtItsPlaceAndMissingOnesAsNone",
+		}},
+		{"answers each id once", func(m *memory.Backend) backend.Backend { return answersEachIDOnce{m} }, []string{
+			"JobsByIDAnswersEveryIDAtItsPlaceAndMissingOnesAsNone",
+		}},
+		{"answers a thousand ids of a batch", func(m *memory.Backend) backend.Backend { return answersAThousand{m} }, []string{
+			"JobsByIDAnswersEveryIDAtItsPlaceAndMissingOnesAsNone",
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -16,7 +16,9 @@
 // stores nothing), gap-free sequence numbers per job set, concurrent
 // writers, paging, replay equal to the stored states, LiveJobs, client-id
 // uniqueness, fencing, refused transitions, cancelled contexts, executors,
-// usage and Close.
+// usage and Close. Optional interfaces are checked where the backend has
+// them: backend.ClientIDLookup, and backend.JobLookup (every id answered
+// at its place, missing and duplicated ids, a batch of 10,000).
 //
 // RunLeases is the suite of the optional backend.Leases: one leader at a
 // time, renewal, expiry after the ttl on the backend's clock (which the

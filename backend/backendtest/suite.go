@@ -69,6 +69,7 @@ func rules() []rule {
 		{"ReplayOfEveryJobSetEqualsTheStoredStates", replayEqualsStored},
 		{"LiveJobsOmitsTerminalJobs", liveJobsOmitsTerminal},
 		{"ClientIDIsUniquePerQueue", clientIDUnique},
+		{"JobsByIDAnswersEveryIDAtItsPlaceAndMissingOnesAsNone", jobsByID},
 		{"WriteFencedBelowTheHighestAppliedIsRefused", fencing},
 		{"RefusedTransitionChangesNothingAndConsumesNoSequenceNumber", refusedTransition},
 		{"CancelledContextAppliesNothing", cancelledContext},

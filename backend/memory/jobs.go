@@ -470,6 +470,28 @@ func (b *Backend) JobsByClientID(ctx context.Context, queue string, clientIDs, i
 	return nil
 }
 
+var _ backend.JobLookup = (*Backend)(nil)
+
+// JobsByID is Job for many ids, under one hold of the lock; see
+// backend.JobLookup.
+func (b *Backend) JobsByID(ctx context.Context, ids []string, recs []backend.Record) error {
+	if len(recs) != len(ids) {
+		return flotilla.Errorf("recs", strconv.Itoa(len(recs)), flotilla.ErrInconsistent, "want %d, one per id", len(ids))
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if err := b.ready(ctx); err != nil {
+		return err
+	}
+	for i, id := range ids {
+		recs[i] = backend.Record{}
+		if r := b.job(id); r != nil {
+			recs[i] = backend.Record{Spec: b.spec(r), State: b.state(r)}
+		}
+	}
+	return nil
+}
+
 // Events returns a job set's events from sequence number from on, at most
 // limit (≤ 0: all); see backend.Jobs.
 func (b *Backend) Events(ctx context.Context, queue, jobSet string, from uint64, limit int) ([]events.Event, error) {

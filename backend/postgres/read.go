@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -147,6 +148,41 @@ func (b *Backend) Job(ctx context.Context, id string) (backend.Record, error) {
 		return backend.Record{}, b.fail(ctx, "reading job", err)
 	}
 	return r, nil
+}
+
+var _ backend.JobLookup = (*Backend)(nil)
+
+// JobsByID is Job for many ids in one query (a join of the ids, numbered,
+// with the jobs' primary key), so that an id given twice is answered at
+// each of its places; see backend.JobLookup.
+func (b *Backend) JobsByID(ctx context.Context, ids []string, recs []backend.Record) error {
+	if len(recs) != len(ids) {
+		return flotilla.Errorf("recs", strconv.Itoa(len(recs)), flotilla.ErrInconsistent, "want %d, one per id", len(ids))
+	}
+	if err := b.ready(ctx); err != nil {
+		return err
+	}
+	clear(recs)
+	if len(ids) == 0 {
+		return nil
+	}
+	rows, _ := b.pool.Query(ctx, "SELECT q.ord, "+stateColumns+", "+specColumns+
+		" FROM unnest($1::text[]) WITH ORDINALITY AS q(id, ord) JOIN jobs USING (id)", ids)
+	defer rows.Close()
+	sc := b.newRecordScanner()
+	var ord int64
+	sc.dst = append([]any{&ord}, sc.dst...)
+	for rows.Next() {
+		r, err := sc.scan(rows)
+		if err != nil {
+			return b.fail(ctx, "reading jobs", err)
+		}
+		recs[ord-1] = r // ord is 1 to len(ids)
+	}
+	if err := rows.Err(); err != nil {
+		return b.fail(ctx, "reading jobs", err)
+	}
+	return nil
 }
 
 // JobByClientID returns the id of the job submitted to queue with

@@ -218,11 +218,18 @@ type termBackend struct {
 }
 
 // leaderBackend returns be as the term's server sees it, keeping its
-// optional backend.ClientIDLookup.
+// optional backend.ClientIDLookup and backend.JobLookup.
 func leaderBackend(be backend.Backend, t *term, now func() time.Time) backend.Backend {
 	tb := termBackend{Backend: be, t: t, now: now}
-	if l, ok := be.(backend.ClientIDLookup); ok {
-		return termLookupBackend{tb, l}
+	cl, byClientID := be.(backend.ClientIDLookup)
+	jl, byID := be.(backend.JobLookup)
+	switch {
+	case byClientID && byID:
+		return termLookupsBackend{tb, cl, jl}
+	case byClientID:
+		return termLookupBackend{tb, cl}
+	case byID:
+		return termJobLookupBackend{tb, jl}
 	}
 	return tb
 }
@@ -230,6 +237,17 @@ func leaderBackend(be backend.Backend, t *term, now func() time.Time) backend.Ba
 type termLookupBackend struct {
 	termBackend
 	backend.ClientIDLookup
+}
+
+type termJobLookupBackend struct {
+	termBackend
+	backend.JobLookup
+}
+
+type termLookupsBackend struct {
+	termBackend
+	backend.ClientIDLookup
+	backend.JobLookup
 }
 
 func (b termBackend) check() error {

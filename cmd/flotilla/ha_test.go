@@ -166,6 +166,48 @@ func TestTermBackendRefusesEveryWriteOnceTheTermHasEnded(t *testing.T) {
 	require.Len(t, qs, 1, "reads go on; nothing was written")
 }
 
+// TestLeaderBackendKeepsTheBackendsOptionalLookups: a leader's server
+// reads through the same batched lookups as the backend has (the memory
+// backend has both, PostgreSQL's only JobLookup), and writes nothing once
+// its term has ended through any of them.
+func TestLeaderBackendKeepsTheBackendsOptionalLookups(t *testing.T) {
+	type plain struct{ backend.Backend }
+	type byClientID struct {
+		backend.Backend
+		backend.ClientIDLookup
+	}
+	type byID struct {
+		backend.Backend
+		backend.JobLookup
+	}
+	for _, tc := range []struct {
+		name                     string
+		wrap                     func(*memory.Backend) backend.Backend
+		wantByClientID, wantByID bool
+	}{
+		{"neither", func(m *memory.Backend) backend.Backend { return plain{m} }, false, false},
+		{"client ids", func(m *memory.Backend) backend.Backend { return byClientID{m, m} }, true, false},
+		{"job ids", func(m *memory.Backend) backend.Backend { return byID{m, m} }, false, true},
+		{"both", func(m *memory.Backend) backend.Backend { return m }, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, clock := leaseWorld()
+			ctx := context.Background()
+			e := newElector(b, "http://a", "http://a", 3*time.Second, clock.Now)
+			e.round(ctx)
+			tm := e.term()
+			tb := leaderBackend(tc.wrap(b), tm, clock.Now)
+			_, gotByClientID := tb.(backend.ClientIDLookup)
+			_, gotByID := tb.(backend.JobLookup)
+			require.Equal(t, tc.wantByClientID, gotByClientID, "backend.ClientIDLookup kept")
+			require.Equal(t, tc.wantByID, gotByID, "backend.JobLookup kept")
+			clock.advance(3 * time.Second)
+			_, err := tb.Commit(ctx, &backend.Write{Fence: tm.token})
+			require.ErrorIs(t, err, backend.ErrFenced)
+		})
+	}
+}
+
 func TestFollowerForwardsToTheLeaderAnd503sWithoutOne(t *testing.T) {
 	b, clock := leaseWorld()
 	ctx := context.Background()
