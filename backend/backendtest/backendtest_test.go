@@ -234,17 +234,25 @@ func leaseBackend() (*memory.Backend, func(time.Duration)) {
 }
 
 // keepsTheToken hands a taken-over lease the token of the one before.
+// The suite calls Lead concurrently, so last is guarded.
 type keepsTheToken struct {
 	*memory.Backend
-	last *uint64
+	last *lastToken
+}
+
+type lastToken struct {
+	mu    sync.Mutex
+	token uint64
 }
 
 func (b keepsTheToken) Lead(ctx context.Context, holder, address string, ttl time.Duration) (backend.Lease, error) {
 	l, err := b.Backend.Lead(ctx, holder, address, ttl)
-	if *b.last != 0 {
-		l.Token = *b.last
+	b.last.mu.Lock()
+	defer b.last.mu.Unlock()
+	if b.last.token != 0 {
+		l.Token = b.last.token
 	}
-	*b.last = l.Token
+	b.last.token = l.Token
 	return l, err
 }
 
@@ -270,7 +278,7 @@ func TestLeaseSuiteFailsEachBrokenLeaseOnTheRuleItBreaks(t *testing.T) {
 		wrap  func(*memory.Backend) backend.Backend
 		rules []string
 	}{
-		{"keeps the token on takeover", func(m *memory.Backend) backend.Backend { return keepsTheToken{m, new(uint64)} }, []string{
+		{"keeps the token on takeover", func(m *memory.Backend) backend.Backend { return keepsTheToken{m, new(lastToken)} }, []string{
 			"LeaseEndsAfterTTLAndTheTokenGrowsOnTakeover", "RetakingAnEndedLeaseGrowsTheToken", "ResignFreesTheLeaseAtOnce",
 			"DeposedLeaderIsFencedOnceTheNewLeaderHasWritten", "TokenIsAboveEveryAppliedFence",
 		}},
