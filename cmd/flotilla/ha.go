@@ -33,7 +33,11 @@ import (
 // succeeded since: the lease may have ended by then on the database's
 // clock. When it ends, the term's context is cancelled (the loop drops the
 // server and its cycles) and the term's writes are refused at once (see
-// termBackend).
+// termBackend). A term never starts again under the token of a term the
+// process ended (the database may still count it live: a renewal applied
+// whose answer was lost): the process resigns and takes the lease again
+// with a higher token, which fences off the ended term's writes still in
+// flight before the new term reloads.
 
 // forwardedHeader marks a request a follower forwarded: the process that
 // receives it answers it or refuses it, and never forwards it again.
@@ -75,6 +79,10 @@ type elector struct {
 	mu sync.Mutex
 	// cur is the current term, nil while following.
 	cur *term
+	// ended is the token of the last term this process ended (0: none).
+	// No term starts again under it: that term's writes still in flight
+	// carry it, and only a higher fence refuses them.
+	ended uint64
 	// leader is the leader's advertised address as last read ("" when
 	// none is known); lastErr the last Lead's error.
 	leader  string
@@ -104,6 +112,19 @@ func (e *elector) round(ctx context.Context) time.Duration {
 	lctx, cancel := context.WithTimeout(ctx, limit)
 	l, err := e.leases.Lead(lctx, e.holder, e.advertise, e.ttl)
 	cancel()
+	if err == nil && l.Leading && l.Token <= e.endedToken() {
+		// The database renewed the lease of a term this process ended
+		// (a renewal applied whose answer was lost): give it up, so that
+		// the next Lead takes it with a higher token.
+		rctx, cancel := context.WithTimeout(ctx, e.ttl/3)
+		err = e.leases.Resign(rctx, e.holder)
+		cancel()
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.lastErr = err
+		e.setLeader("", l.Token)
+		return 10 * time.Millisecond
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.lastErr = err
@@ -158,8 +179,16 @@ func (e *elector) setLeader(addr string, token uint64) {
 	}
 }
 
+// endedToken returns the token of the last term this process ended.
+func (e *elector) endedToken() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.ended
+}
+
 // endTerm ends the current term; the caller holds mu.
 func (e *elector) endTerm() {
+	e.ended = max(e.ended, e.cur.token)
 	e.cur.until.Store(0)
 	e.cur.cancel()
 	e.cur = nil
