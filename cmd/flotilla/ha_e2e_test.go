@@ -296,3 +296,23 @@ func TestDeposedLeaderPausedPastItsTTLIsFencedAndStepsDown(t *testing.T) {
 
 	requireEveryJobSucceeded(t, ctx, both, 1, [][]string{ids})
 }
+
+// TestTwoServersAdvertisingOneURLNeverBothLead: the advertised URL is not
+// who holds the lease. Two live processes that advertise one URL (a load
+// balancer's, or the same unspecified listening address on two hosts)
+// are two holders: the second follows, it does not renew the first's
+// lease as its own and lead under the same token.
+func TestTwoServersAdvertisingOneURLNeverBothLead(t *testing.T) {
+	db := postgresURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	args := []string{"-db", db, "-cycle", "100ms", "-leader-ttl", "10s", "-advertise", "http://flotilla.invalid:8080"}
+	first, url0 := serveOn(t, ctx, args...)
+	waitLog(t, ctx, first, "first cycle as leader", 1)
+	// The second process takes part in a first election round before it
+	// listens: by then it has either led or followed.
+	second, url1 := serveOn(t, ctx, args...)
+	require.Empty(t, logLines(t, second, "leading"), "the second process led under the first's lease:\n%s", second.stderrText())
+	require.Equal(t, "0", leaderGauge(t, url1))
+	require.Equal(t, "1", leaderGauge(t, url0))
+}

@@ -328,10 +328,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if addr == "" {
 			addr = scheme + "://" + ln.Addr().String()
 		}
-		// The advertised address names the process in the lease: no two
-		// live processes listen at one address, and a process restarted
-		// at the address of one that died takes its lease over at once.
-		el = newElector(leases, addr, addr, *leaderTTL, time.Now)
+		el = newElector(leases, leaseHolder(ln.Addr()), addr, *leaderTTL, time.Now)
 		el.onChange = func(leads bool, leader string, token uint64) {
 			log.Info("leader", "leader", leader, "leading", leads, "token", token)
 		}
@@ -415,6 +412,20 @@ loop:
 		log.Warn("shutdown", "err", err)
 	}
 	return code
+}
+
+// leaseHolder names this process in the leader lease: its host's name
+// and the address it listens on (not the advertised URL, which several
+// processes may share: a load balancer's, or an unspecified address's on
+// every host). No two live processes on one host listen at one address,
+// so no two renew one lease as their own; a process restarted at the
+// address of one that died takes its lease over at once.
+func leaseHolder(listening net.Addr) string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return host + " " + listening.String()
 }
 
 // authenticated guards /metrics of a process that may not lead (and so
