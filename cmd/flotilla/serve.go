@@ -109,6 +109,17 @@ func isLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// unspecifiedHost reports whether a listen address binds every address
+// (0.0.0.0, ::, or no host): not one another process can reach it at.
+func unspecifiedHost(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "" || ip != nil && ip.IsUnspecified()
+}
+
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -120,7 +131,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	leaseTimeout := fs.Duration("lease-timeout", server.DefaultLeaseTimeout, "lease timeout: leases not renewed for this long expire")
 	tlsCert := fs.String("tls-cert", "", "TLS certificate file (with -tls-key)")
 	tlsKey := fs.String("tls-key", "", "TLS key file (with -tls-cert)")
-	advertise := fs.String("advertise", "", "with -db: the URL the other servers forward requests to while this one leads (default: the listening address)")
+	advertise := fs.String("advertise", "", "with -db: the URL the other servers forward requests to while this one leads (default: the listening address; required when it is unspecified, as :8080)")
 	leaderTTL := fs.Duration("leader-ttl", DefaultLeaderTTL, "with -db: the leader lease; renewed every third of it, taken over when it ends")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
@@ -140,6 +151,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return bad("-leader-ttl %s: want a positive duration", *leaderTTL)
 	case *advertise != "" && !strings.HasPrefix(*advertise, "http://") && !strings.HasPrefix(*advertise, "https://"):
 		return bad("-advertise %s: want an http:// or https:// URL", *advertise)
+	case *db != "" && *advertise == "" && unspecifiedHost(*listen):
+		return bad("-listen %s with -db: give -advertise, the URL the other servers reach this one at", *listen)
 	case (*tlsCert == "") != (*tlsKey == ""):
 		return bad("-tls-cert and -tls-key go together")
 	case *authPath == "" && !isLoopback(*listen):
