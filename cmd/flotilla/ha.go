@@ -16,6 +16,7 @@ import (
 	"github.com/flotilla-sched/flotilla/api"
 	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/events"
+	"github.com/flotilla-sched/flotilla/httpapi"
 )
 
 // High availability: several serve processes on one database elect one
@@ -311,9 +312,14 @@ func (b termBackend) PutUsage(ctx context.Context, rs []backend.UsageRecord) err
 }
 
 // router answers the API: the leader's handler while this process leads,
-// else a proxy to the leader, else 503.
+// else a proxy to the leader (with -auth, for a known token only), else
+// 503.
 type router struct {
 	e *elector
+	// auth, when set, is this process's -auth: a request goes to the
+	// leader only with a known token (the leader checks its rights), so
+	// a follower never passes on a request it would itself refuse.
+	auth *httpapi.Auth
 	// api is the leader's API handler, nil while not leading.
 	api atomic.Pointer[http.Handler]
 
@@ -343,7 +349,7 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			unavailable(w, err.Error())
 			return
 		}
-		p.ServeHTTP(w, r)
+		authenticated(rt.auth, p).ServeHTTP(w, r)
 	}
 }
 

@@ -316,3 +316,31 @@ func TestTwoServersAdvertisingOneURLNeverBothLead(t *testing.T) {
 	require.Equal(t, "0", leaderGauge(t, url1))
 	require.Equal(t, "1", leaderGauge(t, url0))
 }
+
+// TestFollowerWithAuthForwardsOnlyRequestsWithAKnownToken: a follower
+// started with -auth refuses a request without a known token (401) itself
+// rather than forwarding it: the leader it forwards to may have been
+// started without -auth (on loopback), and would take the request as
+// trusted. The leader still checks the token's rights.
+func TestFollowerWithAuthForwardsOnlyRequestsWithAKnownToken(t *testing.T) {
+	db := postgresURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	args := []string{"-db", db, "-cycle", "100ms", "-leader-ttl", "10s"}
+	leader, _ := serveOn(t, ctx, args...)
+	waitLog(t, ctx, leader, "first cycle as leader", 1)
+	auth := writeFile(t, "auth.json", `{"tokens": [{"token": "t-ops", "principal": "ops", "admin": true}]}`)
+	_, url := serveOn(t, ctx, append(args, "-auth", auth)...)
+
+	code, _, errOut := runClient(t, ctx, url, "queue", "create", "A")
+	require.Equal(t, 1, code, "no token: refused by the follower: %s", errOut)
+	require.Contains(t, errOut, "401")
+	code, _, errOut = runClient(t, ctx, url, "queue", "create", "A", "-token", "t-unknown")
+	require.Equal(t, 1, code, "an unknown token: refused by the follower: %s", errOut)
+	require.Contains(t, errOut, "401")
+	code, out, errOut := runClient(t, ctx, url, "queue", "list", "-token", "t-ops")
+	require.Equal(t, 0, code, errOut)
+	require.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 1, "nothing was created: %s", out)
+	code, _, errOut = runClient(t, ctx, url, "queue", "create", "A", "-token", "t-ops")
+	require.Equal(t, 0, code, "a known token is forwarded: %s", errOut)
+}

@@ -252,7 +252,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else {
 		// Every API request goes to the leader's handler, here or
 		// forwarded; health, readiness and metrics are this process's.
-		rt = &router{}
+		rt = &router{auth: auth}
 		mux.Handle("/", rt)
 		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 		mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
