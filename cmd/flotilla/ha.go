@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -53,14 +54,19 @@ type term struct {
 	// ctx ends with the term.
 	ctx    context.Context
 	cancel context.CancelFunc
-	// until is when the term ends unless renewed (Unix nanoseconds on the
-	// elector's clock).
+	// epoch is the elector's first reading of its clock, and until when
+	// the term ends unless renewed, in nanoseconds since epoch: times are
+	// compared by Sub, on the monotonic clock (time.Now's readings carry
+	// one), so a step of the wall clock (NTP, an operator) neither
+	// lengthens nor shortens a term. Unix times would follow the wall
+	// clock: set back, it would keep a deposed leader writing.
+	epoch time.Time
 	until atomic.Int64
 }
 
 // alive reports whether the term still holds at now.
 func (t *term) alive(now time.Time) bool {
-	return t.ctx.Err() == nil && now.UnixNano() < t.until.Load()
+	return t.ctx.Err() == nil && int64(now.Sub(t.epoch)) < t.until.Load()
 }
 
 // elector takes part in the election for one process.
@@ -70,8 +76,10 @@ type elector struct {
 	// others forward requests to.
 	holder, advertise string
 	ttl               time.Duration
-	// now is the elector's clock (time.Now in serve).
-	now func() time.Time
+	// now is the elector's clock (time.Now in serve: its readings carry
+	// the monotonic clock); epoch is its first reading.
+	now   func() time.Time
+	epoch time.Time
 	// newTerm hears of each new term (buffered: the latest is what counts).
 	newTerm chan struct{}
 	// onChange, when set, hears of every change of leader (for logging).
@@ -91,7 +99,7 @@ type elector struct {
 }
 
 func newElector(leases backend.Leases, holder, advertise string, ttl time.Duration, now func() time.Time) *elector {
-	return &elector{leases: leases, holder: holder, advertise: advertise, ttl: ttl, now: now,
+	return &elector{leases: leases, holder: holder, advertise: advertise, ttl: ttl, now: now, epoch: now(),
 		newTerm: make(chan struct{}, 1)}
 }
 
@@ -107,7 +115,7 @@ func (e *elector) round(ctx context.Context) time.Duration {
 	limit := e.ttl / 3
 	if e.cur != nil {
 		// A Lead call that hangs must not outlive the term.
-		limit = min(limit, time.Duration(e.cur.until.Load()-sent.UnixNano()))
+		limit = min(limit, time.Duration(e.cur.until.Load()-int64(sent.Sub(e.epoch))))
 	}
 	e.mu.Unlock()
 	lctx, cancel := context.WithTimeout(ctx, limit)
@@ -144,7 +152,7 @@ func (e *elector) round(ctx context.Context) time.Duration {
 			e.endTerm()
 		}
 		if e.cur == nil {
-			t := &term{token: l.Token}
+			t := &term{token: l.Token, epoch: e.epoch}
 			t.ctx, t.cancel = context.WithCancel(context.WithoutCancel(ctx))
 			e.cur = t
 			select {
@@ -152,7 +160,7 @@ func (e *elector) round(ctx context.Context) time.Duration {
 			default:
 			}
 		}
-		e.cur.until.Store(sent.Add(e.ttl).UnixNano())
+		e.cur.until.Store(int64(sent.Sub(e.epoch) + e.ttl))
 		e.setLeader(e.advertise, l.Token)
 	default:
 		if e.cur != nil {
@@ -190,7 +198,7 @@ func (e *elector) endedToken() uint64 {
 // endTerm ends the current term; the caller holds mu.
 func (e *elector) endTerm() {
 	e.ended = max(e.ended, e.cur.token)
-	e.cur.until.Store(0)
+	e.cur.until.Store(math.MinInt64)
 	e.cur.cancel()
 	e.cur = nil
 }
