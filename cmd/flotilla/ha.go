@@ -319,6 +319,20 @@ func (b termBackend) PutUsage(ctx context.Context, rs []backend.UsageRecord) err
 	return b.Backend.PutUsage(ctx, rs)
 }
 
+// termHandler serves h's requests for the term t: each request's context
+// ends when the term does, so a watch served by a leader that steps down
+// ends (its client resumes, through whichever process it reaches) rather
+// than staying open on a server that writes nothing more.
+func termHandler(t *term, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		stop := context.AfterFunc(t.ctx, cancel)
+		defer stop()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
 // router answers the API: the leader's handler while this process leads,
 // else a proxy to the leader (with -auth, for a known token only), else
 // 503.

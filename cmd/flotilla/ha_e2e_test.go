@@ -344,3 +344,66 @@ func TestFollowerWithAuthForwardsOnlyRequestsWithAKnownToken(t *testing.T) {
 	code, _, errOut = runClient(t, ctx, url, "queue", "create", "A", "-token", "t-ops")
 	require.Equal(t, 0, code, "a known token is forwarded: %s", errOut)
 }
+
+// TestWatchOnALeaderThatStepsDownDoesNotHangSilently: a watch served by
+// a leader follows that leader's own writes; once it steps down it writes
+// nothing more. The watch must end with the term (the client resumes
+// elsewhere, or reports the failure), not stay open and silent while the
+// new leader writes the job set's events.
+func TestWatchOnALeaderThatStepsDownDoesNotHangSilently(t *testing.T) {
+	const ttl = 2 * time.Second
+	db := postgresURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ps, urls := twoServers(t, ctx, db, ttl)
+	code, _, errOut := runClient(t, ctx, urls[0], "queue", "create", "A")
+	require.Equal(t, 0, code, errOut)
+	submit := func(url string) string {
+		t.Helper()
+		jobs := writeFile(t, "jobs.json", `{"queue": "A", "jobSet": "s", "jobs": [{"requests": {"cpu": "1"}}]}`)
+		code, out, errOut := runClient(t, ctx, url, "submit", jobs)
+		require.Equal(t, 0, code, errOut)
+		return strings.TrimSpace(out)
+	}
+	first := submit(urls[0])
+	w := start(t, ctx, "watch", "-server", urls[0], "-queue", "A", "-jobset", "s", "-o", "json")
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		for {
+			line, err := w.stdout.ReadString('\n')
+			if err != nil {
+				return
+			}
+			lines <- line
+		}
+	}()
+	for line := range lines {
+		if strings.Contains(line, first) {
+			break // the watch is open on the leader
+		}
+	}
+
+	require.NoError(t, ps[0].cmd.Process.Signal(syscall.SIGSTOP))
+	waitLog(t, ctx, ps[1], "first cycle as leader", 1)
+	require.NoError(t, ps[0].cmd.Process.Signal(syscall.SIGCONT))
+	waitLog(t, ctx, ps[0], "stepped down", 1)
+	second := submit(urls[1])
+
+	bound := time.After(15 * time.Second)
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				<-w.done
+				t.Logf("the watch ended: %s", w.stderrText())
+				return
+			}
+			if strings.Contains(line, second) {
+				return // resumed and delivered the new leader's event
+			}
+		case <-bound:
+			t.Fatalf("the watch on the deposed leader neither ended nor delivered the new leader's event %s in 15 s; its stderr:\n%s", second, w.stderrText())
+		}
+	}
+}

@@ -314,7 +314,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			log.Error("taking over failed: loading", "token", t.token, "err", err)
 			return
 		}
-		h := http.Handler(httpapi.New(srv, apiOpts))
+		h := termHandler(t, httpapi.New(srv, apiOpts))
 		current.Store(srv)
 		rt.api.Store(&h)
 		log.Info("leading", "token", t.token, "loaded", time.Since(began).String())
