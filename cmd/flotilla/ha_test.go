@@ -182,6 +182,26 @@ func TestElectorNeverStartsATermUnderTheTokenOfATermItEnded(t *testing.T) {
 	require.True(t, termSignalled(e))
 }
 
+// TestElectorStoppedWhileLeadingResignsSoAnotherLeadsAtOnce: a leader
+// shutting down (SIGTERM) ends its term and gives the lease up, so its
+// successor does not wait for the ttl.
+func TestElectorStoppedWhileLeadingResignsSoAnotherLeadsAtOnce(t *testing.T) {
+	b, clock := leaseWorld()
+	a := newElector(b, "a", "http://a", 3*time.Second, clock.Now)
+	f := newElector(b, "f", "http://f", 3*time.Second, clock.Now)
+	a.round(context.Background())
+	ta := a.term()
+	require.NotNil(t, ta)
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
+	a.run(stopped) // returns at once: stopped
+	require.Nil(t, a.term())
+	require.Error(t, ta.ctx.Err(), "the term ends with the process")
+	f.round(context.Background()) // no time has passed
+	require.NotNil(t, f.term(), "the lease was given up")
+	require.Greater(t, f.term().token, ta.token)
+}
+
 // TestTermBackendRefusesEveryWriteOnceTheTermHasEnded: a leader whose
 // lease may have passed to another process writes nothing more, fenced
 // or not (jobs, queues, executors, usage); reads go on.
