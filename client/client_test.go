@@ -88,3 +88,35 @@ func TestClientRefusesAServerListWithABadURLNamingIt(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// TestClientOfSeveralServersNeverSendsASubmitTwice: a submission whose
+// connection broke after it was sent (the server may have stored it) is
+// not sent to the next server (without client ids, that would store the
+// jobs twice): the caller gets the error and decides.
+func TestClientOfSeveralServersNeverSendsASubmitTwice(t *testing.T) {
+	var applied, other atomic.Int32
+	breaks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		applied.Add(1) // stored, then the connection breaks before the answer
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	t.Cleanup(breaks.Close)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		other.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"jobIds": ["x"]}` + "\n"))
+	}))
+	t.Cleanup(up.Close)
+	c, err := client.New(breaks.URL+","+up.URL, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Submit(context.Background(), []byte(`{"queue": "A", "jobSet": "s", "jobs": [{}]}`)); err == nil {
+		t.Fatal("a submission whose connection broke succeeded; want its error")
+	}
+	if applied.Load() != 1 || other.Load() != 0 {
+		t.Errorf("the submission reached the first server %d times and the next %d times; want 1 and 0", applied.Load(), other.Load())
+	}
+}

@@ -52,6 +52,68 @@ func TestCommitWhoseConnectionDiesAtCommitIsErrOutcomeUnknown(t *testing.T) {
 	}
 }
 
+// TestNewLeadersFenceWaitsForTheOldLeadersCommitInFlightThenRefusesIt:
+// the fence check is atomic with the write. An old leader's Commit that
+// has passed the check (its fence equal to the stored one) and not yet
+// committed holds the fence row, so a new leader's raise waits for it:
+// the old write lands before the raise (and so before the new leader's
+// reload reads), never after; from the raise on the old fence is refused.
+func TestNewLeadersFenceWaitsForTheOldLeadersCommitInFlightThenRefusesIt(t *testing.T) {
+	ctx := context.Background()
+	u := freshSchema(t)
+	old, successor := open(t, u), open(t, u)
+	if err := old.CreateQueue(ctx, flotilla.Queue{Name: "A"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Commit(ctx, &backend.Write{Fence: 5}); err != nil {
+		t.Fatal(err)
+	}
+	watcher, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watcher.Close(ctx)
+	raised := make(chan error, 1)
+	old.beforeCommit = func(uint32) {
+		go func() { _, err := successor.Commit(ctx, &backend.Write{Fence: 6}); raised <- err }()
+		for {
+			select {
+			case err := <-raised:
+				raised <- err
+				t.Errorf("the successor's fence write did not wait for the old leader's commit in flight")
+				return
+			default:
+			}
+			var waiting bool
+			if err := watcher.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+				WHERE pid <> pg_backend_pid() AND wait_event_type = 'Lock' AND query LIKE '%fence%')`).Scan(&waiting); err != nil {
+				t.Errorf("watching locks: %v", err)
+				return
+			}
+			if waiting {
+				return
+			}
+		}
+	}
+	w := oneJob("in-flight")
+	w.Fence = 5
+	if _, err := old.Commit(ctx, w); err != nil {
+		t.Fatalf("the old leader's Commit in flight: %v, want it applied", err)
+	}
+	old.beforeCommit = nil
+	if err := <-raised; err != nil {
+		t.Fatalf("the successor's fence write: %v", err)
+	}
+	if _, err := successor.Job(ctx, "in-flight"); err != nil {
+		t.Errorf("the successor reads the old leader's write after its fence: %v", err)
+	}
+	late := oneJob("late")
+	late.Fence = 5
+	if _, err := old.Commit(ctx, late); !errors.Is(err, backend.ErrFenced) {
+		t.Errorf("the old leader's Commit after the raise: %v, want ErrFenced", err)
+	}
+}
+
 // oneJob is a write of one new job in A/s with its submitted event.
 func oneJob(id string) *backend.Write {
 	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)

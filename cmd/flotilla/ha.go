@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -16,6 +17,7 @@ import (
 	"github.com/flotilla-sched/flotilla/api"
 	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/events"
+	"github.com/flotilla-sched/flotilla/httpapi"
 )
 
 // High availability: several serve processes on one database elect one
@@ -33,7 +35,11 @@ import (
 // succeeded since: the lease may have ended by then on the database's
 // clock. When it ends, the term's context is cancelled (the loop drops the
 // server and its cycles) and the term's writes are refused at once (see
-// termBackend).
+// termBackend). A term never starts again under the token of a term the
+// process ended (the database may still count it live: a renewal applied
+// whose answer was lost): the process resigns and takes the lease again
+// with a higher token, which fences off the ended term's writes still in
+// flight before the new term reloads.
 
 // forwardedHeader marks a request a follower forwarded: the process that
 // receives it answers it or refuses it, and never forwards it again.
@@ -48,14 +54,19 @@ type term struct {
 	// ctx ends with the term.
 	ctx    context.Context
 	cancel context.CancelFunc
-	// until is when the term ends unless renewed (Unix nanoseconds on the
-	// elector's clock).
+	// epoch is the elector's first reading of its clock, and until when
+	// the term ends unless renewed, in nanoseconds since epoch: times are
+	// compared by Sub, on the monotonic clock (time.Now's readings carry
+	// one), so a step of the wall clock (NTP, an operator) neither
+	// lengthens nor shortens a term. Unix times would follow the wall
+	// clock: set back, it would keep a deposed leader writing.
+	epoch time.Time
 	until atomic.Int64
 }
 
 // alive reports whether the term still holds at now.
 func (t *term) alive(now time.Time) bool {
-	return t.ctx.Err() == nil && now.UnixNano() < t.until.Load()
+	return t.ctx.Err() == nil && int64(now.Sub(t.epoch)) < t.until.Load()
 }
 
 // elector takes part in the election for one process.
@@ -65,8 +76,10 @@ type elector struct {
 	// others forward requests to.
 	holder, advertise string
 	ttl               time.Duration
-	// now is the elector's clock (time.Now in serve).
-	now func() time.Time
+	// now is the elector's clock (time.Now in serve: its readings carry
+	// the monotonic clock); epoch is its first reading.
+	now   func() time.Time
+	epoch time.Time
 	// newTerm hears of each new term (buffered: the latest is what counts).
 	newTerm chan struct{}
 	// onChange, when set, hears of every change of leader (for logging).
@@ -75,6 +88,10 @@ type elector struct {
 	mu sync.Mutex
 	// cur is the current term, nil while following.
 	cur *term
+	// ended is the token of the last term this process ended (0: none).
+	// No term starts again under it: that term's writes still in flight
+	// carry it, and only a higher fence refuses them.
+	ended uint64
 	// leader is the leader's advertised address as last read ("" when
 	// none is known); lastErr the last Lead's error.
 	leader  string
@@ -82,7 +99,7 @@ type elector struct {
 }
 
 func newElector(leases backend.Leases, holder, advertise string, ttl time.Duration, now func() time.Time) *elector {
-	return &elector{leases: leases, holder: holder, advertise: advertise, ttl: ttl, now: now,
+	return &elector{leases: leases, holder: holder, advertise: advertise, ttl: ttl, now: now, epoch: now(),
 		newTerm: make(chan struct{}, 1)}
 }
 
@@ -98,12 +115,25 @@ func (e *elector) round(ctx context.Context) time.Duration {
 	limit := e.ttl / 3
 	if e.cur != nil {
 		// A Lead call that hangs must not outlive the term.
-		limit = min(limit, time.Duration(e.cur.until.Load()-sent.UnixNano()))
+		limit = min(limit, time.Duration(e.cur.until.Load()-int64(sent.Sub(e.epoch))))
 	}
 	e.mu.Unlock()
 	lctx, cancel := context.WithTimeout(ctx, limit)
 	l, err := e.leases.Lead(lctx, e.holder, e.advertise, e.ttl)
 	cancel()
+	if err == nil && l.Leading && l.Token <= e.endedToken() {
+		// The database renewed the lease of a term this process ended
+		// (a renewal applied whose answer was lost): give it up, so that
+		// the next Lead takes it with a higher token.
+		rctx, cancel := context.WithTimeout(ctx, e.ttl/3)
+		err = e.leases.Resign(rctx, e.holder)
+		cancel()
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.lastErr = err
+		e.setLeader("", l.Token)
+		return 10 * time.Millisecond
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.lastErr = err
@@ -122,7 +152,7 @@ func (e *elector) round(ctx context.Context) time.Duration {
 			e.endTerm()
 		}
 		if e.cur == nil {
-			t := &term{token: l.Token}
+			t := &term{token: l.Token, epoch: e.epoch}
 			t.ctx, t.cancel = context.WithCancel(context.WithoutCancel(ctx))
 			e.cur = t
 			select {
@@ -130,7 +160,7 @@ func (e *elector) round(ctx context.Context) time.Duration {
 			default:
 			}
 		}
-		e.cur.until.Store(sent.Add(e.ttl).UnixNano())
+		e.cur.until.Store(int64(sent.Sub(e.epoch) + e.ttl))
 		e.setLeader(e.advertise, l.Token)
 	default:
 		if e.cur != nil {
@@ -158,9 +188,17 @@ func (e *elector) setLeader(addr string, token uint64) {
 	}
 }
 
+// endedToken returns the token of the last term this process ended.
+func (e *elector) endedToken() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.ended
+}
+
 // endTerm ends the current term; the caller holds mu.
 func (e *elector) endTerm() {
-	e.cur.until.Store(0)
+	e.ended = max(e.ended, e.cur.token)
+	e.cur.until.Store(math.MinInt64)
 	e.cur.cancel()
 	e.cur = nil
 }
@@ -299,10 +337,29 @@ func (b termBackend) PutUsage(ctx context.Context, rs []backend.UsageRecord) err
 	return b.Backend.PutUsage(ctx, rs)
 }
 
+// termHandler serves h's requests for the term t: each request's context
+// ends when the term does, so a watch served by a leader that steps down
+// ends (its client resumes, through whichever process it reaches) rather
+// than staying open on a server that writes nothing more.
+func termHandler(t *term, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		stop := context.AfterFunc(t.ctx, cancel)
+		defer stop()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
 // router answers the API: the leader's handler while this process leads,
-// else a proxy to the leader, else 503.
+// else a proxy to the leader (with -auth, for a known token only), else
+// 503.
 type router struct {
 	e *elector
+	// auth, when set, is this process's -auth: a request goes to the
+	// leader only with a known token (the leader checks its rights), so
+	// a follower never passes on a request it would itself refuse.
+	auth *httpapi.Auth
 	// api is the leader's API handler, nil while not leading.
 	api atomic.Pointer[http.Handler]
 
@@ -332,7 +389,7 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			unavailable(w, err.Error())
 			return
 		}
-		p.ServeHTTP(w, r)
+		authenticated(rt.auth, p).ServeHTTP(w, r)
 	}
 }
 

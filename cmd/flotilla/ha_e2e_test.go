@@ -296,3 +296,114 @@ func TestDeposedLeaderPausedPastItsTTLIsFencedAndStepsDown(t *testing.T) {
 
 	requireEveryJobSucceeded(t, ctx, both, 1, [][]string{ids})
 }
+
+// TestTwoServersAdvertisingOneURLNeverBothLead: the advertised URL is not
+// who holds the lease. Two live processes that advertise one URL (a load
+// balancer's, or the same unspecified listening address on two hosts)
+// are two holders: the second follows, it does not renew the first's
+// lease as its own and lead under the same token.
+func TestTwoServersAdvertisingOneURLNeverBothLead(t *testing.T) {
+	db := postgresURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	args := []string{"-db", db, "-cycle", "100ms", "-leader-ttl", "10s", "-advertise", "http://flotilla.invalid:8080"}
+	first, url0 := serveOn(t, ctx, args...)
+	waitLog(t, ctx, first, "first cycle as leader", 1)
+	// The second process takes part in a first election round before it
+	// listens: by then it has either led or followed.
+	second, url1 := serveOn(t, ctx, args...)
+	require.Empty(t, logLines(t, second, "leading"), "the second process led under the first's lease:\n%s", second.stderrText())
+	require.Equal(t, "0", leaderGauge(t, url1))
+	require.Equal(t, "1", leaderGauge(t, url0))
+}
+
+// TestFollowerWithAuthForwardsOnlyRequestsWithAKnownToken: a follower
+// started with -auth refuses a request without a known token (401) itself
+// rather than forwarding it: the leader it forwards to may have been
+// started without -auth (on loopback), and would take the request as
+// trusted. The leader still checks the token's rights.
+func TestFollowerWithAuthForwardsOnlyRequestsWithAKnownToken(t *testing.T) {
+	db := postgresURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	args := []string{"-db", db, "-cycle", "100ms", "-leader-ttl", "10s"}
+	leader, _ := serveOn(t, ctx, args...)
+	waitLog(t, ctx, leader, "first cycle as leader", 1)
+	auth := writeFile(t, "auth.json", `{"tokens": [{"token": "t-ops", "principal": "ops", "admin": true}]}`)
+	_, url := serveOn(t, ctx, append(args, "-auth", auth)...)
+
+	code, _, errOut := runClient(t, ctx, url, "queue", "create", "A")
+	require.Equal(t, 1, code, "no token: refused by the follower: %s", errOut)
+	require.Contains(t, errOut, "401")
+	code, _, errOut = runClient(t, ctx, url, "queue", "create", "A", "-token", "t-unknown")
+	require.Equal(t, 1, code, "an unknown token: refused by the follower: %s", errOut)
+	require.Contains(t, errOut, "401")
+	code, out, errOut := runClient(t, ctx, url, "queue", "list", "-token", "t-ops")
+	require.Equal(t, 0, code, errOut)
+	require.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 1, "nothing was created: %s", out)
+	code, _, errOut = runClient(t, ctx, url, "queue", "create", "A", "-token", "t-ops")
+	require.Equal(t, 0, code, "a known token is forwarded: %s", errOut)
+}
+
+// TestWatchOnALeaderThatStepsDownDoesNotHangSilently: a watch served by
+// a leader follows that leader's own writes; once it steps down it writes
+// nothing more. The watch must end with the term (the client resumes
+// elsewhere, or reports the failure), not stay open and silent while the
+// new leader writes the job set's events.
+func TestWatchOnALeaderThatStepsDownDoesNotHangSilently(t *testing.T) {
+	const ttl = 2 * time.Second
+	db := postgresURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ps, urls := twoServers(t, ctx, db, ttl)
+	code, _, errOut := runClient(t, ctx, urls[0], "queue", "create", "A")
+	require.Equal(t, 0, code, errOut)
+	submit := func(url string) string {
+		t.Helper()
+		jobs := writeFile(t, "jobs.json", `{"queue": "A", "jobSet": "s", "jobs": [{"requests": {"cpu": "1"}}]}`)
+		code, out, errOut := runClient(t, ctx, url, "submit", jobs)
+		require.Equal(t, 0, code, errOut)
+		return strings.TrimSpace(out)
+	}
+	first := submit(urls[0])
+	w := start(t, ctx, "watch", "-server", urls[0], "-queue", "A", "-jobset", "s", "-o", "json")
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		for {
+			line, err := w.stdout.ReadString('\n')
+			if err != nil {
+				return
+			}
+			lines <- line
+		}
+	}()
+	for line := range lines {
+		if strings.Contains(line, first) {
+			break // the watch is open on the leader
+		}
+	}
+
+	require.NoError(t, ps[0].cmd.Process.Signal(syscall.SIGSTOP))
+	waitLog(t, ctx, ps[1], "first cycle as leader", 1)
+	require.NoError(t, ps[0].cmd.Process.Signal(syscall.SIGCONT))
+	waitLog(t, ctx, ps[0], "stepped down", 1)
+	second := submit(urls[1])
+
+	bound := time.After(15 * time.Second)
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				<-w.done
+				t.Logf("the watch ended: %s", w.stderrText())
+				return
+			}
+			if strings.Contains(line, second) {
+				return // resumed and delivered the new leader's event
+			}
+		case <-bound:
+			t.Fatalf("the watch on the deposed leader neither ended nor delivered the new leader's event %s in 15 s; its stderr:\n%s", second, w.stderrText())
+		}
+	}
+}

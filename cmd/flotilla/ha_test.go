@@ -62,6 +62,22 @@ func (f *flaky) Lead(ctx context.Context, holder, address string, ttl time.Durat
 
 func (f *flaky) setDown(d bool) { f.mu.Lock(); f.down = d; f.mu.Unlock() }
 
+// lostAnswer is a lease whose Lead is applied but answers an error while
+// lose is set: a renewal that reached the database after its caller gave
+// up on it (a timeout, a broken connection).
+type lostAnswer struct {
+	backend.Leases
+	lose bool
+}
+
+func (l *lostAnswer) Lead(ctx context.Context, holder, address string, ttl time.Duration) (backend.Lease, error) {
+	lease, err := l.Leases.Lead(ctx, holder, address, ttl)
+	if err == nil && l.lose {
+		return backend.Lease{}, backend.ErrOutcomeUnknown
+	}
+	return lease, err
+}
+
 func termSignalled(e *elector) bool {
 	select {
 	case <-e.newTerm:
@@ -131,6 +147,59 @@ func TestElectorEndsItsTermTTLAfterTheLastRenewalWasSentWhenRenewalsFail(t *test
 	e.round(ctx)
 	require.NotNil(t, e.term())
 	require.Greater(t, e.term().token, tm.token)
+}
+
+// TestElectorNeverStartsATermUnderTheTokenOfATermItEnded: a term the
+// process ended by its own clock (no answered renewal for a ttl) may
+// still be the database's live lease (a renewal was applied but its
+// answer lost). Leading again under that token would let the ended term's
+// writes still in flight (fence equal, not below) land after the new
+// term's reload, unseen by its server; the process resigns and leads
+// again under a new token.
+func TestElectorNeverStartsATermUnderTheTokenOfATermItEnded(t *testing.T) {
+	b, clock := leaseWorld()
+	lease := &lostAnswer{Leases: b}
+	ctx := context.Background()
+	e := newElector(lease, "http://a", "http://a", 3*time.Second, clock.Now)
+	e.round(ctx)
+	require.True(t, termSignalled(e))
+	first := e.term()
+	require.NotNil(t, first)
+
+	clock.advance(2 * time.Second)
+	lease.lose = true
+	e.round(ctx) // applied (the lease now lasts until 5 s), answer lost
+	lease.lose = false
+	clock.advance(1500 * time.Millisecond)
+	for range 3 {
+		e.round(ctx)
+		if tm := e.term(); tm != nil {
+			require.Greater(t, tm.token, first.token, "a new term, a new token")
+		}
+	}
+	require.Error(t, first.ctx.Err(), "the term not renewed for a ttl has ended")
+	require.NotNil(t, e.term(), "the process leads again")
+	require.True(t, termSignalled(e))
+}
+
+// TestElectorStoppedWhileLeadingResignsSoAnotherLeadsAtOnce: a leader
+// shutting down (SIGTERM) ends its term and gives the lease up, so its
+// successor does not wait for the ttl.
+func TestElectorStoppedWhileLeadingResignsSoAnotherLeadsAtOnce(t *testing.T) {
+	b, clock := leaseWorld()
+	a := newElector(b, "a", "http://a", 3*time.Second, clock.Now)
+	f := newElector(b, "f", "http://f", 3*time.Second, clock.Now)
+	a.round(context.Background())
+	ta := a.term()
+	require.NotNil(t, ta)
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
+	a.run(stopped) // returns at once: stopped
+	require.Nil(t, a.term())
+	require.Error(t, ta.ctx.Err(), "the term ends with the process")
+	f.round(context.Background()) // no time has passed
+	require.NotNil(t, f.term(), "the lease was given up")
+	require.Greater(t, f.term().token, ta.token)
 }
 
 // TestTermBackendRefusesEveryWriteOnceTheTermHasEnded: a leader whose

@@ -109,6 +109,17 @@ func isLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// unspecifiedHost reports whether a listen address binds every address
+// (0.0.0.0, ::, or no host): not one another process can reach it at.
+func unspecifiedHost(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "" || ip != nil && ip.IsUnspecified()
+}
+
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -120,7 +131,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	leaseTimeout := fs.Duration("lease-timeout", server.DefaultLeaseTimeout, "lease timeout: leases not renewed for this long expire")
 	tlsCert := fs.String("tls-cert", "", "TLS certificate file (with -tls-key)")
 	tlsKey := fs.String("tls-key", "", "TLS key file (with -tls-cert)")
-	advertise := fs.String("advertise", "", "with -db: the URL the other servers forward requests to while this one leads (default: the listening address)")
+	advertise := fs.String("advertise", "", "with -db: the URL the other servers forward requests to while this one leads (default: the listening address; required when it is unspecified, as :8080)")
 	leaderTTL := fs.Duration("leader-ttl", DefaultLeaderTTL, "with -db: the leader lease; renewed every third of it, taken over when it ends")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
@@ -140,6 +151,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return bad("-leader-ttl %s: want a positive duration", *leaderTTL)
 	case *advertise != "" && !strings.HasPrefix(*advertise, "http://") && !strings.HasPrefix(*advertise, "https://"):
 		return bad("-advertise %s: want an http:// or https:// URL", *advertise)
+	case *db != "" && *advertise == "" && unspecifiedHost(*listen):
+		return bad("-listen %s with -db: give -advertise, the URL the other servers reach this one at", *listen)
 	case (*tlsCert == "") != (*tlsKey == ""):
 		return bad("-tls-cert and -tls-key go together")
 	case *authPath == "" && !isLoopback(*listen):
@@ -239,7 +252,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else {
 		// Every API request goes to the leader's handler, here or
 		// forwarded; health, readiness and metrics are this process's.
-		rt = &router{}
+		rt = &router{auth: auth}
 		mux.Handle("/", rt)
 		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 		mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
@@ -305,7 +318,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			log.Error("taking over failed: loading", "token", t.token, "err", err)
 			return
 		}
-		h := http.Handler(httpapi.New(srv, apiOpts))
+		h := termHandler(t, httpapi.New(srv, apiOpts))
 		current.Store(srv)
 		rt.api.Store(&h)
 		log.Info("leading", "token", t.token, "loaded", time.Since(began).String())
@@ -332,10 +345,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if addr == "" {
 			addr = scheme + "://" + ln.Addr().String()
 		}
-		// The advertised address names the process in the lease: no two
-		// live processes listen at one address, and a process restarted
-		// at the address of one that died takes its lease over at once.
-		el = newElector(leases, addr, addr, *leaderTTL, time.Now)
+		el = newElector(leases, leaseHolder(ln.Addr()), addr, *leaderTTL, time.Now)
 		el.onChange = func(leads bool, leader string, token uint64) {
 			log.Info("leader", "leader", leader, "leading", leads, "token", token)
 		}
@@ -419,6 +429,20 @@ loop:
 		log.Warn("shutdown", "err", err)
 	}
 	return code
+}
+
+// leaseHolder names this process in the leader lease: its host's name
+// and the address it listens on (not the advertised URL, which several
+// processes may share: a load balancer's, or an unspecified address's on
+// every host). No two live processes on one host listen at one address,
+// so no two renew one lease as their own; a process restarted at the
+// address of one that died takes its lease over at once.
+func leaseHolder(listening net.Addr) string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return host + " " + listening.String()
 }
 
 // authenticated guards /metrics of a process that may not lead (and so

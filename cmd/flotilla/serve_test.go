@@ -114,7 +114,8 @@ func TestServeWithAuthRefusesMetricsWithoutAKnownToken(t *testing.T) {
 }
 
 // TestServeRefusesABadLeaderTTLOrAdvertiseURLAsBadInput: -leader-ttl must
-// be positive and -advertise an http(s) URL; anything else is bad input
+// be positive and -advertise an http(s) URL, given when -db listens on an
+// unspecified address; anything else is bad input
 // (exit 2, the flag and value named), before anything listens.
 func TestServeRefusesABadLeaderTTLOrAdvertiseURLAsBadInput(t *testing.T) {
 	for _, c := range []struct {
@@ -124,6 +125,11 @@ func TestServeRefusesABadLeaderTTLOrAdvertiseURLAsBadInput(t *testing.T) {
 		{[]string{"-leader-ttl", "0s"}, "-leader-ttl 0s: want a positive duration"},
 		{[]string{"-leader-ttl", "-3s"}, "-leader-ttl -3s: want a positive duration"},
 		{[]string{"-advertise", "127.0.0.1:8080"}, "-advertise 127.0.0.1:8080: want an http:// or https:// URL"},
+		// Listening on every address, a server with -db would advertise
+		// http://[::]:8080: each follower would forward to itself.
+		{[]string{"-db", "postgres://db.invalid/f", "-listen", ":0"}, "-listen :0 with -db: give -advertise"},
+		{[]string{"-db", "postgres://db.invalid/f", "-listen", "0.0.0.0:0", "-auth", "a.json"}, "-listen 0.0.0.0:0 with -db: give -advertise"},
+		{[]string{"-db", "postgres://db.invalid/f", "-listen", "[::]:0"}, "-listen [::]:0 with -db: give -advertise"},
 	} {
 		var out, errOut bytes.Buffer
 		code := run(context.Background(), append([]string{"serve", "-listen", "127.0.0.1:0"}, c.args...), &out, &errOut)
