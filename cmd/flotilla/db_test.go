@@ -335,7 +335,7 @@ func TestServeOnPostgresKilled20TimesMidLoadLosesNothingAndReplayGivesTheStoredS
 	}
 	load.acked = make([][]string, load.batches)
 	db := postgresURL(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	addr := freePort(t)
 	args := []string{"-listen", addr, "-db", db, "-cycle", "100ms", "-lease-timeout", "5s"}
