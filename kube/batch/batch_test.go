@@ -38,7 +38,7 @@ func testPod(name, cpu string, mod func(*corev1.Pod)) *corev1.Pod {
 		Spec: corev1.PodSpec{
 			SchedulerName:                 DefaultSchedulerName,
 			TerminationGracePeriodSeconds: &grace,
-			Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+			Containers: []corev1.Container{{Name: "c", Image: "busybox", Resources: corev1.ResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}},
 		},
 	}
