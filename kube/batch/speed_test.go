@@ -123,3 +123,88 @@ func waitState(s *Scheduler, cond func(st *state) bool) error {
 		return cond(&s.st), nil
 	})
 }
+
+// TestLiveSpeedFairShareRebalanceEvictsAThousandPods fills 100 nodes of 20
+// cpu with 2,000 pods of queue a, then submits 2,000 of queue b: the
+// cycle that rebalances to fair share evicts 1,000 of a's pods; it
+// reports how long that cycle took, evictions included (issue 12: within
+// 5 s). Only with FLOTILLA_KUBE_SPEED=1.
+func TestLiveSpeedFairShareRebalanceEvictsAThousandPods(t *testing.T) {
+	if os.Getenv("FLOTILLA_KUBE_SPEED") != "1" {
+		t.Skip("set FLOTILLA_KUBE_SPEED=1 to measure eviction throughput")
+	}
+	l := newLive(t)
+	rc := *l.c.Config
+	rc.QPS, rc.Burst = 10000, 20000
+	cs, err := kubernetes.NewForConfig(&rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := parallel(100, 32, func(i int) error { return createNode(ctx, cs, fmt.Sprintf("n%03d", i), "20") }); err != nil {
+		t.Fatal(err)
+	}
+	submit := func(q string, n int) {
+		t.Helper()
+		err := parallel(n, 32, func(i int) error {
+			p := testPod(fmt.Sprintf("%s%04d", q, i), "1", nil)
+			p.UID, p.Labels = "", map[string]string{"flotilla.dev/queue": q}
+			_, err := cs.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	submit("a", 2000)
+	s, err := New(cs, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := s.Start(sctx); err != nil {
+		t.Fatal(err)
+	}
+	running := func(n int) func(st *state) bool {
+		return func(st *state) bool {
+			c := 0
+			for _, ps := range st.pods {
+				if ps.kind == kindRunning {
+					c++
+				}
+			}
+			return c >= n
+		}
+	}
+	if err := waitState(s, func(st *state) bool { return len(st.pods) >= 2000 }); err != nil {
+		t.Fatal(err)
+	}
+	for bound := 0; bound < 2000; {
+		rep, err := s.Cycle(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bound += rep.Bound
+	}
+	if err := waitState(s, running(2000)); err != nil {
+		t.Fatal(err)
+	}
+	submit("b", 2000)
+	if err := waitState(s, func(st *state) bool { return len(st.pods) >= 4000 }); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	rep, err := s.Cycle(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := time.Since(start)
+	t.Logf("fair-share rebalance: evicted %d pods (%d refused) in %v: %.0f evictions/s", rep.Evicted, rep.EvictFailed, d, float64(rep.Evicted)/d.Seconds())
+	if rep.Evicted < 1000 {
+		t.Fatalf("evicted %d pods, want 1000", rep.Evicted)
+	}
+	if d > 5*time.Second {
+		t.Errorf("the rebalance took %v, want at most 5 s", d)
+	}
+}
