@@ -35,6 +35,9 @@ type Report struct {
 	Waiting int
 	// Conditions counts the PodScheduled=False conditions written.
 	Conditions int
+	// EvictionsTook is how long, from the start of the cycle's API calls,
+	// the last eviction took to return (evictions are issued first).
+	EvictionsTook time.Duration
 	// Errors are the API calls that failed, one per pod.
 	Errors []error
 }
@@ -321,6 +324,7 @@ func (p *plan) cond(s *Scheduler, pod *corev1.Pod, reason, message string) {
 // evictions first, then bindings, then conditions.
 func (s *Scheduler) execute(ctx context.Context, p *plan, rep *Report) {
 	var mu sync.Mutex
+	start := time.Now()
 	work := make(chan func())
 	var wg sync.WaitGroup
 	for range min(s.cfg.BindWorkers, len(p.binds)+len(p.evicts)+len(p.conds)) {
@@ -340,6 +344,11 @@ func (s *Scheduler) execute(ctx context.Context, p *plan, rep *Report) {
 	}
 	for _, e := range p.evicts {
 		work <- func() {
+			defer func() {
+				mu.Lock()
+				rep.EvictionsTook = max(rep.EvictionsTook, time.Since(start))
+				mu.Unlock()
+			}()
 			if err := s.evict(ctx, e); err != nil {
 				fail(&rep.EvictFailed, err)
 				return
