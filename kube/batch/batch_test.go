@@ -1,0 +1,273 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/flotilla-sched/flotilla/kube/kubeconv"
+)
+
+func testNode(name, cpu string) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("16Gi"),
+		}},
+	}
+}
+
+func testPod(name, cpu string, mod func(*corev1.Pod)) *corev1.Pod {
+	grace := int64(17)
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
+		Spec: corev1.PodSpec{
+			SchedulerName:                 DefaultSchedulerName,
+			TerminationGracePeriodSeconds: &grace,
+			Containers: []corev1.Container{{Name: "c", Image: "busybox", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}},
+		},
+	}
+	if mod != nil {
+		mod(p)
+	}
+	return p
+}
+
+// fixture is a fake clientset whose binding subresource sets the pod's
+// spec.nodeName (as the apiserver does) unless lag is set, and which
+// records binds, evictions and status patches.
+type fixture struct {
+	t      *testing.T
+	cs     *fake.Clientset
+	s      *Scheduler
+	mu     sync.Mutex
+	lag    bool
+	failOn map[string]bool
+	binds  []string
+	evicts []*policyv1.Eviction
+}
+
+func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
+	t.Helper()
+	f := &fixture{t: t, cs: fake.NewClientset(objs...), failOn: map[string]bool{}}
+	f.cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		ca := a.(k8stesting.CreateAction)
+		switch a.GetSubresource() {
+		case "binding":
+			b := ca.GetObject().(*corev1.Binding)
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if f.failOn[b.Name] {
+				return true, nil, errors.New("injected bind failure")
+			}
+			f.binds = append(f.binds, b.Name+"@"+b.Target.Name)
+			if f.lag {
+				return true, nil, nil
+			}
+			o, err := f.cs.Tracker().Get(corev1.SchemeGroupVersion.WithResource("pods"), a.GetNamespace(), b.Name)
+			if err != nil {
+				return true, nil, err
+			}
+			p := o.(*corev1.Pod).DeepCopy()
+			p.Spec.NodeName = b.Target.Name
+			return true, nil, f.cs.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), p, a.GetNamespace())
+		case "eviction":
+			f.mu.Lock()
+			f.evicts = append(f.evicts, ca.GetObject().(*policyv1.Eviction))
+			f.mu.Unlock()
+			return true, nil, nil
+		}
+		return false, nil, nil
+	})
+	s, err := New(f.cs, Config{Now: func() time.Time { return time.Unix(1000, 0) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.s = s
+	return f
+}
+
+func (f *fixture) cycle() *Report {
+	f.t.Helper()
+	rep, err := f.s.Cycle(context.Background())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return rep
+}
+
+// until polls the scheduler's state (under its lock) until cond holds.
+func (f *fixture) until(what string, cond func(st *state) bool) {
+	f.t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		f.s.mu.Lock()
+		defer f.s.mu.Unlock()
+		return cond(&f.s.st), nil
+	})
+	if err != nil {
+		f.t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func (f *fixture) statusPatches() []string {
+	var out []string
+	for _, a := range f.cs.Actions() {
+		if pa, ok := a.(k8stesting.PatchAction); ok && a.GetSubresource() == "status" {
+			out = append(out, pa.GetName()+" "+string(pa.GetPatch()))
+		}
+	}
+	return out
+}
+
+func TestPodsOfItsSchedulerNameAreBoundOthersIgnored(t *testing.T) {
+	f := newFixture(t, testNode("n1", "4"),
+		testPod("ours", "1", nil),
+		testPod("theirs", "1", func(p *corev1.Pod) { p.Spec.SchedulerName = "default-scheduler" }))
+	rep := f.cycle()
+	if rep.Bound != 1 || len(f.binds) != 1 || f.binds[0] != "ours@n1" {
+		t.Fatalf("bound %d: %v, want ours@n1", rep.Bound, f.binds)
+	}
+}
+
+// A pod bound in one cycle is not offered again before the informer shows
+// the binding, and its capacity stays taken.
+func TestBoundPodNotOfferedAgainBeforeInformerShowsBinding(t *testing.T) {
+	f := newFixture(t, testNode("n1", "2"), testPod("a", "2", nil), testPod("b", "2", nil))
+	f.lag = true
+	if rep := f.cycle(); rep.Bound != 1 {
+		t.Fatalf("first cycle bound %d, want 1", rep.Bound)
+	}
+	rep := f.cycle()
+	if rep.Bound != 0 || len(f.binds) != 1 {
+		t.Fatalf("second cycle bound %d (%v): a pod bound before the informer showed it was offered again", rep.Bound, f.binds)
+	}
+}
+
+// A gang is bound all or none: when a member's binding fails, the members
+// already bound are deleted and the others are pending again.
+func TestGangBindFailureDeletesBoundMembersAndRequeuesTheRest(t *testing.T) {
+	gang := func(p *corev1.Pod) {
+		p.Annotations = map[string]string{kubeconv.AnnotationGangID: "g", kubeconv.AnnotationGangCardinality: "2"}
+	}
+	f := newFixture(t, testNode("n1", "4"), testPod("g-0", "1", gang), testPod("g-1", "1", gang))
+	f.failOn["g-1"], f.failOn["g-0"] = true, false
+	f.lag = true
+	rep := f.cycle()
+	if rep.Bound != 0 || rep.BindFailed != 2 {
+		t.Fatalf("bound %d, failed %d; want 0 and 2 (%v)", rep.Bound, rep.BindFailed, rep.Errors)
+	}
+	var deleted []string
+	for _, a := range f.cs.Actions() {
+		if a.GetVerb() == "delete" && a.GetResource().Resource == "pods" {
+			deleted = append(deleted, a.(k8stesting.DeleteAction).GetName())
+		}
+	}
+	bound := f.binds[0][:strings.Index(f.binds[0], "@")]
+	if len(f.binds) != 1 || len(deleted) != 1 || deleted[0] != bound {
+		t.Fatalf("binds %v, deleted %v: want the one bound member deleted", f.binds, deleted)
+	}
+	f.s.mu.Lock()
+	defer f.s.mu.Unlock()
+	if f.s.st.store.Len() != 1 || f.s.st.pods["default/g-1"].kind != kindQueued {
+		t.Fatalf("the member whose bind failed is not queued again (store has %d)", f.s.st.store.Len())
+	}
+}
+
+// A pod with a bad annotation gets PodScheduled=False naming the
+// annotation and value, once.
+func TestBadAnnotationGetsConditionNamingItOnce(t *testing.T) {
+	f := newFixture(t, testNode("n1", "4"), testPod("bad", "1", func(p *corev1.Pod) {
+		p.Annotations = map[string]string{kubeconv.AnnotationGangID: "g", kubeconv.AnnotationGangCardinality: "many"}
+	}))
+	f.cycle()
+	f.cycle()
+	ps := f.statusPatches()
+	if len(ps) != 1 || !strings.Contains(ps[0], ReasonInvalid) || !strings.Contains(ps[0], `armadaproject.io/gangCardinality] \"many\"`) {
+		t.Fatalf("status patches %v: want one naming the annotation and value", ps)
+	}
+}
+
+// A pod that can never fit carries the quantified reason, as
+// kube-scheduler's Unschedulable condition, and it is not rewritten while
+// unchanged.
+func TestNeverFitsPodConditionSaysWhyQuantified(t *testing.T) {
+	f := newFixture(t, testNode("n1", "4"), testNode("n2", "4"), testPod("huge", "64", nil))
+	f.cycle()
+	f.cycle()
+	ps := f.statusPatches()
+	if len(ps) != 1 || !strings.Contains(ps[0], `"reason":"Unschedulable"`) || !strings.Contains(ps[0], "0/2 nodes fit") ||
+		!strings.Contains(ps[0], "short of cpu by at least 60") {
+		t.Fatalf("status patches %v: want one Unschedulable, quantified", ps)
+	}
+}
+
+// Urgency preemption evicts through the Eviction API with the victim's
+// grace period; the preemptor waits for the victim to terminate and is
+// bound after.
+func TestUrgencyPreemptionEvictsWithGracePeriodThenBinds(t *testing.T) {
+	low := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "low"}, Value: 10}
+	high := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000}
+	victim := testPod("victim", "2", func(p *corev1.Pod) { p.Spec.PriorityClassName = "low"; p.Spec.NodeName = "n1" })
+	f := newFixture(t, low, high, testNode("n1", "2"), victim,
+		testPod("urgent", "2", func(p *corev1.Pod) { p.Spec.PriorityClassName = "high" }))
+	rep := f.cycle()
+	if rep.Evicted != 1 || len(f.evicts) != 1 || f.evicts[0].Name != "victim" ||
+		f.evicts[0].DeleteOptions == nil || *f.evicts[0].DeleteOptions.GracePeriodSeconds != 17 {
+		t.Fatalf("evicted %d: %+v; want victim with grace 17", rep.Evicted, f.evicts)
+	}
+	if rep.Bound != 0 || rep.Waiting != 1 {
+		t.Fatalf("bound %d waiting %d: the preemptor must wait for the victim", rep.Bound, rep.Waiting)
+	}
+	if rep := f.cycle(); rep.Evicted != 0 || rep.Bound != 0 {
+		t.Fatalf("while the victim terminates: evicted %d bound %d, want nothing", rep.Evicted, rep.Bound)
+	}
+	if err := f.cs.CoreV1().Pods("default").Delete(context.Background(), "victim", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.until("the victim gone", func(st *state) bool { return st.pods["default/victim"] == nil })
+	if rep := f.cycle(); rep.Bound != 1 || f.binds[0] != "urgent@n1" {
+		t.Fatalf("after the victim terminated: bound %d %v, want urgent@n1", rep.Bound, f.binds)
+	}
+}
+
+// Pods of other schedulers use their node's capacity; Flotilla never
+// preempts them.
+func TestOtherSchedulersPodsHoldCapacityAndAreNeverPreempted(t *testing.T) {
+	high := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000}
+	f := newFixture(t, high, testNode("n1", "2"),
+		testPod("theirs", "2", func(p *corev1.Pod) { p.Spec.SchedulerName = "default-scheduler"; p.Spec.NodeName = "n1" }),
+		testPod("urgent", "1", func(p *corev1.Pod) { p.Spec.PriorityClassName = "high" }))
+	rep := f.cycle()
+	if rep.Bound != 0 || rep.Evicted != 0 {
+		t.Fatalf("bound %d evicted %d: want nothing", rep.Bound, rep.Evicted)
+	}
+}
+
+func TestNewRejectsBadConfigNamingEveryField(t *testing.T) {
+	_, err := New(nil, Config{Period: -time.Second, BindWorkers: -1})
+	for _, w := range []string{"client", "period", "bindWorkers"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("error %v lacks %s", err, w)
+		}
+	}
+}

@@ -1,0 +1,484 @@
+package batch
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/kube/kubeconv"
+	"github.com/flotilla-sched/flotilla/scheduler"
+)
+
+// Report is what one cycle decided and did.
+type Report struct {
+	// Result is the scheduler's decision.
+	Result *scheduler.Result
+	// Bound counts the pods bound; BindFailed those whose binding (or a
+	// gang mate's) failed, which are pending again.
+	Bound, BindFailed int
+	// Evicted counts the pods evicted; EvictFailed the evictions refused.
+	Evicted, EvictFailed int
+	// Waiting counts the pods placed on a node whose preempted pods have
+	// not terminated yet: they are bound by a later cycle.
+	Waiting int
+	// Conditions counts the PodScheduled=False conditions written.
+	Conditions int
+	// EvictionsTook is how long, from the start of the cycle's API calls,
+	// the last eviction took to return (evictions are issued first).
+	EvictionsTook time.Duration
+	// Errors are the API calls that failed, one per pod.
+	Errors []error
+}
+
+// nomination is a pod placed on a node where it waits for preempted pods
+// to terminate, as kube-scheduler's nominatedNodeName.
+type nomination struct {
+	node    string
+	victims map[string]bool
+	until   time.Time
+}
+
+type bindUnit struct {
+	pods  []*corev1.Pod
+	nodes []string
+}
+
+type evictTask struct {
+	pod    *corev1.Pod
+	reason scheduler.PreemptionReason
+	by     string
+}
+
+type condTask struct {
+	pod             *corev1.Pod
+	reason, message string
+}
+
+type plan struct {
+	binds  []bindUnit
+	evicts []evictTask
+	conds  []condTask
+}
+
+// Cycle runs one scheduling cycle: it snapshots the informers' state,
+// calls scheduler.Schedule, and acts: evictions, bindings (a gang all or
+// none), conditions. It returns when every API call it made has returned.
+func (s *Scheduler) Cycle(ctx context.Context) (*Report, error) {
+	s.mu.Lock()
+	if s.st.classesDirty || s.st.store == nil {
+		if err := s.rebuildClasses(); err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+	}
+	now := s.cfg.Now()
+	s.releaseNominations(now)
+	snap := s.snapshot()
+	res, err := s.st.sched.Schedule(ctx, snap, now)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	s.st.rateLimits = res.RateLimits
+	s.st.seed++
+	rep := &Report{Result: res}
+	p := s.plan(res, now, rep)
+	s.mu.Unlock()
+	s.execute(ctx, p, rep)
+	return rep, nil
+}
+
+// snapshot builds the cycle's snapshot. Called with mu held.
+func (s *Scheduler) snapshot() *scheduler.Snapshot {
+	held := map[string]flotilla.Resources{}
+	used := map[string]flotilla.Resources{}
+	var running []scheduler.Running
+	queues := map[string]bool{}
+	for _, ps := range s.st.pods {
+		if _, ok := s.st.nodes[ps.node]; !ok {
+			continue
+		}
+		switch ps.kind {
+		case kindRunning:
+			running = append(running, scheduler.Running{Job: ps.job, Node: ps.node, Start: startOf(ps.pod)})
+			addTo(used, ps.node, ps.job.Requests, s.schema)
+			queues[ps.job.Queue] = true
+		case kindHeld:
+			if ps.req != nil {
+				addTo(held, ps.node, ps.req, s.schema)
+			}
+		}
+	}
+	slices.SortFunc(running, func(a, b scheduler.Running) int { return cmp.Compare(a.Job.ID, b.Job.ID) })
+	names := make([]string, 0, len(s.st.nodes))
+	for name := range s.st.nodes {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	nodes := make([]*flotilla.Node, len(names))
+	for i, name := range names {
+		n := *s.st.nodes[name]
+		n.Total = n.Total.Clone()
+		if h := held[name]; h != nil {
+			n.Total.Sub(h)
+		}
+		u := used[name]
+		for r := range n.Total {
+			n.Total[r] = max(n.Total[r], 0)
+			if u != nil {
+				// An overcommitted node (allocatable shrank, pods bound
+				// around the scheduler) has no room, but is no error.
+				n.Total[r] = max(n.Total[r], u[r])
+			}
+		}
+		nodes[i] = &n
+	}
+	for _, q := range s.st.store.Queues() {
+		queues[q] = true
+	}
+	var qs []*flotilla.Queue
+	for _, q := range s.cfg.Queues {
+		qs = append(qs, q)
+		delete(queues, q.Name)
+	}
+	extra := make([]string, 0, len(queues))
+	for q := range queues {
+		extra = append(extra, q)
+	}
+	slices.Sort(extra)
+	for _, q := range extra {
+		qs = append(qs, &flotilla.Queue{Name: q, PriorityFactor: 1})
+	}
+	return &scheduler.Snapshot{
+		Nodes: nodes, Queues: qs, Running: running, Queued: s.st.store,
+		RateLimits: s.st.rateLimits, Seed: s.cfg.Seed + s.st.seed,
+	}
+}
+
+func addTo(m map[string]flotilla.Resources, node string, r flotilla.Resources, schema *flotilla.ResourceSchema) {
+	v := m[node]
+	if v == nil {
+		v = schema.Zero()
+		m[node] = v
+	}
+	v.AddSaturating(r)
+}
+
+func startOf(p *corev1.Pod) time.Time {
+	if p.Status.StartTime != nil {
+		return p.Status.StartTime.Time
+	}
+	return p.CreationTimestamp.Time
+}
+
+// releaseNominations returns to the queue the pods whose victims are gone
+// (or that waited past their deadline). Called with mu held.
+func (s *Scheduler) releaseNominations(now time.Time) {
+	for key, nom := range s.st.nominated {
+		for v := range nom.victims {
+			if _, ok := s.st.pods[v]; !ok {
+				delete(nom.victims, v)
+			}
+		}
+		if len(nom.victims) > 0 && now.Before(nom.until) {
+			continue
+		}
+		delete(s.st.nominated, key)
+		if ps := s.st.pods[key]; ps != nil {
+			s.sync(ps.pod)
+		}
+	}
+}
+
+// plan turns the result into API calls and updates the state so the next
+// cycle does not decide the same again before the informers catch up.
+// Called with mu held.
+func (s *Scheduler) plan(res *scheduler.Result, now time.Time, rep *Report) *plan {
+	p := &plan{}
+	victimsOn := map[string][]string{}
+	var grace int64
+	for _, pr := range res.Preempted {
+		ps := s.st.pods[pr.Job.ID]
+		if ps == nil || ps.kind != kindRunning {
+			continue
+		}
+		s.st.evicting[pr.Job.ID] = true
+		ps.kind, ps.req = kindHeld, ps.job.Requests
+		victimsOn[ps.node] = append(victimsOn[ps.node], pr.Job.ID)
+		if g := ps.pod.Spec.TerminationGracePeriodSeconds; g != nil {
+			grace = max(grace, *g)
+		}
+		by := ""
+		if pr.For != nil {
+			by = pr.For.ID
+		}
+		p.evicts = append(p.evicts, evictTask{pod: ps.pod, reason: pr.Reason, by: by})
+	}
+	// Group the assignments into units: a gang's members together.
+	var units [][]scheduler.Assignment
+	gangAt := map[string]int{}
+	for _, a := range res.Scheduled {
+		if id := a.Job.Gang.ID; id != "" {
+			if i, ok := gangAt[id]; ok {
+				units[i] = append(units[i], a)
+				continue
+			}
+			gangAt[id] = len(units)
+		}
+		units = append(units, []scheduler.Assignment{a})
+	}
+	for _, u := range units {
+		victims := map[string]bool{}
+		for _, a := range u {
+			for _, v := range victimsOn[a.Node] {
+				victims[v] = true
+			}
+		}
+		if len(victims) > 0 {
+			until := now.Add(time.Duration(grace)*time.Second + 30*time.Second)
+			for _, a := range u {
+				ps := s.st.pods[a.Job.ID]
+				if ps == nil || ps.kind != kindQueued {
+					continue
+				}
+				s.st.store.Remove(a.Job.ID)
+				s.st.nominated[a.Job.ID] = nomination{node: a.Node, victims: victims, until: until}
+				ps.kind, ps.node, ps.req = kindHeld, a.Node, nil
+				rep.Waiting++
+				p.cond(s, ps.pod, ReasonWaitingForPreemption,
+					fmt.Sprintf("placed on node %s; waiting for %d preempted pods to terminate", a.Node, len(victims)))
+			}
+			continue
+		}
+		var b bindUnit
+		for _, a := range u {
+			ps := s.st.pods[a.Job.ID]
+			if ps == nil || ps.kind != kindQueued {
+				continue
+			}
+			s.st.store.Remove(a.Job.ID)
+			s.st.bound[a.Job.ID] = a.Node
+			ps.kind, ps.node, ps.req = kindHeld, a.Node, a.Job.Requests
+			b.pods = append(b.pods, ps.pod)
+			b.nodes = append(b.nodes, a.Node)
+		}
+		if len(b.pods) > 0 {
+			p.binds = append(p.binds, b)
+		}
+	}
+	for _, u := range res.UnscheduledJobs {
+		if u.Job == nil {
+			continue
+		}
+		if ps := s.st.pods[u.Job.ID]; ps != nil && ps.kind == kindQueued {
+			p.cond(s, ps.pod, ReasonUnschedulable, u.Reason.String())
+		}
+	}
+	for _, ps := range s.st.pods {
+		if ps.kind == kindInvalid && ps.err != nil {
+			p.cond(s, ps.pod, ReasonInvalid, problems(ps.err))
+		}
+	}
+	return p
+}
+
+// problems renders every problem of err on one line.
+func problems(err error) string {
+	var parts []string
+	for _, e := range flotilla.Problems(err) {
+		parts = append(parts, e.Error())
+	}
+	return strings.Join(parts, "; ")
+}
+
+// cond adds a PodScheduled=False condition unless the pod already shows it.
+func (p *plan) cond(s *Scheduler, pod *corev1.Pod, reason, message string) {
+	key := kubeconv.JobID(pod)
+	want := shownCondition{reason: reason, message: message}
+	if s.st.shown[key] == want {
+		return
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == reason && c.Message == message {
+			s.st.shown[key] = want
+			return
+		}
+	}
+	s.st.shown[key] = want
+	p.conds = append(p.conds, condTask{pod: pod, reason: reason, message: message})
+}
+
+// execute makes the plan's API calls, at most BindWorkers at once:
+// evictions first, then bindings, then conditions.
+func (s *Scheduler) execute(ctx context.Context, p *plan, rep *Report) {
+	var mu sync.Mutex
+	start := time.Now()
+	work := make(chan func())
+	var wg sync.WaitGroup
+	for range min(s.cfg.BindWorkers, len(p.binds)+len(p.evicts)+len(p.conds)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for f := range work {
+				f()
+			}
+		}()
+	}
+	fail := func(counter *int, err error) {
+		mu.Lock()
+		*counter++
+		rep.Errors = append(rep.Errors, err)
+		mu.Unlock()
+	}
+	for _, e := range p.evicts {
+		work <- func() {
+			defer func() {
+				mu.Lock()
+				rep.EvictionsTook = max(rep.EvictionsTook, time.Since(start))
+				mu.Unlock()
+			}()
+			if err := s.evict(ctx, e); err != nil {
+				fail(&rep.EvictFailed, err)
+				return
+			}
+			mu.Lock()
+			rep.Evicted++
+			mu.Unlock()
+		}
+	}
+	for _, b := range p.binds {
+		work <- func() {
+			n, err := s.bindUnit(ctx, b)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				rep.BindFailed += len(b.pods)
+				rep.Errors = append(rep.Errors, err)
+				return
+			}
+			rep.Bound += n
+		}
+	}
+	for _, c := range p.conds {
+		work <- func() {
+			if err := s.patchCondition(ctx, c); err != nil {
+				mu.Lock()
+				rep.Errors = append(rep.Errors, err)
+				mu.Unlock()
+				return
+			}
+			mu.Lock()
+			rep.Conditions++
+			mu.Unlock()
+		}
+	}
+	close(work)
+	wg.Wait()
+}
+
+// evict evicts a pod through the Eviction API with its termination grace
+// period. On failure the pod is running again for the next cycle.
+func (s *Scheduler) evict(ctx context.Context, e evictTask) error {
+	ev := &policyv1.Eviction{
+		ObjectMeta:    metav1.ObjectMeta{Name: e.pod.Name, Namespace: e.pod.Namespace},
+		DeleteOptions: &metav1.DeleteOptions{GracePeriodSeconds: e.pod.Spec.TerminationGracePeriodSeconds},
+	}
+	err := s.client.PolicyV1().Evictions(e.pod.Namespace).Evict(ctx, ev)
+	key := kubeconv.JobID(e.pod)
+	if err != nil {
+		s.mu.Lock()
+		delete(s.st.evicting, key)
+		for _, nom := range s.st.nominated {
+			delete(nom.victims, key)
+		}
+		if ps := s.st.pods[key]; ps != nil {
+			s.sync(ps.pod)
+		}
+		s.mu.Unlock()
+		return fmt.Errorf("evict %s: %w", key, err)
+	}
+	msg := fmt.Sprintf("Preempted by %s (%s)", s.cfg.SchedulerName, e.reason)
+	if e.by != "" {
+		msg += " for " + e.by
+	}
+	s.recorder.Event(e.pod, corev1.EventTypeNormal, "Preempted", msg)
+	return nil
+}
+
+// bindUnit binds a unit's pods in order. If one fails, the members bound
+// already are deleted (with their grace period) and the others are
+// pending again: a gang is bound all or none.
+func (s *Scheduler) bindUnit(ctx context.Context, b bindUnit) (int, error) {
+	var err error
+	done := 0
+	for i, pod := range b.pods {
+		binding := &corev1.Binding{
+			ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID},
+			Target:     corev1.ObjectReference{Kind: "Node", Name: b.nodes[i]},
+		}
+		if err = s.client.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
+			err = fmt.Errorf("bind %s to %s: %w", kubeconv.JobID(pod), b.nodes[i], err)
+			break
+		}
+		done++
+	}
+	if err == nil {
+		for i, pod := range b.pods {
+			s.recorder.Eventf(pod, corev1.EventTypeNormal, "Scheduled", "Successfully assigned %s to %s", kubeconv.JobID(pod), b.nodes[i])
+		}
+		return done, nil
+	}
+	var errs = []error{err}
+	for _, pod := range b.pods[:done] {
+		opts := metav1.DeleteOptions{GracePeriodSeconds: pod.Spec.TerminationGracePeriodSeconds}
+		if derr := s.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, opts); derr != nil {
+			errs = append(errs, fmt.Errorf("delete %s after its gang failed to bind: %w", kubeconv.JobID(pod), derr))
+		}
+		s.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedScheduling", "deleted: a member of its gang failed to bind: %v", err)
+	}
+	s.mu.Lock()
+	for _, pod := range b.pods[done:] {
+		key := kubeconv.JobID(pod)
+		delete(s.st.bound, key)
+		if ps := s.st.pods[key]; ps != nil {
+			s.sync(ps.pod)
+		}
+	}
+	s.mu.Unlock()
+	return 0, errors.Join(errs...)
+}
+
+// patchCondition writes PodScheduled=False with reason and message, and
+// the matching Warning event, as kube-scheduler does.
+func (s *Scheduler) patchCondition(ctx context.Context, c condTask) error {
+	patch := map[string]any{"status": map[string]any{"conditions": []map[string]any{{
+		"type": corev1.PodScheduled, "status": corev1.ConditionFalse,
+		"reason": c.reason, "message": c.message,
+		"lastTransitionTime": metav1.NewTime(s.cfg.Now()).Rfc3339Copy(),
+	}}}}
+	data, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	_, err = s.client.CoreV1().Pods(c.pod.Namespace).Patch(ctx, c.pod.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{}, "status")
+	if err != nil {
+		s.mu.Lock()
+		delete(s.st.shown, kubeconv.JobID(c.pod))
+		s.mu.Unlock()
+		return fmt.Errorf("patch condition of %s: %w", kubeconv.JobID(c.pod), err)
+	}
+	s.recorder.Event(c.pod, corev1.EventTypeWarning, "FailedScheduling", c.message)
+	return nil
+}

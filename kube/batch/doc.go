@@ -1,0 +1,82 @@
+// Package batch is Flotilla's batch scheduler for one Kubernetes cluster:
+// pods whose spec.schedulerName is Config.SchedulerName ("flotilla" by
+// default) and that have no spec.nodeName are jobs; Flotilla decides each
+// cycle (scheduler.Schedule), Kubernetes runs.
+//
+// # State
+//
+// Informers on Nodes, Pods and PriorityClasses keep the state up to date
+// between cycles: a queue.Store of the pending pods (added, changed and
+// removed as the informers report, never rebuilt per cycle, except when
+// the PriorityClass objects change, which changes the store's classes),
+// the nodes (package kubeconv), and the bound pods. A cycle snapshots
+// them under a lock the event handlers also take.
+//
+//   - A pending pod of ours is a queued job (kubeconv.Job: the queue from
+//     the flotilla.dev/queue label or annotation, else the namespace; the
+//     job set from flotilla.dev/job-set; gangs from Armada's
+//     armadaproject.io/gang* annotations). A pod that is not a valid job
+//     (a bad annotation, an unknown priority class, required node
+//     affinity) gets PodScheduled=False, reason FlotillaInvalidPod, with
+//     every problem named with its field or annotation and value, and a
+//     Warning event.
+//   - A bound, non-terminal pod of ours is a running job, which Flotilla
+//     may preempt.
+//   - A bound, non-terminal pod of another scheduler, and a pod of ours
+//     being deleted or evicted, holds its request on its node: it is
+//     subtracted from the node's allocatable, belongs to no queue, and is
+//     never preempted. (A node whose running jobs exceed what is left is
+//     treated as full, not as an error.)
+//   - Succeeded and Failed pods hold nothing.
+//
+// Priority classes are the PriorityClass objects (kubeconv.Classes: the
+// value as priority, preemptible unless preemptionPolicy is Never; pods
+// naming none get the globalDefault class or kubeconv.DefaultClass).
+// Queues are Config.Queues; a queue a pod names that is not configured
+// has priority factor 1.
+//
+// # Acting
+//
+// Each cycle's Result is carried out with at most Config.BindWorkers API
+// calls in flight:
+//
+//   - Preempted pods are evicted through the Eviction API (policy/v1) with
+//     DeleteOptions.GracePeriodSeconds set to the pod's
+//     terminationGracePeriodSeconds, and get a Normal "Preempted" event. A
+//     refused eviction (a PodDisruptionBudget) leaves the pod running.
+//   - Scheduled pods are bound through the Binding subresource and get a
+//     Normal "Scheduled" event. A gang is bound all or none: its members
+//     are bound one after another, and if one binding fails, the members
+//     already bound are deleted (with their grace period; their owner
+//     recreates them) and the rest are pending again.
+//   - A pod (or gang) placed on a node where this cycle preempted pods is
+//     not bound yet, as kube-scheduler's nominated pods: the kubelet would
+//     refuse it while the victims terminate. It is held out of the queue,
+//     with PodScheduled=False, reason WaitingForPreemption, until its
+//     victims are gone (or for their grace period plus 30 s), then
+//     scheduled again (it finds the room its victims left). So the
+//     preemptor preempts nothing else meanwhile.
+//   - Every examined pod not placed gets PodScheduled=False, reason
+//     Unschedulable, with the scheduler's reason ("never-fits: 0/6 nodes
+//     fit: 2 untolerated taint gpu=true:NoSchedule, 4 short of cpu by at
+//     least 3"), and a Warning FailedScheduling event; a condition is only
+//     written when its reason or message changed.
+//
+// Decisions are idempotent over informer lag: a pod bound (or evicted) by
+// a cycle is held on its node until the informer shows spec.nodeName (or
+// the deletion), so the next cycle neither offers it again nor uses its
+// room; a failed call returns the pod to its previous state.
+//
+// # Replicas
+//
+// RunWithLeaderElection cycles only while the replica holds a
+// coordination.k8s.io Lease (client-go's leaderelection with a
+// resourcelock.LeaseLock, released when its context ends); every replica
+// keeps its informers warm.
+//
+// # Configuration
+//
+// ParseConfig reads a queue configuration file: the `config`, `queues`
+// and `priorityClasses` blocks of a scenario file (shared/SCENARIOS.md),
+// validated by package scenario.
+package batch

@@ -1,0 +1,305 @@
+package batch
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/kube/internal/kubetest"
+	"github.com/flotilla-sched/flotilla/kube/kubeconv"
+)
+
+// live is a scheduler on a real apiserver.
+type live struct {
+	t   *testing.T
+	cs  kubernetes.Interface
+	c   *kubetest.Cluster
+	ctx context.Context
+}
+
+func newLive(t *testing.T) *live {
+	t.Helper()
+	c := kubetest.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	return &live{t: t, cs: c.Clientset(t), c: c, ctx: ctx}
+}
+
+func (l *live) scheduler(cfg Config) *Scheduler {
+	l.t.Helper()
+	s, err := New(l.cs, cfg)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	if err := s.Start(l.ctx); err != nil {
+		l.t.Fatal(err)
+	}
+	return s
+}
+
+func (l *live) node(name, cpu string) {
+	l.t.Helper()
+	if err := createNode(l.ctx, l.cs, name, cpu); err != nil {
+		l.t.Fatal(err)
+	}
+}
+
+// createNode creates a ready node: the apiserver's TaintNodesByCondition
+// admission taints a new node not-ready, which no kubelet clears here, so
+// the taint is removed, and allocatable set.
+func createNode(ctx context.Context, cs kubernetes.Interface, name, cpu string) error {
+	n, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	n.Spec.Taints = nil
+	if n, err = cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("256Gi")}
+	n.Status.Capacity = n.Status.Allocatable
+	_, err = cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+	return err
+}
+
+func (l *live) class(name string, value int32) {
+	l.t.Helper()
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
+	if _, err := l.cs.SchedulingV1().PriorityClasses().Create(l.ctx, pc, metav1.CreateOptions{}); err != nil {
+		l.t.Fatal(err)
+	}
+}
+
+func (l *live) pod(p *corev1.Pod) {
+	l.t.Helper()
+	p = p.DeepCopy()
+	p.UID = ""
+	if _, err := l.cs.CoreV1().Pods(p.Namespace).Create(l.ctx, p, metav1.CreateOptions{}); err != nil {
+		l.t.Fatal(err)
+	}
+}
+
+func (l *live) get(name string) *corev1.Pod {
+	l.t.Helper()
+	p, err := l.cs.CoreV1().Pods("default").Get(l.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return p
+}
+
+// cycleUntil runs cycles of s until cond holds, for at most 30 s.
+func (l *live) cycleUntil(s *Scheduler, what string, cond func() bool) {
+	l.t.Helper()
+	var last *Report
+	err := wait.PollUntilContextTimeout(l.ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		rep, err := s.Cycle(ctx)
+		if err != nil {
+			return false, err
+		}
+		last = rep
+		return cond(), nil
+	})
+	if err != nil {
+		s.mu.Lock()
+		l.t.Logf("state: %d pods, %d nodes, store %d", len(s.st.pods), len(s.st.nodes), s.st.store.Len())
+		for k, ps := range s.st.pods {
+			l.t.Logf("pod %s: kind %d node %q err %v", k, ps.kind, ps.node, ps.err)
+		}
+		s.mu.Unlock()
+		if last != nil {
+			l.t.Logf("last cycle: bound %d failed %d evicted %d waiting %d errors %v unscheduled %+v",
+				last.Bound, last.BindFailed, last.Evicted, last.Waiting, last.Errors, last.Result.UnscheduledJobs)
+		}
+		l.t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func scheduledCondition(p *corev1.Pod) (corev1.PodCondition, bool) {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c, true
+		}
+	}
+	return corev1.PodCondition{}, false
+}
+
+func TestLiveBindsPendingPods(t *testing.T) {
+	l := newLive(t)
+	l.node("n1", "4")
+	for i := range 3 {
+		l.pod(testPod(fmt.Sprintf("p%d", i), "1", nil))
+	}
+	s := l.scheduler(Config{})
+	l.cycleUntil(s, "every pod bound", func() bool {
+		for i := range 3 {
+			if l.get(fmt.Sprintf("p%d", i)).Spec.NodeName != "n1" {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// A gang that cannot fit whole is not bound at all; once a node joins,
+// every member is.
+func TestLiveGangBoundAllOrNone(t *testing.T) {
+	l := newLive(t)
+	l.node("n1", "2")
+	gang := func(p *corev1.Pod) {
+		p.Annotations = map[string]string{kubeconv.AnnotationGangID: "g", kubeconv.AnnotationGangCardinality: "3"}
+	}
+	for i := range 3 {
+		l.pod(testPod(fmt.Sprintf("g%d", i), "1", gang))
+	}
+	s := l.scheduler(Config{})
+	l.cycleUntil(s, "the gang's members unschedulable", func() bool {
+		c, ok := scheduledCondition(l.get("g0"))
+		return ok && c.Reason == ReasonUnschedulable
+	})
+	for i := range 3 {
+		if n := l.get(fmt.Sprintf("g%d", i)).Spec.NodeName; n != "" {
+			t.Fatalf("g%d bound to %s while the gang cannot fit whole", i, n)
+		}
+	}
+	l.node("n2", "2")
+	l.cycleUntil(s, "every member bound", func() bool {
+		for i := range 3 {
+			if l.get(fmt.Sprintf("g%d", i)).Spec.NodeName == "" {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// A pod that can never fit says why, quantified, in its condition.
+func TestLiveNeverFitsConditionSaysWhy(t *testing.T) {
+	l := newLive(t)
+	l.node("n1", "4")
+	l.node("n2", "4")
+	l.pod(testPod("huge", "64", nil))
+	s := l.scheduler(Config{})
+	l.cycleUntil(s, "the condition", func() bool {
+		c, ok := scheduledCondition(l.get("huge"))
+		return ok && c.Status == corev1.ConditionFalse && c.Reason == ReasonUnschedulable &&
+			strings.Contains(c.Message, "0/2 nodes fit") && strings.Contains(c.Message, "short of cpu by at least 60")
+	})
+}
+
+// Urgency preemption evicts the victim (with no kubelet, the apiserver
+// marks a bound pod with a grace period as deleting: its
+// deletionTimestamp is set); once it is gone, the preemptor is bound.
+func TestLiveUrgencyPreemptionEvictsThenBinds(t *testing.T) {
+	l := newLive(t)
+	l.class("low", 10)
+	l.class("high", 1000)
+	l.node("n1", "2")
+	l.pod(testPod("victim", "2", func(p *corev1.Pod) { p.Spec.PriorityClassName = "low" }))
+	s := l.scheduler(Config{})
+	l.cycleUntil(s, "the victim bound", func() bool { return l.get("victim").Spec.NodeName == "n1" })
+	l.pod(testPod("urgent", "2", func(p *corev1.Pod) { p.Spec.PriorityClassName = "high" }))
+	l.cycleUntil(s, "the victim evicted", func() bool { return l.get("victim").DeletionTimestamp != nil })
+	if n := l.get("urgent").Spec.NodeName; n != "" {
+		t.Fatalf("the preemptor was bound to %s before its victim terminated", n)
+	}
+	zero := int64(0)
+	if err := l.cs.CoreV1().Pods("default").Delete(l.ctx, "victim", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	l.cycleUntil(s, "the preemptor bound", func() bool { return l.get("urgent").Spec.NodeName == "n1" })
+}
+
+// Preemption to fair share: queue a holds the cluster with preemptible
+// pods; queue b's pods arrive; a's pods over its fair share are evicted.
+func TestLiveFairSharePreemptionEvicts(t *testing.T) {
+	l := newLive(t)
+	l.node("n1", "4")
+	inQueue := func(q string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { p.Labels = map[string]string{kubeconv.LabelQueue: q} }
+	}
+	for i := range 4 {
+		l.pod(testPod(fmt.Sprintf("a%d", i), "1", inQueue("a")))
+	}
+	s := l.scheduler(Config{Queues: []*flotilla.Queue{{Name: "a"}, {Name: "b"}}})
+	l.cycleUntil(s, "a's pods bound", func() bool {
+		for i := range 4 {
+			if l.get(fmt.Sprintf("a%d", i)).Spec.NodeName == "" {
+				return false
+			}
+		}
+		return true
+	})
+	for i := range 2 {
+		l.pod(testPod(fmt.Sprintf("b%d", i), "1", inQueue("b")))
+	}
+	l.cycleUntil(s, "two of a's pods evicted", func() bool {
+		n := 0
+		for i := range 4 {
+			if l.get(fmt.Sprintf("a%d", i)).DeletionTimestamp != nil {
+				n++
+			}
+		}
+		return n == 2
+	})
+}
+
+// Two replicas: only the leader binds; when its context ends (it
+// releases the Lease), the other takes over and binds.
+func TestLiveLeaderFailover(t *testing.T) {
+	l := newLive(t)
+	l.node("n1", "8")
+	le := func(id string) LeaderElection {
+		return LeaderElection{Namespace: "default", Name: "flotilla", Identity: id,
+			LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 200 * time.Millisecond}
+	}
+	stop := map[string]context.CancelFunc{}
+	var wg sync.WaitGroup
+	for _, id := range []string{"a", "b"} {
+		ctx, cancel := context.WithCancel(l.ctx)
+		stop[id] = cancel
+		s := l.scheduler(Config{Period: 100 * time.Millisecond})
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = s.RunWithLeaderElection(ctx, le(id), nil) }()
+	}
+	t.Cleanup(func() {
+		for _, cancel := range stop {
+			cancel()
+		}
+		wg.Wait()
+	})
+	holder := func() string {
+		lease, err := l.cs.CoordinationV1().Leases("default").Get(l.ctx, "flotilla", metav1.GetOptions{})
+		if err != nil || lease.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *lease.Spec.HolderIdentity
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(l.ctx, 50*time.Millisecond, 30*time.Second, true,
+			func(context.Context) (bool, error) { return cond(), nil }); err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+	}
+	waitFor("a leader", func() bool { return holder() != "" })
+	first := holder()
+	l.pod(testPod("p1", "1", nil))
+	waitFor("p1 bound", func() bool { return l.get("p1").Spec.NodeName == "n1" })
+	other := map[string]string{"a": "b", "b": "a"}[first]
+	stop[first]()
+	waitFor(other+" leading", func() bool { return holder() == other })
+	l.pod(testPod("p2", "1", nil))
+	waitFor("p2 bound by the new leader", func() bool { return l.get("p2").Spec.NodeName == "n1" })
+}

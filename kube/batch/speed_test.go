@@ -1,0 +1,211 @@
+package batch
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+)
+
+// parallel runs f(0..n-1) with w workers and returns the first error.
+func parallel(n, w int, f func(i int) error) error {
+	var next atomic.Int64
+	var first error
+	var once sync.Once
+	var wg sync.WaitGroup
+	for range w {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := f(i); err != nil {
+					once.Do(func() { first = err })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+// TestLiveSpeedBindsTenThousandPodsOnAThousandNodes creates 1,000 Node
+// objects and 10,000 pending pods on the real apiserver and reports how
+// fast the scheduler binds them all (issue 12: within 15 s). It runs only
+// with FLOTILLA_KUBE_SPEED=1 (it takes minutes to create the objects on a
+// loaded machine); FLOTILLA_KUBE_SPEED_PODS and _NODES scale it.
+func TestLiveSpeedBindsTenThousandPodsOnAThousandNodes(t *testing.T) {
+	if os.Getenv("FLOTILLA_KUBE_SPEED") != "1" {
+		t.Skip("set FLOTILLA_KUBE_SPEED=1 to measure binding throughput")
+	}
+	nodes, pods := 1000, 10000
+	if v, err := strconv.Atoi(os.Getenv("FLOTILLA_KUBE_SPEED_NODES")); err == nil {
+		nodes = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("FLOTILLA_KUBE_SPEED_PODS")); err == nil {
+		pods = v
+	}
+	l := newLive(t)
+	rc := *l.c.Config
+	rc.QPS, rc.Burst = 10000, 20000
+	cs, err := kubernetes.NewForConfig(&rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	err = parallel(nodes, 32, func(i int) error { return createNode(ctx, cs, fmt.Sprintf("n%04d", i), "32") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(cs, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := s.Start(sctx); err != nil {
+		t.Fatal(err)
+	}
+	created := time.Now()
+	err = parallel(pods, 32, func(i int) error {
+		p := testPod(fmt.Sprintf("p%05d", i), "1", nil)
+		p.UID = ""
+		_, err := cs.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("created %d nodes and %d pods (pods in %v)", nodes, pods, time.Since(created))
+	if err := waitState(s, func(st *state) bool { return len(st.pods) >= pods }); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	bound, cycles := 0, 0
+	for bound < pods && time.Since(start) < 60*time.Second {
+		rep, err := s.Cycle(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bound += rep.Bound
+		cycles++
+		if len(rep.Errors) > 0 {
+			t.Logf("cycle %d: %d errors, first %v", cycles, len(rep.Errors), rep.Errors[0])
+		}
+	}
+	d := time.Since(start)
+	t.Logf("bound %d pods on %d nodes in %v over %d cycles: %.0f pods/s", bound, nodes, d, cycles, float64(bound)/d.Seconds())
+	if bound < pods {
+		t.Fatalf("bound %d of %d pods in %v", bound, pods, d)
+	}
+	if d > 15*time.Second {
+		t.Errorf("binding %d pods took %v, want at most 15 s", pods, d)
+	}
+}
+
+// waitState polls the scheduler's state until cond holds, for at most 2 min.
+func waitState(s *Scheduler, cond func(st *state) bool) error {
+	return wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return cond(&s.st), nil
+	})
+}
+
+// TestLiveSpeedFairShareRebalanceEvictsAThousandPods fills 100 nodes of 20
+// cpu with 2,000 pods of queue a, then submits 2,000 of queue b: the
+// cycle that rebalances to fair share evicts 1,000 of a's pods; it
+// reports how long that cycle took, evictions included (issue 12: within
+// 5 s). Only with FLOTILLA_KUBE_SPEED=1.
+func TestLiveSpeedFairShareRebalanceEvictsAThousandPods(t *testing.T) {
+	if os.Getenv("FLOTILLA_KUBE_SPEED") != "1" {
+		t.Skip("set FLOTILLA_KUBE_SPEED=1 to measure eviction throughput")
+	}
+	l := newLive(t)
+	rc := *l.c.Config
+	rc.QPS, rc.Burst = 10000, 20000
+	cs, err := kubernetes.NewForConfig(&rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := parallel(100, 32, func(i int) error { return createNode(ctx, cs, fmt.Sprintf("n%03d", i), "20") }); err != nil {
+		t.Fatal(err)
+	}
+	submit := func(q string, n int) {
+		t.Helper()
+		err := parallel(n, 32, func(i int) error {
+			p := testPod(fmt.Sprintf("%s%04d", q, i), "1", nil)
+			p.UID, p.Labels = "", map[string]string{"flotilla.dev/queue": q}
+			_, err := cs.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	submit("a", 2000)
+	s, err := New(cs, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := s.Start(sctx); err != nil {
+		t.Fatal(err)
+	}
+	running := func(n int) func(st *state) bool {
+		return func(st *state) bool {
+			c := 0
+			for _, ps := range st.pods {
+				if ps.kind == kindRunning {
+					c++
+				}
+			}
+			return c >= n
+		}
+	}
+	if err := waitState(s, func(st *state) bool { return len(st.pods) >= 2000 }); err != nil {
+		t.Fatal(err)
+	}
+	for bound := 0; bound < 2000; {
+		rep, err := s.Cycle(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bound += rep.Bound
+	}
+	if err := waitState(s, running(2000)); err != nil {
+		t.Fatal(err)
+	}
+	submit("b", 2000)
+	if err := waitState(s, func(st *state) bool { return len(st.pods) >= 4000 }); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	rep, err := s.Cycle(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := time.Since(start)
+	t.Logf("fair-share rebalance: evicted %d pods (%d refused), evictions done after %v (%.0f evictions/s); the whole cycle, with %d conditions written, took %v",
+		rep.Evicted, rep.EvictFailed, rep.EvictionsTook, float64(rep.Evicted)/rep.EvictionsTook.Seconds(), rep.Conditions, d)
+	if rep.Evicted < 1000 {
+		t.Fatalf("evicted %d pods, want 1000", rep.Evicted)
+	}
+	if rep.EvictionsTook > 5*time.Second {
+		t.Errorf("the evictions took %v, want at most 5 s", rep.EvictionsTook)
+	}
+}

@@ -1,0 +1,231 @@
+package batch
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/kube/kubeconv"
+	"github.com/flotilla-sched/flotilla/queue"
+	"github.com/flotilla-sched/flotilla/scheduler"
+)
+
+func metav1ObjectMeta(ns, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: ns, Name: name}
+}
+
+// kind says what a pod is to the scheduler.
+type kind uint8
+
+const (
+	// kindQueued: a pending Flotilla pod, in the store.
+	kindQueued kind = iota + 1
+	// kindInvalid: a pending Flotilla pod that is not a valid job.
+	kindInvalid
+	// kindRunning: a bound, non-terminal Flotilla pod: a running job.
+	kindRunning
+	// kindHeld: a pod that holds capacity on a node but that Flotilla
+	// never preempts: another scheduler's pod, a pod being deleted or
+	// evicted, a pod bound by a cycle before the informer shows it.
+	kindHeld
+)
+
+// podState is what the scheduler knows of one pod.
+type podState struct {
+	pod  *corev1.Pod
+	kind kind
+	job  *flotilla.Job
+	node string
+	// req is what a held pod holds on node.
+	req flotilla.Resources
+	// err is why an invalid pod is not a job.
+	err error
+}
+
+// state is everything the informers keep up to date between cycles.
+type state struct {
+	pods  map[string]*podState
+	nodes map[string]*flotilla.Node
+	// bound maps the pods a cycle bound, until the informer shows
+	// spec.nodeName, to their node.
+	bound map[string]string
+	// evicting holds the pods evicted (or being evicted) until the
+	// informer shows their deletion.
+	evicting map[string]bool
+	// nominated holds the pods placed on a node where preempted pods
+	// have not terminated yet; they are held out of the store until then.
+	nominated map[string]nomination
+	// shown is the PodScheduled=False (reason, message) last written per
+	// pod, so an unchanged condition is not written again.
+	shown map[string]shownCondition
+
+	classesDirty bool
+	classes      map[string]bool
+	store        *queue.Store
+	sched        *scheduler.Scheduler
+	rateLimits   scheduler.RateLimitState
+	seed         uint64
+}
+
+type shownCondition struct{ reason, message string }
+
+func (st *state) init() {
+	st.pods = map[string]*podState{}
+	st.nodes = map[string]*flotilla.Node{}
+	st.bound = map[string]string{}
+	st.evicting = map[string]bool{}
+	st.nominated = map[string]nomination{}
+	st.shown = map[string]shownCondition{}
+}
+
+func podOf(o any) *corev1.Pod {
+	if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		o = t.Obj
+	}
+	p, _ := o.(*corev1.Pod)
+	return p
+}
+
+func (s *Scheduler) onPod(o any, deleted bool) {
+	p := podOf(o)
+	if p == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if deleted {
+		s.forget(kubeconv.JobID(p))
+		return
+	}
+	s.sync(p)
+}
+
+func (s *Scheduler) onNode(o any, deleted bool) {
+	if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		o = t.Obj
+	}
+	n, _ := o.(*corev1.Node)
+	if n == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if deleted {
+		delete(s.st.nodes, n.Name)
+		return
+	}
+	fn, err := kubeconv.Node(n, s.cfg.Cluster, s.schema)
+	if err != nil {
+		// A node Flotilla cannot read takes no pods.
+		delete(s.st.nodes, n.Name)
+		return
+	}
+	s.st.nodes[n.Name] = &fn
+}
+
+// forget drops a deleted pod.
+func (s *Scheduler) forget(key string) {
+	s.unqueue(key)
+	delete(s.st.pods, key)
+	delete(s.st.bound, key)
+	delete(s.st.evicting, key)
+	delete(s.st.shown, key)
+	delete(s.st.nominated, key)
+}
+
+// unqueue removes the pod from the store if it is there.
+func (s *Scheduler) unqueue(key string) {
+	if old := s.st.pods[key]; old != nil && old.kind == kindQueued && s.st.store != nil {
+		s.st.store.Remove(key)
+	}
+}
+
+func (s *Scheduler) ours(p *corev1.Pod) bool { return p.Spec.SchedulerName == s.cfg.SchedulerName }
+
+func terminal(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// sync classifies p anew and keeps the store up to date. Called with mu
+// held, for every informer event and after a failed bind or eviction.
+func (s *Scheduler) sync(p *corev1.Pod) {
+	key := kubeconv.JobID(p)
+	s.unqueue(key)
+	st := s.classify(key, p)
+	if st == nil {
+		delete(s.st.pods, key)
+		return
+	}
+	st.pod = p
+	s.st.pods[key] = st
+	if st.kind == kindQueued {
+		if err := s.st.store.Add(st.job); err != nil {
+			st.kind, st.job, st.err = kindInvalid, nil, err
+		}
+	}
+}
+
+func (s *Scheduler) classify(key string, p *corev1.Pod) *podState {
+	if terminal(p) {
+		delete(s.st.bound, key)
+		return nil
+	}
+	if p.Spec.NodeName == "" {
+		if node, ok := s.st.bound[key]; ok {
+			return &podState{kind: kindHeld, node: node, req: kubeconv.PodRequests(p, s.schema)}
+		}
+		if nom, ok := s.st.nominated[key]; ok {
+			// The preempted pods hold the room it waits for.
+			return &podState{kind: kindHeld, node: nom.node}
+		}
+		if !s.ours(p) || p.DeletionTimestamp != nil {
+			return nil
+		}
+		if s.st.store == nil {
+			// Before the first cycle: the classes are not known yet.
+			return &podState{kind: kindInvalid}
+		}
+		j, err := kubeconv.Job(p, s.schema)
+		if err != nil {
+			return &podState{kind: kindInvalid, err: err}
+		}
+		return &podState{kind: kindQueued, job: &j}
+	}
+	delete(s.st.bound, key)
+	if s.ours(p) && p.DeletionTimestamp == nil && !s.st.evicting[key] && s.st.store != nil {
+		if j, err := kubeconv.Job(p, s.schema); err == nil && s.classKnown(j.PriorityClass) {
+			return &podState{kind: kindRunning, job: &j, node: p.Spec.NodeName}
+		}
+	}
+	return &podState{kind: kindHeld, node: p.Spec.NodeName, req: kubeconv.PodRequests(p, s.schema)}
+}
+
+func (s *Scheduler) classKnown(name string) bool {
+	return name == "" || s.st.classes[name]
+}
+
+// rebuildClasses reads the PriorityClass objects, builds a new store and
+// scheduler over them, and classifies every pod again.
+func (s *Scheduler) rebuildClasses() error {
+	classes, def := kubeconv.Classes(s.priorityClasses())
+	store, sched, err := s.newStore(classes, def)
+	if err != nil {
+		return err
+	}
+	s.st.store, s.st.sched = store, sched
+	s.st.classes = make(map[string]bool, len(classes))
+	for _, c := range classes {
+		s.st.classes[c.Name] = true
+	}
+	s.st.classesDirty = false
+	for _, ps := range s.st.pods {
+		if ps.kind == kindQueued {
+			ps.kind = kindInvalid // gone with the old store
+		}
+	}
+	for _, p := range s.listPods() {
+		s.sync(p)
+	}
+	return nil
+}

@@ -1,0 +1,52 @@
+// Package kubeconv converts Kubernetes objects into Flotilla's vocabulary:
+// a Node into a flotilla.Node, a Pod into a flotilla.Job, a PriorityClass
+// into a flotilla.PriorityClass. It is shared by the batch scheduler
+// (package batch) and the executor; it reads no clock, starts no
+// goroutines and keeps no state.
+//
+// # Resources
+//
+// Resources are converted by name through the caller's
+// *flotilla.ResourceSchema (Schema gives the default: cpu in milli-cpu,
+// memory in bytes, nvidia.com/gpu whole). A resource the schema lacks is
+// ignored; a pod's request is its effective request exactly as
+// kube-scheduler computes it (k8s.io/component-helpers/resource.PodRequests:
+// the larger of the containers' sum and each init container's request,
+// restartable init containers (sidecars) added, plus the pod overhead). A
+// node's capacity is its status.allocatable.
+//
+// # Jobs
+//
+// A pod's job is identified by "namespace/name" (JobID). Its queue is the
+// label, or else the annotation, LabelQueue (flotilla.dev/queue), and
+// without either the pod's namespace; its job set is the label or
+// annotation LabelJobSet (flotilla.dev/job-set), empty without one. Its
+// priority class is spec.priorityClassName (empty: the scheduler's default
+// class); its submit time is the pod's creation time; its node selector is
+// spec.nodeSelector and its tolerations spec.tolerations (tolerationSeconds
+// is ignored). Required node affinity is not supported: a pod that sets
+// spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution
+// is rejected, so that it is never placed on a node it would refuse.
+//
+// Gangs use Armada's annotations: AnnotationGangID
+// (armadaproject.io/gangId), AnnotationGangCardinality
+// (armadaproject.io/gangCardinality, a positive integer, required with a
+// gang id) and AnnotationGangNodeUniformityLabel
+// (armadaproject.io/gangNodeUniformityLabel). A gang's ID is namespaced
+// ("namespace/gangId"): a gang never spans namespaces.
+//
+// Every problem of a pod is reported at once, as an errors.Join of
+// *flotilla.FieldError whose Field names the pod field or annotation
+// ("metadata.annotations[armadaproject.io/gangCardinality]") and whose
+// Value is the value found.
+//
+// # Priority classes
+//
+// A PriorityClass object becomes the Flotilla class of the same name, with
+// its value as the priority, preemptible unless its preemptionPolicy is
+// Never. (Kubernetes' preemptionPolicy says whether the pod may preempt
+// others; Flotilla reads Never as "never preempted either", the mapping
+// issue 12 asks for.) Pods that name no class get the class of the
+// PriorityClass with globalDefault, or else DefaultClass (priority 0,
+// preemptible), which Classes always adds.
+package kubeconv

@@ -1,0 +1,246 @@
+package kubeconv
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/flotilla-sched/flotilla"
+)
+
+// Labels and annotations a pod may carry.
+const (
+	// LabelQueue names the pod's queue (label, or else annotation);
+	// without it the queue is the pod's namespace.
+	LabelQueue = "flotilla.dev/queue"
+	// LabelJobSet names the pod's job set (label, or else annotation).
+	LabelJobSet = "flotilla.dev/job-set"
+	// AnnotationGangID makes the pod a member of a gang (Armada's).
+	AnnotationGangID = "armadaproject.io/gangId"
+	// AnnotationGangCardinality is the gang's member count, a positive
+	// integer, required with AnnotationGangID.
+	AnnotationGangCardinality = "armadaproject.io/gangCardinality"
+	// AnnotationGangNodeUniformityLabel requires every member on nodes
+	// sharing one value of the label it names.
+	AnnotationGangNodeUniformityLabel = "armadaproject.io/gangNodeUniformityLabel"
+)
+
+// DefaultClass is the class of pods that name no priority class when no
+// PriorityClass object is the global default: priority 0, preemptible, as
+// such pods are under kube-scheduler.
+const DefaultClass = "flotilla-default"
+
+// Schema returns the default resource schema: cpu (milli-cpu), memory
+// (bytes) and nvidia.com/gpu (whole).
+func Schema() *flotilla.ResourceSchema {
+	return flotilla.MustResourceSchema("cpu", "memory", "nvidia.com/gpu")
+}
+
+// JobID is the ID of a pod's job: "namespace/name".
+func JobID(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
+
+// Resources converts a resource list through schema into a new vector:
+// resources the schema lacks are ignored; quantities are rounded up to the
+// resource's unit (milli-cpu, whole bytes, whole GPUs).
+func Resources(list corev1.ResourceList, schema *flotilla.ResourceSchema) flotilla.Resources {
+	out := schema.Zero()
+	for name, q := range list {
+		i, ok := schema.Index(string(name))
+		if !ok {
+			continue
+		}
+		out[i] = quantity(q, schema.Unit(i))
+	}
+	return out
+}
+
+func quantity(q resource.Quantity, u flotilla.Unit) int64 {
+	if u == flotilla.UnitMilli {
+		return q.MilliValue()
+	}
+	return q.Value()
+}
+
+// PodRequests is the pod's effective request in schema, as kube-scheduler
+// computes it (containers, init containers including sidecars, overhead).
+func PodRequests(p *corev1.Pod, schema *flotilla.ResourceSchema) flotilla.Resources {
+	return Resources(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}), schema)
+}
+
+// Node converts a Node: its name, the given cluster, its labels, its
+// taints, status.allocatable as the capacity and spec.unschedulable. It
+// reports every problem at once (a taint of an unknown effect, a negative
+// allocatable) as flotilla.Node.Validate does, naming the node.
+func Node(n *corev1.Node, cluster string, schema *flotilla.ResourceSchema) (flotilla.Node, error) {
+	if n == nil {
+		return flotilla.Node{}, errors.Join(flotilla.Errorf("node", "", flotilla.ErrRequired, "nil node"))
+	}
+	out := flotilla.Node{
+		Name:          n.Name,
+		Cluster:       cluster,
+		Labels:        n.Labels,
+		Total:         Resources(n.Status.Allocatable, schema),
+		Unschedulable: n.Spec.Unschedulable,
+	}
+	if len(n.Spec.Taints) > 0 {
+		out.Taints = make([]flotilla.Taint, len(n.Spec.Taints))
+		for i, t := range n.Spec.Taints {
+			out.Taints[i] = flotilla.Taint{Key: t.Key, Value: t.Value, Effect: flotilla.TaintEffect(t.Effect)}
+		}
+	}
+	if err := out.Validate(schema); err != nil {
+		return flotilla.Node{}, err
+	}
+	return out, nil
+}
+
+// PriorityClass converts a PriorityClass object: its name, its value as
+// the priority, preemptible unless preemptionPolicy is Never.
+func PriorityClass(pc *schedulingv1.PriorityClass) flotilla.PriorityClass {
+	never := pc.PreemptionPolicy != nil && *pc.PreemptionPolicy == corev1.PreemptNever
+	return flotilla.PriorityClass{Name: pc.Name, Priority: pc.Value, Preemptible: !never}
+}
+
+// Classes converts PriorityClass objects into Flotilla classes sorted by
+// name, DefaultClass added, and names the default class: the one with
+// globalDefault (the first by name if several), or DefaultClass.
+func Classes(pcs []*schedulingv1.PriorityClass) (classes []flotilla.PriorityClass, defaultClass string) {
+	defaultClass = DefaultClass
+	classes = make([]flotilla.PriorityClass, 0, len(pcs)+1)
+	hasDefault := false
+	for _, pc := range pcs {
+		if pc.Name == DefaultClass {
+			hasDefault = true
+		}
+		classes = append(classes, PriorityClass(pc))
+	}
+	if !hasDefault {
+		classes = append(classes, flotilla.PriorityClass{Name: DefaultClass, Priority: 0, Preemptible: true})
+	}
+	slices.SortFunc(classes, func(a, b flotilla.PriorityClass) int {
+		if a.Name < b.Name {
+			return -1
+		}
+		if a.Name > b.Name {
+			return 1
+		}
+		return 0
+	})
+	best := ""
+	for _, pc := range pcs {
+		if pc.GlobalDefault && (best == "" || pc.Name < best) {
+			best = pc.Name
+		}
+	}
+	if best != "" {
+		defaultClass = best
+	}
+	return classes, defaultClass
+}
+
+// lookup returns the label, or else the annotation, named key.
+func lookup(p *corev1.Pod, key string) (string, bool) {
+	if v, ok := p.Labels[key]; ok {
+		return v, true
+	}
+	v, ok := p.Annotations[key]
+	return v, ok
+}
+
+func annotationField(key string) string { return "metadata.annotations[" + key + "]" }
+
+// Job converts a pod into its job (see the package doc for the mapping).
+// The result is validated against schema. Every problem is reported at
+// once as *flotilla.FieldError values naming the pod's field or annotation
+// and the value found; on any problem the job is the zero Job.
+func Job(p *corev1.Pod, schema *flotilla.ResourceSchema) (flotilla.Job, error) {
+	if p == nil {
+		return flotilla.Job{}, errors.Join(flotilla.Errorf("pod", "", flotilla.ErrRequired, "nil pod"))
+	}
+	var errs []error
+	j := flotilla.Job{
+		ID:            JobID(p),
+		Queue:         p.Namespace,
+		PriorityClass: p.Spec.PriorityClassName,
+		SubmitTime:    p.CreationTimestamp.Time,
+		Requests:      PodRequests(p, schema),
+		NodeSelector:  p.Spec.NodeSelector,
+	}
+	if q, ok := lookup(p, LabelQueue); ok {
+		if q == "" {
+			errs = append(errs, flotilla.Errorf(annotationField(LabelQueue), q, flotilla.ErrRequired, "a queue name must not be empty"))
+		}
+		j.Queue = q
+	}
+	if s, ok := lookup(p, LabelJobSet); ok {
+		j.JobSet = s
+	}
+	if id, ok := p.Annotations[AnnotationGangID]; ok {
+		if id == "" {
+			errs = append(errs, flotilla.Errorf(annotationField(AnnotationGangID), id, flotilla.ErrRequired, "a gang id must not be empty"))
+		}
+		j.Gang.ID = p.Namespace + "/" + id
+		c, ok := p.Annotations[AnnotationGangCardinality]
+		if !ok {
+			errs = append(errs, flotilla.Errorf(annotationField(AnnotationGangCardinality), "", flotilla.ErrRequired, "required with %s", AnnotationGangID))
+		} else if n, err := strconv.Atoi(c); err != nil {
+			errs = append(errs, flotilla.Errorf(annotationField(AnnotationGangCardinality), c, flotilla.ErrMalformed, "want a positive integer"))
+		} else if n < 1 {
+			errs = append(errs, flotilla.Errorf(annotationField(AnnotationGangCardinality), c, flotilla.ErrOutOfRange, "a gang has at least 1 member"))
+		} else {
+			j.Gang.Cardinality = n
+		}
+		j.Gang.NodeUniformityLabel = p.Annotations[AnnotationGangNodeUniformityLabel]
+	} else {
+		for _, k := range []string{AnnotationGangCardinality, AnnotationGangNodeUniformityLabel} {
+			if v, ok := p.Annotations[k]; ok {
+				errs = append(errs, flotilla.Errorf(annotationField(k), v, flotilla.ErrInconsistent, "set without %s", AnnotationGangID))
+			}
+		}
+	}
+	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		errs = append(errs, flotilla.Errorf("spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution", "set", flotilla.ErrOutOfRange, "not supported by Flotilla; use spec.nodeSelector"))
+	}
+	if _, empty := p.Spec.NodeSelector[""]; empty {
+		errs = append(errs, flotilla.Errorf("spec.nodeSelector", "", flotilla.ErrRequired, "label key must not be empty"))
+	}
+	if len(p.Spec.Tolerations) > 0 {
+		j.Tolerations = make([]flotilla.Toleration, len(p.Spec.Tolerations))
+		for i, t := range p.Spec.Tolerations {
+			f := fmt.Sprintf("spec.tolerations[%d]", i)
+			switch t.Operator {
+			case "", corev1.TolerationOpEqual:
+				if t.Key == "" {
+					errs = append(errs, flotilla.Errorf(f+".operator", string(t.Operator), flotilla.ErrInconsistent, "an empty key needs operator Exists"))
+				}
+			case corev1.TolerationOpExists:
+				if t.Value != "" {
+					errs = append(errs, flotilla.Errorf(f+".value", t.Value, flotilla.ErrInconsistent, "operator Exists takes no value"))
+				}
+			default:
+				errs = append(errs, flotilla.Errorf(f+".operator", string(t.Operator), flotilla.ErrOutOfRange, "want Equal or Exists"))
+			}
+			switch t.Effect {
+			case "", corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+			default:
+				errs = append(errs, flotilla.Errorf(f+".effect", string(t.Effect), flotilla.ErrOutOfRange, "want NoSchedule, PreferNoSchedule or NoExecute"))
+			}
+			j.Tolerations[i] = flotilla.Toleration{Key: t.Key, Operator: flotilla.TolerationOperator(t.Operator), Value: t.Value, Effect: flotilla.TaintEffect(t.Effect)}
+		}
+	}
+	if len(errs) == 0 {
+		if err := j.Validate(schema); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return flotilla.Job{}, errors.Join(errs...)
+	}
+	return j, nil
+}
