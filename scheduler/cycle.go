@@ -294,11 +294,12 @@ func (c *cycle) bindRunning() error {
 			errs = append(errs, err)
 			continue
 		}
-		if _, dup := seen[j.ID]; dup {
+		// One hash of the id, not two: the set grows unless it is a duplicate.
+		n := len(seen)
+		if seen[j.ID] = struct{}{}; len(seen) == n {
 			errs = append(errs, flotilla.Errorf(field.String()+".job.id", j.ID, flotilla.ErrDuplicate, ""))
 			continue
 		}
-		seen[j.ID] = struct{}{}
 		qi, ok := c.queueIndex(j.Queue)
 		if !ok {
 			errs = append(errs, flotilla.Errorf(field.String()+".job.queue", j.Queue, flotilla.ErrUnknownName, "no such queue in the snapshot"))
