@@ -294,22 +294,23 @@ func (c *cycle) bindRunning() error {
 			errs = append(errs, err)
 			continue
 		}
-		if _, dup := seen[j.ID]; dup {
+		// One hash of the id, not two: the set grows unless it is a duplicate.
+		n := len(seen)
+		if seen[j.ID] = struct{}{}; len(seen) == n {
 			errs = append(errs, flotilla.Errorf(field.String()+".job.id", j.ID, flotilla.ErrDuplicate, ""))
 			continue
 		}
-		seen[j.ID] = struct{}{}
-		qi, ok := c.queueIdx[j.Queue]
+		qi, ok := c.queueIndex(j.Queue)
 		if !ok {
 			errs = append(errs, flotilla.Errorf(field.String()+".job.queue", j.Queue, flotilla.ErrUnknownName, "no such queue in the snapshot"))
 			continue
 		}
-		ci, ok := c.s.class(j)
+		ci, ok := c.s.classOf(j)
 		if !ok {
 			errs = append(errs, flotilla.Errorf(field.String()+".job.priorityClass", j.PriorityClass, flotilla.ErrUnknownName, "no such priority class"))
 			continue
 		}
-		ni, ok := c.db.NodeIndex(r.Node)
+		ni, ok := c.runningNode(r)
 		if !ok {
 			errs = append(errs, flotilla.Errorf(field.String()+".node", r.Node, flotilla.ErrUnknownName, "no such node in the snapshot"))
 			continue
@@ -317,11 +318,12 @@ func (c *cycle) bindRunning() error {
 		c.db.Bind(ni, qi, c.s.bindLevel[ci], j.Requests)
 		c.account(qi, ci, j.Requests)
 		c.queues[qi].running++
-		c.addRun(j, r.Start, ni, qi, ci, stRunning)
+		c.record(j, r.Start, ni, qi, ci, stRunning)
 		if i&1023 == 1023 {
 			c.db.Forget() // running jobs are final: keep the undo log short
 		}
 	}
+	c.indexNodeRuns()
 	// A gang goes whole, and urgency takes only jobs of strictly lower
 	// priority: so all its members hold their capacity at its highest
 	// member's level (the top level when a member is non-preemptible: the
@@ -352,6 +354,36 @@ func (c *cycle) bindRunning() error {
 	return errors.Join(errs...)
 }
 
+// smallScan is how many names a lookup compares one by one before it
+// hashes instead: for a few queues or classes, comparing strings is
+// cheaper than hashing one.
+const smallScan = 8
+
+// queueIndex is queueIdx[name], without hashing when there are few queues.
+// Queues with a duplicate name fail the cycle before it is used, so the
+// first match is the map's answer.
+func (c *cycle) queueIndex(name string) (int, bool) {
+	if len(c.queues) <= smallScan {
+		for i := range c.queues {
+			if c.queues[i].q.Name == name {
+				return i, true
+			}
+		}
+		return 0, false
+	}
+	i, ok := c.queueIdx[name]
+	return i, ok
+}
+
+// runningNode finds r's node: by its NodeIndex hint when the hint names
+// it, else by name.
+func (c *cycle) runningNode(r *Running) (int, bool) {
+	if h := r.NodeIndex; h > 0 && h <= c.db.NodeCount() && c.db.Node(h-1).Name == r.Node {
+		return h - 1, true
+	}
+	return c.db.NodeIndex(r.Node)
+}
+
 // setHead makes e (or gang g, whose first member e is) the queue's head.
 func (qs *queueState) setHead(e *queue.Entry, g *gang.Gang) {
 	qs.head, qs.headGang, qs.headRun, qs.headRetry = e, g, -1, -1
@@ -375,9 +407,41 @@ func (qs *queueState) headCost() int {
 
 // addRun records a job bound to a node, for preemption.
 func (c *cycle) addRun(j *flotilla.Job, start time.Time, node, qi, ci int, st runState) int32 {
+	ri := c.record(j, start, node, qi, ci, st)
+	c.nodeRun[node] = append(c.nodeRun[node], ri)
+	return ri
+}
+
+// nodeRunSlack is the room each node's list of jobs gets, when the running
+// jobs are indexed, for the jobs the cycle places there.
+const nodeRunSlack = 4
+
+// indexNodeRuns builds nodeRun for the jobs recorded so far (the running
+// ones) in one allocation: each node's list is a window of one backing
+// array, with nodeRunSlack spare, so that a node's list grows on its own
+// only past that.
+func (c *cycle) indexNodeRuns() {
+	count := make([]int32, len(c.nodeRun)+1)
+	for i := range c.run {
+		count[c.run[i].node+1]++
+	}
+	for ni := range c.nodeRun {
+		count[ni+1] += count[ni] + nodeRunSlack
+	}
+	backing := make([]int32, count[len(c.nodeRun)])
+	for ni := range c.nodeRun {
+		c.nodeRun[ni] = backing[count[ni]:count[ni]:count[ni+1]]
+	}
+	for i := range c.run {
+		n := c.run[i].node
+		c.nodeRun[n] = append(c.nodeRun[n], int32(i))
+	}
+}
+
+// record adds a job bound to a node to run (not to nodeRun: addRun).
+func (c *cycle) record(j *flotilla.Job, start time.Time, node, qi, ci int, st runState) int32 {
 	ri := int32(len(c.run))
 	c.run = append(c.run, runJob{job: j, start: start, node: int32(node), queue: int32(qi), class: int32(ci), level: int32(c.s.bindLevel[ci]), state: st, rank: -1})
-	c.nodeRun[node] = append(c.nodeRun[node], ri)
 	if j.Gang.ID != "" {
 		c.gangRun[j.Gang.ID] = append(c.gangRun[j.Gang.ID], ri)
 	}

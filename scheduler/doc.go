@@ -54,6 +54,14 @@
 // the store should not have handed out is reported with ReasonInvalid and
 // never placed. An error reading the store fails the cycle.
 //
+// Running jobs are checked every cycle, as cheaply as that allows:
+// Job.Validate's allocation-free path, ids unique (one hash each), queue
+// and class known (compared by name when there are at most eight, hashed
+// otherwise), node known, and no node holding more than its total. A
+// caller can spare the lookup of each job's node by name with
+// Running.NodeIndex, the node's place in Snapshot.Nodes (from 1): the
+// hint is checked against the name and ignored when it does not match.
+//
 // # Reporting
 //
 // Result.Unscheduled groups the jobs examined and not placed by (queue,

@@ -138,3 +138,21 @@ func (s *Scheduler) class(j *flotilla.Job) (int, bool) {
 	i, ok := s.classIndex[j.PriorityClass]
 	return i, ok
 }
+
+// classOf is class, without hashing when there are few classes (their
+// names are unique: Config.Validate).
+func (s *Scheduler) classOf(j *flotilla.Job) (int, bool) {
+	if j.PriorityClass == "" {
+		return s.defClass, true
+	}
+	if len(s.classes) <= smallScan {
+		for i := range s.classes {
+			if s.classes[i].Name == j.PriorityClass {
+				return i, true
+			}
+		}
+		return 0, false
+	}
+	i, ok := s.classIndex[j.PriorityClass]
+	return i, ok
+}

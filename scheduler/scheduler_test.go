@@ -252,6 +252,33 @@ func TestSnapshotErrorsNameFieldAndValue(t *testing.T) {
 	assert.Contains(t, err.Error(), `running[1].node "missing"`)
 }
 
+// Running.NodeIndex is only a hint: the job is bound to the node Running.Node
+// names, whatever a hint naming another node or out of range says, and a
+// hint naming the right node gives the same decision as none.
+func TestRunningNodeIndexHintIsCheckedAgainstTheNodeName(t *testing.T) {
+	for name, hints := range map[string][2]int{
+		"no hints":           {0, 0},
+		"right hints":        {2, 1},
+		"hint of other node": {1, 2},
+		"hints out of range": {3, -1},
+	} {
+		w := newWorld(t)
+		w.addNodes(2, "2")
+		w.addQueue("A", 1)
+		// node-1 is full; node-0 has one core free: if a hint were taken
+		// for node-0 (or node-1) without checking, a node would hold 3
+		// cores and the cycle would fail, or the queued job's node differ.
+		w.running = append(w.running,
+			scheduler.Running{Job: w.job("A", "2"), Node: "node-1", NodeIndex: hints[0], Start: t0},
+			scheduler.Running{Job: w.job("A", "1"), Node: "node-0", NodeIndex: hints[1], Start: t0},
+		)
+		w.submit("A", 1, "1")
+		res := w.schedule()
+		require.Len(t, res.Scheduled, 1, name)
+		assert.Equal(t, "node-0", res.Scheduled[0].Node, name)
+	}
+}
+
 // Schedule judges snapshot nodes with flotilla's Node.Validate, the check
 // the scenario format uses: a taint without an effect, an empty label key
 // or a nameless node is an error naming the field, not a node silently

@@ -49,6 +49,11 @@ type QueuePriorityState struct {
 type Running struct {
 	Job  *flotilla.Job
 	Node string
+	// NodeIndex, when > 0, says the node is Snapshot.Nodes[NodeIndex-1]:
+	// a hint that spares a lookup by name. It is checked (that node's name
+	// must be Node); a hint out of range or naming another node is ignored
+	// and the node is found by name. 0 means no hint.
+	NodeIndex int
 	// Start is when the job started; it orders evicted jobs (earliest first).
 	Start time.Time
 }

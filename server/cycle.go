@@ -203,6 +203,7 @@ func (s *Server) snapshot(now time.Time) *scheduler.Snapshot {
 	for _, name := range names {
 		c := s.clusters[name]
 		used := s.usedScratch(len(c.nodes) * width)
+		base := len(snap.Nodes) + 1 // NodeIndex counts from 1
 		c.sortLive(func(j *job) {
 			l := j.lease
 			if l.nodeIdx < 0 {
@@ -212,7 +213,7 @@ func (s *Server) snapshot(now time.Time) *scheduler.Snapshot {
 			for k, r := range j.spec.Job.Requests {
 				u[k] += r
 			}
-			snap.Running = append(snap.Running, scheduler.Running{Job: j.sched, Node: c.snap[l.nodeIdx].Name, Start: l.leased})
+			snap.Running = append(snap.Running, scheduler.Running{Job: j.sched, Node: c.snap[l.nodeIdx].Name, NodeIndex: base + int(l.nodeIdx), Start: l.leased})
 		})
 		snap.Nodes = append(snap.Nodes, c.fullNodes(used, width)...)
 	}

@@ -72,7 +72,9 @@
 // state.
 // A cycle's snapshot lists the running jobs by cluster, then by job id, so
 // that it depends on the state only, not on the order of the changes that
-// made it. A queued job costs the service under 1 KiB of memory, backend
+// made it; each running job hints its node's place in the snapshot's nodes
+// (scheduler.Running.NodeIndex), so Schedule finds it without a lookup by
+// name. A queued job costs the service under 1 KiB of memory, backend
 // and queued-job store included (BenchmarkServiceSubmit1M): the
 // non-terminal jobs are found by id through a pointer-free hash index of
 // handles (internal/idindex) rather than a map the garbage collector

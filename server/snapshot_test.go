@@ -62,6 +62,24 @@ func TestSnapshotListsRunningJobsByClusterNameThenJobIDWhateverTheOrderOfTheirLe
 	require.Equal(t, []string{"c1/c1-n0:job-10", "c1/c1-n0:job-3", "c1/c1-n0:job-4", "c2/c2-n0:job-1"}, runningIDs(w.snapshotNow()))
 }
 
+// The snapshot hints each running job's node by its index in
+// Snapshot.Nodes (Running.NodeIndex, from 1), so that Schedule need not
+// look every job's node up by name.
+func TestSnapshotRunningJobsHintTheIndexOfTheirNode(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	w.report(Report{Cluster: "c2", Nodes: nodesOf("c2", 3, 1)})
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 2, 1)})
+	w.submit("A", "s1", cpuJobs(5, "1"))
+	require.Equal(t, 5, w.cycle().Leased)
+	snap := w.snapshotNow()
+	require.Len(t, snap.Running, 5)
+	for _, r := range snap.Running {
+		require.Truef(t, r.NodeIndex > 0 && r.NodeIndex <= len(snap.Nodes), "%s on %s: hint %d of %d nodes", r.Job.ID, r.Node, r.NodeIndex, len(snap.Nodes))
+		require.Equal(t, r.Node, snap.Nodes[r.NodeIndex-1].Name, r.Job.ID)
+	}
+}
+
 func TestLeaseOnANodeItsClusterNoLongerReportsLeavesTheSnapshotUntilTheNodeIsBack(t *testing.T) {
 	w := newWorld(t)
 	w.queue("A")
