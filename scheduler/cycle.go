@@ -52,9 +52,6 @@ type cycle struct {
 	levelsBuf    []int
 	nodesBuf     []int
 
-	// runningIDs holds the snapshot's running job ids.
-	runningIDs map[string]struct{}
-
 	// evictions is the preemption state: running jobs, evicted jobs'
 	// holds, and the displacement index (evict.go).
 	evictions
@@ -281,7 +278,6 @@ func (c *cycle) bindRunning() error {
 	schema := c.s.cfg.Schema
 	var errs []error
 	seen := make(map[string]struct{}, len(c.snap.Running))
-	c.runningIDs = seen
 	for i := range c.snap.Running {
 		r := &c.snap.Running[i]
 		field := runningField(i)
