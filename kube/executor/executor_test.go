@@ -345,6 +345,20 @@ func TestNodeResourcesAreAllocatableMinusTheRequestsOfPodsFlotillaDoesNotHold(t 
 	require.Nil(t, rec.last.Nodes)
 }
 
+// A pod whose in-place resize down the kubelet has not made yet still
+// holds its old request, as kube-scheduler counts it (its status).
+func TestNodeResourcesCountAPodResizedDownAtItsStatusRequest(t *testing.T) {
+	n := node("n1", "4", "16Gi", nil)
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "c",
+			AllocatedResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")},
+			Resources:          &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}}}}}}
+	got := executor.NodeOf(n, []*corev1.Pod{p}, []string{"cpu"})
+	require.Equal(t, map[string]string{"cpu": "1"}, got.Resources)
+}
+
 func TestANodeSelectorSplitsOneApiserverBetweenClusters(t *testing.T) {
 	s := newService(t)
 	kube := fake.NewClientset(node("a1", "4", "16Gi", map[string]string{"flotilla.io/cluster": "a"}),

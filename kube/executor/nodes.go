@@ -112,8 +112,9 @@ func (e *Executor) nodes(knodes []*corev1.Node, pods []*corev1.Pod) []api.Node {
 // NodeOf is a node as the executor reports it: for each of the resource
 // names, its allocatable minus what the pods that are not Succeeded or
 // Failed among others request (resource.PodRequests: the effective
-// request of containers, init containers and overhead, as kube-scheduler
-// counts it), never below zero, zeros omitted; its labels and taints; and
+// request of containers, init containers and overhead, and of a pod
+// resized in place the larger of its spec and its status, as
+// kube-scheduler counts it), never below zero, zeros omitted; its labels and taints; and
 // unschedulable when spec.unschedulable is set or its Ready condition is
 // False or Unknown. others are the pods bound to the node that Flotilla
 // does not account for: every pod but the leases the executor holds.
@@ -128,7 +129,7 @@ func NodeOf(n *corev1.Node, others []*corev1.Pod, names []string) api.Node {
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+		req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{UseStatusResources: true})
 		for name, q := range free {
 			if r, ok := req[corev1.ResourceName(name)]; ok {
 				q.Sub(r)
