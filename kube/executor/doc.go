@@ -27,8 +27,10 @@
 //     its exit code.
 //   - Pod phases: Pending is pending, Running running, Succeeded
 //     succeeded; Failed is failed with the first non-zero exit code of
-//     its containers, or returned when no container exited non-zero (the
-//     kubelet refused or evicted the pod). A pod killed on the service's
+//     its containers, or returned when the pod was evicted or disrupted
+//     (reason Evicted, or DisruptionTarget=True: its containers' exit
+//     codes are the kill's) or no container exited non-zero (the kubelet
+//     refused the pod). A pod killed on the service's
 //     order is stopped once it is gone or terminal; a pod that vanished
 //     otherwise before ending is returned.
 //   - Pods reported terminal are deleted once the service has taken the
