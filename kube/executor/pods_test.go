@@ -44,7 +44,7 @@ func TestPhaseOfMapsPodStatusToTheProtocolsPhases(t *testing.T) {
 		// The kubelet kills the containers of a pod it evicts (node
 		// pressure): their exit code is the kill's, not the job's.
 		{"evicted, its containers killed: returned", corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted",
-			Message: "The node was low on resource: memory.",
+			Message:           "The node was low on resource: memory.",
 			ContainerStatuses: []corev1.ContainerStatus{term("job", 137)}}, server.PhaseReturned, 0, "Evicted"},
 		{"a disruption target (taint manager, pod GC, kubelet): returned", corev1.PodStatus{Phase: corev1.PodFailed,
 			Conditions: []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
