@@ -14,7 +14,9 @@
 //     (k8s.io/component-helpers PodRequests: containers, init containers,
 //     overhead) of every pod bound to it that is not terminal and that the
 //     executor does not hold: Flotilla accounts for its own leases, the
-//     executor for everything else. Labels and taints are the node's;
+//     executor for everything else, including what a lease's pod requests
+//     beyond its lease (the template's other containers, sidecars,
+//     overhead). Labels and taints are the node's;
 //     it is unschedulable when spec.unschedulable is set or its Ready
 //     condition is False or Unknown.
 //   - A lease becomes a pod named from the job id and attempt (PodName),

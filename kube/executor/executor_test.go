@@ -345,6 +345,24 @@ func TestNodeResourcesAreAllocatableMinusTheRequestsOfPodsFlotillaDoesNotHold(t 
 	require.Nil(t, rec.last.Nodes)
 }
 
+// The service counts a lease at the job's requests; what the pod requests
+// beyond them (the template's other containers, sidecars, overhead) is
+// taken from its node's resources, so the node is not overcommitted.
+func TestNodeResourcesLoseWhatALeasesPodRequestsBeyondTheLease(t *testing.T) {
+	s := newService(t)
+	kube := fake.NewClientset(node("n1", "4", "16Gi", nil))
+	tmpl := executor.DefaultTemplate()
+	tmpl.Spec.Containers = append(tmpl.Spec.Containers, corev1.Container{Name: "logs", Image: "busybox",
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}}})
+	rec := &recorder{next: fexec.Local{Server: s.srv}}
+	ex := newExecutor(t, s, "c1", kube, func(c *executor.Config) { c.Service, c.Template = rec, tmpl })
+	_, name := leased(t, s, ex, `{"requests": {"cpu": "1", "memory": "1Gi"}}`)
+	getPod(t, kube, name)
+	step(t, ex)
+	require.NotNil(t, rec.last.Nodes, "the node's resources did not change when the lease's pod came")
+	require.Equal(t, map[string]string{"cpu": "3500m", "memory": "16Gi"}, rec.last.Nodes[0].Resources)
+}
+
 // A pod whose in-place resize down the kubelet has not made yet still
 // holds its old request, as kube-scheduler counts it (its status).
 func TestNodeResourcesCountAPodResizedDownAtItsStatusRequest(t *testing.T) {
