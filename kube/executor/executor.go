@@ -399,7 +399,8 @@ func (e *Executor) deletePod(ctx context.Context, name string) {
 
 // dropRefused forgets the leases of a refused report that the service
 // says do not exist or are not the cluster's (problems at jobs[i].job or
-// jobs[i].attempt), deleting their pods, and returns how many it forgot.
+// jobs[i].attempt), deleting their pods (with their own grace period:
+// they may be running), and returns how many it forgot.
 func (e *Executor) dropRefused(ctx context.Context, err error, jobs []api.JobReport) int {
 	var fields []string
 	var ce *client.Error
@@ -427,7 +428,8 @@ func (e *Executor) dropRefused(ctx context.Context, err error, jobs []api.JobRep
 		k := key{jobs[i].Job, jobs[i].Attempt}
 		if t, ok := e.held[k]; ok {
 			e.forget(k)
-			e.deletePod(ctx, t.pod)
+			// It may be running: its own grace period, not a force delete.
+			_ = e.cfg.Kube.CoreV1().Pods(e.cfg.Namespace).Delete(ctx, t.pod, metav1.DeleteOptions{})
 			dropped++
 		}
 	}

@@ -457,3 +457,28 @@ func TestLeasesAServiceDoesNotKnowAreDroppedAndTheirPodsDeleted(t *testing.T) {
 	step(t, ex)
 	getPod(t, kube, executor.PodName(id, 1))
 }
+
+// A running pod whose lease the service does not know is deleted with its
+// own grace period: grace 0 would remove the object at once while its
+// containers still run on the node (a force delete).
+func TestADroppedLeasesRunningPodIsDeletedWithItsGracePeriod(t *testing.T) {
+	s := newService(t)
+	kube := fake.NewClientset(node("n1", "4", "16Gi", nil))
+	sw := &switching{to: fexec.Local{Server: s.srv}}
+	ex := newExecutor(t, s, "c1", kube, func(c *executor.Config) { c.Service = sw })
+	_, name := leased(t, s, ex, `{"requests": {"cpu": "1"}}`)
+	setPhase(t, kube, name, corev1.PodRunning, 0)
+	step(t, ex)
+	sw.to = fexec.Local{Server: newService(t).srv}
+	step(t, ex)
+	var deletes []metav1.DeleteOptions
+	for _, a := range kube.Actions() {
+		if d, ok := a.(k8stesting.DeleteActionImpl); ok && d.GetResource().Resource == "pods" && d.GetName() == name {
+			deletes = append(deletes, d.DeleteOptions)
+		}
+	}
+	require.Len(t, deletes, 1)
+	if g := deletes[0].GracePeriodSeconds; g != nil {
+		t.Fatalf("deleted with grace %ds, want the pod's own", *g)
+	}
+}
