@@ -482,3 +482,41 @@ func TestADroppedLeasesRunningPodIsDeletedWithItsGracePeriod(t *testing.T) {
 		t.Fatalf("deleted with grace %ds, want the pod's own", *g)
 	}
 }
+
+// killing is a reporter that adds a kill order to the service's reply.
+type killing struct {
+	to   fexec.Reporter
+	kill api.Kill
+}
+
+func (k *killing) Report(ctx context.Context, cluster string, rep api.Report) (api.ReportReply, error) {
+	reply, err := k.to.Report(ctx, cluster, rep)
+	if err == nil && k.kill.Job != "" {
+		reply.Kill = append(reply.Kill, k.kill)
+		k.kill = api.Kill{}
+	}
+	return reply, err
+}
+
+// A kill order whose grace period the executor cannot read deletes the pod
+// with the pod's own grace period (the lease's), never at once.
+func TestAKillWithAMalformedGracePeriodKeepsThePodsOwn(t *testing.T) {
+	s := newService(t)
+	kube := fake.NewClientset(node("n1", "4", "16Gi", nil))
+	k := &killing{to: fexec.Local{Server: s.srv}}
+	ex := newExecutor(t, s, "c1", kube, func(c *executor.Config) { c.Service = k })
+	id, name := leased(t, s, ex, `{"requests": {"cpu": "1"}, "terminationGracePeriod": "20s"}`)
+	setPhase(t, kube, name, corev1.PodRunning, 0)
+	k.kill = api.Kill{Job: id, Attempt: 1, Reason: "test", GracePeriod: "soon"}
+	step(t, ex)
+	var opts []metav1.DeleteOptions
+	for _, a := range kube.Actions() {
+		if d, ok := a.(k8stesting.DeleteActionImpl); ok && d.GetResource().Resource == "pods" && d.GetName() == name {
+			opts = append(opts, d.DeleteOptions)
+		}
+	}
+	require.Len(t, opts, 1)
+	if g := opts[0].GracePeriodSeconds; g != nil {
+		t.Fatalf("deleted with grace %ds, want the pod's own", *g)
+	}
+}
