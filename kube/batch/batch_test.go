@@ -221,6 +221,34 @@ func TestNeverFitsPodConditionSaysWhyQuantified(t *testing.T) {
 	}
 }
 
+// Pods of identical requirements that do not fit share their reason, and
+// the scheduling-key cache names the job whose search they repeat; that
+// name changes whenever that job goes, so it is not part of the condition:
+// a pod's condition (and its Warning event) is rewritten only when why it
+// does not fit changes.
+func TestUnschedulableConditionIgnoresWhichIdenticalPodWasSearched(t *testing.T) {
+	f := newFixture(t, testNode("n1", "4"), testPod("a", "64", nil), testPod("b", "64", nil), testPod("c", "64", nil))
+	if rep := f.cycle(); rep.Conditions != 3 {
+		t.Fatalf("first cycle wrote %d conditions, want 3 (%v)", rep.Conditions, rep.Errors)
+	}
+	searched := ""
+	for _, p := range f.statusPatches() {
+		if strings.Contains(p, "same requirements") {
+			t.Fatalf("condition %s names the job whose search it repeats", p)
+		}
+		if searched == "" {
+			searched = strings.Fields(p)[0]
+		}
+	}
+	if err := f.cs.CoreV1().Pods("default").Delete(context.Background(), searched, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.until("the deleted pod gone", func(st *state) bool { return st.pods["default/"+searched] == nil })
+	if rep := f.cycle(); rep.Conditions != 0 {
+		t.Fatalf("after %s went, %d conditions rewritten, want 0: %v", searched, rep.Conditions, f.statusPatches())
+	}
+}
+
 // Urgency preemption evicts through the Eviction API with the victim's
 // grace period; the preemptor waits for the victim to terminate and is
 // bound after.

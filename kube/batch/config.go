@@ -30,6 +30,9 @@ func ParseConfig(data []byte) (Config, error) {
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return Config{}, errors.Join(flotilla.Errorf(scenario.RootField, "", flotilla.ErrMalformed, "%v", err))
 	}
+	if raw == nil {
+		return Config{}, errors.Join(flotilla.Errorf(scenario.RootField, "null", flotilla.ErrMalformed, "want a JSON object"))
+	}
 	if _, ok := raw["rounds"]; ok {
 		return Config{}, errors.Join(flotilla.Errorf("rounds", "", flotilla.ErrOutOfRange, "a queue configuration has no rounds"))
 	}
@@ -38,7 +41,7 @@ func ParseConfig(data []byte) (Config, error) {
 		raw["nodes"] = json.RawMessage(`[{"name":"placeholder","resources":{"cpu":"1","memory":"1","nvidia.com/gpu":"1"}}]`)
 		var err error
 		if data, err = json.Marshal(raw); err != nil {
-			return Config{}, err
+			return Config{}, errors.Join(flotilla.Errorf(scenario.RootField, "", flotilla.ErrMalformed, "%v", err))
 		}
 	}
 	f, err := scenario.Parse(data)

@@ -44,3 +44,30 @@ func TestParseConfigReportsEveryProblemAtItsPath(t *testing.T) {
 		t.Fatal("malformed JSON accepted")
 	}
 }
+
+// A document that is not a JSON object (null among them) is refused, at
+// the root, never a panic.
+func TestParseConfigRefusesADocumentThatIsNotAnObject(t *testing.T) {
+	for _, doc := range []string{`null`, ` null `, `[]`, `"queues"`, `1`} {
+		_, err := ParseConfig([]byte(doc))
+		var fe *flotilla.FieldError
+		if !errors.As(err, &fe) {
+			t.Errorf("ParseConfig(%s) = %v, want a *flotilla.FieldError", doc, err)
+		}
+	}
+}
+
+// ParseConfig never panics, and every refusal holds a *flotilla.FieldError.
+func FuzzParseConfig(f *testing.F) {
+	for _, s := range []string{`{}`, `null`, `{"queues": [{"name": "a"}]}`, `{"config": {"fairness": "asset"}}`,
+		`{"nodes": [{"name": "n", "resources": {"cpu": "1"}}]}`, `{"priorityClasses": [{"name": "p", "maximumResourceFractionPerQueue": {"cpu": 2}}]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, err := ParseConfig(data)
+		var fe *flotilla.FieldError
+		if err != nil && !errors.As(err, &fe) {
+			t.Fatalf("ParseConfig(%q) = %v, holds no *flotilla.FieldError", data, err)
+		}
+	})
+}

@@ -283,7 +283,7 @@ func (s *Scheduler) plan(res *scheduler.Result, now time.Time, rep *Report) *pla
 			continue
 		}
 		if ps := s.st.pods[u.Job.ID]; ps != nil && ps.kind == kindQueued {
-			p.cond(s, ps.pod, ReasonUnschedulable, u.Reason.String())
+			p.cond(s, ps.pod, ReasonUnschedulable, unschedulableMessage(u.Reason))
 		}
 	}
 	for _, ps := range s.st.pods {
@@ -292,6 +292,28 @@ func (s *Scheduler) plan(res *scheduler.Result, now time.Time, rep *Report) *pla
 		}
 	}
 	return p
+}
+
+// unschedulableMessage is a pod's PodScheduled=False message: the
+// reason, without the name of the identical job whose search the
+// scheduling-key cache repeated for it (that job changes from cycle to
+// cycle, why the pod does not fit does not), so that the condition and its
+// event are written again only when the reason changes.
+func unschedulableMessage(r scheduler.Reason) string {
+	if s := r.Search; s != nil && s.SameAs != "" {
+		of := ""
+		if s.SameAsQueue != "" {
+			of = " of queue " + s.SameAsQueue
+		}
+		r.Message = strings.TrimPrefix(r.Message, "same requirements as job "+s.SameAs+of+": ")
+	} else if rest, ok := strings.CutPrefix(r.Message, "same requirements as job "); ok {
+		// A reason without findings names the job too: cut at the first
+		// ": " (a pod's ID holds none).
+		if _, msg, ok := strings.Cut(rest, ": "); ok {
+			r.Message = msg
+		}
+	}
+	return r.String()
 }
 
 // problems renders every problem of err on one line.

@@ -60,7 +60,10 @@
 //     Unschedulable, with the scheduler's reason ("never-fits: 0/6 nodes
 //     fit: 2 untolerated taint gpu=true:NoSchedule, 4 short of cpu by at
 //     least 3"), and a Warning FailedScheduling event; a condition is only
-//     written when its reason or message changed.
+//     written when its reason or message changed. The message leaves out
+//     the identical job whose search the scheduling-key cache repeated
+//     ("same requirements as job ..."): that job changes as pods come and
+//     go, which would rewrite every identical pending pod each cycle.
 //
 // Decisions are idempotent over informer lag: a pod bound (or evicted) by
 // a cycle is held on its node until the informer shows spec.nodeName (or

@@ -14,7 +14,9 @@
 //     (k8s.io/component-helpers PodRequests: containers, init containers,
 //     overhead) of every pod bound to it that is not terminal and that the
 //     executor does not hold: Flotilla accounts for its own leases, the
-//     executor for everything else. Labels and taints are the node's;
+//     executor for everything else, including what a lease's pod requests
+//     beyond its lease (the template's other containers, sidecars,
+//     overhead). Labels and taints are the node's;
 //     it is unschedulable when spec.unschedulable is set or its Ready
 //     condition is False or Unknown.
 //   - A lease becomes a pod named from the job id and attempt (PodName),
@@ -27,8 +29,10 @@
 //     its exit code.
 //   - Pod phases: Pending is pending, Running running, Succeeded
 //     succeeded; Failed is failed with the first non-zero exit code of
-//     its containers, or returned when no container exited non-zero (the
-//     kubelet refused or evicted the pod). A pod killed on the service's
+//     its containers, or returned when the pod was evicted or disrupted
+//     (reason Evicted, or DisruptionTarget=True: its containers' exit
+//     codes are the kill's) or no container exited non-zero (the kubelet
+//     refused the pod). A pod killed on the service's
 //     order is stopped once it is gone or terminal; a pod that vanished
 //     otherwise before ending is returned.
 //   - Pods reported terminal are deleted once the service has taken the

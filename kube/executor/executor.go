@@ -88,7 +88,8 @@ type task struct {
 	phase   server.JobPhase
 	exit    int
 	reason  string
-	// killed: the service ordered the pod stopped, with grace.
+	// killed: the service ordered the pod stopped, with grace (negative:
+	// the pod's own grace period).
 	killed bool
 	grace  time.Duration
 }
@@ -279,7 +280,10 @@ func (e *Executor) Step(ctx context.Context) (api.ReportReply, error) {
 		if !ok || t.terminal() {
 			continue
 		}
-		grace, _ := time.ParseDuration(orZero(kill.GracePeriod))
+		grace, err := time.ParseDuration(orZero(kill.GracePeriod))
+		if err != nil || grace < 0 {
+			grace = -1 // unreadable: the pod's own (the lease's), never at once
+		}
 		t.killed, t.grace = true, grace
 		t.reason = "killed: " + kill.Reason
 		e.kill(ctx, t)
@@ -370,11 +374,16 @@ func (e *Executor) create(ctx context.Context, t *task) {
 	}
 }
 
-// kill deletes a killed lease's pod with its grace period; a pod already
-// gone is stopped.
+// kill deletes a killed lease's pod with the kill order's grace period (the
+// pod's own when the order's is unreadable: grace < 0); a pod already gone
+// is stopped.
 func (e *Executor) kill(ctx context.Context, t *task) {
-	secs := graceSeconds(t.grace)
-	err := e.cfg.Kube.CoreV1().Pods(e.cfg.Namespace).Delete(ctx, t.pod, metav1.DeleteOptions{GracePeriodSeconds: &secs})
+	var opts metav1.DeleteOptions
+	if t.grace >= 0 {
+		secs := graceSeconds(t.grace)
+		opts.GracePeriodSeconds = &secs
+	}
+	err := e.cfg.Kube.CoreV1().Pods(e.cfg.Namespace).Delete(ctx, t.pod, opts)
 	if apierrors.IsNotFound(err) {
 		t.phase = server.PhaseStopped
 	}
@@ -399,7 +408,8 @@ func (e *Executor) deletePod(ctx context.Context, name string) {
 
 // dropRefused forgets the leases of a refused report that the service
 // says do not exist or are not the cluster's (problems at jobs[i].job or
-// jobs[i].attempt), deleting their pods, and returns how many it forgot.
+// jobs[i].attempt), deleting their pods (with their own grace period:
+// they may be running), and returns how many it forgot.
 func (e *Executor) dropRefused(ctx context.Context, err error, jobs []api.JobReport) int {
 	var fields []string
 	var ce *client.Error
@@ -427,7 +437,8 @@ func (e *Executor) dropRefused(ctx context.Context, err error, jobs []api.JobRep
 		k := key{jobs[i].Job, jobs[i].Attempt}
 		if t, ok := e.held[k]; ok {
 			e.forget(k)
-			e.deletePod(ctx, t.pod)
+			// It may be running: its own grace period, not a force delete.
+			_ = e.cfg.Kube.CoreV1().Pods(e.cfg.Namespace).Delete(ctx, t.pod, metav1.DeleteOptions{})
 			dropped++
 		}
 	}

@@ -345,6 +345,38 @@ func TestNodeResourcesAreAllocatableMinusTheRequestsOfPodsFlotillaDoesNotHold(t 
 	require.Nil(t, rec.last.Nodes)
 }
 
+// The service counts a lease at the job's requests; what the pod requests
+// beyond them (the template's other containers, sidecars, overhead) is
+// taken from its node's resources, so the node is not overcommitted.
+func TestNodeResourcesLoseWhatALeasesPodRequestsBeyondTheLease(t *testing.T) {
+	s := newService(t)
+	kube := fake.NewClientset(node("n1", "4", "16Gi", nil))
+	tmpl := executor.DefaultTemplate()
+	tmpl.Spec.Containers = append(tmpl.Spec.Containers, corev1.Container{Name: "logs", Image: "busybox",
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}}})
+	rec := &recorder{next: fexec.Local{Server: s.srv}}
+	ex := newExecutor(t, s, "c1", kube, func(c *executor.Config) { c.Service, c.Template = rec, tmpl })
+	_, name := leased(t, s, ex, `{"requests": {"cpu": "1", "memory": "1Gi"}}`)
+	getPod(t, kube, name)
+	step(t, ex)
+	require.NotNil(t, rec.last.Nodes, "the node's resources did not change when the lease's pod came")
+	require.Equal(t, map[string]string{"cpu": "3500m", "memory": "16Gi"}, rec.last.Nodes[0].Resources)
+}
+
+// A pod whose in-place resize down the kubelet has not made yet still
+// holds its old request, as kube-scheduler counts it (its status).
+func TestNodeResourcesCountAPodResizedDownAtItsStatusRequest(t *testing.T) {
+	n := node("n1", "4", "16Gi", nil)
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "c",
+			AllocatedResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")},
+			Resources:          &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}}}}}}
+	got := executor.NodeOf(n, []*corev1.Pod{p}, []string{"cpu"})
+	require.Equal(t, map[string]string{"cpu": "1"}, got.Resources)
+}
+
 func TestANodeSelectorSplitsOneApiserverBetweenClusters(t *testing.T) {
 	s := newService(t)
 	kube := fake.NewClientset(node("a1", "4", "16Gi", map[string]string{"flotilla.io/cluster": "a"}),
@@ -424,4 +456,67 @@ func TestLeasesAServiceDoesNotKnowAreDroppedAndTheirPodsDeleted(t *testing.T) {
 	fresh.cycle()
 	step(t, ex)
 	getPod(t, kube, executor.PodName(id, 1))
+}
+
+// A running pod whose lease the service does not know is deleted with its
+// own grace period: grace 0 would remove the object at once while its
+// containers still run on the node (a force delete).
+func TestADroppedLeasesRunningPodIsDeletedWithItsGracePeriod(t *testing.T) {
+	s := newService(t)
+	kube := fake.NewClientset(node("n1", "4", "16Gi", nil))
+	sw := &switching{to: fexec.Local{Server: s.srv}}
+	ex := newExecutor(t, s, "c1", kube, func(c *executor.Config) { c.Service = sw })
+	_, name := leased(t, s, ex, `{"requests": {"cpu": "1"}}`)
+	setPhase(t, kube, name, corev1.PodRunning, 0)
+	step(t, ex)
+	sw.to = fexec.Local{Server: newService(t).srv}
+	step(t, ex)
+	var deletes []metav1.DeleteOptions
+	for _, a := range kube.Actions() {
+		if d, ok := a.(k8stesting.DeleteActionImpl); ok && d.GetResource().Resource == "pods" && d.GetName() == name {
+			deletes = append(deletes, d.DeleteOptions)
+		}
+	}
+	require.Len(t, deletes, 1)
+	if g := deletes[0].GracePeriodSeconds; g != nil {
+		t.Fatalf("deleted with grace %ds, want the pod's own", *g)
+	}
+}
+
+// killing is a reporter that adds a kill order to the service's reply.
+type killing struct {
+	to   fexec.Reporter
+	kill api.Kill
+}
+
+func (k *killing) Report(ctx context.Context, cluster string, rep api.Report) (api.ReportReply, error) {
+	reply, err := k.to.Report(ctx, cluster, rep)
+	if err == nil && k.kill.Job != "" {
+		reply.Kill = append(reply.Kill, k.kill)
+		k.kill = api.Kill{}
+	}
+	return reply, err
+}
+
+// A kill order whose grace period the executor cannot read deletes the pod
+// with the pod's own grace period (the lease's), never at once.
+func TestAKillWithAMalformedGracePeriodKeepsThePodsOwn(t *testing.T) {
+	s := newService(t)
+	kube := fake.NewClientset(node("n1", "4", "16Gi", nil))
+	k := &killing{to: fexec.Local{Server: s.srv}}
+	ex := newExecutor(t, s, "c1", kube, func(c *executor.Config) { c.Service = k })
+	id, name := leased(t, s, ex, `{"requests": {"cpu": "1"}, "terminationGracePeriod": "20s"}`)
+	setPhase(t, kube, name, corev1.PodRunning, 0)
+	k.kill = api.Kill{Job: id, Attempt: 1, Reason: "test", GracePeriod: "soon"}
+	step(t, ex)
+	var opts []metav1.DeleteOptions
+	for _, a := range kube.Actions() {
+		if d, ok := a.(k8stesting.DeleteActionImpl); ok && d.GetResource().Resource == "pods" && d.GetName() == name {
+			opts = append(opts, d.DeleteOptions)
+		}
+	}
+	require.Len(t, opts, 1)
+	if g := opts[0].GracePeriodSeconds; g != nil {
+		t.Fatalf("deleted with grace %ds, want the pod's own", *g)
+	}
 }

@@ -82,42 +82,88 @@ func (l *InformerLister) Nodes(selector labels.Selector) ([]*corev1.Node, error)
 func (l *InformerLister) Pods() ([]*corev1.Pod, error) { return l.pods.List(labels.Everything()) }
 
 // nodes converts the cluster's nodes for the report, sorted by name (see
-// NodeOf), subtracting the pods the executor does not hold.
+// NodeOf), subtracting the pods the executor does not hold, and of the
+// pods it holds what they request beyond their lease (beyond).
 func (e *Executor) nodes(knodes []*corev1.Node, pods []*corev1.Pod) []api.Node {
 	on := make(map[string][]*corev1.Pod, len(knodes))
+	extra := make(map[string][]corev1.ResourceList, len(knodes))
 	for _, n := range knodes {
 		on[n.Name] = nil
 	}
-	held := make(map[string]bool, len(e.keys))
+	held := make(map[string]*task, len(e.keys))
 	for _, k := range e.keys {
-		held[e.held[k].pod] = true
+		t := e.held[k]
+		held[t.pod] = t
 	}
 	for _, p := range pods {
 		if _, ok := on[p.Spec.NodeName]; !ok {
 			continue
 		}
-		if p.Namespace == e.cfg.Namespace && held[p.Name] && p.Labels[LabelCluster] == e.cfg.Cluster {
+		if t := held[p.Name]; t != nil && p.Namespace == e.cfg.Namespace && p.Labels[LabelCluster] == e.cfg.Cluster {
+			if x := beyond(p, t); len(x) > 0 {
+				extra[p.Spec.NodeName] = append(extra[p.Spec.NodeName], x)
+			}
 			continue
 		}
 		on[p.Spec.NodeName] = append(on[p.Spec.NodeName], p)
 	}
 	out := make([]api.Node, len(knodes))
 	for i, n := range knodes {
-		out[i] = NodeOf(n, on[n.Name], e.cfg.Resources)
+		out[i] = nodeOf(n, on[n.Name], extra[n.Name], e.cfg.Resources)
 	}
 	slices.SortFunc(out, func(a, b api.Node) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// beyond is what a held lease's pod requests beyond the lease, which the
+// service counts itself: the template's other containers, sidecars and
+// init containers, the overhead. The lease's requests are the lease's
+// when the executor made the pod, and its first container's when it
+// adopted it (BuildPod put them there). Nil for an ended pod.
+func beyond(p *corev1.Pod, t *task) corev1.ResourceList {
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return nil
+	}
+	leased := corev1.ResourceList{}
+	if t.lease.Job != "" {
+		for name, v := range t.lease.Requests {
+			if q, err := resource.ParseQuantity(v); err == nil {
+				leased[corev1.ResourceName(name)] = q
+			}
+		}
+	} else if len(p.Spec.Containers) > 0 {
+		leased = p.Spec.Containers[0].Resources.Requests
+	}
+	var out corev1.ResourceList
+	for name, q := range resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{UseStatusResources: true}) {
+		if l, ok := leased[name]; ok {
+			q.Sub(l)
+		}
+		if q.Sign() > 0 {
+			if out == nil {
+				out = corev1.ResourceList{}
+			}
+			out[name] = q
+		}
+	}
 	return out
 }
 
 // NodeOf is a node as the executor reports it: for each of the resource
 // names, its allocatable minus what the pods that are not Succeeded or
 // Failed among others request (resource.PodRequests: the effective
-// request of containers, init containers and overhead, as kube-scheduler
-// counts it), never below zero, zeros omitted; its labels and taints; and
+// request of containers, init containers and overhead, and of a pod
+// resized in place the larger of its spec and its status, as
+// kube-scheduler counts it), never below zero, zeros omitted; its labels and taints; and
 // unschedulable when spec.unschedulable is set or its Ready condition is
 // False or Unknown. others are the pods bound to the node that Flotilla
 // does not account for: every pod but the leases the executor holds.
 func NodeOf(n *corev1.Node, others []*corev1.Pod, names []string) api.Node {
+	return nodeOf(n, others, nil, names)
+}
+
+// nodeOf is NodeOf, also subtracting extra.
+func nodeOf(n *corev1.Node, others []*corev1.Pod, extra []corev1.ResourceList, names []string) api.Node {
 	free := make(map[string]resource.Quantity, len(names))
 	for _, name := range names {
 		if q, ok := n.Status.Allocatable[corev1.ResourceName(name)]; ok {
@@ -128,7 +174,15 @@ func NodeOf(n *corev1.Node, others []*corev1.Pod, names []string) api.Node {
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+		req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{UseStatusResources: true})
+		for name, q := range free {
+			if r, ok := req[corev1.ResourceName(name)]; ok {
+				q.Sub(r)
+				free[name] = q
+			}
+		}
+	}
+	for _, req := range extra {
 		for name, q := range free {
 			if r, ok := req[corev1.ResourceName(name)]; ok {
 				q.Sub(r)

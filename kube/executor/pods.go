@@ -212,9 +212,11 @@ func merge(a, b map[string]string) map[string]string {
 // a failed pod and a reason: Pending (or no phase yet) is pending,
 // Running running, Succeeded succeeded; Failed is failed with the first
 // non-zero exit code among its containers (spec order, then init
-// containers), or returned when none exited non-zero: the kubelet refused
-// the pod (OutOfcpu, NodeAffinity), evicted it or cut it at a deadline
-// before a container failed. Unknown (the node is unreachable) is
+// containers), or returned when the pod was evicted or disrupted (status
+// reason Evicted, or a DisruptionTarget=True condition: its containers
+// were killed, whatever their exit codes) or none exited non-zero (the
+// kubelet refused the pod: OutOfcpu, NodeAffinity; or cut it at a
+// deadline before a container failed). Unknown (the node is unreachable) is
 // running: the lease stays renewed while the node may come back.
 func PhaseOf(p *corev1.Pod) (phase server.JobPhase, exitCode int, reason string) {
 	switch p.Status.Phase {
@@ -223,6 +225,9 @@ func PhaseOf(p *corev1.Pod) (phase server.JobPhase, exitCode int, reason string)
 	case corev1.PodSucceeded:
 		return server.PhaseSucceeded, 0, ""
 	case corev1.PodFailed:
+		if why, ok := disrupted(p); ok {
+			return server.PhaseReturned, 0, "pod failed: " + why
+		}
 		statuses := append(orderedStatuses(p.Spec.Containers, p.Status.ContainerStatuses), p.Status.InitContainerStatuses...)
 		for _, s := range statuses {
 			if t := s.State.Terminated; t != nil && t.ExitCode != 0 {
@@ -236,6 +241,23 @@ func PhaseOf(p *corev1.Pod) (phase server.JobPhase, exitCode int, reason string)
 		return server.PhaseReturned, 0, "pod failed: " + why
 	}
 	return server.PhasePending, 0, ""
+}
+
+// disrupted reports whether the pod failed because it was evicted by its
+// kubelet (status reason Evicted) or disrupted (a DisruptionTarget=True
+// condition: the taint manager, pod GC, a kubelet's shutdown or
+// preemption), and why: its containers were killed, so their exit codes
+// are the kill's, not the job's.
+func disrupted(p *corev1.Pod) (string, bool) {
+	if p.Status.Reason == "Evicted" {
+		return strings.TrimSpace(p.Status.Reason + " " + p.Status.Message), true
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			return strings.TrimSpace(c.Reason + " " + c.Message), true
+		}
+	}
+	return "", false
 }
 
 // orderedStatuses are a pod's container statuses in the spec's order.

@@ -41,6 +41,15 @@ func TestPhaseOfMapsPodStatusToTheProtocolsPhases(t *testing.T) {
 			server.PhaseReturned, 0, "OutOfcpu"},
 		{"evicted after exit 0: returned", corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted",
 			ContainerStatuses: []corev1.ContainerStatus{term("job", 0)}}, server.PhaseReturned, 0, "Evicted"},
+		// The kubelet kills the containers of a pod it evicts (node
+		// pressure): their exit code is the kill's, not the job's.
+		{"evicted, its containers killed: returned", corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted",
+			Message:           "The node was low on resource: memory.",
+			ContainerStatuses: []corev1.ContainerStatus{term("job", 137)}}, server.PhaseReturned, 0, "Evicted"},
+		{"a disruption target (taint manager, pod GC, kubelet): returned", corev1.PodStatus{Phase: corev1.PodFailed,
+			Conditions: []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+				Reason: "DeletionByTaintManager", Message: "Taint manager: deleting due to NoExecute taint"}},
+			ContainerStatuses: []corev1.ContainerStatus{term("job", 143)}}, server.PhaseReturned, 0, "DeletionByTaintManager"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			phase, exit, reason := executor.PhaseOf(&corev1.Pod{Spec: spec, Status: tc.status})

@@ -12,7 +12,10 @@
 // ignored; a pod's request is its effective request exactly as
 // kube-scheduler computes it (k8s.io/component-helpers/resource.PodRequests:
 // the larger of the containers' sum and each init container's request,
-// restartable init containers (sidecars) added, plus the pod overhead). A
+// restartable init containers (sidecars) added, plus the pod overhead;
+// with UseStatusResources, as kube-scheduler counts the pods on a node, so
+// that a pod resized in place holds the larger of its spec and its status
+// until the kubelet has resized it). A
 // node's capacity is its status.allocatable.
 //
 // # Jobs

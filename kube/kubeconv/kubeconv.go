@@ -68,9 +68,12 @@ func quantity(q resource.Quantity, u flotilla.Unit) int64 {
 }
 
 // PodRequests is the pod's effective request in schema, as kube-scheduler
-// computes it (containers, init containers including sidecars, overhead).
+// computes it (containers, init containers including sidecars, overhead;
+// for a container whose status reports resources, the larger of its spec
+// and its status, so a pod resized in place holds the larger until the
+// kubelet has resized it).
 func PodRequests(p *corev1.Pod, schema *flotilla.ResourceSchema) flotilla.Resources {
-	return Resources(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{}), schema)
+	return Resources(resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{UseStatusResources: true}), schema)
 }
 
 // Node converts a Node: its name, the given cluster, its labels, its

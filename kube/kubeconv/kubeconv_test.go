@@ -60,6 +60,12 @@ func TestPodRequestsAreKubeSchedulersEffectiveRequest(t *testing.T) {
 		{"overhead added", func(p *corev1.Pod) {
 			p.Spec.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}
 		}, 1100, 1 << 30},
+		{"a bound pod resized down holds what its status says until the kubelet resizes it", func(p *corev1.Pod) {
+			p.Spec.NodeName = "n1"
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c",
+				AllocatedResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")},
+				Resources:          &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}}}
+		}, 4000, 1 << 30},
 		{"gpu whole, unknown resources ignored", func(p *corev1.Pod) {
 			p.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"] = resource.MustParse("2")
 			p.Spec.Containers[0].Resources.Requests["example.com/foo"] = resource.MustParse("7")
