@@ -262,6 +262,11 @@ func (s *Scheduler) RunWithLeaderElection(ctx context.Context, le LeaderElection
 		Client:     s.client.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: le.Identity},
 	}
+	// client-go runs OnStartedLeading in a goroutine and Run does not wait
+	// for it, so this replica may win a new term while the last one's
+	// cycle still runs (on a cancelled context): a term starts only once
+	// the one before has returned.
+	var term sync.Mutex
 	for ctx.Err() == nil {
 		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 			Lock:            lock,
@@ -271,7 +276,11 @@ func (s *Scheduler) RunWithLeaderElection(ctx context.Context, le LeaderElection
 			ReleaseOnCancel: true,
 			Name:            le.Name,
 			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(ctx context.Context) { _ = s.Run(ctx, onError) },
+				OnStartedLeading: func(ctx context.Context) {
+					term.Lock()
+					defer term.Unlock()
+					_ = s.Run(ctx, onError)
+				},
 				OnStoppedLeading: func() {},
 			},
 		})
