@@ -340,7 +340,8 @@ func (b *Backend) updateQueue(ctx context.Context, q flotilla.Queue, fence *uint
 
 // DeleteQueue removes a queue's definition: backend.ErrNotFound when there
 // is none, backend.ErrNotEmpty while it has live jobs. It locks the queue's
-// row first, so that no Commit adds jobs to it meanwhile.
+// row first (after the fence row, through a WithFence view), so that no
+// Commit adds jobs to it meanwhile.
 func (b *Backend) DeleteQueue(ctx context.Context, name string) error {
 	return b.deleteQueue(ctx, name, nil)
 }
