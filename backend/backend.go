@@ -184,6 +184,26 @@ type JobLookup interface {
 	JobsByID(ctx context.Context, ids []string, recs []Record) error
 }
 
+// Fenced is an optional interface of a Backend: a view of it whose
+// queue, executor and usage writes are fenced like Jobs.Commit.
+type Fenced interface {
+	// WithFence returns a view of the backend for the leader holding
+	// token. Its CreateQueue, UpdateQueue, DeleteQueue, PutExecutor and
+	// PutUsage check token against the highest fence applied, atomically
+	// with the write: a token lower than it is refused with an error
+	// wrapping ErrFenced (a *flotilla.FieldError naming "fence") and
+	// nothing is changed; otherwise the write is applied and raises the
+	// highest fence to token, as a Commit with Write.Fence token does.
+	// Bad input is reported before the fence is checked, ErrExists,
+	// ErrNotFound and ErrNotEmpty after it (a refused write raises
+	// nothing). Its
+	// Commit is the backend's, fenced by Write.Fence as always; its reads
+	// and optional interfaces (ClientIDLookup, JobLookup, Leases) are the
+	// backend's. The view shares the backend's storage: closing either
+	// closes both. The backend's own writes stay unfenced.
+	WithFence(token uint64) Backend
+}
+
 // Executor is one cluster as its executor last reported it.
 type Executor struct {
 	// Cluster names the cluster; every node's Cluster must equal it.

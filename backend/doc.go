@@ -45,10 +45,13 @@
 // applied and refuses with ErrFenced any write whose Fence is lower, so a
 // deposed leader cannot write once its successor has. Fence 0 is the
 // lowest: unfenced writes (tests, a single process) are accepted until the
-// first fenced write is applied, and refused after it. Only job writes
-// (Jobs.Commit) are fenced: queue definitions are an administrator's, and
-// executor reports and usage are replaced whole by whichever replica
-// writes them last.
+// first fenced write is applied, and refused after it. Job writes
+// (Jobs.Commit) are always fenced. The other writes (queues, executors,
+// usage) are fenced only through the view a backend that implements
+// Fenced returns for a token: a leader writes through it, so a deposed
+// leader's queue, executor or usage write is refused in the backend too,
+// not only by its own clock; writes outside it (an administrator's
+// tool, a test, a single process) are not fenced.
 //
 // # Leader election
 //

@@ -119,6 +119,11 @@ func (b appliesHalfABatch) Commit(ctx context.Context, w *backend.Write) ([]even
 	return es, err
 }
 
+// ignoresTheFence hands out itself, unfenced, as every fenced view.
+type ignoresTheFence struct{ *memory.Backend }
+
+func (b ignoresTheFence) WithFence(uint64) backend.Backend { return b }
+
 // keepsStaleRecords answers JobsByID job by job and leaves the record of
 // an id that names no job as the caller's slice held it.
 type keepsStaleRecords struct{ *memory.Backend }
@@ -192,6 +197,9 @@ func TestConformanceSuiteFailsEachBrokenBackendOnTheRuleItBreaks(t *testing.T) {
 		}},
 		{"answers each id once", func(m *memory.Backend) backend.Backend { return answersEachIDOnce{m} }, []string{
 			"JobsByIDAnswersEveryIDAtItsPlaceAndMissingOnesAsNone",
+		}},
+		{"ignores a fenced view's token", func(m *memory.Backend) backend.Backend { return ignoresTheFence{m} }, []string{
+			"FencedViewRefusesQueueExecutorAndUsageWritesBelowTheHighestFence",
 		}},
 		{"answers a thousand ids of a batch", func(m *memory.Backend) backend.Backend { return answersAThousand{m} }, []string{
 			"JobsByIDAnswersEveryIDAtItsPlaceAndMissingOnesAsNone",

@@ -17,8 +17,11 @@
 // writers, paging, replay equal to the stored states, LiveJobs, client-id
 // uniqueness, fencing, refused transitions, cancelled contexts, executors,
 // usage and Close. Optional interfaces are checked where the backend has
-// them: backend.ClientIDLookup, and backend.JobLookup (every id answered
-// at its place, missing and duplicated ids, a batch of 10,000).
+// them: backend.ClientIDLookup, backend.JobLookup (every id answered
+// at its place, missing and duplicated ids, a batch of 10,000), and
+// backend.Fenced (a view's queue, executor and usage writes below the
+// highest fence refused with ErrFenced and changing nothing; at or above
+// it applied, raising the fence).
 //
 // RunLeases is the suite of the optional backend.Leases: one leader at a
 // time, renewal, expiry after the ttl on the backend's clock (which the

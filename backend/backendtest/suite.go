@@ -71,6 +71,7 @@ func rules() []rule {
 		{"ClientIDIsUniquePerQueue", clientIDUnique},
 		{"JobsByIDAnswersEveryIDAtItsPlaceAndMissingOnesAsNone", jobsByID},
 		{"WriteFencedBelowTheHighestAppliedIsRefused", fencing},
+		{"FencedViewRefusesQueueExecutorAndUsageWritesBelowTheHighestFence", fencedWrites},
 		{"RefusedTransitionChangesNothingAndConsumesNoSequenceNumber", refusedTransition},
 		{"CancelledContextAppliesNothing", cancelledContext},
 		{"ExecutorsPutReplacesAndListSortsByCluster", executorsRule},

@@ -27,5 +27,7 @@
 // takes the lock. LiveJobs reads in chunks and releases the lock between
 // them, so its callback may call the backend. The package starts no
 // goroutines and reads no clock: its leader lease (backend.Leases) runs on
-// the clock a test gives SetLeaseClock.
+// the clock a test gives SetLeaseClock. WithFence (backend.Fenced) returns
+// a view whose queue, executor and usage writes check and raise the fence
+// under the same lock as Commit.
 package memory

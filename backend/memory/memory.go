@@ -150,22 +150,23 @@ func cloneQueue(q flotilla.Queue) flotilla.Queue {
 
 // CreateQueue stores a new queue: backend.ErrExists when the name is taken.
 func (b *Backend) CreateQueue(ctx context.Context, q flotilla.Queue) error {
-	return b.putQueue(ctx, q, false)
+	return b.putQueue(ctx, q, false, nil)
 }
 
 // UpdateQueue replaces a queue: backend.ErrNotFound when there is none.
 func (b *Backend) UpdateQueue(ctx context.Context, q flotilla.Queue) error {
-	return b.putQueue(ctx, q, true)
+	return b.putQueue(ctx, q, true, nil)
 }
 
-// putQueue stores q, which must exist already (update) or not (create).
-func (b *Backend) putQueue(ctx context.Context, q flotilla.Queue, update bool) error {
+// putQueue stores q, which must exist already (update) or not (create),
+// fenced by fence (nil: unfenced).
+func (b *Backend) putQueue(ctx context.Context, q flotilla.Queue, update bool, fence *uint64) error {
 	if err := q.Validate(); err != nil {
 		return err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := b.ready(ctx); err != nil {
+	if err := b.readyFenced(ctx, fence); err != nil {
 		return err
 	}
 	switch _, ok := b.queues[q.Name]; {
@@ -175,15 +176,21 @@ func (b *Backend) putQueue(ctx context.Context, q flotilla.Queue, update bool) e
 		return flotilla.Errorf("queue", q.Name, backend.ErrNotFound, "")
 	}
 	b.queues[q.Name] = cloneQueue(q)
+	b.raiseFence(fence)
 	return nil
 }
 
 // DeleteQueue removes a queue's definition: backend.ErrNotFound when there
 // is none, backend.ErrNotEmpty while it has live jobs.
 func (b *Backend) DeleteQueue(ctx context.Context, name string) error {
+	return b.deleteQueue(ctx, name, nil)
+}
+
+// deleteQueue is DeleteQueue fenced by fence (nil: unfenced).
+func (b *Backend) deleteQueue(ctx context.Context, name string, fence *uint64) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := b.ready(ctx); err != nil {
+	if err := b.readyFenced(ctx, fence); err != nil {
 		return err
 	}
 	if _, ok := b.queues[name]; !ok {
@@ -193,6 +200,7 @@ func (b *Backend) DeleteQueue(ctx context.Context, name string) error {
 		return flotilla.Errorf("queue", name, backend.ErrNotEmpty, "%d live jobs", qs.live)
 	}
 	delete(b.queues, name)
+	b.raiseFence(fence)
 	return nil
 }
 
@@ -226,6 +234,11 @@ func (b *Backend) ListQueues(ctx context.Context) ([]flotilla.Queue, error) {
 
 // PutExecutor stores a cluster's report; the backend keeps e.Nodes.
 func (b *Backend) PutExecutor(ctx context.Context, e backend.Executor) error {
+	return b.putExecutor(ctx, e, nil)
+}
+
+// putExecutor is PutExecutor fenced by fence (nil: unfenced).
+func (b *Backend) putExecutor(ctx context.Context, e backend.Executor, fence *uint64) error {
 	var errs []error
 	if e.Cluster == "" {
 		errs = append(errs, flotilla.Errorf("executor.cluster", "", flotilla.ErrRequired, ""))
@@ -253,11 +266,12 @@ func (b *Backend) PutExecutor(ctx context.Context, e backend.Executor) error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := b.ready(ctx); err != nil {
+	if err := b.readyFenced(ctx, fence); err != nil {
 		return err
 	}
 	e.Reported = decodeTime(encodeTime(e.Reported))
 	b.executors[e.Cluster] = e
+	b.raiseFence(fence)
 	return nil
 }
 
@@ -275,6 +289,11 @@ func (b *Backend) ListExecutors(ctx context.Context) ([]backend.Executor, error)
 
 // PutUsage stores every record atomically.
 func (b *Backend) PutUsage(ctx context.Context, rs []backend.UsageRecord) error {
+	return b.putUsage(ctx, rs, nil)
+}
+
+// putUsage is PutUsage fenced by fence (nil: unfenced).
+func (b *Backend) putUsage(ctx context.Context, rs []backend.UsageRecord, fence *uint64) error {
 	var errs []error
 	seen := make(map[string]bool, len(rs))
 	for i, r := range rs {
@@ -304,7 +323,7 @@ func (b *Backend) PutUsage(ctx context.Context, rs []backend.UsageRecord) error 
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := b.ready(ctx); err != nil {
+	if err := b.readyFenced(ctx, fence); err != nil {
 		return err
 	}
 	for _, r := range rs {
@@ -312,6 +331,7 @@ func (b *Backend) PutUsage(ctx context.Context, rs []backend.UsageRecord) error 
 		r.At = decodeTime(encodeTime(r.At))
 		b.usage[r.Key] = r
 	}
+	b.raiseFence(fence)
 	return nil
 }
 

@@ -74,6 +74,17 @@
 // order (fence, queues, job sets, jobs), so concurrent Commits wait but
 // do not deadlock.
 //
+// # Fenced queue, executor and usage writes
+//
+// Backend implements backend.Fenced: WithFence(token) returns a view
+// whose CreateQueue, UpdateQueue, DeleteQueue, PutExecutor and PutUsage
+// each run in one transaction that checks the fence row first, as Commit
+// does (refused with backend.ErrFenced below the highest applied fence;
+// raised to the token when above it, else share-locked), then writes; a
+// refused write rolls back and raises nothing. The fence row comes first,
+// then the queue's row, in Commit's lock order. Backend's own such writes
+// are unfenced, one statement each (DeleteQueue one transaction).
+//
 // When the COMMIT fails in a way that leaves its outcome unknown (the
 // connection was lost, or the server ended it, after COMMIT may have
 // been sent), Commit returns an error wrapping backend.ErrOutcomeUnknown.

@@ -286,6 +286,11 @@ func queueProblems(q *flotilla.Queue) error {
 
 // CreateQueue stores a new queue: backend.ErrExists when the name is taken.
 func (b *Backend) CreateQueue(ctx context.Context, q flotilla.Queue) error {
+	return b.createQueue(ctx, q, nil)
+}
+
+// createQueue is CreateQueue fenced by fence (nil: unfenced).
+func (b *Backend) createQueue(ctx context.Context, q flotilla.Queue, fence *uint64) error {
 	if err := queueProblems(&q); err != nil {
 		return err
 	}
@@ -296,19 +301,23 @@ func (b *Backend) CreateQueue(ctx context.Context, q flotilla.Queue) error {
 	if err != nil {
 		return flotilla.Errorf("queue.limitsByPriorityClass", "", flotilla.ErrMalformed, "%v", err)
 	}
-	tag, err := b.pool.Exec(ctx, `INSERT INTO queues (name, priority_factor, limits) VALUES ($1, $2, $3)
-		ON CONFLICT (name) DO NOTHING`, q.Name, q.PriorityFactor, limits)
-	if err != nil {
-		return b.fail(ctx, "creating queue", err)
-	}
-	if tag.RowsAffected() == 0 {
-		return flotilla.Errorf("queue", q.Name, backend.ErrExists, "")
-	}
-	return nil
+	return b.write(ctx, "creating queue", fence, false, func(db querier) error {
+		tag, err := db.Exec(ctx, `INSERT INTO queues (name, priority_factor, limits) VALUES ($1, $2, $3)
+			ON CONFLICT (name) DO NOTHING`, q.Name, q.PriorityFactor, limits)
+		if err == nil && tag.RowsAffected() == 0 {
+			return flotilla.Errorf("queue", q.Name, backend.ErrExists, "")
+		}
+		return err
+	})
 }
 
 // UpdateQueue replaces a queue: backend.ErrNotFound when there is none.
 func (b *Backend) UpdateQueue(ctx context.Context, q flotilla.Queue) error {
+	return b.updateQueue(ctx, q, nil)
+}
+
+// updateQueue is UpdateQueue fenced by fence (nil: unfenced).
+func (b *Backend) updateQueue(ctx context.Context, q flotilla.Queue, fence *uint64) error {
 	if err := queueProblems(&q); err != nil {
 		return err
 	}
@@ -319,59 +328,47 @@ func (b *Backend) UpdateQueue(ctx context.Context, q flotilla.Queue) error {
 	if err != nil {
 		return flotilla.Errorf("queue.limitsByPriorityClass", "", flotilla.ErrMalformed, "%v", err)
 	}
-	tag, err := b.pool.Exec(ctx, `UPDATE queues SET priority_factor = $2, limits = $3 WHERE name = $1`,
-		q.Name, q.PriorityFactor, limits)
-	if err != nil {
-		return b.fail(ctx, "updating queue", err)
-	}
-	if tag.RowsAffected() == 0 {
-		return flotilla.Errorf("queue", q.Name, backend.ErrNotFound, "")
-	}
-	return nil
+	return b.write(ctx, "updating queue", fence, false, func(db querier) error {
+		tag, err := db.Exec(ctx, `UPDATE queues SET priority_factor = $2, limits = $3 WHERE name = $1`,
+			q.Name, q.PriorityFactor, limits)
+		if err == nil && tag.RowsAffected() == 0 {
+			return flotilla.Errorf("queue", q.Name, backend.ErrNotFound, "")
+		}
+		return err
+	})
 }
-
-// errNotEmpty carries DeleteQueue's refusal out of its transaction.
-type errNotEmpty struct{ live int64 }
-
-func (e errNotEmpty) Error() string { return fmt.Sprintf("%d live jobs", e.live) }
 
 // DeleteQueue removes a queue's definition: backend.ErrNotFound when there
 // is none, backend.ErrNotEmpty while it has live jobs. It locks the queue's
-// row first, so that no Commit adds jobs to it meanwhile.
+// row first (after the fence row, through a WithFence view), so that no
+// Commit adds jobs to it meanwhile.
 func (b *Backend) DeleteQueue(ctx context.Context, name string) error {
+	return b.deleteQueue(ctx, name, nil)
+}
+
+// deleteQueue is DeleteQueue fenced by fence (nil: unfenced).
+func (b *Backend) deleteQueue(ctx context.Context, name string, fence *uint64) error {
 	if err := b.ready(ctx); err != nil {
 		return err
 	}
-	found := true
-	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+	return b.write(ctx, "deleting queue", fence, true, func(db querier) error {
 		var n string
-		if err := tx.QueryRow(ctx, "SELECT name FROM queues WHERE name = $1 FOR UPDATE", name).Scan(&n); err != nil {
+		if err := db.QueryRow(ctx, "SELECT name FROM queues WHERE name = $1 FOR UPDATE", name).Scan(&n); err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
-				found = false
-				return nil
+				return flotilla.Errorf("queue", name, backend.ErrNotFound, "")
 			}
 			return err
 		}
 		var live int64
-		if err := tx.QueryRow(ctx, "SELECT count(*) FROM jobs WHERE queue = $1 AND live", name).Scan(&live); err != nil {
+		if err := db.QueryRow(ctx, "SELECT count(*) FROM jobs WHERE queue = $1 AND live", name).Scan(&live); err != nil {
 			return err
 		}
 		if live > 0 {
-			return errNotEmpty{live}
+			return flotilla.Errorf("queue", name, backend.ErrNotEmpty, "%d live jobs", live)
 		}
-		_, err := tx.Exec(ctx, "DELETE FROM queues WHERE name = $1", name)
+		_, err := db.Exec(ctx, "DELETE FROM queues WHERE name = $1", name)
 		return err
 	})
-	var ne errNotEmpty
-	switch {
-	case errors.As(err, &ne):
-		return flotilla.Errorf("queue", name, backend.ErrNotEmpty, "%d live jobs", ne.live)
-	case err != nil:
-		return b.fail(ctx, "deleting queue", err)
-	case !found:
-		return flotilla.Errorf("queue", name, backend.ErrNotFound, "")
-	}
-	return nil
 }
 
 // scanQueue reads a queue row (name, priority_factor, limits).
@@ -420,6 +417,11 @@ func (b *Backend) ListQueues(ctx context.Context) ([]flotilla.Queue, error) {
 
 // PutExecutor stores a cluster's report, replacing the previous one.
 func (b *Backend) PutExecutor(ctx context.Context, e backend.Executor) error {
+	return b.putExecutor(ctx, e, nil)
+}
+
+// putExecutor is PutExecutor fenced by fence (nil: unfenced).
+func (b *Backend) putExecutor(ctx context.Context, e backend.Executor, fence *uint64) error {
 	var errs []error
 	if e.Cluster == "" {
 		errs = append(errs, flotilla.Errorf("executor.cluster", "", flotilla.ErrRequired, ""))
@@ -479,13 +481,12 @@ func (b *Backend) PutExecutor(ctx context.Context, e backend.Executor) error {
 	if err != nil {
 		return fmt.Errorf("postgres: encoding nodes: %w", err)
 	}
-	_, err = b.pool.Exec(ctx, `INSERT INTO executors (cluster, reported, nodes) VALUES ($1, $2, $3)
-		ON CONFLICT (cluster) DO UPDATE SET reported = EXCLUDED.reported, nodes = EXCLUDED.nodes`,
-		e.Cluster, encodeTime(e.Reported), nodes)
-	if err != nil {
-		return b.fail(ctx, "storing executor", err)
-	}
-	return nil
+	return b.write(ctx, "storing executor", fence, false, func(db querier) error {
+		_, err := db.Exec(ctx, `INSERT INTO executors (cluster, reported, nodes) VALUES ($1, $2, $3)
+			ON CONFLICT (cluster) DO UPDATE SET reported = EXCLUDED.reported, nodes = EXCLUDED.nodes`,
+			e.Cluster, encodeTime(e.Reported), nodes)
+		return err
+	})
 }
 
 // ListExecutors returns every cluster's last report, sorted by cluster.
@@ -528,6 +529,11 @@ func (b *Backend) ListExecutors(ctx context.Context) ([]backend.Executor, error)
 
 // PutUsage stores every record atomically.
 func (b *Backend) PutUsage(ctx context.Context, rs []backend.UsageRecord) error {
+	return b.putUsage(ctx, rs, nil)
+}
+
+// putUsage is PutUsage fenced by fence (nil: unfenced).
+func (b *Backend) putUsage(ctx context.Context, rs []backend.UsageRecord, fence *uint64) error {
 	var errs []error
 	seen := make(map[string]bool, len(rs))
 	keys, values, ats := make([]string, len(rs)), make([][]byte, len(rs)), make([]*int64, len(rs))
@@ -567,13 +573,12 @@ func (b *Backend) PutUsage(ctx context.Context, rs []backend.UsageRecord) error 
 	if err := b.ready(ctx); err != nil {
 		return err
 	}
-	_, err := b.pool.Exec(ctx, `INSERT INTO usage (key, value, at)
-		SELECT * FROM unnest($1::text[], $2::jsonb[], $3::bigint[])
-		ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, at = EXCLUDED.at`, keys, values, ats)
-	if err != nil {
-		return b.fail(ctx, "storing usage", err)
-	}
-	return nil
+	return b.write(ctx, "storing usage", fence, false, func(db querier) error {
+		_, err := db.Exec(ctx, `INSERT INTO usage (key, value, at)
+			SELECT * FROM unnest($1::text[], $2::jsonb[], $3::bigint[])
+			ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, at = EXCLUDED.at`, keys, values, ats)
+		return err
+	})
 }
 
 // ListUsage returns every key's record, sorted by key.

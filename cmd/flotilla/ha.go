@@ -246,18 +246,25 @@ func (e *elector) leaderAddr() (string, error) {
 var errNotLeader = fmt.Errorf("flotilla serve: this process no longer leads: %w", backend.ErrFenced)
 
 // termBackend is the backend a leader's server writes through: every
-// write is refused once the term has ended (its lease may have passed to
-// another process), including the unfenced ones (executors, usage,
-// queues). Reads pass through.
+// write is refused once the term has ended by this process's clock (its
+// lease may have passed to another process), queue, executor and usage
+// writes included. Reads pass through. When the backend implements
+// backend.Fenced, those writes go through its view for the term's token
+// as well, so the database refuses them once a successor has written,
+// also one that passed the clock check before the process was paused.
 type termBackend struct {
 	backend.Backend
 	t   *term
 	now func() time.Time
 }
 
-// leaderBackend returns be as the term's server sees it, keeping its
-// optional backend.ClientIDLookup and backend.JobLookup.
+// leaderBackend returns be as the term's server sees it: fenced by the
+// term's token (backend.Fenced, when be has it) and by the term's clock,
+// keeping its optional backend.ClientIDLookup and backend.JobLookup.
 func leaderBackend(be backend.Backend, t *term, now func() time.Time) backend.Backend {
+	if f, ok := be.(backend.Fenced); ok {
+		be = f.WithFence(t.token)
+	}
 	tb := termBackend{Backend: be, t: t, now: now}
 	cl, byClientID := be.(backend.ClientIDLookup)
 	jl, byID := be.(backend.JobLookup)

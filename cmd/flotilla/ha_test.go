@@ -235,6 +235,52 @@ func TestTermBackendRefusesEveryWriteOnceTheTermHasEnded(t *testing.T) {
 	require.Len(t, qs, 1, "reads go on; nothing was written")
 }
 
+// TestLeaderBackendIsFencedByTheDatabaseOnceATermHasMovedOnThoughItsClockSaysAlive:
+// a leader paused past its lease and resumed may still count its term
+// alive by its own clock when a write leaves; once a successor has written
+// with a higher token, the backend refuses its queue, executor and usage
+// writes too (not only its job commits), and changes nothing.
+func TestLeaderBackendIsFencedByTheDatabaseOnceATermHasMovedOnThoughItsClockSaysAlive(t *testing.T) {
+	b, clock := leaseWorld()
+	ctx := context.Background()
+	e := newElector(b, "http://a", "http://a", 3*time.Second, clock.Now)
+	e.round(ctx)
+	tm := e.term()
+	require.NotNil(t, tm)
+	tb := leaderBackend(b, tm, clock.Now)
+	_, isLookup := tb.(backend.JobLookup)
+	require.True(t, isLookup, "the memory backend's job lookup is kept")
+	require.NoError(t, tb.CreateQueue(ctx, flotilla.Queue{Name: "A"}), "the term's own writes apply")
+	require.NoError(t, tb.PutUsage(ctx, []backend.UsageRecord{{Key: "q/A", Value: []float64{1}, At: clock.Now()}}))
+
+	// A successor's first write, with a higher token: the database has
+	// moved on, while this process's clock has not.
+	_, err := b.Commit(ctx, &backend.Write{Fence: tm.token + 1})
+	require.NoError(t, err)
+	require.True(t, tm.alive(clock.Now()), "the term is alive by its own clock")
+	writes := map[string]error{
+		"CreateQueue": tb.CreateQueue(ctx, flotilla.Queue{Name: "B"}),
+		"UpdateQueue": tb.UpdateQueue(ctx, flotilla.Queue{Name: "A", PriorityFactor: 2}),
+		"DeleteQueue": tb.DeleteQueue(ctx, "A"),
+		"PutExecutor": tb.PutExecutor(ctx, backend.Executor{Cluster: "c1", Reported: clock.Now()}),
+		"PutUsage":    tb.PutUsage(ctx, []backend.UsageRecord{{Key: "q/A", Value: []float64{9}, At: clock.Now()}}),
+		"Commit":      func() error { _, err := tb.Commit(ctx, &backend.Write{Fence: tm.token}); return err }(),
+	}
+	for name, err := range writes {
+		require.ErrorIs(t, err, backend.ErrFenced, "%s of a term the database has moved past", name)
+	}
+	qs, err := b.ListQueues(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []flotilla.Queue{{Name: "A"}}, qs, "no queue written")
+	es, err := b.ListExecutors(ctx)
+	require.NoError(t, err)
+	require.Empty(t, es, "no executor written")
+	us, err := b.ListUsage(ctx)
+	require.NoError(t, err)
+	require.Len(t, us, 1)
+	require.Equal(t, []float64{1}, us[0].Value, "no usage written")
+}
+
 // TestLeaderBackendKeepsTheBackendsOptionalLookups: a leader's server
 // reads through the same batched lookups as the backend has (the memory
 // backend has both, PostgreSQL's only JobLookup), and writes nothing once

@@ -1,0 +1,93 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/backend"
+)
+
+var _ backend.Fenced = (*Backend)(nil)
+
+// WithFence returns a view of b whose queue, executor and usage writes are
+// fenced by token (backend.Fenced). Each of them is one transaction that
+// first checks token against the fence row as Commit does (checkFence:
+// refused with backend.ErrFenced below the highest applied fence, the row
+// raised to token when token is above it, else share-locked), then
+// writes; a refused write rolls back, raising nothing. The view shares b's
+// pool: its reads, Commit, lookups and lease are b's, and closing it
+// closes b.
+func (b *Backend) WithFence(token uint64) backend.Backend {
+	return fencedView{Backend: b, token: token}
+}
+
+// fencedView is WithFence's view. Embedding *Backend keeps every method of
+// b, the optional interfaces too; the five unfenced writes are replaced.
+type fencedView struct {
+	*Backend
+	token uint64
+}
+
+func (v fencedView) CreateQueue(ctx context.Context, q flotilla.Queue) error {
+	return v.createQueue(ctx, q, &v.token)
+}
+
+func (v fencedView) UpdateQueue(ctx context.Context, q flotilla.Queue) error {
+	return v.updateQueue(ctx, q, &v.token)
+}
+
+func (v fencedView) DeleteQueue(ctx context.Context, name string) error {
+	return v.deleteQueue(ctx, name, &v.token)
+}
+
+func (v fencedView) PutExecutor(ctx context.Context, e backend.Executor) error {
+	return v.putExecutor(ctx, e, &v.token)
+}
+
+func (v fencedView) PutUsage(ctx context.Context, rs []backend.UsageRecord) error {
+	return v.putUsage(ctx, rs, &v.token)
+}
+
+// querier is where a write sends its statements: the pool or a
+// transaction.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// write runs fn, a queue, executor or usage write: on the pool when it is
+// unfenced (fence nil) and needs no transaction (inTx false), else in one
+// transaction, after checkFence when fenced. An error of fn holding a
+// *flotilla.FieldError is a refusal (ErrExists, ErrNotFound, ErrNotEmpty),
+// returned as is and rolling the transaction back; any other is the
+// database's, classified by fail as what failed.
+func (b *Backend) write(ctx context.Context, what string, fence *uint64, inTx bool, fn func(db querier) error) error {
+	classify := func(err error) error {
+		var fe *flotilla.FieldError
+		if err == nil || errors.As(err, &fe) {
+			return err
+		}
+		return b.fail(ctx, what, err)
+	}
+	if fence == nil && !inTx {
+		return classify(fn(b.pool))
+	}
+	var fenced error
+	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		if fence != nil {
+			if err := b.checkFence(ctx, tx, *fence); err != nil {
+				fenced = err // classified already
+				return err
+			}
+		}
+		return fn(tx)
+	})
+	if fenced != nil {
+		return fenced
+	}
+	return classify(err)
+}
