@@ -409,6 +409,16 @@ func (s *Server) planReport(ctx context.Context, c *cluster, r *Report, now time
 	// one leased again to the same cluster), not twice at one. Live leases
 	// are marked with the plan's stamp; a map holds only the others.
 	var seen map[leaseKey]int
+	// The report lists its jobs in id order (an executor's reports do),
+	// and most are live here: they are matched against the cluster's
+	// sorted live jobs in one pass, k the position there; the others are
+	// looked up by id.
+	var ids []string
+	var live []*job
+	if c != nil {
+		ids, live = c.ids[:c.sorted], c.live[:c.sorted]
+	}
+	k := 0
 	for i := range r.Jobs {
 		jr := &r.Jobs[i]
 		if p.ended != nil && !p.ended.read {
@@ -427,7 +437,16 @@ func (s *Server) planReport(ctx context.Context, c *cluster, r *Report, now time
 			errs = append(errs, flotilla.Errorf(jobField(i, "attempt"), strconv.Itoa(jr.Attempt), flotilla.ErrOutOfRange, "lease attempts start at 1"))
 			continue
 		}
-		j := s.jobs.get(jr.Job)
+		var j *job
+		for k < len(ids) && ids[k] < jr.Job {
+			k++
+		}
+		if k < len(ids) && ids[k] == jr.Job {
+			j = live[k]
+			k++
+		} else {
+			j = s.jobs.get(jr.Job)
+		}
 		p.listed[i] = j
 		if j != nil && j.lease != nil && jr.Attempt == int(j.attempts) {
 			l := j.lease
