@@ -200,7 +200,17 @@ type ReportReply struct {
 // quantities against schema. Every problem is a *flotilla.FieldError at the
 // body's path (nodes[2].resources.cpu), all joined.
 func (r *Report) ToServer(cluster string, schema *flotilla.ResourceSchema) (*server.Report, error) {
-	out := &server.Report{Cluster: cluster, Jobs: make([]server.JobReport, len(r.Jobs))}
+	return r.ToServerReusing(cluster, schema, nil)
+}
+
+// ToServerReusing is ToServer with the service's form of the jobs in
+// jobs's array when it is long enough (a caller reporting often reuses
+// one array; the report's Jobs are then valid until it reuses it again).
+func (r *Report) ToServerReusing(cluster string, schema *flotilla.ResourceSchema, jobs []server.JobReport) (*server.Report, error) {
+	if cap(jobs) < len(r.Jobs) {
+		jobs = make([]server.JobReport, len(r.Jobs))
+	}
+	out := &server.Report{Cluster: cluster, Jobs: jobs[:len(r.Jobs)]}
 	var errs []error
 	if r.Nodes != nil {
 		out.Nodes = make([]flotilla.Node, len(r.Nodes))

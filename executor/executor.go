@@ -66,8 +66,10 @@ type Executor struct {
 	// (the order of reports): a report reads them in one pass over dense
 	// memory. merge is scratch for adding new ones.
 	tasks, merge []task
-	// jobs is the last report's Jobs, reused by the next.
-	jobs []api.JobReport
+	// jobs is the last report's Jobs, reused by the next; srvJobs the
+	// same in the service's form, for a Local service.
+	jobs    []api.JobReport
+	srvJobs []server.JobReport
 	// registered: the service has the cluster's nodes.
 	registered bool
 	// Finished counts the jobs the executor reported ended, by phase.
@@ -186,7 +188,7 @@ func (e *Executor) Step(ctx context.Context) (api.ReportReply, error) {
 			ended++
 		}
 	}
-	reply, err := e.cfg.Service.Report(ctx, e.cfg.Cluster, rep)
+	reply, err := e.send(ctx, rep)
 	if err != nil {
 		e.registered = false
 		// Jobs the service refuses as not its leases (it lost them, e.g.
@@ -236,6 +238,18 @@ func (e *Executor) Step(ctx context.Context) (api.ReportReply, error) {
 		}
 	}
 	return reply, nil
+}
+
+// send passes a report to the service: to a Local one, the service's
+// form of the jobs reuses the executor's array from report to report.
+func (e *Executor) send(ctx context.Context, rep api.Report) (api.ReportReply, error) {
+	switch l := e.cfg.Service.(type) {
+	case Local:
+		return l.report(ctx, e.cfg.Cluster, rep, &e.srvJobs)
+	case *Local:
+		return l.report(ctx, e.cfg.Cluster, rep, &e.srvJobs)
+	}
+	return e.cfg.Service.Report(ctx, e.cfg.Cluster, rep)
 }
 
 // dropRefused forgets the jobs of a refused report that the service says
@@ -337,7 +351,20 @@ type Local struct {
 // Report converts the report, passes it to the service and converts the
 // reply.
 func (l Local) Report(ctx context.Context, cluster string, r api.Report) (api.ReportReply, error) {
-	rep, err := r.ToServer(cluster, l.Server.Schema())
+	return l.report(ctx, cluster, r, nil)
+}
+
+// report is Report converting the jobs into *buf's array (nil: a new
+// one), which it keeps in *buf, cleared, for the next report.
+func (l Local) report(ctx context.Context, cluster string, r api.Report, buf *[]server.JobReport) (api.ReportReply, error) {
+	var jobs []server.JobReport
+	if buf != nil {
+		jobs = *buf
+	}
+	rep, err := r.ToServerReusing(cluster, l.Server.Schema(), jobs)
+	if buf != nil && rep != nil {
+		defer func() { clear(rep.Jobs); *buf = rep.Jobs[:0] }()
+	}
 	if err != nil {
 		return api.ReportReply{}, err
 	}

@@ -77,9 +77,14 @@
 // name. A queued job costs the service under 1 KiB of memory, backend
 // and queued-job store included (BenchmarkServiceSubmit1M): the
 // non-terminal jobs are found by id through a pointer-free hash index of
-// handles (internal/idindex) rather than a map the garbage collector
-// scans, and a request's jobs are allocated together, so Submit's
-// allocations grow with a request's templates, not its jobs.
+// handles (internal/idindex), whose ids sit in dense blocks beside the
+// jobs, rather than a map the garbage collector scans, and a request's
+// jobs are allocated together, so Submit's allocations grow with a
+// request's templates, not its jobs. A report, whose jobs an executor
+// lists in id order, is matched against its cluster's live jobs (kept
+// sorted by id, with their ids in a dense list) in one pass; only the
+// jobs not found there (leased since the last cycle, ended, or listed out
+// of order) are looked up by id, and the reply reuses the plan's lookups.
 //
 // # Usage history
 //

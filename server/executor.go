@@ -166,11 +166,13 @@ func (s *Server) report(ctx context.Context, r *Report, ended *endedReads) (*Rep
 	c := s.clusters[r.Cluster]
 	plan, err := s.planReport(ctx, c, r, now, ended)
 	if plan != nil && plan.ended != nil && !plan.ended.read {
-		clear(plan.renew)
-		s.renew = plan.renew[:0]
+		plan.release(s)
 		return nil, plan.ended, nil
 	}
 	if err := errors.Join(nodesErr, err); err != nil {
+		if plan != nil {
+			plan.release(s)
+		}
 		return nil, nil, err
 	}
 	reply, err := s.applyReport(ctx, c, r, plan, nodes, now)
@@ -200,9 +202,9 @@ func (s *Server) applyReport(ctx context.Context, c *cluster, r *Report, plan *r
 			j.lease.renewed = now
 		}
 	}
-	clear(plan.renew)
-	s.renew = plan.renew[:0]
-	return s.reply(c, r, plan.stamp, plan.grace), nil
+	reply := s.reply(c, r, plan)
+	plan.release(s)
+	return reply, nil
 }
 
 // checkCluster validates a report's cluster: a problem there makes the
@@ -281,11 +283,23 @@ type reportPlan struct {
 	// grace holds the grace period of listed jobs that are no longer in
 	// memory (they ended), for their kill orders.
 	grace map[string]time.Duration
+	// listed holds, at each report entry's index, the job planReport
+	// found for it in memory (nil where it found none or did not look):
+	// the reply checks those jobs' leases without looking them up again.
+	listed []*job
 	// stamp marks the live leases the report lists (lease.listedIn).
 	stamp uint64
 	// ended are the records of listed jobs that are not in memory; nil
 	// while there is none. Unread, it collects their ids.
 	ended *endedReads
+}
+
+// release gives the plan's buffers back to the service, cleared.
+func (p *reportPlan) release(s *Server) {
+	clear(p.renew)
+	s.renew = p.renew[:0]
+	clear(p.listed)
+	s.listed = p.listed[:0]
 }
 
 // endedReads are the records of the jobs a report lists that were not in
@@ -388,11 +402,23 @@ func jobField(i int, f string) string { return "jobs[" + strconv.Itoa(i) + "]." 
 func (s *Server) planReport(ctx context.Context, c *cluster, r *Report, now time.Time, ended *endedReads) (*reportPlan, error) {
 	s.reports++
 	p := &reportPlan{stamp: s.reports, renew: s.renew[:0], ended: ended}
+	p.listed = slices.Grow(s.listed[:0], len(r.Jobs))[:len(r.Jobs)]
+	clear(p.listed)
 	var errs []error
 	// A job may be listed at two attempts (the old one stopping, the new
 	// one leased again to the same cluster), not twice at one. Live leases
 	// are marked with the plan's stamp; a map holds only the others.
 	var seen map[leaseKey]int
+	// The report lists its jobs in id order (an executor's reports do),
+	// and most are live here: they are matched against the cluster's
+	// sorted live jobs in one pass, k the position there; the others are
+	// looked up by id.
+	var ids []string
+	var live []*job
+	if c != nil {
+		ids, live = c.ids[:c.sorted], c.live[:c.sorted]
+	}
+	k := 0
 	for i := range r.Jobs {
 		jr := &r.Jobs[i]
 		if p.ended != nil && !p.ended.read {
@@ -411,7 +437,17 @@ func (s *Server) planReport(ctx context.Context, c *cluster, r *Report, now time
 			errs = append(errs, flotilla.Errorf(jobField(i, "attempt"), strconv.Itoa(jr.Attempt), flotilla.ErrOutOfRange, "lease attempts start at 1"))
 			continue
 		}
-		j := s.jobs.get(jr.Job)
+		var j *job
+		for k < len(ids) && ids[k] < jr.Job {
+			k++
+		}
+		if k < len(ids) && ids[k] == jr.Job {
+			j = live[k]
+			k++
+		} else {
+			j = s.jobs.get(jr.Job)
+		}
+		p.listed[i] = j
 		if j != nil && j.lease != nil && jr.Attempt == int(j.attempts) {
 			l := j.lease
 			if l.listedIn == p.stamp {
@@ -542,13 +578,20 @@ func (s *Server) leaseEnd(j *job, t events.Type, now time.Time, reason string) e
 // list, and the jobs to kill: those listed as pending or running whose
 // lease is no longer live (after the report's own events), and those
 // whose cancellation was requested. grace holds the grace periods of
-// listed jobs that ended.
-func (s *Server) reply(c *cluster, r *Report, stamp uint64, grace map[string]time.Duration) *ReportReply {
+// listed jobs that ended; listed the jobs planReport found for the
+// report's entries.
+func (s *Server) reply(c *cluster, r *Report, p *reportPlan) *ReportReply {
+	stamp, grace := p.stamp, p.grace
 	out := &ReportReply{}
 	for i := range r.Jobs {
 		jr := &r.Jobs[i]
 		if jr.Phase != PhasePending && jr.Phase != PhaseRunning {
 			continue
+		}
+		// A job found when planning that is still live here needs no
+		// second lookup: a live job is the one in memory under its id.
+		if j := p.listed[i]; j != nil && j.lease != nil && j.lease.cluster == c && int(j.attempts) == jr.Attempt {
+			continue // live here: renewed
 		}
 		j := s.jobs.get(jr.Job)
 		if j != nil && j.lease != nil && j.lease.cluster == c && int(j.attempts) == jr.Attempt {

@@ -2,7 +2,9 @@ package server
 
 import (
 	"errors"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -71,4 +73,35 @@ func TestReportReplyCarriesTheClustersLeasesThisReportDoesNotList(t *testing.T) 
 	reply = w.report(Report{Cluster: "c1", Jobs: held(PhasePending, ls[2:])})
 	require.Equal(t, ls[:2], reply.Leases)
 	require.Equal(t, ls, w.report(Report{Cluster: "c1"}).Leases)
+}
+
+// TestReportListingItsJobsOutOfIDOrderRenewsThemAll: a report is matched
+// against its cluster's live jobs, sorted by id, in one pass; jobs listed
+// out of that order are found too — each renewed, none sent again as a
+// lease, none killed, one listed twice still rejected — and a report that
+// lists them all in reverse keeps every lease from expiring.
+func TestReportListingItsJobsOutOfIDOrderRenewsThemAll(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 2, 4)})
+	w.submit("A", "s1", cpuJobs(6, "1"))
+	w.cycle()
+	ls := w.report(Report{Cluster: "c1"}).Leases
+	require.Len(t, ls, 6)
+	w.report(Report{Cluster: "c1", Jobs: held(PhaseRunning, ls)})
+	w.cycle() // the cluster's live list is sorted by id now
+	reversed := held(PhaseRunning, ls)
+	slices.Reverse(reversed)
+	w.clock.Advance(w.srv.cfg.LeaseTimeout - time.Second)
+	reply := w.report(Report{Cluster: "c1", Jobs: reversed})
+	require.Empty(t, reply.Leases)
+	require.Empty(t, reply.Kill)
+	w.clock.Advance(2 * time.Second) // past the first renewals, not the last
+	require.Zero(t, w.cycle().Expired)
+	dup := append(held(PhaseRunning, ls[3:]), held(PhaseRunning, ls[:4])...)
+	_, err := w.srv.Report(w.ctx, &Report{Cluster: "c1", Jobs: dup})
+	var fe *flotilla.FieldError
+	require.ErrorAs(t, err, &fe)
+	require.ErrorIs(t, err, flotilla.ErrDuplicate)
+	require.Equal(t, "jobs[6].job", fe.Field)
 }

@@ -189,9 +189,11 @@ type Server struct {
 	// reports counts the executors' reports, to stamp the leases each
 	// lists (lease.listedIn).
 	reports uint64
-	// renew is Report's buffer of the leases it renews; running the
-	// snapshot's buffer of running jobs, kept between cycles.
+	// renew is Report's buffer of the leases it renews; listed its
+	// buffer of the jobs found for a report's entries (reportPlan.listed);
+	// running the snapshot's buffer of running jobs, kept between cycles.
 	renew   []*job
+	listed  []*job
 	running []scheduler.Running
 	// positionLimit is DetailPositionLimit (a test lowers it).
 	positionLimit int

@@ -108,9 +108,11 @@ func TestLeaseOnANodeItsClusterNoLongerReportsLeavesTheSnapshotUntilTheNodeIsBac
 
 // TestClusterLiveListMatchesTheSetOfLiveJobsInIDOrder checks a cluster's
 // live list against a map of the jobs leased to it: through any sequence
-// of leases, lease ends and sorts, every live job is at its lease's pos,
-// jobs yields exactly the live jobs, and after sortLive the list is them
-// in id order.
+// of leases, lease ends, compactions and sorts, every live job is at its
+// lease's pos, jobs yields exactly the live jobs, after sortLive the list
+// is them in id order, and ids holds the id of every job of
+// live[:sorted] at its place ("" at the holes), which reports match
+// against.
 func TestClusterLiveListMatchesTheSetOfLiveJobsInIDOrder(t *testing.T) {
 	runProperty(t, "cluster live list = live jobs, sorted by id after sortLive", 300, func(seed int64) string {
 		rng := rand.New(rand.NewPCG(uint64(seed), 7))
@@ -125,11 +127,13 @@ func TestClusterLiveListMatchesTheSetOfLiveJobsInIDOrder(t *testing.T) {
 				j := &job{spec: backend.JobSpec{Job: &flotilla.Job{ID: id}}}
 				c.addLive(j, "n", time.Time{}, time.Time{}, time.Minute)
 				oracle[id] = j
-			case k < 9 && len(oracle) > 0:
+			case k < 8 && len(oracle) > 0:
 				ids := slices.Sorted(mapKeys(oracle))
 				id := ids[rng.IntN(len(ids))]
 				c.removeLive(oracle[id])
 				delete(oracle, id)
+			case k == 8:
+				c.compact()
 			default:
 				var emitted []string
 				c.sortLive(func(j *job) { emitted = append(emitted, j.id()) })
@@ -155,6 +159,14 @@ func TestClusterLiveListMatchesTheSetOfLiveJobsInIDOrder(t *testing.T) {
 			for id, j := range oracle {
 				if p := int(j.lease.pos); p >= len(c.live) || c.live[p] != j {
 					return "op " + strconv.Itoa(op) + ": " + id + " is not at its pos " + strconv.Itoa(p)
+				}
+			}
+			if len(c.ids) != len(c.live) {
+				return "op " + strconv.Itoa(op) + ": " + strconv.Itoa(len(c.ids)) + " ids for " + strconv.Itoa(len(c.live)) + " live places"
+			}
+			for p, j := range c.live[:c.sorted] {
+				if want := ""; j != nil && c.ids[p] != j.id() || j == nil && c.ids[p] != want {
+					return "op " + strconv.Itoa(op) + ": ids[" + strconv.Itoa(p) + "] is " + strconv.Quote(c.ids[p])
 				}
 			}
 		}

@@ -175,6 +175,11 @@ type cluster struct {
 	live          []*job
 	holes, sorted int
 	spare         []*job // sortLive's buffer
+	// ids hold the ids of live[:sorted] at the same places ("" at the
+	// holes): a report matches its jobs, listed in id order, against them
+	// in one pass over dense memory (planReport). Past sorted they are not
+	// kept. spareIDs is sortLive's buffer for them.
+	ids, spareIDs []string
 	// nextDue, when dueKnown, is no later than the time the first live
 	// lease falls due (expires or passes its job's deadline): until then
 	// a cycle need not look at the cluster's leases. Renewals only delay
@@ -220,6 +225,7 @@ func (c *cluster) addLive(j *job, node string, leased, renewed time.Time, timeou
 	}
 	j.lease = &lease{cluster: c, node: node, leased: leased, renewed: renewed, pos: int32(len(c.live)), nodeIdx: int32(idx)}
 	c.live = append(c.live, j)
+	c.ids = append(c.ids, "") // set when sortLive sorts it in
 	if due := j.due(timeout); c.dueKnown && due.Before(c.nextDue) {
 		c.nextDue = due
 	}
@@ -240,6 +246,7 @@ func (j *job) due(timeout time.Duration) time.Time {
 // removeLive ends j's lease on the cluster.
 func (c *cluster) removeLive(j *job) {
 	c.live[j.lease.pos] = nil
+	c.ids[j.lease.pos] = ""
 	c.holes++
 	j.lease = nil
 	if c.holes > 64 && c.holes > len(c.live)/2 {
@@ -261,11 +268,12 @@ func (c *cluster) compact() {
 			sorted++
 		}
 		j.lease.pos = int32(n)
-		c.live[n] = j
+		c.live[n], c.ids[n] = j, c.ids[i]
 		n++
 	}
 	clear(c.live[n:])
-	c.live, c.holes, c.sorted = c.live[:n], 0, sorted
+	clear(c.ids[n:])
+	c.live, c.ids, c.holes, c.sorted = c.live[:n], c.ids[:n], 0, sorted
 }
 
 // sortLive orders live by job id — it closes the holes, sorts the jobs
@@ -282,29 +290,34 @@ func (c *cluster) sortLive(emit func(*job)) {
 		return
 	}
 	byID := func(a, b *job) int { return strings.Compare(a.id(), b.id()) }
-	head, tail := c.live[:c.sorted], c.live[c.sorted:]
+	head, ids, tail := c.live[:c.sorted], c.ids[:c.sorted], c.live[c.sorted:]
 	tail = slices.DeleteFunc(tail, func(j *job) bool { return j == nil })
 	slices.SortFunc(tail, byID)
 	out := slices.Grow(c.spare[:0], len(head)+len(tail))
+	outIDs := slices.Grow(c.spareIDs[:0], len(head)+len(tail))
 	for len(head) > 0 || len(tail) > 0 {
 		var j *job
+		var id string
 		switch {
 		case len(head) > 0 && head[0] == nil:
-			head = head[1:]
+			head, ids = head[1:], ids[1:]
 			continue
-		case len(head) == 0 || len(tail) > 0 && byID(tail[0], head[0]) < 0:
-			j, tail = tail[0], tail[1:]
+		case len(head) == 0 || len(tail) > 0 && tail[0].id() < ids[0]:
+			j, id, tail = tail[0], tail[0].id(), tail[1:]
 		default:
-			j, head = head[0], head[1:]
+			j, id, head, ids = head[0], ids[0], head[1:], ids[1:]
 		}
 		j.lease.pos = int32(len(out))
 		out = append(out, j)
+		outIDs = append(outIDs, id)
 		if emit != nil {
 			emit(j)
 		}
 	}
 	clear(c.live[:cap(c.live)])
+	clear(c.ids[:cap(c.ids)])
 	c.live, c.spare = out, c.live[:0]
+	c.ids, c.spareIDs = outIDs, c.ids[:0]
 	c.sorted, c.holes = len(c.live), 0
 }
 
