@@ -199,7 +199,7 @@ func (e *Executor) Step(ctx context.Context) (api.ReportReply, error) {
 		}
 		// A service that does not know the cluster (it restarted) gets
 		// the nodes at once.
-		if rep.Nodes == nil && refusedAs(err, server.ErrUnknownCluster) {
+		if rep.Nodes == nil && RefusedAs(err, server.ErrUnknownCluster) {
 			return e.Step(ctx)
 		}
 		return api.ReportReply{}, err
@@ -253,9 +253,26 @@ func (e *Executor) send(ctx context.Context, rep api.Report) (api.ReportReply, e
 }
 
 // dropRefused forgets the jobs of a refused report that the service says
-// do not exist or are not the cluster's (problems at jobs[i].job or
-// jobs[i].attempt), and returns how many it forgot.
+// do not exist or are not the cluster's, and returns how many it forgot.
 func (e *Executor) dropRefused(err error, jobs []api.JobReport) int {
+	dropped := 0
+	for _, i := range RefusedJobs(err, jobs) {
+		if t := e.find(jobs[i].Job); t != nil && t.attempt == jobs[i].Attempt {
+			e.forget(jobs[i].Job)
+			e.finished[server.PhaseStopped]++
+			dropped++
+		}
+	}
+	return dropped
+}
+
+// RefusedJobs returns the indexes in jobs of the entries a refused report
+// was refused for because the service says the job does not exist
+// (backend.ErrNotFound) or is not the cluster's (server.ErrNotHeld):
+// problems at jobs[i].job or jobs[i].attempt, from a service in process
+// (*flotilla.FieldError) or over HTTP (*client.Error). An executor forgets
+// those leases; any executor of the protocol may use it.
+func RefusedJobs(err error, jobs []api.JobReport) []int {
 	var fields []string
 	var ce *client.Error
 	if errors.As(err, &ce) {
@@ -272,25 +289,21 @@ func (e *Executor) dropRefused(err error, jobs []api.JobReport) int {
 			}
 		}
 	}
-	dropped := 0
+	var idx []int
 	for _, f := range fields {
 		var i int
 		var rest string
 		if n, _ := fmt.Sscanf(f, "jobs[%d].%s", &i, &rest); n != 2 || i < 0 || i >= len(jobs) || (rest != "job" && rest != "attempt") {
 			continue
 		}
-		if t := e.find(jobs[i].Job); t != nil && t.attempt == jobs[i].Attempt {
-			e.forget(jobs[i].Job)
-			e.finished[server.PhaseStopped]++
-			dropped++
-		}
+		idx = append(idx, i)
 	}
-	return dropped
+	return idx
 }
 
-// refusedAs reports whether the service refused a report with class, in
+// RefusedAs reports whether the service refused a report with class, in
 // process (errors.Is) or over HTTP (the problem's text).
-func refusedAs(err, class error) bool {
+func RefusedAs(err, class error) bool {
 	if errors.Is(err, class) {
 		return true
 	}

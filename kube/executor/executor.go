@@ -20,8 +20,6 @@ import (
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/api"
-	"github.com/flotilla-sched/flotilla/backend"
-	"github.com/flotilla-sched/flotilla/client"
 	fexec "github.com/flotilla-sched/flotilla/executor"
 	"github.com/flotilla-sched/flotilla/server"
 )
@@ -246,7 +244,7 @@ func (e *Executor) Step(ctx context.Context) (api.ReportReply, error) {
 	reply, err := e.cfg.Service.Report(ctx, e.cfg.Cluster, rep)
 	if err != nil {
 		e.lastNodes = nil
-		if e.dropRefused(ctx, err, rep.Jobs) > 0 || rep.Nodes == nil && refusedAs(err, server.ErrUnknownCluster) {
+		if e.dropRefused(ctx, err, rep.Jobs) > 0 || rep.Nodes == nil && fexec.RefusedAs(err, server.ErrUnknownCluster) {
 			return e.Step(ctx)
 		}
 		return api.ReportReply{}, err
@@ -411,29 +409,8 @@ func (e *Executor) deletePod(ctx context.Context, name string) {
 // jobs[i].attempt), deleting their pods (with their own grace period:
 // they may be running), and returns how many it forgot.
 func (e *Executor) dropRefused(ctx context.Context, err error, jobs []api.JobReport) int {
-	var fields []string
-	var ce *client.Error
-	if errors.As(err, &ce) {
-		for _, p := range ce.Body.Problems {
-			if strings.HasPrefix(p.Error, backend.ErrNotFound.Error()) || strings.HasPrefix(p.Error, server.ErrNotHeld.Error()) {
-				fields = append(fields, p.Field)
-			}
-		}
-	} else {
-		for _, p := range flotilla.Problems(err) {
-			var fe *flotilla.FieldError
-			if errors.As(p, &fe) && (errors.Is(fe, server.ErrNotHeld) || errors.Is(fe, backend.ErrNotFound)) {
-				fields = append(fields, fe.Field)
-			}
-		}
-	}
 	dropped := 0
-	for _, f := range fields {
-		var i int
-		var rest string
-		if n, _ := fmt.Sscanf(f, "jobs[%d].%s", &i, &rest); n != 2 || i < 0 || i >= len(jobs) || (rest != "job" && rest != "attempt") {
-			continue
-		}
+	for _, i := range fexec.RefusedJobs(err, jobs) {
 		k := key{jobs[i].Job, jobs[i].Attempt}
 		if t, ok := e.held[k]; ok {
 			e.forget(k)
@@ -443,23 +420,6 @@ func (e *Executor) dropRefused(ctx context.Context, err error, jobs []api.JobRep
 		}
 	}
 	return dropped
-}
-
-// refusedAs reports whether the service refused a report with class, in
-// process (errors.Is) or over HTTP (the problem's text).
-func refusedAs(err, class error) bool {
-	if errors.Is(err, class) {
-		return true
-	}
-	var ce *client.Error
-	if errors.As(err, &ce) {
-		for _, p := range ce.Body.Problems {
-			if strings.HasPrefix(p.Error, class.Error()) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func orZero(s string) string {
