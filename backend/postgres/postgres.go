@@ -291,24 +291,8 @@ func (b *Backend) CreateQueue(ctx context.Context, q flotilla.Queue) error {
 
 // createQueue is CreateQueue fenced by fence (nil: unfenced).
 func (b *Backend) createQueue(ctx context.Context, q flotilla.Queue, fence *uint64) error {
-	if err := queueProblems(&q); err != nil {
-		return err
-	}
-	if err := b.ready(ctx); err != nil {
-		return err
-	}
-	limits, err := jsonOrNil(q.LimitsByPriorityClass == nil, q.LimitsByPriorityClass)
-	if err != nil {
-		return flotilla.Errorf("queue.limitsByPriorityClass", "", flotilla.ErrMalformed, "%v", err)
-	}
-	return b.write(ctx, "creating queue", fence, false, func(db querier) error {
-		tag, err := db.Exec(ctx, `INSERT INTO queues (name, priority_factor, limits) VALUES ($1, $2, $3)
-			ON CONFLICT (name) DO NOTHING`, q.Name, q.PriorityFactor, limits)
-		if err == nil && tag.RowsAffected() == 0 {
-			return flotilla.Errorf("queue", q.Name, backend.ErrExists, "")
-		}
-		return err
-	})
+	return b.putQueue(ctx, q, fence, "creating queue", `INSERT INTO queues (name, priority_factor, limits) VALUES ($1, $2, $3)
+			ON CONFLICT (name) DO NOTHING`, backend.ErrExists)
 }
 
 // UpdateQueue replaces a queue: backend.ErrNotFound when there is none.
@@ -318,6 +302,14 @@ func (b *Backend) UpdateQueue(ctx context.Context, q flotilla.Queue) error {
 
 // updateQueue is UpdateQueue fenced by fence (nil: unfenced).
 func (b *Backend) updateQueue(ctx context.Context, q flotilla.Queue, fence *uint64) error {
+	return b.putQueue(ctx, q, fence, "updating queue",
+		`UPDATE queues SET priority_factor = $2, limits = $3 WHERE name = $1`, backend.ErrNotFound)
+}
+
+// putQueue validates q and runs stmt ($1 name, $2 priority factor, $3
+// limits) fenced by fence; a statement that changes no row is the queue's
+// unchanged error.
+func (b *Backend) putQueue(ctx context.Context, q flotilla.Queue, fence *uint64, what, stmt string, unchanged error) error {
 	if err := queueProblems(&q); err != nil {
 		return err
 	}
@@ -328,11 +320,10 @@ func (b *Backend) updateQueue(ctx context.Context, q flotilla.Queue, fence *uint
 	if err != nil {
 		return flotilla.Errorf("queue.limitsByPriorityClass", "", flotilla.ErrMalformed, "%v", err)
 	}
-	return b.write(ctx, "updating queue", fence, false, func(db querier) error {
-		tag, err := db.Exec(ctx, `UPDATE queues SET priority_factor = $2, limits = $3 WHERE name = $1`,
-			q.Name, q.PriorityFactor, limits)
+	return b.write(ctx, what, fence, false, func(db querier) error {
+		tag, err := db.Exec(ctx, stmt, q.Name, q.PriorityFactor, limits)
 		if err == nil && tag.RowsAffected() == 0 {
-			return flotilla.Errorf("queue", q.Name, backend.ErrNotFound, "")
+			return flotilla.Errorf("queue", q.Name, unchanged, "")
 		}
 		return err
 	})
