@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/flotilla-sched/flotilla/api"
 	"io"
 	"os"
 	"slices"
@@ -392,29 +393,12 @@ func explainWaiting(b *scenario.Built, d *scenario.Decision, job *flotilla.Job, 
 	}
 }
 
-// unscheduledOf is a Reason in the JSON form: its node search's groups,
-// each shortfall as a quantity of its resource.
+// unscheduledOf is a Reason in the JSON form (api.UnscheduledOf), a
+// failing gang member with its gang's size.
 func unscheduledOf(b *scenario.Built, r scheduler.Reason, job *flotilla.Job) *unscheduledJSON {
-	u := &unscheduledJSON{Code: r.Code.String(), Message: r.Message}
-	s := r.Search
-	if s == nil {
-		return u
-	}
-	u.SameAs, u.SameAsQueue, u.NodesSearched = s.SameAs, s.SameAsQueue, s.Nodes
-	u.NodeGroups = []nodeGroupJSON{}
-	for _, f := range s.Filtered {
-		u.NodeGroups = append(u.NodeGroups, nodeGroupJSON{Nodes: f.Nodes, Filter: string(f.Filter), Detail: f.Detail})
-	}
-	for _, sf := range s.Shortfall {
-		amount := strconv.FormatInt(sf.Amount, 10)
-		if i, ok := b.Schema.Index(sf.Resource); ok {
-			amount = b.Schema.Quantity(i, sf.Amount)
-		}
-		we := sf.WhenEmpty
-		u.NodeGroups = append(u.NodeGroups, nodeGroupJSON{Nodes: sf.Nodes, ShortOf: sf.Resource, Short: amount, WhenEmpty: &we})
-	}
-	if s.Member != "" {
-		u.GangMember = &gangMemberJSON{Job: s.Member, PlacedBefore: s.PlacedBefore, Members: job.Gang.Cardinality}
+	u := api.UnscheduledOf(r, b.Schema)
+	if u.GangMember != nil {
+		u.GangMember.Members = job.Gang.Cardinality
 	}
 	return u
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/flotilla-sched/flotilla/api"
 	"io"
 	"slices"
 	"strconv"
@@ -77,32 +78,13 @@ type scheduledJSON struct {
 	NodeQueuesBefore []string          `json:"nodeQueuesBefore"`
 }
 
-type unscheduledJSON struct {
-	Code          string          `json:"code"`
-	Message       string          `json:"message"`
-	SameAs        string          `json:"sameAs,omitempty"`
-	SameAsQueue   string          `json:"sameAsQueue,omitempty"`
-	NodesSearched int             `json:"nodesSearched,omitempty"`
-	NodeGroups    []nodeGroupJSON `json:"nodeGroups,omitempty"`
-	GangMember    *gangMemberJSON `json:"gangMember,omitempty"`
-}
-
-// nodeGroupJSON is a group of nodes one filter excluded (Filter, Detail)
-// or that lack one resource (ShortOf, Short, WhenEmpty).
-type nodeGroupJSON struct {
-	Nodes     int    `json:"nodes"`
-	Filter    string `json:"filter,omitempty"`
-	Detail    string `json:"detail,omitempty"`
-	ShortOf   string `json:"shortOf,omitempty"`
-	Short     string `json:"short,omitempty"`
-	WhenEmpty *bool  `json:"whenEmpty,omitempty"`
-}
-
-type gangMemberJSON struct {
-	Job          string `json:"job"`
-	PlacedBefore int    `json:"placedBefore"`
-	Members      int    `json:"members"`
-}
+// unscheduledJSON, nodeGroupJSON and gangMemberJSON are the service's wire
+// forms (api), so that explain -o json and status -v -o json agree.
+type (
+	unscheduledJSON = api.Unscheduled
+	nodeGroupJSON   = api.NodeGroup
+	gangMemberJSON  = api.GangMember
+)
 
 type preemptedJSON struct {
 	Node             string   `json:"node"`

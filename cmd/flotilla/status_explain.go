@@ -62,15 +62,6 @@ func statusExplanation(s api.JobStatus) *explanation {
 		ex.QueueShare = &queueShareJSON{Share: q.Share, FairShare: q.FairShare, AdjustedFairShare: q.AdjustedFairShare,
 			Demand: q.Demand, Running: q.Running, Queued: q.Queued}
 	}
-	if u := e.Unscheduled; u != nil {
-		uj := &unscheduledJSON{Code: u.Code, Message: u.Message, SameAs: u.SameAs, SameAsQueue: u.SameAsQueue, NodesSearched: u.NodesSearched}
-		for _, g := range u.NodeGroups {
-			uj.NodeGroups = append(uj.NodeGroups, nodeGroupJSON(g))
-		}
-		if g := u.GangMember; g != nil {
-			uj.GangMember = &gangMemberJSON{Job: g.Job, PlacedBefore: g.PlacedBefore, Members: g.Members}
-		}
-		ex.Unscheduled = uj
-	}
+	ex.Unscheduled = e.Unscheduled
 	return ex
 }
