@@ -336,13 +336,23 @@ func orZero(s string) string {
 // error. A failed report is retried at the next period; onError (if not
 // nil) hears of it.
 func (e *Executor) Run(ctx context.Context, onError func(error)) error {
-	t := time.NewTicker(e.cfg.Renew)
+	return Every(ctx, e.cfg.Renew, func(ctx context.Context) error {
+		_, err := e.Step(ctx)
+		return err
+	}, onError)
+}
+
+// Every calls step every period until ctx ends, and returns ctx's error:
+// the loop of an executor of the protocol. A step that takes longer than
+// the period is abandoned (its context ends) and made again, so a stuck
+// connection does not let leases expire; a failed step is retried at the
+// next period, and onError (if not nil) hears of it.
+func Every(ctx context.Context, period time.Duration, step func(context.Context) error, onError func(error)) error {
+	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
-		// A report that takes longer than the renew period is abandoned
-		// and made again: a stuck connection must not let leases expire.
-		stepCtx, cancel := context.WithTimeout(ctx, e.cfg.Renew)
-		_, err := e.Step(stepCtx)
+		stepCtx, cancel := context.WithTimeout(ctx, period)
+		err := step(stepCtx)
 		cancel()
 		if err != nil && ctx.Err() == nil && onError != nil {
 			onError(err)

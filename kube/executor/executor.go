@@ -443,19 +443,8 @@ func graceSeconds(d time.Duration) int64 {
 // period; onError (if not nil) hears of it. Give it an InformerLister
 // started and synced (cmd/flotilla-kube-executor does).
 func (e *Executor) Run(ctx context.Context, onError func(error)) error {
-	t := time.NewTicker(e.cfg.Renew)
-	defer t.Stop()
-	for {
-		stepCtx, cancel := context.WithTimeout(ctx, e.cfg.Renew)
-		_, err := e.Step(stepCtx)
-		cancel()
-		if err != nil && ctx.Err() == nil && onError != nil {
-			onError(err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
+	return fexec.Every(ctx, e.cfg.Renew, func(ctx context.Context) error {
+		_, err := e.Step(ctx)
+		return err
+	}, onError)
 }
