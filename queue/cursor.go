@@ -1,7 +1,5 @@
 package queue
 
-import "github.com/google/btree"
-
 // cursorBatch is how many entries a Cursor reads from the tree at a time.
 const cursorBatch = 64
 
@@ -27,7 +25,7 @@ func (s *Store) Cursor(queue string) *Cursor {
 type Cursor struct {
 	_ noCopy
 
-	tree *btree.BTreeG[item]
+	tree *order
 	buf  []*Entry
 	pos  int
 	last item // the last item read from the tree (e nil: none); the next batch resumes after it
@@ -36,7 +34,7 @@ type Cursor struct {
 	// fill is c.collect, bound once so that reading a batch does not
 	// allocate a closure; self detects a copied Cursor, whose fill would
 	// fill the original's buffer.
-	fill btree.ItemIteratorG[item]
+	fill func(item) bool
 	self *Cursor
 }
 
@@ -59,7 +57,7 @@ func (c *Cursor) Reset(s *Store, queue string) {
 		return
 	}
 	if q := s.queues[queue]; q != nil {
-		c.tree = q.order
+		c.tree = &q.order
 		c.done = false
 	}
 }
@@ -106,9 +104,9 @@ func (c *Cursor) refill() {
 		return
 	}
 	if c.last.e == nil {
-		c.tree.Ascend(c.fill)
+		c.tree.ascend(c.fill)
 	} else {
-		c.tree.AscendGreaterOrEqual(c.last, c.fill)
+		c.tree.ascendFrom(c.last, c.fill)
 	}
 	if len(c.buf) < cursorBatch {
 		c.done = true

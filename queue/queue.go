@@ -10,15 +10,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/google/btree"
-
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/internal/idindex"
 )
-
-// degree is the B-tree degree: nodes hold 31 to 63 items, a good trade
-// between pointer chasing and copying for in-memory trees.
-const degree = 32
 
 // Entry is one queued job as the store keeps it. Entries handed out by a
 // Store belong to it: read them, do not modify them. An entry is valid
@@ -99,7 +93,7 @@ func compareEntries(a, b *Entry) int {
 	return 0
 }
 
-// item is what the order tree holds: an entry with copies of the fields
+// item is what a queue's order holds: an entry with copies of the fields
 // Less reads, so that a search compares items inside the tree's own nodes
 // instead of loading two objects (entry, job) per comparison.
 type item struct {
@@ -154,12 +148,11 @@ type Store struct {
 	entries slab
 	byID    idindex.Index
 	queues  map[string]*queueIndex
-	free    *btree.FreeListG[item] // shared by every tree
 }
 
 // queueIndex is one non-empty queue.
 type queueIndex struct {
-	order *btree.BTreeG[item]
+	order order
 	sets  map[string]*jobSet // non-empty job sets
 	// keys counts the queue's lone jobs (not gang members) per scheduling
 	// key; gangJobs counts its gang members.
@@ -184,7 +177,6 @@ func New(schema *flotilla.ResourceSchema, classes []flotilla.PriorityClass, defa
 		classes:      make(map[string]int32, len(classes)),
 		defaultClass: defaultClass,
 		queues:       make(map[string]*queueIndex),
-		free:         btree.NewFreeListG[item](btree.DefaultFreeListSize),
 	}
 	var errs []error
 	if schema == nil {
@@ -302,10 +294,7 @@ func (s *Store) Add(j *flotilla.Job) error {
 	e := &st.Entry
 	q := s.queues[j.Queue]
 	if q == nil {
-		q = &queueIndex{
-			order: btree.NewWithFreeListG(degree, lessItem, s.free),
-			sets:  make(map[string]*jobSet),
-		}
+		q = &queueIndex{sets: make(map[string]*jobSet)}
 		n := s.schema.Len()
 		q.keys = make(map[uint64]int)
 		q.demandLo, q.demandHi, q.demand = make([]uint64, n), make([]uint64, n), make(flotilla.Resources, n)
@@ -317,7 +306,7 @@ func (s *Store) Add(j *flotilla.Job) error {
 		set = &jobSet{}
 		q.sets[j.JobSet] = set
 	}
-	q.order.ReplaceOrInsert(itemOf(e))
+	q.order.insert(itemOf(e))
 	set.add(st)
 	s.byID.InsertHashed(hash, h)
 	return nil
@@ -343,7 +332,7 @@ func (s *Store) Remove(id string) (*flotilla.Job, bool) {
 	if set.n == 0 {
 		delete(q.sets, j.JobSet)
 	}
-	if q.order.Len() == 0 {
+	if q.order.len() == 0 {
 		delete(s.queues, j.Queue)
 	}
 	s.entries.release(h)
@@ -386,21 +375,21 @@ func (q *queueIndex) count(e *Entry, add bool) {
 
 // unorder removes e from its queue's order.
 func (s *Store) unorder(q *queueIndex, e *Entry) {
-	if _, ok := q.order.Delete(itemOf(e)); ok {
+	if q.order.delete(itemOf(e)) {
 		return
 	}
 	// The job was modified while stored, against the package rules, and
 	// its item no longer sorts where it was put. Find it the slow way
 	// rather than leave it behind.
 	var stale item
-	q.order.Ascend(func(it item) bool {
+	q.order.ascend(func(it item) bool {
 		if it.e == e {
 			stale = it
 			return false
 		}
 		return true
 	})
-	q.order.Delete(stale)
+	q.order.delete(stale)
 }
 
 // Get returns the stored entry of a job, in O(1).
@@ -429,7 +418,7 @@ func (s *Store) QueueLen(queue string) int {
 		return 0
 	}
 	if q := s.queues[queue]; q != nil {
-		return q.order.Len()
+		return q.order.len()
 	}
 	return 0
 }
@@ -456,7 +445,7 @@ func (s *Store) Stats(queue string) Stats {
 	if q == nil {
 		return Stats{}
 	}
-	return Stats{Jobs: q.order.Len(), GangJobs: q.gangJobs, Demand: q.demand}
+	return Stats{Jobs: q.order.len(), GangJobs: q.gangJobs, Demand: q.demand}
 }
 
 // SchedulingKeys calls fn with each scheduling key of one queue's lone jobs
@@ -563,7 +552,7 @@ func (s *Store) RemoveJobSet(queue, jobSet string) []*flotilla.Job {
 		jobs[i] = st.Job
 		s.entries.release(st.h)
 	}
-	if q.order.Len() == 0 {
+	if q.order.len() == 0 {
 		delete(s.queues, queue)
 	}
 	return jobs
@@ -573,6 +562,6 @@ func (s *Store) RemoveJobSet(queue, jobSet string) []*flotilla.Job {
 // returns false. fn must not modify the store.
 func (s *Store) Ascend(queue string, fn func(*Entry) bool) {
 	if q := s.queues[queue]; q != nil {
-		q.order.Ascend(func(it item) bool { return fn(it.e) })
+		q.order.ascend(func(it item) bool { return fn(it.e) })
 	}
 }

@@ -1,0 +1,207 @@
+package queue
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/leanovate/gopter"
+	"github.com/leanovate/gopter/gen"
+	"github.com/leanovate/gopter/prop"
+)
+
+// orderItem is a test item: only id and class vary, so that the order
+// is by class (higher first), then id.
+func orderItem(class int32, id int) item {
+	return item{id: fmt.Sprintf("%06d", id), class: class}
+}
+
+// orderOp is a generated operation on an order: insert a fresh item
+// (after every item, before every item, or anywhere), or delete an item
+// (the first, the last, or anywhere), or a miss (delete an absent item).
+type orderOp struct {
+	kind int
+	at   int
+}
+
+// checkOrder compares o with the sorted oracle and checks its block
+// invariants: no empty block, runs within their arrays, every slot
+// outside a run cleared, and no two neighbours both under a quarter full
+// that would fit in one block.
+func checkOrder(o *order, want []item) error {
+	var got []item
+	o.ascend(func(it item) bool { got = append(got, it); return true })
+	if !slices.Equal(got, want) || o.len() != len(want) {
+		return fmt.Errorf("order holds %d items %v, want %d %v", o.len(), ids2(got), len(want), ids2(want))
+	}
+	for i, b := range o.blocks {
+		if b.len() <= 0 || b.lo < 0 || b.hi > blockLen {
+			return fmt.Errorf("block %d: run [%d, %d)", i, b.lo, b.hi)
+		}
+		for k := range b.items {
+			if (k < int(b.lo) || k >= int(b.hi)) && b.items[k] != (item{}) {
+				return fmt.Errorf("block %d: slot %d outside the run [%d, %d) not cleared", i, k, b.lo, b.hi)
+			}
+		}
+	}
+	// ascendFrom agrees with the oracle from every item and from
+	// between items.
+	for k := range want {
+		var from []item
+		o.ascendFrom(want[k], func(it item) bool { from = append(from, it); return true })
+		if !slices.Equal(from, want[k:]) {
+			return fmt.Errorf("ascendFrom(%s) yields %v", want[k].id, ids2(from))
+		}
+	}
+	return nil
+}
+
+func ids2(its []item) []string {
+	out := make([]string, len(its))
+	for i, it := range its {
+		out[i] = fmt.Sprint(it.class, "/", it.id)
+	}
+	return out
+}
+
+func TestOrderAgreesWithASortedSlice(t *testing.T) {
+	params := gopter.DefaultTestParameters()
+	params.MinSuccessfulTests = 150
+	params.MaxSize = 1500
+	params.Rng.Seed(7)
+	props := gopter.NewProperties(params)
+	opGen := gopter.CombineGens(gen.IntRange(0, 6), gen.IntRange(0, 1<<20)).
+		Map(func(v []any) orderOp { return orderOp{v[0].(int), v[1].(int)} })
+	props.Property("ascend, ascendFrom and len match a sorted slice, and blocks stay well formed, through appends, prepends, inserts and deletes anywhere", prop.ForAll(
+		func(ops []orderOp) string {
+			var o order
+			var want []item
+			next := 0
+			for step, op := range ops {
+				next++
+				var x item
+				switch op.kind {
+				case 0, 1: // after every item: an append
+					x = orderItem(0, 500000+next)
+				case 2: // before every item
+					x = orderItem(2, 500000-next)
+				case 3: // anywhere: a class-1 item with a random id
+					x = orderItem(1, op.at%1000000*2+1)
+					if _, found := slices.BinarySearchFunc(want, x, compareItems); found {
+						continue
+					}
+				case 4, 5: // delete the first, the last, or anywhere
+					if len(want) == 0 {
+						continue
+					}
+					k := op.at % len(want)
+					if op.kind == 5 && op.at%3 == 0 {
+						k = 0
+					}
+					if !o.delete(want[k]) {
+						return fmt.Sprintf("step %d: delete of %s found nothing", step, want[k].id)
+					}
+					want = slices.Delete(want, k, k+1)
+					continue
+				case 6: // delete an absent item
+					if o.delete(orderItem(1, op.at*2)) {
+						return fmt.Sprintf("step %d: delete of an absent item succeeded", step)
+					}
+					continue
+				}
+				o.insert(x)
+				k, _ := slices.BinarySearchFunc(want, x, compareItems)
+				want = slices.Insert(want, k, x)
+			}
+			if err := checkOrder(&o, want); err != nil {
+				return err.Error()
+			}
+			return ""
+		},
+		gen.SliceOf(opGen)))
+	props.TestingRun(t)
+}
+
+func compareItems(a, b item) int {
+	switch {
+	case lessItem(a, b):
+		return -1
+	case lessItem(b, a):
+		return 1
+	}
+	return 0
+}
+
+// Appending in order fills every block but the last: the memory that
+// replacing the B-tree bought.
+func TestOrderAppendsFillBlocks(t *testing.T) {
+	var o order
+	const n = 10 * blockLen
+	for i := range n + 3 {
+		o.insert(orderItem(0, i))
+	}
+	if len(o.blocks) != 11 {
+		t.Fatalf("%d items in %d blocks, want 11", n+3, len(o.blocks))
+	}
+	for i, b := range o.blocks[:10] {
+		if b.len() != blockLen {
+			t.Errorf("block %d holds %d, want %d", i, b.len(), blockLen)
+		}
+	}
+}
+
+// Items inserted before the first item fill a block from its back.
+func TestOrderPrependsFillBlocks(t *testing.T) {
+	var o order
+	for i := range 3 * blockLen {
+		o.insert(orderItem(0, 900000-i))
+	}
+	if len(o.blocks) != 3 {
+		t.Fatalf("%d items in %d blocks, want 3", 3*blockLen, len(o.blocks))
+	}
+}
+
+// Deleting most items merges sparse blocks: a queue drained but for a
+// few jobs spread along it does not keep a block per job.
+func TestOrderSparseBlocksMerge(t *testing.T) {
+	var o order
+	var all []item
+	for i := range 100 * blockLen {
+		x := orderItem(0, i)
+		o.insert(x)
+		all = append(all, x)
+	}
+	var kept []item
+	for i, x := range all {
+		if i%50 == 0 {
+			kept = append(kept, x)
+			continue
+		}
+		if !o.delete(x) {
+			t.Fatalf("delete %s found nothing", x.id)
+		}
+	}
+	if err := checkOrder(&o, kept); err != nil {
+		t.Fatal(err)
+	}
+	// 254 items; with no merging there would be 100 blocks.
+	if len(o.blocks) > 8 {
+		t.Errorf("%d items in %d blocks", len(kept), len(o.blocks))
+	}
+}
+
+// An ascending run inserted inside the order (a higher class's jobs
+// arriving while lower ones wait behind them) fills blocks as appends
+// do: each lands at the end of the block before the gap.
+func TestOrderAscendingRunsInsideFillBlocks(t *testing.T) {
+	var o order
+	for i := range 5 * blockLen {
+		o.insert(orderItem(0, i))
+	}
+	for i := range 10 * blockLen {
+		o.insert(orderItem(1, i))
+	}
+	if len(o.blocks) != 15 {
+		t.Errorf("%d items in %d blocks, want 15", 15*blockLen, len(o.blocks))
+	}
+}
