@@ -10,6 +10,7 @@ import (
 	"github.com/flotilla-sched/flotilla/binpack"
 	"github.com/flotilla-sched/flotilla/fairness"
 	"github.com/flotilla-sched/flotilla/gang"
+	"github.com/flotilla-sched/flotilla/internal/idindex"
 	"github.com/flotilla-sched/flotilla/queue"
 )
 
@@ -277,7 +278,13 @@ func (c *cycle) reserveScheduled() {
 func (c *cycle) bindRunning() error {
 	schema := c.s.cfg.Schema
 	var errs []error
-	seen := make(map[string]struct{}, len(c.snap.Running))
+	// seen indexes the running jobs bound so far by id, to find
+	// duplicates: a pointer-free hash index of their positions, which
+	// compares ids only on a hash match, where a map[string]struct{}
+	// hashes and copies every id into its own table.
+	var seen idindex.Index
+	seen.Reserve(len(c.snap.Running))
+	idOf := func(h uint32) string { return c.snap.Running[h].Job.ID }
 	for i := range c.snap.Running {
 		r := &c.snap.Running[i]
 		field := runningField(i)
@@ -290,12 +297,12 @@ func (c *cycle) bindRunning() error {
 			errs = append(errs, err)
 			continue
 		}
-		// One hash of the id, not two: the set grows unless it is a duplicate.
-		n := len(seen)
-		if seen[j.ID] = struct{}{}; len(seen) == n {
+		h := seen.Hash(j.ID)
+		if _, dup := seen.FindHashed(h, j.ID, idOf); dup {
 			errs = append(errs, flotilla.Errorf(field.String()+".job.id", j.ID, flotilla.ErrDuplicate, ""))
 			continue
 		}
+		seen.InsertHashed(h, uint32(i))
 		qi, ok := c.queueIndex(j.Queue)
 		if !ok {
 			errs = append(errs, flotilla.Errorf(field.String()+".job.queue", j.Queue, flotilla.ErrUnknownName, "no such queue in the snapshot"))

@@ -3,6 +3,8 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/binpack"
@@ -89,9 +91,11 @@ func (c *cycle) fill(ctx context.Context) error {
 // settle closes the cycle's books after filling: evicted jobs that did not
 // go back are preempted (a gang whole), jobs placed and then displaced in
 // this cycle leave Result.Scheduled, and members of gangs that never
-// became complete are reported.
+// became complete are reported. Preemptions are listed in job id order,
+// so that the result does not depend on the order of Snapshot.Running.
 func (c *cycle) settle() {
 	c.finishEvictions()
+	slices.SortFunc(c.res.Preempted, func(a, b Preemption) int { return strings.Compare(a.Job.ID, b.Job.ID) })
 	c.dropDisplaced()
 	c.reportIncompleteGangs()
 }

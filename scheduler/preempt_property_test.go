@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -309,6 +310,41 @@ func TestPropertyLargeJobDisplacesOnlyEvictedJobsNotYetPutBack(t *testing.T) {
 			return fmt.Sprintf("seed %d: %s placed on %s, the definition says nowhere", seed, b.ID, res.Scheduled[0].Node)
 		case node >= 0 && (len(res.Scheduled) != 1 || res.Scheduled[0].Node != w.nodes[node].Name):
 			return fmt.Sprintf("seed %d: scheduled %v, the definition says %s on %s", seed, res.Scheduled, b.ID, w.nodes[node].Name)
+		}
+		return ""
+	}, gen.UInt64()))
+	p.TestingRun(t)
+}
+
+// resultKey is a result's decisions as text: what a cycle decided, in
+// the order it reports them.
+func resultKey(res *scheduler.Result) string {
+	var b strings.Builder
+	for _, a := range res.Scheduled {
+		fmt.Fprintf(&b, "S %s %s\n", a.Job.ID, a.Node)
+	}
+	for _, p := range res.Preempted {
+		fmt.Fprintf(&b, "P %s %s %v\n", p.Job.ID, p.Node, p.Reason)
+	}
+	for _, u := range res.UnscheduledJobs {
+		fmt.Fprintf(&b, "U %s %v\n", u.Job.ID, u.Reason)
+	}
+	return b.String()
+}
+
+// The order of Snapshot.Running does not matter: a service lists its
+// running jobs in whatever order it keeps them, and a cycle's decisions
+// are the same for every order (every ordering inside the scheduler
+// ends in job ids).
+func TestPropertyRunningOrderDoesNotMatter(t *testing.T) {
+	p := properties(t)
+	p.Property("shuffled running jobs, same decisions", prop.ForAll(func(seed uint64) string {
+		want := resultKey(preemptWorld(t, seed).schedule(t))
+		w := preemptWorld(t, seed)
+		rng := rand.New(rand.NewPCG(seed, 99))
+		rng.Shuffle(len(w.snap.Running), func(i, k int) { w.snap.Running[i], w.snap.Running[k] = w.snap.Running[k], w.snap.Running[i] })
+		if got := resultKey(w.schedule(t)); got != want {
+			return "in order:\n" + want + "shuffled:\n" + got
 		}
 		return ""
 	}, gen.UInt64()))

@@ -11,7 +11,8 @@ import (
 type Result struct {
 	// Scheduled are new placements, in the order they were decided.
 	Scheduled []Assignment
-	// Preempted are running jobs the caller should evict.
+	// Preempted are running jobs the caller should evict, in job id
+	// order (whatever the order of Snapshot.Running).
 	Preempted []Preemption
 	// Unscheduled are the queued jobs the cycle examined and did not place,
 	// in groups of the same queue, reason code and scheduling key, in the

@@ -252,6 +252,29 @@ func TestSnapshotErrorsNameFieldAndValue(t *testing.T) {
 	assert.Contains(t, err.Error(), `running[1].node "missing"`)
 }
 
+// A job listed running twice is a malformed snapshot: the second listing
+// is named (field and id), the first is not, and jobs of other ids are
+// not mistaken for it.
+func TestRunningJobListedTwiceIsRefused(t *testing.T) {
+	w := newWorld(t)
+	w.addNodes(2, "32")
+	w.addQueue("A", 1)
+	a, b := w.job("A", "1"), w.job("A", "1")
+	twin := *a
+	w.running = append(w.running,
+		scheduler.Running{Job: a, Node: "node-0"},
+		scheduler.Running{Job: b, Node: "node-0"},
+		scheduler.Running{Job: &twin, Node: "node-1"},
+	)
+	s, err := scheduler.New(w.cfg)
+	require.NoError(t, err)
+	_, err = s.Schedule(context.Background(), w.snapshot(), t0)
+	require.ErrorIs(t, err, flotilla.ErrDuplicate)
+	assert.Contains(t, err.Error(), fmt.Sprintf("running[2].job.id %q", a.ID))
+	assert.NotContains(t, err.Error(), "running[0]")
+	assert.NotContains(t, err.Error(), "running[1]")
+}
+
 // Running.NodeIndex is only a hint: the job is bound to the node Running.Node
 // names, whatever a hint naming another node or out of range says, and a
 // hint naming the right node gives the same decision as none.
