@@ -199,23 +199,20 @@ func (s *Server) snapshot(now time.Time) *scheduler.Snapshot {
 		running += len(c.live) - c.holes
 	}
 	snap.Running = slices.Grow(s.running[:0], running)
-	width := s.cat.Schema.Len()
 	for _, name := range names {
 		c := s.clusters[name]
-		used := s.usedScratch(len(c.nodes) * width)
 		base := len(snap.Nodes) + 1 // NodeIndex counts from 1
-		c.sortLive(func(j *job) {
-			l := j.lease
-			if l.nodeIdx < 0 {
-				return // the node left the cluster; its lease will end
+		// In the order the cluster keeps them, sorted or not: a cycle's
+		// decisions do not depend on the order of Snapshot.Running
+		// (scheduler's TestPropertyRunningOrderDoesNotMatter).
+		for _, r := range c.run {
+			if r.Job == nil || r.NodeIndex < 0 {
+				continue // a hole, or the node left the cluster: its lease will end
 			}
-			u := used[int(l.nodeIdx)*width : (int(l.nodeIdx)+1)*width]
-			for k, r := range j.spec.Job.Requests {
-				u[k] += r
-			}
-			snap.Running = append(snap.Running, scheduler.Running{Job: j.sched, Node: c.snap[l.nodeIdx].Name, NodeIndex: base + int(l.nodeIdx), Start: l.leased})
-		})
-		snap.Nodes = append(snap.Nodes, c.fullNodes(used, width)...)
+			r.NodeIndex += base
+			snap.Running = append(snap.Running, r)
+		}
+		snap.Nodes = append(snap.Nodes, c.fullNodes(c.used, c.width)...)
 	}
 	qnames := make([]string, 0, len(s.queues))
 	for name := range s.queues {
@@ -226,16 +223,6 @@ func (s *Server) snapshot(now time.Time) *scheduler.Snapshot {
 		snap.Queues = append(snap.Queues, s.queues[name])
 	}
 	return snap
-}
-
-// usedScratch returns s.used resized to n zeros, for snapshot.
-func (s *Server) usedScratch(n int) []int64 {
-	if cap(s.used) < n {
-		s.used = make([]int64, n)
-	}
-	s.used = s.used[:n]
-	clear(s.used)
-	return s.used
 }
 
 // fullNodes returns the cluster's snapshot nodes, given what its live jobs
@@ -272,7 +259,7 @@ func (c *cluster) fullNodes(used []int64, width int) []*flotilla.Node {
 // placed and preemptions, skipping jobs whose state changed while the
 // cycle ran (and the rest of their gang).
 func (s *Server) decisions(res *scheduler.Result, now time.Time, rep *CycleReport) *backend.Write {
-	w := &backend.Write{}
+	w := &backend.Write{Events: make([]events.Event, 0, len(res.Scheduled)+len(res.Preempted))}
 	skipGang := map[string]bool{}
 	type lease struct {
 		j   *job

@@ -416,6 +416,13 @@ func (s *Server) planReport(ctx context.Context, c *cluster, r *Report, now time
 	var ids []string
 	var live []*job
 	if c != nil {
+		// Sorting in the leases made since the last sort costs a pass
+		// over the cluster's live list: done once they are an eighth of
+		// it, so that most of a report matches in the one pass below and
+		// the rest (the newest leases) are looked up by id.
+		if unsorted := len(c.live) - c.sorted; unsorted > 64 && unsorted > c.sorted/8 {
+			c.sortLive(nil)
+		}
 		ids, live = c.ids[:c.sorted], c.live[:c.sorted]
 	}
 	k := 0
@@ -441,10 +448,12 @@ func (s *Server) planReport(ctx context.Context, c *cluster, r *Report, now time
 		for k < len(ids) && ids[k] < jr.Job {
 			k++
 		}
-		if k < len(ids) && ids[k] == jr.Job {
+		if k < len(ids) && ids[k] == jr.Job && live[k] != nil {
 			j = live[k]
 			k++
 		} else {
+			// Not sorted in here, or a hole that keeps the id of a
+			// lease that ended.
 			j = s.jobs.get(jr.Job)
 		}
 		p.listed[i] = j
@@ -610,7 +619,7 @@ func (s *Server) reply(c *cluster, r *Report, p *reportPlan) *ReportReply {
 			out.Kill = append(out.Kill, Kill{Job: j.id(), Attempt: int(j.attempts), GracePeriod: j.spec.TerminationGracePeriod,
 				Reason: "cancellation requested"})
 		case j.lease.listedIn != stamp && j.state == events.LeasedState:
-			sp := &j.spec
+			sp := j.spec
 			out.Leases = append(out.Leases, Lease{Job: sp.Job, Attempt: int(j.attempts), Node: j.lease.node,
 				TerminationGracePeriod: sp.TerminationGracePeriod, ActiveDeadline: sp.ActiveDeadline,
 				Runtime: sp.Runtime, ExitCode: sp.ExitCode})

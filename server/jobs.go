@@ -78,6 +78,7 @@ func (s *Server) submit(ctx context.Context, queueName string, expand func(time.
 	// Idempotency: a client id used before names the existing job.
 	gangSeen := map[string][2]int{} // gang key → (members found, members new)
 	used, err := s.usedClientIDs(ctx, queueName, specs)
+	defer func() { clear(s.cidScratch); clear(s.cidIDScratch) }() // keeps no strings alive
 	if err != nil {
 		return nil, err
 	}
@@ -171,12 +172,22 @@ func (s *Server) usedClientIDs(ctx context.Context, queueName string, specs []ba
 	if !ok {
 		return func(i int) (string, error) { return s.be.JobByClientID(ctx, queueName, specs[i].ClientID) }, nil
 	}
-	cids, some := make([]string, len(specs)), false
+	// Requests of up to maxSubmitScratch jobs use the scratch kept
+	// between requests (under mu); submit clears it after use.
+	var cids, ids []string
+	if n := len(specs); n <= maxSubmitScratch {
+		cids = slices.Grow(s.cidScratch[:0], n)[:n]
+		ids = slices.Grow(s.cidIDScratch[:0], n)[:n]
+		s.cidScratch, s.cidIDScratch = cids, ids
+	} else {
+		cids, ids = make([]string, n), make([]string, n)
+	}
+	some := false
 	for i := range specs {
 		cids[i] = specs[i].ClientID
 		some = some || cids[i] != ""
 	}
-	ids := make([]string, len(specs))
+	clear(ids)
 	if some {
 		if err := l.JobsByClientID(ctx, queueName, cids, ids); err != nil {
 			return nil, err

@@ -43,7 +43,10 @@ func (t *jobTable) get(id string) *job {
 }
 
 // put adds j, whose id must not be in the table.
-func (t *jobTable) put(j *job) {
+func (t *jobTable) put(j *job) { t.putHashed(j, t.index.Hash(j.id())) }
+
+// putHashed is put with the id's hash in the index given.
+func (t *jobTable) putHashed(j *job, hash uint32) {
 	var h uint32
 	if n := len(t.free); n > 0 {
 		h, t.free = t.free[n-1], t.free[:n-1]
@@ -57,7 +60,7 @@ func (t *jobTable) put(j *job) {
 	}
 	*t.at(h) = j
 	t.keys[h/jobBlock][h%jobBlock] = j.id()
-	t.index.Insert(j.id(), h)
+	t.index.InsertHashed(hash, h)
 }
 
 // del removes the job of an id, if any.

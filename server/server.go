@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -165,11 +166,14 @@ type Server struct {
 	// name in the cycle's snapshot (cluster/node) to it.
 	clusters map[string]*cluster
 	nodes    map[string]nodeRef
-	// used is snapshot's scratch: what live jobs request, node by node.
-	used []int64
 	// submitted is Submit's scratch: a request's submitted events, kept
 	// between requests of up to maxSubmitScratch jobs (under mu).
 	submitted []events.Event
+	// cidScratch and cidIDScratch are usedClientIDs' scratch: a
+	// request's client ids and the job ids they name (under mu).
+	cidScratch, cidIDScratch []string
+	// hashScratch is commit's scratch for the new jobs' hashes (under mu).
+	hashScratch []uint32
 	// cycle state carried between cycles.
 	rate   scheduler.RateLimitState
 	prio   scheduler.QueuePriorityState
@@ -355,6 +359,17 @@ func (s *Server) commit(ctx context.Context, w *backend.Write) ([]events.Event, 
 		return nil, err
 	}
 	specs := writeSpecs{jobs: w.Jobs}
+	if len(w.Jobs) > 0 {
+		// The new jobs' slots in the job table, fetched together
+		// (idindex.Index.Prefetch) before the events insert them one by
+		// one.
+		specs.hashes = slices.Grow(s.hashScratch[:0], len(w.Jobs))[:len(w.Jobs)]
+		for i := range w.Jobs {
+			specs.hashes[i] = s.jobs.index.Hash(w.Jobs[i].Job.ID)
+		}
+		_ = s.jobs.index.Prefetch(specs.hashes)
+		s.hashScratch = specs.hashes[:0]
+	}
 	for i := range stored {
 		s.apply(&stored[i], &specs)
 	}
@@ -369,10 +384,13 @@ func (s *Server) commit(ctx context.Context, w *backend.Write) ([]events.Event, 
 // else by a map built on first need.
 type writeSpecs struct {
 	jobs []backend.JobSpec
-	next int
-	byID map[string]*backend.JobSpec
-	// slab holds the write's new jobs (newJob): one allocation per write,
-	// not per job. A job that ends keeps its place until its slab-mates
+	// hashes are the jobs' ids' hashes in the job table's index.
+	hashes []uint32
+	next   int
+	byID   map[string]int
+	// slab holds the write's new jobs (newJob), whose specs are jobs':
+	// one allocation per write, not per job. A job that ends keeps its
+	// place (and its spec in jobs) until its slab-mates
 	// end too.
 	slab []job
 }
@@ -386,24 +404,27 @@ func (ws *writeSpecs) newJob(sp *backend.JobSpec) *job {
 	if len(ws.slab) == cap(ws.slab) {
 		return newJob(*sp) // not reached: a write's jobs are submitted once
 	}
-	ws.slab = append(ws.slab, job{spec: *sp, sched: sp.Job})
+	ws.slab = append(ws.slab, job{spec: sp, sched: sp.Job})
 	return &ws.slab[len(ws.slab)-1]
 }
 
-// spec returns the spec of the job of a submitted event of the write;
-// nil when the write has none.
-func (ws *writeSpecs) spec(id string) *backend.JobSpec {
+// spec returns the spec of the job of a submitted event of the write and
+// its index in jobs; nil when the write has none.
+func (ws *writeSpecs) spec(id string) (*backend.JobSpec, int) {
 	if ws.byID == nil && ws.next < len(ws.jobs) && ws.jobs[ws.next].Job.ID == id {
 		ws.next++
-		return &ws.jobs[ws.next-1]
+		return &ws.jobs[ws.next-1], ws.next - 1
 	}
 	if ws.byID == nil {
-		ws.byID = make(map[string]*backend.JobSpec, len(ws.jobs))
+		ws.byID = make(map[string]int, len(ws.jobs))
 		for i := range ws.jobs {
-			ws.byID[ws.jobs[i].Job.ID] = &ws.jobs[i]
+			ws.byID[ws.jobs[i].Job.ID] = i
 		}
 	}
-	return ws.byID[id]
+	if i, ok := ws.byID[id]; ok {
+		return &ws.jobs[i], i
+	}
+	return nil, -1
 }
 
 // storeAdd and storeRemove change the queued-job store, or defer the

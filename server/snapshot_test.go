@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -32,7 +33,28 @@ func runningIDs(snap *scheduler.Snapshot) []string {
 	return out
 }
 
-func TestSnapshotListsRunningJobsByClusterNameThenJobIDWhateverTheOrderOfTheirLeases(t *testing.T) {
+// clusterRuns checks that a snapshot lists clusters in name order and
+// returns each cluster's running jobs, sorted (within a cluster the order
+// is the one the cluster keeps: a cycle's decisions do not depend on it).
+func clusterRuns(t *testing.T, snap *scheduler.Snapshot) [][]string {
+	t.Helper()
+	var out [][]string
+	last := ""
+	for _, id := range runningIDs(snap) {
+		cl, _, _ := strings.Cut(id, "/")
+		if cl != last {
+			require.Less(t, last, cl, "clusters out of name order")
+			out, last = append(out, nil), cl
+		}
+		out[len(out)-1] = append(out[len(out)-1], id)
+	}
+	for _, ids := range out {
+		slices.Sort(ids)
+	}
+	return out
+}
+
+func TestSnapshotListsRunningJobsByClusterNameWhateverTheOrderOfTheirLeases(t *testing.T) {
 	w := newWorld(t)
 	w.queue("A")
 	// c2 reports first and takes job-1; c1 then takes job-2 and job-3.
@@ -42,10 +64,8 @@ func TestSnapshotListsRunningJobsByClusterNameThenJobIDWhateverTheOrderOfTheirLe
 	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 1, 4)})
 	w.submit("A", "s1", cpuJobs(2, "1"))
 	require.Equal(t, 2, w.cycle().Leased)
-	// job-2 ends, and job-4 is leased after it: c1 holds job-3 and job-4,
-	// the later lease with the larger id; job-5 then goes before them by
-	// id although it is leased last (ids compare as strings: job-10 <
-	// job-3).
+	// job-2 ends, and job-4 is leased after it: c1 holds job-3 and job-4;
+	// job-10 then joins them.
 	r1 := w.report(Report{Cluster: "c1"})
 	require.Len(t, r1.Leases, 2)
 	jobs := held(PhaseRunning, r1.Leases)
@@ -53,13 +73,13 @@ func TestSnapshotListsRunningJobsByClusterNameThenJobIDWhateverTheOrderOfTheirLe
 	w.report(Report{Cluster: "c1", Jobs: jobs})
 	w.submit("A", "s1", cpuJobs(1, "1"))
 	require.Equal(t, 1, w.cycle().Leased)
-	require.Equal(t, []string{"c1/c1-n0:job-3", "c1/c1-n0:job-4", "c2/c2-n0:job-1"}, runningIDs(w.snapshotNow()))
+	require.Equal(t, [][]string{{"c1/c1-n0:job-3", "c1/c1-n0:job-4"}, {"c2/c2-n0:job-1"}}, clusterRuns(t, w.snapshotNow()))
 	for range 5 { // ids job-5 … job-9 go unused: the next job is job-10
 		w.ids.next()
 	}
 	w.submit("A", "s1", cpuJobs(1, "1"))
 	require.Equal(t, 1, w.cycle().Leased)
-	require.Equal(t, []string{"c1/c1-n0:job-10", "c1/c1-n0:job-3", "c1/c1-n0:job-4", "c2/c2-n0:job-1"}, runningIDs(w.snapshotNow()))
+	require.Equal(t, [][]string{{"c1/c1-n0:job-10", "c1/c1-n0:job-3", "c1/c1-n0:job-4"}, {"c2/c2-n0:job-1"}}, clusterRuns(t, w.snapshotNow()))
 }
 
 // The snapshot hints each running job's node by its index in
@@ -108,30 +128,43 @@ func TestLeaseOnANodeItsClusterNoLongerReportsLeavesTheSnapshotUntilTheNodeIsBac
 
 // TestClusterLiveListMatchesTheSetOfLiveJobsInIDOrder checks a cluster's
 // live list against a map of the jobs leased to it: through any sequence
-// of leases, lease ends, compactions and sorts, every live job is at its
-// lease's pos, jobs yields exactly the live jobs, after sortLive the list
-// is them in id order, and ids holds the id of every job of
-// live[:sorted] at its place ("" at the holes), which reports match
-// against.
+// of leases, lease ends, leases again of jobs whose lease ended,
+// compactions and sorts, place finds every live job, jobs yields exactly
+// the live jobs, after sortLive the list is them in id order, ids holds
+// the id of every job of live[:sorted] at its place and stays sorted
+// there (holes keep the id that left them), which reports match against,
+// and run and used mirror the live jobs.
 func TestClusterLiveListMatchesTheSetOfLiveJobsInIDOrder(t *testing.T) {
 	runProperty(t, "cluster live list = live jobs, sorted by id after sortLive", 300, func(seed int64) string {
 		rng := rand.New(rand.NewPCG(uint64(seed), 7))
-		c := &cluster{name: "c", index: map[string]int{"n": 0}}
+		// Two nodes, one resource: jobs on "n" request their number in
+		// the op sequence, "m" is not reported (node index -1).
+		c := &cluster{name: "c", index: map[string]int{"n": 0, "o": 1}, snap: []*flotilla.Node{{Name: "c/n"}, {Name: "c/o"}},
+			width: 1, used: make([]int64, 2)}
 		oracle := map[string]*job{}
+		var ended []*job
 		next := 0
 		for op := range 400 + rng.IntN(400) {
 			switch k := rng.IntN(10); {
 			case k < 5:
 				next++
 				id := "j" + strconv.Itoa(rng.IntN(1_000_000)) + "-" + strconv.Itoa(next)
-				j := &job{spec: backend.JobSpec{Job: &flotilla.Job{ID: id}}}
-				c.addLive(j, "n", time.Time{}, time.Time{}, time.Minute)
+				j := newJob(backend.JobSpec{Job: &flotilla.Job{ID: id, Requests: flotilla.Resources{int64(next)}}})
+				c.addLive(j, []string{"n", "o", "m"}[rng.IntN(3)], time.Time{}, time.Time{}, time.Minute)
 				oracle[id] = j
 			case k < 8 && len(oracle) > 0:
 				ids := slices.Sorted(mapKeys(oracle))
 				id := ids[rng.IntN(len(ids))]
 				c.removeLive(oracle[id])
+				ended = append(ended, oracle[id])
 				delete(oracle, id)
+			case k == 8 && len(ended) > 0 && rng.IntN(2) == 0:
+				// A job whose lease ended is leased here again.
+				i := rng.IntN(len(ended))
+				j := ended[i]
+				ended = slices.Delete(ended, i, i+1)
+				c.addLive(j, "n", time.Time{}, time.Time{}, time.Minute)
+				oracle[j.id()] = j
 			case k == 8:
 				c.compact()
 			default:
@@ -157,17 +190,41 @@ func TestClusterLiveListMatchesTheSetOfLiveJobsInIDOrder(t *testing.T) {
 				return "op " + strconv.Itoa(op) + ": jobs yields " + strconv.Itoa(n) + " jobs, want " + strconv.Itoa(len(oracle))
 			}
 			for id, j := range oracle {
-				if p := int(j.lease.pos); p >= len(c.live) || c.live[p] != j {
-					return "op " + strconv.Itoa(op) + ": " + id + " is not at its pos " + strconv.Itoa(p)
+				if p := c.place(j); p < 0 || p >= len(c.live) || c.live[p] != j {
+					return "op " + strconv.Itoa(op) + ": " + id + " is not at its place " + strconv.Itoa(p)
 				}
 			}
 			if len(c.ids) != len(c.live) {
 				return "op " + strconv.Itoa(op) + ": " + strconv.Itoa(len(c.ids)) + " ids for " + strconv.Itoa(len(c.live)) + " live places"
 			}
+			// run mirrors live, and used sums the requests per reported
+			// node.
+			if len(c.run) != len(c.live) {
+				return "op " + strconv.Itoa(op) + ": " + strconv.Itoa(len(c.run)) + " run entries for " + strconv.Itoa(len(c.live)) + " live places"
+			}
+			var used [2]int64
+			for p, j := range c.live {
+				r := c.run[p]
+				switch {
+				case j == nil && r != (scheduler.Running{}):
+					return "op " + strconv.Itoa(op) + ": run[" + strconv.Itoa(p) + "] set at a hole"
+				case j == nil:
+				case r.Job != j.sched || r.NodeIndex != int(j.lease.nodeIdx) || r.NodeIndex >= 0 && r.Node != c.snap[r.NodeIndex].Name:
+					return "op " + strconv.Itoa(op) + ": run[" + strconv.Itoa(p) + "] is not " + j.id() + "'s entry"
+				case r.NodeIndex >= 0:
+					used[r.NodeIndex] += j.sched.Requests[0]
+				}
+			}
+			if !slices.Equal(used[:], c.used) {
+				return "op " + strconv.Itoa(op) + ": used " + fmt.Sprint(c.used) + ", want " + fmt.Sprint(used)
+			}
 			for p, j := range c.live[:c.sorted] {
-				if want := ""; j != nil && c.ids[p] != j.id() || j == nil && c.ids[p] != want {
+				if j != nil && c.ids[p] != j.id() {
 					return "op " + strconv.Itoa(op) + ": ids[" + strconv.Itoa(p) + "] is " + strconv.Quote(c.ids[p])
 				}
+			}
+			if !slices.IsSorted(c.ids[:c.sorted]) || slices.ContainsFunc(c.ids[c.sorted:], func(id string) bool { return id != "" }) {
+				return "op " + strconv.Itoa(op) + ": ids " + strings.Join(c.ids, ",") + " not sorted up to " + strconv.Itoa(c.sorted) + " and empty after"
 			}
 		}
 		return ""

@@ -9,14 +9,18 @@ import (
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/events"
+	"github.com/flotilla-sched/flotilla/scheduler"
 )
 
 // job is a non-terminal job as the service keeps it in memory: its spec
 // and a compact copy of its state (the backend holds the full record).
-// A queued job takes 80 bytes here; what only a live lease needs is in
-// lease, allocated when the job is leased.
+// A queued job takes 32 bytes here besides its spec; what only a live
+// lease needs is in lease, allocated when the job is leased.
 type job struct {
-	spec backend.JobSpec
+	// spec is the job as submitted: an element of its submit's write
+	// (backend.Write.Jobs), which the jobs of one request share rather
+	// than each copying its spec; read-only.
+	spec *backend.JobSpec
 	// sched is the job the scheduler sees: spec.Job, or a copy of it with
 	// AvoidClusters set to the clusters where a lease expired or was
 	// returned (failed).
@@ -35,9 +39,13 @@ type lease struct {
 	node    string
 	leased  time.Time // the lease's start
 	renewed time.Time // its last renewal (in memory only)
-	// pos is the job's index in cluster.live; nodeIdx the node's in
-	// cluster.nodes, -1 when the cluster no longer reports the node.
+	// pos is the job's index in cluster.live while the job is in its
+	// unsorted tail (!sorted); once sortLive sorts it in, its place is
+	// found by its id (cluster.place), so that sorting and compacting
+	// need not visit every job to update it. nodeIdx is the node's index
+	// in cluster.nodes, -1 when the cluster no longer reports the node.
 	pos, nodeIdx int32
+	sorted       bool
 	// listedIn and listedAt say which report listed the job last
 	// (Server.reports) and at which index, so that a report finds the
 	// jobs it lists twice and the leases it does not list without maps.
@@ -45,8 +53,15 @@ type lease struct {
 	listedIn uint64
 }
 
+// newJob returns a job of a spec, in one allocation with its own copy
+// of the spec.
 func newJob(spec backend.JobSpec) *job {
-	return &job{spec: spec, sched: spec.Job}
+	x := &struct {
+		job
+		spec backend.JobSpec
+	}{spec: spec}
+	x.job.spec, x.sched = &x.spec, spec.Job
+	return &x.job
 }
 
 func (j *job) id() string { return j.spec.Job.ID }
@@ -96,13 +111,13 @@ func (j *job) setFailed(failed []string) {
 // events. The caller holds mu.
 func (s *Server) apply(e *events.Event, specs *writeSpecs) {
 	if e.Type == events.Submitted {
-		sp := specs.spec(e.Job)
+		sp, i := specs.spec(e.Job)
 		if sp == nil {
 			return
 		}
 		j := specs.newJob(sp)
 		j.state = events.Queued
-		s.jobs.put(j)
+		s.jobs.putHashed(j, specs.hashes[i])
 		if sp.Job.IsGang() {
 			s.addGangMember(j)
 		}
@@ -169,17 +184,27 @@ type cluster struct {
 	index map[string]int
 	// reported is when the executor last reported (in memory only).
 	reported time.Time
-	// live are the jobs leased to the cluster, each at its lease's pos;
-	// nil where a lease ended (holes counts them). live[:sorted] is in
-	// job id order, holes aside; sortLive sorts the rest in.
+	// live are the jobs leased to the cluster; nil where a lease ended
+	// (holes counts them). live[:sorted] is in job id order, holes
+	// aside; sortLive sorts the rest in.
 	live          []*job
 	holes, sorted int
 	spare         []*job // sortLive's buffer
-	// ids hold the ids of live[:sorted] at the same places ("" at the
-	// holes): a report matches its jobs, listed in id order, against them
-	// in one pass over dense memory (planReport). Past sorted they are not
-	// kept. spareIDs is sortLive's buffer for them.
+	// ids hold the ids of live[:sorted] at the same places, a hole
+	// keeping the id of the job that left it (so ids[:sorted] stays
+	// sorted, for place): a report matches its jobs, listed in id order,
+	// against them in one pass over dense memory (planReport). Past
+	// sorted they are "". spareIDs is sortLive's buffer for them.
 	ids, spareIDs []string
+	// run holds the snapshot entry of each live[i] at run[i] (zero at the
+	// holes; NodeIndex is the node's index in nodes, -1 when the cluster
+	// no longer reports it), and used what the live jobs request on each
+	// node, width resources per node. Both follow every lease that comes
+	// and goes, so that a cycle's snapshot copies dense memory rather
+	// than visiting every running job. spareRun is sortLive's buffer.
+	run, spareRun []scheduler.Running
+	used          []int64
+	width         int
 	// nextDue, when dueKnown, is no later than the time the first live
 	// lease falls due (expires or passes its job's deadline): until then
 	// a cycle need not look at the cluster's leases. Renewals only delay
@@ -199,7 +224,7 @@ type nodeRef struct {
 func (s *Server) cluster(name string) *cluster {
 	c := s.clusters[name]
 	if c == nil {
-		c = &cluster{name: name, index: map[string]int{}}
+		c = &cluster{name: name, index: map[string]int{}, width: s.cat.Schema.Len()}
 		s.clusters[name] = c
 	}
 	return c
@@ -226,6 +251,7 @@ func (c *cluster) addLive(j *job, node string, leased, renewed time.Time, timeou
 	j.lease = &lease{cluster: c, node: node, leased: leased, renewed: renewed, pos: int32(len(c.live)), nodeIdx: int32(idx)}
 	c.live = append(c.live, j)
 	c.ids = append(c.ids, "") // set when sortLive sorts it in
+	c.run = append(c.run, c.runOf(j))
 	if due := j.due(timeout); c.dueKnown && due.Before(c.nextDue) {
 		c.nextDue = due
 	}
@@ -243,10 +269,49 @@ func (j *job) due(timeout time.Duration) time.Time {
 	return due
 }
 
+// runOf is the snapshot entry of live job j (whose lease's node index is
+// set), and adds what j requests to its node's use.
+func (c *cluster) runOf(j *job) scheduler.Running {
+	l := j.lease
+	r := scheduler.Running{Job: j.sched, NodeIndex: int(l.nodeIdx), Start: l.leased}
+	if l.nodeIdx >= 0 {
+		r.Node = c.snap[l.nodeIdx].Name
+		c.charge(&r, 1)
+	}
+	return r
+}
+
+// charge adds (sign 1) or takes back (-1) what a snapshot entry's job
+// requests on its node, which the cluster reports.
+func (c *cluster) charge(r *scheduler.Running, sign int64) {
+	if c.width == 0 {
+		return
+	}
+	u := c.used[r.NodeIndex*c.width : (r.NodeIndex+1)*c.width]
+	for k, v := range r.Job.Requests {
+		u[k] += sign * v
+	}
+}
+
+// place returns live job j's index in live.
+func (c *cluster) place(j *job) int {
+	if !j.lease.sorted {
+		return int(j.lease.pos)
+	}
+	if p, ok := slices.BinarySearch(c.ids[:c.sorted], j.id()); ok && c.live[p] == j {
+		return p
+	}
+	return slices.Index(c.live, j) // not reached: sorted ids are distinct
+}
+
 // removeLive ends j's lease on the cluster.
 func (c *cluster) removeLive(j *job) {
-	c.live[j.lease.pos] = nil
-	c.ids[j.lease.pos] = ""
+	p := c.place(j)
+	if r := &c.run[p]; r.NodeIndex >= 0 {
+		c.charge(r, -1)
+	}
+	c.run[p] = scheduler.Running{}
+	c.live[p] = nil
 	c.holes++
 	j.lease = nil
 	if c.holes > 64 && c.holes > len(c.live)/2 {
@@ -266,14 +331,16 @@ func (c *cluster) compact() {
 		}
 		if i < c.sorted {
 			sorted++
+		} else {
+			j.lease.pos = int32(n)
 		}
-		j.lease.pos = int32(n)
-		c.live[n], c.ids[n] = j, c.ids[i]
+		c.live[n], c.ids[n], c.run[n] = j, c.ids[i], c.run[i]
 		n++
 	}
 	clear(c.live[n:])
 	clear(c.ids[n:])
-	c.live, c.ids, c.holes, c.sorted = c.live[:n], c.ids[:n], 0, sorted
+	clear(c.run[n:])
+	c.live, c.ids, c.run, c.holes, c.sorted = c.live[:n], c.ids[:n], c.run[:n], 0, sorted
 }
 
 // sortLive orders live by job id — it closes the holes, sorts the jobs
@@ -290,26 +357,35 @@ func (c *cluster) sortLive(emit func(*job)) {
 		return
 	}
 	byID := func(a, b *job) int { return strings.Compare(a.id(), b.id()) }
-	head, ids, tail := c.live[:c.sorted], c.ids[:c.sorted], c.live[c.sorted:]
+	head, tail := c.live[:c.sorted], c.live[c.sorted:]
 	tail = slices.DeleteFunc(tail, func(j *job) bool { return j == nil })
 	slices.SortFunc(tail, byID)
 	out := slices.Grow(c.spare[:0], len(head)+len(tail))
 	outIDs := slices.Grow(c.spareIDs[:0], len(head)+len(tail))
-	for len(head) > 0 || len(tail) > 0 {
+	outRun := slices.Grow(c.spareRun[:0], len(head)+len(tail))
+	// A sorted job keeps no position (place finds it), so the merge
+	// reads and writes dense memory only, but for the new jobs.
+	h, t := 0, 0
+	for h < len(head) || t < len(tail) {
 		var j *job
-		var id string
-		switch {
-		case len(head) > 0 && head[0] == nil:
-			head, ids = head[1:], ids[1:]
+		if h < len(head) && head[h] == nil {
+			h++
 			continue
-		case len(head) == 0 || len(tail) > 0 && tail[0].id() < ids[0]:
-			j, id, tail = tail[0], tail[0].id(), tail[1:]
-		default:
-			j, id, head, ids = head[0], ids[0], head[1:], ids[1:]
 		}
-		j.lease.pos = int32(len(out))
+		if h == len(head) || t < len(tail) && tail[t].id() < c.ids[h] {
+			j = tail[t]
+			t++
+			l := j.lease
+			outIDs = append(outIDs, j.id())
+			outRun = append(outRun, c.run[l.pos]) // c.run is still the old order
+			l.sorted = true
+		} else {
+			j = head[h]
+			outIDs = append(outIDs, c.ids[h])
+			outRun = append(outRun, c.run[h])
+			h++
+		}
 		out = append(out, j)
-		outIDs = append(outIDs, id)
 		if emit != nil {
 			emit(j)
 		}
@@ -318,6 +394,8 @@ func (c *cluster) sortLive(emit func(*job)) {
 	clear(c.ids[:cap(c.ids)])
 	c.live, c.spare = out, c.live[:0]
 	c.ids, c.spareIDs = outIDs, c.ids[:0]
+	clear(c.run[:cap(c.run)])
+	c.run, c.spareRun = outRun, c.run[:0]
 	c.sorted, c.holes = len(c.live), 0
 }
 
@@ -340,12 +418,17 @@ func (c *cluster) setNodes(s *Server, nodes []flotilla.Node) {
 		c.index[nodes[i].Name] = i
 		s.nodes[n.Name] = nodeRef{cluster: c, node: nodes[i].Name}
 	}
-	for j := range c.jobs() {
+	c.used = make([]int64, len(nodes)*c.width)
+	for i, j := range c.live {
+		if j == nil {
+			continue
+		}
 		idx, ok := c.index[j.lease.node]
 		if !ok {
 			idx = -1
 		}
 		j.lease.nodeIdx = int32(idx)
+		c.run[i] = c.runOf(j)
 	}
 }
 

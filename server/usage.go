@@ -148,7 +148,7 @@ func (s *Server) charge(j *job, sign int64, t time.Time) {
 	req := j.spec.Job.Requests
 	s.queueAccrual(j.spec.Job.Queue, t).charge(req, sign, t, s.usage.halfLife)
 	if f := s.usage.flux; f != nil {
-		f.accrual(s.fluxAssoc(&j.spec), t, s.usage.n).charge(req, sign, t, f.tree.HalfLife())
+		f.accrual(s.fluxAssoc(j.spec), t, s.usage.n).charge(req, sign, t, f.tree.HalfLife())
 	}
 }
 

@@ -162,6 +162,11 @@ type scratch struct {
 	states    []events.Job
 	evJob     []int32
 	hashes    []uint32
+	// touched indexes touchedRecs, the stored jobs a write's events
+	// change, and touchedStates their staged states (Commit).
+	touched       map[*jobRec]int
+	touchedRecs   []*jobRec
+	touchedStates []events.Job
 }
 
 // checkFields is Commit's check of each job and event of w on its own,
@@ -272,8 +277,11 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 	hashes := slices.Grow(b.scratch.hashes[:0], len(w.Jobs))[:len(w.Jobs)]
 	defer func() { b.scratch.hashes = hashes[:0] }()
 	for i := range w.Jobs {
+		hashes[i] = b.byID.Hash(w.Jobs[i].Job.ID)
+	}
+	_ = b.byID.Prefetch(hashes)
+	for i := range w.Jobs {
 		j := w.Jobs[i].Job
-		hashes[i] = b.byID.Hash(j.ID)
 		if _, ok := b.byID.FindHashed(hashes[i], j.ID, b.idOf); ok {
 			errs = append(errs, flotilla.Errorf(fmt.Sprintf("jobs[%d].job.id", i), j.ID, backend.ErrDuplicate, "the job is stored already"))
 		}
@@ -294,9 +302,17 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 	// -(k+1) for touchedRecs[k].
 	evJob := slices.Grow(b.scratch.evJob[:0], len(w.Events))[:len(w.Events)]
 	defer func() { b.scratch.evJob = evJob[:0] }()
-	var touched map[*jobRec]int
-	var touchedRecs []*jobRec
-	var touchedStates []events.Job
+	if b.scratch.touched == nil {
+		b.scratch.touched = map[*jobRec]int{}
+	}
+	touched, touchedRecs, touchedStates := b.scratch.touched, b.scratch.touchedRecs[:0], b.scratch.touchedStates[:0]
+	defer func() {
+		// Kept for the next write, holding no pointers.
+		clear(touched)
+		clear(touchedRecs)
+		clear(touchedStates)
+		b.scratch.touchedRecs, b.scratch.touchedStates = touchedRecs[:0], touchedStates[:0]
+	}()
 	lastQueue := ""
 	for i := range w.Events {
 		e := &w.Events[i]
@@ -313,9 +329,6 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 		} else if r := b.job(e.Job); r != nil {
 			ti, ok := touched[r]
 			if !ok {
-				if touched == nil {
-					touched = map[*jobRec]int{}
-				}
 				ti = len(touchedRecs)
 				touched[r] = ti
 				touchedRecs = append(touchedRecs, r)
@@ -459,11 +472,20 @@ func (b *Backend) JobsByClientID(ctx context.Context, queue string, clientIDs, i
 		return err
 	}
 	qs := b.perQueue[queue]
+	if qs == nil {
+		clear(ids)
+		return nil
+	}
+	hashes := make([]uint32, len(clientIDs))
+	for i, c := range clientIDs {
+		hashes[i] = qs.clients.Hash(c)
+	}
+	_ = qs.clients.Prefetch(hashes)
 	for i, c := range clientIDs {
 		ids[i] = ""
 		if c != "" {
-			if r := b.client(qs, c); r != nil {
-				ids[i] = r.job.ID
+			if h, ok := qs.clients.FindHashed(hashes[i], c, b.clientIDOf); ok {
+				ids[i] = b.rec(h).job.ID
 			}
 		}
 	}

@@ -128,3 +128,26 @@ func BenchmarkIndexInsert1M(b *testing.B) {
 		}
 	}
 }
+
+// TestIndexPrefetchChangesNothing checks that Prefetch, on an empty
+// index and on hashes present and absent, leaves every lookup as it was.
+func TestIndexPrefetchChangesNothing(t *testing.T) {
+	var x Index
+	keys := []string{"a", "b", "c", "d"}
+	keyOf := func(h uint32) string { return keys[h] }
+	_ = x.Prefetch([]uint32{x.Hash("a")}) // empty: no table yet
+	for i, k := range keys[:3] {
+		x.Insert(k, uint32(i))
+	}
+	hashes := []uint32{x.Hash("a"), x.Hash("b"), x.Hash("c"), x.Hash("d")}
+	_ = x.Prefetch(hashes)
+	for i, k := range keys {
+		h, ok := x.FindHashed(hashes[i], k, keyOf)
+		if want := i < 3; ok != want || (ok && h != uint32(i)) {
+			t.Errorf("after Prefetch, %q finds (%d, %v), want (%d, %v)", k, h, ok, i, want)
+		}
+	}
+	if x.Len() != 3 {
+		t.Errorf("Len %d after Prefetch, want 3", x.Len())
+	}
+}
