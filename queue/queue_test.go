@@ -796,3 +796,43 @@ func TestSchedulingKeyDistinguishesCraftedLabelValues(t *testing.T) {
 		}
 	}
 }
+
+// AddAll adds a batch as Add would, or nothing: a bad job anywhere in
+// the batch (a duplicate of a stored job or of another in the batch, an
+// unknown class, a nil job) leaves the store as it was, and the error
+// names the job's index.
+func TestAddAllIsAllOrNothing(t *testing.T) {
+	s := newStore(t)
+	live := map[string]*flotilla.Job{}
+	first := []*flotilla.Job{job("a-1", "A", "s1"), job("a-2", "A", "s2"), job("b-1", "B", "s1")}
+	require.NoError(t, s.AddAll(first))
+	for _, j := range first {
+		live[j.ID] = j
+	}
+	require.True(t, consistent(s, live))
+	badClass := job("b-9", "B", "s1")
+	badClass.PriorityClass = "nope"
+	for name, tc := range map[string]struct {
+		batch []*flotilla.Job
+		field string
+		err   error
+	}{
+		"stored id":       {[]*flotilla.Job{job("c-1", "C", "s1"), job("a-2", "A", "s1")}, "jobs[1]: id", flotilla.ErrDuplicate},
+		"id twice":        {[]*flotilla.Job{job("c-1", "C", "s1"), job("c-2", "C", "s1"), job("c-1", "C", "s2")}, "jobs[2]: id", flotilla.ErrDuplicate},
+		"unknown class":   {[]*flotilla.Job{job("c-1", "A", "s1"), badClass}, "jobs[1]: priorityClass", flotilla.ErrUnknownName},
+		"nil job at last": {[]*flotilla.Job{job("c-1", "A", "s3"), nil}, "jobs[1]: job", flotilla.ErrRequired},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := s.AddAll(tc.batch)
+			require.ErrorIs(t, err, tc.err)
+			assert.Contains(t, err.Error(), tc.field)
+			assert.True(t, consistent(s, live), "the store changed")
+		})
+	}
+	second := []*flotilla.Job{job("c-1", "C", "s1"), job("a-3", "A", "s1")}
+	require.NoError(t, s.AddAll(second))
+	for _, j := range second {
+		live[j.ID] = j
+	}
+	assert.True(t, consistent(s, live))
+}

@@ -172,6 +172,8 @@ type Server struct {
 	// cidScratch and cidIDScratch are usedClientIDs' scratch: a
 	// request's client ids and the job ids they name (under mu).
 	cidScratch, cidIDScratch []string
+	// queuedScratch is commit's scratch for a submit's jobs (under mu).
+	queuedScratch []*flotilla.Job
 	// hashScratch is commit's scratch for the new jobs' hashes (under mu).
 	hashScratch []uint32
 	// cycle state carried between cycles.
@@ -370,8 +372,20 @@ func (s *Server) commit(ctx context.Context, w *backend.Write) ([]events.Event, 
 		_ = s.jobs.index.Prefetch(specs.hashes)
 		s.hashScratch = specs.hashes[:0]
 	}
+	// A submit's jobs join the queue together (queue.Store.AddAll).
+	specs.batch = len(w.Jobs) > 0 && !slices.ContainsFunc(stored, func(e events.Event) bool { return e.Type != events.Submitted })
+	if specs.batch {
+		specs.queued = s.queuedScratch[:0]
+	}
 	for i := range stored {
 		s.apply(&stored[i], &specs)
+	}
+	if len(specs.queued) > 0 {
+		s.storeAddAll(specs.queued)
+		clear(specs.queued)
+		if cap(specs.queued) <= maxSubmitScratch {
+			s.queuedScratch = specs.queued[:0]
+		}
 	}
 	close(s.changed)
 	s.changed = make(chan struct{})
@@ -393,6 +407,10 @@ type writeSpecs struct {
 	// place (and its spec in jobs) until its slab-mates
 	// end too.
 	slab []job
+	// batch: the write holds submitted events only, and apply collects
+	// their jobs in queued for one queue.Store.AddAll.
+	batch  bool
+	queued []*flotilla.Job
 }
 
 // newJob is the package's newJob for a job of the write, placed in the
@@ -437,6 +455,23 @@ func (s *Server) storeAdd(j *flotilla.Job) {
 	// The job was validated at submit; a failure here is a bug that must
 	// not take the service down: the job stays out of the queue.
 	_ = s.store.Add(j)
+}
+
+// storeAddAll is storeAdd for many jobs.
+func (s *Server) storeAddAll(jobs []*flotilla.Job) {
+	if s.cycling {
+		for _, j := range jobs {
+			s.deferred = append(s.deferred, storeOp{add: j})
+		}
+		return
+	}
+	if s.store.AddAll(jobs) != nil {
+		// As storeAdd: not reached, but a job the store refuses must not
+		// keep the others out.
+		for _, j := range jobs {
+			_ = s.store.Add(j)
+		}
+	}
 }
 
 func (s *Server) storeRemove(id string) {

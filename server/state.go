@@ -121,7 +121,11 @@ func (s *Server) apply(e *events.Event, specs *writeSpecs) {
 		if sp.Job.IsGang() {
 			s.addGangMember(j)
 		}
-		s.storeAdd(j.sched)
+		if specs.batch {
+			specs.queued = append(specs.queued, j.sched)
+		} else {
+			s.storeAdd(j.sched)
+		}
 		return
 	}
 	j := s.jobs.get(e.Job)
