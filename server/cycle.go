@@ -176,9 +176,10 @@ func (s *Server) pastDeadline(j *job, now time.Time) bool {
 
 // snapshot builds the cycle's snapshot: live clusters' nodes and leases,
 // every queue, the queued-job store. The caller holds mu. Its Running are
-// in cluster name order, each cluster's in job id order, so that the
-// snapshot depends on the state only, not on the order of the changes
-// that made it.
+// in cluster name order, each cluster's in the order the cluster keeps
+// them (not sorted): the scheduler's decisions do not depend on the order
+// of Snapshot.Running, so the cycle's result depends on the state only,
+// not on the order of the changes that made it.
 func (s *Server) snapshot(now time.Time) *scheduler.Snapshot {
 	snap := &scheduler.Snapshot{
 		Queued:          s.store,

@@ -70,21 +70,25 @@
 // later call rebuilds first and fails with the backend's error until a
 // rebuild succeeds, so no call answers from, or writes after, a partial
 // state.
-// A cycle's snapshot lists the running jobs by cluster, then by job id, so
-// that it depends on the state only, not on the order of the changes that
-// made it; each running job hints its node's place in the snapshot's nodes
-// (scheduler.Running.NodeIndex), so Schedule finds it without a lookup by
-// name. A queued job costs the service under 1 KiB of memory, backend
-// and queued-job store included (BenchmarkServiceSubmit1M): the
-// non-terminal jobs are found by id through a pointer-free hash index of
-// handles (internal/idindex), whose ids sit in dense blocks beside the
-// jobs, rather than a map the garbage collector scans, and a request's
-// jobs are allocated together, so Submit's allocations grow with a
-// request's templates, not its jobs. A report, whose jobs an executor
-// lists in id order, is matched against its cluster's live jobs (kept
-// sorted by id, with their ids in a dense list) in one pass; only the
-// jobs not found there (leased since the last cycle, ended, or listed out
-// of order) are looked up by id, and the reply reuses the plan's lookups.
+// A cycle's snapshot lists the running jobs by cluster, each cluster's in
+// the order it keeps them, copied from dense per-cluster lists kept up to
+// date as leases come and go; the scheduler's decisions do not depend on
+// that order, so a cycle's result depends on the state only, not on the
+// order of the changes that made it. Each running job hints its node's
+// place in the snapshot's nodes (scheduler.Running.NodeIndex), so
+// Schedule finds it without a lookup by name. A queued job costs the
+// service under 1 KiB of memory, backend and queued-job store included
+// (BenchmarkServiceSubmit1M): the non-terminal jobs are found by id
+// through a pointer-free hash index of handles (internal/idindex), whose
+// ids sit in dense blocks beside the jobs, rather than a map the garbage
+// collector scans, and a request's jobs are allocated together, so
+// Submit's allocations grow with a request's templates, not its jobs. A
+// report, whose jobs an executor lists in id order, is matched against
+// its cluster's live jobs (kept sorted by id, with their ids in a dense
+// list; a report sorts in the newer leases once they are an eighth of
+// them) in one pass; only the jobs not found there (leased since the last
+// sort, ended, or listed out of order) are looked up by id, and the reply
+// reuses the plan's lookups.
 //
 // # Usage history
 //

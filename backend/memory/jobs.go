@@ -472,7 +472,10 @@ func (b *Backend) JobsByClientID(ctx context.Context, queue string, clientIDs, i
 		return err
 	}
 	qs := b.perQueue[queue]
-	if qs == nil {
+	if qs == nil || qs.clients.Len() == 0 {
+		// No client id used in the queue. (Hash must not run on an
+		// empty index: it seeds it, a write, and this holds the read
+		// lock only.)
 		clear(ids)
 		return nil
 	}

@@ -203,3 +203,29 @@ func TestLeaseWithoutAClockIsRefusedNamingTheClock(t *testing.T) {
 	require.Equal(t, "leaseClock", fe.Field)
 	require.ErrorIs(t, b.Resign(context.Background(), "a"), flotilla.ErrRequired)
 }
+
+// TestJobsByClientIDWritesNothingSoReadersMayRunTogether: JobsByClientID
+// holds the read lock only, so it must not write, not even to seed the
+// hash of a queue whose jobs have no client id (its client index is
+// empty): concurrent calls do not race (go test -race, as CI runs it).
+func TestJobsByClientIDWritesNothingSoReadersMayRunTogether(t *testing.T) {
+	ctx := context.Background()
+	b := memory.New(backendtest.Schema())
+	require.NoError(t, b.CreateQueue(ctx, flotilla.Queue{Name: "A"}))
+	j := &flotilla.Job{ID: "j1", Queue: "A", JobSet: "s", Requests: flotilla.Resources{1, 1}}
+	_, err := b.Commit(ctx, &backend.Write{Jobs: []backend.JobSpec{{Job: j}},
+		Events: []events.Event{{Type: events.Submitted, Queue: "A", JobSet: "s", Job: "j1", Time: time.Unix(1, 0)}}})
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	ids := make([][]string, 4)
+	for g := range errs {
+		ids[g] = []string{"x"}
+		wg.Go(func() { errs[g] = b.JobsByClientID(ctx, "A", []string{"c1"}, ids[g]) })
+	}
+	wg.Wait()
+	for g := range errs {
+		require.NoError(t, errs[g])
+		assert.Equal(t, []string{""}, ids[g])
+	}
+}

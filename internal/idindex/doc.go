@@ -18,6 +18,7 @@
 // method returns.
 //
 // An Index is not safe for concurrent modification; Find may run
-// concurrently with other Finds. The package holds no package-level
+// concurrently with other Finds (Hash too, once the index holds an
+// entry: on a new index it draws the seed). The package holds no package-level
 // state and starts no goroutine.
 package idindex

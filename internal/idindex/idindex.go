@@ -24,7 +24,9 @@ type Index struct {
 func (x *Index) Len() int { return x.n }
 
 // Hash is the hash the index files key under: pass it to the *Hashed
-// methods to hash a key once for several lookups of the same index.
+// methods to hash a key once for several lookups of the same index. On
+// an index that never held an entry it draws the index's seed, a write:
+// readers that may run concurrently check Len first (as Find does).
 func (x *Index) Hash(key string) uint32 {
 	if !x.seeded {
 		x.seed, x.seeded = maphash.MakeSeed(), true
