@@ -1,8 +1,8 @@
 // Package queue holds the jobs that wait to be scheduled, one ordered queue
 // per tenant, with a job-set index and allocation-free iteration.
 //
-// A Store keeps every queued job of a queue in a B-tree
-// (github.com/google/btree) in scheduling order (see Less): priority-class
+// A Store keeps every queued job of a queue in an ordered list of blocks
+// (a two-level B-tree, order.go) in scheduling order (see Less): priority-class
 // priority, higher first; then the job's Priority, LOWER number first
 // (Armada's convention: priority 1 runs before priority 10); then submit
 // time; then ID. IDs are unique in a Store, so the order is total and
