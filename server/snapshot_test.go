@@ -129,7 +129,8 @@ func TestLeaseOnANodeItsClusterNoLongerReportsLeavesTheSnapshotUntilTheNodeIsBac
 // TestClusterLiveListMatchesTheSetOfLiveJobsInIDOrder checks a cluster's
 // live list against a map of the jobs leased to it: through any sequence
 // of leases, lease ends, leases again of jobs whose lease ended,
-// compactions and sorts, place finds every live job, jobs yields exactly
+// compactions, sorts and new node lists (nodes leaving, coming back,
+// reordered), place finds every live job, jobs yields exactly
 // the live jobs, after sortLive the list is them in id order, ids holds
 // the id of every job of live[:sorted] at its place and stays sorted
 // there (holes keep the id that left them), which reports match against,
@@ -141,6 +142,7 @@ func TestClusterLiveListMatchesTheSetOfLiveJobsInIDOrder(t *testing.T) {
 		// the op sequence, "m" is not reported (node index -1).
 		c := &cluster{name: "c", index: map[string]int{"n": 0, "o": 1}, snap: []*flotilla.Node{{Name: "c/n"}, {Name: "c/o"}},
 			width: 1, used: make([]int64, 2)}
+		srv := &Server{nodes: map[string]nodeRef{}}
 		oracle := map[string]*job{}
 		var ended []*job
 		next := 0
@@ -167,6 +169,16 @@ func TestClusterLiveListMatchesTheSetOfLiveJobsInIDOrder(t *testing.T) {
 				oracle[j.id()] = j
 			case k == 8:
 				c.compact()
+			case k == 9 && rng.IntN(3) == 0:
+				// The executor reports another set of nodes: some
+				// leave, some come back, in another order.
+				names := slices.Clone([]string{"n", "o", "m"})
+				rng.Shuffle(len(names), func(a, b int) { names[a], names[b] = names[b], names[a] })
+				var nodes []flotilla.Node
+				for _, name := range names[:rng.IntN(4)] {
+					nodes = append(nodes, flotilla.Node{Name: name})
+				}
+				c.setNodes(srv, nodes)
 			default:
 				var emitted []string
 				c.sortLive(func(j *job) { emitted = append(emitted, j.id()) })
@@ -202,7 +214,7 @@ func TestClusterLiveListMatchesTheSetOfLiveJobsInIDOrder(t *testing.T) {
 			if len(c.run) != len(c.live) {
 				return "op " + strconv.Itoa(op) + ": " + strconv.Itoa(len(c.run)) + " run entries for " + strconv.Itoa(len(c.live)) + " live places"
 			}
-			var used [2]int64
+			used := make([]int64, len(c.snap))
 			for p, j := range c.live {
 				r := c.run[p]
 				switch {
@@ -215,7 +227,7 @@ func TestClusterLiveListMatchesTheSetOfLiveJobsInIDOrder(t *testing.T) {
 					used[r.NodeIndex] += j.sched.Requests[0]
 				}
 			}
-			if !slices.Equal(used[:], c.used) {
+			if !slices.Equal(used, c.used) {
 				return "op " + strconv.Itoa(op) + ": used " + fmt.Sprint(c.used) + ", want " + fmt.Sprint(used)
 			}
 			for p, j := range c.live[:c.sorted] {
