@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/flotilla-sched/flotilla"
@@ -26,6 +27,9 @@ type cycle struct {
 	db      *binpack.DB
 	model   fairness.Model
 	total   flotilla.Resources
+	// overCommitted are the nodes whose running jobs request more than
+	// their total (bindRunning), by index.
+	overCommitted []int
 
 	queues   []queueState
 	queueIdx map[string]int
@@ -133,6 +137,12 @@ type queueState struct {
 }
 
 func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
+	return buildCycle(s, snap, now, false)
+}
+
+// buildCycle is newCycle; full is set on the second build, over
+// fullSnapshot's nodes.
+func buildCycle(s *Scheduler, snap *Snapshot, now time.Time, full bool) (*cycle, error) {
 	schema := s.cfg.Schema
 	c := &cycle{
 		s:              s,
@@ -210,6 +220,22 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 	c.run = make([]runJob, 0, len(snap.Running)+len(snap.Running)/8+256)
 	if err := c.bindRunning(); err != nil {
 		return nil, err
+	}
+	if len(c.overCommitted) > 0 {
+		// Kubernetes lets a node's allocatable shrink under its pods: not
+		// an error, but a node that is full. The cycle starts again on
+		// the snapshot with such nodes cordoned and grown to their jobs
+		// (once: there the jobs fit).
+		if full {
+			return nil, fmt.Errorf("scheduler: node %q still over-committed after its total was raised", c.db.Node(c.overCommitted[0]).Name)
+		}
+		fs, names := c.fullSnapshot()
+		c2, err := buildCycle(s, fs, now, true)
+		if err != nil {
+			return nil, err
+		}
+		c2.res.OverCommitted = names
+		return c2, nil
 	}
 	c.db.Forget()
 	if err := c.buildModel(); err != nil {
@@ -351,10 +377,36 @@ func (c *cycle) bindRunning() error {
 	}
 	for ni := 0; ni < c.db.NodeCount(); ni++ {
 		if c.db.Allocatable(ni, 0).AnyNegative() {
-			errs = append(errs, flotilla.Errorf("running", c.db.Node(ni).Name, flotilla.ErrOutOfRange, "running jobs request more than the node's total"))
+			c.overCommitted = append(c.overCommitted, ni)
 		}
 	}
-	return errors.Join(errs...)
+	return nil
+}
+
+// fullSnapshot is the cycle's snapshot with each over-committed node
+// (bindRunning found its running jobs requesting more than its total)
+// replaced by a cordoned copy whose total is raised, resource by
+// resource, to what its running jobs request: the node takes nothing
+// new, and its jobs stay (and fit back if evicted). It returns the
+// nodes' names. The caller's snapshot and nodes are not modified.
+func (c *cycle) fullSnapshot() (*Snapshot, []string) {
+	snap := *c.snap
+	snap.Nodes = slices.Clone(snap.Nodes)
+	names := make([]string, 0, len(c.overCommitted))
+	for _, ni := range c.overCommitted {
+		n := *snap.Nodes[ni] // db node i is snapshot node i
+		alloc := c.db.Allocatable(ni, 0)
+		n.Total = slices.Clone(n.Total)
+		for r, a := range alloc {
+			if a < 0 {
+				n.Total[r] -= a
+			}
+		}
+		n.Unschedulable = true
+		snap.Nodes[ni] = &n
+		names = append(names, n.Name)
+	}
+	return &snap, names
 }
 
 // smallScan is how many names a lookup compares one by one before it

@@ -57,7 +57,11 @@
 // Running jobs are checked every cycle, as cheaply as that allows:
 // Job.Validate's allocation-free path, ids unique (one hash each), queue
 // and class known (compared by name when there are at most eight, hashed
-// otherwise), node known, and no node holding more than its total. A
+// otherwise), and node known. A node whose running jobs request more
+// than its total is not an error (Kubernetes lets a node's allocatable
+// shrink under its pods): the cycle treats it as full, cordoned with its
+// total raised to what its jobs request, and names it in
+// Result.OverCommitted. A
 // caller can spare the lookup of each job's node by name with
 // Running.NodeIndex, the node's place in Snapshot.Nodes (from 1): the
 // hint is checked against the name and ignored when it does not match.

@@ -350,3 +350,55 @@ func TestPropertyRunningOrderDoesNotMatter(t *testing.T) {
 	}, gen.UInt64()))
 	p.TestingRun(t)
 }
+
+// A node whose total shrinks below what its running jobs request is
+// full, whatever else the cycle does (fair-share preemption included):
+// the cycle succeeds, names the node, places nothing new on it, and no
+// node ends over-committed beyond where it started.
+func TestPropertyOverCommittedNodeTakesNothingNew(t *testing.T) {
+	p := properties(t)
+	p.Property("a node shrunk under its jobs is full, and the cycle goes on", prop.ForAll(func(seed uint64) string {
+		w := preemptWorld(t, seed)
+		used := map[string]flotilla.Resources{}
+		for _, r := range w.snap.Running {
+			if used[r.Node] == nil {
+				used[r.Node] = w.cfg.Schema.Zero()
+			}
+			used[r.Node].Add(r.Job.Requests)
+		}
+		at := slices.IndexFunc(w.snap.Nodes, func(n *flotilla.Node) bool {
+			return slices.ContainsFunc(used[n.Name], func(v int64) bool { return v > 1 })
+		})
+		if at < 0 {
+			return "" // nothing running to shrink a node under
+		}
+		orig := w.snap.Nodes[at]
+		shrunk := *orig
+		shrunk.Total = orig.Total.Clone()
+		for r, v := range used[orig.Name] {
+			if v > 1 {
+				shrunk.Total[r] = v / 2
+			}
+		}
+		w.snap.Nodes = slices.Clone(w.snap.Nodes)
+		w.snap.Nodes[at] = &shrunk
+		before := shrunk
+		before.Total = shrunk.Total.Clone()
+		res := w.schedule(t)
+		if !slices.Equal(res.OverCommitted, []string{orig.Name}) {
+			return fmt.Sprintf("over-committed %v, want [%s]", res.OverCommitted, orig.Name)
+		}
+		for _, a := range res.Scheduled {
+			if a.Node == orig.Name {
+				return fmt.Sprintf("%s placed on the over-committed %s", a.Job.ID, a.Node)
+			}
+		}
+		if !shrunk.Total.Equal(before.Total) || shrunk.Unschedulable != before.Unschedulable {
+			return "the caller's node was modified"
+		}
+		// With its first total back, the node holds no more than before.
+		w.snap.Nodes[at] = orig
+		return overCommitted(w, res)
+	}, gen.UInt64()))
+	p.TestingRun(t)
+}

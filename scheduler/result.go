@@ -14,6 +14,12 @@ type Result struct {
 	// Preempted are running jobs the caller should evict, in job id
 	// order (whatever the order of Snapshot.Running).
 	Preempted []Preemption
+	// OverCommitted names, in snapshot order, the nodes whose running
+	// jobs request more than their total (Kubernetes lets a node's
+	// allocatable shrink under its pods). The cycle treated each as full:
+	// cordoned, its total raised to what its jobs request, so that it
+	// took nothing new and its jobs stayed.
+	OverCommitted []string
 	// Unscheduled are the queued jobs the cycle examined and did not place,
 	// in groups of the same queue, reason code and scheduling key, in the
 	// order each group's first job was met. Counts add up to every such

@@ -275,6 +275,39 @@ func TestRunningJobListedTwiceIsRefused(t *testing.T) {
 	assert.NotContains(t, err.Error(), "running[1]")
 }
 
+// A node whose running jobs request more than its total (its allocatable
+// shrank under them) is full, not an error: the cycle places nothing new
+// there, its jobs stay, the rest of the cluster is scheduled as usual,
+// and the node is named; the caller's node is not modified.
+func TestOverCommittedNodeIsTreatedAsFull(t *testing.T) {
+	for _, strategy := range []scheduler.Strategy{scheduler.ProgressiveFilling, scheduler.Lottery} {
+		t.Run(string(strategy), func(t *testing.T) {
+			w := newWorld(t)
+			w.cfg.Strategy = strategy
+			if strategy == scheduler.Lottery {
+				w.cfg.PriorityHalftime = time.Hour
+			}
+			w.addNodes(2, "4")
+			w.addQueue("A", 1)
+			w.addQueue("B", 1)
+			w.running = append(w.running,
+				scheduler.Running{Job: w.job("A", "3"), Node: "node-0"},
+				scheduler.Running{Job: w.job("A", "3"), Node: "node-0"},
+			)
+			w.submit("B", 6, "1")
+			res := w.schedule()
+			assert.Equal(t, []string{"node-0"}, res.OverCommitted)
+			assert.Empty(t, res.Preempted, "its jobs stay")
+			require.Len(t, res.Scheduled, 4, "node-1 fills")
+			for _, a := range res.Scheduled {
+				assert.Equal(t, "node-1", a.Node, a.Job.ID)
+			}
+			assert.Equal(t, w.res("4"), w.nodes[0].Total, "the snapshot's node keeps its total")
+			assert.False(t, w.nodes[0].Unschedulable, "and is not cordoned")
+		})
+	}
+}
+
 // Running.NodeIndex is only a hint: the job is bound to the node Running.Node
 // names, whatever a hint naming another node or out of range says, and a
 // hint naming the right node gives the same decision as none.
