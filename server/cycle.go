@@ -84,11 +84,11 @@ func (s *Server) Cycle(ctx context.Context) (*CycleReport, error) {
 	defer s.mu.Unlock()
 	s.cycling = false
 	s.flushDeferred()
+	clear(snap.Running) // the buffer is the next snapshot's, holding no jobs meanwhile
+	s.running = snap.Running[:0]
 	if err != nil {
 		return nil, err
 	}
-	clear(snap.Running) // the buffer is the next snapshot's
-	s.running = snap.Running[:0]
 	w = s.decisions(res, now, rep)
 	s.followGangs(w, now)
 	if _, err := s.commit(ctx, w); err != nil {
