@@ -10,6 +10,7 @@
 //
 //	store, _ := queue.New(schema, flotilla.DefaultPriorityClasses(), flotilla.ArmadaDefault)
 //	_ = store.Add(job)                      // O(log n); validates job against schema
+//	_ = store.AddAll(jobs)                  // a batch, all or none
 //	c := store.Cursor("A")
 //	for e, ok := c.Next(); ok; e, ok = c.Next() {
 //		// e.Job in order; e.Key is its scheduling key
