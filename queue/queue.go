@@ -282,13 +282,14 @@ func (s *Store) Add(j *flotilla.Job) error {
 }
 
 // AddAll adds jobs as Add does, all or none: on the first error it
-// takes back the jobs it added and returns the error (naming, in its
-// detail, the job's index in jobs), and the store is as it was. A job
-// that appears twice in jobs is ErrDuplicate. It costs what k calls of
-// Add cost, but that it hashes the jobs' ids first and fetches their
-// slots of the id index in one pass (idindex.Index.Prefetch), which in a
-// store of millions of jobs, whose index does not fit in cache, lets
-// those memory reads overlap.
+// takes back the jobs it added and returns that job's errors, as Add
+// would, with each *flotilla.FieldError's Field prefixed by the job's
+// index in jobs ("jobs[3].id"; "jobs[3]" for a nil job), and the store
+// is as it was. A job that appears twice in jobs is ErrDuplicate. It
+// costs what k calls of Add cost, but that it hashes the jobs' ids first
+// and fetches their slots of the id index in one pass
+// (idindex.Index.Prefetch), which in a store of millions of jobs, whose
+// index does not fit in cache, lets those memory reads overlap.
 func (s *Store) AddAll(jobs []*flotilla.Job) error {
 	hashes := make([]uint32, len(jobs))
 	for i, j := range jobs {
@@ -302,7 +303,13 @@ func (s *Store) AddAll(jobs []*flotilla.Job) error {
 			for _, done := range jobs[:i] {
 				s.Remove(done.ID)
 			}
-			return fmt.Errorf("jobs[%d]: %w", i, err)
+			at := fmt.Sprintf("jobs[%d]", i)
+			return flotilla.RenameFields(err, func(f string) string {
+				if f == "job" { // a nil job
+					return at
+				}
+				return at + "." + f
+			})
 		}
 	}
 	return nil

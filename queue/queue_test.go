@@ -817,10 +817,10 @@ func TestAddAllIsAllOrNothing(t *testing.T) {
 		field string
 		err   error
 	}{
-		"stored id":       {[]*flotilla.Job{job("c-1", "C", "s1"), job("a-2", "A", "s1")}, "jobs[1]: id", flotilla.ErrDuplicate},
-		"id twice":        {[]*flotilla.Job{job("c-1", "C", "s1"), job("c-2", "C", "s1"), job("c-1", "C", "s2")}, "jobs[2]: id", flotilla.ErrDuplicate},
-		"unknown class":   {[]*flotilla.Job{job("c-1", "A", "s1"), badClass}, "jobs[1]: priorityClass", flotilla.ErrUnknownName},
-		"nil job at last": {[]*flotilla.Job{job("c-1", "A", "s3"), nil}, "jobs[1]: job", flotilla.ErrRequired},
+		"stored id":       {[]*flotilla.Job{job("c-1", "C", "s1"), job("a-2", "A", "s1")}, "jobs[1].id", flotilla.ErrDuplicate},
+		"id twice":        {[]*flotilla.Job{job("c-1", "C", "s1"), job("c-2", "C", "s1"), job("c-1", "C", "s2")}, "jobs[2].id", flotilla.ErrDuplicate},
+		"unknown class":   {[]*flotilla.Job{job("c-1", "A", "s1"), badClass}, "jobs[1].priorityClass", flotilla.ErrUnknownName},
+		"nil job at last": {[]*flotilla.Job{job("c-1", "A", "s3"), nil}, "jobs[1] ", flotilla.ErrRequired},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := s.AddAll(tc.batch)
@@ -835,4 +835,38 @@ func TestAddAllIsAllOrNothing(t *testing.T) {
 		live[j.ID] = j
 	}
 	assert.True(t, consistent(s, live))
+}
+
+// AddAll's error is a *flotilla.FieldError (all of them, for a job with
+// several problems) whose Field names the job's index in the batch, as
+// the project's other batch validators do ("jobs[1].id"): errors.As and
+// flotilla.Problems read it like any validation error.
+func TestAddAllErrorsAreFieldErrorsNamingTheJobsIndex(t *testing.T) {
+	s := newStore(t)
+	require.NoError(t, s.Add(job("a-1", "A", "s1")))
+	badRequests := job("b-2", "B", "s1")
+	badRequests.Requests = flotilla.Resources{-1, -1, 0}
+	for name, tc := range map[string]struct {
+		batch  []*flotilla.Job
+		fields []string
+	}{
+		"stored id":     {[]*flotilla.Job{job("b-1", "B", "s1"), job("a-1", "A", "s1")}, []string{"jobs[1].id"}},
+		"nil job":       {[]*flotilla.Job{nil}, []string{"jobs[0]"}},
+		"bad requests":  {[]*flotilla.Job{job("b-1", "B", "s1"), badRequests}, []string{`jobs[1].job "b-2".requests.cpu`, `jobs[1].job "b-2".requests.memory`}},
+		"unknown class": {[]*flotilla.Job{{ID: "b-3", Queue: "B", PriorityClass: "nope", Requests: flotilla.Resources{0, 0, 0}}}, []string{"jobs[0].priorityClass"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := s.AddAll(tc.batch)
+			require.Error(t, err)
+			var fields []string
+			for _, p := range flotilla.Problems(err) {
+				var fe *flotilla.FieldError
+				require.ErrorAs(t, p, &fe)
+				require.Same(t, fe, p, "a problem is a *flotilla.FieldError itself, not wrapped")
+				fields = append(fields, fe.Field)
+			}
+			assert.Equal(t, tc.fields, fields)
+			assert.Equal(t, 1, s.Len(), "the store is as it was")
+		})
+	}
 }

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -8,6 +10,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/events"
+	"github.com/flotilla-sched/flotilla/scheduler"
 )
 
 func TestActiveDeadlineFailsTheJobCountedFromItsLease(t *testing.T) {
@@ -250,6 +253,34 @@ func TestOnlyOneCycleRunsAtATime(t *testing.T) {
 	})
 	require.Equal(t, 1, rep.Leased)
 	require.Len(t, w.log("A", "s1"), 2)
+}
+
+// The snapshot's buffer of running jobs is kept for the next cycle with
+// no job in it, whether Schedule succeeded or failed: a failed cycle
+// must not keep the jobs (ended, cancelled, collected meanwhile)
+// reachable until the next one.
+func TestFailedCycleKeepsNoJobInTheRunningBuffer(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 1, 4)})
+	w.submit("A", "s1", cpuJobs(3, "1"))
+	require.Equal(t, 3, w.cycle().Leased)
+	w.report(Report{Cluster: "c1", Jobs: held(PhaseRunning, w.leasesOf("c1"))})
+	w.cycle() // a cycle over the running jobs: the buffer has room for them
+	failing := errors.New("schedule failed")
+	var seen int
+	w.srv.schedule = func(_ context.Context, snap *scheduler.Snapshot, _ time.Time) (*scheduler.Result, error) {
+		seen = len(snap.Running)
+		return nil, failing
+	}
+	_, err := w.srv.Cycle(w.ctx)
+	require.ErrorIs(t, err, failing)
+	require.Equal(t, 3, seen, "the cycle's snapshot had the running jobs")
+	buf := w.srv.running[:cap(w.srv.running)]
+	require.NotEmpty(t, buf)
+	for i, r := range buf {
+		require.Zero(t, r, "running buffer entry %d", i)
+	}
 }
 
 func TestClusterWhoseNodeShrankUnderItsJobsDoesNotStopTheCycles(t *testing.T) {
