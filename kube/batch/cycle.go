@@ -16,6 +16,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/kube/kubeconv"
@@ -525,7 +526,7 @@ func (s *Scheduler) evict(ctx context.Context, e evictTask) error {
 		ObjectMeta:    metav1.ObjectMeta{Name: e.pod.Name, Namespace: e.pod.Namespace},
 		DeleteOptions: &metav1.DeleteOptions{GracePeriodSeconds: e.pod.Spec.TerminationGracePeriodSeconds},
 	}
-	err := s.client.PolicyV1().Evictions(e.pod.Namespace).Evict(ctx, ev)
+	err := s.postEviction(ctx, ev)
 	key := kubeconv.JobID(e.pod)
 	if err != nil {
 		s.mu.Lock()
@@ -548,6 +549,20 @@ func (s *Scheduler) evict(ctx context.Context, e evictTask) error {
 	}
 	s.recorder.Event(e.pod, corev1.EventTypeNormal, "Preempted", msg)
 	return nil
+}
+
+// postEviction posts ev to the Eviction API. Through a client-go REST
+// client it is posted without client-side retries: client-go would
+// otherwise sleep through a 429's Retry-After (the apiserver asks for 10 s
+// while a budget's status is not computed yet) up to 10 times, holding
+// the cycle, where the scheduler keeps the refusal and tries again after
+// Retry-After (other clients, such as the fake one, go through Evict).
+func (s *Scheduler) postEviction(ctx context.Context, ev *policyv1.Eviction) error {
+	if rc, ok := s.client.PolicyV1().RESTClient().(*rest.RESTClient); ok && rc != nil {
+		return rc.Post().AbsPath("/api/v1").Namespace(ev.Namespace).Resource("pods").Name(ev.Name).
+			SubResource("eviction").Body(ev).MaxRetries(0).Do(ctx).Error()
+	}
+	return s.client.PolicyV1().Evictions(ev.Namespace).Evict(ctx, ev)
 }
 
 // bindUnit binds a unit's pods in order. If one fails, the members bound
