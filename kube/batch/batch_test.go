@@ -442,3 +442,31 @@ func TestRefusalForgottenWhenVictimGoesOrRetryTimeComes(t *testing.T) {
 		}
 	})
 }
+
+// Within a queue and class, the pod of the lower flotilla.dev/priority
+// runs first, even when submitted later.
+func TestLowerPriorityAnnotationBindsFirst(t *testing.T) {
+	prio := func(v string, created int64) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Annotations = map[string]string{kubeconv.AnnotationPriority: v}
+			p.CreationTimestamp = metav1.NewTime(time.Unix(created, 0))
+		}
+	}
+	f := newFixture(t, testNode("n1", "2"), testPod("older", "2", prio("5", 100)), testPod("newer", "2", prio("1", 200)))
+	if rep := f.cycle(); rep.Bound != 1 || len(f.binds) != 1 || f.binds[0] != "newer@n1" {
+		t.Fatalf("bound %d: %v; want newer@n1 (priority 1 before 5)", rep.Bound, f.binds)
+	}
+}
+
+// A malformed flotilla.dev/priority makes the pod invalid: it gets the
+// condition naming the annotation and value, and is not bound.
+func TestMalformedPriorityAnnotationGetsConditionAndIsNotBound(t *testing.T) {
+	f := newFixture(t, testNode("n1", "4"), testPod("bad", "1", func(p *corev1.Pod) {
+		p.Annotations = map[string]string{kubeconv.AnnotationPriority: "-3"}
+	}))
+	rep := f.cycle()
+	ps := f.statusPatches()
+	if rep.Bound != 0 || len(ps) != 1 || !strings.Contains(ps[0], ReasonInvalid) || !strings.Contains(ps[0], `flotilla.dev/priority] \"-3\"`) {
+		t.Fatalf("bound %d, status patches %v: want none bound and one condition naming the annotation and value", rep.Bound, ps)
+	}
+}
