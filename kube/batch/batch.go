@@ -43,6 +43,14 @@ const (
 	// ReasonWaitingForPreemption is the PodScheduled=False reason of a pod
 	// placed on a node whose preempted pods have not terminated yet.
 	ReasonWaitingForPreemption = "WaitingForPreemption"
+	// ReasonPreemptionBlocked is the PodScheduled=False reason, and the
+	// reason of the Warning event, of a pod placed on a node where a
+	// PodDisruptionBudget refused the eviction of a pod it needs gone; the
+	// message names the pod and when its eviction is tried again.
+	ReasonPreemptionBlocked = "PreemptionBlocked"
+	// EventFailedScheduling is the reason of the Warning event written
+	// with every other PodScheduled=False condition, as kube-scheduler's.
+	EventFailedScheduling = "FailedScheduling"
 )
 
 // Config configures a Scheduler. The zero value works: scheduler name

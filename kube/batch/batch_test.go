@@ -5,12 +5,14 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/flotilla-sched/flotilla/kube/kubeconv"
 )
@@ -49,8 +52,10 @@ func testPod(name, cpu string, mod func(*corev1.Pod)) *corev1.Pod {
 }
 
 // fixture is a fake clientset whose binding subresource sets the pod's
-// spec.nodeName (as the apiserver does) unless lag is set, and which
-// records binds, evictions and status patches.
+// spec.nodeName (as the apiserver does) unless lag is set, whose eviction
+// subresource answers refuse[pod name] (nil: success), and which records
+// binds, evictions and status patches. The scheduler's clock is clock
+// (Unix seconds, 1000 at first).
 type fixture struct {
 	t      *testing.T
 	cs     *fake.Clientset
@@ -58,13 +63,16 @@ type fixture struct {
 	mu     sync.Mutex
 	lag    bool
 	failOn map[string]bool
+	refuse map[string]error
 	binds  []string
 	evicts []*policyv1.Eviction
+	clock  atomic.Int64
 }
 
 func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	t.Helper()
-	f := &fixture{t: t, cs: fake.NewClientset(objs...), failOn: map[string]bool{}}
+	f := &fixture{t: t, cs: fake.NewClientset(objs...), failOn: map[string]bool{}, refuse: map[string]error{}}
+	f.clock.Store(1000)
 	f.cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		ca := a.(k8stesting.CreateAction)
 		switch a.GetSubresource() {
@@ -87,14 +95,15 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 			p.Spec.NodeName = b.Target.Name
 			return true, nil, f.cs.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), p, a.GetNamespace())
 		case "eviction":
+			ev := ca.GetObject().(*policyv1.Eviction)
 			f.mu.Lock()
-			f.evicts = append(f.evicts, ca.GetObject().(*policyv1.Eviction))
-			f.mu.Unlock()
-			return true, nil, nil
+			defer f.mu.Unlock()
+			f.evicts = append(f.evicts, ev)
+			return true, nil, f.refuse[ev.Name]
 		}
 		return false, nil, nil
 	})
-	s, err := New(f.cs, Config{Now: func() time.Time { return time.Unix(1000, 0) }})
+	s, err := New(f.cs, Config{Now: func() time.Time { return time.Unix(f.clock.Load(), 0) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,5 +306,167 @@ func TestNewRejectsBadConfigNamingEveryField(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("error %v lacks %s", err, w)
 		}
+	}
+}
+
+// budgetRefusal is the apiserver's answer to an eviction a
+// PodDisruptionBudget forbids, asking for a retry after retryAfter
+// seconds (0: none, as when the budget allows no disruption).
+func budgetRefusal(retryAfter int) error {
+	err := apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", retryAfter)
+	err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
+		Type: policyv1.DisruptionBudgetCause, Message: "The disruption budget pdb needs 1 healthy pods and has 1 currently"})
+	return err
+}
+
+// urgencyFixture has a low-priority victim filling n1 and an urgent pod
+// that can only run by preempting it.
+func urgencyFixture(t *testing.T) *fixture {
+	low := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "low"}, Value: 10}
+	high := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000}
+	return newFixture(t, low, high, testNode("n1", "2"),
+		testPod("victim", "2", func(p *corev1.Pod) { p.Spec.PriorityClassName = "low"; p.Spec.NodeName = "n1" }),
+		testPod("urgent", "2", func(p *corev1.Pod) { p.Spec.PriorityClassName = "high" }))
+}
+
+func (f *fixture) evictCalls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.evicts)
+}
+
+// An eviction a PodDisruptionBudget refused (429) is not tried again
+// before the answer's Retry-After (10 s without one, at most 5 minutes),
+// and is tried again once that time has come.
+func TestRefusedEvictionNotRetriedBeforeRetryAfter(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		retryAfter int
+		wait       int64
+	}{
+		{"retry-after honoured", 30, 30},
+		{"no retry-after: 10 s", 0, 10},
+		{"retry-after capped at 5 minutes", 3600, 300},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := urgencyFixture(t)
+			f.refuse["victim"] = budgetRefusal(tc.retryAfter)
+			if rep := f.cycle(); f.evictCalls() != 1 || rep.EvictFailed != 1 {
+				t.Fatalf("first cycle: %d eviction calls, %d failed; want 1 refused", f.evictCalls(), rep.EvictFailed)
+			}
+			for _, at := range []int64{1000, 1001, 1000 + tc.wait - 1} {
+				f.clock.Store(at)
+				rep := f.cycle()
+				if n := f.evictCalls(); n != 1 || rep.EvictDeferred != 1 || rep.Bound != 0 {
+					t.Fatalf("at %d s (refused at 1000): %d eviction calls (want 1), %d deferred (want 1), %d bound",
+						at, n, rep.EvictDeferred, rep.Bound)
+				}
+			}
+			f.clock.Store(1000 + tc.wait)
+			if rep := f.cycle(); f.evictCalls() != 2 || rep.EvictDeferred != 0 {
+				t.Fatalf("at the retry time: %d eviction calls, %d deferred; want it tried again", f.evictCalls(), rep.EvictDeferred)
+			}
+		})
+	}
+}
+
+// The preemptor of a victim whose eviction a budget refused says so in
+// its PodScheduled=False condition (the victim, the budget's reason, when
+// it is tried again) and in one Warning PreemptionBlocked event, written
+// once while unchanged.
+func TestPreemptorOfRefusedEvictionSaysBudgetRefusedAndWhenOnce(t *testing.T) {
+	f := urgencyFixture(t)
+	rec := record.NewFakeRecorder(100)
+	f.s.recorder = rec
+	f.refuse["victim"] = budgetRefusal(0)
+	for at := int64(1000); at < 1005; at++ {
+		f.clock.Store(at)
+		f.cycle()
+	}
+	want := `placed on node n1, but the eviction of default/victim was refused by a PodDisruptionBudget ` +
+		`(The disruption budget pdb needs 1 healthy pods and has 1 currently); it will be tried again at 1970-01-01T00:16:50Z`
+	var patches []string
+	for _, p := range f.statusPatches() {
+		if strings.HasPrefix(p, "urgent ") {
+			patches = append(patches, p)
+		}
+	}
+	if len(patches) != 1 || !strings.Contains(patches[0], `"reason":"`+ReasonPreemptionBlocked+`"`) || !strings.Contains(patches[0], want) {
+		t.Fatalf("urgent's status patches %q: want one, reason %s, message %q", patches, ReasonPreemptionBlocked, want)
+	}
+	close(rec.Events)
+	var events []string
+	for e := range rec.Events {
+		if strings.Contains(e, "victim") {
+			events = append(events, e)
+		}
+	}
+	if len(events) != 1 || events[0] != "Warning "+ReasonPreemptionBlocked+" "+want {
+		t.Fatalf("events %q: want one Warning %s event with the message", events, ReasonPreemptionBlocked)
+	}
+}
+
+// A refusal is forgotten when its victim goes, and when its retry time
+// has come: the map holds entries only for pods that exist and wait.
+func TestRefusalForgottenWhenVictimGoesOrRetryTimeComes(t *testing.T) {
+	refusals := func(f *fixture) int {
+		f.s.mu.Lock()
+		defer f.s.mu.Unlock()
+		return len(f.s.st.refused)
+	}
+	t.Run("victim deleted", func(t *testing.T) {
+		f := urgencyFixture(t)
+		f.refuse["victim"] = budgetRefusal(0)
+		f.cycle()
+		if n := refusals(f); n != 1 {
+			t.Fatalf("%d refusals remembered, want 1", n)
+		}
+		if err := f.cs.CoreV1().Pods("default").Delete(context.Background(), "victim", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		f.until("the refusal forgotten", func(st *state) bool { return len(st.refused) == 0 })
+		if rep := f.cycle(); rep.Bound != 1 {
+			t.Fatalf("after the victim went: bound %d, want the preemptor bound", rep.Bound)
+		}
+	})
+	t.Run("retry time come", func(t *testing.T) {
+		f := urgencyFixture(t)
+		f.refuse["victim"] = budgetRefusal(0)
+		f.cycle()
+		f.mu.Lock()
+		delete(f.refuse, "victim")
+		f.mu.Unlock()
+		f.clock.Store(1010)
+		if rep := f.cycle(); rep.Evicted != 1 || refusals(f) != 0 {
+			t.Fatalf("at the retry time: evicted %d, %d refusals remembered; want the victim evicted and none", rep.Evicted, refusals(f))
+		}
+	})
+}
+
+// Within a queue and class, the pod of the lower flotilla.dev/priority
+// runs first, even when submitted later.
+func TestLowerPriorityAnnotationBindsFirst(t *testing.T) {
+	prio := func(v string, created int64) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Annotations = map[string]string{kubeconv.AnnotationPriority: v}
+			p.CreationTimestamp = metav1.NewTime(time.Unix(created, 0))
+		}
+	}
+	f := newFixture(t, testNode("n1", "2"), testPod("older", "2", prio("5", 100)), testPod("newer", "2", prio("1", 200)))
+	if rep := f.cycle(); rep.Bound != 1 || len(f.binds) != 1 || f.binds[0] != "newer@n1" {
+		t.Fatalf("bound %d: %v; want newer@n1 (priority 1 before 5)", rep.Bound, f.binds)
+	}
+}
+
+// A malformed flotilla.dev/priority makes the pod invalid: it gets the
+// condition naming the annotation and value, and is not bound.
+func TestMalformedPriorityAnnotationGetsConditionAndIsNotBound(t *testing.T) {
+	f := newFixture(t, testNode("n1", "4"), testPod("bad", "1", func(p *corev1.Pod) {
+		p.Annotations = map[string]string{kubeconv.AnnotationPriority: "-3"}
+	}))
+	rep := f.cycle()
+	ps := f.statusPatches()
+	if rep.Bound != 0 || len(ps) != 1 || !strings.Contains(ps[0], ReasonInvalid) || !strings.Contains(ps[0], `flotilla.dev/priority] \"-3\"`) {
+		t.Fatalf("bound %d, status patches %v: want none bound and one condition naming the annotation and value", rep.Bound, ps)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/kube/kubeconv"
@@ -28,8 +30,17 @@ type Report struct {
 	// Bound counts the pods bound; BindFailed those whose binding (or a
 	// gang mate's) failed, which are pending again.
 	Bound, BindFailed int
-	// Evicted counts the pods evicted; EvictFailed the evictions refused.
+	// Evicted counts the pods evicted; EvictFailed the evictions that
+	// failed (a PodDisruptionBudget's refusal among them).
 	Evicted, EvictFailed int
+	// EvictDeferred counts the preemptions not carried out because a
+	// PodDisruptionBudget refused the victim's eviction and the time to
+	// try it again has not come: the victim keeps running.
+	EvictDeferred int
+	// Blocked counts the pods placed on a node where such a victim runs:
+	// they stay queued, with PodScheduled=False, reason
+	// ReasonPreemptionBlocked.
+	Blocked int
 	// Waiting counts the pods placed on a node whose preempted pods have
 	// not terminated yet: they are bound by a later cycle.
 	Waiting int
@@ -59,11 +70,21 @@ type evictTask struct {
 	pod    *corev1.Pod
 	reason scheduler.PreemptionReason
 	by     string
+	// now is the cycle's time, from which a refusal's retry time counts.
+	now time.Time
 }
 
 type condTask struct {
 	pod             *corev1.Pod
 	reason, message string
+	// event is the Warning event's reason; empty means
+	// EventFailedScheduling.
+	event string
+	// node and victims, for a pod waiting for preemption, are where it is
+	// placed and the pods it waits for: if a PodDisruptionBudget refuses
+	// one's eviction, the condition says so instead.
+	node    string
+	victims []string
 }
 
 type plan struct {
@@ -85,6 +106,7 @@ func (s *Scheduler) Cycle(ctx context.Context) (*Report, error) {
 	}
 	now := s.cfg.Now()
 	s.releaseNominations(now)
+	s.expireRefusals(now)
 	snap := s.snapshot()
 	res, err := s.st.sched.Schedule(ctx, snap, now)
 	if err != nil {
@@ -208,10 +230,18 @@ func (s *Scheduler) releaseNominations(now time.Time) {
 func (s *Scheduler) plan(res *scheduler.Result, now time.Time, rep *Report) *plan {
 	p := &plan{}
 	victimsOn := map[string][]string{}
+	blockedOn := map[string][]refusal{}
 	var grace int64
 	for _, pr := range res.Preempted {
 		ps := s.st.pods[pr.Job.ID]
 		if ps == nil || ps.kind != kindRunning {
+			continue
+		}
+		if r, ok := s.st.refused[ps.pod.UID]; ok {
+			// A budget refused its eviction and the retry time has not
+			// come (expireRefusals forgot the others): it keeps running.
+			blockedOn[ps.node] = append(blockedOn[ps.node], r)
+			rep.EvictDeferred++
 			continue
 		}
 		s.st.evicting[pr.Job.ID] = true
@@ -224,7 +254,7 @@ func (s *Scheduler) plan(res *scheduler.Result, now time.Time, rep *Report) *pla
 		if pr.For != nil {
 			by = pr.For.ID
 		}
-		p.evicts = append(p.evicts, evictTask{pod: ps.pod, reason: pr.Reason, by: by})
+		p.evicts = append(p.evicts, evictTask{pod: ps.pod, reason: pr.Reason, by: by, now: now})
 	}
 	// Group the assignments into units: a gang's members together.
 	var units [][]scheduler.Assignment
@@ -241,10 +271,25 @@ func (s *Scheduler) plan(res *scheduler.Result, now time.Time, rep *Report) *pla
 	}
 	for _, u := range units {
 		victims := map[string]bool{}
-		for _, a := range u {
+		var blocked []refusal
+		for i, a := range u {
 			for _, v := range victimsOn[a.Node] {
 				victims[v] = true
 			}
+			if !slices.ContainsFunc(u[:i], func(b scheduler.Assignment) bool { return b.Node == a.Node }) {
+				blocked = append(blocked, blockedOn[a.Node]...)
+			}
+		}
+		if len(blocked) > 0 {
+			// A victim it needs gone keeps running: the unit stays queued
+			// and is placed again by a later cycle.
+			for _, a := range u {
+				if ps := s.st.pods[a.Job.ID]; ps != nil && ps.kind == kindQueued {
+					rep.Blocked++
+					p.condEvent(s, ps.pod, ReasonPreemptionBlocked, blockedMessage(a.Node, blocked), ReasonPreemptionBlocked)
+				}
+			}
+			continue
 		}
 		if len(victims) > 0 {
 			until := now.Add(time.Duration(grace)*time.Second + 30*time.Second)
@@ -259,6 +304,10 @@ func (s *Scheduler) plan(res *scheduler.Result, now time.Time, rep *Report) *pla
 				rep.Waiting++
 				p.cond(s, ps.pod, ReasonWaitingForPreemption,
 					fmt.Sprintf("placed on node %s; waiting for %d preempted pods to terminate", a.Node, len(victims)))
+				if n := len(p.conds); n > 0 && p.conds[n-1].pod == ps.pod {
+					p.conds[n-1].node = a.Node
+					p.conds[n-1].victims = slices.Sorted(maps.Keys(victims))
+				}
 			}
 			continue
 		}
@@ -325,39 +374,93 @@ func problems(err error) string {
 	return strings.Join(parts, "; ")
 }
 
-// cond adds a PodScheduled=False condition unless the pod already shows it.
+// cond adds a PodScheduled=False condition, with a FailedScheduling
+// event, unless the pod already shows it.
 func (p *plan) cond(s *Scheduler, pod *corev1.Pod, reason, message string) {
+	p.condEvent(s, pod, reason, message, "")
+}
+
+// condEvent adds a PodScheduled=False condition, with a Warning event of
+// reason event (empty: EventFailedScheduling), unless the pod already
+// shows it.
+func (p *plan) condEvent(s *Scheduler, pod *corev1.Pod, reason, message, event string) {
+	if s.showing(pod, reason, message) {
+		return
+	}
+	p.conds = append(p.conds, condTask{pod: pod, reason: reason, message: message, event: event})
+}
+
+// showing reports whether the pod shows (or was last written) the
+// condition, and records it as shown. Called with mu held.
+func (s *Scheduler) showing(pod *corev1.Pod, reason, message string) bool {
 	key := kubeconv.JobID(pod)
 	want := shownCondition{reason: reason, message: message}
 	if s.st.shown[key] == want {
-		return
-	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == reason && c.Message == message {
-			s.st.shown[key] = want
-			return
-		}
+		return true
 	}
 	s.st.shown[key] = want
-	p.conds = append(p.conds, condTask{pod: pod, reason: reason, message: message})
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == reason && c.Message == message {
+			return true
+		}
+	}
+	return false
+}
+
+// refusedVictims turns the conditions of pods waiting for victims whose
+// eviction a PodDisruptionBudget has just refused into
+// ReasonPreemptionBlocked ones, naming the victims; a condition the pod
+// already shows is dropped. Called after the evictions have returned.
+func (s *Scheduler) refusedVictims(conds []condTask) []condTask {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.st.refused) == 0 {
+		return conds
+	}
+	out := conds[:0]
+	for _, c := range conds {
+		var refs []refusal
+		for _, v := range c.victims {
+			if ps := s.st.pods[v]; ps != nil {
+				if r, ok := s.st.refused[ps.pod.UID]; ok {
+					refs = append(refs, r)
+				}
+			}
+		}
+		if len(refs) > 0 {
+			c.reason, c.event = ReasonPreemptionBlocked, ReasonPreemptionBlocked
+			c.message = blockedMessage(c.node, refs)
+			if s.showing(c.pod, c.reason, c.message) {
+				continue
+			}
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // execute makes the plan's API calls, at most BindWorkers at once:
-// evictions first, then bindings, then conditions.
+// evictions first, then bindings; the conditions once the evictions and
+// bindings have returned, so that a pod waiting for a victim whose
+// eviction was refused says so at once.
 func (s *Scheduler) execute(ctx context.Context, p *plan, rep *Report) {
 	var mu sync.Mutex
 	start := time.Now()
-	work := make(chan func())
 	var wg sync.WaitGroup
-	for range min(s.cfg.BindWorkers, len(p.binds)+len(p.evicts)+len(p.conds)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for f := range work {
-				f()
-			}
-		}()
+	workers := func(n int) chan<- func() {
+		work := make(chan func())
+		for range min(s.cfg.BindWorkers, n) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for f := range work {
+					f()
+				}
+			}()
+		}
+		return work
 	}
+	work := workers(len(p.binds) + len(p.evicts))
 	fail := func(counter *int, err error) {
 		mu.Lock()
 		*counter++
@@ -393,6 +496,12 @@ func (s *Scheduler) execute(ctx context.Context, p *plan, rep *Report) {
 			rep.Bound += n
 		}
 	}
+	close(work)
+	wg.Wait()
+	if len(p.evicts) > 0 {
+		p.conds = s.refusedVictims(p.conds)
+	}
+	work = workers(len(p.conds))
 	for _, c := range p.conds {
 		work <- func() {
 			if err := s.patchCondition(ctx, c); err != nil {
@@ -417,10 +526,13 @@ func (s *Scheduler) evict(ctx context.Context, e evictTask) error {
 		ObjectMeta:    metav1.ObjectMeta{Name: e.pod.Name, Namespace: e.pod.Namespace},
 		DeleteOptions: &metav1.DeleteOptions{GracePeriodSeconds: e.pod.Spec.TerminationGracePeriodSeconds},
 	}
-	err := s.client.PolicyV1().Evictions(e.pod.Namespace).Evict(ctx, ev)
+	err := s.postEviction(ctx, ev)
 	key := kubeconv.JobID(e.pod)
 	if err != nil {
 		s.mu.Lock()
+		if r, ok := refusalOf(key, err, e.now); ok {
+			s.st.refused[e.pod.UID] = r
+		}
 		delete(s.st.evicting, key)
 		for _, nom := range s.st.nominated {
 			delete(nom.victims, key)
@@ -437,6 +549,20 @@ func (s *Scheduler) evict(ctx context.Context, e evictTask) error {
 	}
 	s.recorder.Event(e.pod, corev1.EventTypeNormal, "Preempted", msg)
 	return nil
+}
+
+// postEviction posts ev to the Eviction API. Through a client-go REST
+// client it is posted without client-side retries: client-go would
+// otherwise sleep through a 429's Retry-After (the apiserver asks for 10 s
+// while a budget's status is not computed yet) up to 10 times, holding
+// the cycle, where the scheduler keeps the refusal and tries again after
+// Retry-After (other clients, such as the fake one, go through Evict).
+func (s *Scheduler) postEviction(ctx context.Context, ev *policyv1.Eviction) error {
+	if rc, ok := s.client.PolicyV1().RESTClient().(*rest.RESTClient); ok && rc != nil {
+		return rc.Post().AbsPath("/api/v1").Namespace(ev.Namespace).Resource("pods").Name(ev.Name).
+			SubResource("eviction").Body(ev).MaxRetries(0).Do(ctx).Error()
+	}
+	return s.client.PolicyV1().Evictions(ev.Namespace).Evict(ctx, ev)
 }
 
 // bindUnit binds a unit's pods in order. If one fails, the members bound
@@ -501,6 +627,10 @@ func (s *Scheduler) patchCondition(ctx context.Context, c condTask) error {
 		s.mu.Unlock()
 		return fmt.Errorf("patch condition of %s: %w", kubeconv.JobID(c.pod), err)
 	}
-	s.recorder.Event(c.pod, corev1.EventTypeWarning, "FailedScheduling", c.message)
+	event := c.event
+	if event == "" {
+		event = EventFailedScheduling
+	}
+	s.recorder.Event(c.pod, corev1.EventTypeWarning, event, c.message)
 	return nil
 }

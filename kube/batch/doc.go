@@ -14,8 +14,10 @@
 //
 //   - A pending pod of ours is a queued job (kubeconv.Job: the queue from
 //     the flotilla.dev/queue label or annotation, else the namespace; the
-//     job set from flotilla.dev/job-set; gangs from Armada's
-//     armadaproject.io/gang* annotations). A pod that is not a valid job
+//     job set from flotilla.dev/job-set; the order within its queue and
+//     class from the flotilla.dev/priority annotation, a uint32, lower
+//     first, 0 without it; gangs from Armada's armadaproject.io/gang*
+//     annotations). A pod that is not a valid job
 //     (a bad annotation, an unknown priority class, required node
 //     affinity) gets PodScheduled=False, reason FlotillaInvalidPod, with
 //     every problem named with its field or annotation and value, and a
@@ -42,8 +44,22 @@
 //
 //   - Preempted pods are evicted through the Eviction API (policy/v1) with
 //     DeleteOptions.GracePeriodSeconds set to the pod's
-//     terminationGracePeriodSeconds, and get a Normal "Preempted" event. A
-//     refused eviction (a PodDisruptionBudget) leaves the pod running.
+//     terminationGracePeriodSeconds, and get a Normal "Preempted" event.
+//     The eviction is posted without client-go's own retries, which would
+//     sleep through a 429's Retry-After inside the cycle.
+//   - An eviction a PodDisruptionBudget refuses (429 TooManyRequests)
+//     leaves the pod running, and is remembered per pod UID until the
+//     answer's Retry-After (DefaultRefusalRetry, 10 s, without one; at
+//     most MaxRefusalRetry, 5 minutes), counted from the cycle's time
+//     (Config.Now): until then a cycle that preempts the pod again does
+//     not call the Eviction API (Report.EvictDeferred), and the pods
+//     placed on its node stay queued with PodScheduled=False, reason
+//     PreemptionBlocked, and a Warning event of that reason, naming the
+//     pod, the budget's reason and when its eviction is tried again
+//     (Report.Blocked). A pod waiting for victims whose eviction has just
+//     been refused says so at once: conditions are written after the
+//     cycle's evictions and bindings have returned. The entry is
+//     forgotten when its retry time comes or its pod goes.
 //   - Scheduled pods are bound through the Binding subresource and get a
 //     Normal "Scheduled" event. A gang is bound all or none: its members
 //     are bound one after another, and if one binding fails, the members

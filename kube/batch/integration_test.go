@@ -3,17 +3,22 @@ package batch
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/kube/internal/kubetest"
@@ -303,3 +308,110 @@ func TestLiveLeaderFailover(t *testing.T) {
 	l.pod(testPod("p2", "1", nil))
 	waitFor("p2 bound by the new leader", func() bool { return l.get("p2").Spec.NodeName == "n1" })
 }
+
+// A real PodDisruptionBudget (minAvailable equal to its one pod) refuses
+// the victim's eviction: first while its status is not computed yet (no
+// controller-manager runs: the apiserver answers 429 with Retry-After 10 s,
+// which the scheduler keeps instead of letting client-go sleep through
+// it), then as the disruption controller would have it (0 disruptions
+// allowed: 429 without Retry-After, so 10 s). The eviction is not posted
+// again before the retry time; the preemptor says why; once the budget
+// allows a disruption, the victim is evicted and the preemptor bound.
+func TestLiveBudgetRefusedEvictionWaitsRetryAfterThenEvicts(t *testing.T) {
+	l := newLive(t)
+	l.class("low", 10)
+	l.class("high", 1000)
+	l.node("n1", "2")
+	var clock, posts atomic.Int64
+	clock.Store(1000)
+	cfg := rest.CopyConfig(l.c.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/eviction") {
+				posts.Add(1)
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(cs, Config{Now: func() time.Time { return time.Unix(clock.Load(), 0) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(l.ctx); err != nil {
+		t.Fatal(err)
+	}
+	l.pod(testPod("victim", "2", func(p *corev1.Pod) {
+		p.Spec.PriorityClassName = "low"
+		p.Labels = map[string]string{"app": "v"}
+	}))
+	l.cycleUntil(s, "the victim bound", func() bool { return l.get("victim").Spec.NodeName == "n1" })
+	// The Eviction API ignores budgets for pods that are not running.
+	v := l.get("victim")
+	v.Status.Phase = corev1.PodRunning
+	v.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	if _, err := l.cs.CoreV1().Pods("default").UpdateStatus(l.ctx, v, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	one := intstr.FromInt32(1)
+	pdb, err := l.cs.PolicyV1().PodDisruptionBudgets("default").Create(l.ctx, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "pdb"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "v"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.pod(testPod("urgent", "2", func(p *corev1.Pod) { p.Spec.PriorityClassName = "high" }))
+	blocked := func(detail, at string) func() bool {
+		return func() bool {
+			c, ok := scheduledCondition(l.get("urgent"))
+			return ok && c.Reason == ReasonPreemptionBlocked && strings.Contains(c.Message, "the eviction of default/victim was refused by a PodDisruptionBudget") &&
+				strings.Contains(c.Message, detail) && strings.Contains(c.Message, "tried again at "+at)
+		}
+	}
+	l.cycleUntil(s, "the preemptor blocked by the budget being processed", blocked("The disruption budget pdb is still being processed", "1970-01-01T00:16:50Z"))
+	if n := posts.Load(); n != 1 {
+		t.Fatalf("%d evictions posted, want 1 (not retried by client-go)", n)
+	}
+	for range 3 {
+		if _, err := s.Cycle(l.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := posts.Load(); n != 1 {
+		t.Fatalf("%d evictions posted before the retry time, want 1", n)
+	}
+	setStatus := func(allowed int32) {
+		t.Helper()
+		pdb, err = l.cs.PolicyV1().PodDisruptionBudgets("default").Get(l.ctx, "pdb", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pdb.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.Generation, DisruptionsAllowed: allowed,
+			CurrentHealthy: 1, DesiredHealthy: 1 - allowed, ExpectedPods: 1}
+		if _, err := l.cs.PolicyV1().PodDisruptionBudgets("default").UpdateStatus(l.ctx, pdb, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setStatus(0)
+	clock.Store(1010)
+	l.cycleUntil(s, "the preemptor blocked by the budget", blocked("The disruption budget pdb needs 1 healthy pods and has 1 currently", "1970-01-01T00:17:00Z"))
+	if n := posts.Load(); n != 2 {
+		t.Fatalf("%d evictions posted, want 2", n)
+	}
+	setStatus(1)
+	clock.Store(1020)
+	l.cycleUntil(s, "the victim evicted", func() bool { return l.get("victim").DeletionTimestamp != nil })
+	zero := int64(0)
+	if err := l.cs.CoreV1().Pods("default").Delete(l.ctx, "victim", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	l.cycleUntil(s, "the preemptor bound", func() bool { return l.get("urgent").Spec.NodeName == "n1" })
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -3,6 +3,7 @@ package batch
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/flotilla-sched/flotilla"
@@ -56,6 +57,10 @@ type state struct {
 	// nominated holds the pods placed on a node where preempted pods
 	// have not terminated yet; they are held out of the store until then.
 	nominated map[string]nomination
+	// refused holds, per victim pod UID, the eviction a
+	// PodDisruptionBudget refused and when it may be tried again; an entry
+	// lives only while its pod exists and its retry time has not come.
+	refused map[types.UID]refusal
 	// shown is the PodScheduled=False (reason, message) last written per
 	// pod, so an unchanged condition is not written again.
 	shown map[string]shownCondition
@@ -76,6 +81,7 @@ func (st *state) init() {
 	st.bound = map[string]string{}
 	st.evicting = map[string]bool{}
 	st.nominated = map[string]nomination{}
+	st.refused = map[types.UID]refusal{}
 	st.shown = map[string]shownCondition{}
 }
 
@@ -96,6 +102,7 @@ func (s *Scheduler) onPod(o any, deleted bool) {
 	defer s.mu.Unlock()
 	if deleted {
 		s.forget(kubeconv.JobID(p))
+		delete(s.st.refused, p.UID)
 		return
 	}
 	s.sync(p)

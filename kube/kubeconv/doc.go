@@ -24,6 +24,9 @@
 // label, or else the annotation, LabelQueue (flotilla.dev/queue), and
 // without either the pod's namespace; its job set is the label or
 // annotation LabelJobSet (flotilla.dev/job-set), empty without one. Its
+// priority within its queue and class (flotilla.Job.Priority, LOWER runs
+// first, Armada's convention) is the annotation AnnotationPriority
+// (flotilla.dev/priority), a uint32 in decimal, 0 without it. Its
 // priority class is spec.priorityClassName (empty: the scheduler's default
 // class); its submit time is the pod's creation time; its node selector is
 // spec.nodeSelector and its tolerations spec.tolerations (tolerationSeconds

@@ -3,8 +3,10 @@ package kubeconv
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -21,6 +23,10 @@ const (
 	LabelQueue = "flotilla.dev/queue"
 	// LabelJobSet names the pod's job set (label, or else annotation).
 	LabelJobSet = "flotilla.dev/job-set"
+	// AnnotationPriority is the pod's priority within its queue and
+	// priority class (flotilla.Job.Priority): a uint32 in decimal, LOWER
+	// runs first (Armada's convention); without it, 0.
+	AnnotationPriority = "flotilla.dev/priority"
 	// AnnotationGangID makes the pod a member of a gang (Armada's).
 	AnnotationGangID = "armadaproject.io/gangId"
 	// AnnotationGangCardinality is the gang's member count, a positive
@@ -158,6 +164,21 @@ func lookup(p *corev1.Pod, key string) (string, bool) {
 
 func annotationField(key string) string { return "metadata.annotations[" + key + "]" }
 
+// parsePriority reads AnnotationPriority's value: a uint32 in decimal.
+func parsePriority(v string) (uint32, error) {
+	n, err := strconv.ParseUint(v, 10, 32)
+	if err == nil {
+		return uint32(n), nil
+	}
+	field := annotationField(AnnotationPriority)
+	_, ierr := strconv.ParseInt(v, 10, 64)
+	negative := strings.HasPrefix(v, "-") && (ierr == nil || errors.Is(ierr, strconv.ErrRange))
+	if negative || errors.Is(err, strconv.ErrRange) {
+		return 0, flotilla.Errorf(field, v, flotilla.ErrOutOfRange, "want an integer from 0 to %d (lower runs first)", uint32(math.MaxUint32))
+	}
+	return 0, flotilla.Errorf(field, v, flotilla.ErrMalformed, "want an integer from 0 to %d in decimal (lower runs first)", uint32(math.MaxUint32))
+}
+
 // Job converts a pod into its job (see the package doc for the mapping).
 // The result is validated against schema. Every problem is reported at
 // once as *flotilla.FieldError values naming the pod's field or annotation
@@ -183,6 +204,13 @@ func Job(p *corev1.Pod, schema *flotilla.ResourceSchema) (flotilla.Job, error) {
 	}
 	if s, ok := lookup(p, LabelJobSet); ok {
 		j.JobSet = s
+	}
+	if v, ok := p.Annotations[AnnotationPriority]; ok {
+		prio, err := parsePriority(v)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		j.Priority = prio
 	}
 	if id, ok := p.Annotations[AnnotationGangID]; ok {
 		if id == "" {

@@ -2,6 +2,7 @@ package kubeconv
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -215,3 +216,47 @@ func TestPriorityClassPreemptibleUnlessPreemptionPolicyNever(t *testing.T) {
 		t.Fatalf("default = %q, want the globalDefault class plain", def)
 	}
 }
+
+// A pod's priority within its queue is the flotilla.dev/priority
+// annotation, a uint32 in decimal (0 without it); anything else is a
+// *flotilla.FieldError naming the annotation and the value.
+func TestJobPriorityFromAnnotationAUint32(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		value *string
+		want  uint32
+		err   error
+	}{
+		{"absent", nil, 0, nil},
+		{"zero", ptr("0"), 0, nil},
+		{"valid", ptr("7"), 7, nil},
+		{"largest", ptr("4294967295"), math.MaxUint32, nil},
+		{"negative", ptr("-1"), 0, flotilla.ErrOutOfRange},
+		{"very negative", ptr("-99999999999999999999"), 0, flotilla.ErrOutOfRange},
+		{"too large", ptr("4294967296"), 0, flotilla.ErrOutOfRange},
+		{"non-numeric", ptr("high"), 0, flotilla.ErrMalformed},
+		{"empty", ptr(""), 0, flotilla.ErrMalformed},
+		{"fraction", ptr("1.5"), 0, flotilla.ErrMalformed},
+		{"spaces", ptr(" 1"), 0, flotilla.ErrMalformed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j, err := Job(pod(func(p *corev1.Pod) {
+				if tc.value != nil {
+					p.Annotations = map[string]string{AnnotationPriority: *tc.value}
+				}
+			}), Schema())
+			if tc.err == nil {
+				if err != nil || j.Priority != tc.want {
+					t.Fatalf("priority %d, err %v; want %d", j.Priority, err, tc.want)
+				}
+				return
+			}
+			var fe *flotilla.FieldError
+			if !errors.Is(err, tc.err) || !errors.As(err, &fe) || fe.Field != "metadata.annotations[flotilla.dev/priority]" || fe.Value != *tc.value {
+				t.Fatalf("err %v (%#v): want a *flotilla.FieldError %v naming the annotation and %q", err, fe, tc.err, *tc.value)
+			}
+		})
+	}
+}
+
+func ptr(s string) *string { return &s }
