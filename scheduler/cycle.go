@@ -344,10 +344,17 @@ func (c *cycle) bindRunning() error {
 			errs = append(errs, flotilla.Errorf(field.String()+".node", r.Node, flotilla.ErrUnknownName, "no such node in the snapshot"))
 			continue
 		}
-		c.db.Bind(ni, qi, c.s.bindLevel[ci], j.Requests)
+		lvl := c.s.bindLevel[ci]
+		if r.Protected {
+			lvl = len(c.s.levels) - 1 // as a non-preemptible job holds it
+		}
+		c.db.Bind(ni, qi, lvl, j.Requests)
 		c.account(qi, ci, j.Requests)
 		c.queues[qi].running++
-		c.record(j, r.Start, ni, qi, ci, stRunning)
+		ri := c.record(j, r.Start, ni, qi, ci, stRunning)
+		if r.Protected {
+			c.run[ri].level, c.run[ri].protected = int32(lvl), true
+		}
 		if i&1023 == 1023 {
 			c.db.Forget() // running jobs are final: keep the undo log short
 		}
@@ -355,8 +362,8 @@ func (c *cycle) bindRunning() error {
 	c.indexNodeRuns()
 	// A gang goes whole, and urgency takes only jobs of strictly lower
 	// priority: so all its members hold their capacity at its highest
-	// member's level (the top level when a member is non-preemptible: the
-	// gang is then never preempted), and none of it looks free to a job
+	// member's level (the top level when a member is non-preemptible or
+	// protected: the gang is then never preempted), and none of it looks free to a job
 	// that could not take every member.
 	for _, id := range sortedKeys(c.gangRun) {
 		ms := c.gangRun[id]

@@ -43,7 +43,7 @@ type runJob struct {
 	class int32
 	// level is what the job holds capacity at: its class's bind level, or
 	// for a gang member the highest bind level among its gang's members
-	// (the top level when one is non-preemptible).
+	// (the top level when one is non-preemptible or protected).
 	level int32
 	state runState
 	// share and fair are the queue's standing when the job was evicted to
@@ -59,6 +59,9 @@ type runJob struct {
 	rank int32
 	// by is the job an evicted job was displaced for.
 	by *flotilla.Job
+	// protected: the snapshot asked that the running job not be
+	// preempted this cycle (Running.Protected).
+	protected bool
 }
 
 // evictions is the cycle's preemption state: the running jobs (of the
@@ -187,7 +190,7 @@ func (c *cycle) evict(ri int32, share float64) {
 // takes them all, and non-preemptible jobs are never preempted).
 func (c *cycle) preemptible(ri int32) bool {
 	for _, m := range c.gangOf(ri) {
-		if !c.s.classes[c.run[m].class].Preemptible {
+		if !c.s.classes[c.run[m].class].Preemptible || c.run[m].protected {
 			return false
 		}
 	}

@@ -372,3 +372,79 @@ func TestQueueThatLostAJobToUrgencyIsOrderedByItsNewShare(t *testing.T) {
 	assert.Equal(t, map[string]int{"B": 1, "C": 1}, countByQueue(res.Scheduled),
 		"after losing b0, B holds 0 of its fair share and goes before A")
 }
+
+func protect(r *scheduler.Running) { r.Protected = true }
+
+// A protected running job (Running.Protected: its eviction is refused for
+// now) is no urgency victim: the preemptor takes another victim that
+// makes room, or waits when none does.
+func TestUrgencyPassesOverAProtectedJob(t *testing.T) {
+	build := func(protectLatest bool) (*world, *flotilla.Job, *flotilla.Job) {
+		w := newWorld(t)
+		w.addNodes(1, "8")
+		w.addQueue("A", 1)
+		early := w.run("A", "4", "node-0", preemptible, startedAt(0))
+		var late *flotilla.Job
+		if protectLatest {
+			late = w.run("A", "4", "node-0", preemptible, startedAt(time.Minute), protect)
+		} else {
+			late = w.run("A", "4", "node-0", preemptible, startedAt(time.Minute))
+		}
+		w.submit("A", 1, "4", nonPreemptible)
+		return w, early, late
+	}
+	w, _, late := build(false)
+	assert.Equal(t, map[string]scheduler.PreemptionReason{late.ID: scheduler.PreemptedForUrgency}, preemptedIDs(w.schedule()),
+		"unprotected, the latest started goes first")
+	w, early, _ := build(true)
+	res := w.schedule()
+	require.Len(t, res.Scheduled, 1)
+	assert.Equal(t, map[string]scheduler.PreemptionReason{early.ID: scheduler.PreemptedForUrgency}, preemptedIDs(res))
+
+	w = newWorld(t)
+	w.addNodes(1, "8")
+	w.addQueue("A", 1)
+	w.run("A", "8", "node-0", preemptible, protect)
+	w.submit("A", 1, "4", nonPreemptible)
+	res = w.schedule()
+	assert.Empty(t, res.Preempted, "the only victim is protected")
+	assert.Empty(t, res.Scheduled)
+}
+
+// Protected jobs are not evicted to fair share either, and a protected
+// member keeps its whole gang.
+func TestFairSharePassesOverProtectedJobsAndTheirGangs(t *testing.T) {
+	w := newWorld(t)
+	w.addNodes(1, "32")
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	for i := range 30 {
+		if i == 0 {
+			w.run("A", "1", "node-0", preemptible, protect)
+		} else {
+			w.run("A", "1", "node-0", preemptible)
+		}
+	}
+	inGang := func(j *flotilla.Job) { preemptible(j); j.Gang = flotilla.Gang{ID: "g", Cardinality: 2} }
+	w.run("A", "1", "node-0", inGang, protect)
+	mate := w.run("A", "1", "node-0", inGang)
+	w.submit("B", 32, "1", preemptible)
+	res := w.schedule()
+	require.NotEmpty(t, res.Preempted, "A is over its fair share: some of its jobs go")
+	for _, p := range res.Preempted {
+		assert.NotEqual(t, w.running[0].Job.ID, p.Job.ID, "the protected job stays")
+		assert.NotEqual(t, mate.ID, p.Job.ID, "a protected member keeps its gang")
+		assert.Empty(t, p.Job.Gang.ID)
+	}
+	w = newWorld(t)
+	w.addNodes(1, "32")
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	for range 32 {
+		w.run("A", "1", "node-0", preemptible, protect)
+	}
+	w.submit("B", 32, "1", preemptible)
+	res = w.schedule()
+	assert.Empty(t, res.Preempted, "every job of A protected")
+	assert.Empty(t, res.Scheduled)
+}

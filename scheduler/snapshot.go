@@ -56,6 +56,13 @@ type Running struct {
 	NodeIndex int
 	// Start is when the job started; it orders evicted jobs (earliest first).
 	Start time.Time
+	// Protected asks that the job not be preempted this cycle, by
+	// urgency or to fair share, whatever its class: it holds its capacity
+	// as a non-preemptible job does (and so does its gang). A caller sets
+	// it for a job it cannot evict for now, such as a Kubernetes pod whose
+	// eviction a PodDisruptionBudget refused until a Retry-After, so that
+	// the cycle looks for other victims.
+	Protected bool
 }
 
 // RateLimitState carries token buckets from one cycle to the next.
