@@ -445,7 +445,7 @@ func (s *Scheduler) refusedVictims(conds []condTask) []condTask {
 // eviction was refused says so at once.
 func (s *Scheduler) execute(ctx context.Context, p *plan, rep *Report) {
 	var mu sync.Mutex
-	start := time.Now()
+	start := s.cfg.Now() // the configured clock, as every other time here
 	var wg sync.WaitGroup
 	workers := func(n int) chan<- func() {
 		work := make(chan func())
@@ -471,7 +471,7 @@ func (s *Scheduler) execute(ctx context.Context, p *plan, rep *Report) {
 		work <- func() {
 			defer func() {
 				mu.Lock()
-				rep.EvictionsTook = max(rep.EvictionsTook, time.Since(start))
+				rep.EvictionsTook = max(rep.EvictionsTook, s.cfg.Now().Sub(start))
 				mu.Unlock()
 			}()
 			if err := s.evict(ctx, e); err != nil {
