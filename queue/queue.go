@@ -147,7 +147,9 @@ type Store struct {
 	// (pointer-free: a handle is an entry's position in entries).
 	entries slab
 	byID    idindex.Index
-	queues  map[string]*queueIndex
+	// hashScratch is AddAll's: the batch's ids' hashes.
+	hashScratch []uint32
+	queues      map[string]*queueIndex
 }
 
 // queueIndex is one non-empty queue.
@@ -291,7 +293,8 @@ func (s *Store) Add(j *flotilla.Job) error {
 // (idindex.Index.Prefetch), which in a store of millions of jobs, whose
 // index does not fit in cache, lets those memory reads overlap.
 func (s *Store) AddAll(jobs []*flotilla.Job) error {
-	hashes := make([]uint32, len(jobs))
+	hashes := slices.Grow(s.hashScratch[:0], len(jobs))[:len(jobs)]
+	defer func() { s.hashScratch = hashes[:0] }()
 	for i, j := range jobs {
 		if j != nil {
 			hashes[i] = s.byID.Hash(j.ID)

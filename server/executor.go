@@ -421,7 +421,7 @@ func (s *Server) planReport(ctx context.Context, c *cluster, r *Report, now time
 		// it, so that most of a report matches in the one pass below and
 		// the rest (the newest leases) are looked up by id.
 		if unsorted := len(c.live) - c.sorted; unsorted > 64 && unsorted > c.sorted/8 {
-			c.sortLive(nil)
+			c.sortLive()
 		}
 		ids, live = c.ids[:c.sorted], c.live[:c.sorted]
 	}

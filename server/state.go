@@ -349,15 +349,9 @@ func (c *cluster) compact() {
 
 // sortLive orders live by job id — it closes the holes, sorts the jobs
 // leased since the last sortLive and merges them in, in O(n + k log k)
-// for k new leases — and calls emit (unless nil) with each live job in
-// that order, in the same pass.
-func (c *cluster) sortLive(emit func(*job)) {
+// for k new leases.
+func (c *cluster) sortLive() {
 	if c.holes == 0 && c.sorted == len(c.live) {
-		if emit != nil {
-			for _, j := range c.live {
-				emit(j)
-			}
-		}
 		return
 	}
 	byID := func(a, b *job) int { return strings.Compare(a.id(), b.id()) }
@@ -390,9 +384,6 @@ func (c *cluster) sortLive(emit func(*job)) {
 			h++
 		}
 		out = append(out, j)
-		if emit != nil {
-			emit(j)
-		}
 	}
 	clear(c.live[:cap(c.live)])
 	clear(c.ids[:cap(c.ids)])
