@@ -62,14 +62,38 @@ func postgresURL(t *testing.T) string {
 	return u.String()
 }
 
-// freePort returns a loopback address no one listens on now.
+// freePort returns a loopback address no one listens on now, with a port
+// outside the kernel's ephemeral range: a test that restarts a server on
+// the same address would otherwise find the port taken, now and then, by
+// the local end of some other connection made while the server was away.
 func freePort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
+	lo, hi := 32768, 60999
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		_, _ = fmt.Sscan(string(b), &lo, &hi)
+	}
+	from, n := 0, 0
+	switch {
+	case lo > 12000:
+		from, n = 10000, lo-10000
+	case hi < 63000:
+		from, n = hi+1, 65535-hi
+	}
+	for range 100 {
+		port := 0 // the kernel's choice, when no range is left outside
+		if n > 0 {
+			port = from + mrand.IntN(n)
+		}
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		addr := ln.Addr().String()
+		require.NoError(t, ln.Close())
+		return addr
+	}
+	t.Fatal("no free loopback port outside the ephemeral range")
+	return ""
 }
 
 // TestServeOnPostgresLosesNothingAcknowledgedWhenKilledAndRestarted runs

@@ -18,6 +18,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -140,7 +141,7 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 	var last error
 	for {
 		if c.apiserver.ProcessState != nil || c.etcd.ProcessState != nil {
-			return fmt.Errorf("kubetest: a server exited early; logs in %s:\n%s", c.Dir, c.tail("apiserver.log"))
+			return fmt.Errorf("%w; logs in %s:\n%s", errExitedEarly, c.Dir, c.tail("apiserver.log")+c.tail("etcd.log"))
 		}
 		cs, err := kubernetes.NewForConfig(c.Config)
 		if err == nil {
@@ -211,7 +212,16 @@ func New(t testing.TB) *Cluster {
 		}
 		t.Skipf("%s is not set: eval \"$(scripts/kube build)\" to run the tests against a real apiserver", EnvBin)
 	}
-	c, err := Start(context.Background(), bin)
+	// A server that exits at once has most likely lost its port to another
+	// process between freePorts and its bind: start again on new ports.
+	var c *Cluster
+	var err error
+	for try := 0; try < 3; try++ {
+		if c, err = Start(context.Background(), bin); !errors.Is(err, errExitedEarly) {
+			break
+		}
+		t.Logf("kubetest: starting again: %v", err)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +239,14 @@ func (c *Cluster) Clientset(t testing.TB) kubernetes.Interface {
 	return cs
 }
 
-// freePorts returns n distinct loopback ports that were free a moment ago.
+// errExitedEarly is Start's error when a server exits before the
+// apiserver is ready.
+var errExitedEarly = errors.New("kubetest: a server exited early")
+
+// freePorts returns n distinct loopback ports that were free a moment ago,
+// outside the kernel's ephemeral range when there is room below or above
+// it: the local end of any connection made on the machine takes a port
+// from that range, and could take one of these before its server binds it.
 func freePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
@@ -237,11 +254,29 @@ func freePorts(n int) ([]int, error) {
 			l.Close()
 		}
 	}()
+	lo, hi := 32768, 60999
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		_, _ = fmt.Sscan(string(b), &lo, &hi)
+	}
+	from, span := 0, 0
+	switch {
+	case lo > 12000:
+		from, span = 10000, lo-10000
+	case hi < 63000:
+		from, span = hi+1, 65535-hi
+	}
 	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for try := 0; len(ports) < n; try++ {
+		port := 0 // the kernel's choice
+		if span > 0 && try < 100*n {
+			port = from + mrand.IntN(span)
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 		if err != nil {
-			return nil, err
+			if port == 0 {
+				return nil, err
+			}
+			continue
 		}
 		ls = append(ls, l)
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
