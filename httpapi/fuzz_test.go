@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 
 	"github.com/flotilla-sched/flotilla"
@@ -62,6 +64,56 @@ func FuzzHandlers(f *testing.F) {
 					t.Fatalf("id %q returned but not stored: %v", id, err)
 				}
 			}
+		}
+	})
+}
+
+// FuzzParseAuth: any auth file is refused with *flotilla.FieldError
+// problems only, or accepted; an accepted file gives each token exactly
+// the rights its entry lists (checked against a plain decoding of the
+// file), and no other token any.
+func FuzzParseAuth(f *testing.F) {
+	f.Add([]byte(authFile))
+	f.Add([]byte(`{"tokens": [{"token": "x"}, {"token": "x", "principal": "p"}, {"principal": "q"}]}`))
+	f.Add([]byte(`{"tokens": [{"token": "a", "principal": "p", "submit": ["*"], "executor": ["c1", "c2"]}]}`))
+	f.Add([]byte(`{"tokens": []}`))
+	f.Add([]byte(`{"tokens": [{"token": "a", "principal": "p", "admin": "yes"}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		auth, err := httpapi.ParseAuth(data)
+		if err != nil {
+			for _, e := range flotilla.Problems(err) {
+				var fe *flotilla.FieldError
+				if !errors.As(e, &fe) {
+					t.Fatalf("problem %v is not a *flotilla.FieldError", e)
+				}
+			}
+			return
+		}
+		var file httpapi.AuthFile
+		if err := json.Unmarshal(data, &file); err != nil {
+			t.Fatalf("ParseAuth accepted %q, encoding/json refuses it: %v", data, err)
+		}
+		if len(file.Tokens) == 0 {
+			t.Fatal("an auth file without tokens was accepted")
+		}
+		in := func(list []string, name string) bool {
+			return slices.Contains(list, "*") || slices.Contains(list, name)
+		}
+		for _, e := range file.Tokens {
+			p, ok := auth.Lookup(e.Token)
+			if !ok || p.Name != e.Principal || e.Principal == "" {
+				t.Fatalf("token of %q: got %+v, %v", e.Principal, p, ok)
+			}
+			for _, name := range append(append(append([]string{"A", "*"}, e.Submit...), e.Watch...), e.Executor...) {
+				if p.Admin() != e.Admin || p.MaySubmit(name) != (e.Admin || in(e.Submit, name)) ||
+					p.MayWatch(name) != (e.Admin || in(e.Watch, name) || in(e.Submit, name)) ||
+					p.MayReport(name) != (e.Admin || in(e.Executor, name)) {
+					t.Fatalf("principal %q has the wrong rights on %q", e.Principal, name)
+				}
+			}
+		}
+		if _, ok := auth.Lookup(string(data) + "\x00not a token"); ok {
+			t.Fatal("an unknown token was found")
 		}
 	})
 }

@@ -39,3 +39,47 @@ func FuzzParseWorkload(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseClusters: any input gives a cluster file that validates, at
+// most MaxNodes nodes in all, or only *flotilla.FieldError problems; never
+// a panic.
+func FuzzParseClusters(f *testing.F) {
+	for _, name := range []string{"small.clusters.json", "steady.clusters.json"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"clusters": [{"name": "c", "nodes": [{"name": "n", "count": 100001, "resources": {"cpu": "1"}}]}]}`))
+	f.Add([]byte(`{"clusters": [{"name": "c", "nodes": [{"name": "n", "resources": {"cpu": "1x"}, "taints": [{"key": "", "effect": "Maybe"}]}]}, {"name": "c"}]}`))
+	f.Add([]byte(`{"clusters": []}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := sim.ParseClusters(data)
+		if err != nil {
+			for _, e := range flotilla.Problems(err) {
+				var fe *flotilla.FieldError
+				if !errors.As(e, &fe) {
+					t.Fatalf("problem %v is not a *flotilla.FieldError", e)
+				}
+			}
+			return
+		}
+		if verr := c.Validate(); verr != nil {
+			t.Fatalf("parsed clusters do not validate: %v", verr)
+		}
+		total := 0
+		for _, cl := range c.Clusters {
+			for _, n := range cl.Nodes {
+				if n.Count == nil {
+					total++
+				} else {
+					total += *n.Count
+				}
+			}
+		}
+		if len(c.Clusters) == 0 || total > sim.MaxNodes {
+			t.Fatalf("accepted %d clusters with %d nodes", len(c.Clusters), total)
+		}
+	})
+}

@@ -48,6 +48,20 @@ func loadServeConfig(path string) (scheduler.Config, bool, error) {
 	if err != nil {
 		return scheduler.Config{}, false, err
 	}
+	return sc.buildDefault()
+}
+
+// parseServeConfig is loadServeConfig on a file's contents.
+func parseServeConfig(data []byte) (scheduler.Config, bool, error) {
+	sc, err := decodeServeConfig(data)
+	if err != nil {
+		return scheduler.Config{}, false, err
+	}
+	return sc.buildDefault()
+}
+
+// buildDefault is build with the default resources when sc names none.
+func (sc serveConfig) buildDefault() (scheduler.Config, bool, error) {
 	if len(sc.Resources) == 0 {
 		sc.Resources = defaultResources()
 	}
@@ -57,14 +71,19 @@ func loadServeConfig(path string) (scheduler.Config, bool, error) {
 // readServeConfig decodes a -config file strictly; an empty path is the
 // empty configuration.
 func readServeConfig(path string) (serveConfig, error) {
-	var sc serveConfig
 	if path == "" {
-		return sc, nil
+		return serveConfig{}, nil
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return sc, err
+		return serveConfig{}, err
 	}
+	return decodeServeConfig(data)
+}
+
+// decodeServeConfig decodes a -config file's contents strictly.
+func decodeServeConfig(data []byte) (serveConfig, error) {
+	var sc serveConfig
 	if err := strictjson.Decode(data, &sc); err != nil {
 		return serveConfig{}, err
 	}
