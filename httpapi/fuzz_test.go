@@ -7,6 +7,8 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -114,6 +116,87 @@ func FuzzParseAuth(f *testing.F) {
 		}
 		if _, ok := auth.Lookup(string(data) + "\x00not a token"); ok {
 			t.Fatal("an unknown token was found")
+		}
+	})
+}
+
+// FuzzQueryRoutes sends arbitrary queue names, query strings and bodies
+// to the routes FuzzHandlers leaves out (job status, a job set's events,
+// and reading, updating and deleting a queue): the handler never panics
+// nor answers 5xx, a refusal is an api.Error, and no read, nor any
+// refused write, changes the service's queues or event log.
+func FuzzQueryRoutes(f *testing.F) {
+	f.Add(0, "A", "id=job-1&explain=true", []byte(nil))
+	f.Add(0, "A", "explain=maybe", []byte(nil))
+	f.Add(1, "A", "from=2&limit=1", []byte(nil))
+	f.Add(1, "A", "from=-1&limit=x&watch=perhaps", []byte(nil))
+	f.Add(1, "B", "watch=true", []byte(nil))
+	f.Add(2, "A", "", []byte(nil))
+	f.Add(3, "A", "", []byte(`{"name": "A", "priorityFactor": 2}`))
+	f.Add(3, "A", "", []byte(`{"name": "B", "priorityFactor": -1, "x": 1}`))
+	f.Add(4, "A", "", []byte(nil))
+	f.Add(4, "Z", "", []byte(nil))
+	f.Fuzz(func(t *testing.T, route int, name, query string, body []byte) {
+		s := newService(t, httpapi.Options{MaxBodyBytes: 1 << 16})
+		ctx := context.Background()
+		if err := s.srv.CreateQueue(ctx, flotilla.Queue{Name: "A"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.srv.SubmitJSON(ctx, []byte(`{"queue": "A", "jobSet": "s", "jobs": [{"requests": {"cpu": "1"}}]}`)); err != nil {
+			t.Fatal(err)
+		}
+		before, err := s.be.Events(ctx, "A", "s", 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		qs, err := s.srv.ListQueues(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		routes := []struct{ method, path string }{
+			{http.MethodGet, "/v1/jobs"},
+			{http.MethodGet, "/v1/queues/" + url.PathEscape(name) + "/jobsets/s/events"},
+			{http.MethodGet, "/v1/queues/" + url.PathEscape(name)},
+			{http.MethodPut, "/v1/queues/" + url.PathEscape(name)},
+			{http.MethodDelete, "/v1/queues/" + url.PathEscape(name)},
+		}
+		rt := routes[(route%len(routes)+len(routes))%len(routes)]
+		req, err := http.NewRequest(rt.method, "http://flotilla"+rt.path+"?"+query, bytes.NewReader(body))
+		if err != nil {
+			t.Skip("not a request:", err)
+		}
+		watching := req.URL.Query().Get("watch") != ""
+		if watching { // a watch that parsed would follow the log until its client leaves
+			cctx, cancel := context.WithCancel(ctx)
+			cancel()
+			req = req.WithContext(cctx)
+		}
+		rec := httptest.NewRecorder()
+		httpapi.New(s.srv, httpapi.Options{MaxBodyBytes: 1 << 16}).ServeHTTP(rec, req)
+		if rec.Code >= 500 && !watching {
+			t.Fatalf("%s %s: %d %s", rt.method, req.URL, rec.Code, rec.Body)
+		}
+		if rec.Code >= 400 && rec.Code < 500 {
+			var e api.Error
+			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error == "" {
+				t.Fatalf("%s %s: a refusal's body is an api.Error: %q", rt.method, req.URL, rec.Body)
+			}
+		}
+		after, err := s.be.Events(ctx, "A", "s", 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(after) != len(before) {
+			t.Fatalf("%s %s changed the event log: %d events, then %d", rt.method, req.URL, len(before), len(after))
+		}
+		if rt.method == http.MethodGet || rec.Code != http.StatusOK {
+			qs2, err := s.srv.ListQueues(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(qs, qs2) {
+				t.Fatalf("%s %s (%d) changed the queues: %+v, then %+v", rt.method, req.URL, rec.Code, qs, qs2)
+			}
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -110,7 +111,34 @@ func (h *Handler) Routes() []string {
 }
 
 // ServeHTTP serves one request.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if mh, pattern := h.mux.Handler(r); pattern == "" {
+		h.noRoute(w, r, mh)
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// noRoute answers a request no route takes (404, or 405 with Allow when
+// the path has routes for other methods) with an api.Error body, as every
+// other refusal is: mh is the mux's own answer, whose status and headers
+// are kept and whose plain-text body is not.
+func (h *Handler) noRoute(w http.ResponseWriter, r *http.Request, mh http.Handler) {
+	c := &statusOnly{header: w.Header(), code: http.StatusNotFound}
+	mh.ServeHTTP(c, r)
+	writeJSON(w, c.code, api.Error{Error: fmt.Sprintf("%s %s: %s", r.Method, r.URL.Path, strings.ToLower(http.StatusText(c.code)))})
+}
+
+// statusOnly is a ResponseWriter that keeps the status and headers a
+// handler sets and drops its body.
+type statusOnly struct {
+	header http.Header
+	code   int
+}
+
+func (c *statusOnly) Header() http.Header         { return c.header }
+func (c *statusOnly) Write(b []byte) (int, error) { return len(b), nil }
+func (c *statusOnly) WriteHeader(code int)        { c.code = code }
 
 type principalKey struct{}
 

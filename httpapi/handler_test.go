@@ -288,3 +288,31 @@ func TestEventsOfALogLongerThanAPageComeWholeAndInOrder(t *testing.T) {
 		}
 	}
 }
+
+// A request no route takes is refused as every other request is: with an
+// api.Error body, 404 for an unknown path and 405 (with Allow) for a known
+// path and another method.
+func TestRequestNoRouteTakesGetsAnAPIError(t *testing.T) {
+	s := newService(t, httpapi.Options{})
+	h := httpapi.New(s.srv, httpapi.Options{})
+	cases := []struct {
+		method, path string
+		code         int
+		allow        string
+	}{
+		{http.MethodGet, "/v2/queues", http.StatusNotFound, ""},
+		{http.MethodGet, "/v1/queues/%2F/jobsets/s/events", http.StatusNotFound, ""},
+		{http.MethodPatch, "/v1/queues/A", http.StatusMethodNotAllowed, "DELETE, GET, HEAD, PUT"},
+		{http.MethodGet, "/v1/jobs/cancel", http.StatusMethodNotAllowed, "POST"},
+	}
+	for _, c := range cases {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(c.method, c.path, nil))
+		require.Equal(t, c.code, rec.Code, "%s %s", c.method, c.path)
+		require.Equal(t, c.allow, rec.Header().Get("Allow"), "%s %s", c.method, c.path)
+		require.Equal(t, "application/json", rec.Header().Get("Content-Type"))
+		var e api.Error
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &e), "%s %s: %q", c.method, c.path, rec.Body)
+		require.Contains(t, e.Error, c.path[:8], "%s %s", c.method, c.path)
+	}
+}
