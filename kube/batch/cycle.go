@@ -33,13 +33,16 @@ type Report struct {
 	// Evicted counts the pods evicted; EvictFailed the evictions that
 	// failed (a PodDisruptionBudget's refusal among them).
 	Evicted, EvictFailed int
-	// EvictDeferred counts the preemptions not carried out because a
-	// PodDisruptionBudget refused the victim's eviction and the time to
-	// try it again has not come: the victim keeps running.
+	// EvictDeferred counts the running pods the cycle passed over as
+	// victims (scheduler.Running.Protected) because a PodDisruptionBudget
+	// refused their eviction and the time to try it again has not come:
+	// they keep running, and the scheduler looks for other victims.
 	EvictDeferred int
-	// Blocked counts the pods placed on a node where such a victim runs:
-	// they stay queued, with PodScheduled=False, reason
-	// ReasonPreemptionBlocked.
+	// Blocked counts the pods whose PodScheduled=False condition names
+	// refused evictions: those placed this cycle whose victims' eviction
+	// was just refused (reason ReasonPreemptionBlocked), and the
+	// unschedulable pods such victims could have made room for (reason
+	// ReasonUnschedulable).
 	Blocked int
 	// Waiting counts the pods placed on a node whose preempted pods have
 	// not terminated yet: they are bound by a later cycle.
@@ -107,7 +110,7 @@ func (s *Scheduler) Cycle(ctx context.Context) (*Report, error) {
 	now := s.cfg.Now()
 	s.releaseNominations(now)
 	s.expireRefusals(now)
-	snap := s.snapshot()
+	snap, protected := s.snapshot()
 	res, err := s.st.sched.Schedule(ctx, snap, now)
 	if err != nil {
 		s.mu.Unlock()
@@ -115,18 +118,23 @@ func (s *Scheduler) Cycle(ctx context.Context) (*Report, error) {
 	}
 	s.st.rateLimits = res.RateLimits
 	s.st.seed++
-	rep := &Report{Result: res}
-	p := s.plan(res, now, rep)
+	rep := &Report{Result: res, EvictDeferred: protected}
+	p := s.plan(res, snap, now, rep)
 	s.mu.Unlock()
 	s.execute(ctx, p, rep)
 	return rep, nil
 }
 
-// snapshot builds the cycle's snapshot. Called with mu held.
-func (s *Scheduler) snapshot() *scheduler.Snapshot {
+// snapshot builds the cycle's snapshot, and counts the running pods it
+// protects: those whose eviction a PodDisruptionBudget refused and whose
+// retry time has not come (expireRefusals forgot the others) are
+// scheduler.Running.Protected, so the cycle looks for other victims.
+// Called with mu held.
+func (s *Scheduler) snapshot() (*scheduler.Snapshot, int) {
 	held := map[string]flotilla.Resources{}
 	used := map[string]flotilla.Resources{}
 	var running []scheduler.Running
+	protected := 0
 	queues := map[string]bool{}
 	for _, ps := range s.st.pods {
 		if _, ok := s.st.nodes[ps.node]; !ok {
@@ -134,7 +142,11 @@ func (s *Scheduler) snapshot() *scheduler.Snapshot {
 		}
 		switch ps.kind {
 		case kindRunning:
-			running = append(running, scheduler.Running{Job: ps.job, Node: ps.node, Start: startOf(ps.pod)})
+			_, refused := s.st.refused[ps.pod.UID]
+			if refused {
+				protected++
+			}
+			running = append(running, scheduler.Running{Job: ps.job, Node: ps.node, Start: startOf(ps.pod), Protected: refused})
 			addTo(used, ps.node, ps.job.Requests, s.schema)
 			queues[ps.job.Queue] = true
 		case kindHeld:
@@ -186,7 +198,7 @@ func (s *Scheduler) snapshot() *scheduler.Snapshot {
 	return &scheduler.Snapshot{
 		Nodes: nodes, Queues: qs, Running: running, Queued: s.st.store,
 		RateLimits: s.st.rateLimits, Seed: s.cfg.Seed + s.st.seed,
-	}
+	}, protected
 }
 
 func addTo(m map[string]flotilla.Resources, node string, r flotilla.Resources, schema *flotilla.ResourceSchema) {
@@ -227,21 +239,13 @@ func (s *Scheduler) releaseNominations(now time.Time) {
 // plan turns the result into API calls and updates the state so the next
 // cycle does not decide the same again before the informers catch up.
 // Called with mu held.
-func (s *Scheduler) plan(res *scheduler.Result, now time.Time, rep *Report) *plan {
+func (s *Scheduler) plan(res *scheduler.Result, snap *scheduler.Snapshot, now time.Time, rep *Report) *plan {
 	p := &plan{}
 	victimsOn := map[string][]string{}
-	blockedOn := map[string][]refusal{}
 	var grace int64
 	for _, pr := range res.Preempted {
 		ps := s.st.pods[pr.Job.ID]
 		if ps == nil || ps.kind != kindRunning {
-			continue
-		}
-		if r, ok := s.st.refused[ps.pod.UID]; ok {
-			// A budget refused its eviction and the retry time has not
-			// come (expireRefusals forgot the others): it keeps running.
-			blockedOn[ps.node] = append(blockedOn[ps.node], r)
-			rep.EvictDeferred++
 			continue
 		}
 		s.st.evicting[pr.Job.ID] = true
@@ -271,25 +275,10 @@ func (s *Scheduler) plan(res *scheduler.Result, now time.Time, rep *Report) *pla
 	}
 	for _, u := range units {
 		victims := map[string]bool{}
-		var blocked []refusal
-		for i, a := range u {
+		for _, a := range u {
 			for _, v := range victimsOn[a.Node] {
 				victims[v] = true
 			}
-			if !slices.ContainsFunc(u[:i], func(b scheduler.Assignment) bool { return b.Node == a.Node }) {
-				blocked = append(blocked, blockedOn[a.Node]...)
-			}
-		}
-		if len(blocked) > 0 {
-			// A victim it needs gone keeps running: the unit stays queued
-			// and is placed again by a later cycle.
-			for _, a := range u {
-				if ps := s.st.pods[a.Job.ID]; ps != nil && ps.kind == kindQueued {
-					rep.Blocked++
-					p.condEvent(s, ps.pod, ReasonPreemptionBlocked, blockedMessage(a.Node, blocked), ReasonPreemptionBlocked)
-				}
-			}
-			continue
 		}
 		if len(victims) > 0 {
 			until := now.Add(time.Duration(grace)*time.Second + 30*time.Second)
@@ -327,12 +316,20 @@ func (s *Scheduler) plan(res *scheduler.Result, now time.Time, rep *Report) *pla
 			p.binds = append(p.binds, b)
 		}
 	}
+	rooms := s.budgetRooms(snap)
 	for _, u := range res.UnscheduledJobs {
 		if u.Job == nil {
 			continue
 		}
 		if ps := s.st.pods[u.Job.ID]; ps != nil && ps.kind == kindQueued {
-			p.cond(s, ps.pod, ReasonUnschedulable, unschedulableMessage(u.Reason))
+			msg := unschedulableMessage(u.Reason)
+			if u.Reason.Code == scheduler.ReasonNoRoom {
+				if refs := s.refusalsFor(u.Job, rooms); len(refs) > 0 {
+					rep.Blocked++
+					msg += "; " + keptMessage(refs)
+				}
+			}
+			p.cond(s, ps.pod, ReasonUnschedulable, msg)
 		}
 	}
 	for _, ps := range s.st.pods {
@@ -411,7 +408,7 @@ func (s *Scheduler) showing(pod *corev1.Pod, reason, message string) bool {
 // eviction a PodDisruptionBudget has just refused into
 // ReasonPreemptionBlocked ones, naming the victims; a condition the pod
 // already shows is dropped. Called after the evictions have returned.
-func (s *Scheduler) refusedVictims(conds []condTask) []condTask {
+func (s *Scheduler) refusedVictims(conds []condTask, rep *Report) []condTask {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.st.refused) == 0 {
@@ -428,6 +425,7 @@ func (s *Scheduler) refusedVictims(conds []condTask) []condTask {
 			}
 		}
 		if len(refs) > 0 {
+			rep.Blocked++
 			c.reason, c.event = ReasonPreemptionBlocked, ReasonPreemptionBlocked
 			c.message = blockedMessage(c.node, refs)
 			if s.showing(c.pod, c.reason, c.message) {
@@ -499,7 +497,7 @@ func (s *Scheduler) execute(ctx context.Context, p *plan, rep *Report) {
 	close(work)
 	wg.Wait()
 	if len(p.evicts) > 0 {
-		p.conds = s.refusedVictims(p.conds)
+		p.conds = s.refusedVictims(p.conds, rep)
 	}
 	work = workers(len(p.conds))
 	for _, c := range p.conds {
@@ -530,7 +528,7 @@ func (s *Scheduler) evict(ctx context.Context, e evictTask) error {
 	key := kubeconv.JobID(e.pod)
 	if err != nil {
 		s.mu.Lock()
-		if r, ok := refusalOf(key, err, e.now); ok {
+		if r, ok := refusalOf(key, e.pod.Spec.NodeName, err, e.now); ok {
 			s.st.refused[e.pod.UID] = r
 		}
 		delete(s.st.evicting, key)
