@@ -38,9 +38,9 @@ type Config struct {
 	Cluster string
 	// Kube creates, reads and deletes pods; required.
 	Kube kubernetes.Interface
-	// Lister reads the cluster's nodes and pods; nil reads them from Kube
-	// at every Step (APILister). Run is given informers' listers by
-	// InformerLister.
+	// Lister reads the cluster's nodes and pods, with the Step's context;
+	// nil reads them from Kube at every Step (APILister). Run is given
+	// informers' listers by InformerLister.
 	Lister Lister
 	// Service is where the executor reports; required.
 	Service fexec.Reporter
@@ -211,7 +211,7 @@ func (e *Executor) forget(k key) {
 // are not the cluster's: their pods are deleted and the report made again
 // without them.
 func (e *Executor) Step(ctx context.Context) (api.ReportReply, error) {
-	pods, err := e.cfg.Lister.Pods()
+	pods, err := e.cfg.Lister.Pods(ctx)
 	if err != nil {
 		return api.ReportReply{}, fmt.Errorf("executor: listing pods: %w", err)
 	}
@@ -219,7 +219,7 @@ func (e *Executor) Step(ctx context.Context) (api.ReportReply, error) {
 		e.adopt(pods)
 		e.adopted = true
 	}
-	knodes, err := e.cfg.Lister.Nodes(e.cfg.NodeSelector)
+	knodes, err := e.cfg.Lister.Nodes(ctx, e.cfg.NodeSelector)
 	if err != nil {
 		return api.ReportReply{}, fmt.Errorf("executor: listing nodes: %w", err)
 	}
