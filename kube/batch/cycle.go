@@ -16,9 +16,9 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 
 	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/kube/internal/noretry"
 	"github.com/flotilla-sched/flotilla/kube/kubeconv"
 	"github.com/flotilla-sched/flotilla/scheduler"
 )
@@ -549,23 +549,19 @@ func (s *Scheduler) evict(ctx context.Context, e evictTask) error {
 	return nil
 }
 
-// postEviction posts ev to the Eviction API. Through a client-go REST
-// client it is posted without client-side retries: client-go would
-// otherwise sleep through a 429's Retry-After (the apiserver asks for 10 s
-// while a budget's status is not computed yet) up to 10 times, holding
-// the cycle, where the scheduler keeps the refusal and tries again after
-// Retry-After (other clients, such as the fake one, go through Evict).
+// postEviction posts ev to the Eviction API, without client-go's own
+// retries (package noretry): client-go would otherwise sleep through a
+// 429's Retry-After (the apiserver asks for 10 s while a budget's status
+// is not computed yet) up to 10 times, holding the cycle, where the
+// scheduler keeps the refusal and tries again after Retry-After.
 func (s *Scheduler) postEviction(ctx context.Context, ev *policyv1.Eviction) error {
-	if rc, ok := s.client.PolicyV1().RESTClient().(*rest.RESTClient); ok && rc != nil {
-		return rc.Post().AbsPath("/api/v1").Namespace(ev.Namespace).Resource("pods").Name(ev.Name).
-			SubResource("eviction").Body(ev).MaxRetries(0).Do(ctx).Error()
-	}
-	return s.client.PolicyV1().Evictions(ev.Namespace).Evict(ctx, ev)
+	return noretry.Evict(ctx, s.client, ev)
 }
 
 // bindUnit binds a unit's pods in order. If one fails, the members bound
 // already are deleted (with their grace period) and the others are
-// pending again: a gang is bound all or none.
+// pending again: a gang is bound all or none. Each binding and delete is
+// one request, never retried by client-go (package noretry).
 func (s *Scheduler) bindUnit(ctx context.Context, b bindUnit) (int, error) {
 	var err error
 	done := 0
@@ -574,7 +570,7 @@ func (s *Scheduler) bindUnit(ctx context.Context, b bindUnit) (int, error) {
 			ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID},
 			Target:     corev1.ObjectReference{Kind: "Node", Name: b.nodes[i]},
 		}
-		if err = s.client.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
+		if err = noretry.Bind(ctx, s.client, binding); err != nil {
 			err = fmt.Errorf("bind %s to %s: %w", kubeconv.JobID(pod), b.nodes[i], err)
 			break
 		}
@@ -589,7 +585,7 @@ func (s *Scheduler) bindUnit(ctx context.Context, b bindUnit) (int, error) {
 	var errs = []error{err}
 	for _, pod := range b.pods[:done] {
 		opts := metav1.DeleteOptions{GracePeriodSeconds: pod.Spec.TerminationGracePeriodSeconds}
-		if derr := s.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, opts); derr != nil {
+		if derr := noretry.DeletePod(ctx, s.client, pod.Namespace, pod.Name, opts); derr != nil {
 			errs = append(errs, fmt.Errorf("delete %s after its gang failed to bind: %w", kubeconv.JobID(pod), derr))
 		}
 		s.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedScheduling", "deleted: a member of its gang failed to bind: %v", err)
@@ -606,8 +602,10 @@ func (s *Scheduler) bindUnit(ctx context.Context, b bindUnit) (int, error) {
 	return 0, errors.Join(errs...)
 }
 
-// patchCondition writes PodScheduled=False with reason and message, and
-// the matching Warning event, as kube-scheduler does.
+// patchCondition writes PodScheduled=False with reason and message (one
+// request, never retried by client-go: package noretry), and the matching
+// Warning event, as kube-scheduler does. A failed patch is written again
+// by a later cycle.
 func (s *Scheduler) patchCondition(ctx context.Context, c condTask) error {
 	patch := map[string]any{"status": map[string]any{"conditions": []map[string]any{{
 		"type": corev1.PodScheduled, "status": corev1.ConditionFalse,
@@ -618,8 +616,7 @@ func (s *Scheduler) patchCondition(ctx context.Context, c condTask) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.client.CoreV1().Pods(c.pod.Namespace).Patch(ctx, c.pod.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{}, "status")
-	if err != nil {
+	if err = noretry.PatchPodStatus(ctx, s.client, c.pod.Namespace, c.pod.Name, types.StrategicMergePatchType, data); err != nil {
 		s.mu.Lock()
 		delete(s.st.shown, kubeconv.JobID(c.pod))
 		s.mu.Unlock()
