@@ -21,6 +21,7 @@ import (
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/api"
 	fexec "github.com/flotilla-sched/flotilla/executor"
+	"github.com/flotilla-sched/flotilla/kube/internal/noretry"
 	"github.com/flotilla-sched/flotilla/server"
 )
 
@@ -327,7 +328,7 @@ func (e *Executor) observe(ctx context.Context, pods []*corev1.Pod) {
 		}
 		p := byName[t.pod]
 		if p == nil {
-			got, err := e.cfg.Kube.CoreV1().Pods(e.cfg.Namespace).Get(ctx, t.pod, metav1.GetOptions{})
+			got, err := noretry.GetPod(ctx, e.cfg.Kube, e.cfg.Namespace, t.pod)
 			switch {
 			case apierrors.IsNotFound(err):
 				if t.killed {
@@ -363,7 +364,7 @@ func (e *Executor) create(ctx context.Context, t *task) {
 		t.phase, t.reason = server.PhaseReturned, err.Error()
 		return
 	}
-	_, err = e.cfg.Kube.CoreV1().Pods(e.cfg.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	err = noretry.CreatePod(ctx, e.cfg.Kube, e.cfg.Namespace, pod)
 	switch {
 	case err == nil || apierrors.IsAlreadyExists(err):
 		t.created = true
@@ -381,7 +382,7 @@ func (e *Executor) kill(ctx context.Context, t *task) {
 		secs := graceSeconds(t.grace)
 		opts.GracePeriodSeconds = &secs
 	}
-	err := e.cfg.Kube.CoreV1().Pods(e.cfg.Namespace).Delete(ctx, t.pod, opts)
+	err := noretry.DeletePod(ctx, e.cfg.Kube, e.cfg.Namespace, t.pod, opts)
 	if apierrors.IsNotFound(err) {
 		t.phase = server.PhaseStopped
 	}
@@ -401,7 +402,7 @@ func (e *Executor) retire(ctx context.Context, pod string) {
 // already gone is fine, and another failure leaves it (it is not held).
 func (e *Executor) deletePod(ctx context.Context, name string) {
 	zero := int64(0)
-	_ = e.cfg.Kube.CoreV1().Pods(e.cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	_ = noretry.DeletePod(ctx, e.cfg.Kube, e.cfg.Namespace, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 }
 
 // dropRefused forgets the leases of a refused report that the service
@@ -415,7 +416,7 @@ func (e *Executor) dropRefused(ctx context.Context, err error, jobs []api.JobRep
 		if t, ok := e.held[k]; ok {
 			e.forget(k)
 			// It may be running: its own grace period, not a force delete.
-			_ = e.cfg.Kube.CoreV1().Pods(e.cfg.Namespace).Delete(ctx, t.pod, metav1.DeleteOptions{})
+			_ = noretry.DeletePod(ctx, e.cfg.Kube, e.cfg.Namespace, t.pod, metav1.DeleteOptions{})
 			dropped++
 		}
 	}
