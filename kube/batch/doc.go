@@ -42,11 +42,16 @@
 // Each cycle's Result is carried out with at most Config.BindWorkers API
 // calls in flight:
 //
+//   - Every API call of a cycle (eviction, binding, a gang's rollback
+//     delete, condition patch) is one request, made without client-go's
+//     own retries, which would sleep through a 429's or 5xx's Retry-After
+//     (up to 10 times) inside the cycle: a failed call is dealt with as
+//     below and made again by a later cycle. Events go through client-go's
+//     event broadcaster, which writes them in the background (and retries
+//     there), never inside the cycle.
 //   - Preempted pods are evicted through the Eviction API (policy/v1) with
 //     DeleteOptions.GracePeriodSeconds set to the pod's
 //     terminationGracePeriodSeconds, and get a Normal "Preempted" event.
-//     The eviction is posted without client-go's own retries, which would
-//     sleep through a 429's Retry-After inside the cycle.
 //   - An eviction a PodDisruptionBudget refuses (429 TooManyRequests)
 //     leaves the pod running, and is remembered per pod UID until the
 //     answer's Retry-After (DefaultRefusalRetry, 10 s, without one; at
