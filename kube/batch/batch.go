@@ -44,9 +44,13 @@ const (
 	// placed on a node whose preempted pods have not terminated yet.
 	ReasonWaitingForPreemption = "WaitingForPreemption"
 	// ReasonPreemptionBlocked is the PodScheduled=False reason, and the
-	// reason of the Warning event, of a pod placed on a node where a
-	// PodDisruptionBudget refused the eviction of a pod it needs gone; the
-	// message names the pod and when its eviction is tried again.
+	// reason of the Warning event, of a pod placed by a cycle on a node
+	// where a PodDisruptionBudget has just refused the eviction of a pod it
+	// needs gone; the message names the pod and when its eviction may be
+	// tried again. It lasts until the pod is scheduled again (the next
+	// cycle when no other victim of its is still terminating): a pod kept
+	// out by a budget is then ReasonUnschedulable, its message naming the
+	// budget (see the package documentation).
 	ReasonPreemptionBlocked = "PreemptionBlocked"
 	// EventFailedScheduling is the reason of the Warning event written
 	// with every other PodScheduled=False condition, as kube-scheduler's.

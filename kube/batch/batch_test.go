@@ -370,11 +370,56 @@ func TestRefusedEvictionNotRetriedBeforeRetryAfter(t *testing.T) {
 	}
 }
 
-// The preemptor of a victim whose eviction a budget refused says so in
-// its PodScheduled=False condition (the victim, the budget's reason, when
-// it is tried again) and in one Warning PreemptionBlocked event, written
-// once while unchanged.
-func TestPreemptorOfRefusedEvictionSaysBudgetRefusedAndWhenOnce(t *testing.T) {
+// A victim whose eviction a budget refused is passed over
+// (scheduler.Running.Protected) until its retry time: the next cycle
+// evicts another victim that makes room rather than waiting for it.
+func TestRefusedVictimIsPassedOverForAnotherVictim(t *testing.T) {
+	low := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "low"}, Value: 10}
+	high := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000}
+	running := func(started int64) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Spec.PriorityClassName, p.Spec.NodeName = "low", "n1"
+			p.Status.StartTime = &metav1.Time{Time: time.Unix(started, 0)}
+		}
+	}
+	// The latest started goes first: late, then early.
+	f := newFixture(t, low, high, testNode("n1", "2"),
+		testPod("early", "1", running(100)), testPod("late", "1", running(200)),
+		testPod("urgent", "1", func(p *corev1.Pod) { p.Spec.PriorityClassName = "high" }))
+	f.refuse["late"] = budgetRefusal(30)
+	if rep := f.cycle(); rep.EvictFailed != 1 || f.evictCalls() != 1 || f.evicts[0].Name != "late" {
+		t.Fatalf("first cycle: %d eviction calls, %d failed; want late's refused", f.evictCalls(), rep.EvictFailed)
+	}
+	f.clock.Store(1001)
+	rep := f.cycle()
+	if f.evictCalls() != 2 || f.evicts[1].Name != "early" || rep.Evicted != 1 || rep.Waiting != 1 || rep.EvictDeferred != 1 {
+		var names []string
+		for _, e := range f.evicts {
+			names = append(names, e.Name)
+		}
+		t.Fatalf("second cycle: evictions %v, evicted %d, waiting %d, passed over %d; want early evicted for urgent and late passed over",
+			names, rep.Evicted, rep.Waiting, rep.EvictDeferred)
+	}
+}
+
+// urgentPatches are the status patches of the pod "urgent".
+func (f *fixture) urgentPatches() []string {
+	var out []string
+	for _, p := range f.statusPatches() {
+		if strings.HasPrefix(p, "urgent ") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// A preemptor whose only victim's eviction a budget refused says so at
+// once (PreemptionBlocked: its own preemption was refused), then, while
+// the victim is passed over, is Unschedulable with the scheduler's reason
+// and the victim, the budget's reason and the retry time; each condition
+// and its Warning event is written once while unchanged. At the retry
+// time the eviction is tried again.
+func TestPreemptorWithOnlyARefusedVictimIsUnschedulableNamingTheBudget(t *testing.T) {
 	f := urgencyFixture(t)
 	rec := record.NewFakeRecorder(100)
 	f.s.recorder = rec
@@ -383,26 +428,102 @@ func TestPreemptorOfRefusedEvictionSaysBudgetRefusedAndWhenOnce(t *testing.T) {
 		f.clock.Store(at)
 		f.cycle()
 	}
-	want := `placed on node n1, but the eviction of default/victim was refused by a PodDisruptionBudget ` +
-		`(The disruption budget pdb needs 1 healthy pods and has 1 currently); it will be tried again at 1970-01-01T00:16:50Z`
-	var patches []string
-	for _, p := range f.statusPatches() {
-		if strings.HasPrefix(p, "urgent ") {
-			patches = append(patches, p)
-		}
+	refused := `the eviction of default/victim was refused by a PodDisruptionBudget ` +
+		`(The disruption budget pdb needs 1 healthy pods and has 1 currently) and is not tried again before 1970-01-01T00:16:50Z`
+	blocked := "placed on node n1, but " + refused
+	unschedulable := "no-room: 0/1 nodes fit: 1 short of cpu by at least 2 (room counts what lower-priority preemptible jobs hold); room not counted: " +
+		strings.Replace(refused, "default/victim", "default/victim on node n1", 1)
+	patches := f.urgentPatches()
+	if len(patches) != 2 || !strings.Contains(patches[0], `"reason":"`+ReasonPreemptionBlocked+`"`) || !strings.Contains(patches[0], blocked) ||
+		!strings.Contains(patches[1], `"reason":"`+ReasonUnschedulable+`"`) || !strings.Contains(patches[1], unschedulable) {
+		t.Fatalf("urgent's status patches %q:\nwant %s %q\nthen %s %q", patches, ReasonPreemptionBlocked, blocked, ReasonUnschedulable, unschedulable)
 	}
-	if len(patches) != 1 || !strings.Contains(patches[0], `"reason":"`+ReasonPreemptionBlocked+`"`) || !strings.Contains(patches[0], want) {
-		t.Fatalf("urgent's status patches %q: want one, reason %s, message %q", patches, ReasonPreemptionBlocked, want)
-	}
-	close(rec.Events)
 	var events []string
-	for e := range rec.Events {
-		if strings.Contains(e, "victim") {
+	for len(rec.Events) > 0 {
+		if e := <-rec.Events; strings.Contains(e, "victim") {
 			events = append(events, e)
 		}
 	}
-	if len(events) != 1 || events[0] != "Warning "+ReasonPreemptionBlocked+" "+want {
-		t.Fatalf("events %q: want one Warning %s event with the message", events, ReasonPreemptionBlocked)
+	if len(events) != 2 || events[0] != "Warning "+ReasonPreemptionBlocked+" "+blocked || events[1] != "Warning "+EventFailedScheduling+" "+unschedulable {
+		t.Fatalf("events %q: want one Warning %s, then one Warning %s, with the messages", events, ReasonPreemptionBlocked, EventFailedScheduling)
+	}
+	f.clock.Store(1010)
+	if rep := f.cycle(); f.evictCalls() != 2 || rep.EvictFailed != 1 {
+		t.Fatalf("at the retry time: %d eviction calls, %d failed; want the eviction tried again", f.evictCalls(), rep.EvictFailed)
+	}
+}
+
+// An unschedulable pod's condition names a refused victim only when that
+// victim could have made room for it: on a node the pod's selector,
+// tolerations and the node's cordon admit, where the free room does not
+// hold the pod but the free room and every running pod the pod could
+// preempt (a preemptible class, and a lower priority or another queue),
+// the refused ones among them, does.
+func TestUnschedulablePodNamesRefusedVictimsOnlyWhereTheyCouldMakeRoom(t *testing.T) {
+	low := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "low"}, Value: 10}
+	high := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000}
+	never := corev1.PreemptNever
+	pinned := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "pinned"}, Value: 10, PreemptionPolicy: &never}
+	urgent := func(p *corev1.Pod) { p.Spec.PriorityClassName = "high" }
+	for _, tc := range []struct {
+		name    string
+		victim  func(*corev1.Pod)
+		node    *corev1.Node
+		pending *corev1.Pod
+		named   bool
+	}{
+		{"lower priority, room with the victim", nil, nil, testPod("p", "1", urgent), true},
+		{"another queue, same priority", func(p *corev1.Pod) { p.Spec.PriorityClassName = "high" }, nil,
+			testPod("p", "1", func(p *corev1.Pod) { urgent(p); p.Labels = map[string]string{kubeconv.LabelQueue: "other"} }), true},
+		{"same queue, same priority: not preemptible by it", func(p *corev1.Pod) { p.Spec.PriorityClassName = "high" }, nil,
+			testPod("p", "1", urgent), false},
+		{"too big even with the victim", nil, nil, testPod("p", "2", urgent), false},
+		{"node selector excludes the node", nil, nil,
+			testPod("p", "1", func(p *corev1.Pod) { urgent(p); p.Spec.NodeSelector = map[string]string{"zone": "b"} }), false},
+		{"untolerated taint", nil, func() *corev1.Node {
+			n := testNode("n1", "2")
+			n.Spec.Taints = []corev1.Taint{{Key: "gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+			return n
+		}(), testPod("p", "1", urgent), false},
+		{"tolerated taint", nil, func() *corev1.Node {
+			n := testNode("n1", "2")
+			n.Spec.Taints = []corev1.Taint{{Key: "gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+			return n
+		}(), testPod("p", "1", func(p *corev1.Pod) {
+			urgent(p)
+			p.Spec.Tolerations = []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}}
+		}), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			node := tc.node
+			if node == nil {
+				node = testNode("n1", "2")
+			}
+			victim := testPod("victim", "1", func(p *corev1.Pod) {
+				p.Spec.PriorityClassName, p.Spec.NodeName = "low", "n1"
+				if tc.victim != nil {
+					tc.victim(p)
+				}
+			})
+			other := testPod("other", "1", func(p *corev1.Pod) { p.Spec.PriorityClassName = "pinned"; p.Spec.NodeName = "n1" })
+			f := newFixture(t, low, high, pinned, node, victim, other, tc.pending)
+			f.s.mu.Lock()
+			f.s.st.refused[victim.UID] = refusal{key: "default/victim", node: "n1", until: time.Unix(1030, 0), detail: "budget says no"}
+			f.s.mu.Unlock()
+			rep := f.cycle()
+			var msg string
+			for _, p := range f.statusPatches() {
+				if strings.HasPrefix(p, "p ") {
+					msg = p
+				}
+			}
+			if rep.Evicted != 0 || rep.Bound != 0 || !strings.Contains(msg, `"reason":"Unschedulable"`) {
+				t.Fatalf("evicted %d, bound %d, condition %q: want p unschedulable, nothing evicted", rep.Evicted, rep.Bound, msg)
+			}
+			if named := strings.Contains(msg, "default/victim on node n1") && strings.Contains(msg, "budget says no"); named != tc.named {
+				t.Fatalf("condition %q names the refused victim: %v, want %v", msg, named, tc.named)
+			}
+		})
 	}
 }
 

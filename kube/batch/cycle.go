@@ -16,9 +16,9 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 
 	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/kube/internal/noretry"
 	"github.com/flotilla-sched/flotilla/kube/kubeconv"
 	"github.com/flotilla-sched/flotilla/scheduler"
 )
@@ -33,13 +33,16 @@ type Report struct {
 	// Evicted counts the pods evicted; EvictFailed the evictions that
 	// failed (a PodDisruptionBudget's refusal among them).
 	Evicted, EvictFailed int
-	// EvictDeferred counts the preemptions not carried out because a
-	// PodDisruptionBudget refused the victim's eviction and the time to
-	// try it again has not come: the victim keeps running.
+	// EvictDeferred counts the running pods the cycle passed over as
+	// victims (scheduler.Running.Protected) because a PodDisruptionBudget
+	// refused their eviction and the time to try it again has not come:
+	// they keep running, and the scheduler looks for other victims.
 	EvictDeferred int
-	// Blocked counts the pods placed on a node where such a victim runs:
-	// they stay queued, with PodScheduled=False, reason
-	// ReasonPreemptionBlocked.
+	// Blocked counts the pods whose PodScheduled=False condition names
+	// refused evictions: those placed this cycle whose victims' eviction
+	// was just refused (reason ReasonPreemptionBlocked), and the
+	// unschedulable pods such victims could have made room for (reason
+	// ReasonUnschedulable).
 	Blocked int
 	// Waiting counts the pods placed on a node whose preempted pods have
 	// not terminated yet: they are bound by a later cycle.
@@ -107,7 +110,7 @@ func (s *Scheduler) Cycle(ctx context.Context) (*Report, error) {
 	now := s.cfg.Now()
 	s.releaseNominations(now)
 	s.expireRefusals(now)
-	snap := s.snapshot()
+	snap, protected := s.snapshot()
 	res, err := s.st.sched.Schedule(ctx, snap, now)
 	if err != nil {
 		s.mu.Unlock()
@@ -115,18 +118,23 @@ func (s *Scheduler) Cycle(ctx context.Context) (*Report, error) {
 	}
 	s.st.rateLimits = res.RateLimits
 	s.st.seed++
-	rep := &Report{Result: res}
-	p := s.plan(res, now, rep)
+	rep := &Report{Result: res, EvictDeferred: protected}
+	p := s.plan(res, snap, now, rep)
 	s.mu.Unlock()
 	s.execute(ctx, p, rep)
 	return rep, nil
 }
 
-// snapshot builds the cycle's snapshot. Called with mu held.
-func (s *Scheduler) snapshot() *scheduler.Snapshot {
+// snapshot builds the cycle's snapshot, and counts the running pods it
+// protects: those whose eviction a PodDisruptionBudget refused and whose
+// retry time has not come (expireRefusals forgot the others) are
+// scheduler.Running.Protected, so the cycle looks for other victims.
+// Called with mu held.
+func (s *Scheduler) snapshot() (*scheduler.Snapshot, int) {
 	held := map[string]flotilla.Resources{}
 	used := map[string]flotilla.Resources{}
 	var running []scheduler.Running
+	protected := 0
 	queues := map[string]bool{}
 	for _, ps := range s.st.pods {
 		if _, ok := s.st.nodes[ps.node]; !ok {
@@ -134,7 +142,11 @@ func (s *Scheduler) snapshot() *scheduler.Snapshot {
 		}
 		switch ps.kind {
 		case kindRunning:
-			running = append(running, scheduler.Running{Job: ps.job, Node: ps.node, Start: startOf(ps.pod)})
+			_, refused := s.st.refused[ps.pod.UID]
+			if refused {
+				protected++
+			}
+			running = append(running, scheduler.Running{Job: ps.job, Node: ps.node, Start: startOf(ps.pod), Protected: refused})
 			addTo(used, ps.node, ps.job.Requests, s.schema)
 			queues[ps.job.Queue] = true
 		case kindHeld:
@@ -186,7 +198,7 @@ func (s *Scheduler) snapshot() *scheduler.Snapshot {
 	return &scheduler.Snapshot{
 		Nodes: nodes, Queues: qs, Running: running, Queued: s.st.store,
 		RateLimits: s.st.rateLimits, Seed: s.cfg.Seed + s.st.seed,
-	}
+	}, protected
 }
 
 func addTo(m map[string]flotilla.Resources, node string, r flotilla.Resources, schema *flotilla.ResourceSchema) {
@@ -227,21 +239,13 @@ func (s *Scheduler) releaseNominations(now time.Time) {
 // plan turns the result into API calls and updates the state so the next
 // cycle does not decide the same again before the informers catch up.
 // Called with mu held.
-func (s *Scheduler) plan(res *scheduler.Result, now time.Time, rep *Report) *plan {
+func (s *Scheduler) plan(res *scheduler.Result, snap *scheduler.Snapshot, now time.Time, rep *Report) *plan {
 	p := &plan{}
 	victimsOn := map[string][]string{}
-	blockedOn := map[string][]refusal{}
 	var grace int64
 	for _, pr := range res.Preempted {
 		ps := s.st.pods[pr.Job.ID]
 		if ps == nil || ps.kind != kindRunning {
-			continue
-		}
-		if r, ok := s.st.refused[ps.pod.UID]; ok {
-			// A budget refused its eviction and the retry time has not
-			// come (expireRefusals forgot the others): it keeps running.
-			blockedOn[ps.node] = append(blockedOn[ps.node], r)
-			rep.EvictDeferred++
 			continue
 		}
 		s.st.evicting[pr.Job.ID] = true
@@ -271,25 +275,10 @@ func (s *Scheduler) plan(res *scheduler.Result, now time.Time, rep *Report) *pla
 	}
 	for _, u := range units {
 		victims := map[string]bool{}
-		var blocked []refusal
-		for i, a := range u {
+		for _, a := range u {
 			for _, v := range victimsOn[a.Node] {
 				victims[v] = true
 			}
-			if !slices.ContainsFunc(u[:i], func(b scheduler.Assignment) bool { return b.Node == a.Node }) {
-				blocked = append(blocked, blockedOn[a.Node]...)
-			}
-		}
-		if len(blocked) > 0 {
-			// A victim it needs gone keeps running: the unit stays queued
-			// and is placed again by a later cycle.
-			for _, a := range u {
-				if ps := s.st.pods[a.Job.ID]; ps != nil && ps.kind == kindQueued {
-					rep.Blocked++
-					p.condEvent(s, ps.pod, ReasonPreemptionBlocked, blockedMessage(a.Node, blocked), ReasonPreemptionBlocked)
-				}
-			}
-			continue
 		}
 		if len(victims) > 0 {
 			until := now.Add(time.Duration(grace)*time.Second + 30*time.Second)
@@ -327,12 +316,20 @@ func (s *Scheduler) plan(res *scheduler.Result, now time.Time, rep *Report) *pla
 			p.binds = append(p.binds, b)
 		}
 	}
+	rooms := s.budgetRooms(snap)
 	for _, u := range res.UnscheduledJobs {
 		if u.Job == nil {
 			continue
 		}
 		if ps := s.st.pods[u.Job.ID]; ps != nil && ps.kind == kindQueued {
-			p.cond(s, ps.pod, ReasonUnschedulable, unschedulableMessage(u.Reason))
+			msg := unschedulableMessage(u.Reason)
+			if u.Reason.Code == scheduler.ReasonNoRoom {
+				if refs := s.refusalsFor(u.Job, rooms); len(refs) > 0 {
+					rep.Blocked++
+					msg += "; " + keptMessage(refs)
+				}
+			}
+			p.cond(s, ps.pod, ReasonUnschedulable, msg)
 		}
 	}
 	for _, ps := range s.st.pods {
@@ -411,7 +408,7 @@ func (s *Scheduler) showing(pod *corev1.Pod, reason, message string) bool {
 // eviction a PodDisruptionBudget has just refused into
 // ReasonPreemptionBlocked ones, naming the victims; a condition the pod
 // already shows is dropped. Called after the evictions have returned.
-func (s *Scheduler) refusedVictims(conds []condTask) []condTask {
+func (s *Scheduler) refusedVictims(conds []condTask, rep *Report) []condTask {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.st.refused) == 0 {
@@ -428,6 +425,7 @@ func (s *Scheduler) refusedVictims(conds []condTask) []condTask {
 			}
 		}
 		if len(refs) > 0 {
+			rep.Blocked++
 			c.reason, c.event = ReasonPreemptionBlocked, ReasonPreemptionBlocked
 			c.message = blockedMessage(c.node, refs)
 			if s.showing(c.pod, c.reason, c.message) {
@@ -499,7 +497,7 @@ func (s *Scheduler) execute(ctx context.Context, p *plan, rep *Report) {
 	close(work)
 	wg.Wait()
 	if len(p.evicts) > 0 {
-		p.conds = s.refusedVictims(p.conds)
+		p.conds = s.refusedVictims(p.conds, rep)
 	}
 	work = workers(len(p.conds))
 	for _, c := range p.conds {
@@ -530,7 +528,7 @@ func (s *Scheduler) evict(ctx context.Context, e evictTask) error {
 	key := kubeconv.JobID(e.pod)
 	if err != nil {
 		s.mu.Lock()
-		if r, ok := refusalOf(key, err, e.now); ok {
+		if r, ok := refusalOf(key, e.pod.Spec.NodeName, err, e.now); ok {
 			s.st.refused[e.pod.UID] = r
 		}
 		delete(s.st.evicting, key)
@@ -551,23 +549,19 @@ func (s *Scheduler) evict(ctx context.Context, e evictTask) error {
 	return nil
 }
 
-// postEviction posts ev to the Eviction API. Through a client-go REST
-// client it is posted without client-side retries: client-go would
-// otherwise sleep through a 429's Retry-After (the apiserver asks for 10 s
-// while a budget's status is not computed yet) up to 10 times, holding
-// the cycle, where the scheduler keeps the refusal and tries again after
-// Retry-After (other clients, such as the fake one, go through Evict).
+// postEviction posts ev to the Eviction API, without client-go's own
+// retries (package noretry): client-go would otherwise sleep through a
+// 429's Retry-After (the apiserver asks for 10 s while a budget's status
+// is not computed yet) up to 10 times, holding the cycle, where the
+// scheduler keeps the refusal and tries again after Retry-After.
 func (s *Scheduler) postEviction(ctx context.Context, ev *policyv1.Eviction) error {
-	if rc, ok := s.client.PolicyV1().RESTClient().(*rest.RESTClient); ok && rc != nil {
-		return rc.Post().AbsPath("/api/v1").Namespace(ev.Namespace).Resource("pods").Name(ev.Name).
-			SubResource("eviction").Body(ev).MaxRetries(0).Do(ctx).Error()
-	}
-	return s.client.PolicyV1().Evictions(ev.Namespace).Evict(ctx, ev)
+	return noretry.Evict(ctx, s.client, ev)
 }
 
 // bindUnit binds a unit's pods in order. If one fails, the members bound
 // already are deleted (with their grace period) and the others are
-// pending again: a gang is bound all or none.
+// pending again: a gang is bound all or none. Each binding and delete is
+// one request, never retried by client-go (package noretry).
 func (s *Scheduler) bindUnit(ctx context.Context, b bindUnit) (int, error) {
 	var err error
 	done := 0
@@ -576,7 +570,7 @@ func (s *Scheduler) bindUnit(ctx context.Context, b bindUnit) (int, error) {
 			ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID},
 			Target:     corev1.ObjectReference{Kind: "Node", Name: b.nodes[i]},
 		}
-		if err = s.client.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
+		if err = noretry.Bind(ctx, s.client, binding); err != nil {
 			err = fmt.Errorf("bind %s to %s: %w", kubeconv.JobID(pod), b.nodes[i], err)
 			break
 		}
@@ -591,7 +585,7 @@ func (s *Scheduler) bindUnit(ctx context.Context, b bindUnit) (int, error) {
 	var errs = []error{err}
 	for _, pod := range b.pods[:done] {
 		opts := metav1.DeleteOptions{GracePeriodSeconds: pod.Spec.TerminationGracePeriodSeconds}
-		if derr := s.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, opts); derr != nil {
+		if derr := noretry.DeletePod(ctx, s.client, pod.Namespace, pod.Name, opts); derr != nil {
 			errs = append(errs, fmt.Errorf("delete %s after its gang failed to bind: %w", kubeconv.JobID(pod), derr))
 		}
 		s.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedScheduling", "deleted: a member of its gang failed to bind: %v", err)
@@ -608,8 +602,10 @@ func (s *Scheduler) bindUnit(ctx context.Context, b bindUnit) (int, error) {
 	return 0, errors.Join(errs...)
 }
 
-// patchCondition writes PodScheduled=False with reason and message, and
-// the matching Warning event, as kube-scheduler does.
+// patchCondition writes PodScheduled=False with reason and message (one
+// request, never retried by client-go: package noretry), and the matching
+// Warning event, as kube-scheduler does. A failed patch is written again
+// by a later cycle.
 func (s *Scheduler) patchCondition(ctx context.Context, c condTask) error {
 	patch := map[string]any{"status": map[string]any{"conditions": []map[string]any{{
 		"type": corev1.PodScheduled, "status": corev1.ConditionFalse,
@@ -620,8 +616,7 @@ func (s *Scheduler) patchCondition(ctx context.Context, c condTask) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.client.CoreV1().Pods(c.pod.Namespace).Patch(ctx, c.pod.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{}, "status")
-	if err != nil {
+	if err = noretry.PatchPodStatus(ctx, s.client, c.pod.Namespace, c.pod.Name, types.StrategicMergePatchType, data); err != nil {
 		s.mu.Lock()
 		delete(s.st.shown, kubeconv.JobID(c.pod))
 		s.mu.Unlock()

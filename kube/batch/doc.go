@@ -42,24 +42,50 @@
 // Each cycle's Result is carried out with at most Config.BindWorkers API
 // calls in flight:
 //
+//   - Every API call of a cycle (eviction, binding, a gang's rollback
+//     delete, condition patch) is one request, made without client-go's
+//     own retries, which would sleep through a 429's or 5xx's Retry-After
+//     (up to 10 times) inside the cycle: a failed call is dealt with as
+//     below and made again by a later cycle. Events go through client-go's
+//     event broadcaster, which writes them in the background (and retries
+//     there), never inside the cycle.
 //   - Preempted pods are evicted through the Eviction API (policy/v1) with
 //     DeleteOptions.GracePeriodSeconds set to the pod's
 //     terminationGracePeriodSeconds, and get a Normal "Preempted" event.
-//     The eviction is posted without client-go's own retries, which would
-//     sleep through a 429's Retry-After inside the cycle.
 //   - An eviction a PodDisruptionBudget refuses (429 TooManyRequests)
 //     leaves the pod running, and is remembered per pod UID until the
 //     answer's Retry-After (DefaultRefusalRetry, 10 s, without one; at
 //     most MaxRefusalRetry, 5 minutes), counted from the cycle's time
-//     (Config.Now): until then a cycle that preempts the pod again does
-//     not call the Eviction API (Report.EvictDeferred), and the pods
-//     placed on its node stay queued with PodScheduled=False, reason
+//     (Config.Now). Until then the pod is passed over as a victim
+//     (scheduler.Running.Protected; Report.EvictDeferred counts them), as
+//     kube-scheduler prefers victims whose eviction violates no budget:
+//     the cycle preempts other pods when they make room, and when none
+//     does the preemptor is unschedulable. The entry is forgotten when its
+//     retry time comes (the pod may then be chosen, and its eviction
+//     tried, again) or its pod goes.
+//   - The pods placed on a node where a budget has just refused a
+//     victim's eviction stay queued with PodScheduled=False, reason
 //     PreemptionBlocked, and a Warning event of that reason, naming the
-//     pod, the budget's reason and when its eviction is tried again
-//     (Report.Blocked). A pod waiting for victims whose eviction has just
-//     been refused says so at once: conditions are written after the
-//     cycle's evictions and bindings have returned. The entry is
-//     forgotten when its retry time comes or its pod goes.
+//     victim, the budget's reason and the time before which its eviction
+//     is not tried again: conditions are written after the cycle's
+//     evictions and bindings have returned, so the pod says so at once.
+//     Once its other victims are gone it is scheduled again.
+//   - A pod the scheduler leaves unschedulable (no-room) while refused
+//     victims run keeps reason Unschedulable and its Warning
+//     FailedScheduling event, as kube-scheduler's pods and the
+//     cluster autoscaler expect, and its message adds, after the
+//     scheduler's reason, "room not counted: " and the refused victims
+//     that could have made room for it, each with its node, the budget's
+//     reason and retry time (Report.Blocked). A refused victim could
+//     have made room when the pod's node selector, tolerations and the
+//     node's cordon admit its node, the node's free room does not hold the
+//     pod, and the free room plus the requests of the running pods the
+//     pod could preempt there (a preemptible class, and a lower priority,
+//     or another queue for fair share; refused victims among them) does.
+//     The rule is cheap, not exact: a pod may be named a victim the
+//     scheduler would not have taken for other reasons (another queue
+//     below its fair share). Pods no refused victim could help are not
+//     rewritten when refusals come and go.
 //   - Scheduled pods are bound through the Binding subresource and get a
 //     Normal "Scheduled" event. A gang is bound all or none: its members
 //     are bound one after another, and if one binding fails, the members

@@ -315,8 +315,11 @@ func TestLiveLeaderFailover(t *testing.T) {
 // which the scheduler keeps instead of letting client-go sleep through
 // it), then as the disruption controller would have it (0 disruptions
 // allowed: 429 without Retry-After, so 10 s). The eviction is not posted
-// again before the retry time; the preemptor says why; once the budget
-// allows a disruption, the victim is evicted and the preemptor bound.
+// again before the retry time; the preemptor, which has no other victim,
+// is Unschedulable and names the victim, the budget's reason and the
+// retry time; once the budget allows a disruption, the victim is evicted
+// and the preemptor bound. Then, with the budget spent, a preemptor whose
+// first victim the budget guards evicts another victim the next cycle.
 func TestLiveBudgetRefusedEvictionWaitsRetryAfterThenEvicts(t *testing.T) {
 	l := newLive(t)
 	l.class("low", 10)
@@ -368,8 +371,9 @@ func TestLiveBudgetRefusedEvictionWaitsRetryAfterThenEvicts(t *testing.T) {
 	blocked := func(detail, at string) func() bool {
 		return func() bool {
 			c, ok := scheduledCondition(l.get("urgent"))
-			return ok && c.Reason == ReasonPreemptionBlocked && strings.Contains(c.Message, "the eviction of default/victim was refused by a PodDisruptionBudget") &&
-				strings.Contains(c.Message, detail) && strings.Contains(c.Message, "tried again at "+at)
+			return ok && c.Reason == ReasonUnschedulable && strings.HasPrefix(c.Message, "no-room: ") &&
+				strings.Contains(c.Message, "the eviction of default/victim on node n1 was refused by a PodDisruptionBudget") &&
+				strings.Contains(c.Message, detail) && strings.Contains(c.Message, "not tried again before "+at)
 		}
 	}
 	l.cycleUntil(s, "the preemptor blocked by the budget being processed", blocked("The disruption budget pdb is still being processed", "1970-01-01T00:16:50Z"))
@@ -410,6 +414,42 @@ func TestLiveBudgetRefusedEvictionWaitsRetryAfterThenEvicts(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.cycleUntil(s, "the preemptor bound", func() bool { return l.get("urgent").Spec.NodeName == "n1" })
+
+	// The eviction spent the budget (the apiserver decremented its
+	// disruptionsAllowed to 0). On n2, guarded (under the budget, started
+	// last, so the first victim) and spare; urgent2 needs one of them gone.
+	l.node("n2", "2")
+	l.pod(testPod("guarded", "1", func(p *corev1.Pod) {
+		p.Spec.PriorityClassName = "low"
+		p.Labels = map[string]string{"app": "v"}
+	}))
+	l.pod(testPod("spare", "1", func(p *corev1.Pod) { p.Spec.PriorityClassName = "low" }))
+	l.cycleUntil(s, "guarded and spare bound", func() bool {
+		return l.get("guarded").Spec.NodeName == "n2" && l.get("spare").Spec.NodeName == "n2"
+	})
+	for name, started := range map[string]int64{"spare": 100, "guarded": 200} {
+		p := l.get(name)
+		p.Status.Phase = corev1.PodRunning
+		p.Status.StartTime = &metav1.Time{Time: time.Unix(started, 0)}
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		if _, err := l.cs.CoreV1().Pods("default").UpdateStatus(l.ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := wait.PollUntilContextTimeout(l.ctx, 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		g, sp := s.st.pods["default/guarded"], s.st.pods["default/spare"]
+		return g != nil && sp != nil && g.pod.Status.StartTime != nil && sp.pod.Status.StartTime != nil, nil
+	}); err != nil {
+		t.Fatalf("waiting for the informer to show the start times: %v", err)
+	}
+	before := posts.Load()
+	l.pod(testPod("urgent2", "1", func(p *corev1.Pod) { p.Spec.PriorityClassName = "high" }))
+	l.cycleUntil(s, "spare evicted", func() bool { return l.get("spare").DeletionTimestamp != nil })
+	if g := l.get("guarded"); g.DeletionTimestamp != nil || posts.Load()-before != 2 {
+		t.Fatalf("guarded deleting: %v; %d evictions posted, want 2 (guarded refused, then spare)", g.DeletionTimestamp != nil, posts.Load()-before)
+	}
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)

@@ -66,11 +66,14 @@ type state struct {
 	shown map[string]shownCondition
 
 	classesDirty bool
-	classes      map[string]bool
-	store        *queue.Store
-	sched        *scheduler.Scheduler
-	rateLimits   scheduler.RateLimitState
-	seed         uint64
+	// classes are the priority classes by name; defClass names the class
+	// of a pod naming none.
+	classes    map[string]flotilla.PriorityClass
+	defClass   string
+	store      *queue.Store
+	sched      *scheduler.Scheduler
+	rateLimits scheduler.RateLimitState
+	seed       uint64
 }
 
 type shownCondition struct{ reason, message string }
@@ -209,7 +212,16 @@ func (s *Scheduler) classify(key string, p *corev1.Pod) *podState {
 }
 
 func (s *Scheduler) classKnown(name string) bool {
-	return name == "" || s.st.classes[name]
+	_, ok := s.st.classes[name]
+	return name == "" || ok
+}
+
+// classOf is the priority class of a job's class name ("": the default).
+func (s *Scheduler) classOf(name string) flotilla.PriorityClass {
+	if name == "" {
+		name = s.st.defClass
+	}
+	return s.st.classes[name]
 }
 
 // rebuildClasses reads the PriorityClass objects, builds a new store and
@@ -221,10 +233,11 @@ func (s *Scheduler) rebuildClasses() error {
 		return err
 	}
 	s.st.store, s.st.sched = store, sched
-	s.st.classes = make(map[string]bool, len(classes))
+	s.st.classes = make(map[string]flotilla.PriorityClass, len(classes))
 	for _, c := range classes {
-		s.st.classes[c.Name] = true
+		s.st.classes[c.Name] = c
 	}
+	s.st.defClass = def
 	s.st.classesDirty = false
 	for _, ps := range s.st.pods {
 		if ps.kind == kindQueued {

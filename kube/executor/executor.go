@@ -21,6 +21,7 @@ import (
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/api"
 	fexec "github.com/flotilla-sched/flotilla/executor"
+	"github.com/flotilla-sched/flotilla/kube/internal/noretry"
 	"github.com/flotilla-sched/flotilla/server"
 )
 
@@ -38,9 +39,9 @@ type Config struct {
 	Cluster string
 	// Kube creates, reads and deletes pods; required.
 	Kube kubernetes.Interface
-	// Lister reads the cluster's nodes and pods; nil reads them from Kube
-	// at every Step (APILister). Run is given informers' listers by
-	// InformerLister.
+	// Lister reads the cluster's nodes and pods, with the Step's context;
+	// nil reads them from Kube at every Step (APILister). Run is given
+	// informers' listers by InformerLister.
 	Lister Lister
 	// Service is where the executor reports; required.
 	Service fexec.Reporter
@@ -211,7 +212,7 @@ func (e *Executor) forget(k key) {
 // are not the cluster's: their pods are deleted and the report made again
 // without them.
 func (e *Executor) Step(ctx context.Context) (api.ReportReply, error) {
-	pods, err := e.cfg.Lister.Pods()
+	pods, err := e.cfg.Lister.Pods(ctx)
 	if err != nil {
 		return api.ReportReply{}, fmt.Errorf("executor: listing pods: %w", err)
 	}
@@ -219,7 +220,7 @@ func (e *Executor) Step(ctx context.Context) (api.ReportReply, error) {
 		e.adopt(pods)
 		e.adopted = true
 	}
-	knodes, err := e.cfg.Lister.Nodes(e.cfg.NodeSelector)
+	knodes, err := e.cfg.Lister.Nodes(ctx, e.cfg.NodeSelector)
 	if err != nil {
 		return api.ReportReply{}, fmt.Errorf("executor: listing nodes: %w", err)
 	}
@@ -327,7 +328,7 @@ func (e *Executor) observe(ctx context.Context, pods []*corev1.Pod) {
 		}
 		p := byName[t.pod]
 		if p == nil {
-			got, err := e.cfg.Kube.CoreV1().Pods(e.cfg.Namespace).Get(ctx, t.pod, metav1.GetOptions{})
+			got, err := noretry.GetPod(ctx, e.cfg.Kube, e.cfg.Namespace, t.pod)
 			switch {
 			case apierrors.IsNotFound(err):
 				if t.killed {
@@ -363,7 +364,7 @@ func (e *Executor) create(ctx context.Context, t *task) {
 		t.phase, t.reason = server.PhaseReturned, err.Error()
 		return
 	}
-	_, err = e.cfg.Kube.CoreV1().Pods(e.cfg.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	err = noretry.CreatePod(ctx, e.cfg.Kube, e.cfg.Namespace, pod)
 	switch {
 	case err == nil || apierrors.IsAlreadyExists(err):
 		t.created = true
@@ -381,7 +382,7 @@ func (e *Executor) kill(ctx context.Context, t *task) {
 		secs := graceSeconds(t.grace)
 		opts.GracePeriodSeconds = &secs
 	}
-	err := e.cfg.Kube.CoreV1().Pods(e.cfg.Namespace).Delete(ctx, t.pod, opts)
+	err := noretry.DeletePod(ctx, e.cfg.Kube, e.cfg.Namespace, t.pod, opts)
 	if apierrors.IsNotFound(err) {
 		t.phase = server.PhaseStopped
 	}
@@ -401,7 +402,7 @@ func (e *Executor) retire(ctx context.Context, pod string) {
 // already gone is fine, and another failure leaves it (it is not held).
 func (e *Executor) deletePod(ctx context.Context, name string) {
 	zero := int64(0)
-	_ = e.cfg.Kube.CoreV1().Pods(e.cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	_ = noretry.DeletePod(ctx, e.cfg.Kube, e.cfg.Namespace, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 }
 
 // dropRefused forgets the leases of a refused report that the service
@@ -415,7 +416,7 @@ func (e *Executor) dropRefused(ctx context.Context, err error, jobs []api.JobRep
 		if t, ok := e.held[k]; ok {
 			e.forget(k)
 			// It may be running: its own grace period, not a force delete.
-			_ = e.cfg.Kube.CoreV1().Pods(e.cfg.Namespace).Delete(ctx, t.pod, metav1.DeleteOptions{})
+			_ = noretry.DeletePod(ctx, e.cfg.Kube, e.cfg.Namespace, t.pod, metav1.DeleteOptions{})
 			dropped++
 		}
 	}

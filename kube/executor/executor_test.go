@@ -2,7 +2,13 @@ package executor_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/flotilla-sched/flotilla"
@@ -518,5 +526,166 @@ func TestAKillWithAMalformedGracePeriodKeepsThePodsOwn(t *testing.T) {
 	require.Len(t, opts, 1)
 	if g := opts[0].GracePeriodSeconds; g != nil {
 		t.Fatalf("deleted with grace %ds, want the pod's own", *g)
+	}
+}
+
+// miniAPI is an apiserver that holds pods in memory and one node, n1 (4
+// cpu), answers the requests throttle selects 429 with Retry-After: 30 (an
+// overloaded apiserver), and counts the requests of each step by method
+// and path. A request made twice within one step (client-go's retry)
+// cancels the step's context, so that code that retries fails the test at
+// once instead of sleeping.
+type miniAPI struct {
+	t        *testing.T
+	kube     kubernetes.Interface
+	mu       sync.Mutex
+	pods     map[string]*corev1.Pod
+	throttle func(req string) bool
+	got      map[string]int
+	cancel   context.CancelFunc
+}
+
+func newMiniAPI(t *testing.T, throttle func(req string) bool) *miniAPI {
+	t.Helper()
+	m := &miniAPI{t: t, pods: map[string]*corev1.Pod{}, throttle: throttle, got: map[string]int{}}
+	write := func(w http.ResponseWriter, code int, obj any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(obj)
+	}
+	status := func(err *apierrors.StatusError) metav1.Status {
+		st := err.Status()
+		st.APIVersion, st.Kind = "v1", "Status"
+		return st
+	}
+	const podsPath = "/api/v1/namespaces/default/pods"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req := r.Method + " " + r.URL.Path
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.got[req]++
+		if m.got[req] > 1 && r.Method != http.MethodGet && m.cancel != nil {
+			m.cancel()
+		}
+		if m.throttle(req) {
+			w.Header().Set("Retry-After", "30")
+			write(w, http.StatusTooManyRequests, status(apierrors.NewTooManyRequests("slow down", 30)))
+			return
+		}
+		name := strings.TrimPrefix(r.URL.Path, podsPath+"/")
+		switch {
+		case req == "GET /api/v1/nodes":
+			n := node("n1", "4", "16Gi", nil)
+			write(w, http.StatusOK, corev1.NodeList{TypeMeta: metav1.TypeMeta{Kind: "NodeList", APIVersion: "v1"}, Items: []corev1.Node{*n}})
+		case req == "GET /api/v1/pods":
+			list := corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}}
+			for _, p := range m.pods {
+				list.Items = append(list.Items, *p)
+			}
+			write(w, http.StatusOK, list)
+		case req == "POST "+podsPath:
+			// JSON, or protobuf from the typed client.
+			body, err := io.ReadAll(r.Body)
+			obj, _, derr := scheme.Codecs.UniversalDeserializer().Decode(body, nil, nil)
+			p, ok := obj.(*corev1.Pod)
+			if err != nil || derr != nil || !ok {
+				write(w, http.StatusBadRequest, status(apierrors.NewBadRequest(fmt.Sprint(err, derr))))
+				return
+			}
+			p.TypeMeta = metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}
+			m.pods[p.Name] = p
+			write(w, http.StatusCreated, p)
+		case m.pods[name] == nil:
+			write(w, http.StatusNotFound, status(apierrors.NewNotFound(corev1.Resource("pods"), name)))
+		case r.Method == http.MethodGet:
+			write(w, http.StatusOK, m.pods[name])
+		case r.Method == http.MethodDelete:
+			delete(m.pods, name)
+			write(w, http.StatusOK, metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess})
+		default:
+			write(w, http.StatusMethodNotAllowed, status(apierrors.NewMethodNotSupported(corev1.Resource("pods"), r.Method)))
+		}
+	}))
+	t.Cleanup(srv.Close)
+	kube, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, QPS: -1})
+	require.NoError(t, err)
+	m.kube = kube
+	return m
+}
+
+// step makes one Step and returns the requests it made.
+func (m *miniAPI) step(ex *executor.Executor) map[string]int {
+	m.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m.mu.Lock()
+	m.got, m.cancel = map[string]int{}, cancel
+	m.mu.Unlock()
+	_, err := ex.Step(ctx)
+	require.NoError(m.t, err)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	got := m.got
+	m.got, m.cancel = map[string]int{}, nil
+	return got
+}
+
+func (m *miniAPI) setPhase(name string, phase corev1.PodPhase) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	require.NotNil(m.t, m.pods[name], "pod %s in %v", name, m.pods)
+	m.pods[name].Status.Phase = phase
+}
+
+// Every write of a step (a lease's pod created, a killed or retired pod
+// deleted) is one request: an answer asking to retry after 30 s fails the
+// call at once, and the next step tries again.
+func TestEveryWriteOfAStepIsOneRequestWhateverItsRetryAfter(t *testing.T) {
+	const pods = "/api/v1/namespaces/default/pods"
+	for _, tc := range []struct {
+		name     string
+		throttle string
+		// then runs the steps after the lease's; it returns the requests
+		// of the step that must write.
+		then func(t *testing.T, m *miniAPI, s *service, ex *executor.Executor, id, pod string) map[string]int
+		want string
+	}{
+		{"a lease's pod created", "POST " + pods, func(t *testing.T, m *miniAPI, s *service, ex *executor.Executor, id, pod string) map[string]int {
+			require.Equal(t, []string{id + "/1"}, ex.Held(), "the lease is held, its pod to be created again")
+			return m.step(ex)
+		}, "POST " + pods},
+		{"a killed pod deleted", "DELETE " + pods + "/", func(t *testing.T, m *miniAPI, s *service, ex *executor.Executor, id, pod string) map[string]int {
+			m.setPhase(pod, corev1.PodRunning)
+			m.step(ex)
+			_, err := s.srv.Cancel(s.ctx, id)
+			require.NoError(t, err)
+			got := m.step(ex)
+			require.Equal(t, events.RunningState, s.state(id), "its pod was not deleted")
+			return got
+		}, "DELETE " + pods + "/"},
+		{"a retired pod deleted", "DELETE " + pods + "/", func(t *testing.T, m *miniAPI, s *service, ex *executor.Executor, id, pod string) map[string]int {
+			m.setPhase(pod, corev1.PodSucceeded)
+			got := m.step(ex)
+			require.Equal(t, events.SucceededState, s.state(id))
+			return got
+		}, "DELETE " + pods + "/"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMiniAPI(t, func(req string) bool { return strings.HasPrefix(req, tc.throttle) })
+			s := newService(t)
+			ex := newExecutor(t, s, "c1", m.kube)
+			m.step(ex)
+			id := s.submit(`{"requests": {"cpu": "1"}}`)[0]
+			s.cycle()
+			pod := executor.PodName(id, 1)
+			got := m.step(ex)
+			require.Equal(t, 1, got["POST "+pods], "requests %v", got)
+			got = tc.then(t, m, s, ex, id, pod)
+			want := tc.want
+			if strings.HasSuffix(want, "/") {
+				want += pod
+			}
+			require.Equal(t, 1, got[want], "requests %v: want %s once", got, want)
+		})
 	}
 }

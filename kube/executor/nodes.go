@@ -20,22 +20,26 @@ import (
 // Lister reads the cluster's nodes and pods. The executor only reads
 // them; it must not modify what they return.
 type Lister interface {
-	// Nodes returns the nodes that selector selects.
-	Nodes(selector labels.Selector) ([]*corev1.Node, error)
-	// Pods returns every pod of every namespace.
-	Pods() ([]*corev1.Pod, error)
+	// Nodes returns the nodes that selector selects. It returns (with an
+	// error) when ctx ends, the Step's context.
+	Nodes(ctx context.Context, selector labels.Selector) ([]*corev1.Node, error)
+	// Pods returns every pod of every namespace. It returns (with an
+	// error) when ctx ends.
+	Pods(ctx context.Context) ([]*corev1.Pod, error)
 }
 
 // APILister reads nodes and pods from the apiserver at each call: always
-// current, at the cost of two lists per report. Tests use it; clusters of
-// many pods want InformerLister.
+// current, at the cost of two lists per report. Each list is bounded by
+// the Step's context (Run gives each Step one Renew period), so a hung
+// apiserver holds a report no longer. Tests use it; clusters of many pods
+// want InformerLister.
 type APILister struct {
 	Kube kubernetes.Interface
 }
 
 // Nodes lists the selected nodes.
-func (l APILister) Nodes(selector labels.Selector) ([]*corev1.Node, error) {
-	list, err := l.Kube.CoreV1().Nodes().List(context.TODO(), metav1.ListOptions{LabelSelector: selector.String()})
+func (l APILister) Nodes(ctx context.Context, selector labels.Selector) ([]*corev1.Node, error) {
+	list, err := l.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
 	if err != nil {
 		return nil, err
 	}
@@ -47,8 +51,8 @@ func (l APILister) Nodes(selector labels.Selector) ([]*corev1.Node, error) {
 }
 
 // Pods lists every pod.
-func (l APILister) Pods() ([]*corev1.Pod, error) {
-	list, err := l.Kube.CoreV1().Pods(metav1.NamespaceAll).List(context.TODO(), metav1.ListOptions{})
+func (l APILister) Pods(ctx context.Context) ([]*corev1.Pod, error) {
+	list, err := l.Kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +64,7 @@ func (l APILister) Pods() ([]*corev1.Pod, error) {
 }
 
 // InformerLister reads nodes and pods from a shared informer factory's
-// caches.
+// caches (it never waits, so it ignores the context).
 type InformerLister struct {
 	nodes corelisters.NodeLister
 	pods  corelisters.PodLister
@@ -74,12 +78,14 @@ func NewInformerLister(factory informers.SharedInformerFactory) *InformerLister 
 }
 
 // Nodes lists the selected nodes from the cache.
-func (l *InformerLister) Nodes(selector labels.Selector) ([]*corev1.Node, error) {
+func (l *InformerLister) Nodes(_ context.Context, selector labels.Selector) ([]*corev1.Node, error) {
 	return l.nodes.List(selector)
 }
 
 // Pods lists every pod from the cache.
-func (l *InformerLister) Pods() ([]*corev1.Pod, error) { return l.pods.List(labels.Everything()) }
+func (l *InformerLister) Pods(context.Context) ([]*corev1.Pod, error) {
+	return l.pods.List(labels.Everything())
+}
 
 // nodes converts the cluster's nodes for the report, sorted by name (see
 // NodeOf), subtracting the pods the executor does not hold, and of the
