@@ -125,7 +125,6 @@ func (s *Scheduler) Cycle(ctx context.Context) (*Report, error) {
 // snapshot builds the cycle's snapshot. Called with mu held.
 func (s *Scheduler) snapshot() *scheduler.Snapshot {
 	held := map[string]flotilla.Resources{}
-	used := map[string]flotilla.Resources{}
 	var running []scheduler.Running
 	queues := map[string]bool{}
 	for _, ps := range s.st.pods {
@@ -135,7 +134,6 @@ func (s *Scheduler) snapshot() *scheduler.Snapshot {
 		switch ps.kind {
 		case kindRunning:
 			running = append(running, scheduler.Running{Job: ps.job, Node: ps.node, Start: startOf(ps.pod)})
-			addTo(used, ps.node, ps.job.Requests, s.schema)
 			queues[ps.job.Queue] = true
 		case kindHeld:
 			if ps.req != nil {
@@ -156,14 +154,11 @@ func (s *Scheduler) snapshot() *scheduler.Snapshot {
 		if h := held[name]; h != nil {
 			n.Total.Sub(h)
 		}
-		u := used[name]
 		for r := range n.Total {
+			// An over-committed node (allocatable shrank, pods bound
+			// around the scheduler) goes as it is: the core takes it
+			// as full (scheduler.Result.OverCommitted).
 			n.Total[r] = max(n.Total[r], 0)
-			if u != nil {
-				// An overcommitted node (allocatable shrank, pods bound
-				// around the scheduler) has no room, but is no error.
-				n.Total[r] = max(n.Total[r], u[r])
-			}
 		}
 		nodes[i] = &n
 	}
