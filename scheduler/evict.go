@@ -212,9 +212,11 @@ func (c *cycle) gangOf(ri int32) []int32 {
 // tryEvicted puts an evicted job back on its own node if it fits there
 // among the jobs not evicted, searching at its own class level, where the
 // other evicted jobs' holds do not count: so when new work displaced some
-// evicted jobs, those offered last are the ones that do not fit. Either way
-// its hold is released; a job that does not go back will be preempted. A
-// gang member brings back its whole gang, each on its own node, or none.
+// evicted jobs, those offered last are the ones that do not fit. On a node
+// that started the cycle over-committed it fits within the node's excess
+// (fitsBack). Either way its hold is released; a job that does not go back
+// will be preempted. A gang member brings back its whole gang, each on its
+// own node, or none.
 func (c *cycle) tryEvicted(qi int, ri int32) {
 	// Copy: gangOf's buffer is reused by makeRoom below.
 	members := c.backBuf[:0]
