@@ -352,7 +352,9 @@ func (db *DB) Schema() *flotilla.ResourceSchema { return db.schema }
 // Allocatable returns what node can still give to a job at level: its total
 // minus the requests of jobs bound at that level or above. Entries may be
 // negative at a level below that of jobs bound over lower-level ones (those
-// lower-level jobs are then urgency-preemption victims). The result is a view
+// lower-level jobs are then urgency-preemption victims), and at every level
+// of a node whose jobs request more than its total (an over-committed node,
+// full: see the package documentation). The result is a view
 // into the DB: do not modify it or keep it past the next Bind, Unbind or
 // Rollback.
 func (db *DB) Allocatable(node, level int) flotilla.Resources {

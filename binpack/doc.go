@@ -28,6 +28,21 @@
 // not cordoned; a query restricted to one node (OnlyNode, for an evicted job
 // returning to its node) ignores the cordon.
 //
+// A node may be bound more than its total (Kubernetes lets a node's
+// allocatable shrink under its pods; Bind does not refuse it). Such a node
+// is over-committed, full, at every level where the jobs bound at that
+// level or above request more than its total: its allocatable there is
+// negative in some resource, and it takes nothing at that level, not even
+// a job requesting none of that resource (a request fits only where every
+// entry of allocatable is at least the request's, and no request is
+// negative). It stays a node like any other: indexed (its key, negative in
+// a component, sorts before every query's, so the scans skip it at no
+// cost), a candidate in Explain, and as jobs are unbound from it, its
+// allocatable rises until, back under its total, it takes jobs again. So
+// a caller's preemption makes room on it only once the jobs left fit its
+// total. Explain counts it under no room, never as cordoned, measuring
+// its negative free capacity as none: it is short of the whole request.
+//
 // Typical use, per scheduling cycle:
 //
 //	db, err := binpack.New(opts, nodes)
@@ -57,8 +72,9 @@
 // Explain and ExplainIn answer a query Select could not: they count every
 // node examined once, under the first check it fails (node selector term,
 // untolerated taint, cordon, too small even when empty, no room at the
-// query's level), grouped by the term, taint or first short resource with
-// the smallest shortfall among the group, in kube-scheduler's manner:
+// query's level, an over-committed node's included), grouped by the term,
+// taint or first short resource with the smallest shortfall among the
+// group, in kube-scheduler's manner:
 // "0/3 nodes fit: 1 untolerated taint gpu=true:NoSchedule, 1 cordoned, 1
 // short of cpu by at least 3". Reason.Kind says whether the job could fit
 // an empty DB (Insufficient) or not (ReasonKind.Unresolvable).

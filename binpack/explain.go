@@ -75,7 +75,8 @@ const (
 	// the job even when empty.
 	FilterTooSmall
 	// FilterNoRoom: the node could hold the job when empty but lacks a
-	// resource now, at the query's level.
+	// resource now, at the query's level. An over-committed node (its jobs
+	// request more than its total) is counted here, as a full node.
 	FilterNoRoom
 )
 
@@ -107,7 +108,10 @@ type Exclusion struct {
 	// Resource, for FilterTooSmall and FilterNoRoom, is the schema index
 	// of the first resource (in schema order) each of the nodes lacks, and
 	// Short the smallest shortfall of it among them (milli-units): every
-	// one of the nodes lacks at least Short. Else -1 and 0.
+	// one of the nodes lacks at least Short. Free capacity below zero (an
+	// over-committed node) counts as none: such a node lacks the whole
+	// request, or, for a resource the job requests none of, the amount by
+	// which its jobs exceed its total. Else -1 and 0.
 	Resource int
 	Short    int64
 	// Nodes counts the nodes.
@@ -335,14 +339,32 @@ func taintString(t flotilla.Taint) string {
 }
 
 // firstShort returns the first resource, in schema order, of which avail
-// holds less than req, and by how much; -1 and 0 when none.
+// holds less than req, and by how much (shortfall); -1 and 0 when none.
 func firstShort(req, avail flotilla.Resources) (int, int64) {
 	for r, v := range req {
-		if v > avail[r] {
-			return r, v - avail[r]
+		if s := shortfall(v, avail[r]); s > 0 {
+			return r, s
 		}
 	}
 	return -1, 0
+}
+
+// shortfall is how much of a resource a node with a of it free lacks for a
+// request of v, 0 when it lacks none. Free capacity below zero (the jobs
+// bound there request more than the node's total: it is over-committed,
+// full) counts as zero: such a node is short by the whole request, as a
+// node with none free is, however far over its total it is; and a request
+// of none of the resource still does not fit it (Select takes nothing
+// there), short by the over-commitment, the least that must go before the
+// node takes anything.
+func shortfall(v, a int64) int64 {
+	switch {
+	case a >= 0:
+		return max(v-a, 0)
+	case v > 0:
+		return v
+	}
+	return -a
 }
 
 // candidate tracks the best node that does not fit.
@@ -357,15 +379,16 @@ type candidate struct {
 func (c *candidate) consider(n int, req, avail flotilla.Resources) {
 	x := candidate{node: n, resource: -1}
 	for r, v := range req {
-		if v <= avail[r] {
+		s := shortfall(v, avail[r])
+		if s == 0 {
 			continue
 		}
 		x.count++
-		if f := float64(v-avail[r]) / float64(max(v, 1)); f > x.frac {
+		if f := float64(s) / float64(max(v, 1)); f > x.frac {
 			x.frac = f
 		}
 		if x.resource < 0 {
-			x.resource, x.short = r, v-avail[r]
+			x.resource, x.short = r, s
 		}
 	}
 	if c.node < 0 || x.count < c.count || (x.count == c.count && x.frac < c.frac) {

@@ -130,8 +130,10 @@ type scanState struct {
 // (every resource at q.Level, node selector, taints, not cordoned unless
 // q.OnlyNode is set), first those whose only user is q.Queue, then unused
 // ones, then the rest; within a tier the one with the smallest rounded free
-// indexed resources (lexicographically), then the lowest index. ok is false
-// when no node fits or the query is invalid; Explain says why.
+// indexed resources (lexicographically), then the lowest index. A node
+// with negative allocatable at q.Level (over-committed: its jobs there
+// request more than its total) fits nothing, whatever the request. ok is
+// false when no node fits or the query is invalid; Explain says why.
 //
 // Select allocates nothing. It costs O(log N) plus the candidates stepped
 // over that are within the rounded key range but do not fit (exactly, or

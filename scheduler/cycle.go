@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/flotilla-sched/flotilla"
@@ -27,9 +26,13 @@ type cycle struct {
 	db      *binpack.DB
 	model   fairness.Model
 	total   flotilla.Resources
-	// overCommitted are the nodes whose running jobs request more than
-	// their total (bindRunning), by index.
-	overCommitted []int
+	// excess is, for each node whose running jobs request more than its
+	// total (over-committed: bindRunning), by how much, resource by
+	// resource (zero where they fit); nil for the other nodes, and nil
+	// altogether when there are none. Its evicted jobs may go back to it
+	// within that much (tryEvicted); nothing new goes there before the
+	// node is back under its total.
+	excess []flotilla.Resources
 
 	queues   []queueState
 	queueIdx map[string]int
@@ -137,12 +140,6 @@ type queueState struct {
 }
 
 func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
-	return buildCycle(s, snap, now, false)
-}
-
-// buildCycle is newCycle; full is set on the second build, over
-// fullSnapshot's nodes.
-func buildCycle(s *Scheduler, snap *Snapshot, now time.Time, full bool) (*cycle, error) {
 	schema := s.cfg.Schema
 	c := &cycle{
 		s:              s,
@@ -220,22 +217,6 @@ func buildCycle(s *Scheduler, snap *Snapshot, now time.Time, full bool) (*cycle,
 	c.run = make([]runJob, 0, len(snap.Running)+len(snap.Running)/8+256)
 	if err := c.bindRunning(); err != nil {
 		return nil, err
-	}
-	if len(c.overCommitted) > 0 {
-		// Kubernetes lets a node's allocatable shrink under its pods: not
-		// an error, but a node that is full. The cycle starts again on
-		// the snapshot with such nodes cordoned and grown to their jobs
-		// (once: there the jobs fit).
-		if full {
-			return nil, fmt.Errorf("scheduler: node %q still over-committed after its total was raised", c.db.Node(c.overCommitted[0]).Name)
-		}
-		fs, names := c.fullSnapshot()
-		c2, err := buildCycle(s, fs, now, true)
-		if err != nil {
-			return nil, err
-		}
-		c2.res.OverCommitted = names
-		return c2, nil
 	}
 	c.db.Forget()
 	if err := c.buildModel(); err != nil {
@@ -382,38 +363,42 @@ func (c *cycle) bindRunning() error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	for ni := 0; ni < c.db.NodeCount(); ni++ {
-		if c.db.Allocatable(ni, 0).AnyNegative() {
-			c.overCommitted = append(c.overCommitted, ni)
-		}
-	}
+	c.findOverCommitted()
 	return nil
 }
 
-// fullSnapshot is the cycle's snapshot with each over-committed node
-// (bindRunning found its running jobs requesting more than its total)
-// replaced by a cordoned copy whose total is raised, resource by
-// resource, to what its running jobs request: the node takes nothing
-// new, and its jobs stay (and fit back if evicted). It returns the
-// nodes' names. The caller's snapshot and nodes are not modified.
-func (c *cycle) fullSnapshot() (*Snapshot, []string) {
-	snap := *c.snap
-	snap.Nodes = slices.Clone(snap.Nodes)
-	names := make([]string, 0, len(c.overCommitted))
-	for _, ni := range c.overCommitted {
-		n := *snap.Nodes[ni] // db node i is snapshot node i
-		alloc := c.db.Allocatable(ni, 0)
-		n.Total = slices.Clone(n.Total)
-		for r, a := range alloc {
-			if a < 0 {
-				n.Total[r] -= a
-			}
+// findOverCommitted records the nodes whose running jobs, just bound,
+// request more than their total: Kubernetes lets a node's allocatable
+// shrink under its pods, so this is no error but a full node. The node
+// database keeps such a node as it is, allocatable negative, so it takes
+// nothing new until preemption brings it back under its total (package
+// binpack); the cycle names it in Result.OverCommitted and keeps, in
+// excess, by how much it is over, for its evicted jobs to go back within.
+func (c *cycle) findOverCommitted() {
+	for ni := 0; ni < c.db.NodeCount(); ni++ {
+		a := c.db.Allocatable(ni, evictedLevel)
+		if !a.AnyNegative() {
+			continue
 		}
-		n.Unschedulable = true
-		snap.Nodes[ni] = &n
-		names = append(names, n.Name)
+		if c.excess == nil {
+			c.excess = make([]flotilla.Resources, c.db.NodeCount())
+		}
+		e := make(flotilla.Resources, len(a))
+		for r, v := range a {
+			e[r] = max(-v, 0)
+		}
+		c.excess[ni] = e
+		c.res.OverCommitted = append(c.res.OverCommitted, c.db.Node(ni).Name)
 	}
-	return &snap, names
+}
+
+// excessOf is node's excess (see cycle.excess), nil when it is not
+// over-committed.
+func (c *cycle) excessOf(node int) flotilla.Resources {
+	if c.excess == nil {
+		return nil
+	}
+	return c.excess[node]
 }
 
 // smallScan is how many names a lookup compares one by one before it

@@ -59,9 +59,16 @@
 // and class known (compared by name when there are at most eight, hashed
 // otherwise), and node known. A node whose running jobs request more
 // than its total is not an error (Kubernetes lets a node's allocatable
-// shrink under its pods): the cycle treats it as full, cordoned with its
-// total raised to what its jobs request, and names it in
-// Result.OverCommitted. A
+// shrink under its pods): it is over-committed, a full node, named in
+// Result.OverCommitted. The node database keeps it as it is (package
+// binpack): it takes nothing new until preemption brings it back under its
+// total, and a job that only it could take is told there is no room
+// (ReasonNoRoom), not that it never fits. Urgency preemption places a job
+// there only if the jobs it preempts bring the node, job included, within
+// its total, and new work displaces its evicted jobs only as far as that
+// too; its evicted jobs go back to it within what it held (each going back
+// adds nothing to it), so eviction to fair share alone preempts nothing
+// there. No node ends holding more than its total or what it held. A
 // caller can spare the lookup of each job's node by name with
 // Running.NodeIndex, the node's place in Snapshot.Nodes (from 1): the
 // hint is checked against the name and ignored when it does not match.

@@ -212,9 +212,11 @@ func (c *cycle) gangOf(ri int32) []int32 {
 // tryEvicted puts an evicted job back on its own node if it fits there
 // among the jobs not evicted, searching at its own class level, where the
 // other evicted jobs' holds do not count: so when new work displaced some
-// evicted jobs, those offered last are the ones that do not fit. Either way
-// its hold is released; a job that does not go back will be preempted. A
-// gang member brings back its whole gang, each on its own node, or none.
+// evicted jobs, those offered last are the ones that do not fit. On a node
+// that started the cycle over-committed it fits within the node's excess
+// (fitsBack). Either way its hold is released; a job that does not go back
+// will be preempted. A gang member brings back its whole gang, each on its
+// own node, or none.
 func (c *cycle) tryEvicted(qi int, ri int32) {
 	// Copy: gangOf's buffer is reused by makeRoom below.
 	members := c.backBuf[:0]
@@ -266,7 +268,7 @@ func (c *cycle) tryEvicted(qi int, ri int32) {
 		c.query = c.makeQuery(r.job, int(r.queue), level)
 		c.query.OnlyNode = int(r.node)
 		c.query.Constraint = c.stayConstraint(r.job)
-		if _, fits := c.db.Select(&c.query); !fits {
+		if !c.fitsBack(&c.query) {
 			c.db.Rollback(mark)
 			c.markTried(members)
 			return
@@ -283,10 +285,33 @@ func (c *cycle) tryEvicted(qi int, ri int32) {
 	c.putBack += len(members)
 	for i, m := range members {
 		n := int(c.run[m].node)
-		if !slices.ContainsFunc(members[:i], func(o int32) bool { return int(c.run[o].node) == n }) && !c.nodeFits(n) {
-			c.makeRoom(n, level, c.run[m].job)
+		if slack := c.excessOf(n); !slices.ContainsFunc(members[:i], func(o int32) bool { return int(c.run[o].node) == n }) && !c.nodeFits(n, slack) {
+			c.makeRoom(n, level, slack, c.run[m].job)
 		}
 	}
+}
+
+// fitsBack reports whether an evicted job fits back on its node, q being
+// its query restricted to that node (Query.OnlyNode). A node that started
+// the cycle over-committed takes its own jobs back within its excess:
+// going back, they make it hold no more than it held, while new work
+// finds it full until it is back under its total.
+func (c *cycle) fitsBack(q *binpack.Query) bool {
+	slack := c.excessOf(q.OnlyNode)
+	if slack == nil {
+		_, ok := c.db.Select(q)
+		return ok
+	}
+	if !c.db.Admits(q.Constraint, q.OnlyNode) {
+		return false
+	}
+	a := c.db.Allocatable(q.OnlyNode, q.Level)
+	for r, v := range q.Requests {
+		if v > a[r]+slack[r] {
+			return false
+		}
+	}
+	return true
 }
 
 // stayConstraint is the constraint an evicted job goes back to the node

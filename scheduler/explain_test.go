@@ -323,3 +323,47 @@ func putBackBeforeBigJob(t *testing.T, mod func(*flotilla.Job), msg string) {
 	assert.Equal(t, msg+" (room counts what evicted jobs hold;"+
 		" the 32 put back earlier in this cycle, ahead of this job in fair-share order, keep theirs)", why.Message)
 }
+
+// A node whose running jobs request more than its total (its allocatable
+// shrank under them) is full, not cordoned: a job that only it could take
+// waits for room (ReasonNoRoom), short of the whole request there, as on a
+// node with nothing free, not "1 cordoned" (ReasonNeverFits). Under both
+// strategies, for a lone job and a gang.
+func TestOverCommittedNodeIsExplainedAsNoRoomNotCordoned(t *testing.T) {
+	for _, c := range []struct {
+		strategy scheduler.Strategy
+		gang     bool
+	}{{scheduler.ProgressiveFilling, false}, {scheduler.ProgressiveFilling, true}, {scheduler.Lottery, false}} {
+		t.Run(fmt.Sprintf("%s gang=%v", c.strategy, c.gang), func(t *testing.T) {
+			w := newWorld(t)
+			w.cfg.Strategy = c.strategy
+			if c.strategy == scheduler.Lottery {
+				w.cfg.PriorityHalftime = time.Hour
+			}
+			labelledNode(w, "pool-a", "4", map[string]string{"pool": "a"})
+			w.addNodes(1, "8")
+			w.addQueue("A", 1)
+			w.addQueue("B", 1)
+			w.run("A", "3", "pool-a", nonPreemptible)
+			w.run("A", "3", "pool-a", nonPreemptible)
+			mods := []func(*flotilla.Job){nonPreemptible, func(j *flotilla.Job) { j.NodeSelector = map[string]string{"pool": "a"} }}
+			if c.gang {
+				mods = append(mods, inGang("g", 1, ""))
+			}
+			w.submit("B", 1, "1", mods...)
+			res := w.schedule()
+			require.Equal(t, []string{"pool-a"}, res.OverCommitted)
+			require.Empty(t, res.Scheduled)
+			require.Len(t, res.UnscheduledJobs, 1)
+			why := res.UnscheduledJobs[0].Reason
+			assert.Equal(t, scheduler.ReasonNoRoom, why.Code, why.Message)
+			assert.Contains(t, why.Message, "0/2 nodes fit: 1 node selector pool=a mismatched, 1 short of cpu by at least 1")
+			assert.NotContains(t, why.Message, "cordoned")
+			require.NotNil(t, why.Search)
+			assert.Equal(t, []scheduler.Shortfall{{Resource: "cpu", Amount: w.res("1")[0], Nodes: 1}}, why.Search.Shortfall)
+			for _, f := range why.Search.Filtered {
+				assert.NotEqual(t, scheduler.FilterCordoned, f.Filter)
+			}
+		})
+	}
+}

@@ -296,7 +296,7 @@ func (c *cycle) try(qi int) {
 	c.db.Bind(node, qi, c.s.bindLevel[ci], j.Requests)
 	c.db.Forget()
 	if displacing {
-		c.makeRoom(node, c.s.classLevel[ci], j)
+		c.makeRoom(node, c.s.classLevel[ci], nil, j)
 		c.displaceOn(node, j)
 	}
 	c.account(qi, ci, j.Requests)

@@ -105,8 +105,8 @@ func (c *cycle) tryGang(qi int) {
 		if (!displacing && c.held == 0) || slices.Contains(nodes[:i], n) {
 			continue
 		}
-		if displacing && !c.nodeFits(n) {
-			c.makeRoom(n, search, g.Members[i].Job)
+		if displacing && !c.nodeFits(n, nil) {
+			c.makeRoom(n, search, nil, g.Members[i].Job)
 		}
 		c.displaceOn(n, g.Members[i].Job)
 	}

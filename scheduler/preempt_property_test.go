@@ -352,12 +352,15 @@ func TestPropertyRunningOrderDoesNotMatter(t *testing.T) {
 }
 
 // A node whose total shrinks below what its running jobs request is
-// full, whatever else the cycle does (fair-share preemption included):
-// the cycle succeeds, names the node, places nothing new on it, and no
-// node ends over-committed beyond where it started.
+// full, whatever else the cycle does (fair-share preemption and urgency
+// included): the cycle succeeds and names the node; it takes nothing new
+// unless jobs on it are preempted, and then only what fits its (shrunk)
+// total once they are gone; no node ends holding more than it started
+// with or than its total; and no explanation counts it as cordoned (it
+// is a node without room).
 func TestPropertyOverCommittedNodeTakesNothingNew(t *testing.T) {
 	p := properties(t)
-	p.Property("a node shrunk under its jobs is full, and the cycle goes on", prop.ForAll(func(seed uint64) string {
+	p.Property("a node shrunk under its jobs is full until preemption brings it under its total", prop.ForAll(func(seed uint64) string {
 		w := preemptWorld(t, seed)
 		used := map[string]flotilla.Resources{}
 		for _, r := range w.snap.Running {
@@ -384,19 +387,41 @@ func TestPropertyOverCommittedNodeTakesNothingNew(t *testing.T) {
 		w.snap.Nodes[at] = &shrunk
 		before := shrunk
 		before.Total = shrunk.Total.Clone()
+		cordoned := 0
+		for _, n := range w.snap.Nodes {
+			if n.Unschedulable {
+				cordoned++
+			}
+		}
 		res := w.schedule(t)
 		if !slices.Equal(res.OverCommitted, []string{orig.Name}) {
 			return fmt.Sprintf("over-committed %v, want [%s]", res.OverCommitted, orig.Name)
 		}
-		for _, a := range res.Scheduled {
-			if a.Node == orig.Name {
-				return fmt.Sprintf("%s placed on the over-committed %s", a.Job.ID, a.Node)
-			}
-		}
 		if !shrunk.Total.Equal(before.Total) || shrunk.Unschedulable != before.Unschedulable {
 			return "the caller's node was modified"
 		}
-		// With its first total back, the node holds no more than before.
+		for _, g := range res.Unscheduled {
+			if g.Reason.Search == nil {
+				continue
+			}
+			for _, f := range g.Reason.Search.Filtered {
+				if f.Filter == scheduler.FilterCordoned && f.Nodes > cordoned {
+					return fmt.Sprintf("a job of queue %s explained with %d cordoned nodes of %d: %s", g.Queue, f.Nodes, cordoned, g.Reason.Message)
+				}
+			}
+		}
+		landed := slices.ContainsFunc(res.Scheduled, func(a scheduler.Assignment) bool { return a.Node == orig.Name })
+		if landed {
+			if !slices.ContainsFunc(res.Preempted, func(p scheduler.Preemption) bool { return p.Node == orig.Name }) {
+				return fmt.Sprintf("a job placed on the over-committed %s, none of its jobs preempted", orig.Name)
+			}
+			// Something new there: the node ends within its shrunk total.
+			if msg := overCommitted(w, res); msg != "" {
+				return "after a placement on the over-committed node: " + msg
+			}
+		}
+		// With its first total back, the node holds no more than before,
+		// and every other node fits its total.
 		w.snap.Nodes[at] = orig
 		return overCommitted(w, res)
 	}, gen.UInt64()))

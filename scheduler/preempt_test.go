@@ -448,3 +448,76 @@ func TestFairSharePassesOverProtectedJobsAndTheirGangs(t *testing.T) {
 	assert.Empty(t, res.Preempted, "every job of A protected")
 	assert.Empty(t, res.Scheduled)
 }
+
+// A node whose running jobs request more than its total is full, but
+// urgency may still use it: a job of higher priority lands there when
+// preempting lower-priority jobs brings the node back under its total
+// with the job placed, and then the fewest such jobs go. Here 3×2 cores
+// run on a node of 4: a 2-core job of higher priority preempts two of
+// them, leaving 2+2 of 4, not one (which would leave 6 of 4).
+func TestUrgencyOnAnOverCommittedNodePreemptsUntilTheJobFitsItsTotal(t *testing.T) {
+	w := newWorld(t)
+	w.cfg.EvictionProbability = 0
+	w.addNodes(1, "4")
+	w.addQueue("A", 1)
+	w.addQueue("B", 1)
+	for range 3 {
+		w.run("A", "2", "node-0", preemptible)
+	}
+	urgent := w.submit("B", 1, "2", nonPreemptible)[0]
+	res := w.schedule()
+	assert.Equal(t, []string{"node-0"}, res.OverCommitted)
+	require.Len(t, res.Scheduled, 1)
+	assert.Equal(t, urgent, res.Scheduled[0].Job)
+	require.Len(t, res.Preempted, 2)
+	for _, p := range res.Preempted {
+		assert.Equal(t, scheduler.PreemptedForUrgency, p.Reason)
+		assert.Equal(t, urgent, p.For)
+	}
+}
+
+// Preemption to fair share on an over-committed node: its evicted jobs go
+// back to it as far as it held them (going back, they add nothing to what
+// it held), so eviction alone preempts nothing there.
+func TestEvictedJobsGoBackToTheirOverCommittedNode(t *testing.T) {
+	w := newWorld(t)
+	w.cfg.ProtectedFractionOfFairShare = 0 // every queue with jobs is evicted
+	w.addNodes(1, "4")
+	w.addQueue("A", 1)
+	w.run("A", "3", "node-0", preemptible)
+	w.run("A", "3", "node-0", preemptible)
+	res := w.schedule()
+	assert.Equal(t, []string{"node-0"}, res.OverCommitted)
+	assert.Empty(t, res.Preempted, "both evicted jobs went back")
+}
+
+// New work displaces evicted jobs from an over-committed node only as far
+// as brings it back under its total with the new job placed: B's 1-core
+// job displaces one of A's 3-core jobs from a node of 4 (3+1 of 4), a
+// 2-core job both (one would leave 3+2).
+func TestNewWorkDisplacesEvictedJobsFromAnOverCommittedNodeUntilItFits(t *testing.T) {
+	for _, c := range []struct {
+		cpu       string
+		displaced int
+	}{{"1", 1}, {"2", 2}} {
+		t.Run(c.cpu, func(t *testing.T) {
+			w := newWorld(t)
+			w.cfg.ProtectedFractionOfFairShare = 0
+			w.addNodes(1, "4")
+			w.addQueue("A", 1)
+			w.addQueue("B", 1)
+			w.run("A", "3", "node-0", preemptible)
+			w.run("A", "3", "node-0", preemptible)
+			job := w.submit("B", 1, c.cpu, preemptible)[0]
+			res := w.schedule()
+			assert.Equal(t, []string{"node-0"}, res.OverCommitted)
+			require.Len(t, res.Scheduled, 1)
+			assert.Equal(t, job, res.Scheduled[0].Job)
+			require.Len(t, res.Preempted, c.displaced)
+			for _, p := range res.Preempted {
+				assert.Equal(t, scheduler.PreemptedForFairShare, p.Reason)
+				assert.Equal(t, job, p.For)
+			}
+		})
+	}
+}

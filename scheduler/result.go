@@ -17,8 +17,10 @@ type Result struct {
 	// OverCommitted names, in snapshot order, the nodes whose running
 	// jobs request more than their total (Kubernetes lets a node's
 	// allocatable shrink under its pods). The cycle treated each as full:
-	// cordoned, its total raised to what its jobs request, so that it
-	// took nothing new and its jobs stayed.
+	// it took nothing new unless preemption brought it back under its
+	// total, its evicted jobs could go back to it, and a job that only it
+	// could take was explained as finding no room there (see the package
+	// documentation).
 	OverCommitted []string
 	// Unscheduled are the queued jobs the cycle examined and did not place,
 	// in groups of the same queue, reason code and scheduling key, in the

@@ -86,7 +86,8 @@ func (s *Scheduler) Config() Config { return s.cfg }
 // The cycle's stages, in order:
 //
 //  1. Take stock (newCycle): check the snapshot; build the node database
-//     with the running jobs bound; the cost model, per-class caps, each
+//     once, with the running jobs bound (noting the nodes they
+//     over-commit); the cost model, per-class caps, each
 //     queue's demand (from the store), fair and adjusted fair shares, and
 //     the rate-limit buckets at now.
 //  2. Evict to fair share: the preemptible jobs of queues above their

@@ -308,6 +308,34 @@ func TestOverCommittedNodeIsTreatedAsFull(t *testing.T) {
 	}
 }
 
+// A cycle over an over-committed node builds its node database once, as
+// any cycle does: it allocates no more than the same cycle with the node's
+// total raised to what its jobs request (a second build over a patched
+// snapshot, as the cycle once made, doubles what taking stock allocates).
+func TestOverCommittedNodeBuildsTheNodeDatabaseOnce(t *testing.T) {
+	w := newWorld(t)
+	w.addNodes(200, "4")
+	w.addQueue("A", 1)
+	for i := range w.nodes {
+		w.run("A", "2", w.nodes[i].Name, nonPreemptible)
+	}
+	w.run("A", "3", "node-0", nonPreemptible) // 5 cores of 4
+	s, err := scheduler.New(w.cfg)
+	require.NoError(t, err)
+	allocs := func() float64 {
+		return testing.AllocsPerRun(3, func() {
+			_, err := s.Schedule(context.Background(), w.snapshot(), t0)
+			require.NoError(t, err)
+		})
+	}
+	over := allocs()
+	res := w.schedule()
+	require.Equal(t, []string{"node-0"}, res.OverCommitted)
+	w.nodes[0] = &flotilla.Node{Name: "node-0", Total: w.res("5")}
+	fits := allocs()
+	assert.LessOrEqual(t, over, fits+4, "allocations with the over-committed node (%v) against without (%v)", over, fits)
+}
+
 // Running.NodeIndex is only a hint: the job is bound to the node Running.Node
 // names, whatever a hint naming another node or out of range says, and a
 // hint naming the right node gives the same decision as none.

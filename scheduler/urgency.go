@@ -14,8 +14,11 @@ import (
 // within a priority, the jobs that would be rescheduled last first (the
 // queue furthest above its fair share, then the latest started). Gang
 // members take their whole gang with them. by is the job whose placement
-// needed the room, recorded in the victims' Preemptions.
-func (c *cycle) makeRoom(node, level int, by *flotilla.Job) {
+// needed the room, recorded in the victims' Preemptions. slack is how far
+// below zero allocatable may stay: nil for new work, which must fit the
+// node's total; an over-committed node's excess for its evicted jobs going
+// back (tryEvicted), which may leave it as far over as it started.
+func (c *cycle) makeRoom(node, level int, slack flotilla.Resources, by *flotilla.Job) {
 	cand := c.victims[:0]
 	for _, ri := range c.nodeRun[node] {
 		r := &c.run[ri]
@@ -61,7 +64,7 @@ func (c *cycle) makeRoom(node, level int, by *flotilla.Job) {
 	starts = append(starts, len(members))
 	c.unitMembers, c.unitStarts = members, starts
 	unit := func(u int) []int32 { return members[starts[u]:starts[u+1]] }
-	kept := preempt.Fewest(len(starts)-1, func() bool { return c.nodeFits(node) },
+	kept := preempt.Fewest(len(starts)-1, func() bool { return c.nodeFits(node, slack) },
 		func(u int) {
 			for _, ri := range unit(u) {
 				r := &c.run[ri]
@@ -148,11 +151,21 @@ func (c *cycle) refresh(q int) {
 }
 
 // nodeFits reports whether every class level of node has non-negative
-// allocatable (the evicted level may stay negative: that is displacement).
-func (c *cycle) nodeFits(node int) bool {
+// allocatable (the evicted level may stay negative: that is displacement),
+// or with slack (not nil) allocatable no further below zero than slack.
+func (c *cycle) nodeFits(node int, slack flotilla.Resources) bool {
 	for l := evictedLevel + 1; l < len(c.s.levels); l++ {
-		if c.db.Allocatable(node, l).AnyNegative() {
-			return false
+		a := c.db.Allocatable(node, l)
+		if slack == nil {
+			if a.AnyNegative() {
+				return false
+			}
+			continue
+		}
+		for r, v := range a {
+			if v+slack[r] < 0 {
+				return false
+			}
 		}
 	}
 	return true

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/events"
 	"github.com/flotilla-sched/flotilla/scheduler"
@@ -213,7 +212,7 @@ func (s *Server) snapshot(now time.Time) *scheduler.Snapshot {
 			r.NodeIndex += base
 			snap.Running = append(snap.Running, r)
 		}
-		snap.Nodes = append(snap.Nodes, c.fullNodes(c.used, c.width)...)
+		snap.Nodes = append(snap.Nodes, c.snap...)
 	}
 	qnames := make([]string, 0, len(s.queues))
 	for name := range s.queues {
@@ -224,36 +223,6 @@ func (s *Server) snapshot(now time.Time) *scheduler.Snapshot {
 		snap.Queues = append(snap.Queues, s.queues[name])
 	}
 	return snap
-}
-
-// fullNodes returns the cluster's snapshot nodes, given what its live jobs
-// request on each (used, width resources per node): c.snap, except that a
-// node whose jobs request more than its total (it shrank under them) is a
-// cordoned copy whose total is what they request. The node takes nothing
-// new, instead of being an error that would stop every cycle.
-func (c *cluster) fullNodes(used []int64, width int) []*flotilla.Node {
-	out, copied := c.snap, false
-	for i, n := range c.snap {
-		u := used[i*width : (i+1)*width]
-		over := false
-		for k := range u {
-			over = over || u[k] > n.Total[k]
-		}
-		if !over {
-			continue
-		}
-		if !copied {
-			out, copied = slices.Clone(c.snap), true
-		}
-		m := *n
-		m.Total = slices.Clone(n.Total)
-		for k := range u {
-			m.Total[k] = max(m.Total[k], u[k])
-		}
-		m.Unschedulable = true
-		out[i] = &m
-	}
-	return out
 }
 
 // decisions turns a cycle's result into events: leases for the jobs

@@ -303,18 +303,29 @@ func TestClusterWhoseNodeShrankUnderItsJobsDoesNotStopTheCycles(t *testing.T) {
 	}
 }
 
-func TestNodeThatShrankUnderItsJobsTakesNoNewJobEvenByPreemption(t *testing.T) {
+// A node that shrank under its jobs is full: its queue's next job of the
+// same priority finds no room there (its evicted jobs go back, nothing
+// goes), and a job of higher priority lands there only by preempting enough of them
+// that it fits the node's new total: 3 one-core jobs on a node now of 2,
+// a one-core urgent job preempts two of them.
+func TestNodeThatShrankUnderItsJobsTakesANewJobOnlyByPreemptingItBackUnderItsTotal(t *testing.T) {
 	w, ids := fullOfPreemptible(t, 3)
 	hold := make([]JobReport, len(ids))
 	for i, id := range ids {
 		hold[i] = JobReport{Job: id, Attempt: 1, Phase: PhaseRunning}
 	}
 	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 1, 2), Jobs: hold})
-	urgent := w.submit("A", "s2", JobTemplate{Requests: map[string]string{"cpu": "1"}, PriorityClass: flotilla.ArmadaDefault})[0]
+	same := w.submit("A", "s2", JobTemplate{Requests: map[string]string{"cpu": "1"}, PriorityClass: flotilla.ArmadaPreemptible})[0]
 	rep := w.cycle()
 	require.Zero(t, rep.Preempted)
 	require.Zero(t, rep.Leased)
-	require.Equal(t, events.Queued, w.state(urgent))
+	require.Equal(t, events.Queued, w.state(same))
+
+	urgent := w.submit("A", "s3", JobTemplate{Requests: map[string]string{"cpu": "1"}, PriorityClass: flotilla.ArmadaDefault})[0]
+	rep = w.cycle()
+	require.Equal(t, 2, rep.Preempted)
+	require.Equal(t, 1, rep.Leased)
+	require.Equal(t, "c1", w.clusterOf(urgent))
 }
 
 // BenchmarkSnapshot builds a cycle's snapshot of 10 clusters × 1,000

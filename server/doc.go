@@ -43,7 +43,8 @@
 //     not hold up the service.
 //   - Cycle expires leases, fails jobs past their active deadline, takes a
 //     snapshot of every live cluster (a gang lands in one; a node that
-//     shrank under its live jobs is full and cordoned, not an error),
+//     shrank under its live jobs is full, not an error: the core takes
+//     it as it is, see scheduler's Result.OverCommitted),
 //     calls scheduler.Schedule, and writes the decision as leased and
 //     preempted events. Submissions, cancellations and reports go on while Schedule
 //     runs.

@@ -202,13 +202,10 @@ type cluster struct {
 	ids, spareIDs []string
 	// run holds the snapshot entry of each live[i] at run[i] (zero at the
 	// holes; NodeIndex is the node's index in nodes, -1 when the cluster
-	// no longer reports it), and used what the live jobs request on each
-	// node, width resources per node. Both follow every lease that comes
-	// and goes, so that a cycle's snapshot copies dense memory rather
-	// than visiting every running job. spareRun is sortLive's buffer.
+	// no longer reports it). It follows every lease that comes and goes,
+	// so that a cycle's snapshot copies dense memory rather than visiting
+	// every running job. spareRun is sortLive's buffer.
 	run, spareRun []scheduler.Running
-	used          []int64
-	width         int
 	// nextDue, when dueKnown, is no later than the time the first live
 	// lease falls due (expires or passes its job's deadline): until then
 	// a cycle need not look at the cluster's leases. Renewals only delay
@@ -228,7 +225,7 @@ type nodeRef struct {
 func (s *Server) cluster(name string) *cluster {
 	c := s.clusters[name]
 	if c == nil {
-		c = &cluster{name: name, index: map[string]int{}, width: s.cat.Schema.Len()}
+		c = &cluster{name: name, index: map[string]int{}}
 		s.clusters[name] = c
 	}
 	return c
@@ -274,27 +271,14 @@ func (j *job) due(timeout time.Duration) time.Time {
 }
 
 // runOf is the snapshot entry of live job j (whose lease's node index is
-// set), and adds what j requests to its node's use.
+// set).
 func (c *cluster) runOf(j *job) scheduler.Running {
 	l := j.lease
 	r := scheduler.Running{Job: j.sched, NodeIndex: int(l.nodeIdx), Start: l.leased}
 	if l.nodeIdx >= 0 {
 		r.Node = c.snap[l.nodeIdx].Name
-		c.charge(&r, 1)
 	}
 	return r
-}
-
-// charge adds (sign 1) or takes back (-1) what a snapshot entry's job
-// requests on its node, which the cluster reports.
-func (c *cluster) charge(r *scheduler.Running, sign int64) {
-	if c.width == 0 {
-		return
-	}
-	u := c.used[r.NodeIndex*c.width : (r.NodeIndex+1)*c.width]
-	for k, v := range r.Job.Requests {
-		u[k] += sign * v
-	}
 }
 
 // place returns live job j's index in live.
@@ -311,9 +295,6 @@ func (c *cluster) place(j *job) int {
 // removeLive ends j's lease on the cluster.
 func (c *cluster) removeLive(j *job) {
 	p := c.place(j)
-	if r := &c.run[p]; r.NodeIndex >= 0 {
-		c.charge(r, -1)
-	}
 	c.run[p] = scheduler.Running{}
 	c.live[p] = nil
 	c.holes++
@@ -413,7 +394,6 @@ func (c *cluster) setNodes(s *Server, nodes []flotilla.Node) {
 		c.index[nodes[i].Name] = i
 		s.nodes[n.Name] = nodeRef{cluster: c, node: nodes[i].Name}
 	}
-	c.used = make([]int64, len(nodes)*c.width)
 	for i, j := range c.live {
 		if j == nil {
 			continue

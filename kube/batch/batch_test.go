@@ -287,6 +287,28 @@ func TestUrgencyPreemptionEvictsWithGracePeriodThenBinds(t *testing.T) {
 	}
 }
 
+// A node whose allocatable shrank under its pods goes to the core as it
+// is, over-committed: an urgent pod lands there only by evicting enough
+// pods that it fits the node's allocatable (3 one-core pods on a node now
+// of 2: two go, not one, which would leave 3 cores bound on 2).
+func TestUrgencyOnANodeThatShrankEvictsUntilThePodFitsItsAllocatable(t *testing.T) {
+	low := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "low"}, Value: 10}
+	high := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000}
+	objs := []runtime.Object{low, high, testNode("n1", "2"),
+		testPod("urgent", "1", func(p *corev1.Pod) { p.Spec.PriorityClassName = "high" })}
+	for _, name := range []string{"a", "b", "c"} {
+		objs = append(objs, testPod(name, "1", func(p *corev1.Pod) { p.Spec.PriorityClassName = "low"; p.Spec.NodeName = "n1" }))
+	}
+	f := newFixture(t, objs...)
+	rep := f.cycle()
+	if got := rep.Result.OverCommitted; len(got) != 1 || got[0] != "n1" {
+		t.Fatalf("over-committed %v, want [n1]", got)
+	}
+	if rep.Evicted != 2 || rep.Waiting != 1 {
+		t.Fatalf("evicted %d, waiting %d: want 2 evicted for the urgent pod", rep.Evicted, rep.Waiting)
+	}
+}
+
 // Pods of other schedulers use their node's capacity; Flotilla never
 // preempts them.
 func TestOtherSchedulersPodsHoldCapacityAndAreNeverPreempted(t *testing.T) {

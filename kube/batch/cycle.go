@@ -132,7 +132,6 @@ func (s *Scheduler) Cycle(ctx context.Context) (*Report, error) {
 // Called with mu held.
 func (s *Scheduler) snapshot() (*scheduler.Snapshot, int) {
 	held := map[string]flotilla.Resources{}
-	used := map[string]flotilla.Resources{}
 	var running []scheduler.Running
 	protected := 0
 	queues := map[string]bool{}
@@ -147,7 +146,6 @@ func (s *Scheduler) snapshot() (*scheduler.Snapshot, int) {
 				protected++
 			}
 			running = append(running, scheduler.Running{Job: ps.job, Node: ps.node, Start: startOf(ps.pod), Protected: refused})
-			addTo(used, ps.node, ps.job.Requests, s.schema)
 			queues[ps.job.Queue] = true
 		case kindHeld:
 			if ps.req != nil {
@@ -168,14 +166,11 @@ func (s *Scheduler) snapshot() (*scheduler.Snapshot, int) {
 		if h := held[name]; h != nil {
 			n.Total.Sub(h)
 		}
-		u := used[name]
 		for r := range n.Total {
+			// An over-committed node (allocatable shrank, pods bound
+			// around the scheduler) goes as it is: the core takes it
+			// as full (scheduler.Result.OverCommitted).
 			n.Total[r] = max(n.Total[r], 0)
-			if u != nil {
-				// An overcommitted node (allocatable shrank, pods bound
-				// around the scheduler) has no room, but is no error.
-				n.Total[r] = max(n.Total[r], u[r])
-			}
 		}
 		nodes[i] = &n
 	}
