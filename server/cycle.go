@@ -39,8 +39,9 @@ type CycleReport struct {
 //     was requested) and jobs past their active deadline fail; one write.
 //  2. A snapshot is taken of the clusters that reported within the lease
 //     timeout (their nodes and live leases; a node whose live jobs request
-//     more than its reported total is full and cordoned), the queues, and
-//     the queued jobs, and scheduler.Schedule decides. Submissions, cancellations
+//     more than its reported total goes to the core as it is, which holds
+//     it full: see scheduler.Result.OverCommitted), the queues, and the
+//     queued jobs, and scheduler.Schedule decides. Submissions, cancellations
 //     and reports proceed meanwhile; their changes to the queued jobs are
 //     applied when Schedule returns.
 //  3. The decision becomes leased and preempted events, one write, except

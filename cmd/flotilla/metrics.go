@@ -27,6 +27,9 @@ type metrics struct {
 	deadlines   prometheus.Counter
 	rejections  prometheus.Counter
 	requests    *prometheus.CounterVec
+	// overCommitted is the number of nodes the last cycle found holding
+	// more than their total (scheduler.Result.OverCommitted).
+	overCommitted prometheus.Gauge
 }
 
 // newMetrics returns serve's metrics; srv returns the service whose
@@ -49,8 +52,11 @@ func newMetrics(srv func() *server.Server, leading func() bool) *metrics {
 			Help: "Submissions refused as bad input (HTTP 400/413)."}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flotilla_http_requests_total",
 			Help: "HTTP requests by route and status code."}, []string{"route", "code"}),
+		overCommitted: prometheus.NewGauge(prometheus.GaugeOpts{Name: "flotilla_overcommitted_nodes",
+			Help: "Nodes whose running jobs requested more than the node's total in the last cycle (full: they take nothing new until preemption brings them back under it)."}),
 	}
 	m.reg.MustRegister(m.cycleTime, m.cycleErrors, m.leases, m.preemptions, m.expiries, m.deadlines, m.rejections, m.requests,
+		m.overCommitted,
 		newQueueCollector(srv), prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "flotilla_leader",
 			Help: "1 while this process leads (runs cycles), 0 while it follows (forwards requests to the leader)."},
 			func() float64 {
@@ -77,6 +83,11 @@ func (m *metrics) cycle(rep *server.CycleReport, d time.Duration, err error) {
 	m.preemptions.Add(float64(rep.Preempted))
 	m.expiries.Add(float64(rep.Expired))
 	m.deadlines.Add(float64(rep.DeadlineExceeded))
+	n := 0
+	if rep.Result != nil {
+		n = len(rep.Result.OverCommitted)
+	}
+	m.overCommitted.Set(float64(n))
 }
 
 // observe records one HTTP request (httpapi.Options.Observe).
