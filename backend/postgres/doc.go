@@ -148,7 +148,8 @@
 // queued jobs, BenchmarkRestartWith1MQueuedJobs); no connection is held
 // while it waits for the callback, memory stays at three pages whatever
 // the number of jobs, and the goroutine has ended when LiveJobs returns.
-// Events reads one job set's log by sequence number with LIMIT.
+// Events reads one job set's log by sequence number with LIMIT; without
+// a limit, in pages of 10,000 (keyset pagination by sequence number).
 //
 // # Leader lease
 //
