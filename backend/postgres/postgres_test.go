@@ -222,6 +222,38 @@ func submitN(t testing.TB, b backend.Backend, q, s string, from, n int) {
 	}
 }
 
+// TestEventsWithoutALimitReadsTheWholeLogPageByPage: a log longer than a
+// page comes back whole and in order, from any starting point, each page a
+// call of its own bound.
+func TestEventsWithoutALimitReadsTheWholeLogPageByPage(t *testing.T) {
+	ctx := context.Background()
+	b := open(t, freshSchema(t))
+	if err := b.CreateQueue(ctx, flotilla.Queue{Name: "A"}); err != nil {
+		t.Fatal(err)
+	}
+	const n = eventsPage + 3
+	submitN(t, b, "A", "s", 0, n)
+	for _, from := range []uint64{0, 2, n - eventsPage, n - eventsPage + 1, n, n + 1} {
+		evs, err := b.Events(ctx, "A", "s", from, 0)
+		if err != nil {
+			t.Fatalf("Events from %d: %v", from, err)
+		}
+		first := max(from, 1)
+		want := 0
+		if first <= n {
+			want = int(n - first + 1)
+		}
+		if len(evs) != want {
+			t.Fatalf("Events from %d: %d events, want %d", from, len(evs), want)
+		}
+		for i, e := range evs {
+			if e.Seq != first+uint64(i) || e.Job != fmt.Sprintf("j%05d", first+uint64(i)-1) {
+				t.Fatalf("Events from %d: [%d] is seq %d of %s, want seq %d", from, i, e.Seq, e.Job, first+uint64(i))
+			}
+		}
+	}
+}
+
 func TestExecutorsAndQueuesReadBackWhole(t *testing.T) {
 	ctx := context.Background()
 	b := open(t, freshSchema(t))
