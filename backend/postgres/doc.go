@@ -104,7 +104,7 @@
 // A server that stops answering on an open connection (a network
 // partition, or a server process that hangs: no RST, no FIN) is bounded
 // too. Every call runs under a context deadline of its own: the URL's
-// call_timeout (a Go duration, "10s", or whole seconds;
+// call_timeout (a Go duration, "10s", or whole seconds, up to 24h;
 // DefaultCallTimeout, 10 s, when it sets none; the backend reads it and
 // does not send it to the server), plus a call timeout per 100,000 rows
 // the call writes or reads (a Commit's jobs and events, JobsByID's ids,

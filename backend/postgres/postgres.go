@@ -144,19 +144,23 @@ func poolConfig(url string) (*pgxpool.Config, time.Duration, error) {
 	return cfg, timeout, nil
 }
 
+// maxCallTimeout is the largest call_timeout: a day, as good as none,
+// and far from overflowing a bound over many rows.
+const maxCallTimeout = 24 * time.Hour
+
 // parseCallTimeout reads a call_timeout: a Go duration ("10s", "500ms")
-// or whole seconds, as connect_timeout; positive.
+// or whole seconds, as connect_timeout; positive, at most maxCallTimeout.
 func parseCallTimeout(v string) (time.Duration, error) {
 	d, err := time.ParseDuration(v)
 	if err != nil {
 		n, nerr := strconv.ParseInt(v, 10, 64)
-		if nerr != nil || n > math.MaxInt64/int64(time.Second) {
+		if nerr != nil {
 			return 0, flotilla.Errorf("url."+callTimeoutParam, v, flotilla.ErrMalformed, "want a duration (10s, 500ms) or whole seconds")
 		}
-		d = time.Duration(n) * time.Second
+		d = time.Duration(min(max(n, -1), int64(maxCallTimeout/time.Second)+1)) * time.Second
 	}
-	if d <= 0 {
-		return 0, flotilla.Errorf("url."+callTimeoutParam, v, flotilla.ErrOutOfRange, "want a positive duration")
+	if d <= 0 || d > maxCallTimeout {
+		return 0, flotilla.Errorf("url."+callTimeoutParam, v, flotilla.ErrOutOfRange, "want a positive duration up to %s", maxCallTimeout)
 	}
 	return d, nil
 }

@@ -369,7 +369,11 @@ func TestCallTimeoutIsTheURLsCallTimeoutDefaultWhenAbsentAndNotSentToTheServer(t
 		{"0", 0, flotilla.ErrOutOfRange},
 		{"-1s", 0, flotilla.ErrOutOfRange},
 		{"soon", 0, flotilla.ErrMalformed},
-		{"99999999999999", 0, flotilla.ErrMalformed},
+		{"24h", 24 * time.Hour, nil},
+		{"24h0m1s", 0, flotilla.ErrOutOfRange},
+		{"86401", 0, flotilla.ErrOutOfRange},
+		{"99999999999999", 0, flotilla.ErrOutOfRange},
+		{"1e3", 0, flotilla.ErrMalformed},
 	} {
 		u := base
 		if c.param != "" {
