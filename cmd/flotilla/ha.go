@@ -23,7 +23,10 @@ import (
 // High availability: several serve processes on one database elect one
 // leader with the backend's lease (backend.Leases). The leader runs the
 // service (server.Server) and its cycles; the others forward every API
-// request to the leader's advertised address.
+// request to the leader's advertised address, and answer 503 themselves
+// when the leader has not answered (its response headers) within
+// -forward-timeout (a leader paused, or cut off after it accepted the
+// connection).
 //
 // The elector renews or tries the lease every ttl/3 in a goroutine of its
 // own (so that a long cycle or a reload never delays a renewal). A lease
