@@ -57,6 +57,20 @@ func throughProxy(t testing.TB, u string) (*partitionProxy, string) {
 func (p *partitionProxy) silence() { p.set(true) }
 func (p *partitionProxy) heal()    { p.set(false) }
 
+// healLosing heals, but the connections open during the silence are lost,
+// as when a partition outlasts TCP's patience: what they held is dropped
+// and both ends see them closed.
+func (p *partitionProxy) healLosing() {
+	p.mu.Lock()
+	conns := p.conns
+	p.conns = nil
+	p.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+	p.set(false)
+}
+
 func (p *partitionProxy) set(silent bool) {
 	p.mu.Lock()
 	p.silent = silent
