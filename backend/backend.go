@@ -32,7 +32,8 @@ var (
 	// ErrClosed: the backend was closed.
 	ErrClosed = errors.New("backend closed")
 	// ErrUnavailable: the storage cannot be reached now (a database that
-	// is down, restarting or refusing connections); nothing was changed.
+	// is down, restarting or refusing connections, or that did not answer
+	// within the backend's time limit); nothing was changed.
 	// Retrying later may succeed. A commit whose outcome is unknown wraps
 	// ErrOutcomeUnknown instead (or as well).
 	ErrUnavailable = errors.New("storage unavailable; retry")

@@ -59,13 +59,17 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// write runs fn, a queue, executor or usage write: on the pool when it is
+// write runs fn, a queue, executor or usage write over rows rows (see
+// bound), with the call's bounded context: on the pool when it is
 // unfenced (fence nil) and needs no transaction (inTx false), else in one
 // transaction, after checkFence when fenced. An error of fn holding a
 // *flotilla.FieldError is a refusal (ErrExists, ErrNotFound, ErrNotEmpty),
 // returned as is and rolling the transaction back; any other is the
 // database's, classified by fail as what failed.
-func (b *Backend) write(ctx context.Context, what string, fence *uint64, inTx bool, fn func(db querier) error) error {
+func (b *Backend) write(ctx context.Context, what string, fence *uint64, inTx bool, rows int,
+	fn func(ctx context.Context, db querier) error) error {
+	ctx, cancel := b.bound(ctx, rows)
+	defer cancel()
 	classify := func(err error) error {
 		var fe *flotilla.FieldError
 		if err == nil || errors.As(err, &fe) {
@@ -74,7 +78,7 @@ func (b *Backend) write(ctx context.Context, what string, fence *uint64, inTx bo
 		return b.fail(ctx, what, err)
 	}
 	if fence == nil && !inTx {
-		return classify(fn(b.pool))
+		return classify(fn(ctx, b.pool))
 	}
 	var fenced error
 	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
@@ -84,7 +88,7 @@ func (b *Backend) write(ctx context.Context, what string, fence *uint64, inTx bo
 				return err
 			}
 		}
-		return fn(tx)
+		return fn(ctx, tx)
 	})
 	if fenced != nil {
 		return fenced

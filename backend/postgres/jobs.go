@@ -49,11 +49,17 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 	if err := b.ready(ctx); err != nil {
 		return nil, err
 	}
+	ctx, cancel := b.bound(ctx, len(w.Jobs)+len(w.Events))
+	defer cancel()
 	tx, err := b.pool.Begin(ctx)
 	if err != nil {
 		return nil, b.fail(ctx, "commit", err)
 	}
-	defer tx.Rollback(context.Background()) //nolint:errcheck // a no-op after Commit
+	// Within the call's bound, so that a server gone silent does not hold
+	// the rollback either; once ctx has ended, pgx closes the connection
+	// instead (the server rolls back when it sees it closed). A no-op
+	// after Commit.
+	defer tx.Rollback(ctx) //nolint:errcheck
 	out, err := b.commit(ctx, tx, w, newIdx)
 	if err != nil {
 		return nil, err

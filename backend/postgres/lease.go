@@ -43,6 +43,8 @@ func (b *Backend) Lead(ctx context.Context, holder, address string, ttl time.Dur
 	if err := b.ready(ctx); err != nil {
 		return backend.Lease{}, err
 	}
+	ctx, cancel := b.bound(ctx, 0)
+	defer cancel()
 	var l backend.Lease
 	var token int64
 	err = b.pool.QueryRow(ctx, leadSQL, holder, address, ttl.Microseconds(), b.testNow()).
@@ -61,6 +63,8 @@ func (b *Backend) Resign(ctx context.Context, holder string) error {
 	if err := b.ready(ctx); err != nil {
 		return err
 	}
+	ctx, cancel := b.bound(ctx, 0)
+	defer cancel()
 	_, err := b.pool.Exec(ctx, `UPDATE leader SET expires = coalesce($2::timestamptz, now())
 		WHERE holder = $1 AND expires > coalesce($2::timestamptz, now())`, holder, b.testNow())
 	if err != nil {

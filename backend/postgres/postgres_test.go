@@ -22,6 +22,7 @@ import (
 	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/backend/backendtest"
 	"github.com/flotilla-sched/flotilla/events"
+	"github.com/flotilla-sched/flotilla/server"
 )
 
 // serverURL is the test server's URL from FLOTILLA_POSTGRES_URL (which
@@ -221,6 +222,38 @@ func submitN(t testing.TB, b backend.Backend, q, s string, from, n int) {
 	}
 }
 
+// TestEventsWithoutALimitReadsTheWholeLogPageByPage: a log longer than a
+// page comes back whole and in order, from any starting point, each page a
+// call of its own bound.
+func TestEventsWithoutALimitReadsTheWholeLogPageByPage(t *testing.T) {
+	ctx := context.Background()
+	b := open(t, freshSchema(t))
+	if err := b.CreateQueue(ctx, flotilla.Queue{Name: "A"}); err != nil {
+		t.Fatal(err)
+	}
+	const n = eventsPage + 3
+	submitN(t, b, "A", "s", 0, n)
+	for _, from := range []uint64{0, 2, n - eventsPage, n - eventsPage + 1, n, n + 1} {
+		evs, err := b.Events(ctx, "A", "s", from, 0)
+		if err != nil {
+			t.Fatalf("Events from %d: %v", from, err)
+		}
+		first := max(from, 1)
+		want := 0
+		if first <= n {
+			want = int(n - first + 1)
+		}
+		if len(evs) != want {
+			t.Fatalf("Events from %d: %d events, want %d", from, len(evs), want)
+		}
+		for i, e := range evs {
+			if e.Seq != first+uint64(i) || e.Job != fmt.Sprintf("j%05d", first+uint64(i)-1) {
+				t.Fatalf("Events from %d: [%d] is seq %d of %s, want seq %d", from, i, e.Seq, e.Job, first+uint64(i))
+			}
+		}
+	}
+}
+
 func TestExecutorsAndQueuesReadBackWhole(t *testing.T) {
 	ctx := context.Background()
 	b := open(t, freshSchema(t))
@@ -312,12 +345,59 @@ func TestConnectTimeoutDefaultsWhenTheURLSetsNone(t *testing.T) {
 		{"postgres://postgres@127.0.0.1:1/postgres", DefaultConnectTimeout},
 		{"postgres://postgres@127.0.0.1:1/postgres?connect_timeout=2", 2 * time.Second},
 	} {
-		cfg, err := poolConfig(c.url)
+		cfg, _, err := poolConfig(c.url)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := cfg.ConnConfig.ConnectTimeout; got != c.want {
 			t.Errorf("%s: connect timeout %s, want %s", c.url, got, c.want)
+		}
+	}
+}
+
+func TestCallTimeoutIsTheURLsCallTimeoutDefaultWhenAbsentAndNotSentToTheServer(t *testing.T) {
+	const base = "postgres://postgres@127.0.0.1:1/postgres"
+	for _, c := range []struct {
+		param string // "": none
+		want  time.Duration
+		err   error // the FieldError's sentinel (field url.call_timeout)
+	}{
+		{"", DefaultCallTimeout, nil},
+		{"3", 3 * time.Second, nil},
+		{"1500ms", 1500 * time.Millisecond, nil},
+		{"2m", 2 * time.Minute, nil},
+		{"0", 0, flotilla.ErrOutOfRange},
+		{"-1s", 0, flotilla.ErrOutOfRange},
+		{"soon", 0, flotilla.ErrMalformed},
+		{"24h", 24 * time.Hour, nil},
+		{"24h0m1s", 0, flotilla.ErrOutOfRange},
+		{"86401", 0, flotilla.ErrOutOfRange},
+		{"99999999999999", 0, flotilla.ErrOutOfRange},
+		{"1e3", 0, flotilla.ErrMalformed},
+	} {
+		u := base
+		if c.param != "" {
+			u += "?call_timeout=" + url.QueryEscape(c.param)
+		}
+		for _, s := range []string{u, "host=127.0.0.1 port=1 user=postgres call_timeout=" + c.param} {
+			if c.param == "" && !strings.Contains(s, "://") {
+				continue
+			}
+			cfg, got, err := poolConfig(s)
+			if c.err != nil {
+				var fe *flotilla.FieldError
+				if !errors.As(err, &fe) || fe.Field != "url.call_timeout" || fe.Value != c.param || !errors.Is(err, c.err) {
+					t.Errorf("%s: error %v, want a FieldError url.call_timeout %q %v", s, err, c.param, c.err)
+				}
+				continue
+			}
+			if err != nil || got != c.want {
+				t.Errorf("%s: call timeout %s, %v; want %s", s, got, err, c.want)
+				continue
+			}
+			if v, ok := cfg.ConnConfig.RuntimeParams["call_timeout"]; ok {
+				t.Errorf("%s: call_timeout=%q would be sent to the server as a run-time parameter", s, v)
+			}
 		}
 	}
 }
@@ -350,6 +430,178 @@ func TestConnectionsTheServerEndsAreErrUnavailableAndTheNextCallReconnects(t *te
 	qs, err := b.ListQueues(ctx)
 	if err != nil || len(qs) != 1 {
 		t.Errorf("ListQueues afterwards: %v, %v; want queue A", qs, err)
+	}
+}
+
+// silentCeiling is how long a call on a server gone silent may take in the
+// tests, whose call timeout is 1 s: generous, for a loaded machine; the
+// kernel's TCP timeout it replaces is many minutes.
+const silentCeiling = 15 * time.Second
+
+// submitWrite is a write submitting jobs ids to A/s.
+func submitWrite(ids ...string) *backend.Write {
+	w := &backend.Write{}
+	for _, id := range ids {
+		o := oneJob(id)
+		w.Jobs, w.Events = append(w.Jobs, o.Jobs...), append(w.Events, o.Events...)
+	}
+	return w
+}
+
+// TestCallsOnAServerGoneSilentAreErrUnavailableWithinTheCallTimeout: with
+// the server silent on open connections (a partition: no RST, no FIN),
+// a Commit and a read each fail with ErrUnavailable within the call
+// timeout, storing nothing; once the network heals, the same Commit is
+// applied, numbered after the last one, with no gap.
+func TestCallsOnAServerGoneSilentAreErrUnavailableWithinTheCallTimeout(t *testing.T) {
+	ctx := context.Background()
+	px, u := throughProxy(t, withParam(t, freshSchema(t), "call_timeout", "1s"))
+	b := open(t, u)
+	if err := b.CreateQueue(ctx, flotilla.Queue{Name: "A"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Commit(ctx, submitWrite("a")); err != nil {
+		t.Fatal(err)
+	}
+	px.silence()
+	w := submitWrite("b1", "b2")
+	start := time.Now()
+	_, err := b.Commit(ctx, w)
+	if d := time.Since(start); !errors.Is(err, backend.ErrUnavailable) || d > silentCeiling {
+		t.Errorf("Commit on a silent server: error %v after %s; want ErrUnavailable within the call timeout", err, d)
+	}
+	start = time.Now()
+	_, err = b.ListQueues(ctx)
+	if d := time.Since(start); !errors.Is(err, backend.ErrUnavailable) || d > silentCeiling {
+		t.Errorf("ListQueues on a silent server: error %v after %s; want ErrUnavailable within the call timeout", err, d)
+	}
+	px.heal()
+	out, err := b.Commit(ctx, w)
+	if err != nil || len(out) != 2 || out[0].Seq != 2 || out[1].Seq != 3 {
+		t.Fatalf("the same Commit once healed = %+v, %v; want applied with seqs 2 and 3", out, err)
+	}
+	if r, err := b.Job(ctx, "b2"); err != nil || r.State.State != events.Queued {
+		t.Errorf("Job(b2) once healed = %+v, %v; want it queued", r.State, err)
+	}
+}
+
+// TestACommitCutOffBySilenceAtCOMMITIsWholeOrAbsentOnceHealed: the
+// network goes silent just before COMMIT is sent. Commit returns
+// ErrOutcomeUnknown within the call timeout; once healed, the write is
+// either wholly applied (the held COMMIT arrives) or not at all (the
+// connection was lost), its jobs and events together, and the job set's
+// log stays gap-free.
+func TestACommitCutOffBySilenceAtCOMMITIsWholeOrAbsentOnceHealed(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		heal func(*partitionProxy)
+		want int // the cut-off Commit's jobs stored; -1: 0 or 3
+	}{
+		{"the held COMMIT arrives", (*partitionProxy).heal, -1},
+		{"the connection is lost", (*partitionProxy).healLosing, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			px, u := throughProxy(t, withParam(t, freshSchema(t), "call_timeout", "1s"))
+			b := open(t, u)
+			if err := b.CreateQueue(ctx, flotilla.Queue{Name: "A"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.Commit(ctx, submitWrite("a")); err != nil {
+				t.Fatal(err)
+			}
+			b.beforeCommit = func(uint32) { px.silence() }
+			start := time.Now()
+			_, err := b.Commit(ctx, submitWrite("c1", "c2", "c3"))
+			if d := time.Since(start); !errors.Is(err, backend.ErrOutcomeUnknown) || d > silentCeiling {
+				t.Errorf("Commit cut off at COMMIT: error %v after %s; want ErrOutcomeUnknown within the call timeout", err, d)
+			}
+			b.beforeCommit = nil
+			c.heal(px)
+			// Into the same job set: it waits for the cut-off
+			// transaction's end (the job set's row is locked), whichever
+			// way it ended.
+			out, err := b.Commit(ctx, submitWrite("d"))
+			if err != nil {
+				t.Fatalf("Commit once healed: %v", err)
+			}
+			var jobs, evs, maxSeq, seqs int
+			if err := b.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM jobs WHERE id LIKE 'c%'),
+				(SELECT count(*) FROM events WHERE job LIKE 'c%'), (SELECT max(seq) FROM events), (SELECT count(*) FROM events)`).
+				Scan(&jobs, &evs, &maxSeq, &seqs); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("the cut-off Commit's 3 jobs: %d stored, its events: %d", jobs, evs)
+			if !(jobs == 0 && evs == 0 || jobs == 3 && evs == 3) || c.want >= 0 && jobs != c.want {
+				t.Errorf("after the cut-off Commit: %d of its 3 jobs and %d of its 3 events stored; want all or none (%d)", jobs, evs, c.want)
+			}
+			if maxSeq != seqs || uint64(maxSeq) != out[0].Seq {
+				t.Errorf("the log holds %d events numbered up to %d, the last Commit's is %d; want 1…n without a gap", seqs, maxSeq, out[0].Seq)
+			}
+		})
+	}
+}
+
+// TestServiceOverASilentDatabaseFailsCallsWithinTheCallTimeoutAndCarriesOn:
+// the service over a database gone silent answers a submit and a cycle
+// with ErrUnavailable (the API's 503) within the call timeout, so its lock
+// is free again (a call that needs the lock and not the database is
+// answered meanwhile); once the network heals the same submit is stored
+// and the next cycle leases every job.
+func TestServiceOverASilentDatabaseFailsCallsWithinTheCallTimeoutAndCarriesOn(t *testing.T) {
+	ctx := context.Background()
+	px, u := throughProxy(t, withParam(t, freshSchema(t), "call_timeout", "1s"))
+	b := open(t, u)
+	clock := &fixedClock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+	srv := newServer(t, b, clock, "job")
+	if err := srv.CreateQueue(ctx, flotilla.Queue{Name: "A"}); err != nil {
+		t.Fatal(err)
+	}
+	total := backendtest.Schema().MustParse(map[string]string{"cpu": "4", "memory": "16Gi"})
+	if _, err := srv.Report(ctx, &server.Report{Cluster: "c1", Nodes: []flotilla.Node{{Name: "n1", Cluster: "c1", Total: total}}}); err != nil {
+		t.Fatal(err)
+	}
+	submit := func(clientID string) ([]string, error) {
+		return srv.SubmitJSON(ctx, []byte(`{"queue": "A", "jobSet": "s", "jobs": [
+			{"count": 2, "requests": {"cpu": "1", "memory": "1Gi"}, "clientId": "`+clientID+`"}]}`))
+	}
+	if _, err := submit("first"); err != nil {
+		t.Fatal(err)
+	}
+	px.silence()
+	submitted, answered := make(chan error, 1), make(chan error, 1)
+	go func() { _, err := submit("second"); submitted <- err }()
+	go func() { _, err := srv.Queue(ctx, "A"); answered <- err }()
+	ceiling := time.After(2 * silentCeiling)
+	for range 2 {
+		select {
+		case err := <-submitted:
+			if !errors.Is(err, backend.ErrUnavailable) {
+				t.Errorf("Submit over a silent database: %v, want ErrUnavailable", err)
+			}
+		case err := <-answered:
+			if err != nil {
+				t.Errorf("Queue(A), from memory, while the database is silent: %v", err)
+			}
+		case <-ceiling:
+			t.Fatalf("Submit over a silent database, or a Queue call beside it, unanswered after %s", 2*silentCeiling)
+		}
+	}
+	clock.now = clock.now.Add(time.Second)
+	if _, err := srv.Cycle(ctx); !errors.Is(err, backend.ErrUnavailable) {
+		t.Errorf("Cycle over a silent database: %v, want ErrUnavailable", err)
+	}
+	px.heal()
+	if ids, err := submit("second"); err != nil || len(ids) != 2 {
+		t.Fatalf("the same Submit once healed: %v, %v", ids, err)
+	}
+	clock.now = clock.now.Add(time.Second)
+	rep, err := srv.Cycle(ctx)
+	if err != nil || rep.Leased != 4 {
+		t.Fatalf("Cycle once healed: %+v, %v; want the 4 jobs leased", rep, err)
+	}
+	if q, err := srv.Queue(ctx, "A"); err != nil || q.Queued != 0 || q.Leased != 4 {
+		t.Errorf("Queue(A) once healed: %+v, %v; want 4 leased", q, err)
 	}
 }
 

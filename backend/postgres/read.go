@@ -139,6 +139,8 @@ func (b *Backend) Job(ctx context.Context, id string) (backend.Record, error) {
 	if err := b.ready(ctx); err != nil {
 		return backend.Record{}, err
 	}
+	ctx, cancel := b.bound(ctx, 0)
+	defer cancel()
 	rows, _ := b.pool.Query(ctx, "SELECT "+stateColumns+", "+specColumns+" FROM jobs WHERE id = $1", id)
 	r, err := pgx.CollectExactlyOneRow(rows, b.scanRecord)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -166,6 +168,8 @@ func (b *Backend) JobsByID(ctx context.Context, ids []string, recs []backend.Rec
 	if len(ids) == 0 {
 		return nil
 	}
+	ctx, cancel := b.bound(ctx, len(ids))
+	defer cancel()
 	rows, _ := b.pool.Query(ctx, "SELECT q.ord, "+stateColumns+", "+specColumns+
 		" FROM unnest($1::text[]) WITH ORDINALITY AS q(id, ord) JOIN jobs USING (id)", ids)
 	defer rows.Close()
@@ -191,6 +195,8 @@ func (b *Backend) JobByClientID(ctx context.Context, queue, clientID string) (st
 	if err := b.ready(ctx); err != nil {
 		return "", err
 	}
+	ctx, cancel := b.bound(ctx, 0)
+	defer cancel()
 	var id string
 	err := b.pool.QueryRow(ctx, "SELECT id FROM jobs WHERE queue = $1 AND client_id = $2", queue, clientID).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && clientID == "") {
@@ -203,29 +209,59 @@ func (b *Backend) JobByClientID(ctx context.Context, queue, clientID string) (st
 }
 
 // Events returns a job set's events from sequence number from on, at most
-// limit (≤ 0: all); see backend.Jobs.
+// limit (≤ 0: all); see backend.Jobs. Without a limit the log is read in
+// pages of eventsPage events, each a call of its own bound.
 func (b *Backend) Events(ctx context.Context, queue, jobSet string, from uint64, limit int) ([]events.Event, error) {
 	if err := b.ready(ctx); err != nil {
 		return nil, err
 	}
 	var exists bool
-	if err := b.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM queues WHERE name = $1)", queue).Scan(&exists); err != nil {
-		return nil, b.fail(ctx, "reading events", err)
+	qctx, cancel := b.bound(ctx, 0)
+	err := b.pool.QueryRow(qctx, "SELECT EXISTS (SELECT 1 FROM queues WHERE name = $1)", queue).Scan(&exists)
+	if err != nil {
+		err = b.fail(qctx, "reading events", err)
+	}
+	cancel()
+	if err != nil {
+		return nil, err
 	}
 	if !exists {
 		return nil, flotilla.Errorf("queue", queue, backend.ErrNotFound, "")
 	}
-	if from > 1<<63-1 {
-		return []events.Event{}, nil
-	}
-	lim := any(nil) // NULL: no limit
 	if limit > 0 {
-		lim = int64(limit)
+		return b.events(ctx, queue, jobSet, from, limit, nil)
 	}
+	var out []events.Event
+	for {
+		n := len(out)
+		if out, err = b.events(ctx, queue, jobSet, from, eventsPage, out); err != nil {
+			return nil, err
+		}
+		if len(out)-n < eventsPage {
+			return out, nil
+		}
+		from = out[len(out)-1].Seq + 1
+	}
+}
+
+// eventsPage is how many events a read of a whole log reads at a time.
+const eventsPage = 10_000
+
+// events appends to out the job set's events from sequence number from on,
+// at most limit (> 0), in one query bounded for limit rows.
+func (b *Backend) events(ctx context.Context, queue, jobSet string, from uint64, limit int, out []events.Event) ([]events.Event, error) {
+	if out == nil {
+		out = []events.Event{}
+	}
+	if from > 1<<63-1 {
+		return out, nil
+	}
+	ctx, cancel := b.bound(ctx, limit)
+	defer cancel()
 	rows, _ := b.pool.Query(ctx, `SELECT seq, time, job, type, cluster, node, attempt, reason, exit_code, requeued
 		FROM events WHERE queue = $1 AND job_set = $2 AND seq >= $3 ORDER BY seq LIMIT $4`,
-		queue, jobSet, int64(max(from, 1)), lim)
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (events.Event, error) {
+		queue, jobSet, int64(max(from, 1)), int64(limit))
+	out, err := pgx.AppendRows(out, rows, func(row pgx.CollectableRow) (events.Event, error) {
 		e := events.Event{Queue: queue, JobSet: jobSet}
 		var seq, exit int64
 		var t *int64
@@ -239,9 +275,6 @@ func (b *Backend) Events(ctx context.Context, queue, jobSet string, from uint64,
 	})
 	if err != nil {
 		return nil, b.fail(ctx, "reading events", err)
-	}
-	if out == nil {
-		out = []events.Event{}
 	}
 	return out, nil
 }
@@ -314,21 +347,28 @@ func (b *Backend) readLive(ctx context.Context, pages chan<- livePageRead, free 
 			pages <- livePageRead{err: err}
 			return
 		}
-		var rows pgx.Rows
-		if first {
-			rows, _ = b.pool.Query(ctx, sel+" ORDER BY queue, id LIMIT $1", livePage)
-		} else {
-			rows, _ = b.pool.Query(ctx, sel+" AND (queue, id) > ($2, $3) ORDER BY queue, id LIMIT $1", livePage, lastQueue, lastID)
-		}
 		var buf []backend.Record
 		select {
 		case buf = <-free:
 		default:
 			buf = make([]backend.Record, 0, livePage)
 		}
+		// Each page is a call of its own bound: a load of a million jobs
+		// takes as long as it needs while the server answers.
+		pctx, cancel := b.bound(ctx, livePage)
+		var rows pgx.Rows
+		if first {
+			rows, _ = b.pool.Query(pctx, sel+" ORDER BY queue, id LIMIT $1", livePage)
+		} else {
+			rows, _ = b.pool.Query(pctx, sel+" AND (queue, id) > ($2, $3) ORDER BY queue, id LIMIT $1", livePage, lastQueue, lastID)
+		}
 		page, err := pgx.AppendRows(buf, rows, scan)
 		if err != nil {
-			pages <- livePageRead{err: b.fail(ctx, "reading live jobs", err)}
+			err = b.fail(pctx, "reading live jobs", err)
+		}
+		cancel()
+		if err != nil {
+			pages <- livePageRead{err: err}
 			return
 		}
 		more := len(page) == livePage

@@ -23,7 +23,10 @@ import (
 // High availability: several serve processes on one database elect one
 // leader with the backend's lease (backend.Leases). The leader runs the
 // service (server.Server) and its cycles; the others forward every API
-// request to the leader's advertised address.
+// request to the leader's advertised address, and answer 503 themselves
+// when the leader has not answered (its response headers) within
+// -forward-timeout (a leader paused, or cut off after it accepted the
+// connection).
 //
 // The elector renews or tries the lease every ttl/3 in a goroutine of its
 // own (so that a long cycle or a reload never delays a renewal). A lease
@@ -47,6 +50,12 @@ const forwardedHeader = "Flotilla-Forwarded"
 
 // DefaultLeaderTTL is serve's -leader-ttl.
 const DefaultLeaderTTL = 10 * time.Second
+
+// DefaultForwardTimeout is serve's -forward-timeout: how long a follower
+// waits for the leader to answer a forwarded request (its response
+// headers; a watch then streams on without a limit) before it answers 503
+// itself.
+const DefaultForwardTimeout = 30 * time.Second
 
 // term is one period of leadership under one token.
 type term struct {
@@ -367,6 +376,10 @@ type router struct {
 	// leader only with a known token (the leader checks its rights), so
 	// a follower never passes on a request it would itself refuse.
 	auth *httpapi.Auth
+	// timeout bounds the wait for the leader's answer to a forwarded
+	// request (until its response headers); 0 means
+	// DefaultForwardTimeout.
+	timeout time.Duration
 	// api is the leader's API handler, nil while not leading.
 	api atomic.Pointer[http.Handler]
 
@@ -396,8 +409,53 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			unavailable(w, err.Error())
 			return
 		}
-		authenticated(rt.auth, p).ServeHTTP(w, r)
+		authenticated(rt.auth, rt.bounded(p)).ServeHTTP(w, r)
 	}
+}
+
+// errForwardTimeout ends a forwarded request whose leader did not answer
+// within the forward timeout.
+var errForwardTimeout = errors.New("the leader did not answer within the forward timeout")
+
+// forwardDeadlineKey is the context key of a forwarded request's
+// *forwardDeadline.
+type forwardDeadlineKey struct{}
+
+// forwardDeadline ends a forwarded request, unless stopped first (when
+// the leader's response headers arrive).
+type forwardDeadline struct{ timer *time.Timer }
+
+// forwardTimeout is the router's bound on the leader's answer.
+func (rt *router) forwardTimeout() time.Duration {
+	if rt.timeout <= 0 {
+		return DefaultForwardTimeout
+	}
+	return rt.timeout
+}
+
+// bounded forwards through p, ending the request with errForwardTimeout
+// when the leader has not answered (sent its response headers) within the
+// forward timeout: a leader that is paused, or cut off after it accepted
+// the connection, does not hold the request (or the client) for as long
+// as TCP would. The body then streams without a limit (a watch).
+func (rt *router) bounded(p *httputil.ReverseProxy) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithCancelCause(r.Context())
+		defer cancel(nil)
+		d := &forwardDeadline{}
+		d.timer = time.AfterFunc(rt.forwardTimeout(), func() { cancel(errForwardTimeout) })
+		defer d.timer.Stop()
+		p.ServeHTTP(w, r.WithContext(context.WithValue(ctx, forwardDeadlineKey{}, d)))
+	})
+}
+
+// answered stops the forward deadline of resp's request once the leader's
+// response headers have arrived; errForwardTimeout when it had passed.
+func answered(resp *http.Response) error {
+	if d, ok := resp.Request.Context().Value(forwardDeadlineKey{}).(*forwardDeadline); ok && !d.timer.Stop() {
+		return errForwardTimeout
+	}
+	return nil
 }
 
 // proxyTo returns the reverse proxy to the leader at addr.
@@ -417,8 +475,13 @@ func (rt *router) proxyTo(addr string) (*httputil.ReverseProxy, error) {
 			pr.SetXForwarded()
 			pr.Out.Header.Set(forwardedHeader, rt.e.advertise)
 		},
-		FlushInterval: -1, // watches stream
+		FlushInterval:  -1, // watches stream
+		ModifyResponse: answered,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if errors.Is(err, errForwardTimeout) || errors.Is(context.Cause(r.Context()), errForwardTimeout) {
+				unavailable(w, fmt.Sprintf("the leader at %s did not answer within %s; retry", addr, rt.forwardTimeout()))
+				return
+			}
 			unavailable(w, fmt.Sprintf("the leader at %s cannot be reached (%v); retry", addr, err))
 		},
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -398,4 +399,82 @@ func TestFollowerStreamsAWatchFromTheLeaderLineByLine(t *testing.T) {
 	rest, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	require.Equal(t, "{\"seq\":2}\n", string(rest))
+}
+
+// TestFollowerAnswers503WhenTheLeaderDoesNotAnswerWithinTheForwardTimeout:
+// a leader that accepts the request and never answers (paused, or cut off
+// after it accepted the connection) holds a forwarded request for the
+// forward timeout, not for as long as TCP would: the follower then
+// answers 503 with Retry-After.
+func TestFollowerAnswers503WhenTheLeaderDoesNotAnswerWithinTheForwardTimeout(t *testing.T) {
+	b, clock := leaseWorld()
+	ctx := context.Background()
+	release := make(chan struct{})
+	leaderSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select { // never answers while the test runs
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer leaderSrv.Close()
+	defer close(release)
+	leader := newElector(b, leaderSrv.URL, leaderSrv.URL, 3*time.Second, clock.Now)
+	follower := newElector(b, "http://f", "http://f", 3*time.Second, clock.Now)
+	leader.round(ctx)
+	follower.round(ctx)
+	const timeout = 200 * time.Millisecond
+	rt := &router{e: follower, timeout: timeout}
+
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		w := httptest.NewRecorder()
+		start := time.Now()
+		rt.ServeHTTP(w, httptest.NewRequest(method, "/v1/jobs", strings.NewReader(`{"queue": "A"}`)))
+		took := time.Since(start)
+		require.Equal(t, http.StatusServiceUnavailable, w.Code, method)
+		require.Equal(t, "1", w.Header().Get("Retry-After"), method)
+		require.Contains(t, w.Body.String(), "did not answer within 200ms", method)
+		require.GreaterOrEqual(t, took, timeout, method)
+		require.Less(t, took, 30*time.Second, "%s: the follower waited %s for a leader that does not answer", method, took)
+	}
+}
+
+// TestFollowerStreamsAWatchPastTheForwardTimeout: the forward timeout
+// bounds the wait for the leader's answer, not a watch streaming after
+// it: a leader that answered at once and sends its next event later than
+// the timeout is streamed on.
+func TestFollowerStreamsAWatchPastTheForwardTimeout(t *testing.T) {
+	b, clock := leaseWorld()
+	ctx := context.Background()
+	const timeout = 100 * time.Millisecond
+	cut := make(chan bool, 1)
+	leaderSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "{\"seq\":1}\n")
+		http.NewResponseController(w).Flush()
+		// The next event comes well after the forward timeout, unless the
+		// follower ends the request first.
+		select {
+		case <-r.Context().Done():
+			cut <- true
+			return
+		case <-time.After(5 * timeout):
+			cut <- false
+		}
+		_, _ = io.WriteString(w, "{\"seq\":2}\n")
+	}))
+	defer leaderSrv.Close()
+	leader := newElector(b, leaderSrv.URL, leaderSrv.URL, 3*time.Second, clock.Now)
+	follower := newElector(b, "http://f", "http://f", 3*time.Second, clock.Now)
+	leader.round(ctx)
+	follower.round(ctx)
+	followerSrv := httptest.NewServer(&router{e: follower, timeout: timeout})
+	defer followerSrv.Close()
+
+	resp, err := http.Get(followerSrv.URL + "/v1/queues/A/jobsets/s/events?watch=true")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	all, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.False(t, <-cut, "the follower ended the watch at the forward timeout")
+	require.Equal(t, "{\"seq\":1}\n{\"seq\":2}\n", string(all))
 }

@@ -152,6 +152,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	tlsKey := fs.String("tls-key", "", "TLS key file (with -tls-cert)")
 	advertise := fs.String("advertise", "", "with -db: the URL the other servers forward requests to while this one leads (default: the listening address; required when it is unspecified, as :8080)")
 	leaderTTL := fs.Duration("leader-ttl", DefaultLeaderTTL, "with -db: the leader lease; renewed every third of it, taken over when it ends")
+	forwardTimeout := fs.Duration("forward-timeout", DefaultForwardTimeout, "with -db: how long a follower waits for the leader to answer a forwarded request (its headers; a watch then streams) before answering 503")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
 	}
@@ -168,6 +169,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return bad("-lease-timeout %s: want a positive duration", *leaseTimeout)
 	case *leaderTTL <= 0:
 		return bad("-leader-ttl %s: want a positive duration", *leaderTTL)
+	case *forwardTimeout <= 0:
+		return bad("-forward-timeout %s: want a positive duration", *forwardTimeout)
 	case *advertise != "" && !strings.HasPrefix(*advertise, "http://") && !strings.HasPrefix(*advertise, "https://"):
 		return bad("-advertise %s: want an http:// or https:// URL", *advertise)
 	case *db != "" && *advertise == "" && unspecifiedHost(*listen):
@@ -214,6 +217,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var leases backend.Leases
 	if *db != "" {
 		pg, err := postgres.Open(ctx, *db, cfg.Schema)
+		var fe *flotilla.FieldError
+		if errors.As(err, &fe) {
+			// The URL itself (a parameter, as call_timeout): bad input.
+			fmt.Fprintln(stderr, "flotilla serve: -db is not a valid database URL:")
+			printErrors(stderr, err)
+			return 2
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "flotilla serve: -db: %v\n", err)
 			return 1
@@ -271,7 +281,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else {
 		// Every API request goes to the leader's handler, here or
 		// forwarded; health, readiness and metrics are this process's.
-		rt = &router{auth: auth}
+		rt = &router{auth: auth, timeout: *forwardTimeout}
 		mux.Handle("/", rt)
 		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 		mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
@@ -398,7 +408,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}()
 	fmt.Fprintf(stdout, "listening on %s://%s\n", scheme, ln.Addr())
 	log.Info("serving", "addr", ln.Addr().String(), "auth", auth != nil, "leaseTimeout", leaseTimeout.String(), "cycle", cycle.String(),
-		"leaderTTL", leaderTTL.String(), "elected", leases != nil)
+		"leaderTTL", leaderTTL.String(), "forwardTimeout", forwardTimeout.String(), "elected", leases != nil)
 
 	code := 0
 	ticker := time.NewTicker(*cycle)

@@ -113,17 +113,22 @@ func TestServeWithAuthRefusesMetricsWithoutAKnownToken(t *testing.T) {
 	require.Equal(t, 0, <-done, errOut.String())
 }
 
-// TestServeRefusesABadLeaderTTLOrAdvertiseURLAsBadInput: -leader-ttl must
-// be positive and -advertise an http(s) URL, given when -db listens on an
-// unspecified address; anything else is bad input
-// (exit 2, the flag and value named), before anything listens.
-func TestServeRefusesABadLeaderTTLOrAdvertiseURLAsBadInput(t *testing.T) {
+// TestServeRefusesABadLeaderTTLForwardTimeoutOrAdvertiseURLAsBadInput:
+// -leader-ttl and -forward-timeout must be positive, -advertise an
+// http(s) URL, given when -db listens on an unspecified address, and
+// -db's parameters valid (call_timeout a duration); anything else is bad
+// input (exit 2, the flag or field and value named), before anything
+// listens.
+func TestServeRefusesABadLeaderTTLForwardTimeoutOrAdvertiseURLAsBadInput(t *testing.T) {
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"-leader-ttl", "0s"}, "-leader-ttl 0s: want a positive duration"},
 		{[]string{"-leader-ttl", "-3s"}, "-leader-ttl -3s: want a positive duration"},
+		{[]string{"-forward-timeout", "0s"}, "-forward-timeout 0s: want a positive duration"},
+		{[]string{"-forward-timeout", "-1s"}, "-forward-timeout -1s: want a positive duration"},
+		{[]string{"-db", "postgres://db.invalid/f?call_timeout=soon"}, `url.call_timeout "soon": is malformed`},
 		{[]string{"-advertise", "127.0.0.1:8080"}, "-advertise 127.0.0.1:8080: want an http:// or https:// URL"},
 		// Listening on every address, a server with -db would advertise
 		// http://[::]:8080: each follower would forward to itself.
