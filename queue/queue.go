@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/bits"
 	"slices"
@@ -280,7 +281,7 @@ func (s *Store) Add(j *flotilla.Job) error {
 	if j != nil {
 		hash = s.byID.Hash(j.ID)
 	}
-	return s.add(j, hash)
+	return s.add(j, hash, nil)
 }
 
 // AddAll adds jobs as Add does, all or none: on the first error it
@@ -301,8 +302,9 @@ func (s *Store) AddAll(jobs []*flotilla.Job) error {
 		}
 	}
 	_ = s.byID.Prefetch(hashes)
+	var m batchMemo
 	for i, j := range jobs {
-		if err := s.add(j, hashes[i]); err != nil {
+		if err := s.add(j, hashes[i], &m); err != nil {
 			for _, done := range jobs[:i] {
 				s.Remove(done.ID)
 			}
@@ -318,16 +320,60 @@ func (s *Store) AddAll(jobs []*flotilla.Job) error {
 	return nil
 }
 
-// add is Add with the id's hash in byID given (anything for a nil job).
-func (s *Store) add(j *flotilla.Job, hash uint32) error {
+// batchMemo is what AddAll remembers of the job it added last, for the
+// next: a request's jobs come from a few templates, so most jobs share
+// their requirements, queue and job set with the job before them, and
+// then take its class priority and scheduling key without hashing
+// (SchedulingKey costs more than the rest of an add) and its queue and
+// job set without a map lookup. The zero batchMemo remembers nothing.
+type batchMemo struct {
+	job   *flotilla.Job // nil: none yet
+	class int32
+	key   uint64
+	q     *queueIndex
+	set   *jobSet
+}
+
+// sameRequirements reports whether a and b agree on everything the class
+// priority and SchedulingKey read (class, requests, node selector,
+// tolerations, node-uniformity label, avoided clusters), so that b's are
+// a's. It may answer false for requirements the key holds equal (an
+// operator "" against "Equal", avoided clusters in another order): that
+// only costs a hash.
+func sameRequirements(a, b *flotilla.Job) bool {
+	return a.PriorityClass == b.PriorityClass &&
+		slices.Equal(a.Requests, b.Requests) &&
+		a.Gang.NodeUniformityLabel == b.Gang.NodeUniformityLabel &&
+		sameTolerations(a.Tolerations, b.Tolerations) &&
+		maps.Equal(a.NodeSelector, b.NodeSelector) &&
+		slices.Equal(a.AvoidClusters, b.AvoidClusters)
+}
+
+// sameTolerations is slices.Equal, answered at once for two views of one
+// array (the jobs of a template share their tolerations).
+func sameTolerations(a, b []flotilla.Toleration) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	return len(a) == 0 || &a[0] == &b[0] || slices.Equal(a, b)
+}
+
+// add is Add with the id's hash in byID given (anything for a nil job)
+// and, from AddAll, the memo of the batch's previous job (nil from Add).
+func (s *Store) add(j *flotilla.Job, hash uint32, m *batchMemo) error {
 	if j != nil {
 		if _, dup := s.byID.FindHashed(hash, j.ID, s.idOf); dup {
 			return flotilla.Errorf("id", j.ID, flotilla.ErrDuplicate, "already queued")
 		}
 	}
-	v, err := s.entry(j)
-	if err != nil {
-		return err
+	var v Entry
+	if m != nil && m.job != nil && j != nil && j.ID != "" && j.Queue != "" && sameRequirements(m.job, j) {
+		v = Entry{Job: j, ClassPriority: m.class, Key: m.key}
+	} else {
+		var err error
+		if v, err = s.entry(j); err != nil {
+			return err
+		}
 	}
 	if err := j.Validate(s.schema); err != nil {
 		return err
@@ -336,7 +382,12 @@ func (s *Store) add(j *flotilla.Job, hash uint32) error {
 	st := s.entries.at(h)
 	*st = stored{Entry: v, h: h}
 	e := &st.Entry
-	q := s.queues[j.Queue]
+	var q *queueIndex
+	if m != nil && m.q != nil && m.job.Queue == j.Queue {
+		q = m.q
+	} else {
+		q = s.queues[j.Queue]
+	}
 	if q == nil {
 		q = &queueIndex{sets: make(map[string]*jobSet)}
 		n := s.schema.Len()
@@ -345,7 +396,12 @@ func (s *Store) add(j *flotilla.Job, hash uint32) error {
 		s.queues[j.Queue] = q
 	}
 	q.count(e, true)
-	set := q.sets[j.JobSet]
+	var set *jobSet
+	if m != nil && m.q == q && m.job.JobSet == j.JobSet {
+		set = m.set
+	} else {
+		set = q.sets[j.JobSet]
+	}
 	if set == nil {
 		set = &jobSet{}
 		q.sets[j.JobSet] = set
@@ -353,6 +409,9 @@ func (s *Store) add(j *flotilla.Job, hash uint32) error {
 	q.order.insert(itemOf(e))
 	set.add(st)
 	s.byID.InsertHashed(hash, h)
+	if m != nil {
+		*m = batchMemo{job: j, class: v.ClassPriority, key: v.Key, q: q, set: set}
+	}
 	return nil
 }
 
