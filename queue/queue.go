@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"math/bits"
+	"reflect"
 	"slices"
 	"sort"
 	"time"
@@ -341,8 +342,17 @@ func sameRequirements(a, b *flotilla.Job) bool {
 		slices.Equal(a.Requests, b.Requests) &&
 		a.Gang.NodeUniformityLabel == b.Gang.NodeUniformityLabel &&
 		sameTolerations(a.Tolerations, b.Tolerations) &&
-		maps.Equal(a.NodeSelector, b.NodeSelector) &&
+		sameSelector(a.NodeSelector, b.NodeSelector) &&
 		slices.Equal(a.AvoidClusters, b.AvoidClusters)
+}
+
+// sameSelector is maps.Equal, answered at once for one map twice (the
+// jobs of a template share their node selector).
+func sameSelector(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	return len(a) == 0 || reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() || maps.Equal(a, b)
 }
 
 // sameTolerations is slices.Equal, answered at once for two views of one
