@@ -28,7 +28,7 @@ type Cursor struct {
 	tree *order
 	buf  []*Entry
 	pos  int
-	last key // the last item read from the tree (id "": none); the next batch resumes after it
+	last item // the last item read from the tree (id "": none); the next batch resumes after it
 	// skip: the next item the tree yields may be last itself.
 	skip bool
 	done bool // the tree holds nothing after the buffer
@@ -52,7 +52,7 @@ func (c *Cursor) Reset(s *Store, queue string) {
 	clear(c.buf)
 	c.buf = c.buf[:0]
 	c.pos = 0
-	c.last = key{}
+	c.last = item{}
 	c.skip = false
 	c.tree = nil
 	c.done = true
@@ -112,11 +112,6 @@ func (c *Cursor) refill() {
 		c.skip = true
 		c.tree.ascendFrom(&c.last, c.fill)
 	}
-	if n := len(c.buf); n > 0 {
-		// The next batch resumes after the last entry: its id is read
-		// once a batch, not for every entry.
-		c.last.id = c.buf[n-1].Job.ID
-	}
 	if len(c.buf) < cursorBatch {
 		c.done = true
 	}
@@ -127,12 +122,12 @@ func (c *Cursor) refill() {
 func (c *Cursor) collect(it item) bool {
 	if c.skip {
 		c.skip = false
-		if c.tree.same(it, &c.last) {
+		if it.id == c.last.id {
 			return true
 		}
 	}
 	c.buf = append(c.buf, &c.tree.sl.at(it.h).Entry)
-	c.last.item = it
+	c.last = it
 	return len(c.buf) < cursorBatch
 }
 

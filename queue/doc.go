@@ -39,18 +39,17 @@
 // most do in a queue fed in submission order, is appended to the last
 // block without a search, and such blocks stay full: 40 bytes of order
 // per job, where a B-tree splitting its nodes in the middle keeps them
-// half full. The order's items carry copies of the ordering fields (of
-// the id, its first 16 bytes), so a search compares inside the blocks
-// rather than loading every job it passes. Entries live in blocks of
-// 1024 whose room a removed job leaves to the next one added; the index
-// by ID is a pointer-free hash table of handles into them
-// (internal/idindex), and the order's items and the job-set lists name
-// entries by handle too, so a store of n jobs holds about n/1024 + n/153
-// objects, and the garbage collector scans one pointer per job (the
-// entry's Job) and nothing of the order or the index. Memory is about
-// 115 bytes per queued job for the store itself with jobs added in
-// random order (BenchmarkStoreAdd1M reports it), less in submission
-// order.
+// half full. The order's items carry copies of the ordering fields, so a
+// search compares inside the blocks rather than loading every job it
+// passes. Entries live in blocks of 1024 whose room a removed job leaves
+// to the next one added; the index by ID is a pointer-free hash table of
+// handles into them (internal/idindex), and the order's items and the
+// job-set lists name entries by handle too, so a store of n jobs holds
+// about n/1024 + n/153 objects, and the garbage collector scans two
+// pointers per job (the entry's Job, the item's id) and nothing of the
+// index. Memory is about 115 bytes per queued job for the store itself
+// with jobs added in random order (BenchmarkStoreAdd1M reports it), less
+// in submission order.
 //
 // Evicted jobs (running jobs that preemption reconsiders) are not stored
 // here: the scheduler keeps them and offers them before a queue's stored

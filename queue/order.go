@@ -25,54 +25,28 @@ const blockLen = 153
 // into a neighbour with room, so sparse blocks stay bounded after
 // deletes.
 //
-// Items hold no pointers (the garbage collector skips the blocks): an
-// item names its entry by handle in the store's slab, sl, where the rare
-// comparison that comes down to job ids reads them. An order with sl set
-// is empty and ready to use. Reads (ascend, ascendFrom, len) do not
-// modify it and may run concurrently with each other.
+// Items name their entries by handle in the store's slab, sl (Cursor and
+// Store.Ascend read entries there). An order with sl set is empty and
+// ready to use. Reads (ascend, ascendFrom, len) do not modify it and may
+// run concurrently with each other.
 type order struct {
 	blocks []*block
 	n      int
 	sl     *slab
 }
 
-// key is an item with its job's id: what the order's searches compare
-// items with.
-type key struct {
-	item
-	id string
-}
-
-// keyOf is it's key.
-func (o *order) keyOf(it item) key { return key{it, o.id(it)} }
-
-// before reports whether it sorts before x (Less). Ids compare by their
-// first 16 bytes, and only when those are equal in full (zero padding
-// keeps the order: an id that is a prefix of another has equal or lower
-// bytes, never higher).
-func (o *order) before(it item, x *key) bool {
+// before reports whether a sorts before b (Less).
+func before(a, b *item) bool {
 	switch {
-	case it.rank != x.rank:
-		return it.rank < x.rank
-	case it.sec != x.sec:
-		return it.sec < x.sec
-	case it.nsec != x.nsec:
-		return it.nsec < x.nsec
-	case it.id0 != x.id0:
-		return it.id0 < x.id0
-	case it.id1 != x.id1:
-		return it.id1 < x.id1
+	case a.rank != b.rank:
+		return a.rank < b.rank
+	case a.sec != b.sec:
+		return a.sec < b.sec
+	case a.nsec != b.nsec:
+		return a.nsec < b.nsec
 	}
-	return o.id(it) < x.id
+	return a.id < b.id
 }
-
-// same reports whether it is x's job.
-func (o *order) same(it item, x *key) bool {
-	return it.rank == x.rank && it.sec == x.sec && it.nsec == x.nsec && it.id0 == x.id0 && it.id1 == x.id1 && o.id(it) == x.id
-}
-
-// id is the id of it's job.
-func (o *order) id(it item) string { return o.sl.at(it.h).Job.ID }
 
 // block is one run of an order; it is never empty while listed.
 type block struct {
@@ -85,11 +59,11 @@ func (b *block) last() *item { return &b.items[b.hi-1] }
 
 // search returns the position in b's run of the first item not less than
 // x (hi when every item is less).
-func (o *order) search(b *block, x *key) int {
+func (b *block) search(x *item) int {
 	lo, hi := int(b.lo), int(b.hi)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if o.before(b.items[m], x) {
+		if before(&b.items[m], x) {
 			lo = m + 1
 		} else {
 			hi = m
@@ -135,11 +109,11 @@ func (o *order) len() int { return o.n }
 // find returns the index of the first block whose last item is not less
 // than x: the block x belongs in, or len(o.blocks) when x is past them
 // all.
-func (o *order) find(x *key) int {
+func (o *order) find(x *item) int {
 	lo, hi := 0, len(o.blocks)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if o.before(*o.blocks[m].last(), x) {
+		if before(o.blocks[m].last(), x) {
 			lo = m + 1
 		} else {
 			hi = m
@@ -148,13 +122,11 @@ func (o *order) find(x *key) int {
 	return lo
 }
 
-// insert adds x, whose entry must be in the slab and must not be the
-// job of an item in o.
+// insert adds x, which must not be the job of an item in o.
 func (o *order) insert(x item) {
 	o.n++
 	nb := len(o.blocks)
-	k := o.keyOf(x)
-	if nb == 0 || o.before(*o.blocks[nb-1].last(), &k) {
+	if nb == 0 || before(o.blocks[nb-1].last(), &x) {
 		// Past every item: the common case, an append.
 		if nb > 0 {
 			if b := o.blocks[nb-1]; b.hi < blockLen {
@@ -168,9 +140,9 @@ func (o *order) insert(x item) {
 		o.blocks = append(o.blocks, b)
 		return
 	}
-	i := o.find(&k)
+	i := o.find(&x)
 	b := o.blocks[i]
-	pos := o.search(b, &k)
+	pos := b.search(&x)
 	if pos == int(b.lo) && i > 0 {
 		// x goes between two blocks: at the end of the previous one
 		// when it has room, so that a run of ascending inserts inside
@@ -209,14 +181,14 @@ func (o *order) insert(x item) {
 }
 
 // delete removes the item of x's job and reports whether there was one.
-func (o *order) delete(x *key) bool {
+func (o *order) delete(x *item) bool {
 	i := o.find(x)
 	if i == len(o.blocks) {
 		return false
 	}
 	b := o.blocks[i]
-	pos := o.search(b, x)
-	if pos == int(b.hi) || !o.same(b.items[pos], x) {
+	pos := b.search(x)
+	if pos == int(b.hi) || b.items[pos].id != x.id {
 		return false
 	}
 	b.deleteAt(pos)
@@ -298,13 +270,13 @@ func (o *order) ascend(fn func(item) bool) {
 
 // ascendFrom calls fn, in order, for the items not less than pivot until
 // fn returns false.
-func (o *order) ascendFrom(pivot *key, fn func(item) bool) {
+func (o *order) ascendFrom(pivot *item, fn func(item) bool) {
 	i := o.find(pivot)
 	if i == len(o.blocks) {
 		return
 	}
 	b := o.blocks[i]
-	for _, it := range b.items[o.search(b, pivot):b.hi] {
+	for _, it := range b.items[b.search(pivot):b.hi] {
 		if !fn(it) {
 			return
 		}

@@ -18,7 +18,7 @@ import (
 type testOrder struct {
 	order
 	slab slab
-	// mixed makes item's ids of two forms (see item).
+	// mixed makes item's ids of three forms (see item).
 	mixed bool
 }
 
@@ -30,10 +30,9 @@ func newTestOrder() *testOrder {
 
 // item returns a test item, its job added to the slab: only id and class
 // vary, so that the order is by class (higher first), then id, as id's
-// number. In a mixed order ids are of three forms, so that some pairs
-// differ in their first 8 bytes, some in the next 8 and some only after
-// them, and some short ones are prefixes of long ones; the order then is
-// not id's.
+// number. In a mixed order ids are of three forms, of three lengths,
+// some short ones prefixes of long ones; the order then is not the
+// numbers'.
 func (o *testOrder) item(class int32, id int) item {
 	h := o.slab.alloc()
 	name := fmt.Sprintf("%06d", id)
@@ -47,11 +46,8 @@ func (o *testOrder) item(class int32, id int) item {
 	return itemOf(&o.slab.at(h).Entry, h)
 }
 
-// key is it's key, for the order's methods.
-func (o *testOrder) key(it item) *key {
-	k := o.keyOf(it)
-	return &k
-}
+// key is it as the order's methods take it.
+func (o *testOrder) key(it item) *item { return &it }
 
 // orderOp is a generated operation on an order: insert a fresh item
 // (after every item, before every item, or anywhere), or delete an item

@@ -2,7 +2,6 @@ package queue
 
 import (
 	"cmp"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -103,30 +102,25 @@ func compareEntries(a, b *Entry) int {
 // item is what a queue's order holds: an entry's handle in the store's
 // slab with copies of the fields Less reads, so that a search compares
 // items inside the order's own blocks instead of loading two objects
-// (entry, job) per comparison, and the blocks hold no pointers. Of the
-// id it keeps the first 16 bytes, which tell apart all but ids that share
-// them (ULIDs made in the same millisecond share 10): only a tie there
-// reads the entry's id (order.before).
+// (entry, job) per comparison. The id is the one pointer the collector
+// scans in an order.
 type item struct {
 	// rank is the class priority and the job's Priority in one number
 	// that sorts as Less does: the class, higher first (MaxInt32 - class
 	// in the high half), then the priority, lower first.
-	rank     uint64
-	sec      int64
-	id0, id1 uint64 // the id's first 16 bytes, big-endian, zero-padded
-	nsec     int32
-	h        uint32
+	rank uint64
+	sec  int64
+	id   string
+	nsec int32
+	h    uint32
 }
 
 func itemOf(e *Entry, h uint32) item {
 	j := e.Job
-	var pre [16]byte
-	copy(pre[:], j.ID)
 	return item{
 		rank: uint64(math.MaxInt32-int64(e.ClassPriority))<<32 | uint64(j.Priority),
 		sec:  j.SubmitTime.Unix(),
-		id0:  binary.BigEndian.Uint64(pre[:8]),
-		id1:  binary.BigEndian.Uint64(pre[8:]),
+		id:   j.ID,
 		nsec: int32(j.SubmitTime.Nanosecond()),
 		h:    h,
 	}
@@ -484,7 +478,7 @@ func (q *queueIndex) count(e *Entry, add bool) {
 
 // unorder removes st from its queue's order.
 func (s *Store) unorder(q *queueIndex, st *stored) {
-	k := key{itemOf(&st.Entry, st.h), st.Job.ID}
+	k := itemOf(&st.Entry, st.h)
 	if q.order.delete(&k) {
 		return
 	}
@@ -493,7 +487,7 @@ func (s *Store) unorder(q *queueIndex, st *stored) {
 	// rather than leave it behind.
 	q.order.ascend(func(it item) bool {
 		if it.h == st.h {
-			k.item = it
+			k = it
 			return false
 		}
 		return true
