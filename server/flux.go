@@ -331,14 +331,14 @@ func (s *Server) reprioritize(all bool) int {
 			}
 			f.groups[g] = p
 		}
-		if j.sched.Priority == p {
+		if j.sched().Priority == p {
 			continue
 		}
-		c := *j.sched
+		c := *j.sched()
 		c.Priority = p
 		s.storeRemove(j.id())
-		j.sched = &c
-		s.storeAdd(j.sched)
+		j.own = &c
+		s.storeAdd(j.own)
 		n++
 	}
 	return n

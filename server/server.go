@@ -422,7 +422,7 @@ func (ws *writeSpecs) newJob(sp *backend.JobSpec) *job {
 	if len(ws.slab) == cap(ws.slab) {
 		return newJob(*sp) // not reached: a write's jobs are submitted once
 	}
-	ws.slab = append(ws.slab, job{spec: sp, sched: sp.Job})
+	ws.slab = append(ws.slab, job{spec: sp})
 	return &ws.slab[len(ws.slab)-1]
 }
 

@@ -21,10 +21,12 @@ type job struct {
 	// (backend.Write.Jobs), which the jobs of one request share rather
 	// than each copying its spec; read-only.
 	spec *backend.JobSpec
-	// sched is the job the scheduler sees: spec.Job, or a copy of it with
-	// AvoidClusters set to the clusters where a lease expired or was
-	// returned (failed).
-	sched *flotilla.Job
+	// own is the job the scheduler sees when it is not spec.Job (nil): a
+	// copy of it with AvoidClusters set to the clusters where a lease
+	// expired or was returned (failed), or with the priority flux gave
+	// it. (Nil in the common case, it is no pointer for the collector to
+	// follow.)
+	own *flotilla.Job
 	// lease is the live lease; nil when the job is queued.
 	lease    *lease
 	attempts int32
@@ -60,15 +62,23 @@ func newJob(spec backend.JobSpec) *job {
 		job
 		spec backend.JobSpec
 	}{spec: spec}
-	x.job.spec, x.sched = &x.spec, spec.Job
+	x.job.spec = &x.spec
 	return &x.job
 }
 
 func (j *job) id() string { return j.spec.Job.ID }
 
+// sched is the job the scheduler sees: spec.Job, or own.
+func (j *job) sched() *flotilla.Job {
+	if j.own != nil {
+		return j.own
+	}
+	return j.spec.Job
+}
+
 // failed lists the clusters where a lease of the job expired or was
 // returned.
-func (j *job) failed() []string { return j.sched.AvoidClusters }
+func (j *job) failed() []string { return j.sched().AvoidClusters }
 
 // gangKey names a gang within its queue.
 func gangKey(j *flotilla.Job) string { return j.Queue + "\x00" + j.Gang.ID }
@@ -84,7 +94,7 @@ func (j *job) restore(s *Server, st events.Job, now time.Time) {
 	}
 	switch {
 	case st.State == events.Queued:
-		s.storeAdd(j.sched)
+		s.storeAdd(j.sched())
 	case st.State.Live():
 		s.cluster(st.Cluster).addLive(j, st.Node, st.Leased, now, s.cfg.LeaseTimeout)
 	}
@@ -94,16 +104,16 @@ func (j *job) restore(s *Server, st events.Job, now time.Time) {
 // scheduler avoid them. The job keeps the priority it was last given
 // (flux re-prioritisation).
 func (j *job) setFailed(failed []string) {
-	if len(failed) == 0 && j.sched.Priority == j.spec.Job.Priority {
-		j.sched = j.spec.Job
+	if len(failed) == 0 && j.sched().Priority == j.spec.Job.Priority {
+		j.own = nil
 		return
 	}
 	c := *j.spec.Job
-	c.Priority = j.sched.Priority
+	c.Priority = j.sched().Priority
 	if len(failed) > 0 {
 		c.AvoidClusters = failed
 	}
-	j.sched = &c
+	j.own = &c
 }
 
 // apply changes the in-memory state by one stored event. The backend has
@@ -122,9 +132,9 @@ func (s *Server) apply(e *events.Event, specs *writeSpecs) {
 			s.addGangMember(j)
 		}
 		if specs.batch {
-			specs.queued = append(specs.queued, j.sched)
+			specs.queued = append(specs.queued, j.sched())
 		} else {
-			s.storeAdd(j.sched)
+			s.storeAdd(j.sched())
 		}
 		return
 	}
@@ -166,7 +176,7 @@ func (s *Server) endLease(j *job, requeue bool) {
 	j.cancelRequested = false
 	if requeue {
 		j.state = events.Queued
-		s.storeAdd(j.sched)
+		s.storeAdd(j.sched())
 		return
 	}
 	j.state = events.FailedState // any terminal state: the job is forgotten
@@ -274,7 +284,7 @@ func (j *job) due(timeout time.Duration) time.Time {
 // set).
 func (c *cluster) runOf(j *job) scheduler.Running {
 	l := j.lease
-	r := scheduler.Running{Job: j.sched, NodeIndex: int(l.nodeIdx), Start: l.leased}
+	r := scheduler.Running{Job: j.sched(), NodeIndex: int(l.nodeIdx), Start: l.leased}
 	if l.nodeIdx >= 0 {
 		r.Node = c.snap[l.nodeIdx].Name
 	}
