@@ -358,26 +358,26 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 	// state hashNew found or made): a job in a queue never created has
 	// its submitted event there too (the pairing checked), which the
 	// loop above refused.
-	slab := make([]jobRec, len(w.Jobs))
+	// The new records are added to b.recs in w.Jobs' order, so w.Jobs[i]'s
+	// handle is first+i.
+	first := uint32(b.recs.len())
 	var set *jobSet
 	// The jobs of a write mostly share one principal: interned once.
 	principal, principalNum := "", uint32(0)
 	for i := range w.Jobs {
 		s := &w.Jobs[i]
-		r := &slab[i]
+		h, r := b.recs.add()
 		if s.Principal != principal {
 			principal, principalNum = s.Principal, b.intern(s.Principal)
 		}
-		// Field by field: the slab is zero already, and a composite
-		// literal would write each record twice.
+		// Field by field: a new record is zero already, and a composite
+		// literal would write it twice.
 		r.job, r.clientID, r.principal = s.Job, s.ClientID, principalNum
 		r.grace, r.deadline, r.runtime, r.specExit = s.TerminationGracePeriod, s.ActiveDeadline, s.Runtime, s.ExitCode
-		h := uint32(b.recs.len())
-		b.recs.append(r)
 		b.byID.InsertHashed(sc.idHash[i], h)
 		set = b.jobSet(set, s.Job.Queue, s.Job.JobSet)
 		r.index = uint32(set.jobs.len())
-		set.jobs.append(r)
+		set.jobs.append(h)
 		if qs == nil || qsName != s.Job.Queue {
 			qs, qsName = b.queueState(s.Job.Queue), s.Job.Queue
 		}
@@ -404,7 +404,7 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 		set = b.jobSet(set, e.Queue, e.JobSet)
 		var r *jobRec
 		if k := evJob[i]; k >= 0 {
-			r = &slab[k]
+			r = b.rec(first + uint32(k))
 		} else {
 			r = touchedRecs[-k-1]
 		}

@@ -17,10 +17,12 @@ import (
 // setKey names a job set.
 type setKey struct{ queue, name string }
 
-// jobSet is one job set: its jobs in the order they were stored and its log.
+// jobSet is one job set: its jobs in the order they were stored, as
+// handles of their records in Backend.recs (a job's position here is its
+// record's index), and its log.
 type jobSet struct {
 	queue, name string
-	jobs        chunked[*jobRec]
+	jobs        chunked[uint32]
 	// log.at(k) is the event of sequence number k+1.
 	log chunked[event]
 	// reasons holds the events' reasons; reasons[0] is "".
@@ -42,7 +44,10 @@ type event struct {
 // jobRec is one stored job: its spec (sharing the submitted *flotilla.Job)
 // and its state, compact (120 bytes): the principal, cluster and node are
 // interned, and what most jobs lack (a reason, failed clusters) is in
-// extra.
+// extra. Records live in Backend.recs, never moving, and are named
+// elsewhere by handle (their position there): a queued job's record is the
+// only place the backend holds pointers for it, at most two (its job and
+// its client id).
 type jobRec struct {
 	job                         *flotilla.Job
 	clientID                    string
@@ -281,7 +286,7 @@ func (b *Backend) Events(ctx context.Context, queue, jobSet string, from uint64,
 		ev := s.log.at(k)
 		out = append(out, events.Event{
 			Seq: uint64(k + 1), Time: decodeTime(ev.time), Queue: s.queue, JobSet: s.name,
-			Job: (*s.jobs.at(int(ev.job))).job.ID, Type: ev.typ, Cluster: b.strs[ev.cluster], Node: b.strs[ev.node],
+			Job: b.rec(*s.jobs.at(int(ev.job))).job.ID, Type: ev.typ, Cluster: b.strs[ev.cluster], Node: b.strs[ev.node],
 			Attempt: int(ev.attempt), Reason: s.reasons[ev.reason], ExitCode: int(ev.exitCode), Requeued: ev.requeued,
 		})
 	}
@@ -319,7 +324,7 @@ func (b *Backend) LiveJobs(ctx context.Context, fn func(backend.Record) error) e
 			s := b.sets[k]
 			buf = buf[:0]
 			for ; pos < s.jobs.len() && len(buf) < liveChunk; pos++ {
-				if r := *s.jobs.at(pos); !r.state.Terminal() {
+				if r := b.rec(*s.jobs.at(pos)); !r.state.Terminal() {
 					buf = append(buf, backend.Record{Spec: b.spec(r), State: b.state(r)})
 				}
 			}
