@@ -362,18 +362,12 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 	// handle is first+i.
 	first := uint32(b.recs.len())
 	var set *jobSet
-	// The jobs of a write mostly share one principal: interned once.
-	principal, principalNum := "", uint32(0)
 	for i := range w.Jobs {
 		s := &w.Jobs[i]
 		h, r := b.recs.add()
-		if s.Principal != principal {
-			principal, principalNum = s.Principal, b.intern(s.Principal)
-		}
 		// Field by field: a new record is zero already, and a composite
 		// literal would write it twice.
-		r.job, r.clientID, r.principal = s.Job, s.ClientID, principalNum
-		r.grace, r.deadline, r.runtime, r.specExit = s.TerminationGracePeriod, s.ActiveDeadline, s.Runtime, s.ExitCode
+		r.job, r.clientID, r.run = s.Job, s.ClientID, b.runOf(s)
 		b.byID.InsertHashed(sc.idHash[i], h)
 		set = b.jobSet(set, s.Job.Queue, s.Job.JobSet)
 		r.index = uint32(set.jobs.len())

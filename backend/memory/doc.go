@@ -8,8 +8,10 @@
 //	log, err := b.Events(ctx, "A", "s1", 1, 100)
 //
 // It is built to be small, because the service keeps it beside its own
-// state: a stored job is one record of 120 bytes that shares the
-// submitted *flotilla.Job (specs are not copied). Records are kept in
+// state: a stored job is one record of 88 bytes that shares the
+// submitted *flotilla.Job (specs are not copied) and, with the jobs stored
+// before it that have the same grace period, deadline, runtime, exit code
+// and principal (a template's), one runSpec. Records are kept in
 // blocks of 1024 that never move, and named by handle (a record's
 // position) everywhere else: found by job id and by client id through
 // pointer-free hash indexes of handles (internal/idindex), not maps the

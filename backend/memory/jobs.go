@@ -42,26 +42,53 @@ type event struct {
 }
 
 // jobRec is one stored job: its spec (sharing the submitted *flotilla.Job)
-// and its state, compact (120 bytes): the principal, cluster and node are
-// interned, and what most jobs lack (a reason, failed clusters) is in
-// extra. Records live in Backend.recs, never moving, and are named
+// and its state, compact (88 bytes): the rest of its spec is a runSpec
+// it shares with the jobs stored before it that have the same (the jobs
+// of a template), the cluster and node are interned, and what most jobs
+// lack (a reason, failed clusters) is in extra. Records live in Backend.recs, never moving, and are named
 // elsewhere by handle (their position there): a queued job's record is the
 // only place the backend holds pointers for it, at most two (its job and
 // its client id).
 type jobRec struct {
 	job                         *flotilla.Job
 	clientID                    string
-	grace, deadline, runtime    time.Duration
-	specExit                    int
 	submitted, leased, finished int64
 	extra                       *recExtra // nil: no reason, no failed cluster
-	principal                   uint32
+	run                         uint32    // in Backend.runs
 	cluster, node               uint32
 	index                       uint32 // in its set's jobs
 	attempts                    int32
 	exitCode                    int32
 	state                       events.State
 	cancelRequested             bool
+}
+
+// runSpec is the part of a job's spec besides its Job and client id: the
+// settled grace period and deadline, the fake executor's runtime and exit
+// code, and the principal (interned).
+type runSpec struct {
+	grace, deadline, runtime time.Duration
+	exitCode                 int
+	principal                uint32
+}
+
+// runOf returns the number of s's runSpec in b.runs: the last one added
+// when it is the same, else a new one. Jobs stored one after the other
+// mostly come from one template and share it; jobs whose specs all
+// differ cost a runSpec each, as they cost the fields before. Call with
+// the write lock held.
+func (b *Backend) runOf(s *backend.JobSpec) uint32 {
+	r := runSpec{grace: s.TerminationGracePeriod, deadline: s.ActiveDeadline, runtime: s.Runtime, exitCode: s.ExitCode}
+	if n := b.runs.len(); n > 0 {
+		last := b.runs.at(n - 1)
+		if last.grace == r.grace && last.deadline == r.deadline && last.runtime == r.runtime && last.exitCode == r.exitCode &&
+			b.strs[last.principal] == s.Principal {
+			return uint32(n - 1)
+		}
+	}
+	r.principal = b.intern(s.Principal)
+	b.runs.append(r)
+	return uint32(b.runs.len() - 1)
 }
 
 // recExtra is the part of a job's state that a queued job lacks.
@@ -146,10 +173,11 @@ func (b *Backend) setState(r *jobRec, j *events.Job) {
 
 // spec rebuilds a job's backend.JobSpec.
 func (b *Backend) spec(r *jobRec) backend.JobSpec {
+	run := b.runs.at(int(r.run))
 	return backend.JobSpec{
-		Job: r.job, ClientID: r.clientID, Principal: b.strs[r.principal],
-		TerminationGracePeriod: r.grace, ActiveDeadline: r.deadline,
-		Runtime: r.runtime, ExitCode: r.specExit,
+		Job: r.job, ClientID: r.clientID, Principal: b.strs[run.principal],
+		TerminationGracePeriod: run.grace, ActiveDeadline: run.deadline,
+		Runtime: run.runtime, ExitCode: run.exitCode,
 	}
 }
 

@@ -32,8 +32,10 @@ type Backend struct {
 	// recs holds every stored job's record, in the order stored, each at
 	// a fixed address; byID indexes them by job id, by handle (a record's
 	// position in recs).
-	recs      recStore
-	byID      idindex.Index
+	recs recStore
+	byID idindex.Index
+	// runs are the records' runSpecs (jobRec.run), pointer-free.
+	runs      chunked[runSpec]
 	sets      map[setKey]*jobSet
 	strs      []string
 	strIndex  map[string]uint32
