@@ -380,7 +380,8 @@ func (s *Store) add(j *flotilla.Job, hash uint32, m *batchMemo) error {
 	}
 	h := s.entries.alloc()
 	st := s.entries.at(h)
-	*st = stored{Entry: v, h: h}
+	// A free entry is zero (slab.release): set what is not.
+	st.Entry, st.h = v, h
 	e := &st.Entry
 	var q *queueIndex
 	if m != nil && m.q != nil && m.job.Queue == j.Queue {

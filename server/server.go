@@ -427,8 +427,10 @@ func (ws *writeSpecs) newJob(sp *backend.JobSpec) *job {
 		ws.run = new(runSpec)
 		*ws.run = r
 	}
-	ws.slab = append(ws.slab, job{spec: sp.Job, run: ws.run})
-	return &ws.slab[len(ws.slab)-1]
+	ws.slab = ws.slab[:len(ws.slab)+1] // zero: set the two fields
+	j := &ws.slab[len(ws.slab)-1]
+	j.spec, j.run = sp.Job, ws.run
+	return j
 }
 
 // spec returns the spec of the job of a submitted event of the write and
