@@ -110,7 +110,8 @@ func (c *Cursor) refill() {
 		c.tree.ascend(c.fill)
 	} else {
 		c.skip = true
-		c.tree.ascendFrom(&c.last, c.fill)
+		pivot := c.last // collect moves c.last along
+		c.tree.ascendFrom(&pivot, c.fill)
 	}
 	if len(c.buf) < cursorBatch {
 		c.done = true

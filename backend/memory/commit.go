@@ -291,8 +291,9 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 			if qs == nil || qsName != j.Queue {
 				qs, qsName = b.perQueue[j.Queue], j.Queue
 			}
-			// No queue state: the queue was never created, so no
-			// client id is stored (and hashNew left no hash).
+			// No queue state: the queue is not defined and never
+			// had jobs, so no client id is stored there (and
+			// hashNew's hash is byID's, for pairByPosition only).
 			if qs == nil {
 				continue
 			}

@@ -1,6 +1,6 @@
 package memory
 
-// recBlockLen is how many records a block of a recStore holds: 1024 (120
+// recBlockLen is how many records a block of a recStore holds: 1024 (88
 // KiB), so that a backend wastes at most one partly filled block.
 const (
 	recBlockShift = 10
