@@ -28,7 +28,9 @@ type Cursor struct {
 	tree *order
 	buf  []*Entry
 	pos  int
-	last item // the last item read from the tree (e nil: none); the next batch resumes after it
+	last item // the last item read from the tree (id "": none); the next batch resumes after it
+	// skip: the next item the tree yields may be last itself.
+	skip bool
 	done bool // the tree holds nothing after the buffer
 
 	// fill is c.collect, bound once so that reading a batch does not
@@ -51,6 +53,7 @@ func (c *Cursor) Reset(s *Store, queue string) {
 	c.buf = c.buf[:0]
 	c.pos = 0
 	c.last = item{}
+	c.skip = false
 	c.tree = nil
 	c.done = true
 	if s == nil {
@@ -103,10 +106,12 @@ func (c *Cursor) refill() {
 		c.done = true
 		return
 	}
-	if c.last.e == nil {
+	if c.last.id == "" {
 		c.tree.ascend(c.fill)
 	} else {
-		c.tree.ascendFrom(c.last, c.fill)
+		c.skip = true
+		pivot := c.last // collect moves c.last along
+		c.tree.ascendFrom(&pivot, c.fill)
 	}
 	if len(c.buf) < cursorBatch {
 		c.done = true
@@ -116,10 +121,13 @@ func (c *Cursor) refill() {
 // collect appends one entry to the batch, skipping the entry the batch
 // resumes from.
 func (c *Cursor) collect(it item) bool {
-	if it.e == c.last.e {
-		return true
+	if c.skip {
+		c.skip = false
+		if it.id == c.last.id {
+			return true
+		}
 	}
-	c.buf = append(c.buf, it.e)
+	c.buf = append(c.buf, &c.tree.sl.at(it.h).Entry)
 	c.last = it
 	return len(c.buf) < cursorBatch
 }

@@ -33,21 +33,23 @@
 // Costs, for a store of n jobs: Add, Remove O(log n); Get, Stats O(1);
 // SchedulingKeys O(distinct keys); a Cursor O(1) amortised per job
 // without allocation; JobSet O(k log k) and RemoveJobSet O(k log n) for
-// a set of k jobs. (Add and Remove also move up to half a block of 127
-// items and, when a block splits or empties, the queue's list of n/127
+// a set of k jobs. (Add and Remove also move up to half a block of 153
+// items and, when a block splits or empties, the queue's list of n/153
 // block pointers.) A job that sorts after every job of its queue, as
 // most do in a queue fed in submission order, is appended to the last
-// block without a search, and such blocks stay full: 48 bytes of order
+// block without a search, and such blocks stay full: 40 bytes of order
 // per job, where a B-tree splitting its nodes in the middle keeps them
 // half full. The order's items carry copies of the ordering fields, so a
 // search compares inside the blocks rather than loading every job it
 // passes. Entries live in blocks of 1024 whose room a removed job leaves
-// to the next one added, and the index by ID is a pointer-free hash
-// table of handles into them (internal/idindex), so a store of n jobs
-// holds about n/1024 + n/127 objects, and the garbage collector does not
-// scan the index. Memory is about 135 bytes per queued job for the store
-// itself with jobs added in random order (BenchmarkStoreAdd1M reports
-// it), less in submission order.
+// to the next one added; the index by ID is a pointer-free hash table of
+// handles into them (internal/idindex), and the order's items and the
+// job-set lists name entries by handle too, so a store of n jobs holds
+// about n/1024 + n/153 objects, and the garbage collector scans two
+// pointers per job (the entry's Job, the item's id) and nothing of the
+// index. Memory is about 115 bytes per queued job for the store itself
+// with jobs added in random order (BenchmarkStoreAdd1M reports it), less
+// in submission order.
 //
 // Evicted jobs (running jobs that preemption reconsiders) are not stored
 // here: the scheduler keeps them and offers them before a queue's stored

@@ -2,18 +2,18 @@ package queue
 
 import "slices"
 
-// blockLen is the most items an order block holds: 127 items of 48 bytes
+// blockLen is the most items an order block holds: 153 items of 40 bytes
 // and the block's bounds fill a 6 KiB allocation size class exactly.
-const blockLen = 127
+const blockLen = 153
 
-// order keeps a queue's items sorted by lessItem: a list of blocks, each
+// order keeps a queue's items sorted as Less sorts their entries: a list of blocks, each
 // holding a sorted run at items[lo:hi] of a fixed array, every item of a
 // block before every item of the next.
 //
 // It is built for how queues grow: a job submitted after the others
 // sorts after them (same class and priority, later submit time), so most
 // inserts go past the last item. Those fill the last block and then open
-// a new one, and the blocks of a queue fed in order stay full: 48 bytes
+// a new one, and the blocks of a queue fed in order stay full: 40 bytes
 // per job, where a B-tree that splits nodes in the middle
 // (github.com/google/btree, which this replaces) leaves them half full and
 // costs about 100 bytes per job, and an append costs no search. Inserts
@@ -25,11 +25,27 @@ const blockLen = 127
 // into a neighbour with room, so sparse blocks stay bounded after
 // deletes.
 //
-// The zero order is empty and ready to use. Reads (ascend, ascendFrom,
-// len) do not modify it and may run concurrently with each other.
+// Items name their entries by handle in the store's slab, sl (Cursor and
+// Store.Ascend read entries there). An order with sl set is empty and
+// ready to use. Reads (ascend, ascendFrom, len) do not modify it and may
+// run concurrently with each other.
 type order struct {
 	blocks []*block
 	n      int
+	sl     *slab
+}
+
+// before reports whether a sorts before b (Less).
+func before(a, b *item) bool {
+	switch {
+	case a.rank != b.rank:
+		return a.rank < b.rank
+	case a.sec != b.sec:
+		return a.sec < b.sec
+	case a.nsec != b.nsec:
+		return a.nsec < b.nsec
+	}
+	return a.id < b.id
 }
 
 // block is one run of an order; it is never empty while listed.
@@ -47,7 +63,7 @@ func (b *block) search(x *item) int {
 	lo, hi := int(b.lo), int(b.hi)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if lessItem(b.items[m], *x) {
+		if before(&b.items[m], x) {
 			lo = m + 1
 		} else {
 			hi = m
@@ -97,7 +113,7 @@ func (o *order) find(x *item) int {
 	lo, hi := 0, len(o.blocks)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if lessItem(*o.blocks[m].last(), *x) {
+		if before(o.blocks[m].last(), x) {
 			lo = m + 1
 		} else {
 			hi = m
@@ -106,11 +122,11 @@ func (o *order) find(x *item) int {
 	return lo
 }
 
-// insert adds x, which must not equal (by lessItem) an item in o.
+// insert adds x, which must not be the job of an item in o.
 func (o *order) insert(x item) {
 	o.n++
 	nb := len(o.blocks)
-	if nb == 0 || lessItem(*o.blocks[nb-1].last(), x) {
+	if nb == 0 || before(o.blocks[nb-1].last(), &x) {
 		// Past every item: the common case, an append.
 		if nb > 0 {
 			if b := o.blocks[nb-1]; b.hi < blockLen {
@@ -164,16 +180,15 @@ func (o *order) insert(x item) {
 	o.blocks = slices.Insert(o.blocks, i+1, nw)
 }
 
-// delete removes the item equal (by lessItem) to x and reports whether
-// there was one.
-func (o *order) delete(x item) bool {
-	i := o.find(&x)
+// delete removes the item of x's job and reports whether there was one.
+func (o *order) delete(x *item) bool {
+	i := o.find(x)
 	if i == len(o.blocks) {
 		return false
 	}
 	b := o.blocks[i]
-	pos := b.search(&x)
-	if pos == int(b.hi) || lessItem(x, b.items[pos]) {
+	pos := b.search(x)
+	if pos == int(b.hi) || b.items[pos].id != x.id {
 		return false
 	}
 	b.deleteAt(pos)
@@ -255,13 +270,13 @@ func (o *order) ascend(fn func(item) bool) {
 
 // ascendFrom calls fn, in order, for the items not less than pivot until
 // fn returns false.
-func (o *order) ascendFrom(pivot item, fn func(item) bool) {
-	i := o.find(&pivot)
+func (o *order) ascendFrom(pivot *item, fn func(item) bool) {
+	i := o.find(pivot)
 	if i == len(o.blocks) {
 		return
 	}
 	b := o.blocks[i]
-	for _, it := range b.items[b.search(&pivot):b.hi] {
+	for _, it := range b.items[b.search(pivot):b.hi] {
 		if !fn(it) {
 			return
 		}

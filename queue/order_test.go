@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"testing"
@@ -8,13 +9,45 @@ import (
 	"github.com/leanovate/gopter"
 	"github.com/leanovate/gopter/gen"
 	"github.com/leanovate/gopter/prop"
+
+	"github.com/flotilla-sched/flotilla"
 )
 
-// orderItem is a test item: only id and class vary, so that the order
-// is by class (higher first), then id.
-func orderItem(class int32, id int) item {
-	return item{id: fmt.Sprintf("%06d", id), class: class}
+// testOrder is an order over a slab of its own, which holds its items'
+// jobs.
+type testOrder struct {
+	order
+	slab slab
+	// mixed makes item's ids of three forms (see item).
+	mixed bool
 }
+
+func newTestOrder() *testOrder {
+	o := new(testOrder)
+	o.sl = &o.slab
+	return o
+}
+
+// item returns a test item, its job added to the slab: only id and class
+// vary, so that the order is by class (higher first), then id, as id's
+// number. In a mixed order ids are of three forms, of three lengths,
+// some short ones prefixes of long ones; the order then is not the
+// numbers'.
+func (o *testOrder) item(class int32, id int) item {
+	h := o.slab.alloc()
+	name := fmt.Sprintf("%06d", id)
+	switch {
+	case o.mixed && id%3 == 1:
+		name = "0000000000000000" + name
+	case o.mixed && id%3 == 2:
+		name = "00000000" + name
+	}
+	*o.slab.at(h) = stored{Entry: Entry{Job: &flotilla.Job{ID: name}, ClassPriority: class}, h: h}
+	return itemOf(&o.slab.at(h).Entry, h)
+}
+
+// key is it as the order's methods take it.
+func (o *testOrder) key(it item) *item { return &it }
 
 // orderOp is a generated operation on an order: insert a fresh item
 // (after every item, before every item, or anywhere), or delete an item
@@ -28,11 +61,11 @@ type orderOp struct {
 // invariants: no empty block, runs within their arrays, every slot
 // outside a run cleared, and no two neighbours both under a quarter full
 // that would fit in one block.
-func checkOrder(o *order, want []item) error {
+func checkOrder(o *testOrder, want []item) error {
 	var got []item
 	o.ascend(func(it item) bool { got = append(got, it); return true })
 	if !slices.Equal(got, want) || o.len() != len(want) {
-		return fmt.Errorf("order holds %d items %v, want %d %v", o.len(), ids2(got), len(want), ids2(want))
+		return fmt.Errorf("order holds %d items %v, want %d %v", o.len(), o.ids(got), len(want), o.ids(want))
 	}
 	for i, b := range o.blocks {
 		if b.len() <= 0 || b.lo < 0 || b.hi > blockLen {
@@ -48,18 +81,18 @@ func checkOrder(o *order, want []item) error {
 	// between items.
 	for k := range want {
 		var from []item
-		o.ascendFrom(want[k], func(it item) bool { from = append(from, it); return true })
+		o.ascendFrom(o.key(want[k]), func(it item) bool { from = append(from, it); return true })
 		if !slices.Equal(from, want[k:]) {
-			return fmt.Errorf("ascendFrom(%s) yields %v", want[k].id, ids2(from))
+			return fmt.Errorf("ascendFrom(%s) yields %v", o.key(want[k]).id, o.ids(from))
 		}
 	}
 	return nil
 }
 
-func ids2(its []item) []string {
+func (o *testOrder) ids(its []item) []string {
 	out := make([]string, len(its))
 	for i, it := range its {
-		out[i] = fmt.Sprint(it.class, "/", it.id)
+		out[i] = fmt.Sprint(o.slab.at(it.h).ClassPriority, "/", o.key(it).id)
 	}
 	return out
 }
@@ -74,7 +107,8 @@ func TestOrderAgreesWithASortedSlice(t *testing.T) {
 		Map(func(v []any) orderOp { return orderOp{v[0].(int), v[1].(int)} })
 	props.Property("ascend, ascendFrom and len match a sorted slice, and blocks stay well formed, through appends, prepends, inserts and deletes anywhere", prop.ForAll(
 		func(ops []orderOp) string {
-			var o order
+			o := newTestOrder()
+			o.mixed = true
 			var want []item
 			next := 0
 			for step, op := range ops {
@@ -82,12 +116,12 @@ func TestOrderAgreesWithASortedSlice(t *testing.T) {
 				var x item
 				switch op.kind {
 				case 0, 1: // after every item: an append
-					x = orderItem(0, 500000+next)
+					x = o.item(0, 500000+next)
 				case 2: // before every item
-					x = orderItem(2, 500000-next)
+					x = o.item(2, 500000-next)
 				case 3: // anywhere: a class-1 item with a random id
-					x = orderItem(1, op.at%1000000*2+1)
-					if _, found := slices.BinarySearchFunc(want, x, compareItems); found {
+					x = o.item(1, op.at%1000000*2+1)
+					if _, found := slices.BinarySearchFunc(want, x, o.compare); found {
 						continue
 					}
 				case 4, 5: // delete the first, the last, or anywhere
@@ -98,22 +132,22 @@ func TestOrderAgreesWithASortedSlice(t *testing.T) {
 					if op.kind == 5 && op.at%3 == 0 {
 						k = 0
 					}
-					if !o.delete(want[k]) {
-						return fmt.Sprintf("step %d: delete of %s found nothing", step, want[k].id)
+					if !o.delete(o.key(want[k])) {
+						return fmt.Sprintf("step %d: delete of %s found nothing", step, o.key(want[k]).id)
 					}
 					want = slices.Delete(want, k, k+1)
 					continue
 				case 6: // delete an absent item
-					if o.delete(orderItem(1, op.at*2)) {
+					if o.delete(o.key(o.item(1, op.at*2))) {
 						return fmt.Sprintf("step %d: delete of an absent item succeeded", step)
 					}
 					continue
 				}
 				o.insert(x)
-				k, _ := slices.BinarySearchFunc(want, x, compareItems)
+				k, _ := slices.BinarySearchFunc(want, x, o.compare)
 				want = slices.Insert(want, k, x)
 			}
-			if err := checkOrder(&o, want); err != nil {
+			if err := checkOrder(o, want); err != nil {
 				return err.Error()
 			}
 			return ""
@@ -122,23 +156,23 @@ func TestOrderAgreesWithASortedSlice(t *testing.T) {
 	props.TestingRun(t)
 }
 
-func compareItems(a, b item) int {
-	switch {
-	case lessItem(a, b):
-		return -1
-	case lessItem(b, a):
-		return 1
+// compare is the oracle's order of items: by their entries' class,
+// higher first, then id.
+func (o *testOrder) compare(a, b item) int {
+	x, y := o.slab.at(a.h), o.slab.at(b.h)
+	if c := cmp.Compare(y.ClassPriority, x.ClassPriority); c != 0 {
+		return c
 	}
-	return 0
+	return cmp.Compare(x.Job.ID, y.Job.ID)
 }
 
 // Appending in order fills every block but the last: the memory that
 // replacing the B-tree bought.
 func TestOrderAppendsFillBlocks(t *testing.T) {
-	var o order
+	o := newTestOrder()
 	const n = 10 * blockLen
 	for i := range n + 3 {
-		o.insert(orderItem(0, i))
+		o.insert(o.item(0, i))
 	}
 	if len(o.blocks) != 11 {
 		t.Fatalf("%d items in %d blocks, want 11", n+3, len(o.blocks))
@@ -152,9 +186,9 @@ func TestOrderAppendsFillBlocks(t *testing.T) {
 
 // Items inserted before the first item fill a block from its back.
 func TestOrderPrependsFillBlocks(t *testing.T) {
-	var o order
+	o := newTestOrder()
 	for i := range 3 * blockLen {
-		o.insert(orderItem(0, 900000-i))
+		o.insert(o.item(0, 900000-i))
 	}
 	if len(o.blocks) != 3 {
 		t.Fatalf("%d items in %d blocks, want 3", 3*blockLen, len(o.blocks))
@@ -164,10 +198,10 @@ func TestOrderPrependsFillBlocks(t *testing.T) {
 // Deleting most items merges sparse blocks: a queue drained but for a
 // few jobs spread along it does not keep a block per job.
 func TestOrderSparseBlocksMerge(t *testing.T) {
-	var o order
+	o := newTestOrder()
 	var all []item
 	for i := range 100 * blockLen {
-		x := orderItem(0, i)
+		x := o.item(0, i)
 		o.insert(x)
 		all = append(all, x)
 	}
@@ -177,14 +211,14 @@ func TestOrderSparseBlocksMerge(t *testing.T) {
 			kept = append(kept, x)
 			continue
 		}
-		if !o.delete(x) {
-			t.Fatalf("delete %s found nothing", x.id)
+		if !o.delete(o.key(x)) {
+			t.Fatalf("delete %s found nothing", o.key(x).id)
 		}
 	}
-	if err := checkOrder(&o, kept); err != nil {
+	if err := checkOrder(o, kept); err != nil {
 		t.Fatal(err)
 	}
-	// 254 items; with no merging there would be 100 blocks.
+	// 510 items; with no merging there would be 100 blocks.
 	if len(o.blocks) > 8 {
 		t.Errorf("%d items in %d blocks", len(kept), len(o.blocks))
 	}
@@ -194,12 +228,12 @@ func TestOrderSparseBlocksMerge(t *testing.T) {
 // arriving while lower ones wait behind them) fills blocks as appends
 // do: each lands at the end of the block before the gap.
 func TestOrderAscendingRunsInsideFillBlocks(t *testing.T) {
-	var o order
+	o := newTestOrder()
 	for i := range 5 * blockLen {
-		o.insert(orderItem(0, i))
+		o.insert(o.item(0, i))
 	}
 	for i := range 10 * blockLen {
-		o.insert(orderItem(1, i))
+		o.insert(o.item(1, i))
 	}
 	if len(o.blocks) != 15 {
 		t.Errorf("%d items in %d blocks, want 15", 15*blockLen, len(o.blocks))

@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/bits"
+	"reflect"
 	"slices"
 	"sort"
 	"time"
@@ -27,13 +29,17 @@ type Entry struct {
 	Key uint64
 }
 
-// stored is an entry as a Store keeps it: linked with the other entries
-// of its job set, at handle h of the store's slab.
+// stored is an entry as a Store keeps it, at handle h of the store's
+// slab: linked with the other entries of its job set by their handles
+// (none: the end of the list).
 type stored struct {
 	Entry
-	prev, next *stored
+	prev, next uint32
 	h          uint32
 }
+
+// none is the handle of no entry.
+const none = math.MaxUint32
 
 // Less is the scheduling order inside a queue: ClassPriority, higher first;
 // then Job.Priority, LOWER number first (Armada's convention: priority 1
@@ -93,45 +99,31 @@ func compareEntries(a, b *Entry) int {
 	return 0
 }
 
-// item is what a queue's order holds: an entry with copies of the fields
-// Less reads, so that a search compares items inside the tree's own nodes
-// instead of loading two objects (entry, job) per comparison.
+// item is what a queue's order holds: an entry's handle in the store's
+// slab with copies of the fields Less reads, so that a search compares
+// items inside the order's own blocks instead of loading two objects
+// (entry, job) per comparison. The id is the one pointer the collector
+// scans in an order.
 type item struct {
-	e     *Entry
-	id    string
-	sec   int64
-	class int32
-	prio  uint32
-	nsec  int32
+	// rank is the class priority and the job's Priority in one number
+	// that sorts as Less does: the class, higher first (MaxInt32 - class
+	// in the high half), then the priority, lower first.
+	rank uint64
+	sec  int64
+	id   string
+	nsec int32
+	h    uint32
 }
 
-func itemOf(e *Entry) item {
+func itemOf(e *Entry, h uint32) item {
 	j := e.Job
 	return item{
-		e:     e,
-		id:    j.ID,
-		sec:   j.SubmitTime.Unix(),
-		class: e.ClassPriority,
-		prio:  j.Priority,
-		nsec:  int32(j.SubmitTime.Nanosecond()),
+		rank: uint64(math.MaxInt32-int64(e.ClassPriority))<<32 | uint64(j.Priority),
+		sec:  j.SubmitTime.Unix(),
+		id:   j.ID,
+		nsec: int32(j.SubmitTime.Nanosecond()),
+		h:    h,
 	}
-}
-
-// lessItem is Less on items.
-func lessItem(a, b item) bool {
-	if a.class != b.class {
-		return a.class > b.class
-	}
-	if a.prio != b.prio {
-		return a.prio < b.prio
-	}
-	if a.sec != b.sec {
-		return a.sec < b.sec
-	}
-	if a.nsec != b.nsec {
-		return a.nsec < b.nsec
-	}
-	return a.id < b.id
 }
 
 // Store is the queued-job store: per queue, the jobs in scheduling order in
@@ -206,29 +198,29 @@ func New(schema *flotilla.ResourceSchema, classes []flotilla.PriorityClass, defa
 // jobSet lists the entries of one job set of a queue, linked through
 // stored.prev and next: O(1) to add and remove, no map entry per job.
 type jobSet struct {
-	head *stored
+	head uint32 // none when empty
 	n    int
 }
 
-func (set *jobSet) add(e *stored) {
-	e.prev, e.next = nil, set.head
-	if set.head != nil {
-		set.head.prev = e
+func (set *jobSet) add(sl *slab, e *stored) {
+	e.prev, e.next = none, set.head
+	if set.n > 0 {
+		sl.at(set.head).prev = e.h
 	}
-	set.head = e
+	set.head = e.h
 	set.n++
 }
 
-func (set *jobSet) remove(e *stored) {
-	if e.prev != nil {
-		e.prev.next = e.next
+func (set *jobSet) remove(sl *slab, e *stored) {
+	if e.prev != none {
+		sl.at(e.prev).next = e.next
 	} else {
 		set.head = e.next
 	}
-	if e.next != nil {
-		e.next.prev = e.prev
+	if e.next != none {
+		sl.at(e.next).prev = e.prev
 	}
-	e.prev, e.next = nil, nil
+	e.prev, e.next = none, none
 	set.n--
 }
 
@@ -280,7 +272,7 @@ func (s *Store) Add(j *flotilla.Job) error {
 	if j != nil {
 		hash = s.byID.Hash(j.ID)
 	}
-	return s.add(j, hash)
+	return s.add(j, hash, nil)
 }
 
 // AddAll adds jobs as Add does, all or none: on the first error it
@@ -301,8 +293,9 @@ func (s *Store) AddAll(jobs []*flotilla.Job) error {
 		}
 	}
 	_ = s.byID.Prefetch(hashes)
+	var m batchMemo
 	for i, j := range jobs {
-		if err := s.add(j, hashes[i]); err != nil {
+		if err := s.add(j, hashes[i], &m); err != nil {
 			for _, done := range jobs[:i] {
 				s.Remove(done.ID)
 			}
@@ -318,41 +311,108 @@ func (s *Store) AddAll(jobs []*flotilla.Job) error {
 	return nil
 }
 
-// add is Add with the id's hash in byID given (anything for a nil job).
-func (s *Store) add(j *flotilla.Job, hash uint32) error {
+// batchMemo is what AddAll remembers of the job it added last, for the
+// next: a request's jobs come from a few templates, so most jobs share
+// their requirements, queue and job set with the job before them, and
+// then take its class priority and scheduling key without hashing
+// (SchedulingKey costs more than the rest of an add) and its queue and
+// job set without a map lookup. The zero batchMemo remembers nothing.
+type batchMemo struct {
+	job   *flotilla.Job // nil: none yet
+	class int32
+	key   uint64
+	q     *queueIndex
+	set   *jobSet
+}
+
+// sameRequirements reports whether a and b agree on everything the class
+// priority and SchedulingKey read (class, requests, node selector,
+// tolerations, node-uniformity label, avoided clusters), so that b's are
+// a's. It may answer false for requirements the key holds equal (an
+// operator "" against "Equal", avoided clusters in another order): that
+// only costs a hash.
+func sameRequirements(a, b *flotilla.Job) bool {
+	return a.PriorityClass == b.PriorityClass &&
+		slices.Equal(a.Requests, b.Requests) &&
+		a.Gang.NodeUniformityLabel == b.Gang.NodeUniformityLabel &&
+		sameTolerations(a.Tolerations, b.Tolerations) &&
+		sameSelector(a.NodeSelector, b.NodeSelector) &&
+		slices.Equal(a.AvoidClusters, b.AvoidClusters)
+}
+
+// sameSelector is maps.Equal, answered at once for one map twice (the
+// jobs of a template share their node selector).
+func sameSelector(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	return len(a) == 0 || reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() || maps.Equal(a, b)
+}
+
+// sameTolerations is slices.Equal, answered at once for two views of one
+// array (the jobs of a template share their tolerations).
+func sameTolerations(a, b []flotilla.Toleration) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	return len(a) == 0 || &a[0] == &b[0] || slices.Equal(a, b)
+}
+
+// add is Add with the id's hash in byID given (anything for a nil job)
+// and, from AddAll, the memo of the batch's previous job (nil from Add).
+func (s *Store) add(j *flotilla.Job, hash uint32, m *batchMemo) error {
 	if j != nil {
 		if _, dup := s.byID.FindHashed(hash, j.ID, s.idOf); dup {
 			return flotilla.Errorf("id", j.ID, flotilla.ErrDuplicate, "already queued")
 		}
 	}
-	v, err := s.entry(j)
-	if err != nil {
-		return err
+	var v Entry
+	if m != nil && m.job != nil && j != nil && j.ID != "" && j.Queue != "" && sameRequirements(m.job, j) {
+		v = Entry{Job: j, ClassPriority: m.class, Key: m.key}
+	} else {
+		var err error
+		if v, err = s.entry(j); err != nil {
+			return err
+		}
 	}
 	if err := j.Validate(s.schema); err != nil {
 		return err
 	}
 	h := s.entries.alloc()
 	st := s.entries.at(h)
-	*st = stored{Entry: v, h: h}
+	// A free entry is zero (slab.release): set what is not.
+	st.Entry, st.h = v, h
 	e := &st.Entry
-	q := s.queues[j.Queue]
+	var q *queueIndex
+	if m != nil && m.q != nil && m.job.Queue == j.Queue {
+		q = m.q
+	} else {
+		q = s.queues[j.Queue]
+	}
 	if q == nil {
-		q = &queueIndex{sets: make(map[string]*jobSet)}
+		q = &queueIndex{sets: make(map[string]*jobSet), order: order{sl: &s.entries}}
 		n := s.schema.Len()
 		q.keys = make(map[uint64]int)
 		q.demandLo, q.demandHi, q.demand = make([]uint64, n), make([]uint64, n), make(flotilla.Resources, n)
 		s.queues[j.Queue] = q
 	}
 	q.count(e, true)
-	set := q.sets[j.JobSet]
+	var set *jobSet
+	if m != nil && m.q == q && m.job.JobSet == j.JobSet {
+		set = m.set
+	} else {
+		set = q.sets[j.JobSet]
+	}
 	if set == nil {
-		set = &jobSet{}
+		set = &jobSet{head: none}
 		q.sets[j.JobSet] = set
 	}
-	q.order.insert(itemOf(e))
-	set.add(st)
+	q.order.insert(itemOf(e, h))
+	set.add(&s.entries, st)
 	s.byID.InsertHashed(hash, h)
+	if m != nil {
+		*m = batchMemo{job: j, class: v.ClassPriority, key: v.Key, q: q, set: set}
+	}
 	return nil
 }
 
@@ -369,10 +429,10 @@ func (s *Store) Remove(id string) (*flotilla.Job, bool) {
 	st := s.entries.at(h)
 	e, j := &st.Entry, st.Job
 	q := s.queues[j.Queue]
-	s.unorder(q, e)
+	s.unorder(q, st)
 	q.count(e, false)
 	set := q.sets[j.JobSet]
-	set.remove(st)
+	set.remove(&s.entries, st)
 	if set.n == 0 {
 		delete(q.sets, j.JobSet)
 	}
@@ -417,23 +477,23 @@ func (q *queueIndex) count(e *Entry, add bool) {
 	}
 }
 
-// unorder removes e from its queue's order.
-func (s *Store) unorder(q *queueIndex, e *Entry) {
-	if q.order.delete(itemOf(e)) {
+// unorder removes st from its queue's order.
+func (s *Store) unorder(q *queueIndex, st *stored) {
+	k := itemOf(&st.Entry, st.h)
+	if q.order.delete(&k) {
 		return
 	}
 	// The job was modified while stored, against the package rules, and
 	// its item no longer sorts where it was put. Find it the slow way
 	// rather than leave it behind.
-	var stale item
 	q.order.ascend(func(it item) bool {
-		if it.e == e {
-			stale = it
+		if it.h == st.h {
+			k = it
 			return false
 		}
 		return true
 	})
-	q.order.delete(stale)
+	q.order.delete(&k)
 }
 
 // Get returns the stored entry of a job, in O(1).
@@ -548,8 +608,8 @@ func (s *Store) setEntries(q *queueIndex, jobSet string) []*stored {
 		return nil
 	}
 	entries := make([]*stored, 0, set.n)
-	for e := set.head; e != nil; e = e.next {
-		entries = append(entries, e)
+	for h := set.head; h != none; h = s.entries.at(h).next {
+		entries = append(entries, s.entries.at(h))
 	}
 	slices.SortFunc(entries, func(a, b *stored) int { return compareEntries(&a.Entry, &b.Entry) })
 	return entries
@@ -589,9 +649,9 @@ func (s *Store) RemoveJobSet(queue, jobSet string) []*flotilla.Job {
 	delete(q.sets, jobSet)
 	jobs := make([]*flotilla.Job, len(entries))
 	for i, st := range entries {
-		st.prev, st.next = nil, nil
+		st.prev, st.next = none, none
 		s.byID.Delete(st.Job.ID, s.idOf)
-		s.unorder(q, &st.Entry)
+		s.unorder(q, st)
 		q.count(&st.Entry, false)
 		jobs[i] = st.Job
 		s.entries.release(st.h)
@@ -606,6 +666,6 @@ func (s *Store) RemoveJobSet(queue, jobSet string) []*flotilla.Job {
 // returns false. fn must not modify the store.
 func (s *Store) Ascend(queue string, fn func(*Entry) bool) {
 	if q := s.queues[queue]; q != nil {
-		q.order.ascend(func(it item) bool { return fn(it.e) })
+		q.order.ascend(func(it item) bool { return fn(&s.entries.at(it.h).Entry) })
 	}
 }

@@ -749,8 +749,16 @@ func TestStoredOrderMatchesLess(t *testing.T) {
 		gen.Int64Range(-2, 2), gen.Int64Range(0, 2), gen.UInt8Range(0, 3)).Map(func(v []any) *Entry {
 		return entry(v[0].(int), v[1].(uint32), v[2].(int64), v[3].(int64), v[4].(uint8))
 	})
-	props.Property("lessItem agrees with Less", prop.ForAll(func(a, b *Entry) bool {
-		return lessItem(itemOf(a), itemOf(b)) == Less(a, b) && (Less(a, b) != Less(b, a) || a.Job.ID == b.Job.ID && !Less(a, b))
+	o := newTestOrder()
+	itemOf := func(e *Entry) item {
+		h := o.slab.alloc()
+		*o.slab.at(h) = stored{Entry: *e, h: h}
+		return itemOf(e, h)
+	}
+	props.Property("the order's comparison of items agrees with Less", prop.ForAll(func(a, b *Entry) bool {
+		x, y := itemOf(a), itemOf(b)
+		less := before(&x, &y)
+		return less == Less(a, b) && (Less(a, b) != Less(b, a) || a.Job.ID == b.Job.ID && !Less(a, b))
 	}, entryGen, entryGen))
 	props.TestingRun(t)
 }
@@ -869,4 +877,105 @@ func TestAddAllErrorsAreFieldErrorsNamingTheJobsIndex(t *testing.T) {
 			assert.Equal(t, 1, s.Len(), "the store is as it was")
 		})
 	}
+}
+
+// AddAll gives each job of a batch the class priority and scheduling key
+// Add gives it, whichever fields it shares with the job before it: the
+// batch's memo of the previous job's key (sameRequirements) must never
+// hand a job a key its own requirements do not have. Jobs here share a
+// template's maps and slices, or copies of them with one field changed.
+func TestAddAllGivesEveryJobTheKeyAddGives(t *testing.T) {
+	base := flotilla.Job{
+		Queue: "A", JobSet: "s", SubmitTime: t0, Requests: flotilla.Resources{1000, 1 << 30, 0},
+		NodeSelector:  map[string]string{"zone": "a"},
+		Tolerations:   []flotilla.Toleration{{Key: "gpu", Effect: flotilla.TaintNoSchedule}},
+		AvoidClusters: []string{"c1", "c2"},
+	}
+	// variant returns base with one requirement changed (0: none; the
+	// maps and slices are then base's own).
+	variant := func(v int) flotilla.Job {
+		j := base
+		switch v {
+		case 1:
+			j.Requests = flotilla.Resources{2000, 1 << 30, 0}
+		case 2:
+			j.NodeSelector = map[string]string{"zone": "b"}
+		case 3:
+			j.NodeSelector = map[string]string{"zone": "a", "disk": "ssd"}
+		case 4:
+			j.Tolerations = []flotilla.Toleration{{Key: "gpu", Operator: flotilla.TolerationEqual, Value: "x", Effect: flotilla.TaintNoSchedule}}
+		case 5:
+			j.Tolerations = nil
+		case 6:
+			j.PriorityClass = "low"
+		case 7:
+			j.AvoidClusters = []string{"c2", "c1"} // the same set: the same key
+		case 8:
+			j.AvoidClusters = []string{"c1"}
+		case 9:
+			j.Gang = flotilla.Gang{ID: "g", Cardinality: 1, NodeUniformityLabel: "rack"}
+		case 10:
+			j.Queue = "B"
+		case 11:
+			j.JobSet = "t"
+		case 12:
+			j.NodeSelector = map[string]string{"zone": "a"} // an equal copy
+		}
+		return j
+	}
+	props := gopter.NewProperties(gopter.DefaultTestParametersWithSeed(7))
+	props.Property("AddAll's entries are Add's", prop.ForAll(func(vs []int) string {
+		batch := make([]*flotilla.Job, len(vs))
+		for i, v := range vs {
+			j := variant(v)
+			j.ID = fmt.Sprintf("j-%03d", i)
+			batch[i] = &j
+		}
+		all, one := newStore(t), newStore(t)
+		if err := all.AddAll(batch); err != nil {
+			return err.Error()
+		}
+		for _, j := range batch {
+			if err := one.Add(j); err != nil {
+				return err.Error()
+			}
+		}
+		for _, j := range batch {
+			a, _ := all.Get(j.ID)
+			o, _ := one.Get(j.ID)
+			prio := testPriority(j.PriorityClass)
+			if a.ClassPriority != o.ClassPriority || a.Key != o.Key || a.Key != SchedulingKey(j, prio) || a.ClassPriority != prio {
+				return fmt.Sprintf("job %s: AddAll gave (%d, %x), Add (%d, %x), SchedulingKey %x", j.ID, a.ClassPriority, a.Key, o.ClassPriority, o.Key, SchedulingKey(j, prio))
+			}
+		}
+		for _, q := range []string{"A", "B"} {
+			if !reflect.DeepEqual(all.Stats(q), one.Stats(q)) || !maps.Equal(keyCounts(all, q), keyCounts(one, q)) ||
+				!slices.Equal(cursorIDs(all, q), cursorIDs(one, q)) || !slices.Equal(ids(all.JobSet(q, "t")), ids(one.JobSet(q, "t"))) {
+				return "queue " + q + ": the stores differ"
+			}
+		}
+		return ""
+	}, gen.SliceOf(gen.IntRange(0, 12))))
+	props.TestingRun(t)
+}
+
+// testPriority is the priority of one of testClasses (the default class
+// for "").
+func testPriority(class string) int32 {
+	if class == "" {
+		class = flotilla.ArmadaDefault
+	}
+	for _, c := range testClasses() {
+		if c.Name == class {
+			return c.Priority
+		}
+	}
+	panic("no class " + class)
+}
+
+// keyCounts is a queue's SchedulingKeys as a map.
+func keyCounts(s *Store, queue string) map[uint64]int {
+	out := map[uint64]int{}
+	s.SchedulingKeys(queue, func(k uint64, n int) bool { out[k] = n; return true })
+	return out
 }

@@ -156,10 +156,10 @@ func (s *Server) expiries(now time.Time, rep *CycleReport) *backend.Write {
 	for _, j := range due {
 		l := j.lease
 		if s.pastDeadline(j, now) {
-			sj := j.spec.Job
+			sj := j.spec
 			w.Events = append(w.Events, events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID,
 				Type: events.Failed, Cluster: l.cluster.name, Node: l.node, Attempt: int(j.attempts),
-				Reason: fmt.Sprintf("deadline exceeded: active for %s, deadline %s", now.Sub(l.leased), j.spec.ActiveDeadline)})
+				Reason: fmt.Sprintf("deadline exceeded: active for %s, deadline %s", now.Sub(l.leased), j.run.deadline)})
 			rep.DeadlineExceeded++
 			continue
 		}
@@ -171,7 +171,7 @@ func (s *Server) expiries(now time.Time, rep *CycleReport) *backend.Write {
 }
 
 func (s *Server) pastDeadline(j *job, now time.Time) bool {
-	return j.spec.ActiveDeadline > 0 && now.Sub(j.lease.leased) >= j.spec.ActiveDeadline
+	return j.run.deadline > 0 && now.Sub(j.lease.leased) >= j.run.deadline
 }
 
 // snapshot builds the cycle's snapshot: live clusters' nodes and leases,
@@ -249,7 +249,7 @@ func (s *Server) decisions(res *scheduler.Result, now time.Time, rep *CycleRepor
 		leases = append(leases, lease{j, ref})
 	}
 	for _, l := range leases {
-		sj := l.j.spec.Job
+		sj := l.j.spec
 		if sj.IsGang() && skipGang[gangKey(sj)] {
 			continue
 		}
@@ -262,7 +262,7 @@ func (s *Server) decisions(res *scheduler.Result, now time.Time, rep *CycleRepor
 		if j == nil || !j.state.Live() {
 			continue
 		}
-		sj := j.spec.Job
+		sj := j.spec
 		w.Events = append(w.Events, events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID,
 			Type: events.Preempted, Cluster: j.lease.cluster.name, Node: j.lease.node, Attempt: int(j.attempts),
 			Reason: preemptionReason(&p), Requeued: s.cfg.RequeuePreempted && !j.cancelRequested})

@@ -532,7 +532,7 @@ func (s *Server) planJob(ctx context.Context, p *reportPlan, c *cluster, cluster
 	if !live {
 		return nil // a stale lease: the reply tells the executor to stop it
 	}
-	sj := j.spec.Job
+	sj := j.spec
 	ev := func(t events.Type, reason string) events.Event {
 		return events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID, Type: t,
 			Cluster: clusterName, Node: j.lease.node, Attempt: int(j.attempts), Reason: reason}
@@ -569,7 +569,7 @@ func (s *Server) planJob(ctx context.Context, p *reportPlan, c *cluster, cluster
 // whose cancellation was requested; otherwise the job is queued again,
 // or fails when it has had MaxAttempts leases.
 func (s *Server) leaseEnd(j *job, t events.Type, now time.Time, reason string) events.Event {
-	sj := j.spec.Job
+	sj := j.spec
 	e := events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID, Type: t,
 		Cluster: j.lease.cluster.name, Node: j.lease.node, Attempt: int(j.attempts), Reason: reason}
 	switch {
@@ -608,7 +608,7 @@ func (s *Server) reply(c *cluster, r *Report, p *reportPlan) *ReportReply {
 		}
 		g := grace[jr.Job]
 		if j != nil {
-			g = j.spec.TerminationGracePeriod
+			g = j.run.grace
 		}
 		out.Kill = append(out.Kill, Kill{Job: jr.Job, Attempt: jr.Attempt, GracePeriod: g,
 			Reason: fmt.Sprintf("lease %d is no longer live", jr.Attempt)})
@@ -616,13 +616,13 @@ func (s *Server) reply(c *cluster, r *Report, p *reportPlan) *ReportReply {
 	for j := range c.jobs() {
 		switch {
 		case j.cancelRequested:
-			out.Kill = append(out.Kill, Kill{Job: j.id(), Attempt: int(j.attempts), GracePeriod: j.spec.TerminationGracePeriod,
+			out.Kill = append(out.Kill, Kill{Job: j.id(), Attempt: int(j.attempts), GracePeriod: j.run.grace,
 				Reason: "cancellation requested"})
 		case j.lease.listedIn != stamp && j.state == events.LeasedState:
-			sp := j.spec
-			out.Leases = append(out.Leases, Lease{Job: sp.Job, Attempt: int(j.attempts), Node: j.lease.node,
-				TerminationGracePeriod: sp.TerminationGracePeriod, ActiveDeadline: sp.ActiveDeadline,
-				Runtime: sp.Runtime, ExitCode: sp.ExitCode})
+			r := j.run
+			out.Leases = append(out.Leases, Lease{Job: j.spec, Attempt: int(j.attempts), Node: j.lease.node,
+				TerminationGracePeriod: r.grace, ActiveDeadline: r.deadline,
+				Runtime: r.runtime, ExitCode: r.exitCode})
 		}
 	}
 	slices.SortFunc(out.Leases, func(a, b Lease) int { return strings.Compare(a.Job.ID, b.Job.ID) })

@@ -426,3 +426,39 @@ func TestJobWhoseLeaseFailedInAClusterGoesToAnotherThatCanTakeIt(t *testing.T) {
 	require.Equal(t, 1, w.cycle().Leased)
 	require.Equal(t, "c2", w.clusterOf(id))
 }
+
+// A lease carries its job's own settled grace period, deadline, runtime
+// and exit code: the jobs of a template share them, those of another
+// template in the same request have theirs, and a restart rebuilds them
+// from the backend.
+func TestLeaseCarriesItsTemplatesGraceDeadlineRuntimeAndExitCode(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		w := newWorld(t)
+		w.queue("A")
+		a := JobTemplate{Count: intp(2), Requests: map[string]string{"cpu": "1"},
+			TerminationGracePeriod: "5s", ActiveDeadline: "1h", Runtime: "3s", ExitCode: 7}
+		b := JobTemplate{Count: intp(2), Requests: map[string]string{"cpu": "1"}, Runtime: "9s"}
+		ids := w.submit("A", "s1", a, b)
+		if restart {
+			w.restart()
+		}
+		w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 1, 8)})
+		require.Equal(t, 4, w.cycle().Leased)
+		got := map[string]Lease{}
+		for _, l := range w.leasesOf("c1") {
+			got[l.Job.ID] = l
+		}
+		for i, id := range ids {
+			l := got[id]
+			if i < 2 {
+				require.Equal(t, []any{5 * time.Second, time.Hour, 3 * time.Second, 7}, []any{l.TerminationGracePeriod, l.ActiveDeadline, l.Runtime, l.ExitCode}, "job %d, restart %v", i, restart)
+			} else {
+				require.Equal(t, []any{time.Second, DefaultActiveDeadline, 9 * time.Second, 0}, []any{l.TerminationGracePeriod, l.ActiveDeadline, l.Runtime, l.ExitCode}, "job %d, restart %v", i, restart)
+			}
+		}
+		if !restart {
+			require.Same(t, w.srv.jobs.get(ids[0]).run, w.srv.jobs.get(ids[1]).run, "a template's jobs share their runSpec")
+			require.NotSame(t, w.srv.jobs.get(ids[1]).run, w.srv.jobs.get(ids[2]).run)
+		}
+	}
+}

@@ -105,7 +105,7 @@ func (s *Server) detail(id string, spec *backend.JobSpec, budget *int) (JobDetai
 		d.Queue = &rep
 	}
 	if s.usage != nil && s.usage.flux != nil {
-		k := s.fluxAssoc(spec)
+		k := s.fluxAssoc(spec.Principal, spec.Job.Queue)
 		if c, err := s.fluxCalculation(k, job.Queue); err == nil {
 			d.Flux = &priority.Breakdown{JobID: id, User: k.user, Bank: k.bank, Queue: job.Queue, ComputedAt: s.clock.Now(), Calculation: c}
 		}

@@ -194,13 +194,13 @@ func (f *fluxState) weigh(v []float64) float64 {
 }
 
 // fluxAssoc is the association a job is charged to.
-func (s *Server) fluxAssoc(sp *backend.JobSpec) assocKey {
+func (s *Server) fluxAssoc(principal, queue string) assocKey {
 	f := s.usage.flux
-	user := sp.Principal
+	user := principal
 	if user == "" {
 		user = f.cfg.DefaultUser
 	}
-	return assocKey{user: user, bank: f.bank(sp.Job.Queue)}
+	return assocKey{user: user, bank: f.bank(queue)}
 }
 
 // bank is the bank a queue's jobs are charged to.
@@ -231,7 +231,7 @@ func (s *Server) fluxSubmit(specs []backend.JobSpec) []error {
 	failed := map[assocKey]bool{}
 	for i := range specs {
 		sp := &specs[i]
-		k := s.fluxAssoc(sp)
+		k := s.fluxAssoc(sp.Principal, sp.Job.Queue)
 		if failed[k] {
 			continue
 		}
@@ -318,11 +318,11 @@ func (s *Server) reprioritize(all bool) int {
 		if j.state != events.Queued {
 			continue
 		}
-		user := j.spec.Principal
+		user := j.run.principal
 		if user == "" {
 			user = f.cfg.DefaultUser
 		}
-		g := groupKey{user, j.spec.Job.Queue}
+		g := groupKey{user, j.spec.Queue}
 		p, ok := f.groups[g]
 		if !ok {
 			var err error
@@ -331,14 +331,14 @@ func (s *Server) reprioritize(all bool) int {
 			}
 			f.groups[g] = p
 		}
-		if j.sched.Priority == p {
+		if j.sched().Priority == p {
 			continue
 		}
-		c := *j.sched
+		c := *j.sched()
 		c.Priority = p
 		s.storeRemove(j.id())
-		j.sched = &c
-		s.storeAdd(j.sched)
+		j.own = &c
+		s.storeAdd(j.own)
 		n++
 	}
 	return n

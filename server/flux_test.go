@@ -51,7 +51,7 @@ func (w *world) jobPriority(id string) uint32 {
 	defer w.srv.mu.Unlock()
 	j := w.srv.jobs.get(id)
 	require.NotNil(w.t, j, id)
-	return j.sched.Priority
+	return j.sched().Priority
 }
 
 func leasedIDs(ls []Lease) []string {

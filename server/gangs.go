@@ -25,12 +25,12 @@ import (
 // queued member so ends its queued mates too.
 
 func (s *Server) addGangMember(j *job) {
-	k := gangKey(j.spec.Job)
+	k := gangKey(j.spec)
 	s.gangs[k] = append(s.gangs[k], j)
 }
 
 func (s *Server) removeGangMember(j *job) {
-	k := gangKey(j.spec.Job)
+	k := gangKey(j.spec)
 	ms := slices.DeleteFunc(s.gangs[k], func(m *job) bool { return m == j })
 	if len(ms) == 0 {
 		delete(s.gangs, k)
@@ -53,7 +53,7 @@ func (s *Server) endBrokenGangs(ctx context.Context) {
 	w := &backend.Write{}
 	for _, k := range slices.Sorted(maps.Keys(s.brokenGangs)) {
 		ms := s.gangs[k]
-		if len(ms) == 0 || len(ms) >= ms[0].spec.Job.Gang.Cardinality {
+		if len(ms) == 0 || len(ms) >= ms[0].spec.Gang.Cardinality {
 			delete(s.brokenGangs, k)
 			continue
 		}
@@ -61,7 +61,7 @@ func (s *Server) endBrokenGangs(ctx context.Context) {
 			if m.state != events.Queued {
 				continue
 			}
-			sj := m.spec.Job
+			sj := m.spec
 			w.Events = append(w.Events, events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID,
 				Type: events.Cancelled, Reason: fmt.Sprintf("gang %s cannot run whole: %d of its %d members have not ended",
 					sj.Gang.ID, len(ms), sj.Gang.Cardinality)})
@@ -90,7 +90,7 @@ func (s *Server) followGangs(w *backend.Write, now time.Time) {
 			continue
 		}
 		j := s.jobs.get(e.Job)
-		if j == nil || !j.spec.Job.IsGang() {
+		if j == nil || !j.spec.IsGang() {
 			continue
 		}
 		if touched == nil {
@@ -107,12 +107,12 @@ func (s *Server) followGangs(w *backend.Write, now time.Time) {
 				}
 			}
 		}
-		for _, m := range s.gangs[gangKey(j.spec.Job)] {
+		for _, m := range s.gangs[gangKey(j.spec)] {
 			if touched[m] {
 				continue
 			}
 			touched[m] = true
-			sj := m.spec.Job
+			sj := m.spec
 			ev := events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID}
 			why := fmt.Sprintf("gang %s: member %s lost its lease (%s)", sj.Gang.ID, e.Job, e.Type)
 			switch {

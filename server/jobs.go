@@ -263,7 +263,7 @@ func (s *Server) CancelJobSet(ctx context.Context, queueName, jobSet string) (Ca
 	}
 	var js []*job
 	for j := range s.jobs.all() {
-		if j.spec.Job.Queue == queueName && j.spec.Job.JobSet == jobSet {
+		if j.spec.Queue == queueName && j.spec.JobSet == jobSet {
 			js = append(js, j)
 		}
 	}
@@ -276,7 +276,7 @@ func (s *Server) cancel(ctx context.Context, js []*job, res CancelResult) (Cance
 	now := s.clock.Now()
 	w := &backend.Write{}
 	for _, j := range js {
-		e := events.Event{Time: now, Queue: j.spec.Job.Queue, JobSet: j.spec.Job.JobSet, Job: j.id()}
+		e := events.Event{Time: now, Queue: j.spec.Queue, JobSet: j.spec.JobSet, Job: j.id()}
 		switch {
 		case j.state == events.Queued:
 			e.Type, e.Reason = events.Cancelled, "cancelled while queued"
@@ -367,7 +367,7 @@ func (s *Server) whyQueued(id string) (string, *scheduler.Reason) {
 	if j == nil || j.state != events.Queued {
 		return "", nil
 	}
-	q := j.spec.Job.Queue
+	q := j.spec.Queue
 	if !s.cycling {
 		if e, ok := s.store.Get(id); ok {
 			if r, ok := s.waiting[waitKey{q, e.Key}]; ok {

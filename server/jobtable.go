@@ -14,12 +14,8 @@ import (
 type jobTable struct {
 	index idindex.Index
 	// blocks hold the jobs by handle h at blocks[h/jobBlock][h%jobBlock],
-	// nil where a job ended; n handles were given out. keys hold their
-	// ids at the same places: the index compares a lookup's id with a
-	// string header read from dense memory, not through the job and its
-	// spec (two pointers, two cache misses per probe).
+	// nil where a job ended; n handles were given out.
 	blocks [][]*job
-	keys   [][]string
 	n      int
 	free   []uint32 // handles of the holes
 }
@@ -32,7 +28,7 @@ const jobBlock = 1024
 func (t *jobTable) at(h uint32) **job { return &t.blocks[h/jobBlock][h%jobBlock] }
 
 // keyOf is the index's key of a handle.
-func (t *jobTable) keyOf(h uint32) string { return t.keys[h/jobBlock][h%jobBlock] }
+func (t *jobTable) keyOf(h uint32) string { return (*t.at(h)).id() }
 
 // get returns the job of an id; nil when there is none.
 func (t *jobTable) get(id string) *job {
@@ -53,13 +49,11 @@ func (t *jobTable) putHashed(j *job, hash uint32) {
 	} else {
 		if t.n == len(t.blocks)*jobBlock {
 			t.blocks = append(t.blocks, make([]*job, jobBlock))
-			t.keys = append(t.keys, make([]string, jobBlock))
 		}
 		h = uint32(t.n)
 		t.n++
 	}
 	*t.at(h) = j
-	t.keys[h/jobBlock][h%jobBlock] = j.id()
 	t.index.InsertHashed(hash, h)
 }
 
@@ -67,7 +61,6 @@ func (t *jobTable) putHashed(j *job, hash uint32) {
 func (t *jobTable) del(id string) {
 	if h, ok := t.index.Delete(id, t.keyOf); ok {
 		*t.at(h) = nil
-		t.keys[h/jobBlock][h%jobBlock] = ""
 		t.free = append(t.free, h)
 	}
 }

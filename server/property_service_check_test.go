@@ -156,8 +156,8 @@ func (r *svcRun) checkMemory(v *svcView) string {
 			return fmt.Sprintf("job %s in memory: %s attempts %d cancel %v on %q/%q failed %v; replay %+v",
 				id, j.state, j.attempts, j.cancelRequested, cl, node, j.failed(), st)
 		}
-		if !slices.Equal(j.sched.AvoidClusters, st.FailedClusters) {
-			return fmt.Sprintf("job %s: the scheduler's job avoids %v, failed on %v", id, j.sched.AvoidClusters, st.FailedClusters)
+		if !slices.Equal(j.sched().AvoidClusters, st.FailedClusters) {
+			return fmt.Sprintf("job %s: the scheduler's job avoids %v, failed on %v", id, j.sched().AvoidClusters, st.FailedClusters)
 		}
 		_, inStore := s.store.Get(id)
 		if inStore != (st.State == events.Queued) {

@@ -763,7 +763,7 @@ func (r *svcRun) recreateQueue(q string) string {
 	s := r.w.srv
 	open := 0
 	for j := range s.jobs.all() {
-		if j.spec.Job.Queue == q {
+		if j.spec.Queue == q {
 			open++
 		}
 	}

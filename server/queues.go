@@ -132,13 +132,13 @@ func (s *Server) liveCounts() map[string][2]int {
 	m := make(map[string][2]int)
 	for _, c := range s.clusters {
 		for j := range c.jobs() {
-			n := m[j.spec.Job.Queue]
+			n := m[j.spec.Queue]
 			if j.state == events.RunningState {
 				n[1]++
 			} else {
 				n[0]++
 			}
-			m[j.spec.Job.Queue] = n
+			m[j.spec.Queue] = n
 		}
 	}
 	return m

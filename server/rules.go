@@ -597,26 +597,30 @@ func (c *checker) expand(req *SubmitRequest, ts []tmpl, cids []string, total int
 			j := &jobs[len(specs)]
 			r := vec[len(specs)*width : (len(specs)+1)*width : (len(specs)+1)*width]
 			copy(r, t.requests)
-			*j = flotilla.Job{
-				Queue:         req.Queue,
-				JobSet:        req.JobSet,
-				PriorityClass: t.class,
-				Priority:      src.Priority,
-				SubmitTime:    now,
-				Requests:      r,
-				NodeSelector:  t.nodeSelector,
-				Tolerations:   t.tolerations,
-				Gang:          t.gang,
+			// Field by field, and only what is set: the arrays are zero
+			// already, and a composite literal would write every field
+			// (each pointer through a write barrier while the collector
+			// marks).
+			j.Queue, j.JobSet, j.SubmitTime, j.Requests, j.Priority = req.Queue, req.JobSet, now, r, src.Priority
+			if t.class != "" {
+				j.PriorityClass = t.class
 			}
-			cid := ""
+			if t.nodeSelector != nil {
+				j.NodeSelector = t.nodeSelector
+			}
+			if t.tolerations != nil {
+				j.Tolerations = t.tolerations
+			}
+			if t.gang != (flotilla.Gang{}) {
+				j.Gang = t.gang
+			}
+			specs = specs[:len(specs)+1]
+			sp := &specs[len(specs)-1]
+			sp.Job = j
 			if src.ClientID != "" {
-				cid, cids = cids[0], cids[1:]
+				sp.ClientID, cids = cids[0], cids[1:]
 			}
-			specs = append(specs, backend.JobSpec{
-				Job: j, ClientID: cid,
-				TerminationGracePeriod: t.grace, ActiveDeadline: t.dl,
-				Runtime: t.runtime, ExitCode: src.ExitCode,
-			})
+			sp.TerminationGracePeriod, sp.ActiveDeadline, sp.Runtime, sp.ExitCode = t.grace, t.dl, t.runtime, src.ExitCode
 		}
 	}
 	// The library's gang rule is the final word; the checks above report

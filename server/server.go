@@ -324,7 +324,7 @@ func (s *Server) loadState(ctx context.Context) error {
 	// Gangs that lost members before the restart are settled by the first
 	// write (endBrokenGangs).
 	for k, ms := range s.gangs {
-		if len(ms) < ms[0].spec.Job.Gang.Cardinality {
+		if len(ms) < ms[0].spec.Gang.Cardinality {
 			s.brokenGangs[k] = true
 		}
 	}
@@ -402,11 +402,12 @@ type writeSpecs struct {
 	hashes []uint32
 	next   int
 	byID   map[string]int
-	// slab holds the write's new jobs (newJob), whose specs are jobs':
-	// one allocation per write, not per job. A job that ends keeps its
-	// place (and its spec in jobs) until its slab-mates
-	// end too.
+	// slab holds the write's new jobs (newJob): one allocation per
+	// write, not per job. A job that ends keeps its place until its
+	// slab-mates end too. run is the runSpec of the last of them, which
+	// the next shares when equal (the jobs of a template).
 	slab []job
+	run  *runSpec
 	// batch: the write holds submitted events only, and apply collects
 	// their jobs in queued for one queue.Store.AddAll.
 	batch  bool
@@ -422,8 +423,14 @@ func (ws *writeSpecs) newJob(sp *backend.JobSpec) *job {
 	if len(ws.slab) == cap(ws.slab) {
 		return newJob(*sp) // not reached: a write's jobs are submitted once
 	}
-	ws.slab = append(ws.slab, job{spec: sp, sched: sp.Job})
-	return &ws.slab[len(ws.slab)-1]
+	if r := runSpecOf(sp); ws.run == nil || *ws.run != r {
+		ws.run = new(runSpec)
+		*ws.run = r
+	}
+	ws.slab = ws.slab[:len(ws.slab)+1] // zero: set the two fields
+	j := &ws.slab[len(ws.slab)-1]
+	j.spec, j.run = sp.Job, ws.run
+	return j
 }
 
 // spec returns the spec of the job of a submitted event of the write and

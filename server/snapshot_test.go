@@ -215,7 +215,7 @@ func TestClusterLiveListMatchesTheSetOfLiveJobsInIDOrder(t *testing.T) {
 				case j == nil && r != (scheduler.Running{}):
 					return "op " + strconv.Itoa(op) + ": run[" + strconv.Itoa(p) + "] set at a hole"
 				case j == nil:
-				case r.Job != j.sched || r.NodeIndex != int(j.lease.nodeIdx) || r.NodeIndex >= 0 && r.Node != c.snap[r.NodeIndex].Name:
+				case r.Job != j.sched() || r.NodeIndex != int(j.lease.nodeIdx) || r.NodeIndex >= 0 && r.Node != c.snap[r.NodeIndex].Name:
 					return "op " + strconv.Itoa(op) + ": run[" + strconv.Itoa(p) + "] is not " + j.id() + "'s entry"
 				}
 			}

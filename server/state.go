@@ -14,17 +14,21 @@ import (
 
 // job is a non-terminal job as the service keeps it in memory: its spec
 // and a compact copy of its state (the backend holds the full record).
-// A queued job takes 32 bytes here besides its spec; what only a live
+// A queued job takes 40 bytes here besides its Job; what only a live
 // lease needs is in lease, allocated when the job is leased.
 type job struct {
-	// spec is the job as submitted: an element of its submit's write
-	// (backend.Write.Jobs), which the jobs of one request share rather
-	// than each copying its spec; read-only.
-	spec *backend.JobSpec
-	// sched is the job the scheduler sees: spec.Job, or a copy of it with
-	// AvoidClusters set to the clusters where a lease expired or was
-	// returned (failed).
-	sched *flotilla.Job
+	// spec is the job as submitted (its write's backend.JobSpec.Job);
+	// read-only.
+	spec *flotilla.Job
+	// run is the rest of its spec that the service reads, which the jobs
+	// of a template share.
+	run *runSpec
+	// own is the job the scheduler sees when it is not spec.Job (nil): a
+	// copy of it with AvoidClusters set to the clusters where a lease
+	// expired or was returned (failed), or with the priority flux gave
+	// it. (Nil in the common case, it is no pointer for the collector to
+	// follow.)
+	own *flotilla.Job
 	// lease is the live lease; nil when the job is queued.
 	lease    *lease
 	attempts int32
@@ -53,22 +57,45 @@ type lease struct {
 	listedIn uint64
 }
 
-// newJob returns a job of a spec, in one allocation with its own copy
-// of the spec.
+// runSpec is what the service reads of a job's backend.JobSpec besides
+// its Job: the settled grace period and deadline, the fake executor's
+// runtime and exit code, and who submitted it. The service keeps no
+// JobSpec (nor the client id, which only the backend reads again).
+type runSpec struct {
+	principal                string
+	grace, deadline, runtime time.Duration
+	exitCode                 int
+}
+
+func runSpecOf(sp *backend.JobSpec) runSpec {
+	return runSpec{principal: sp.Principal, grace: sp.TerminationGracePeriod, deadline: sp.ActiveDeadline,
+		runtime: sp.Runtime, exitCode: sp.ExitCode}
+}
+
+// newJob returns a job of a spec, in one allocation with its own
+// runSpec.
 func newJob(spec backend.JobSpec) *job {
 	x := &struct {
 		job
-		spec backend.JobSpec
-	}{spec: spec}
-	x.job.spec, x.sched = &x.spec, spec.Job
+		run runSpec
+	}{run: runSpecOf(&spec)}
+	x.job.spec, x.job.run = spec.Job, &x.run
 	return &x.job
 }
 
-func (j *job) id() string { return j.spec.Job.ID }
+func (j *job) id() string { return j.spec.ID }
+
+// sched is the job the scheduler sees: spec.Job, or own.
+func (j *job) sched() *flotilla.Job {
+	if j.own != nil {
+		return j.own
+	}
+	return j.spec
+}
 
 // failed lists the clusters where a lease of the job expired or was
 // returned.
-func (j *job) failed() []string { return j.sched.AvoidClusters }
+func (j *job) failed() []string { return j.sched().AvoidClusters }
 
 // gangKey names a gang within its queue.
 func gangKey(j *flotilla.Job) string { return j.Queue + "\x00" + j.Gang.ID }
@@ -79,12 +106,12 @@ func (j *job) restore(s *Server, st events.Job, now time.Time) {
 	j.state, j.attempts, j.cancelRequested = st.State, int32(st.Attempts), st.CancelRequested
 	j.setFailed(slices.Clone(st.FailedClusters))
 	s.jobs.put(j)
-	if j.spec.Job.IsGang() {
+	if j.spec.IsGang() {
 		s.addGangMember(j)
 	}
 	switch {
 	case st.State == events.Queued:
-		s.storeAdd(j.sched)
+		s.storeAdd(j.sched())
 	case st.State.Live():
 		s.cluster(st.Cluster).addLive(j, st.Node, st.Leased, now, s.cfg.LeaseTimeout)
 	}
@@ -94,16 +121,16 @@ func (j *job) restore(s *Server, st events.Job, now time.Time) {
 // scheduler avoid them. The job keeps the priority it was last given
 // (flux re-prioritisation).
 func (j *job) setFailed(failed []string) {
-	if len(failed) == 0 && j.sched.Priority == j.spec.Job.Priority {
-		j.sched = j.spec.Job
+	if len(failed) == 0 && j.sched().Priority == j.spec.Priority {
+		j.own = nil
 		return
 	}
-	c := *j.spec.Job
-	c.Priority = j.sched.Priority
+	c := *j.spec
+	c.Priority = j.sched().Priority
 	if len(failed) > 0 {
 		c.AvoidClusters = failed
 	}
-	j.sched = &c
+	j.own = &c
 }
 
 // apply changes the in-memory state by one stored event. The backend has
@@ -122,9 +149,9 @@ func (s *Server) apply(e *events.Event, specs *writeSpecs) {
 			s.addGangMember(j)
 		}
 		if specs.batch {
-			specs.queued = append(specs.queued, j.sched)
+			specs.queued = append(specs.queued, j.sched())
 		} else {
-			s.storeAdd(j.sched)
+			s.storeAdd(j.sched())
 		}
 		return
 	}
@@ -166,12 +193,12 @@ func (s *Server) endLease(j *job, requeue bool) {
 	j.cancelRequested = false
 	if requeue {
 		j.state = events.Queued
-		s.storeAdd(j.sched)
+		s.storeAdd(j.sched())
 		return
 	}
 	j.state = events.FailedState // any terminal state: the job is forgotten
 	s.jobs.del(j.id())
-	if j.spec.Job.IsGang() {
+	if j.spec.IsGang() {
 		s.removeGangMember(j)
 	}
 }
@@ -262,7 +289,7 @@ func (c *cluster) addLive(j *job, node string, leased, renewed time.Time, timeou
 // job passes its active deadline.
 func (j *job) due(timeout time.Duration) time.Time {
 	due := j.lease.renewed.Add(timeout)
-	if d := j.spec.ActiveDeadline; d > 0 {
+	if d := j.run.deadline; d > 0 {
 		if dl := j.lease.leased.Add(d); dl.Before(due) {
 			return dl
 		}
@@ -274,7 +301,7 @@ func (j *job) due(timeout time.Duration) time.Time {
 // set).
 func (c *cluster) runOf(j *job) scheduler.Running {
 	l := j.lease
-	r := scheduler.Running{Job: j.sched, NodeIndex: int(l.nodeIdx), Start: l.leased}
+	r := scheduler.Running{Job: j.sched(), NodeIndex: int(l.nodeIdx), Start: l.leased}
 	if l.nodeIdx >= 0 {
 		r.Node = c.snap[l.nodeIdx].Name
 	}

@@ -145,10 +145,10 @@ func (s *Server) accrue(j *job, e *events.Event) {
 }
 
 func (s *Server) charge(j *job, sign int64, t time.Time) {
-	req := j.spec.Job.Requests
-	s.queueAccrual(j.spec.Job.Queue, t).charge(req, sign, t, s.usage.halfLife)
+	req := j.spec.Requests
+	s.queueAccrual(j.spec.Queue, t).charge(req, sign, t, s.usage.halfLife)
 	if f := s.usage.flux; f != nil {
-		f.accrual(s.fluxAssoc(j.spec), t, s.usage.n).charge(req, sign, t, f.tree.HalfLife())
+		f.accrual(s.fluxAssoc(j.run.principal, j.spec.Queue), t, s.usage.n).charge(req, sign, t, f.tree.HalfLife())
 	}
 }
 

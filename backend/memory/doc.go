@@ -8,14 +8,18 @@
 //	log, err := b.Events(ctx, "A", "s1", 1, 100)
 //
 // It is built to be small, because the service keeps it beside its own
-// state: a stored job is one record of 120 bytes that shares the
-// submitted *flotilla.Job (specs are not copied), records are allocated in
-// one block per Commit and found by job id and by client id through
+// state: a stored job is one record of 88 bytes that shares the
+// submitted *flotilla.Job (specs are not copied) and, with the jobs stored
+// before it that have the same grace period, deadline, runtime, exit code
+// and principal (a template's), one runSpec. Records are kept in
+// blocks of 1024 that never move, and named by handle (a record's
+// position) everywhere else: found by job id and by client id through
 // pointer-free hash indexes of handles (internal/idindex), not maps the
-// garbage collector scans, and a job set's log is a list of 32-byte events,
-// kept in blocks of 1024 so that a growing log is never copied whole,
-// that name their job by its index in the job set and their cluster and
-// node by interned number; events are rebuilt into events.Event on read.
+// garbage collector scans, and listed by job set as handles. A job set's
+// log is a list of 32-byte events, kept in blocks of 1024 so that a
+// growing log is never copied whole, that name their job by its index in
+// the job set and their cluster and node by interned number; events are
+// rebuilt into events.Event on read.
 // Commit returns the write's own Events slice, each event given its
 // sequence number and stored time, rather than a copy of it.
 // Times are kept as Unix nanoseconds (instants from 1678 to 2262; other

@@ -3,8 +3,6 @@ package memory
 import (
 	"cmp"
 	"context"
-	"errors"
-	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -19,10 +17,12 @@ import (
 // setKey names a job set.
 type setKey struct{ queue, name string }
 
-// jobSet is one job set: its jobs in the order they were stored and its log.
+// jobSet is one job set: its jobs in the order they were stored, as
+// handles of their records in Backend.recs (a job's position here is its
+// record's index), and its log.
 type jobSet struct {
 	queue, name string
-	jobs        chunked[*jobRec]
+	jobs        chunked[uint32]
 	// log.at(k) is the event of sequence number k+1.
 	log chunked[event]
 	// reasons holds the events' reasons; reasons[0] is "".
@@ -42,23 +42,53 @@ type event struct {
 }
 
 // jobRec is one stored job: its spec (sharing the submitted *flotilla.Job)
-// and its state, compact (120 bytes): the principal, cluster and node are
-// interned, and what most jobs lack (a reason, failed clusters) is in
-// extra.
+// and its state, compact (88 bytes): the rest of its spec is a runSpec
+// it shares with the jobs stored before it that have the same (the jobs
+// of a template), the cluster and node are interned, and what most jobs
+// lack (a reason, failed clusters) is in extra. Records live in Backend.recs, never moving, and are named
+// elsewhere by handle (their position there): a queued job's record is the
+// only place the backend holds pointers for it, at most two (its job and
+// its client id).
 type jobRec struct {
 	job                         *flotilla.Job
 	clientID                    string
-	grace, deadline, runtime    time.Duration
-	specExit                    int
 	submitted, leased, finished int64
 	extra                       *recExtra // nil: no reason, no failed cluster
-	principal                   uint32
+	run                         uint32    // in Backend.runs
 	cluster, node               uint32
 	index                       uint32 // in its set's jobs
 	attempts                    int32
 	exitCode                    int32
 	state                       events.State
 	cancelRequested             bool
+}
+
+// runSpec is the part of a job's spec besides its Job and client id: the
+// settled grace period and deadline, the fake executor's runtime and exit
+// code, and the principal (interned).
+type runSpec struct {
+	grace, deadline, runtime time.Duration
+	exitCode                 int
+	principal                uint32
+}
+
+// runOf returns the number of s's runSpec in b.runs: the last one added
+// when it is the same, else a new one. Jobs stored one after the other
+// mostly come from one template and share it; jobs whose specs all
+// differ cost a runSpec each, as they cost the fields before. Call with
+// the write lock held.
+func (b *Backend) runOf(s *backend.JobSpec) uint32 {
+	r := runSpec{grace: s.TerminationGracePeriod, deadline: s.ActiveDeadline, runtime: s.Runtime, exitCode: s.ExitCode}
+	if n := b.runs.len(); n > 0 {
+		last := b.runs.at(n - 1)
+		if last.grace == r.grace && last.deadline == r.deadline && last.runtime == r.runtime && last.exitCode == r.exitCode &&
+			b.strs[last.principal] == s.Principal {
+			return uint32(n - 1)
+		}
+	}
+	r.principal = b.intern(s.Principal)
+	b.runs.append(r)
+	return uint32(b.runs.len() - 1)
 }
 
 // recExtra is the part of a job's state that a queued job lacks.
@@ -143,272 +173,12 @@ func (b *Backend) setState(r *jobRec, j *events.Job) {
 
 // spec rebuilds a job's backend.JobSpec.
 func (b *Backend) spec(r *jobRec) backend.JobSpec {
+	run := b.runs.at(int(r.run))
 	return backend.JobSpec{
-		Job: r.job, ClientID: r.clientID, Principal: b.strs[r.principal],
-		TerminationGracePeriod: r.grace, ActiveDeadline: r.deadline,
-		Runtime: r.runtime, ExitCode: r.specExit,
+		Job: r.job, ClientID: r.clientID, Principal: b.strs[run.principal],
+		TerminationGracePeriod: run.grace, ActiveDeadline: run.deadline,
+		Runtime: run.runtime, ExitCode: run.exitCode,
 	}
-}
-
-// clientKey names a client id in its queue.
-type clientKey struct{ queue, clientID string }
-
-// scratch is Commit's working memory, kept between calls (under the write
-// lock) so that a Commit allocates little besides what it stores.
-type scratch struct {
-	newIdx    map[string]int
-	clients   map[clientKey]struct{}
-	submitted []bool
-	states    []events.Job
-	evJob     []int32
-	hashes    []uint32
-	// touched indexes touchedRecs, the stored jobs a write's events
-	// change, and touchedStates their staged states (Commit).
-	touched       map[*jobRec]int
-	touchedRecs   []*jobRec
-	touchedStates []events.Job
-}
-
-// checkFields is Commit's check of each job and event of w on its own,
-// without the lock: every problem as a FieldError (backend.Write's
-// CheckFields, and what this backend's compact records cannot hold).
-func (b *Backend) checkFields(w *backend.Write) []error {
-	errs := w.CheckFields(b.schema)
-	for i := range w.Events {
-		e := &w.Events[i]
-		p := func(f string) string { return fmt.Sprintf("events[%d].%s", i, f) }
-		if !e.Time.IsZero() && (e.Time.Before(minTime) || e.Time.After(maxTime)) {
-			errs = append(errs, timeProblem(p("time"), e.Time))
-		}
-		if e.Attempt < 0 || e.Attempt > math.MaxUint16 {
-			errs = append(errs, flotilla.Errorf(p("attempt"), strconv.Itoa(e.Attempt), flotilla.ErrOutOfRange, "want 0 to %d", math.MaxUint16))
-		}
-		if e.ExitCode < math.MinInt32 || e.ExitCode > math.MaxInt32 {
-			errs = append(errs, flotilla.Errorf(p("exitCode"), strconv.Itoa(e.ExitCode), flotilla.ErrOutOfRange, "want a 32-bit exit code"))
-		}
-	}
-	return errs
-}
-
-// checkPairs is Commit's check of w as a whole, under the write lock: job
-// ids and client ids distinct, every new job with exactly one submitted
-// event and every submitted event with its job, in the same job set. It
-// leaves each new job's index by id in b.scratch.newIdx.
-func (b *Backend) checkPairs(w *backend.Write, errs []error) []error {
-	sc := &b.scratch
-	if sc.newIdx == nil {
-		sc.newIdx, sc.clients = map[string]int{}, map[clientKey]struct{}{}
-	}
-	clear(sc.newIdx)
-	clear(sc.clients)
-	sc.submitted = slices.Grow(sc.submitted[:0], len(w.Jobs))[:len(w.Jobs)]
-	clear(sc.submitted)
-	for i := range w.Jobs {
-		s := &w.Jobs[i]
-		if s.Job == nil {
-			continue
-		}
-		if _, dup := sc.newIdx[s.Job.ID]; dup {
-			errs = append(errs, flotilla.Errorf(fmt.Sprintf("jobs[%d].job.id", i), s.Job.ID, backend.ErrDuplicate, "twice in one write"))
-		} else {
-			sc.newIdx[s.Job.ID] = i
-		}
-		if s.ClientID != "" {
-			k := clientKey{s.Job.Queue, s.ClientID}
-			if _, dup := sc.clients[k]; dup {
-				errs = append(errs, flotilla.Errorf(fmt.Sprintf("jobs[%d].clientId", i), s.ClientID, backend.ErrDuplicate,
-					"twice in queue %q in one write", s.Job.Queue))
-			}
-			sc.clients[k] = struct{}{}
-		}
-	}
-	for i := range w.Events {
-		e := &w.Events[i]
-		if e.Type != events.Submitted {
-			continue
-		}
-		idx, ok := sc.newIdx[e.Job]
-		switch {
-		case !ok:
-			errs = append(errs, flotilla.Errorf(fmt.Sprintf("events[%d].job", i), e.Job, flotilla.ErrInconsistent,
-				"a submitted event needs its job in the write's jobs"))
-		case sc.submitted[idx]:
-			errs = append(errs, flotilla.Errorf(fmt.Sprintf("events[%d].job", i), e.Job, backend.ErrDuplicate, "a second submitted event"))
-		default:
-			sc.submitted[idx] = true
-			if j := w.Jobs[idx].Job; j.Queue != e.Queue || j.JobSet != e.JobSet {
-				errs = append(errs, flotilla.Errorf(fmt.Sprintf("events[%d].jobSet", i), e.Queue+"/"+e.JobSet, flotilla.ErrInconsistent,
-					"the job is in %s/%s", j.Queue, j.JobSet))
-			}
-		}
-	}
-	for i, s := range w.Jobs {
-		if s.Job != nil && !sc.submitted[i] && sc.newIdx[s.Job.ID] == i {
-			errs = append(errs, flotilla.Errorf(fmt.Sprintf("jobs[%d].job.id", i), s.Job.ID, flotilla.ErrInconsistent,
-				"a new job needs its submitted event in the write"))
-		}
-	}
-	return errs
-}
-
-// Commit applies w atomically; see backend.Jobs.
-func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event, error) {
-	if w == nil {
-		return nil, flotilla.Errorf("write", "", flotilla.ErrRequired, "nil write")
-	}
-	errs := b.checkFields(w)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.ready(ctx); err != nil {
-		return nil, err
-	}
-	if w.Fence < b.fence {
-		return nil, flotilla.Errorf("fence", strconv.FormatUint(w.Fence, 10), backend.ErrFenced, "a write with fence %d was applied", b.fence)
-	}
-	if errs = b.checkPairs(w, errs); len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	newIdx := b.scratch.newIdx
-
-	// Check against the stored state, staging each job's state.
-	var qs *queueState
-	qsName := ""
-	// hashes are the new jobs' ids' hashes in byID, for their insertion.
-	hashes := slices.Grow(b.scratch.hashes[:0], len(w.Jobs))[:len(w.Jobs)]
-	defer func() { b.scratch.hashes = hashes[:0] }()
-	for i := range w.Jobs {
-		hashes[i] = b.byID.Hash(w.Jobs[i].Job.ID)
-	}
-	_ = b.byID.Prefetch(hashes)
-	for i := range w.Jobs {
-		j := w.Jobs[i].Job
-		if _, ok := b.byID.FindHashed(hashes[i], j.ID, b.idOf); ok {
-			errs = append(errs, flotilla.Errorf(fmt.Sprintf("jobs[%d].job.id", i), j.ID, backend.ErrDuplicate, "the job is stored already"))
-		}
-		if c := w.Jobs[i].ClientID; c != "" {
-			if qs == nil || qsName != j.Queue {
-				qs, qsName = b.perQueue[j.Queue], j.Queue
-			}
-			if r := b.client(qs, c); r != nil {
-				errs = append(errs, flotilla.Errorf(fmt.Sprintf("jobs[%d].clientId", i), c, backend.ErrDuplicate,
-					"used in queue %q by job %q", j.Queue, r.job.ID))
-			}
-		}
-	}
-	states := slices.Grow(b.scratch.states[:0], len(w.Jobs))[:len(w.Jobs)]
-	clear(states)
-	defer func() { clear(states); b.scratch.states = states[:0] }()
-	// evJob[i] is event i's job: ≥ 0 a new job's index in w.Jobs, < 0
-	// -(k+1) for touchedRecs[k].
-	evJob := slices.Grow(b.scratch.evJob[:0], len(w.Events))[:len(w.Events)]
-	defer func() { b.scratch.evJob = evJob[:0] }()
-	if b.scratch.touched == nil {
-		b.scratch.touched = map[*jobRec]int{}
-	}
-	touched, touchedRecs, touchedStates := b.scratch.touched, b.scratch.touchedRecs[:0], b.scratch.touchedStates[:0]
-	defer func() {
-		// Kept for the next write, holding no pointers.
-		clear(touched)
-		clear(touchedRecs)
-		clear(touchedStates)
-		b.scratch.touchedRecs, b.scratch.touchedStates = touchedRecs[:0], touchedStates[:0]
-	}()
-	lastQueue := ""
-	for i := range w.Events {
-		e := &w.Events[i]
-		if e.Queue != lastQueue {
-			if _, ok := b.queues[e.Queue]; !ok {
-				errs = append(errs, flotilla.Errorf(fmt.Sprintf("events[%d].queue", i), e.Queue, backend.ErrNotFound, ""))
-				continue
-			}
-			lastQueue = e.Queue
-		}
-		var st *events.Job
-		if idx, ok := newIdx[e.Job]; ok {
-			st, evJob[i] = &states[idx], int32(idx)
-		} else if r := b.job(e.Job); r != nil {
-			ti, ok := touched[r]
-			if !ok {
-				ti = len(touchedRecs)
-				touched[r] = ti
-				touchedRecs = append(touchedRecs, r)
-				touchedStates = append(touchedStates, b.state(r))
-			}
-			st, evJob[i] = &touchedStates[ti], -int32(ti)-1
-		} else {
-			errs = append(errs, flotilla.Errorf(fmt.Sprintf("events[%d].job", i), e.Job, backend.ErrNotFound, ""))
-			continue
-		}
-		n, err := events.Transition(*st, *e)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("events[%d]: %w", i, err))
-			continue
-		}
-		*st = n
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-
-	// Apply: nothing below fails.
-	slab := make([]jobRec, len(w.Jobs))
-	var set *jobSet
-	for i := range w.Jobs {
-		s := &w.Jobs[i]
-		r := &slab[i]
-		*r = jobRec{job: s.Job, clientID: s.ClientID, principal: b.intern(s.Principal), grace: s.TerminationGracePeriod, deadline: s.ActiveDeadline,
-			runtime: s.Runtime, specExit: s.ExitCode}
-		h := uint32(b.recs.len())
-		b.recs.append(r)
-		b.byID.InsertHashed(hashes[i], h)
-		set = b.jobSet(set, s.Job.Queue, s.Job.JobSet)
-		r.index = uint32(set.jobs.len())
-		set.jobs.append(r)
-		if qs == nil || qsName != s.Job.Queue {
-			qs, qsName = b.queueState(s.Job.Queue), s.Job.Queue
-		}
-		if s.ClientID != "" {
-			qs.clients.Insert(s.ClientID, h)
-		}
-		b.setState(r, &states[i])
-		if !states[i].State.Terminal() {
-			qs.live++
-		}
-	}
-	for k, r := range touchedRecs {
-		n := &touchedStates[k]
-		if !r.state.Terminal() && n.State.Terminal() {
-			b.perQueue[r.job.Queue].live--
-		}
-		b.setState(r, n)
-	}
-	// The events are returned in w.Events itself, each given its
-	// sequence number and stored time (see backend.Jobs.Commit): a copy
-	// would be as large as the write.
-	for i := range w.Events {
-		e := &w.Events[i]
-		set = b.jobSet(set, e.Queue, e.JobSet)
-		var r *jobRec
-		if k := evJob[i]; k >= 0 {
-			r = &slab[k]
-		} else {
-			r = touchedRecs[-k-1]
-		}
-		ev := event{
-			time: encodeTime(e.Time), job: r.index,
-			cluster: b.intern(e.Cluster), node: b.intern(e.Node),
-			exitCode: int32(e.ExitCode), attempt: uint16(e.Attempt), typ: e.Type, requeued: e.Requeued,
-		}
-		if e.Reason != "" {
-			ev.reason = uint32(len(set.reasons))
-			set.reasons = append(set.reasons, e.Reason)
-		}
-		set.log.append(ev)
-		e.Seq = uint64(set.log.len())
-		e.Time = decodeTime(ev.time)
-	}
-	b.fence = w.Fence
-	return w.Events, nil
 }
 
 // jobSet returns the job set named, creating it; last is the previous
@@ -544,7 +314,7 @@ func (b *Backend) Events(ctx context.Context, queue, jobSet string, from uint64,
 		ev := s.log.at(k)
 		out = append(out, events.Event{
 			Seq: uint64(k + 1), Time: decodeTime(ev.time), Queue: s.queue, JobSet: s.name,
-			Job: (*s.jobs.at(int(ev.job))).job.ID, Type: ev.typ, Cluster: b.strs[ev.cluster], Node: b.strs[ev.node],
+			Job: b.rec(*s.jobs.at(int(ev.job))).job.ID, Type: ev.typ, Cluster: b.strs[ev.cluster], Node: b.strs[ev.node],
 			Attempt: int(ev.attempt), Reason: s.reasons[ev.reason], ExitCode: int(ev.exitCode), Requeued: ev.requeued,
 		})
 	}
@@ -582,7 +352,7 @@ func (b *Backend) LiveJobs(ctx context.Context, fn func(backend.Record) error) e
 			s := b.sets[k]
 			buf = buf[:0]
 			for ; pos < s.jobs.len() && len(buf) < liveChunk; pos++ {
-				if r := *s.jobs.at(pos); !r.state.Terminal() {
+				if r := b.rec(*s.jobs.at(pos)); !r.state.Terminal() {
 					buf = append(buf, backend.Record{Spec: b.spec(r), State: b.state(r)})
 				}
 			}

@@ -29,10 +29,13 @@ type Backend struct {
 	fence    uint64
 	queues   map[string]flotilla.Queue
 	perQueue map[string]*queueState
-	// recs are every stored job, in the order stored; byID indexes them
-	// by job id (a record's handle is its position in recs).
-	recs      chunked[*jobRec]
-	byID      idindex.Index
+	// recs holds every stored job's record, in the order stored, each at
+	// a fixed address; byID indexes them by job id, by handle (a record's
+	// position in recs).
+	recs recStore
+	byID idindex.Index
+	// runs are the records' runSpecs (jobRec.run), pointer-free.
+	runs      chunked[runSpec]
 	sets      map[setKey]*jobSet
 	strs      []string
 	strIndex  map[string]uint32
@@ -99,8 +102,9 @@ func (b *Backend) intern(s string) uint32 {
 	return i
 }
 
-// rec returns the record of a handle of byID or of a queue's clients.
-func (b *Backend) rec(h uint32) *jobRec { return *b.recs.at(int(h)) }
+// rec returns the record of a handle (of byID, of a queue's clients or of
+// a job set's jobs).
+func (b *Backend) rec(h uint32) *jobRec { return b.recs.at(h) }
 
 // idOf and clientIDOf are the keys of byID and of the clients indexes.
 func (b *Backend) idOf(h uint32) string       { return b.rec(h).job.ID }

@@ -229,3 +229,84 @@ func TestJobsByClientIDWritesNothingSoReadersMayRunTogether(t *testing.T) {
 		assert.Equal(t, []string{""}, ids[g])
 	}
 }
+
+// TestWritesStraddlingRecordBlocksNameEachEventsJob: records are kept in
+// blocks of 1024 and a write's new records are found by handle; writes
+// whose jobs cross blocks' edges, in two job sets taking turns, with
+// events about jobs stored by earlier writes, give every event its own
+// job and every job its own state.
+func TestWritesStraddlingRecordBlocksNameEachEventsJob(t *testing.T) {
+	ctx := context.Background()
+	b := memory.New(backendtest.Schema())
+	require.NoError(t, b.CreateQueue(ctx, flotilla.Queue{Name: "A"}))
+	const n, batch = 3*1024 + 10, 700
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	id := func(i int) string { return fmt.Sprintf("j%05d", i) }
+	set := func(i int) string { return []string{"s0", "s1"}[i%2] }
+	for start := 0; start < n; start += batch {
+		w := &backend.Write{}
+		for i := start; i < min(n, start+batch); i++ {
+			w.Jobs = append(w.Jobs, backend.JobSpec{Job: &flotilla.Job{ID: id(i), Queue: "A", JobSet: set(i), Requests: flotilla.Resources{1, 1}},
+				ClientID: "c" + id(i)})
+			w.Events = append(w.Events, events.Event{Type: events.Submitted, Queue: "A", JobSet: set(i), Job: id(i), Time: t0})
+			if prev := i - batch; prev >= 0 && prev%3 == 0 {
+				// A job of the previous write is cancelled.
+				w.Events = append(w.Events, events.Event{Type: events.Cancelled, Queue: "A", JobSet: set(prev), Job: id(prev), Time: t0,
+					Reason: "r" + id(prev)})
+			}
+		}
+		_, err := b.Commit(ctx, w)
+		require.NoError(t, err)
+	}
+	cancelled := func(i int) bool { return i%3 == 0 && i+batch < n }
+	for s := range 2 {
+		es, err := b.Events(ctx, "A", set(s), 0, 0)
+		require.NoError(t, err)
+		seen := map[string]events.Type{}
+		for _, e := range es {
+			require.Equal(t, set(s), e.JobSet)
+			var i int
+			_, err := fmt.Sscanf(e.Job, "j%05d", &i)
+			require.NoError(t, err)
+			require.Equal(t, s, i%2, e.Job)
+			if e.Type == events.Cancelled {
+				require.Equal(t, "r"+e.Job, e.Reason)
+				require.Equal(t, events.Submitted, seen[e.Job], e.Job)
+			}
+			seen[e.Job] = e.Type
+		}
+		require.Len(t, seen, (n+1-s)/2)
+	}
+	for i := range n {
+		r, err := b.Job(ctx, id(i))
+		require.NoError(t, err)
+		require.Equal(t, id(i), r.Spec.Job.ID)
+		require.Equal(t, "c"+id(i), r.Spec.ClientID)
+		want := events.Queued
+		if cancelled(i) {
+			want = events.CancelledState
+			require.Equal(t, "r"+id(i), r.State.Reason)
+		}
+		require.Equal(t, want, r.State.State, id(i))
+		got, err := b.JobByClientID(ctx, "A", "c"+id(i))
+		require.NoError(t, err)
+		require.Equal(t, id(i), got)
+	}
+	live := 0
+	require.NoError(t, b.LiveJobs(ctx, func(r backend.Record) error {
+		var i int
+		_, err := fmt.Sscanf(r.Spec.Job.ID, "j%05d", &i)
+		require.NoError(t, err)
+		require.False(t, cancelled(i), r.Spec.Job.ID)
+		require.Equal(t, "c"+r.Spec.Job.ID, r.Spec.ClientID)
+		live++
+		return nil
+	}))
+	want := 0
+	for i := range n {
+		if !cancelled(i) {
+			want++
+		}
+	}
+	require.Equal(t, want, live)
+}
