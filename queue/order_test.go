@@ -60,7 +60,7 @@ type orderOp struct {
 // checkOrder compares o with the sorted oracle and checks its block
 // invariants: no empty block, runs within their arrays, every slot
 // outside a run cleared, and no two neighbours both under a quarter full
-// that would fit in one block.
+// that would fit in one block (merge keeps them apart).
 func checkOrder(o *testOrder, want []item) error {
 	var got []item
 	o.ascend(func(it item) bool { got = append(got, it); return true })
@@ -75,6 +75,12 @@ func checkOrder(o *testOrder, want []item) error {
 			if (k < int(b.lo) || k >= int(b.hi)) && b.items[k] != (item{}) {
 				return fmt.Errorf("block %d: slot %d outside the run [%d, %d) not cleared", i, k, b.lo, b.hi)
 			}
+		}
+	}
+	for i := 1; i < len(o.blocks); i++ {
+		a, b := o.blocks[i-1].len(), o.blocks[i].len()
+		if a < blockLen/4 && b < blockLen/4 && a+b <= blockLen {
+			return fmt.Errorf("blocks %d and %d hold %d and %d items: they should have merged", i-1, i, a, b)
 		}
 	}
 	// ascendFrom agrees with the oracle from every item and from
