@@ -237,6 +237,13 @@ func (s *Server) decisions(res *scheduler.Result, now time.Time, rep *CycleRepor
 		ref nodeRef
 	}
 	leases := make([]lease, 0, len(res.Scheduled))
+	s.hashScratch = s.jobs.prefetch(func(yield func(string) bool) {
+		for _, a := range res.Scheduled {
+			if !yield(a.Job.ID) {
+				return
+			}
+		}
+	}, s.hashScratch)
 	for _, a := range res.Scheduled {
 		j := s.jobs.get(a.Job.ID)
 		ref, ok := s.nodes[a.Node]

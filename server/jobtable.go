@@ -38,6 +38,23 @@ func (t *jobTable) get(id string) *job {
 	return nil
 }
 
+// prefetch fetches the index slots of ids' jobs together
+// (idindex.Index.Prefetch), so that the gets of many ids that follow
+// (a cycle's decisions, a write's events) find them in cache rather than
+// each waiting for memory in turn. scratch is room for the hashes,
+// returned for reuse.
+func (t *jobTable) prefetch(ids func(yield func(string) bool), scratch []uint32) []uint32 {
+	if t.index.Len() == 0 {
+		return scratch
+	}
+	hashes := scratch[:0]
+	for id := range ids {
+		hashes = append(hashes, t.index.Hash(id))
+	}
+	_ = t.index.Prefetch(hashes)
+	return hashes[:0]
+}
+
 // put adds j, whose id must not be in the table.
 func (t *jobTable) put(j *job) { t.putHashed(j, t.index.Hash(j.id())) }
 

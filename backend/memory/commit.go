@@ -30,6 +30,9 @@ type scratch struct {
 	// a queue never created, whose writes are refused, clientHash[i] is
 	// the client id's hash in byID, for pairByPosition only.
 	idHash, clientHash []uint32
+	// evHash holds the hashes in byID of the jobs a write's events name
+	// that are stored already (prefetched before they are read).
+	evHash []uint32
 	// pairIDs and pairClients index w.Jobs by id and by client id, a
 	// handle being a position in w.Jobs (pairByPosition). Unlike maps
 	// they hold no pointers and are cleared without freeing their room.
@@ -318,6 +321,16 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 		clear(touchedStates)
 		sc.touchedRecs, sc.touchedStates = touchedRecs[:0], touchedStates[:0]
 	}()
+	// The stored jobs' slots in byID, fetched together (a cycle's
+	// leases and a report's phases are thousands of events).
+	stored := sc.evHash[:0]
+	for i := range w.Events {
+		if evJob[i] < 0 && b.byID.Len() > 0 {
+			stored = append(stored, b.byID.Hash(w.Events[i].Job))
+		}
+	}
+	_ = b.byID.Prefetch(stored)
+	sc.evHash = stored[:0]
 	lastQueue := ""
 	for i := range w.Events {
 		e := &w.Events[i]
