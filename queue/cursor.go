@@ -26,6 +26,7 @@ type Cursor struct {
 	_ noCopy
 
 	tree *order
+	sl   *slab // the store's entries, which the tree's items name
 	buf  []*Entry
 	pos  int
 	last item // the last item read from the tree (id "": none); the next batch resumes after it
@@ -54,13 +55,13 @@ func (c *Cursor) Reset(s *Store, queue string) {
 	c.pos = 0
 	c.last = item{}
 	c.skip = false
-	c.tree = nil
+	c.tree, c.sl = nil, nil
 	c.done = true
 	if s == nil {
 		return
 	}
 	if q := s.queues[queue]; q != nil {
-		c.tree = &q.order
+		c.tree, c.sl = &q.order, &s.entries
 		c.done = false
 	}
 }
@@ -127,7 +128,7 @@ func (c *Cursor) collect(it item) bool {
 			return true
 		}
 	}
-	c.buf = append(c.buf, &c.tree.sl.at(it.h).Entry)
+	c.buf = append(c.buf, &c.sl.at(it.h).Entry)
 	c.last = it
 	return len(c.buf) < cursorBatch
 }

@@ -25,14 +25,13 @@ const blockLen = 153
 // into a neighbour with room, so sparse blocks stay bounded after
 // deletes.
 //
-// Items name their entries by handle in the store's slab, sl (Cursor and
-// Store.Ascend read entries there). An order with sl set is empty and
-// ready to use. Reads (ascend, ascendFrom, len) do not modify it and may
-// run concurrently with each other.
+// Items name their entries by handle in the store's slab (Cursor and
+// Store.Ascend read entries there). The zero order is empty and ready to
+// use. Reads (ascend, ascendFrom, len) do not modify it and may run
+// concurrently with each other.
 type order struct {
 	blocks []*block
 	n      int
-	sl     *slab
 }
 
 // before reports whether a sorts before b (Less).

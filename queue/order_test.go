@@ -23,9 +23,7 @@ type testOrder struct {
 }
 
 func newTestOrder() *testOrder {
-	o := new(testOrder)
-	o.sl = &o.slab
-	return o
+	return new(testOrder)
 }
 
 // item returns a test item, its job added to the slab: only id and class

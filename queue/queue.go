@@ -390,7 +390,7 @@ func (s *Store) add(j *flotilla.Job, hash uint32, m *batchMemo) error {
 		q = s.queues[j.Queue]
 	}
 	if q == nil {
-		q = &queueIndex{sets: make(map[string]*jobSet), order: order{sl: &s.entries}}
+		q = &queueIndex{sets: make(map[string]*jobSet)}
 		n := s.schema.Len()
 		q.keys = make(map[uint64]int)
 		q.demandLo, q.demandHi, q.demand = make([]uint64, n), make([]uint64, n), make(flotilla.Resources, n)
