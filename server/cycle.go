@@ -237,15 +237,10 @@ func (s *Server) decisions(res *scheduler.Result, now time.Time, rep *CycleRepor
 		ref nodeRef
 	}
 	leases := make([]lease, 0, len(res.Scheduled))
-	s.hashScratch = s.jobs.prefetch(func(yield func(string) bool) {
-		for _, a := range res.Scheduled {
-			if !yield(a.Job.ID) {
-				return
-			}
-		}
-	}, s.hashScratch)
-	for _, a := range res.Scheduled {
-		j := s.jobs.get(a.Job.ID)
+	hashes := s.jobs.hashes(s.hashScratch, len(res.Scheduled), func(i int) string { return res.Scheduled[i].Job.ID })
+	s.hashScratch = hashes[:0]
+	for i, a := range res.Scheduled {
+		j := s.jobs.getHashed(a.Job.ID, hashes[i])
 		ref, ok := s.nodes[a.Node]
 		if j == nil || j.state != events.Queued || !ok {
 			if a.Job.IsGang() {

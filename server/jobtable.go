@@ -2,6 +2,7 @@ package server
 
 import (
 	"iter"
+	"slices"
 
 	"github.com/flotilla-sched/flotilla/internal/idindex"
 )
@@ -38,21 +39,26 @@ func (t *jobTable) get(id string) *job {
 	return nil
 }
 
-// prefetch fetches the index slots of ids' jobs together
-// (idindex.Index.Prefetch), so that the gets of many ids that follow
-// (a cycle's decisions, a write's events) find them in cache rather than
-// each waiting for memory in turn. scratch is room for the hashes,
-// returned for reuse.
-func (t *jobTable) prefetch(ids func(yield func(string) bool), scratch []uint32) []uint32 {
-	if t.index.Len() == 0 {
-		return scratch
+// getHashed is get with the id's hash in the index given (hashes).
+func (t *jobTable) getHashed(id string, hash uint32) *job {
+	if h, ok := t.index.FindHashed(hash, id, t.keyOf); ok {
+		return *t.at(h)
 	}
-	hashes := scratch[:0]
-	for id := range ids {
-		hashes = append(hashes, t.index.Hash(id))
+	return nil
+}
+
+// hashes returns the hashes in the index of n ids (id(i) is the i-th),
+// in scratch's room, and fetches the slots they probe together
+// (idindex.Index.Prefetch), so that the gets or puts of those ids that
+// follow (a cycle's decisions, a write's new jobs) find them in cache
+// rather than each waiting for memory in turn.
+func (t *jobTable) hashes(scratch []uint32, n int, id func(i int) string) []uint32 {
+	hs := slices.Grow(scratch[:0], n)[:n]
+	for i := range hs {
+		hs[i] = t.index.Hash(id(i))
 	}
-	_ = t.index.Prefetch(hashes)
-	return hashes[:0]
+	_ = t.index.Prefetch(hs)
+	return hs
 }
 
 // put adds j, whose id must not be in the table.

@@ -174,7 +174,8 @@ type Server struct {
 	cidScratch, cidIDScratch []string
 	// queuedScratch is commit's scratch for a submit's jobs (under mu).
 	queuedScratch []*flotilla.Job
-	// hashScratch is commit's scratch for the new jobs' hashes (under mu).
+	// hashScratch is room for the hashes of the jobs a write adds or a
+	// cycle decides on (jobTable.hashes; under mu).
 	hashScratch []uint32
 	// cycle state carried between cycles.
 	rate   scheduler.RateLimitState
@@ -365,11 +366,7 @@ func (s *Server) commit(ctx context.Context, w *backend.Write) ([]events.Event, 
 		// The new jobs' slots in the job table, fetched together
 		// (idindex.Index.Prefetch) before the events insert them one by
 		// one.
-		specs.hashes = slices.Grow(s.hashScratch[:0], len(w.Jobs))[:len(w.Jobs)]
-		for i := range w.Jobs {
-			specs.hashes[i] = s.jobs.index.Hash(w.Jobs[i].Job.ID)
-		}
-		_ = s.jobs.index.Prefetch(specs.hashes)
+		specs.hashes = s.jobs.hashes(s.hashScratch, len(w.Jobs), func(i int) string { return w.Jobs[i].Job.ID })
 		s.hashScratch = specs.hashes[:0]
 	}
 	// A submit's jobs join the queue together (queue.Store.AddAll).

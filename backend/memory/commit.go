@@ -30,8 +30,8 @@ type scratch struct {
 	// a queue never created, whose writes are refused, clientHash[i] is
 	// the client id's hash in byID, for pairByPosition only.
 	idHash, clientHash []uint32
-	// evHash holds the hashes in byID of the jobs a write's events name
-	// that are stored already (prefetched before they are read).
+	// evHash[i] is the hash in byID of the job of a write's event i when
+	// that job is stored already (prefetched before it is read).
 	evHash []uint32
 	// pairIDs and pairClients index w.Jobs by id and by client id, a
 	// handle being a position in w.Jobs (pairByPosition). Unlike maps
@@ -322,15 +322,18 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 		sc.touchedRecs, sc.touchedStates = touchedRecs[:0], touchedStates[:0]
 	}()
 	// The stored jobs' slots in byID, fetched together (a cycle's
-	// leases and a report's phases are thousands of events).
-	stored := sc.evHash[:0]
-	for i := range w.Events {
-		if evJob[i] < 0 && b.byID.Len() > 0 {
-			stored = append(stored, b.byID.Hash(w.Events[i].Job))
+	// leases and a report's phases are thousands of events): evHash[i]
+	// is event i's job's hash when the job is not new.
+	evHash := slices.Grow(sc.evHash[:0], len(w.Events))[:len(w.Events)]
+	defer func() { sc.evHash = evHash[:0] }()
+	if b.byID.Len() > 0 {
+		for i := range w.Events {
+			if evJob[i] < 0 {
+				evHash[i] = b.byID.Hash(w.Events[i].Job)
+			}
 		}
+		_ = b.byID.Prefetch(evHash)
 	}
-	_ = b.byID.Prefetch(stored)
-	sc.evHash = stored[:0]
 	lastQueue := ""
 	for i := range w.Events {
 		e := &w.Events[i]
@@ -344,7 +347,8 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 		var st *events.Job
 		if idx := evJob[i]; idx >= 0 {
 			st = &states[idx]
-		} else if r := b.job(e.Job); r != nil {
+		} else if h, ok := b.byID.FindHashed(evHash[i], e.Job, b.idOf); ok {
+			r := b.rec(h)
 			ti, ok := touched[r]
 			if !ok {
 				ti = len(touchedRecs)
