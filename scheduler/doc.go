@@ -104,9 +104,14 @@
 // protectedFractionOfFairShare × max(fair share, adjusted fair share) have
 // their preemptible jobs evicted, node by node with evictionProbability
 // drawn from Snapshot.Seed, whole gangs together. Evicted jobs go first in
-// their queues and may only return to their own node. Evicted jobs that do
-// not return are preempted; a gang with any member not returned is
-// preempted whole.
+// their queues and may only return to their own node. When the fill is
+// done, the evicted jobs that did not return (displaced, or offered when
+// their node was full) are offered once more, in rescheduling order, into
+// the free capacity of their own nodes, never preempting: room may have
+// appeared since (urgency preemption took a gang off the node). Evicted
+// jobs that still do not return are preempted; a gang with any member not
+// returned is preempted whole. So no job is preempted to fair share while
+// its node ends the cycle with room for it.
 //
 // Displacement: new work displaces evicted jobs only when no free capacity
 // exists, and then those that would be rescheduled last. Only jobs still

@@ -325,6 +325,84 @@ func (c *cycle) stayConstraint(j *flotilla.Job) binpack.ConstraintID {
 	return c.db.Constraints(nil, c.tolBuf)
 }
 
+// putBackLate offers every evicted unit that has not gone back once more,
+// when the fill is done, in rescheduling order: room may have appeared on
+// its node after the unit was displaced or offered (urgency preemption
+// took a gang off the node, a job placed there was displaced in turn). A
+// unit goes back only into free capacity, never preempting, within its
+// queue's class caps: each member on its own node, a gang whole or not at
+// all. So no job evicted to fair share is preempted while its node ends
+// the cycle with room for it.
+func (c *cycle) putBackLate() {
+	for k := len(c.order) - 1; k >= 0; k-- {
+		c.putBackUnit(c.order[k])
+	}
+}
+
+// putBackUnit puts evicted unit u back on its nodes if every member is
+// still evicted and fits its node's free capacity. Free means under the
+// node's total, also on a node that started the cycle over-committed: new
+// work may have gone there once preemption brought it under its total.
+func (c *cycle) putBackUnit(u int32) {
+	members := c.backBuf[:0]
+	for _, m := range c.gangOf(u) {
+		if c.run[m].state != stEvicted {
+			return // gone back already, or preempted with its gang
+		}
+		members = append(members, m)
+	}
+	c.backBuf = members
+	for _, m := range members {
+		if r := &c.run[m]; !r.tried {
+			c.db.Release(int(r.node), evictedLevel, r.job.Requests)
+			c.held--
+			r.tried = true
+		}
+	}
+	c.db.Forget()
+	fits := true
+	for i, m := range members {
+		r := &c.run[m]
+		if c.overClassLimit(int(r.queue), int(r.class), r.job.Requests) {
+			fits = false
+		}
+		c.account(int(r.queue), int(r.class), r.job.Requests)
+		if !fits {
+			members = members[:i+1]
+			break
+		}
+	}
+	for _, m := range members {
+		r := &c.run[m]
+		c.unaccount(int(r.queue), int(r.class), r.job.Requests)
+	}
+	if !fits {
+		return
+	}
+	mark := c.db.Mark()
+	for _, m := range members {
+		r := &c.run[m]
+		n := int(r.node)
+		if !c.db.Admits(c.stayConstraint(r.job), n) {
+			c.db.Rollback(mark)
+			return
+		}
+		c.db.Bind(n, int(r.queue), int(r.level), r.job.Requests)
+		if c.db.Allocatable(n, evictedLevel).AnyNegative() {
+			c.db.Rollback(mark)
+			return
+		}
+	}
+	c.db.Forget()
+	for _, m := range members {
+		r := &c.run[m]
+		c.account(int(r.queue), int(r.class), r.job.Requests)
+		r.state, r.by = stBack, nil
+		c.queues[r.queue].running++
+	}
+	c.putBack += len(members)
+}
+
 // markTried records that evicted jobs were offered and did not go back:
 // they stay evicted, without a hold, until finishEvictions preempts them.
 func (c *cycle) markTried(members []int32) {

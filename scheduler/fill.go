@@ -89,11 +89,13 @@ func (c *cycle) fill(ctx context.Context) error {
 }
 
 // settle closes the cycle's books after filling: evicted jobs that did not
-// go back are preempted (a gang whole), jobs placed and then displaced in
+// go back are offered once more where free capacity has appeared on their
+// nodes since (putBackLate), those that still do not are preempted (a gang whole), jobs placed and then displaced in
 // this cycle leave Result.Scheduled, and members of gangs that never
 // became complete are reported. Preemptions are listed in job id order,
 // so that the result does not depend on the order of Snapshot.Running.
 func (c *cycle) settle() {
+	c.putBackLate()
 	c.finishEvictions()
 	slices.SortFunc(c.res.Preempted, func(a, b Preemption) int { return strings.Compare(a.Job.ID, b.Job.ID) })
 	c.dropDisplaced()

@@ -427,3 +427,164 @@ func TestPropertyOverCommittedNodeTakesNothingNew(t *testing.T) {
 	}, gen.UInt64()))
 	p.TestingRun(t)
 }
+
+// roomLeftFor names the first job preempted to fair share (a gang: all its
+// members so preempted, together) that fits, every member on its own node,
+// in what the nodes have free at the end of the cycle: the running jobs not
+// preempted and the placements of the cycle counted against each node's
+// total. Such a job was preempted for nothing: the room it needs is free.
+// The worlds it is used on have no per-class caps and no NoExecute taints,
+// so free capacity is the only thing that could keep a victim off its node.
+func roomLeftFor(snap *scheduler.Snapshot, res *scheduler.Result) string {
+	free := map[string]flotilla.Resources{}
+	for _, n := range snap.Nodes {
+		free[n.Name] = n.Total.Clone()
+	}
+	gone := map[string]bool{}
+	for _, p := range res.Preempted {
+		gone[p.Job.ID] = true
+	}
+	for _, r := range snap.Running {
+		if !gone[r.Job.ID] {
+			free[r.Node].Sub(r.Job.Requests)
+		}
+	}
+	for _, a := range res.Scheduled {
+		free[a.Node].Sub(a.Job.Requests)
+	}
+	units := map[string][]scheduler.Preemption{}
+	var order []string
+	for _, p := range res.Preempted {
+		if p.Reason != scheduler.PreemptedForFairShare {
+			continue
+		}
+		key := "job " + p.Job.ID
+		if p.Job.IsGang() {
+			key = "gang " + p.Job.Gang.ID
+		}
+		if _, ok := units[key]; !ok {
+			order = append(order, key)
+		}
+		units[key] = append(units[key], p)
+	}
+	for _, key := range order {
+		need := map[string]flotilla.Resources{}
+		for _, p := range units[key] {
+			if need[p.Node] == nil {
+				need[p.Node] = make(flotilla.Resources, len(p.Job.Requests))
+			}
+			need[p.Node].Add(p.Job.Requests)
+		}
+		fits := true
+		for node, req := range need {
+			fits = fits && req.Fits(free[node])
+		}
+		if fits {
+			return fmt.Sprintf("%s preempted to fair share, yet its nodes end the cycle with room for it (%v free)", key, free[units[key][0].Node])
+		}
+	}
+	return ""
+}
+
+// The defect of wave 2: a job evicted to fair share and displaced early in
+// the cycle stayed preempted when room for it appeared later (urgency
+// preemption took a gang off its node). No fair-share victim may end the
+// cycle with room for it on its own node: checked on the generated
+// preemption worlds and on worlds of the defect's shape (lone jobs of A
+// and B and a spanning gang of C at the lower class; A's jobs of the
+// higher class queued).
+func TestPropertyNoFairShareVictimWithRoomOnItsNode(t *testing.T) {
+	p := properties(t)
+	p.Property("no fair-share victim whose own node has room for it at the end of the cycle", prop.ForAll(func(seed uint64) string {
+		for _, w := range []*genWorld{preemptWorld(t, seed), victimWorld(t, seed)} {
+			res := w.schedule(t)
+			if msg := roomLeftFor(w.snap, res); msg != "" {
+				return fmt.Sprintf("seed %d: %s", seed, msg)
+			}
+		}
+		return ""
+	}, gen.UInt64()))
+	p.TestingRun(t)
+}
+
+// victimWorld is a world of the defect's shape, drawn at random: two or
+// three nodes of 8 to 32 cores; queues A, B and C; two preemptible
+// classes, low and high; A's and B's lone low jobs running, each queue on
+// nodes of its own first, and sometimes a running low gang of C spread
+// over the nodes; queued, high jobs of A (sometimes of B too); protected
+// fraction 0 and eviction probability 1.
+func victimWorld(t testing.TB, seed uint64) *genWorld {
+	rng := rand.New(rand.NewPCG(seed, 0xdefec7))
+	schema := flotilla.MustResourceSchema("cpu", "memory", "nvidia.com/gpu")
+	cfg := scheduler.DefaultConfig(schema)
+	cfg.PriorityClasses = []flotilla.PriorityClass{
+		{Name: "low", Priority: 0, Preemptible: true},
+		{Name: "high", Priority: 1, Preemptible: true},
+	}
+	cfg.DefaultPriorityClass = "low"
+	cfg.ProtectedFractionOfFairShare = 0
+	cfg.EvictionProbability = 1
+	cfg.ReportEveryUnscheduled = true
+	w := &genWorld{seed: seed, cfg: cfg, snap: &scheduler.Snapshot{Seed: seed}}
+	nodes := 2 + rng.IntN(2)
+	free := make([]int, nodes)
+	for i := range nodes {
+		free[i] = 8 + 8*rng.IntN(4)
+		w.snap.Nodes = append(w.snap.Nodes, &flotilla.Node{Name: fmt.Sprintf("n%d", i), Total: flotilla.Resources{int64(free[i]) * 1000, 256 << 30, 0}})
+	}
+	total0 := free[0]
+	for _, q := range []string{"A", "B", "C"} {
+		w.snap.Queues = append(w.snap.Queues, &flotilla.Queue{Name: q, PriorityFactor: 1})
+	}
+	id := 0
+	job := func(q, class string, cpu int) *flotilla.Job {
+		id++
+		return &flotilla.Job{ID: fmt.Sprintf("%s%03d", strings.ToLower(q), id), Queue: q, PriorityClass: class,
+			SubmitTime: t0, Requests: flotilla.Resources{int64(cpu) * 1000, 1 << 30, 0}}
+	}
+	runOn := func(j *flotilla.Job, n int) {
+		free[n] -= int(j.Requests[0] / 1000)
+		w.snap.Running = append(w.snap.Running, scheduler.Running{Job: j, Node: w.snap.Nodes[n].Name, Start: t0.Add(-time.Duration(rng.IntN(4)) * time.Hour)})
+	}
+	// Each node is A's or B's: its owner's lone jobs take about half of
+	// it (sometimes a job of the other queue among them), and C's gang of
+	// one-core members, when there is one, the rest of every node.
+	for n := range nodes {
+		owner := []string{"A", "B"}[n%2]
+		for want := free[n]/2 + rng.IntN(3) - 1; want > 0 && free[n] > 0; {
+			cpu := min(1+rng.IntN(2), free[n], want)
+			q := owner
+			if rng.IntN(6) == 0 {
+				q = []string{"A", "B"}[(n+1)%2]
+			}
+			runOn(job(q, "low", cpu), n)
+			want -= cpu
+		}
+	}
+	if rng.IntN(4) > 0 {
+		size := 0
+		for n := range nodes {
+			size += free[n] - rng.IntN(2)
+		}
+		card := size
+		for n := range nodes {
+			for range min(free[n], size) {
+				j := job("C", "low", 1)
+				j.Gang = flotilla.Gang{ID: "c", Cardinality: card}
+				runOn(j, n)
+				size--
+			}
+		}
+	}
+	store, err := queue.New(cfg.Schema, cfg.PriorityClasses, cfg.DefaultPriorityClass)
+	require.NoError(t, err)
+	for _, q := range []string{"A", "A", "B"}[:2+rng.IntN(2)] {
+		for range rng.IntN(4 + total0/2) {
+			j := job(q, []string{"high", "high", "high", "low"}[rng.IntN(4)], 1+rng.IntN(2))
+			require.NoError(t, store.Add(j))
+			w.queued = append(w.queued, j)
+		}
+	}
+	w.snap.Queued = store
+	return w
+}
