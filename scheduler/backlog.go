@@ -119,31 +119,31 @@ func (c *cycle) classLimited(qi int) bool {
 	return false
 }
 
-// countPulled counts a job taken from the store: gang members in all,
-// lone jobs per scheduling key (runs of one key without a map update).
-func (qs *queueState) countPulled(e *queue.Entry) {
+// count counts a job taken from the store: gang members in all, lone jobs
+// per scheduling key (runs of one key without a map update).
+func (k *keyCounts) count(e *queue.Entry) {
 	switch {
 	case e == nil || e.Job == nil:
 	case e.Job.IsGang():
-		qs.gangPulled++
-	case qs.runLen > 0 && e.Key == qs.runKey:
-		qs.runLen++
+		k.gangPulled++
+	case k.runLen > 0 && e.Key == k.runKey:
+		k.runLen++
 	default:
-		qs.flushRun()
-		qs.runKey, qs.runLen = e.Key, 1
+		k.flush()
+		k.runKey, k.runLen = e.Key, 1
 	}
 }
 
-// flushRun adds the current run of equal keys to keyPulled.
-func (qs *queueState) flushRun() {
-	if qs.runLen == 0 {
+// flush adds the current run of equal keys to keyPulled.
+func (k *keyCounts) flush() {
+	if k.runLen == 0 {
 		return
 	}
-	if qs.keyPulled == nil {
-		qs.keyPulled = make(map[uint64]int)
+	if k.keyPulled == nil {
+		k.keyPulled = make(map[uint64]int)
 	}
-	qs.keyPulled[qs.runKey] += qs.runLen
-	qs.runLen = 0
+	k.keyPulled[k.runKey] += k.runLen
+	k.runLen = 0
 }
 
 // finishFailed finishes queue qi without reading on when every job it has
@@ -164,12 +164,12 @@ func (c *cycle) finishFailed(qi int) bool {
 		qs.shortcut = false // none of these gets better later
 		return false
 	}
-	if qs.storedGang > qs.gangPulled || qs.begun > 0 || len(qs.retry) > 0 ||
+	if qs.keys.storedGang > qs.keys.gangPulled || qs.begun > 0 || len(qs.retry) > 0 ||
 		qs.tokens < 1 || c.globalTokens < 1 || c.roundLimitReached() {
 		qs.checkAt = qs.fails + 1
 		return false
 	}
-	qs.flushRun()
+	qs.keys.flush()
 	// Every key is visited, not only up to the first live one: the next
 	// check, and so the point where the queue is finished, must not depend
 	// on the order the store walks its keys (map order for *queue.Store),
@@ -177,7 +177,7 @@ func (c *cycle) finishFailed(qi int) bool {
 	keys, live := 0, false
 	c.queued.SchedulingKeys(qs.q.Name, func(k uint64, n int) bool {
 		keys++
-		if n > qs.keyPulled[k] {
+		if n > qs.keys.keyPulled[k] {
 			if _, failed := c.failed[k]; !failed {
 				live = true
 			}
@@ -195,7 +195,7 @@ func (c *cycle) finishFailed(qi int) bool {
 	var rems []remainder
 	total, unfailed := 0, false
 	c.queued.SchedulingKeys(qs.q.Name, func(k uint64, n int) bool {
-		if r := n - qs.keyPulled[k]; r > 0 {
+		if r := n - qs.keys.keyPulled[k]; r > 0 {
 			if _, failed := c.failed[k]; !failed {
 				unfailed = true // the store changed since the first call
 				return false

@@ -11,7 +11,6 @@ import (
 	"github.com/flotilla-sched/flotilla/fairness"
 	"github.com/flotilla-sched/flotilla/gang"
 	"github.com/flotilla-sched/flotilla/internal/idindex"
-	"github.com/flotilla-sched/flotilla/queue"
 )
 
 // cycle is the working state of one Schedule call. It is built, filled and
@@ -63,80 +62,6 @@ type cycle struct {
 	// evictions is the preemption state: running jobs, evicted jobs'
 	// holds, and the displacement index (evict.go).
 	evictions
-}
-
-// queueState is one queue's standing during the cycle.
-type queueState struct {
-	q      *flotilla.Queue
-	weight float64
-	// alloc is held by running and newly scheduled jobs, all classes;
-	// allocByClass splits it per priority class for per-class limits.
-	alloc        flotilla.Resources
-	allocByClass []flotilla.Resources
-	// limitByClass is the per-class cap in each resource's unit, nil when uncapped;
-	// an entry < 0 means that resource is uncapped.
-	limitByClass [][]int64
-	running      int
-	queuedLen    int // queued at the start of the cycle
-	scheduled    int
-	demand       flotilla.Resources
-
-	// reader reads the queue's stored jobs in order, a batch into buf at a
-	// time; buf[bufPos:bufLen] are read and not yet taken.
-	reader         queue.EntryReader
-	buf            []*queue.Entry
-	bufPos, bufLen int
-	read           int // entries read from the store
-	readDone       bool
-	// lastValid is the last entry read that passed invalidQueued: the
-	// next must sort after it (queue.Less), so no job is taken twice.
-	lastValid *queue.Entry
-	// storedGang counts the queue's stored gang members, gangPulled those
-	// pulled; keyPulled counts pulled lone jobs per scheduling key (the
-	// current run of equal keys, runKey × runLen, not yet added), so that
-	// the cycle can tell when every job left has a key that failed.
-	storedGang, gangPulled int
-	keyPulled              map[uint64]int
-	runKey                 uint64
-	runLen                 int
-	// shortcut is set when the queue may be finished early; fails counts
-	// its jobs that failed to fit, and the next check is due at checkAt.
-	shortcut       bool
-	fails, checkAt int
-	lastGroup      int // index in Result.Unscheduled of the queue's last group, or -1
-	// head is the queue's next candidate: a lone job, or with headGang set
-	// the first member of a complete gang; headReq and headPrio are what
-	// fairness judges (the whole gang's requests, its lowest class).
-	head     *queue.Entry
-	headGang *gang.Gang
-	headReq  flotilla.Resources
-	headPrio int32
-	// pulled counts jobs taken from the cursor; examined counts units
-	// toward the lookback (a gang once); peeked is a job read from the
-	// cursor but not taken, because it would start a unit past the lookback.
-	pulled int
-	peeked *queue.Entry
-	// begun counts gangs with members read but not complete; readAhead how
-	// many jobs were read past the lookback looking for their members.
-	begun, readAhead int
-	// headRun is the run index of head when head is an evicted job, or -1;
-	// headRetry the same when head is a displaced job offered again.
-	headRun, headRetry int32
-	// evicted are the queue's evicted jobs in LessEvicted order; evPos is
-	// how many have been offered.
-	evicted []int32
-	evPos   int
-	// retry are jobs placed this cycle and then displaced, offered again
-	// before the queue's next new job; stopped is set once the queue may
-	// take no more new jobs this cycle.
-	retry   []int32
-	stopped bool
-	// reported is set once the queue's not-examined remainder is recorded.
-	reported bool
-	examined int
-	tokens   float64
-	fair     float64
-	adjusted float64
 }
 
 func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
@@ -431,27 +356,6 @@ func (c *cycle) runningNode(r *Running) (int, bool) {
 	return c.db.NodeIndex(r.Node)
 }
 
-// setHead makes e (or gang g, whose first member e is) the queue's head.
-func (qs *queueState) setHead(e *queue.Entry, g *gang.Gang) {
-	qs.head, qs.headGang, qs.headRun, qs.headRetry = e, g, -1, -1
-	switch {
-	case g != nil:
-		qs.headReq, qs.headPrio = g.Requests, g.ClassPriority
-	case e != nil:
-		qs.headReq, qs.headPrio = e.Job.Requests, e.ClassPriority
-	default:
-		qs.headReq = nil
-	}
-}
-
-// headCost is the scheduling-rate tokens the head needs: one per job.
-func (qs *queueState) headCost() int {
-	if qs.headGang != nil {
-		return len(qs.headGang.Members)
-	}
-	return 1
-}
-
 // addRun records a job bound to a node, for preemption.
 func (c *cycle) addRun(j *flotilla.Job, start time.Time, node, qi, ci int, st runState) int32 {
 	ri := c.record(j, start, node, qi, ci, st)
@@ -590,7 +494,7 @@ func (c *cycle) collectDemand() error {
 			errs = append(errs, flotilla.Errorf("queued.stats.demand", qs.q.Name, flotilla.ErrNegative, "%v", st.Demand))
 			continue
 		}
-		qs.queuedLen, qs.storedGang = st.Jobs, st.GangJobs
+		qs.queuedLen, qs.keys.storedGang = st.Jobs, st.GangJobs
 		if st.Demand != nil {
 			qs.demand.AddSaturating(st.Demand)
 			if c.queuedDemand == nil {

@@ -48,13 +48,13 @@ func (c *cycle) fill(ctx context.Context) error {
 		cand, _ := sel.Peek()
 		qi := cand.Queue
 		qs := &c.queues[qi]
-		if qs.headRun >= 0 {
-			c.tryEvicted(qi, qs.headRun)
+		if qs.next.kind == evictedUnit {
+			c.tryEvicted(qi, qs.next.run)
 		} else {
 			if stop.Code == 0 && c.roundLimitReached() {
 				stop = Reason{Code: ReasonRoundLimit, Message: "the cycle scheduled its maximum fraction of the cluster"}
 			}
-			cost := qs.headCost()
+			cost := qs.next.cost()
 			switch {
 			case stop.Code != 0:
 				sel.Remove(qi)
@@ -72,7 +72,7 @@ func (c *cycle) fill(ctx context.Context) error {
 				sel.Remove(qi)
 				c.notExamined(qi, Reason{Code: ReasonQueueRateLimit, Message: "the queue's scheduling rate limit has no tokens left"})
 				continue
-			case qs.headGang != nil:
+			case qs.next.kind == gangUnit:
 				c.tryGang(qi)
 			default:
 				c.try(qi)
@@ -106,7 +106,7 @@ func (c *cycle) settle() {
 // jobs within its lookback (evicted jobs do not count toward it).
 func (c *cycle) advance(qi int) bool {
 	qs := &c.queues[qi]
-	qs.setHead(nil, nil)
+	qs.next = unit{}
 	for qs.evPos < len(qs.evicted) {
 		ri := qs.evicted[qs.evPos]
 		qs.evPos++
@@ -114,15 +114,13 @@ func (c *cycle) advance(qi int) bool {
 		if r := &c.run[ri]; r.state != stEvicted || r.tried {
 			continue
 		}
-		qs.setHead(&c.run[ri].entry, nil)
-		qs.headRun = ri
+		qs.next = loneOf(evictedUnit, &c.run[ri].entry, ri)
 		return true
 	}
 	if len(qs.retry) > 0 {
 		ri := qs.retry[0]
 		qs.retry = qs.retry[1:]
-		qs.setHead(&c.run[ri].entry, nil)
-		qs.headRetry = ri
+		qs.next = loneOf(retryUnit, &c.run[ri].entry, ri)
 		return true
 	}
 	if qs.reader == nil {
@@ -161,7 +159,7 @@ func (c *cycle) advance(qi int) bool {
 			qs.examined++
 		}
 		if qs.shortcut {
-			qs.countPulled(e)
+			qs.keys.count(e)
 		}
 		// The store is not trusted: a job it should not have handed out is
 		// reported, never placed.
@@ -170,7 +168,7 @@ func (c *cycle) advance(qi int) bool {
 			continue
 		}
 		if !isGang {
-			qs.setHead(e, nil)
+			qs.next = loneOf(loneUnit, e, -1)
 			return true
 		}
 		// A gang ID is never reused: a queued member of a gang with members
@@ -190,7 +188,7 @@ func (c *cycle) advance(qi int) bool {
 		}
 		if complete {
 			qs.begun--
-			qs.setHead(g.Members[0], g)
+			qs.next = gangOfUnit(g)
 			return true
 		}
 	}
@@ -207,15 +205,15 @@ func (c *cycle) notExamined(qi int, why Reason) {
 	qs := &c.queues[qi]
 	n := qs.queuedLen - qs.pulled
 	switch {
-	case qs.head == nil, qs.headRun >= 0:
-	case qs.headRetry >= 0:
-		qs.retry = append(qs.retry, qs.headRetry)
-	case qs.headGang != nil:
-		n += len(qs.headGang.Members)
+	case qs.next.kind == noUnit, qs.next.kind == evictedUnit:
+	case qs.next.kind == retryUnit:
+		qs.retry = append(qs.retry, qs.next.run)
+	case qs.next.kind == gangUnit:
+		n += len(qs.next.gang.Members)
 	default:
 		n++
 	}
-	qs.setHead(nil, nil)
+	qs.next = unit{}
 	switch why.Code {
 	case ReasonRoundLimit, ReasonGlobalRateLimit, ReasonQueueRateLimit:
 		qs.stopped = true
@@ -240,10 +238,10 @@ func (c *cycle) lookbackReason() Reason {
 func (c *cycle) candidate(qi int) fairness.Candidate {
 	qs := &c.queues[qi]
 	copy(c.scratch, qs.alloc)
-	c.scratch.Add(qs.headReq)
+	c.scratch.Add(qs.next.req)
 	after := c.model.Share(c.scratch)
 	cur := c.model.Share(qs.alloc)
-	cand := fairness.NewCandidate(qi, qs.q.Name, qs.headPrio, cur, after-cur, qs.fair, qs.adjusted)
+	cand := fairness.NewCandidate(qi, qs.q.Name, qs.next.prio, cur, after-cur, qs.fair, qs.adjusted)
 	if qs.fair > 0 {
 		cand.Fraction = after / qs.fair
 	}
@@ -264,7 +262,7 @@ func (c *cycle) roundLimitReached() bool {
 // search that may displace evicted jobs and preempt lower-priority ones.
 func (c *cycle) try(qi int) {
 	qs := &c.queues[qi]
-	e := qs.head
+	e := qs.next.entry
 	j := e.Job
 	ci, _ := c.s.class(j)
 	if c.overClassLimit(qi, ci, j.Requests) {

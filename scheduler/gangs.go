@@ -18,7 +18,7 @@ import (
 // makes all of that in the other clusters first (placeGang).
 func (c *cycle) tryGang(qi int) {
 	qs := &c.queues[qi]
-	g := qs.headGang
+	g := qs.next.gang
 	// Per-class limits: account members one by one, undo on the first
 	// member that would cross its class's cap.
 	for i, m := range g.Members {
@@ -178,7 +178,7 @@ func (c *cycle) needExplanation(qi int, why gang.Explanation) bool {
 		return true
 	}
 	code := gangCode(why)
-	for _, m := range c.queues[qi].headGang.Members {
+	for _, m := range c.queues[qi].next.gang.Members {
 		if _, ok := c.groups[groupKey{int32(qi), code, m.Key}]; !ok {
 			return true
 		}
@@ -199,11 +199,11 @@ func gangCode(why gang.Explanation) ReasonCode {
 // gang, as not scheduled for why.
 func (c *cycle) unscheduledUnit(qi int, why Reason) {
 	qs := &c.queues[qi]
-	if qs.headGang == nil {
-		c.unscheduledEntry(qi, qs.head, why)
+	if qs.next.gang == nil {
+		c.unscheduledEntry(qi, qs.next.entry, why)
 		return
 	}
-	for _, m := range qs.headGang.Members {
+	for _, m := range qs.next.gang.Members {
 		c.unscheduledEntry(qi, m, why)
 	}
 }

@@ -145,7 +145,7 @@ func displacedReason() Reason {
 
 // refresh re-ranks queue q after its allocation changed under it.
 func (c *cycle) refresh(q int) {
-	if c.sel != nil && c.sel.Contains(q) && c.queues[q].head != nil {
+	if c.sel != nil && c.sel.Contains(q) && c.queues[q].next.kind != noUnit {
 		c.sel.Update(q, c.candidate(q))
 	}
 }
