@@ -59,9 +59,9 @@ type cycle struct {
 	levelsBuf    []int
 	nodesBuf     []int
 
-	// evictions is the preemption state: running jobs, evicted jobs'
-	// holds, and the displacement index (evict.go).
-	evictions
+	// pre owns the run table and preemption (evict.go, displace.go,
+	// urgency.go).
+	pre preemptor
 }
 
 func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
@@ -77,6 +77,7 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 		scheduledTotal: schema.Zero(),
 		total:          schema.Zero(),
 	}
+	c.pre.c = c
 	var errs []error
 	c.queues = make([]queueState, len(snap.Queues))
 	for i, q := range snap.Queues {
@@ -134,12 +135,12 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 	c.db = db
 	// A failed gang is explained only when its reason is kept (tryGang).
 	c.placer.DeferExplanations(true)
-	c.nodeRun = make([][]int32, db.NodeCount())
-	c.gangRun = map[string][]int32{}
-	c.minPreemptibleLevel = len(s.levels)
+	c.pre.nodeRun = make([][]int32, db.NodeCount())
+	c.pre.gangRun = map[string][]int32{}
+	c.pre.minPreemptibleLevel = len(s.levels)
 	// The jobs the cycle schedules are added after the running ones: room
 	// for a typical cycle's, so that the (large) slice is not copied.
-	c.run = make([]runJob, 0, len(snap.Running)+len(snap.Running)/8+256)
+	c.pre.run = make([]runJob, 0, len(snap.Running)+len(snap.Running)/8+256)
 	if err := c.bindRunning(); err != nil {
 		return nil, err
 	}
@@ -257,28 +258,28 @@ func (c *cycle) bindRunning() error {
 		c.db.Bind(ni, qi, lvl, j.Requests)
 		c.account(qi, ci, j.Requests)
 		c.queues[qi].running++
-		ri := c.record(j, r.Start, ni, qi, ci, stRunning)
+		ri := c.pre.record(j, r.Start, ni, qi, ci, stRunning)
 		if r.Protected {
-			c.run[ri].level, c.run[ri].protected = int32(lvl), true
+			c.pre.run[ri].level, c.pre.run[ri].protected = int32(lvl), true
 		}
 		if i&1023 == 1023 {
 			c.db.Forget() // running jobs are final: keep the undo log short
 		}
 	}
-	c.indexNodeRuns()
+	c.pre.indexNodeRuns()
 	// A gang goes whole, and urgency takes only jobs of strictly lower
 	// priority: so all its members hold their capacity at its highest
 	// member's level (the top level when a member is non-preemptible or
 	// protected: the gang is then never preempted), and none of it looks free to a job
 	// that could not take every member.
-	for _, id := range sortedKeys(c.gangRun) {
-		ms := c.gangRun[id]
+	for _, id := range sortedKeys(c.pre.gangRun) {
+		ms := c.pre.gangRun[id]
 		var lvl int32
 		for _, m := range ms {
-			lvl = max(lvl, c.run[m].level)
+			lvl = max(lvl, c.pre.run[m].level)
 		}
 		for _, m := range ms {
-			if r := &c.run[m]; r.level != lvl {
+			if r := &c.pre.run[m]; r.level != lvl {
 				c.db.Unbind(int(r.node), int(r.queue), int(r.level), r.job.Requests)
 				c.db.Bind(int(r.node), int(r.queue), int(lvl), r.job.Requests)
 				r.level = lvl
@@ -357,9 +358,9 @@ func (c *cycle) runningNode(r *Running) (int, bool) {
 }
 
 // addRun records a job bound to a node, for preemption.
-func (c *cycle) addRun(j *flotilla.Job, start time.Time, node, qi, ci int, st runState) int32 {
-	ri := c.record(j, start, node, qi, ci, st)
-	c.nodeRun[node] = append(c.nodeRun[node], ri)
+func (p *preemptor) addRun(j *flotilla.Job, start time.Time, node, qi, ci int, st runState) int32 {
+	ri := p.record(j, start, node, qi, ci, st)
+	p.nodeRun[node] = append(p.nodeRun[node], ri)
 	return ri
 }
 
@@ -371,34 +372,35 @@ const nodeRunSlack = 4
 // ones) in one allocation: each node's list is a window of one backing
 // array, with nodeRunSlack spare, so that a node's list grows on its own
 // only past that.
-func (c *cycle) indexNodeRuns() {
-	count := make([]int32, len(c.nodeRun)+1)
-	for i := range c.run {
-		count[c.run[i].node+1]++
+func (p *preemptor) indexNodeRuns() {
+	count := make([]int32, len(p.nodeRun)+1)
+	for i := range p.run {
+		count[p.run[i].node+1]++
 	}
-	for ni := range c.nodeRun {
+	for ni := range p.nodeRun {
 		count[ni+1] += count[ni] + nodeRunSlack
 	}
-	backing := make([]int32, count[len(c.nodeRun)])
-	for ni := range c.nodeRun {
-		c.nodeRun[ni] = backing[count[ni]:count[ni]:count[ni+1]]
+	backing := make([]int32, count[len(p.nodeRun)])
+	for ni := range p.nodeRun {
+		p.nodeRun[ni] = backing[count[ni]:count[ni]:count[ni+1]]
 	}
-	for i := range c.run {
-		n := c.run[i].node
-		c.nodeRun[n] = append(c.nodeRun[n], int32(i))
+	for i := range p.run {
+		n := p.run[i].node
+		p.nodeRun[n] = append(p.nodeRun[n], int32(i))
 	}
 }
 
 // record adds a job bound to a node to run (not to nodeRun: addRun).
-func (c *cycle) record(j *flotilla.Job, start time.Time, node, qi, ci int, st runState) int32 {
-	ri := int32(len(c.run))
-	c.run = append(c.run, runJob{job: j, start: start, node: int32(node), queue: int32(qi), class: int32(ci), level: int32(c.s.bindLevel[ci]), state: st, rank: -1})
+func (p *preemptor) record(j *flotilla.Job, start time.Time, node, qi, ci int, st runState) int32 {
+	c := p.c
+	ri := int32(len(p.run))
+	p.run = append(p.run, runJob{job: j, start: start, node: int32(node), queue: int32(qi), class: int32(ci), level: int32(c.s.bindLevel[ci]), state: st, rank: -1})
 	if j.Gang.ID != "" {
-		c.gangRun[j.Gang.ID] = append(c.gangRun[j.Gang.ID], ri)
+		p.gangRun[j.Gang.ID] = append(p.gangRun[j.Gang.ID], ri)
 	}
 	if c.s.classes[ci].Preemptible {
-		c.anyPreemptible = true
-		c.minPreemptibleLevel = min(c.minPreemptibleLevel, c.s.bindLevel[ci])
+		p.anyPreemptible = true
+		p.minPreemptibleLevel = min(p.minPreemptibleLevel, c.s.bindLevel[ci])
 	}
 	return ri
 }

@@ -49,8 +49,8 @@ type displacement struct {
 
 // isHeld reports whether run job ri is evicted and still holds its
 // capacity: not yet offered back, displaced or preempted.
-func (c *cycle) isHeld(ri int32) bool {
-	r := &c.run[ri]
+func (p *preemptor) isHeld(ri int32) bool {
+	r := &p.run[ri]
 	return r.state == stEvicted && !r.tried
 }
 
@@ -60,7 +60,8 @@ func (c *cycle) isHeld(ri int32) bool {
 // order among themselves (class priority descending, then the queue's
 // allocation growing, then position), so the index is their merge by
 // preempt.CompareRescheduling, made with a heap of the queues' next units.
-func (c *cycle) indexEvicted() {
+func (p *preemptor) indexEvicted() {
+	c := p.c
 	n := 0
 	for qi := range c.queues {
 		n += len(c.queues[qi].evicted)
@@ -74,7 +75,7 @@ func (c *cycle) indexEvicted() {
 	for qi := range c.queues {
 		if len(c.queues[qi].evicted) > 0 {
 			back[qi] = c.queues[qi].alloc.Clone()
-			h.heads = append(h.heads, c.evictedHead(qi, back[qi], 0))
+			h.heads = append(h.heads, p.evictedHead(qi, back[qi], 0))
 		}
 	}
 	heap.Init(h)
@@ -84,37 +85,39 @@ func (c *cycle) indexEvicted() {
 		ev := c.queues[qi].evicted
 		ri := ev[top.Position]
 		order = append(order, ri)
-		for _, m := range c.gangOf(ri) {
-			if mr := &c.run[m]; mr.state == stEvicted {
+		for _, m := range p.gangOf(ri) {
+			if mr := &p.run[m]; mr.state == stEvicted {
 				mr.rank = 0 // ranked: later members of its gang are skipped
 				back[qi].Add(mr.job.Requests)
 			}
 		}
-		p := top.Position + 1
-		for p < len(ev) && c.run[ev[p]].rank >= 0 {
-			p++
+		pos := top.Position + 1
+		for pos < len(ev) && p.run[ev[pos]].rank >= 0 {
+			pos++
 		}
-		if p == len(ev) {
+		if pos == len(ev) {
 			heap.Pop(h)
 			continue
 		}
-		*top = c.evictedHead(qi, back[qi], p)
+		*top = p.evictedHead(qi, back[qi], pos)
 		heap.Fix(h, 0)
 	}
 	slices.Reverse(order)
 	for k, ri := range order {
-		for _, m := range c.gangOf(ri) {
-			c.run[m].rank = int32(k)
+		for _, m := range p.gangOf(ri) {
+			p.run[m].rank = int32(k)
 		}
 	}
-	c.order = order
+	p.order = order
 }
 
-// evictedHead is queue qi's evicted job at position p as the queue's next
-// unit, the queue holding back: ranked as candidate ranks a queue's head.
-func (c *cycle) evictedHead(qi int, back flotilla.Resources, p int) preempt.Evicted {
+// evictedHead is queue qi's evicted job at position pos as the queue's
+// next unit, the queue holding back: ranked as candidate ranks a queue's
+// head.
+func (p *preemptor) evictedHead(qi int, back flotilla.Resources, pos int) preempt.Evicted {
+	c := p.c
 	qs := &c.queues[qi]
-	r := &c.run[qs.evicted[p]]
+	r := &p.run[qs.evicted[pos]]
 	copy(c.scratch, back)
 	c.scratch.Add(r.job.Requests)
 	cur, next := c.model.Share(back), c.model.Share(c.scratch)
@@ -122,7 +125,7 @@ func (c *cycle) evictedHead(qi int, back flotilla.Resources, p int) preempt.Evic
 	if qs.fair > 0 {
 		cand.Fraction = next / qs.fair
 	}
-	return preempt.Evicted{Candidate: cand, Position: p}
+	return preempt.Evicted{Candidate: cand, Position: pos}
 }
 
 // evictedHeads is a heap of the queues' next evicted units, rescheduled
@@ -153,10 +156,10 @@ func (h *evictedHeads) Pop() any {
 // many had gone back, since a shortfall alone ("short of cpu by at least
 // 1") reads as capacity the walk missed.
 func (c *cycle) displaceNote() string {
-	if c.putBack == 0 {
+	if c.pre.putBack == 0 {
 		return " (room counts what evicted jobs hold)"
 	}
-	return fmt.Sprintf(" (room counts what evicted jobs hold; the %d put back earlier in this cycle, ahead of this job in fair-share order, keep theirs)", c.putBack)
+	return fmt.Sprintf(" (room counts what evicted jobs hold; the %d put back earlier in this cycle, ahead of this job in fair-share order, keep theirs)", c.pre.putBack)
 }
 
 // displaceWalkBudget is how many evicted units a displacing walk takes
@@ -175,21 +178,22 @@ const displaceWalkBudget = 32
 // units with a member on that node are displaced, with their whole gangs
 // (displaceUnit), and the node is returned. It returns false, changing
 // nothing, when no node fits even with every unit walked.
-func (c *cycle) displaceFor(j *flotilla.Job, q *binpack.Query) (int, bool) {
+func (p *preemptor) displaceFor(j *flotilla.Job, q *binpack.Query) (int, bool) {
+	c := p.c
 	cons := q.Constraint
 	R := len(j.Requests)
-	if c.freed == nil {
-		c.freed = make([]int64, c.db.NodeCount()*R)
-		c.marked = make([]bool, c.db.NodeCount())
+	if p.freed == nil {
+		p.freed = make([]int64, c.db.NodeCount()*R)
+		p.marked = make([]bool, c.db.NodeCount())
 	}
-	for c.orderPos < len(c.order) && !c.isHeld(c.order[c.orderPos]) {
-		c.orderPos++
+	for p.orderPos < len(p.order) && !p.isHeld(p.order[p.orderPos]) {
+		p.orderPos++
 	}
-	walked, touched := c.walked[:0], c.touched[:0]
+	walked, touched := p.walked[:0], p.touched[:0]
 	found := -1
-	for k := c.orderPos; k < len(c.order) && found < 0; k++ {
-		u := c.order[k]
-		if !c.isHeld(u) {
+	for k := p.orderPos; k < len(p.order) && found < 0; k++ {
+		u := p.order[k]
+		if !p.isHeld(u) {
 			continue
 		}
 		if len(walked) == displaceWalkBudget {
@@ -198,38 +202,38 @@ func (c *cycle) displaceFor(j *flotilla.Job, q *binpack.Query) (int, bool) {
 			}
 		}
 		walked = append(walked, u)
-		ms := c.gangOf(u)
+		ms := p.gangOf(u)
 		for _, m := range ms {
-			n := int(c.run[m].node)
-			if !c.isHeld(m) || c.db.Cordoned(n) || !c.db.Admits(cons, n) {
+			n := int(p.run[m].node)
+			if !p.isHeld(m) || c.db.Cordoned(n) || !c.db.Admits(cons, n) {
 				continue
 			}
-			if !c.marked[n] {
-				c.marked[n] = true
+			if !p.marked[n] {
+				p.marked[n] = true
 				touched = append(touched, int32(n))
 			}
-			f := c.freed[n*R : n*R+R]
-			for i, v := range c.run[m].job.Requests {
+			f := p.freed[n*R : n*R+R]
+			for i, v := range p.run[m].job.Requests {
 				f[i] += v
 			}
 		}
 		for _, m := range ms {
-			if n := int(c.run[m].node); c.marked[n] && (found < 0 || n < found) && c.fitsFreed(n, j.Requests) {
+			if n := int(p.run[m].node); p.marked[n] && (found < 0 || n < found) && p.fitsFreed(n, j.Requests) {
 				found = n
 			}
 		}
 	}
 	for _, n := range touched {
-		clear(c.freed[int(n)*R : int(n)*R+R])
-		c.marked[n] = false
+		clear(p.freed[int(n)*R : int(n)*R+R])
+		p.marked[n] = false
 	}
-	c.walked, c.touched = walked, touched
+	p.walked, p.touched = walked, touched
 	if found < 0 {
 		return 0, false
 	}
 	for _, u := range walked {
-		if c.unitOn(u, found) {
-			c.displaceUnit(u, j)
+		if p.unitOn(u, found) {
+			p.displaceUnit(u, j)
 		}
 	}
 	return found, true
@@ -237,9 +241,10 @@ func (c *cycle) displaceFor(j *flotilla.Job, q *binpack.Query) (int, bool) {
 
 // fitsFreed reports whether req fits node n's free capacity plus what the
 // walk has freed there.
-func (c *cycle) fitsFreed(n int, req flotilla.Resources) bool {
+func (p *preemptor) fitsFreed(n int, req flotilla.Resources) bool {
+	c := p.c
 	a := c.db.Allocatable(n, evictedLevel)
-	f := c.freed[n*len(req):]
+	f := p.freed[n*len(req):]
 	for i, v := range req {
 		if a[i]+f[i] < v {
 			return false
@@ -249,9 +254,9 @@ func (c *cycle) fitsFreed(n int, req flotilla.Resources) bool {
 }
 
 // unitOn reports whether evicted unit u has a held member on node n.
-func (c *cycle) unitOn(u int32, n int) bool {
-	for _, m := range c.gangOf(u) {
-		if int(c.run[m].node) == n && c.isHeld(m) {
+func (p *preemptor) unitOn(u int32, n int) bool {
+	for _, m := range p.gangOf(u) {
+		if int(p.run[m].node) == n && p.isHeld(m) {
 			return true
 		}
 	}
@@ -261,14 +266,15 @@ func (c *cycle) unitOn(u int32, n int) bool {
 // displaceUnit releases the holds of evicted unit u, every member on every
 // node: they will not be offered back, and finishEvictions preempts them
 // to fair share, recording by as the job they made room for.
-func (c *cycle) displaceUnit(u int32, by *flotilla.Job) {
-	for _, m := range c.gangOf(u) {
-		if !c.isHeld(m) {
+func (p *preemptor) displaceUnit(u int32, by *flotilla.Job) {
+	c := p.c
+	for _, m := range p.gangOf(u) {
+		if !p.isHeld(m) {
 			continue
 		}
-		r := &c.run[m]
+		r := &p.run[m]
 		c.db.Release(int(r.node), evictedLevel, r.job.Requests)
-		c.held--
+		p.held--
 		r.tried = true
 		r.by = by
 	}
@@ -278,23 +284,24 @@ func (c *cycle) displaceUnit(u int32, by *flotilla.Job) {
 // (urgency, or a gang's placement), the evicted units holding capacity
 // there that no longer fit: rescheduled last first, until the node's free
 // capacity is no longer negative.
-func (c *cycle) displaceOn(node int, by *flotilla.Job) {
-	if c.held == 0 || !c.db.Allocatable(node, evictedLevel).AnyNegative() {
+func (p *preemptor) displaceOn(node int, by *flotilla.Job) {
+	c := p.c
+	if p.held == 0 || !c.db.Allocatable(node, evictedLevel).AnyNegative() {
 		return
 	}
-	ranks := c.ranks[:0]
-	for _, ri := range c.nodeRun[node] {
-		if c.isHeld(ri) && !slices.Contains(ranks, c.run[ri].rank) {
-			ranks = append(ranks, c.run[ri].rank)
+	ranks := p.ranks[:0]
+	for _, ri := range p.nodeRun[node] {
+		if p.isHeld(ri) && !slices.Contains(ranks, p.run[ri].rank) {
+			ranks = append(ranks, p.run[ri].rank)
 		}
 	}
 	slices.Sort(ranks)
-	c.ranks = ranks
+	p.ranks = ranks
 	for _, k := range ranks {
 		if !c.db.Allocatable(node, evictedLevel).AnyNegative() {
 			break
 		}
-		c.displaceUnit(c.order[k], by)
+		p.displaceUnit(p.order[k], by)
 	}
 }
 
@@ -310,15 +317,16 @@ func (c *cycle) displaceOn(node int, by *flotilla.Job) {
 // hold is free and displaces per node (displaceOn). A placement error
 // (bad input) is returned as from the placer. within confines the gang
 // to some domains, as for PlaceWithin.
-func (c *cycle) placeGangDisplacing(g *gang.Gang, qi int, levels []int, within gang.Domains) (gang.Placement, error) {
-	for c.orderPos < len(c.order) && !c.isHeld(c.order[c.orderPos]) {
-		c.orderPos++
+func (p *preemptor) placeGangDisplacing(g *gang.Gang, qi int, levels []int, within gang.Domains) (gang.Placement, error) {
+	c := p.c
+	for p.orderPos < len(p.order) && !p.isHeld(p.order[p.orderPos]) {
+		p.orderPos++
 	}
-	walked := c.walked[:0]
-	defer func() { c.walked = walked }()
+	walked := p.walked[:0]
+	defer func() { p.walked = walked }()
 	hold := func(u int32, release bool) {
-		for _, m := range c.gangOf(u) {
-			if r := &c.run[m]; c.isHeld(m) {
+		for _, m := range p.gangOf(u) {
+			if r := &p.run[m]; p.isHeld(m) {
 				if release {
 					c.db.Release(int(r.node), evictedLevel, r.job.Requests)
 				} else {
@@ -327,9 +335,9 @@ func (c *cycle) placeGangDisplacing(g *gang.Gang, qi int, levels []int, within g
 			}
 		}
 	}
-	for k := c.orderPos; k < len(c.order) && len(walked) < displaceWalkBudget; k++ {
-		u := c.order[k]
-		if !c.isHeld(u) {
+	for k := p.orderPos; k < len(p.order) && len(walked) < displaceWalkBudget; k++ {
+		u := p.order[k]
+		if !p.isHeld(u) {
 			continue
 		}
 		walked = append(walked, u)
@@ -347,17 +355,17 @@ func (c *cycle) placeGangDisplacing(g *gang.Gang, qi int, levels []int, within g
 			continue
 		}
 		for _, w := range walked {
-			by := c.gangMemberOn(g, pl.Nodes, w)
+			by := p.gangMemberOn(g, pl.Nodes, w)
 			if by == nil {
 				hold(w, false)
 				continue
 			}
 			// Its holds are already released: it is displaced.
-			for _, m := range c.gangOf(w) {
-				if c.isHeld(m) {
-					c.held--
-					c.run[m].tried = true
-					c.run[m].by = by
+			for _, m := range p.gangOf(w) {
+				if p.isHeld(m) {
+					p.held--
+					p.run[m].tried = true
+					p.run[m].by = by
 				}
 			}
 		}
@@ -371,13 +379,13 @@ func (c *cycle) placeGangDisplacing(g *gang.Gang, qi int, levels []int, within g
 
 // gangMemberOn returns the member of gang g placed (at nodes) on a node
 // where evicted unit u holds capacity, or nil.
-func (c *cycle) gangMemberOn(g *gang.Gang, nodes []int, u int32) *flotilla.Job {
-	for _, m := range c.gangOf(u) {
-		if !c.isHeld(m) {
+func (p *preemptor) gangMemberOn(g *gang.Gang, nodes []int, u int32) *flotilla.Job {
+	for _, m := range p.gangOf(u) {
+		if !p.isHeld(m) {
 			continue
 		}
 		for i, n := range nodes {
-			if n == int(c.run[m].node) {
+			if n == int(p.run[m].node) {
 				return g.Members[i].Job
 			}
 		}

@@ -64,13 +64,15 @@ type runJob struct {
 	protected bool
 }
 
-// evictions is the cycle's preemption state: the running jobs (of the
-// snapshot, then those scheduled this cycle), where they are, and the
-// evicted jobs still holding capacity. The cycle embeds it; the mechanics
-// that act on it are the cycle's methods in evict.go (eviction to fair
-// share, putting evicted jobs back, settling them), displace.go (new work
-// displacing evicted jobs) and urgency.go (urgency preemption).
-type evictions struct {
+// preemptor owns the cycle's preemption: the run table (the snapshot's
+// running jobs, then the preemptible jobs placed this cycle), where they
+// are, the evicted jobs' holds and the displacement index, and the
+// mechanics that act on them: eviction to fair share and putting evicted
+// jobs back (evict.go), new work displacing evicted jobs (displace.go) and
+// urgency preemption (urgency.go). It shares the node database, the queues'
+// books and the result with the cycle it belongs to (c).
+type preemptor struct {
+	c *cycle
 	// run holds the snapshot's running jobs, then jobs scheduled this cycle
 	// (stNew), so preemption can find and displace them; nodeRun lists them
 	// per node and gangRun per gang id.
@@ -86,17 +88,24 @@ type evictions struct {
 	// run again, and a job's explanation says their capacity is not room.
 	putBack        int
 	anyPreemptible bool
-	// scratch for victim selection
-	victims, taken, backBuf []int32
-	victimInfo              []preempt.Victim
-	victimOrder             []int
-	kept                    []int
-	unitMembers             []int32
-	unitStarts              []int
-	one                     [1]int32
-	// tolBuf builds the tolerations an evicted job goes back with.
-	tolBuf []flotilla.Toleration
+	scratch        victimScratch
+	// backBuf lists the members of a unit going back; one is gangOf's
+	// answer for a lone job; tolBuf builds the tolerations an evicted job
+	// goes back with.
+	backBuf []int32
+	one     [1]int32
+	tolBuf  []flotilla.Toleration
 	displacement
+}
+
+// victimScratch is the reused memory of urgency's victim selection.
+type victimScratch struct {
+	victims, taken []int32
+	victimInfo     []preempt.Victim
+	victimOrder    []int
+	kept           []int
+	unitMembers    []int32
+	unitStarts     []int
 }
 
 // evictForFairShare evicts, node by node with probability
@@ -104,8 +113,9 @@ type evictions struct {
 // protectedFractionOfFairShare × max(fair share, adjusted fair share),
 // whole gangs together. Evicted jobs hold their capacity at evictedLevel
 // and wait at the front of their queues; the fill puts back those it can.
-func (c *cycle) evictForFairShare() {
-	if !c.anyPreemptible || len(c.run) == 0 {
+func (p *preemptor) evictForFairShare() {
+	c := p.c
+	if !p.anyPreemptible || len(p.run) == 0 {
 		return
 	}
 	cfg := &c.s.cfg
@@ -127,20 +137,20 @@ func (c *cycle) evictForFairShare() {
 	// overflow.)
 	queued := 0
 	for qi := range c.queues {
-		queued = min(queued+min(c.queues[qi].queuedLen, len(c.run)), len(c.run))
+		queued = min(queued+min(c.queues[qi].queuedLen, len(p.run)), len(p.run))
 	}
-	c.run = slices.Grow(c.run, queued)
+	p.run = slices.Grow(p.run, queued)
 	rng := rand.New(rand.NewPCG(c.snap.Seed, 0xf1a7111a))
-	for n := range c.nodeRun {
+	for n := range p.nodeRun {
 		// Draw for every node, so that one node's draw does not depend on
 		// what the others hold.
 		if u := rng.Float64(); u >= cfg.EvictionProbability {
 			continue
 		}
-		for _, ri := range c.nodeRun[n] {
-			r := &c.run[ri]
-			if r.state == stRunning && c.preemptible(ri) && evictable[r.queue] {
-				c.evictGang(ri, share[r.queue])
+		for _, ri := range p.nodeRun[n] {
+			r := &p.run[ri]
+			if r.state == stRunning && p.preemptible(ri) && evictable[r.queue] {
+				p.evictGang(ri, share[r.queue])
 			}
 		}
 		// Evictions are final: keep the undo log short.
@@ -149,27 +159,28 @@ func (c *cycle) evictForFairShare() {
 	for qi := range c.queues {
 		qs := &c.queues[qi]
 		slices.SortFunc(qs.evicted, func(a, b int32) int {
-			ra, rb := &c.run[a], &c.run[b]
+			ra, rb := &p.run[a], &p.run[b]
 			if queue.LessEvicted(&ra.entry, &rb.entry, ra.start, rb.start) {
 				return -1
 			}
 			return 1
 		})
 	}
-	c.indexEvicted()
+	p.indexEvicted()
 }
 
 // evictGang evicts run job ri and every running member of its gang.
-func (c *cycle) evictGang(ri int32, share float64) {
-	for _, m := range c.gangOf(ri) {
-		if c.run[m].state == stRunning {
-			c.evict(m, share)
+func (p *preemptor) evictGang(ri int32, share float64) {
+	for _, m := range p.gangOf(ri) {
+		if p.run[m].state == stRunning {
+			p.evict(m, share)
 		}
 	}
 }
 
-func (c *cycle) evict(ri int32, share float64) {
-	r := &c.run[ri]
+func (p *preemptor) evict(ri int32, share float64) {
+	c := p.c
+	r := &p.run[ri]
 	j := r.job
 	qs := &c.queues[r.queue]
 	c.db.Unbind(int(r.node), int(r.queue), int(r.level), j.Requests)
@@ -182,15 +193,16 @@ func (c *cycle) evict(ri int32, share float64) {
 	r.entry = queue.Entry{Job: j, ClassPriority: c.s.classes[r.class].Priority}
 	qs.running--
 	qs.evicted = append(qs.evicted, ri)
-	c.held++
+	p.held++
 }
 
 // preemptible reports whether run job ri may be preempted: its class is
 // preemptible and, for a gang member, every member's is (taking one member
 // takes them all, and non-preemptible jobs are never preempted).
-func (c *cycle) preemptible(ri int32) bool {
-	for _, m := range c.gangOf(ri) {
-		if !c.s.classes[c.run[m].class].Preemptible || c.run[m].protected {
+func (p *preemptor) preemptible(ri int32) bool {
+	c := p.c
+	for _, m := range p.gangOf(ri) {
+		if !c.s.classes[p.run[m].class].Preemptible || p.run[m].protected {
 			return false
 		}
 	}
@@ -199,14 +211,14 @@ func (c *cycle) preemptible(ri int32) bool {
 
 // gangOf returns the run jobs evicted together with ri: its gang's running
 // members, or ri alone.
-func (c *cycle) gangOf(ri int32) []int32 {
-	if id := c.run[ri].job.Gang.ID; id != "" {
-		if ms := c.gangRun[id]; len(ms) > 0 {
+func (p *preemptor) gangOf(ri int32) []int32 {
+	if id := p.run[ri].job.Gang.ID; id != "" {
+		if ms := p.gangRun[id]; len(ms) > 0 {
 			return ms
 		}
 	}
-	c.one[0] = ri
-	return c.one[:]
+	p.one[0] = ri
+	return p.one[:]
 }
 
 // tryEvicted puts an evicted job back on its own node if it fits there
@@ -217,76 +229,77 @@ func (c *cycle) gangOf(ri int32) []int32 {
 // (fitsBack). Either way its hold is released; a job that does not go back
 // will be preempted. A gang member brings back its whole gang, each on its
 // own node, or none.
-func (c *cycle) tryEvicted(qi int, ri int32) {
+func (p *preemptor) tryEvicted(qi int, ri int32) {
+	c := p.c
 	// Copy: gangOf's buffer is reused by makeRoom below.
-	members := c.backBuf[:0]
-	for _, m := range c.gangOf(ri) {
-		if r := &c.run[m]; r.state == stEvicted && !r.tried {
+	members := p.backBuf[:0]
+	for _, m := range p.gangOf(ri) {
+		if r := &p.run[m]; r.state == stEvicted && !r.tried {
 			members = append(members, m)
 		}
 	}
-	c.backBuf = members
+	p.backBuf = members
 	for _, m := range members {
-		r := &c.run[m]
+		r := &p.run[m]
 		c.db.Release(int(r.node), evictedLevel, r.job.Requests)
-		c.held--
+		p.held--
 	}
 	c.db.Forget()
 	// All members' class limits, counted together.
 	ok := true
 	for i, m := range members {
-		r := &c.run[m]
+		r := &p.run[m]
 		if c.overClassLimit(int(r.queue), int(r.class), r.job.Requests) {
 			ok = false
 		}
 		c.account(int(r.queue), int(r.class), r.job.Requests)
 		if !ok {
 			for _, d := range members[:i+1] {
-				dr := &c.run[d]
+				dr := &p.run[d]
 				c.unaccount(int(dr.queue), int(dr.class), dr.job.Requests)
 			}
 			break
 		}
 	}
 	if !ok {
-		c.markTried(members)
+		p.markTried(members)
 		return
 	}
 	for _, m := range members {
-		r := &c.run[m]
+		r := &p.run[m]
 		c.unaccount(int(r.queue), int(r.class), r.job.Requests)
 	}
 	// Search every member at the gang's lowest class level, as for a
 	// queued gang: its own members are then never its victims.
 	level := len(c.s.levels) - 1
 	for _, m := range members {
-		level = min(level, c.s.classLevel[c.run[m].class])
+		level = min(level, c.s.classLevel[p.run[m].class])
 	}
 	mark := c.db.Mark()
 	for _, m := range members {
-		r := &c.run[m]
+		r := &p.run[m]
 		c.query = c.makeQuery(r.job, int(r.queue), level)
 		c.query.OnlyNode = int(r.node)
-		c.query.Constraint = c.stayConstraint(r.job)
-		if !c.fitsBack(&c.query) {
+		c.query.Constraint = p.stayConstraint(r.job)
+		if !p.fitsBack(&c.query) {
 			c.db.Rollback(mark)
-			c.markTried(members)
+			p.markTried(members)
 			return
 		}
 		c.db.Bind(int(r.node), int(r.queue), int(r.level), r.job.Requests)
 	}
 	c.db.Forget()
 	for _, m := range members {
-		r := &c.run[m]
+		r := &p.run[m]
 		c.account(int(r.queue), int(r.class), r.job.Requests)
 		r.state = stBack
 		c.queues[r.queue].running++
 	}
-	c.putBack += len(members)
+	p.putBack += len(members)
 	for i, m := range members {
-		n := int(c.run[m].node)
-		if slack := c.excessOf(n); !slices.ContainsFunc(members[:i], func(o int32) bool { return int(c.run[o].node) == n }) && !c.nodeFits(n, slack) {
-			c.makeRoom(n, level, slack, c.run[m].job)
+		n := int(p.run[m].node)
+		if slack := c.excessOf(n); !slices.ContainsFunc(members[:i], func(o int32) bool { return int(p.run[o].node) == n }) && !p.nodeFits(n, slack) {
+			p.makeRoom(n, level, slack, p.run[m].job)
 		}
 	}
 }
@@ -296,7 +309,8 @@ func (c *cycle) tryEvicted(qi int, ri int32) {
 // the cycle over-committed takes its own jobs back within its excess:
 // going back, they make it hold no more than it held, while new work
 // finds it full until it is back under its total.
-func (c *cycle) fitsBack(q *binpack.Query) bool {
+func (p *preemptor) fitsBack(q *binpack.Query) bool {
+	c := p.c
 	slack := c.excessOf(q.OnlyNode)
 	if slack == nil {
 		_, ok := c.db.Select(q)
@@ -319,10 +333,11 @@ func (c *cycle) fitsBack(q *binpack.Query) bool {
 // since a label or a NoSchedule taint added since the job started does not
 // remove a running job (in Kubernetes or here); its own tolerations still
 // decide NoExecute taints. The cordon is ignored by Query.OnlyNode.
-func (c *cycle) stayConstraint(j *flotilla.Job) binpack.ConstraintID {
-	c.tolBuf = append(append(c.tolBuf[:0], j.Tolerations...),
+func (p *preemptor) stayConstraint(j *flotilla.Job) binpack.ConstraintID {
+	c := p.c
+	p.tolBuf = append(append(p.tolBuf[:0], j.Tolerations...),
 		flotilla.Toleration{Operator: flotilla.TolerationExists, Effect: flotilla.TaintNoSchedule})
-	return c.db.Constraints(nil, c.tolBuf)
+	return c.db.Constraints(nil, p.tolBuf)
 }
 
 // putBackLate offers every evicted unit that has not gone back once more,
@@ -333,9 +348,9 @@ func (c *cycle) stayConstraint(j *flotilla.Job) binpack.ConstraintID {
 // queue's class caps: each member on its own node, a gang whole or not at
 // all. So no job evicted to fair share is preempted while its node ends
 // the cycle with room for it.
-func (c *cycle) putBackLate() {
-	for k := len(c.order) - 1; k >= 0; k-- {
-		c.putBackUnit(c.order[k])
+func (p *preemptor) putBackLate() {
+	for k := len(p.order) - 1; k >= 0; k-- {
+		p.putBackUnit(p.order[k])
 	}
 }
 
@@ -343,26 +358,27 @@ func (c *cycle) putBackLate() {
 // still evicted and fits its node's free capacity. Free means under the
 // node's total, also on a node that started the cycle over-committed: new
 // work may have gone there once preemption brought it under its total.
-func (c *cycle) putBackUnit(u int32) {
-	members := c.backBuf[:0]
-	for _, m := range c.gangOf(u) {
-		if c.run[m].state != stEvicted {
+func (p *preemptor) putBackUnit(u int32) {
+	c := p.c
+	members := p.backBuf[:0]
+	for _, m := range p.gangOf(u) {
+		if p.run[m].state != stEvicted {
 			return // gone back already, or preempted with its gang
 		}
 		members = append(members, m)
 	}
-	c.backBuf = members
+	p.backBuf = members
 	for _, m := range members {
-		if r := &c.run[m]; !r.tried {
+		if r := &p.run[m]; !r.tried {
 			c.db.Release(int(r.node), evictedLevel, r.job.Requests)
-			c.held--
+			p.held--
 			r.tried = true
 		}
 	}
 	c.db.Forget()
 	fits := true
 	for i, m := range members {
-		r := &c.run[m]
+		r := &p.run[m]
 		if c.overClassLimit(int(r.queue), int(r.class), r.job.Requests) {
 			fits = false
 		}
@@ -373,7 +389,7 @@ func (c *cycle) putBackUnit(u int32) {
 		}
 	}
 	for _, m := range members {
-		r := &c.run[m]
+		r := &p.run[m]
 		c.unaccount(int(r.queue), int(r.class), r.job.Requests)
 	}
 	if !fits {
@@ -381,9 +397,9 @@ func (c *cycle) putBackUnit(u int32) {
 	}
 	mark := c.db.Mark()
 	for _, m := range members {
-		r := &c.run[m]
+		r := &p.run[m]
 		n := int(r.node)
-		if !c.db.Admits(c.stayConstraint(r.job), n) {
+		if !c.db.Admits(p.stayConstraint(r.job), n) {
 			c.db.Rollback(mark)
 			return
 		}
@@ -395,58 +411,60 @@ func (c *cycle) putBackUnit(u int32) {
 	}
 	c.db.Forget()
 	for _, m := range members {
-		r := &c.run[m]
+		r := &p.run[m]
 		c.account(int(r.queue), int(r.class), r.job.Requests)
 		r.state, r.by = stBack, nil
 		c.queues[r.queue].running++
 	}
-	c.putBack += len(members)
+	p.putBack += len(members)
 }
 
 // markTried records that evicted jobs were offered and did not go back:
 // they stay evicted, without a hold, until finishEvictions preempts them.
-func (c *cycle) markTried(members []int32) {
+func (p *preemptor) markTried(members []int32) {
 	for _, m := range members {
-		c.run[m].tried = true
+		p.run[m].tried = true
 	}
 }
 
 // preempt records run job ri as preempted for why; by is the job it made
 // room for, or nil.
-func (c *cycle) preempt(ri int32, why PreemptionReason, by *flotilla.Job) {
-	r := &c.run[ri]
+func (p *preemptor) preempt(ri int32, why PreemptionReason, by *flotilla.Job) {
+	c := p.c
+	r := &p.run[ri]
 	r.state = stPreempted
-	p := Preemption{Job: r.job, Node: c.db.Node(int(r.node)).Name, Reason: why, For: by}
+	pe := Preemption{Job: r.job, Node: c.db.Node(int(r.node)).Name, Reason: why, For: by}
 	if why == PreemptedForFairShare {
-		p.Share, p.FairShare = r.share, r.fair
+		pe.Share, pe.FairShare = r.share, r.fair
 	}
-	c.res.Preempted = append(c.res.Preempted, p)
+	c.res.Preempted = append(c.res.Preempted, pe)
 }
 
 // finishEvictions preempts every evicted job the fill did not put back,
 // with its gang: a gang is preempted whole or not at all. A displaced job's
 // Preemption names the job it was displaced for.
-func (c *cycle) finishEvictions() {
+func (p *preemptor) finishEvictions() {
+	c := p.c
 	n := 0
-	for ri := range c.run {
-		if c.run[ri].state == stEvicted {
+	for ri := range p.run {
+		if p.run[ri].state == stEvicted {
 			n++
 		}
 	}
 	c.res.Preempted = slices.Grow(c.res.Preempted, n)
-	for ri := range c.run {
-		if c.run[ri].state == stEvicted {
-			by := c.run[ri].by
-			for _, m := range c.gangOf(int32(ri)) {
-				mr := &c.run[m]
+	for ri := range p.run {
+		if p.run[ri].state == stEvicted {
+			by := p.run[ri].by
+			for _, m := range p.gangOf(int32(ri)) {
+				mr := &p.run[m]
 				switch mr.state {
 				case stEvicted:
-					c.preempt(m, PreemptedForFairShare, by)
+					p.preempt(m, PreemptedForFairShare, by)
 				case stBack:
 					c.db.Unbind(int(mr.node), int(mr.queue), int(mr.level), mr.job.Requests)
 					c.unaccount(int(mr.queue), int(mr.class), mr.job.Requests)
 					c.queues[mr.queue].running--
-					c.preempt(m, PreemptedForFairShare, by)
+					p.preempt(m, PreemptedForFairShare, by)
 				}
 			}
 		}

@@ -49,7 +49,7 @@ func (c *cycle) fill(ctx context.Context) error {
 		qi := cand.Queue
 		qs := &c.queues[qi]
 		if qs.next.kind == evictedUnit {
-			c.tryEvicted(qi, qs.next.run)
+			c.pre.tryEvicted(qi, qs.next.run)
 		} else {
 			if stop.Code == 0 && c.roundLimitReached() {
 				stop = Reason{Code: ReasonRoundLimit, Message: "the cycle scheduled its maximum fraction of the cluster"}
@@ -95,8 +95,8 @@ func (c *cycle) fill(ctx context.Context) error {
 // became complete are reported. Preemptions are listed in job id order,
 // so that the result does not depend on the order of Snapshot.Running.
 func (c *cycle) settle() {
-	c.putBackLate()
-	c.finishEvictions()
+	c.pre.putBackLate()
+	c.pre.finishEvictions()
 	slices.SortFunc(c.res.Preempted, func(a, b Preemption) int { return strings.Compare(a.Job.ID, b.Job.ID) })
 	c.dropDisplaced()
 	c.reportIncompleteGangs()
@@ -111,16 +111,16 @@ func (c *cycle) advance(qi int) bool {
 		ri := qs.evicted[qs.evPos]
 		qs.evPos++
 		// Skip jobs already settled with their gang, or taken as victims.
-		if r := &c.run[ri]; r.state != stEvicted || r.tried {
+		if r := &c.pre.run[ri]; r.state != stEvicted || r.tried {
 			continue
 		}
-		qs.next = loneOf(evictedUnit, &c.run[ri].entry, ri)
+		qs.next = loneOf(evictedUnit, &c.pre.run[ri].entry, ri)
 		return true
 	}
 	if len(qs.retry) > 0 {
 		ri := qs.retry[0]
 		qs.retry = qs.retry[1:]
-		qs.next = loneOf(retryUnit, &c.run[ri].entry, ri)
+		qs.next = loneOf(retryUnit, &c.pre.run[ri].entry, ri)
 		return true
 	}
 	if qs.reader == nil {
@@ -173,7 +173,7 @@ func (c *cycle) advance(qi int) bool {
 		}
 		// A gang ID is never reused: a queued member of a gang with members
 		// running (or placed this cycle) would be taken for their mate.
-		if _, bound := c.gangRun[e.Job.Gang.ID]; bound {
+		if _, bound := c.pre.gangRun[e.Job.Gang.ID]; bound {
 			c.unscheduledEntry(qi, e, Reason{Code: ReasonGangInvalid, Message: fmt.Sprintf("gang %s already has members running", e.Job.Gang.ID)})
 			continue
 		}
@@ -218,7 +218,7 @@ func (c *cycle) notExamined(qi int, why Reason) {
 	case ReasonRoundLimit, ReasonGlobalRateLimit, ReasonQueueRateLimit:
 		qs.stopped = true
 		for _, ri := range qs.retry {
-			c.unscheduledEntry(qi, &c.run[ri].entry, displacedReason())
+			c.unscheduledEntry(qi, &c.pre.run[ri].entry, displacedReason())
 		}
 		qs.retry = nil
 	}
@@ -296,8 +296,8 @@ func (c *cycle) try(qi int) {
 	c.db.Bind(node, qi, c.s.bindLevel[ci], j.Requests)
 	c.db.Forget()
 	if displacing {
-		c.makeRoom(node, c.s.classLevel[ci], nil, j)
-		c.displaceOn(node, j)
+		c.pre.makeRoom(node, c.s.classLevel[ci], nil, j)
+		c.pre.displaceOn(node, j)
 	}
 	c.account(qi, ci, j.Requests)
 	c.scheduledTotal.Add(j.Requests)
@@ -308,9 +308,9 @@ func (c *cycle) try(qi int) {
 	// Only a preemptible job can be displaced later in the cycle, so only
 	// it needs a record.
 	if c.s.classes[ci].Preemptible {
-		ri := c.addRun(j, c.now, node, qi, ci, stNew)
-		c.run[ri].sched = int32(len(c.res.Scheduled))
-		c.run[ri].entry = *e
+		ri := c.pre.addRun(j, c.now, node, qi, ci, stNew)
+		c.pre.run[ri].sched = int32(len(c.res.Scheduled))
+		c.pre.run[ri].entry = *e
 	}
 	c.res.Scheduled = append(c.res.Scheduled, Assignment{Job: j, Node: c.db.Node(node).Name})
 }
@@ -324,11 +324,11 @@ func (c *cycle) try(qi int) {
 // at the last search's level, for the explanation of a failure.
 func (c *cycle) search(j *flotilla.Job, ci int) (node int, ok, displacing bool) {
 	node, ok = c.db.Select(&c.query)
-	if !ok && c.held > 0 {
+	if !ok && c.pre.held > 0 {
 		c.query.Level = lowestClassLevel
-		node, ok = c.displaceFor(j, &c.query)
+		node, ok = c.pre.displaceFor(j, &c.query)
 	}
-	if cl := c.s.classLevel[ci]; !ok && cl > lowestClassLevel && c.minPreemptibleLevel < cl {
+	if cl := c.s.classLevel[ci]; !ok && cl > lowestClassLevel && c.pre.minPreemptibleLevel < cl {
 		c.query.Level = cl
 		node, ok = c.db.Select(&c.query)
 		displacing = ok

@@ -102,22 +102,22 @@ func (c *cycle) tryGang(qi int) {
 	// displacing placement, then evicted jobs whose holds no longer fit,
 	// rescheduled last first.
 	for i, n := range nodes {
-		if (!displacing && c.held == 0) || slices.Contains(nodes[:i], n) {
+		if (!displacing && c.pre.held == 0) || slices.Contains(nodes[:i], n) {
 			continue
 		}
-		if displacing && !c.nodeFits(n, nil) {
-			c.makeRoom(n, search, nil, g.Members[i].Job)
+		if displacing && !c.pre.nodeFits(n, nil) {
+			c.pre.makeRoom(n, search, nil, g.Members[i].Job)
 		}
-		c.displaceOn(n, g.Members[i].Job)
+		c.pre.displaceOn(n, g.Members[i].Job)
 	}
 	for i, m := range g.Members {
 		ci, _ := c.s.class(m.Job)
 		node := nodes[i]
 		c.account(qi, ci, m.Job.Requests)
-		ri := c.addRun(m.Job, c.now, node, qi, ci, stNew)
-		c.run[ri].level = int32(levels[i])
-		c.run[ri].sched = int32(len(c.res.Scheduled))
-		c.run[ri].entry = *m
+		ri := c.pre.addRun(m.Job, c.now, node, qi, ci, stNew)
+		c.pre.run[ri].level = int32(levels[i])
+		c.pre.run[ri].sched = int32(len(c.res.Scheduled))
+		c.pre.run[ri].entry = *m
 		c.res.Scheduled = append(c.res.Scheduled, Assignment{Job: m.Job, Node: c.db.Node(node).Name})
 	}
 	n := len(g.Members)
@@ -139,18 +139,18 @@ func (c *cycle) tryGang(qi int) {
 func (c *cycle) placeGang(g *gang.Gang, qi int, levels []int, search int, mark binpack.Mark, within gang.Domains) (pl gang.Placement, level int, displacing bool, err error) {
 	level = evictedLevel
 	pl, err = c.placer.PlaceWithin(c.db, g, qi, levels, evictedLevel, within)
-	if err == nil && !pl.Placed && c.held > 0 {
+	if err == nil && !pl.Placed && c.pre.held > 0 {
 		// Evicted jobs' capacity: displace those rescheduled last, as a
 		// lone job does; past the walk's budget, search where every hold
 		// is free and displace per node used.
 		c.db.Rollback(mark)
 		level = lowestClassLevel
-		if pl, err = c.placeGangDisplacing(g, qi, levels, within); err == nil && !pl.Placed {
+		if pl, err = c.pre.placeGangDisplacing(g, qi, levels, within); err == nil && !pl.Placed {
 			c.db.Rollback(mark)
 			pl, err = c.placer.PlaceWithin(c.db, g, qi, levels, level, within)
 		}
 	}
-	if err == nil && !pl.Placed && search > lowestClassLevel && c.minPreemptibleLevel < search {
+	if err == nil && !pl.Placed && search > lowestClassLevel && c.pre.minPreemptibleLevel < search {
 		c.db.Rollback(mark)
 		level = search
 		pl, err = c.placer.PlaceWithin(c.db, g, qi, levels, level, within)

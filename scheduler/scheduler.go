@@ -121,7 +121,7 @@ func (s *Scheduler) Schedule(ctx context.Context, snap *Snapshot, now time.Time)
 		}
 		return c.result(), nil
 	}
-	c.evictForFairShare()
+	c.pre.evictForFairShare()
 	c.db.Forget()
 	c.reserveScheduled()
 	if err := c.fill(ctx); err != nil {

@@ -18,36 +18,37 @@ import (
 // below zero allocatable may stay: nil for new work, which must fit the
 // node's total; an over-committed node's excess for its evicted jobs going
 // back (tryEvicted), which may leave it as far over as it started.
-func (c *cycle) makeRoom(node, level int, slack flotilla.Resources, by *flotilla.Job) {
-	cand := c.victims[:0]
-	for _, ri := range c.nodeRun[node] {
-		r := &c.run[ri]
-		if (r.state == stRunning || r.state == stBack || r.state == stNew) && int(r.level) < level && c.preemptible(ri) {
+func (p *preemptor) makeRoom(node, level int, slack flotilla.Resources, by *flotilla.Job) {
+	c := p.c
+	cand := p.scratch.victims[:0]
+	for _, ri := range p.nodeRun[node] {
+		r := &p.run[ri]
+		if (r.state == stRunning || r.state == stBack || r.state == stNew) && int(r.level) < level && p.preemptible(ri) {
 			cand = append(cand, ri)
 		}
 	}
-	vs := c.victimInfo[:0]
+	vs := p.scratch.victimInfo[:0]
 	for _, ri := range cand {
-		r := &c.run[ri]
+		r := &p.run[ri]
 		qs := &c.queues[r.queue]
 		vs = append(vs, preempt.Victim{Level: int(r.level), QueueFraction: c.model.Share(qs.alloc) / qs.fair, Start: r.start, ID: r.job.ID})
 	}
-	c.victimInfo = vs
-	c.victimOrder = c.victimOrder[:0]
+	p.scratch.victimInfo = vs
+	p.scratch.victimOrder = p.scratch.victimOrder[:0]
 	for i := range cand {
-		c.victimOrder = append(c.victimOrder, i)
+		p.scratch.victimOrder = append(p.scratch.victimOrder, i)
 	}
-	slices.SortFunc(c.victimOrder, func(a, b int) int { return preempt.Compare(&vs[a], &vs[b]) })
-	c.victims = cand
+	slices.SortFunc(p.scratch.victimOrder, func(a, b int) int { return preempt.Compare(&vs[a], &vs[b]) })
+	p.scratch.victims = cand
 	// Victims are chosen as units: a lone job, or every candidate of one
 	// gang on this node, which go (and come back) together; a unit stands
 	// where its first member falls in victim order.
-	members := c.unitMembers[:0]
-	starts := c.unitStarts[:0]
-	for _, k := range c.victimOrder {
+	members := p.scratch.unitMembers[:0]
+	starts := p.scratch.unitStarts[:0]
+	for _, k := range p.scratch.victimOrder {
 		ri := cand[k]
-		id := c.run[ri].job.Gang.ID
-		if id != "" && slices.ContainsFunc(members, func(o int32) bool { return c.run[o].job.Gang.ID == id }) {
+		id := p.run[ri].job.Gang.ID
+		if id != "" && slices.ContainsFunc(members, func(o int32) bool { return p.run[o].job.Gang.ID == id }) {
 			continue // already in its gang's unit
 		}
 		starts = append(starts, len(members))
@@ -55,49 +56,49 @@ func (c *cycle) makeRoom(node, level int, slack flotilla.Resources, by *flotilla
 		if id == "" {
 			continue
 		}
-		for _, k2 := range c.victimOrder {
-			if o := cand[k2]; o != ri && c.run[o].job.Gang.ID == id {
+		for _, k2 := range p.scratch.victimOrder {
+			if o := cand[k2]; o != ri && p.run[o].job.Gang.ID == id {
 				members = append(members, o)
 			}
 		}
 	}
 	starts = append(starts, len(members))
-	c.unitMembers, c.unitStarts = members, starts
+	p.scratch.unitMembers, p.scratch.unitStarts = members, starts
 	unit := func(u int) []int32 { return members[starts[u]:starts[u+1]] }
-	kept := preempt.Fewest(len(starts)-1, func() bool { return c.nodeFits(node, slack) },
+	kept := preempt.Fewest(len(starts)-1, func() bool { return p.nodeFits(node, slack) },
 		func(u int) {
 			for _, ri := range unit(u) {
-				r := &c.run[ri]
+				r := &p.run[ri]
 				c.db.Unbind(node, int(r.queue), int(r.level), r.job.Requests)
 			}
 		},
 		func(u int) {
 			for _, ri := range unit(u) {
-				r := &c.run[ri]
+				r := &p.run[ri]
 				c.db.Bind(node, int(r.queue), int(r.level), r.job.Requests)
 			}
-		}, c.kept)
-	c.kept = kept
-	taken := c.taken[:0]
+		}, p.scratch.kept)
+	p.scratch.kept = kept
+	taken := p.scratch.taken[:0]
 	for _, u := range kept {
 		taken = append(taken, unit(u)...)
 	}
-	c.taken = taken
+	p.scratch.taken = taken
 	// The victims' gang mates elsewhere go too: a gang is preempted whole.
 	// Drop every victim first (they are already unbound), then sweep their
 	// gang mates that are still on some node.
 	for _, ri := range taken {
-		c.dropVictim(ri, false, by)
+		p.dropVictim(ri, false, by)
 	}
 	for _, ri := range taken {
-		for _, m := range c.gangOf(ri) {
-			switch mr := &c.run[m]; mr.state {
+		for _, m := range p.gangOf(ri) {
+			switch mr := &p.run[m]; mr.state {
 			case stRunning, stBack, stNew:
-				c.dropVictim(m, true, by)
+				p.dropVictim(m, true, by)
 			case stEvicted: // already off the books; give up its hold
 				c.db.Release(int(mr.node), evictedLevel, mr.job.Requests)
-				c.held--
-				c.preempt(m, PreemptedForUrgency, by)
+				p.held--
+				p.preempt(m, PreemptedForUrgency, by)
 			}
 		}
 	}
@@ -107,8 +108,9 @@ func (c *cycle) makeRoom(node, level int, slack flotilla.Resources, by *flotilla
 // dropVictim takes an urgency victim off the books (and off its node when
 // unbind is set): a running job is preempted, a job scheduled earlier in
 // this cycle goes back to waiting.
-func (c *cycle) dropVictim(ri int32, unbind bool, by *flotilla.Job) {
-	r := &c.run[ri]
+func (p *preemptor) dropVictim(ri int32, unbind bool, by *flotilla.Job) {
+	c := p.c
+	r := &p.run[ri]
 	q, cl := int(r.queue), int(r.class)
 	if unbind {
 		c.db.Unbind(int(r.node), q, int(r.level), r.job.Requests)
@@ -118,7 +120,7 @@ func (c *cycle) dropVictim(ri int32, unbind bool, by *flotilla.Job) {
 	qs.running--
 	defer c.refresh(q)
 	if r.state != stNew {
-		c.preempt(ri, PreemptedForUrgency, by)
+		p.preempt(ri, PreemptedForUrgency, by)
 		return
 	}
 	r.state = stDisplaced
@@ -153,7 +155,8 @@ func (c *cycle) refresh(q int) {
 // nodeFits reports whether every class level of node has non-negative
 // allocatable (the evicted level may stay negative: that is displacement),
 // or with slack (not nil) allocatable no further below zero than slack.
-func (c *cycle) nodeFits(node int, slack flotilla.Resources) bool {
+func (p *preemptor) nodeFits(node int, slack flotilla.Resources) bool {
+	c := p.c
 	for l := evictedLevel + 1; l < len(c.s.levels); l++ {
 		a := c.db.Allocatable(node, l)
 		if slack == nil {
