@@ -165,7 +165,7 @@ func (c *cycle) finishFailed(qi int) bool {
 		return false
 	}
 	if qs.keys.storedGang > qs.keys.gangPulled || qs.begun > 0 || len(qs.retry) > 0 ||
-		qs.tokens < 1 || c.globalTokens < 1 || c.roundLimitReached() {
+		c.tokens.queueShort(qi, 1) || c.tokens.globalShort(1) || c.roundLimitReached() {
 		qs.checkAt = qs.fails + 1
 		return false
 	}

@@ -51,7 +51,7 @@ type cycle struct {
 	scratch flotilla.Resources
 	query   binpack.Query
 
-	globalTokens float64
+	tokens       rateTokens
 	res          Result
 	sel          *fairness.Selector
 	acc          gang.Accumulator
@@ -153,7 +153,7 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 		return nil, err
 	}
 	c.computeShares()
-	c.initRateLimits()
+	c.tokens = newRateTokens(&c.s.cfg, snap.RateLimits, now, c.queues)
 	return c, nil
 }
 
@@ -196,14 +196,7 @@ func (c *cycle) reserveScheduled() {
 		}
 	}
 	est := min(float64(offered), math.Ceil(frac*float64(offered)))
-	est = min(est, c.globalTokens)
-	if c.s.cfg.MaximumPerQueueSchedulingRate > 0 {
-		tokens := 0.0
-		for qi := range c.queues {
-			tokens += max(c.queues[qi].tokens, 0)
-		}
-		est = min(est, tokens)
-	}
+	est = c.tokens.estimate(est)
 	c.res.Scheduled = make([]Assignment, 0, int(min(max(est, 0), maxReserved))+1)
 }
 
@@ -564,20 +557,5 @@ func (c *cycle) computeShares() {
 	fairness.AdjustedFairShares(weights, active, demand, out)
 	for i := range c.queues {
 		c.queues[i].adjusted = out[i]
-	}
-}
-
-func (c *cycle) initRateLimits() {
-	cfg := &c.s.cfg
-	c.globalTokens = math.Inf(1)
-	if cfg.MaximumSchedulingRate > 0 {
-		c.globalTokens = c.snap.RateLimits.Global.refill(c.now, cfg.MaximumSchedulingRate, cfg.MaximumSchedulingBurst)
-	}
-	for qi := range c.queues {
-		qs := &c.queues[qi]
-		qs.tokens = math.Inf(1)
-		if cfg.MaximumPerQueueSchedulingRate > 0 {
-			qs.tokens = c.snap.RateLimits.PerQueue[qs.q.Name].refill(c.now, cfg.MaximumPerQueueSchedulingRate, cfg.MaximumPerQueueSchedulingBurst)
-		}
 	}
 }

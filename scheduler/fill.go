@@ -60,15 +60,15 @@ func (c *cycle) fill(ctx context.Context) error {
 				sel.Remove(qi)
 				c.notExamined(qi, stop)
 				continue
-			case c.largerThanBurst(cost):
+			case c.tokens.largerThanBurst(cost):
 				c.unscheduledUnit(qi, Reason{Code: ReasonGangLargerThanBurst, Message: fmt.Sprintf(
 					"a gang of %d needs more scheduling-rate tokens than a bucket holds", cost)})
-			case c.globalTokens < float64(cost):
+			case c.tokens.globalShort(cost):
 				stop = Reason{Code: ReasonGlobalRateLimit, Message: "the global scheduling rate limit has no tokens left"}
 				sel.Remove(qi)
 				c.notExamined(qi, stop)
 				continue
-			case qs.tokens < float64(cost):
+			case c.tokens.queueShort(qi, cost):
 				sel.Remove(qi)
 				c.notExamined(qi, Reason{Code: ReasonQueueRateLimit, Message: "the queue's scheduling rate limit has no tokens left"})
 				continue
@@ -299,18 +299,30 @@ func (c *cycle) try(qi int) {
 		c.pre.makeRoom(node, c.s.classLevel[ci], nil, j)
 		c.pre.displaceOn(node, j)
 	}
+	// Only a preemptible job can be displaced later in the cycle, so only
+	// it needs a record.
+	c.commit(qi, ci, node, e, c.s.bindLevel[ci], c.s.classes[ci].Preemptible)
+}
+
+// commit books a placement the node database has bound: the job of entry
+// e, of queue qi and class ci, on node. Every placement goes through it (a
+// lone job, each member of a gang, the lottery's jobs): the queue's
+// allocation and counts, the round's total, the rate tokens and
+// Result.Scheduled. With record set, the job also gets a run record at
+// level (the level it holds capacity at), so that it can be displaced
+// later in the cycle.
+func (c *cycle) commit(qi, ci, node int, e *queue.Entry, level int, record bool) {
+	j := e.Job
+	qs := &c.queues[qi]
 	c.account(qi, ci, j.Requests)
 	c.scheduledTotal.Add(j.Requests)
 	qs.running++
 	qs.scheduled++
-	qs.tokens--
-	c.globalTokens--
-	// Only a preemptible job can be displaced later in the cycle, so only
-	// it needs a record.
-	if c.s.classes[ci].Preemptible {
+	c.tokens.take(qi, 1)
+	if record {
 		ri := c.pre.addRun(j, c.now, node, qi, ci, stNew)
-		c.pre.run[ri].sched = int32(len(c.res.Scheduled))
-		c.pre.run[ri].entry = *e
+		r := &c.pre.run[ri]
+		r.level, r.sched, r.entry = int32(level), int32(len(c.res.Scheduled)), *e
 	}
 	c.res.Scheduled = append(c.res.Scheduled, Assignment{Job: j, Node: c.db.Node(node).Name})
 }
@@ -440,15 +452,6 @@ func (c *cycle) result() *Result {
 			Demand:            c.model.Share(qs.demand),
 		}
 	}
-	cfg := &c.s.cfg
-	if cfg.MaximumSchedulingRate > 0 {
-		res.RateLimits.Global = Bucket{Tokens: c.globalTokens, Last: c.now}
-	}
-	if cfg.MaximumPerQueueSchedulingRate > 0 {
-		res.RateLimits.PerQueue = make(map[string]Bucket, len(c.queues))
-		for qi := range c.queues {
-			res.RateLimits.PerQueue[c.queues[qi].q.Name] = Bucket{Tokens: c.queues[qi].tokens, Last: c.now}
-		}
-	}
+	res.RateLimits = c.tokens.buckets(c.now, c.queues)
 	return res
 }

@@ -110,22 +110,12 @@ func (c *cycle) tryGang(qi int) {
 		}
 		c.pre.displaceOn(n, g.Members[i].Job)
 	}
+	// Every member gets a run record: a gang placed this cycle may be an
+	// urgency victim later in it, whole.
 	for i, m := range g.Members {
 		ci, _ := c.s.class(m.Job)
-		node := nodes[i]
-		c.account(qi, ci, m.Job.Requests)
-		ri := c.pre.addRun(m.Job, c.now, node, qi, ci, stNew)
-		c.pre.run[ri].level = int32(levels[i])
-		c.pre.run[ri].sched = int32(len(c.res.Scheduled))
-		c.pre.run[ri].entry = *m
-		c.res.Scheduled = append(c.res.Scheduled, Assignment{Job: m.Job, Node: c.db.Node(node).Name})
+		c.commit(qi, ci, nodes[i], m, levels[i], true)
 	}
-	n := len(g.Members)
-	c.scheduledTotal.Add(g.Requests)
-	qs.running += n
-	qs.scheduled += n
-	qs.tokens -= float64(n)
-	c.globalTokens -= float64(n)
 }
 
 // placeGang makes a gang's searches in the domains within chooses, as a
@@ -206,14 +196,6 @@ func (c *cycle) unscheduledUnit(qi int, why Reason) {
 	for _, m := range qs.next.gang.Members {
 		c.unscheduledEntry(qi, m, why)
 	}
-}
-
-// largerThanBurst reports whether a unit of cost jobs can never get enough
-// tokens from a bucket: it is skipped rather than blocking its queue.
-func (c *cycle) largerThanBurst(cost int) bool {
-	cfg := &c.s.cfg
-	return cost > 1 && ((cfg.MaximumSchedulingRate > 0 && cost > cfg.MaximumSchedulingBurst) ||
-		(cfg.MaximumPerQueueSchedulingRate > 0 && cost > cfg.MaximumPerQueueSchedulingBurst))
 }
 
 // reportIncompleteGangs records the members of gangs whose other members

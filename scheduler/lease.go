@@ -123,7 +123,7 @@ func (c *cycle) lease(ctx context.Context) error {
 			switch {
 			case c.roundLimitReached():
 				stop = Reason{Code: ReasonRoundLimit, Message: "the cycle scheduled its maximum fraction of the cluster"}
-			case c.globalTokens < 1:
+			case c.tokens.globalShort(1):
 				stop = Reason{Code: ReasonGlobalRateLimit, Message: "the global scheduling rate limit has no tokens left"}
 			}
 		}
@@ -132,7 +132,7 @@ func (c *cycle) lease(ctx context.Context) error {
 			lq.outcome[k] = leaseDeferred
 			lq.stopDeferred++
 			return false
-		case c.queues[lq.qi].tokens < 1:
+		case c.tokens.queueShort(lq.qi, 1):
 			lq.outcome[k] = leaseDeferred
 			lq.rateDeferred++
 			return false
@@ -252,7 +252,6 @@ func (c *cycle) leaseQueues(prios map[string]float64) ([]leaseQueue, []priority.
 // for a job with AvoidClusters first outside those clusters, Bind. It reports whether the job was placed; if not, the reason is
 // recorded.
 func (c *cycle) leasePlace(qi int, e *queue.Entry) bool {
-	qs := &c.queues[qi]
 	j := e.Job
 	ci, _ := c.s.class(j)
 	if c.overClassLimit(qi, ci, j.Requests) {
@@ -289,14 +288,8 @@ func (c *cycle) leasePlace(qi int, e *queue.Entry) bool {
 	c.db.Bind(node, qi, c.s.bindLevel[ci], j.Requests)
 	// A single job is its own transaction: nothing will roll it back.
 	c.db.Forget()
-	c.account(qi, ci, j.Requests)
-	c.scheduledTotal.Add(j.Requests)
-	qs.running++
-	qs.scheduled++
-	qs.tokens--
-	c.globalTokens--
 	// The lottery never preempts, so its placements need no run record.
-	c.res.Scheduled = append(c.res.Scheduled, Assignment{Job: j, Node: c.db.Node(node).Name})
+	c.commit(qi, ci, node, e, c.s.bindLevel[ci], false)
 	return true
 }
 

@@ -25,7 +25,6 @@ type queueState struct {
 	running      int
 	queuedLen    int // queued at the start of the cycle
 	scheduled    int
-	tokens       float64 // the queue's scheduling-rate tokens left
 	// evicted are the queue's evicted jobs in LessEvicted order; evPos is
 	// how many have been offered.
 	evicted []int32

@@ -125,8 +125,7 @@ func (p *preemptor) dropVictim(ri int32, unbind bool, by *flotilla.Job) {
 	}
 	r.state = stDisplaced
 	qs.scheduled--
-	qs.tokens++
-	c.globalTokens++
+	c.tokens.give(q, 1)
 	c.scheduledTotal.Sub(r.job.Requests)
 	c.res.Scheduled[r.sched].Job = nil
 	// Offer it again, first in its queue: it may fit elsewhere. A gang
