@@ -51,13 +51,13 @@ type cycle struct {
 	scratch flotilla.Resources
 	query   binpack.Query
 
-	tokens       rateTokens
-	res          Result
-	sel          *fairness.Selector
-	acc          gang.Accumulator
-	placer       gang.Placer
-	levelsBuf    []int
-	nodesBuf     []int
+	tokens    rateTokens
+	res       Result
+	sel       *fairness.Selector
+	acc       gang.Accumulator
+	placer    gang.Placer
+	levelsBuf []int
+	nodesBuf  []int
 
 	// pre owns the run table and preemption (evict.go, displace.go,
 	// urgency.go).
