@@ -105,7 +105,7 @@ func (s *Scheduler) Config() Config { return s.cfg }
 //     reported.
 //
 // The lottery strategy replaces stages 2 to 4 with slice-and-lottery
-// leasing, which never preempts (lease.go).
+// leasing, which never preempts (lottery.go).
 func (s *Scheduler) Schedule(ctx context.Context, snap *Snapshot, now time.Time) (*Result, error) {
 	if snap == nil {
 		return nil, errors.New("scheduler: nil snapshot")
@@ -116,7 +116,7 @@ func (s *Scheduler) Schedule(ctx context.Context, snap *Snapshot, now time.Time)
 	}
 	if s.cfg.Strategy == Lottery {
 		c.reserveScheduled()
-		if err := c.lease(ctx); err != nil {
+		if err := (&lottery{c}).run(ctx); err != nil {
 			return nil, err
 		}
 		return c.result(), nil

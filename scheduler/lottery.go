@@ -40,7 +40,11 @@ type leaseQueue struct {
 	rateDeferred, stopDeferred int
 }
 
-// lease is the lottery strategy (Config.Strategy == Lottery): Armada's legacy
+// lottery is the lottery strategy's cycle (Config.Strategy == Lottery),
+// over the cycle's node database, queues and books.
+type lottery struct{ c *cycle }
+
+// run is the lottery strategy (Config.Strategy == Lottery): Armada's legacy
 // slice-and-lottery leasing (seeds/armada-priority.md) over the whole
 // cluster's free resources, through priority.Lease.
 //
@@ -72,7 +76,8 @@ type leaseQueue struct {
 //     explanation when no room was left for them.
 //
 // It starts no goroutine and reads no clock; ctx is polled every 1024 jobs.
-func (c *cycle) lease(ctx context.Context) error {
+func (l *lottery) run(ctx context.Context) error {
+	c := l.c
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -85,7 +90,7 @@ func (c *cycle) lease(ctx context.Context) error {
 	}
 	// A cluster with no cpu leaves the asset model undefined: every usage
 	// counts 0 and the lottery weighs resources by the offer.
-	prios, err := c.decayQueuePriorities(usage)
+	prios, err := l.decayQueuePriorities(usage)
 	if err != nil {
 		return err
 	}
@@ -101,7 +106,7 @@ func (c *cycle) lease(ctx context.Context) error {
 		}
 	}
 
-	lqs, inputs, err := c.leaseQueues(prios)
+	lqs, inputs, err := l.queues(prios)
 	if err != nil {
 		return err
 	}
@@ -137,7 +142,7 @@ func (c *cycle) lease(ctx context.Context) error {
 			lq.rateDeferred++
 			return false
 		}
-		if c.leasePlace(lq.qi, lq.entries[k]) {
+		if l.place(lq.qi, lq.entries[k]) {
 			lq.outcome[k] = leasePlaced
 			return true
 		}
@@ -157,14 +162,15 @@ func (c *cycle) lease(ctx context.Context) error {
 	if cancelled {
 		return ctx.Err()
 	}
-	c.leaseReport(lqs, stop)
+	l.report(lqs, stop)
 	return nil
 }
 
 // decayQueuePriorities returns every snapshot queue's priority at now: the
 // carried priority decayed toward the queue's running usage over the time
 // since the state was computed.
-func (c *cycle) decayQueuePriorities(usage priority.UsageModel) (map[string]float64, error) {
+func (l *lottery) decayQueuePriorities(usage priority.UsageModel) (map[string]float64, error) {
+	c := l.c
 	prev := c.snap.QueuePriorities
 	for _, name := range sortedKeys(prev.Priorities) {
 		if p := prev.Priorities[name]; !(p >= 0) || math.IsInf(p, 0) {
@@ -199,7 +205,8 @@ func (c *cycle) decayQueuePriorities(usage priority.UsageModel) (map[string]floa
 // leaseQueues gathers, in queue-name order, each queue's effective priority
 // and the queued jobs it offers to the lottery. Jobs it cannot offer (gang
 // members, requests that do not fit the schema) are reported at once.
-func (c *cycle) leaseQueues(prios map[string]float64) ([]leaseQueue, []priority.LeaseQueue, error) {
+func (l *lottery) queues(prios map[string]float64) ([]leaseQueue, []priority.LeaseQueue, error) {
+	c := l.c
 	order := make([]int, len(c.queues))
 	for i := range order {
 		order[i] = i
@@ -251,7 +258,8 @@ func (c *cycle) leaseQueues(prios map[string]float64) ([]leaseQueue, []priority.
 // lowest level: the lottery never displaces anything) in the queue's tiers,
 // for a job with AvoidClusters first outside those clusters, Bind. It reports whether the job was placed; if not, the reason is
 // recorded.
-func (c *cycle) leasePlace(qi int, e *queue.Entry) bool {
+func (l *lottery) place(qi int, e *queue.Entry) bool {
+	c := l.c
 	j := e.Job
 	ci, _ := c.s.class(j)
 	if c.overClassLimit(qi, ci, j.Requests) {
@@ -282,7 +290,7 @@ func (c *cycle) leasePlace(qi int, e *queue.Entry) bool {
 		node, ok = c.db.Select(&c.query)
 	}
 	if !ok {
-		c.unscheduledEntry(qi, e, c.noFit(qi, e))
+		c.unscheduledEntry(qi, e, l.noFit(qi, e))
 		return false
 	}
 	c.db.Bind(node, qi, c.s.bindLevel[ci], j.Requests)
@@ -296,7 +304,8 @@ func (c *cycle) leasePlace(qi int, e *queue.Entry) bool {
 // noFit explains why no node takes e now, and caches the failure by
 // scheduling key: under the lottery free capacity only shrinks, so a job
 // with the same requirements will not fit either.
-func (c *cycle) noFit(qi int, e *queue.Entry) Reason {
+func (l *lottery) noFit(qi int, e *queue.Entry) Reason {
+	c := l.c
 	if f, ok := c.failed[e.Key]; ok {
 		return f.reason(qi)
 	}
@@ -309,12 +318,13 @@ func (c *cycle) noFit(qi int, e *queue.Entry) Reason {
 // leaseReport gives every examined job the lottery neither placed nor
 // refused a reason (no room was left for it), and counts per queue the jobs
 // not examined: beyond the lookback, or refused because a limit ran out.
-func (c *cycle) leaseReport(lqs []leaseQueue, stop Reason) {
+func (l *lottery) report(lqs []leaseQueue, stop Reason) {
+	c := l.c
 	for li := range lqs {
 		lq := &lqs[li]
 		for k, o := range lq.outcome {
 			if o == leaseUntouched {
-				c.unscheduledEntry(lq.qi, lq.entries[k], c.noFit(lq.qi, lq.entries[k]))
+				c.unscheduledEntry(lq.qi, lq.entries[k], l.noFit(lq.qi, lq.entries[k]))
 			}
 		}
 	}
