@@ -15,10 +15,10 @@ const readBatch = 64
 // open prepares queue qi's reader, if it has stored jobs.
 func (c *cycle) open(qi int) error {
 	qs := &c.queues[qi]
-	if c.queued == nil || qs.queuedLen == 0 {
+	if c.snap.Queued == nil || qs.queuedLen == 0 {
 		return nil
 	}
-	r, err := c.queued.Open(qs.q.Name)
+	r, err := c.snap.Queued.Open(qs.q.Name)
 	if err != nil {
 		return fmt.Errorf("scheduler: reading queue %s: %w", qs.q.Name, err)
 	}
@@ -110,8 +110,8 @@ func (c *cycle) invalidJob(qi int, e *queue.Entry) (Reason, bool) {
 
 // classLimited reports whether queue qi has a per-class cap: its jobs may
 // then be refused for a reason other than their scheduling key.
-func (c *cycle) classLimited(qi int) bool {
-	for _, l := range c.queues[qi].limitByClass {
+func (qs *queueState) classLimited() bool {
+	for _, l := range qs.limitByClass {
 		if l != nil {
 			return true
 		}
@@ -175,10 +175,10 @@ func (c *cycle) finishFailed(qi int) bool {
 	// on the order the store walks its keys (map order for *queue.Store),
 	// or neither would the examples read.
 	keys, live := 0, false
-	c.queued.SchedulingKeys(qs.q.Name, func(k uint64, n int) bool {
+	c.snap.Queued.SchedulingKeys(qs.q.Name, func(k uint64, n int) bool {
 		keys++
 		if n > qs.keys.keyPulled[k] {
-			if _, failed := c.failed[k]; !failed {
+			if _, failed := c.memo.failed[k]; !failed {
 				live = true
 			}
 		}
@@ -194,9 +194,9 @@ func (c *cycle) finishFailed(qi int) bool {
 	}
 	var rems []remainder
 	total, unfailed := 0, false
-	c.queued.SchedulingKeys(qs.q.Name, func(k uint64, n int) bool {
+	c.snap.Queued.SchedulingKeys(qs.q.Name, func(k uint64, n int) bool {
 		if r := n - qs.keys.keyPulled[k]; r > 0 {
-			if _, failed := c.failed[k]; !failed {
+			if _, failed := c.memo.failed[k]; !failed {
 				unfailed = true // the store changed since the first call
 				return false
 			}
@@ -222,7 +222,7 @@ func (c *cycle) finishFailed(qi int) bool {
 		}
 	}
 	for _, r := range rems {
-		f := c.failed[r.key]
+		f := c.memo.failed[r.key]
 		g := c.group(qi, r.key, f.reason(qi))
 		g.Count += r.n
 		for _, e := range ahead {

@@ -9,16 +9,14 @@ import (
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/binpack"
 	"github.com/flotilla-sched/flotilla/fairness"
-	"github.com/flotilla-sched/flotilla/gang"
 	"github.com/flotilla-sched/flotilla/internal/idindex"
 )
 
 // cycle is the working state of one Schedule call. It is built, filled and
 // read once; nothing in it outlives the call except what result copies out.
 type cycle struct {
-	s      *Scheduler
-	snap   *Snapshot
-	queued Queued // snap.Queued; nil means none
+	s    *Scheduler
+	snap *Snapshot
 	// readErr is the first error reading the store; the cycle fails with it.
 	readErr error
 	now     time.Time
@@ -40,24 +38,18 @@ type cycle struct {
 	scheduledTotal flotilla.Resources
 	// queuedDemand sums the queues' stored demand (nil when none).
 	queuedDemand flotilla.Resources
-	// failed caches, by scheduling key, why a job did not fit.
-	failed map[uint64]failure
-	// avoidVain holds the scheduling keys of jobs with AvoidClusters that
-	// found no node outside those clusters (nil until one does not).
-	avoidVain map[uint64]struct{}
+	// memo remembers, by scheduling key, the searches that failed.
+	memo memo
 	// groups indexes Result.Unscheduled by (queue, code, key).
 	groups map[groupKey]int
 	// scratch is a reusable vector for share-after-next-job arithmetic.
 	scratch flotilla.Resources
 	query   binpack.Query
 
-	tokens    rateTokens
-	res       Result
-	sel       *fairness.Selector
-	acc       gang.Accumulator
-	placer    gang.Placer
-	levelsBuf []int
-	nodesBuf  []int
+	tokens rateTokens
+	res    Result
+	sel    *fairness.Selector
+	gangs  gangWork
 
 	// pre owns the run table and preemption (evict.go, displace.go,
 	// urgency.go).
@@ -71,7 +63,7 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 		snap:           snap,
 		now:            now,
 		queueIdx:       make(map[string]int, len(snap.Queues)),
-		failed:         make(map[uint64]failure),
+		memo:           memo{failed: make(map[uint64]failure)},
 		groups:         make(map[groupKey]int),
 		scratch:        schema.Zero(),
 		scheduledTotal: schema.Zero(),
@@ -112,9 +104,8 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 			errs = append(errs, flotilla.Errorf(fmt.Sprintf("nodes[%d].total", i), n.Name, flotilla.ErrOutOfRange, "cluster total overflows"))
 		}
 	}
-	c.queued = snap.Queued
-	if c.queued != nil {
-		for _, name := range c.queued.Queues() {
+	if c.snap.Queued != nil {
+		for _, name := range c.snap.Queued.Queues() {
 			if _, ok := c.queueIdx[name]; !ok {
 				errs = append(errs, flotilla.Errorf("queued.queue", name, flotilla.ErrUnknownName, "no such queue in the snapshot"))
 			}
@@ -134,7 +125,7 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 	}
 	c.db = db
 	// A failed gang is explained only when its reason is kept (tryGang).
-	c.placer.DeferExplanations(true)
+	c.gangs.placer.DeferExplanations(true)
 	c.pre.nodeRun = make([][]int32, db.NodeCount())
 	c.pre.gangRun = map[string][]int32{}
 	c.pre.minPreemptibleLevel = len(s.levels)
@@ -472,10 +463,10 @@ func (c *cycle) collectDemand() error {
 	for qi := range c.queues {
 		qs := &c.queues[qi]
 		qs.demand.AddSaturating(qs.alloc)
-		if c.queued == nil {
+		if c.snap.Queued == nil {
 			continue
 		}
-		st := c.queued.Stats(qs.q.Name)
+		st := c.snap.Queued.Stats(qs.q.Name)
 		switch {
 		case st.Jobs < 0 || st.GangJobs < 0 || st.GangJobs > st.Jobs:
 			errs = append(errs, flotilla.Errorf("queued.stats", qs.q.Name, flotilla.ErrOutOfRange,
@@ -506,11 +497,11 @@ func (c *cycle) collectDemand() error {
 // ordered has a known class at the right priority), and no running job is
 // also queued.
 func (c *cycle) checkQueued() error {
-	if c.queued == nil {
+	if c.snap.Queued == nil {
 		return nil
 	}
 	var errs []error
-	for i, pc := range c.queued.PriorityClasses() {
+	for i, pc := range c.snap.Queued.PriorityClasses() {
 		ci, ok := c.s.classIndex[pc.Name]
 		switch {
 		case !ok:
@@ -520,14 +511,14 @@ func (c *cycle) checkQueued() error {
 				"the store orders class %s at priority %d, the config's class has %d", pc.Name, pc.Priority, c.s.classes[ci].Priority))
 		}
 	}
-	def := c.queued.DefaultPriorityClass()
+	def := c.snap.Queued.DefaultPriorityClass()
 	if ci, ok := c.s.classIndex[def]; ok && c.s.classes[ci].Priority != c.s.classes[c.s.defClass].Priority {
 		errs = append(errs, flotilla.Errorf("queued.defaultPriorityClass", def, flotilla.ErrInconsistent,
 			"the store's default class has priority %d, the config's (%s) %d", c.s.classes[ci].Priority, c.s.classes[c.s.defClass].Name, c.s.classes[c.s.defClass].Priority))
 	}
 	for i := range c.snap.Running {
 		j := c.snap.Running[i].Job
-		if _, queued := c.queued.Get(j.ID); queued {
+		if _, queued := c.snap.Queued.Get(j.ID); queued {
 			errs = append(errs, flotilla.Errorf("queued.id", j.ID, flotilla.ErrDuplicate, "the job is also running"))
 			if len(errs) >= 100 {
 				break

@@ -155,11 +155,11 @@ func (h *evictedHeads) Pop() any {
 // fair-share walk skips rescheduled jobs too). The note says so, with how
 // many had gone back, since a shortfall alone ("short of cpu by at least
 // 1") reads as capacity the walk missed.
-func (c *cycle) displaceNote() string {
-	if c.pre.putBack == 0 {
+func displaceNote(putBack int) string {
+	if putBack == 0 {
 		return " (room counts what evicted jobs hold)"
 	}
-	return fmt.Sprintf(" (room counts what evicted jobs hold; the %d put back earlier in this cycle, ahead of this job in fair-share order, keep theirs)", c.pre.putBack)
+	return fmt.Sprintf(" (room counts what evicted jobs hold; the %d put back earlier in this cycle, ahead of this job in fair-share order, keep theirs)", putBack)
 }
 
 // displaceWalkBudget is how many evicted units a displacing walk takes
@@ -343,7 +343,7 @@ func (p *preemptor) placeGangDisplacing(g *gang.Gang, qi int, levels []int, with
 		walked = append(walked, u)
 		hold(u, true)
 		mark := c.db.Mark()
-		pl, err := c.placer.PlaceWithin(c.db, g, qi, levels, evictedLevel, within)
+		pl, err := c.gangs.placer.PlaceWithin(c.db, g, qi, levels, evictedLevel, within)
 		if err != nil || !pl.Placed {
 			c.db.Rollback(mark)
 			if err != nil {

@@ -249,7 +249,7 @@ func (p *preemptor) tryEvicted(qi int, ri int32) {
 	ok := true
 	for i, m := range members {
 		r := &p.run[m]
-		if c.overClassLimit(int(r.queue), int(r.class), r.job.Requests) {
+		if c.queues[int(r.queue)].overClassLimit(int(r.class), r.job.Requests) {
 			ok = false
 		}
 		c.account(int(r.queue), int(r.class), r.job.Requests)
@@ -379,7 +379,7 @@ func (p *preemptor) putBackUnit(u int32) {
 	fits := true
 	for i, m := range members {
 		r := &p.run[m]
-		if c.overClassLimit(int(r.queue), int(r.class), r.job.Requests) {
+		if c.queues[int(r.queue)].overClassLimit(int(r.class), r.job.Requests) {
 			fits = false
 		}
 		c.account(int(r.queue), int(r.class), r.job.Requests)

@@ -16,25 +16,25 @@ const urgencyNote = " (room counts what lower-priority preemptible jobs hold)"
 
 // noFitReason is the Reason of a lone job that found no node, from the
 // node database's explanation r of its last search, made at level.
-func (c *cycle) noFitReason(r binpack.Reason, level int) Reason {
-	why := Reason{Code: ReasonNoRoom, Message: r.String(c.s.cfg.Schema), Search: search(r, c.s.cfg.Schema)}
+func noFitReason(schema *flotilla.ResourceSchema, putBack int, r binpack.Reason, level int) Reason {
+	why := Reason{Code: ReasonNoRoom, Message: r.String(schema), Search: search(r, schema)}
 	if r.Kind.Unresolvable() {
 		why.Code = ReasonNeverFits
 	}
 	if level > lowestClassLevel && r.Kind == binpack.Insufficient {
 		why.Message += urgencyNote
 	} else if level == lowestClassLevel && r.Kind == binpack.Insufficient {
-		why.Message += c.displaceNote()
+		why.Message += displaceNote(putBack)
 	}
 	return why
 }
 
 // gangNoFitReason is the Reason of a gang that was not placed, from the
 // placer's explanation of its last search, made at level.
-func (c *cycle) gangNoFitReason(e gang.Explanation, level int) Reason {
-	why := Reason{Code: ReasonNoRoom, Message: e.String(c.s.cfg.Schema), Search: &NodeSearch{}}
+func gangNoFitReason(schema *flotilla.ResourceSchema, putBack int, e gang.Explanation, level int) Reason {
+	why := Reason{Code: ReasonNoRoom, Message: e.String(schema), Search: &NodeSearch{}}
 	if e.Cause == gang.MemberDoesNotFit {
-		why.Search = search(e.Reason, c.s.cfg.Schema)
+		why.Search = search(e.Reason, schema)
 		why.Search.Member, why.Search.PlacedBefore = e.Job, e.PlacedBefore
 	}
 	if e.NeverFits {
@@ -42,7 +42,7 @@ func (c *cycle) gangNoFitReason(e gang.Explanation, level int) Reason {
 	} else if level > lowestClassLevel && e.Cause == gang.MemberDoesNotFit {
 		why.Message += urgencyNote
 	} else if level == lowestClassLevel && e.Cause == gang.MemberDoesNotFit {
-		why.Message += c.displaceNote()
+		why.Message += displaceNote(putBack)
 	}
 	return why
 }

@@ -23,14 +23,14 @@ func (c *cycle) fill(ctx context.Context) error {
 			return err
 		}
 		qs := &c.queues[qi]
-		qs.shortcut = !c.s.cfg.ReportEveryUnscheduled && !c.classLimited(qi)
+		qs.shortcut = !c.s.cfg.ReportEveryUnscheduled && !c.queues[qi].classLimited()
 		qs.checkAt = 1
 	}
 	for qi := range c.queues {
 		if c.advance(qi) {
 			sel.Push(c.candidate(qi))
 		} else {
-			c.notExamined(qi, c.lookbackReason())
+			c.notExamined(qi, lookbackReason(&c.s.cfg))
 		}
 	}
 	// stop, once set, ends new jobs for every queue (round or global rate
@@ -83,7 +83,7 @@ func (c *cycle) fill(ctx context.Context) error {
 			continue
 		}
 		sel.Remove(qi)
-		c.notExamined(qi, c.lookbackReason())
+		c.notExamined(qi, lookbackReason(&c.s.cfg))
 	}
 	return c.readErr
 }
@@ -143,7 +143,7 @@ func (c *cycle) advance(qi int) bool {
 		// members a class difference may have spread apart; other jobs
 		// read then are left unexamined.
 		isGang := e != nil && e.Job != nil && e.Job.IsGang()
-		starts := !isGang || !c.acc.Has(e.Job.Gang.ID)
+		starts := !isGang || !c.gangs.acc.Has(e.Job.Gang.ID)
 		if lb := c.s.cfg.MaxQueueLookback; starts && lb > 0 && qs.examined >= lb {
 			if qs.begun == 0 || qs.readAhead >= gangReadAhead {
 				qs.peeked = e
@@ -178,7 +178,7 @@ func (c *cycle) advance(qi int) bool {
 			continue
 		}
 		// Gang members wait until the gang is complete.
-		g, complete, err := c.acc.Add(e)
+		g, complete, err := c.gangs.acc.Add(e)
 		if err != nil {
 			c.unscheduledEntry(qi, e, Reason{Code: ReasonGangInvalid, Message: err.Error()})
 			continue
@@ -228,8 +228,9 @@ func (c *cycle) notExamined(qi int, why Reason) {
 	}
 }
 
-func (c *cycle) lookbackReason() Reason {
-	return Reason{Code: ReasonLookback, Message: fmt.Sprintf("maxQueueLookback %d reached", c.s.cfg.MaxQueueLookback)}
+// lookbackReason is the reason of the jobs past a queue's lookback.
+func lookbackReason(cfg *Config) Reason {
+	return Reason{Code: ReasonLookback, Message: fmt.Sprintf("maxQueueLookback %d reached", cfg.MaxQueueLookback)}
 }
 
 // candidate is the queue's standing if its next job were scheduled. Shares
@@ -265,11 +266,11 @@ func (c *cycle) try(qi int) {
 	e := qs.next.entry
 	j := e.Job
 	ci, _ := c.s.class(j)
-	if c.overClassLimit(qi, ci, j.Requests) {
-		c.unscheduledEntry(qi, e, c.classLimitReason(qi, ci, j.Requests))
+	if c.queues[qi].overClassLimit(ci, j.Requests) {
+		c.unscheduledEntry(qi, e, c.queues[qi].classLimitReason(c.s, ci, j.Requests))
 		return
 	}
-	if f, ok := c.failed[e.Key]; ok {
+	if f, ok := c.memo.failed[e.Key]; ok {
 		qs.fails++
 		c.unscheduledEntry(qi, e, f.reason(qi))
 		return
@@ -287,8 +288,8 @@ func (c *cycle) try(qi int) {
 	if !ok {
 		// Explained at the last search's level, the most room the job
 		// could use: shortfalls count what it may displace or preempt.
-		why := c.noFitReason(c.db.Explain(&c.query), c.query.Level)
-		c.failed[e.Key] = failureOf(why, j, qi)
+		why := noFitReason(c.s.cfg.Schema, c.pre.putBack, c.db.Explain(&c.query), c.query.Level)
+		c.memo.failed[e.Key] = failureOf(why, j, qi)
 		qs.fails++
 		c.unscheduledEntry(qi, e, why)
 		return
@@ -361,13 +362,13 @@ func (c *cycle) searchAvoiding(e *queue.Entry, ci int) (node int, ok, displacing
 	j := e.Job
 	base := c.query.Constraint
 	if pref := c.db.Avoid(base, j.AvoidClusters); pref != base {
-		if _, vain := c.avoidVain[e.Key]; !vain {
+		if _, vain := c.memo.avoidVain[e.Key]; !vain {
 			c.query.Constraint = pref
 			if node, ok, displacing = c.search(j, ci); ok {
 				return node, ok, displacing
 			}
 			c.query.Constraint, c.query.Level = base, evictedLevel
-			c.noteAvoidVain(e.Key)
+			c.memo.noteAvoidVain(e.Key)
 		}
 	}
 	return c.search(j, ci)
@@ -375,11 +376,22 @@ func (c *cycle) searchAvoiding(e *queue.Entry, ci int) (node int, ok, displacing
 
 // noteAvoidVain records that jobs of scheduling key k found no node
 // outside the clusters they avoid, this cycle.
-func (c *cycle) noteAvoidVain(k uint64) {
-	if c.avoidVain == nil {
-		c.avoidVain = make(map[uint64]struct{})
+func (m *memo) noteAvoidVain(k uint64) {
+	if m.avoidVain == nil {
+		m.avoidVain = make(map[uint64]struct{})
 	}
-	c.avoidVain[k] = struct{}{}
+	m.avoidVain[k] = struct{}{}
+}
+
+// memo remembers, by scheduling key, the searches of this cycle that
+// failed: jobs with an equal key are skipped (failed) or go straight to
+// the search over every node (avoidVain).
+type memo struct {
+	// failed caches, by scheduling key, why a job did not fit.
+	failed map[uint64]failure
+	// avoidVain holds the scheduling keys of jobs with AvoidClusters that
+	// found no node outside those clusters (nil until one does not).
+	avoidVain map[uint64]struct{}
 }
 
 func (c *cycle) makeQuery(j *flotilla.Job, qi, level int) binpack.Query {
@@ -392,14 +404,15 @@ func (c *cycle) makeQuery(j *flotilla.Job, qi, level int) binpack.Query {
 	}
 }
 
-// overClassLimit reports whether queue qi would exceed its cap at class ci.
-func (c *cycle) overClassLimit(qi, ci int, req flotilla.Resources) bool {
-	return c.classLimitShort(qi, ci, req) >= 0
+// overClassLimit reports whether the queue would exceed its cap at class
+// ci.
+func (qs *queueState) overClassLimit(ci int, req flotilla.Resources) bool {
+	return qs.classLimitShort(ci, req) >= 0
 }
 
-// classLimitShort returns the first resource over the cap, or -1.
-func (c *cycle) classLimitShort(qi, ci int, req flotilla.Resources) int {
-	qs := &c.queues[qi]
+// classLimitShort returns the first resource over the queue's cap at class
+// ci, or -1.
+func (qs *queueState) classLimitShort(ci int, req flotilla.Resources) int {
 	lim := qs.limitByClass[ci]
 	if lim == nil {
 		return -1
@@ -417,10 +430,12 @@ func (c *cycle) classLimitShort(qi, ci int, req flotilla.Resources) int {
 	return -1
 }
 
-func (c *cycle) classLimitReason(qi, ci int, req flotilla.Resources) Reason {
-	r := c.classLimitShort(qi, ci, req)
+// classLimitReason is the reason a job of class ci requesting req is
+// refused by the queue's cap.
+func (qs *queueState) classLimitReason(s *Scheduler, ci int, req flotilla.Resources) Reason {
+	r := qs.classLimitShort(ci, req)
 	return Reason{Code: ReasonQueueClassLimit, Message: fmt.Sprintf("queue %s would hold more than its %s limit of %s at priority class %s",
-		c.queues[qi].q.Name, c.s.cfg.Schema.Name(r), c.s.cfg.Schema.Quantity(r, c.queues[qi].limitByClass[ci][r]), c.s.classes[ci].Name)}
+		qs.q.Name, s.cfg.Schema.Name(r), s.cfg.Schema.Quantity(r, qs.limitByClass[ci][r]), s.classes[ci].Name)}
 }
 
 // dropDisplaced takes out of Result.Scheduled the jobs of this cycle that

@@ -8,6 +8,15 @@ import (
 	"github.com/flotilla-sched/flotilla/gang"
 )
 
+// gangWork is the cycle's gang machinery: the accumulator that completes
+// gangs from their members as queues are read, the placer, and the memory
+// a placement reuses (each member's level, the nodes used).
+type gangWork struct {
+	acc           gang.Accumulator
+	placer        gang.Placer
+	levels, nodes []int
+}
+
 // tryGang places the queue's head gang all at once or not at all: per-class
 // limits over all its members, then one gang.Placer transaction (one
 // cluster, one uniformity-label value), rolled back on failure. A gang
@@ -23,8 +32,8 @@ func (c *cycle) tryGang(qi int) {
 	// member that would cross its class's cap.
 	for i, m := range g.Members {
 		ci, _ := c.s.class(m.Job)
-		if c.overClassLimit(qi, ci, m.Job.Requests) {
-			why := c.classLimitReason(qi, ci, m.Job.Requests)
+		if c.queues[qi].overClassLimit(ci, m.Job.Requests) {
+			why := c.queues[qi].classLimitReason(c.s, ci, m.Job.Requests)
 			for _, d := range g.Members[:i] {
 				dc, _ := c.s.class(d.Job)
 				c.unaccount(qi, dc, d.Job.Requests)
@@ -43,7 +52,7 @@ func (c *cycle) tryGang(qi int) {
 	// priority, so none of its capacity may look free to a job that could
 	// not take every member (the top level when any member is
 	// non-preemptible: the gang can then never be preempted).
-	levels := c.levelsBuf[:0]
+	levels := c.gangs.levels[:0]
 	hold := 0
 	for _, m := range g.Members {
 		ci, _ := c.s.class(m.Job)
@@ -52,7 +61,7 @@ func (c *cycle) tryGang(qi int) {
 	for range g.Members {
 		levels = append(levels, hold)
 	}
-	c.levelsBuf = levels
+	c.gangs.levels = levels
 	// The gang's search level for displacement is its lowest class's.
 	search := len(c.s.levels) - 1
 	for _, m := range g.Members {
@@ -64,7 +73,7 @@ func (c *cycle) tryGang(qi int) {
 	// when none of those can take it, every search again over all.
 	mark := c.db.Mark()
 	within := gang.AllDomains
-	if c.gangAvoids(g) && c.placer.Avoids(c.db, g) {
+	if gangAvoids(g) && c.gangs.placer.Avoids(c.db, g) {
 		within = gang.UnavoidedDomains
 	}
 	pl, level, displacing, err := c.placeGang(g, qi, levels, search, mark, within)
@@ -78,14 +87,14 @@ func (c *cycle) tryGang(qi int) {
 		case err != nil:
 			why = Reason{Code: ReasonNeverFits, Message: err.Error()}
 		case pl.Why.Cause != gang.MemberDoesNotFit:
-			why = c.gangNoFitReason(pl.Why, level) // complete: no search to explain
+			why = gangNoFitReason(c.s.cfg.Schema, c.pre.putBack, pl.Why, level) // complete: no search to explain
 		case c.needExplanation(qi, pl.Why):
 			// The placer defers its explanations: this failure is
 			// explained, with the db as the last search left it.
-			if e, ok := c.placer.ExplainLast(c.db); ok {
+			if e, ok := c.gangs.placer.ExplainLast(c.db); ok {
 				pl.Why = e
 			}
-			why = c.gangNoFitReason(pl.Why, level)
+			why = gangNoFitReason(c.s.cfg.Schema, c.pre.putBack, pl.Why, level)
 		default:
 			// Every member's group has its reason already: only the
 			// code counts the members in.
@@ -96,8 +105,8 @@ func (c *cycle) tryGang(qi int) {
 		return
 	}
 	c.db.Forget()
-	nodes := append(c.nodesBuf[:0], pl.Nodes...)
-	c.nodesBuf = nodes
+	nodes := append(c.gangs.nodes[:0], pl.Nodes...)
+	c.gangs.nodes = nodes
 	// On each node it used, the gang makes room: lower-priority jobs for a
 	// displacing placement, then evicted jobs whose holds no longer fit,
 	// rescheduled last first.
@@ -128,7 +137,7 @@ func (c *cycle) tryGang(qi int) {
 // log after mark, which the caller rolls back.
 func (c *cycle) placeGang(g *gang.Gang, qi int, levels []int, search int, mark binpack.Mark, within gang.Domains) (pl gang.Placement, level int, displacing bool, err error) {
 	level = evictedLevel
-	pl, err = c.placer.PlaceWithin(c.db, g, qi, levels, evictedLevel, within)
+	pl, err = c.gangs.placer.PlaceWithin(c.db, g, qi, levels, evictedLevel, within)
 	if err == nil && !pl.Placed && c.pre.held > 0 {
 		// Evicted jobs' capacity: displace those rescheduled last, as a
 		// lone job does; past the walk's budget, search where every hold
@@ -137,20 +146,20 @@ func (c *cycle) placeGang(g *gang.Gang, qi int, levels []int, search int, mark b
 		level = lowestClassLevel
 		if pl, err = c.pre.placeGangDisplacing(g, qi, levels, within); err == nil && !pl.Placed {
 			c.db.Rollback(mark)
-			pl, err = c.placer.PlaceWithin(c.db, g, qi, levels, level, within)
+			pl, err = c.gangs.placer.PlaceWithin(c.db, g, qi, levels, level, within)
 		}
 	}
 	if err == nil && !pl.Placed && search > lowestClassLevel && c.pre.minPreemptibleLevel < search {
 		c.db.Rollback(mark)
 		level = search
-		pl, err = c.placer.PlaceWithin(c.db, g, qi, levels, level, within)
+		pl, err = c.gangs.placer.PlaceWithin(c.db, g, qi, levels, level, within)
 		displacing = pl.Placed
 	}
 	return pl, level, displacing, err
 }
 
 // gangAvoids reports whether a member of g avoids some cluster.
-func (c *cycle) gangAvoids(g *gang.Gang) bool {
+func gangAvoids(g *gang.Gang) bool {
 	for _, m := range g.Members {
 		if len(m.Job.AvoidClusters) > 0 {
 			return true
@@ -201,7 +210,7 @@ func (c *cycle) unscheduledUnit(qi int, why Reason) {
 // reportIncompleteGangs records the members of gangs whose other members
 // were not seen this cycle (not yet submitted, or beyond the lookback).
 func (c *cycle) reportIncompleteGangs() {
-	for _, g := range c.acc.Pending() {
+	for _, g := range c.gangs.acc.Pending() {
 		why := Reason{Code: ReasonGangIncomplete, Message: fmt.Sprintf("gang %s: %d of %d members seen", g.ID, len(g.Members), g.Cardinality)}
 		for _, m := range g.Members {
 			c.unscheduledEntry(c.queueIdx[m.Job.Queue], m, why)

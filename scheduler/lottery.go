@@ -262,11 +262,11 @@ func (l *lottery) place(qi int, e *queue.Entry) bool {
 	c := l.c
 	j := e.Job
 	ci, _ := c.s.class(j)
-	if c.overClassLimit(qi, ci, j.Requests) {
-		c.unscheduledEntry(qi, e, c.classLimitReason(qi, ci, j.Requests))
+	if c.queues[qi].overClassLimit(ci, j.Requests) {
+		c.unscheduledEntry(qi, e, c.queues[qi].classLimitReason(c.s, ci, j.Requests))
 		return false
 	}
-	if f, ok := c.failed[e.Key]; ok {
+	if f, ok := c.memo.failed[e.Key]; ok {
 		c.unscheduledEntry(qi, e, f.reason(qi))
 		return false
 	}
@@ -277,10 +277,10 @@ func (l *lottery) place(qi int, e *queue.Entry) bool {
 		// free capacity only shrinks, so a vain search stays vain.
 		base := c.query.Constraint
 		if pref := c.db.Avoid(base, j.AvoidClusters); pref != base {
-			if _, vain := c.avoidVain[e.Key]; !vain {
+			if _, vain := c.memo.avoidVain[e.Key]; !vain {
 				c.query.Constraint = pref
 				if node, ok = c.db.Select(&c.query); !ok {
-					c.noteAvoidVain(e.Key)
+					c.memo.noteAvoidVain(e.Key)
 				}
 				c.query.Constraint = base
 			}
@@ -306,12 +306,12 @@ func (l *lottery) place(qi int, e *queue.Entry) bool {
 // with the same requirements will not fit either.
 func (l *lottery) noFit(qi int, e *queue.Entry) Reason {
 	c := l.c
-	if f, ok := c.failed[e.Key]; ok {
+	if f, ok := c.memo.failed[e.Key]; ok {
 		return f.reason(qi)
 	}
 	c.query = c.makeQuery(e.Job, qi, evictedLevel)
-	why := c.noFitReason(c.db.Explain(&c.query), evictedLevel)
-	c.failed[e.Key] = failureOf(why, e.Job, qi)
+	why := noFitReason(c.s.cfg.Schema, c.pre.putBack, c.db.Explain(&c.query), evictedLevel)
+	c.memo.failed[e.Key] = failureOf(why, e.Job, qi)
 	return why
 }
 
