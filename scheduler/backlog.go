@@ -70,7 +70,7 @@ func (c *cycle) readNext(qs *queueState) (*queue.Entry, bool) {
 // last valid job (handed out twice, or out of order: queue.Less is a
 // strict order) gets a ReasonInvalid naming the field and value.
 func (c *cycle) invalidQueued(qi int, e *queue.Entry) (Reason, bool) {
-	why, bad := c.invalidJob(qi, e)
+	why, bad := c.s.invalidJob(c.queues[qi].q.Name, e)
 	if bad {
 		return why, true
 	}
@@ -83,25 +83,26 @@ func (c *cycle) invalidQueued(qi int, e *queue.Entry) (Reason, bool) {
 	return Reason{}, false
 }
 
-// invalidJob is invalidQueued's check of the job itself.
-func (c *cycle) invalidJob(qi int, e *queue.Entry) (Reason, bool) {
+// invalidJob is invalidQueued's check of the job itself, handed out in
+// queue name.
+func (s *Scheduler) invalidJob(name string, e *queue.Entry) (Reason, bool) {
 	if e == nil || e.Job == nil {
 		return Reason{Code: ReasonInvalid, Message: "the store handed out an entry without a job"}, true
 	}
 	j := e.Job
-	if err := j.Validate(c.s.cfg.Schema); err != nil {
+	if err := j.Validate(s.cfg.Schema); err != nil {
 		return Reason{Code: ReasonInvalid, Message: err.Error()}, true
 	}
-	if name := c.queues[qi].q.Name; j.Queue != name {
+	if j.Queue != name {
 		return Reason{Code: ReasonInvalid, Message: flotilla.Errorf(fmt.Sprintf("job %q.queue", j.ID), j.Queue, flotilla.ErrInconsistent,
 			"handed out in queue %s", name).Error()}, true
 	}
-	ci, ok := c.s.class(j)
+	ci, ok := s.class(j)
 	if !ok {
 		return Reason{Code: ReasonInvalid, Message: flotilla.Errorf(fmt.Sprintf("job %q.priorityClass", j.ID), j.PriorityClass, flotilla.ErrUnknownName,
 			"no such priority class").Error()}, true
 	}
-	if p := c.s.classes[ci].Priority; p != e.ClassPriority {
+	if p := s.classes[ci].Priority; p != e.ClassPriority {
 		return Reason{Code: ReasonInvalid, Message: flotilla.Errorf(fmt.Sprintf("job %q.priorityClass", j.ID), j.PriorityClass, flotilla.ErrInconsistent,
 			"the store orders it at priority %d, the config's class has %d", e.ClassPriority, p).Error()}, true
 	}
@@ -223,7 +224,7 @@ func (c *cycle) finishFailed(qi int) bool {
 	}
 	for _, r := range rems {
 		f := c.memo.failed[r.key]
-		g := c.group(qi, r.key, f.reason(qi))
+		g := c.rep.group(qi, r.key, f.reason(qi))
 		g.Count += r.n
 		for _, e := range ahead {
 			if len(g.Examples) == UnscheduledExamples {
@@ -239,6 +240,17 @@ func (c *cycle) finishFailed(qi int) bool {
 	return true
 }
 
+// report is the Result under construction, with the index of its
+// Unscheduled groups by (queue, reason code, scheduling key). It shares
+// the cycle's queues, whose lastGroup it keeps.
+type report struct {
+	res    Result
+	groups map[groupKey]int
+	queues []queueState
+	// every is Config.ReportEveryUnscheduled: each job's reason is listed.
+	every bool
+}
+
 // groupKey identifies an UnscheduledGroup.
 type groupKey struct {
 	queue int32
@@ -249,36 +261,36 @@ type groupKey struct {
 // group returns queue qi's Unscheduled group for (why.Code, key), adding
 // it with why as its reason if new. The queue's last group is found
 // without a map lookup.
-func (c *cycle) group(qi int, key uint64, why Reason) *UnscheduledGroup {
-	qs := &c.queues[qi]
+func (r *report) group(qi int, key uint64, why Reason) *UnscheduledGroup {
+	qs := &r.queues[qi]
 	if gi := qs.lastGroup; gi >= 0 {
-		if g := &c.res.Unscheduled[gi]; g.Key == key && g.Reason.Code == why.Code {
+		if g := &r.res.Unscheduled[gi]; g.Key == key && g.Reason.Code == why.Code {
 			return g
 		}
 	}
 	k := groupKey{int32(qi), why.Code, key}
-	gi, ok := c.groups[k]
+	gi, ok := r.groups[k]
 	if !ok {
-		gi = len(c.res.Unscheduled)
-		c.groups[k] = gi
-		c.res.Unscheduled = append(c.res.Unscheduled, UnscheduledGroup{Queue: qs.q.Name, Key: key, Reason: why})
+		gi = len(r.res.Unscheduled)
+		r.groups[k] = gi
+		r.res.Unscheduled = append(r.res.Unscheduled, UnscheduledGroup{Queue: qs.q.Name, Key: key, Reason: why})
 	}
 	qs.lastGroup = gi
-	return &c.res.Unscheduled[gi]
+	return &r.res.Unscheduled[gi]
 }
 
 // unscheduledEntry records a job of queue qi (its entry e, possibly nil for
 // an invalid one) that the cycle examined and did not place.
-func (c *cycle) unscheduledEntry(qi int, e *queue.Entry, why Reason) {
+func (r *report) unscheduledEntry(qi int, e *queue.Entry, why Reason) {
 	var j *flotilla.Job
 	var key uint64
 	if e != nil {
 		j, key = e.Job, e.Key
 	}
-	if c.s.cfg.ReportEveryUnscheduled {
-		c.res.UnscheduledJobs = append(c.res.UnscheduledJobs, Unscheduled{Job: j, Reason: why})
+	if r.every {
+		r.res.UnscheduledJobs = append(r.res.UnscheduledJobs, Unscheduled{Job: j, Reason: why})
 	}
-	g := c.group(qi, key, why)
+	g := r.group(qi, key, why)
 	g.Count++
 	if j != nil && len(g.Examples) < UnscheduledExamples {
 		g.Examples = append(g.Examples, j)
@@ -291,5 +303,5 @@ func (c *cycle) unscheduledEntry(qi int, e *queue.Entry, why Reason) {
 func (c *cycle) unscheduled(j *flotilla.Job, why Reason) {
 	ci, _ := c.s.class(j)
 	p := c.s.classes[ci].Priority
-	c.unscheduledEntry(c.queueIdx[j.Queue], &queue.Entry{Job: j, ClassPriority: p, Key: queue.SchedulingKey(j, p)}, why)
+	c.rep.unscheduledEntry(c.queueIdx[j.Queue], &queue.Entry{Job: j, ClassPriority: p, Key: queue.SchedulingKey(j, p)}, why)
 }

@@ -40,14 +40,12 @@ type cycle struct {
 	queuedDemand flotilla.Resources
 	// memo remembers, by scheduling key, the searches that failed.
 	memo memo
-	// groups indexes Result.Unscheduled by (queue, code, key).
-	groups map[groupKey]int
 	// scratch is a reusable vector for share-after-next-job arithmetic.
 	scratch flotilla.Resources
 	query   binpack.Query
 
 	tokens rateTokens
-	res    Result
+	rep    report
 	sel    *fairness.Selector
 	gangs  gangWork
 
@@ -64,7 +62,7 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 		now:            now,
 		queueIdx:       make(map[string]int, len(snap.Queues)),
 		memo:           memo{failed: make(map[uint64]failure)},
-		groups:         make(map[groupKey]int),
+		rep:            report{groups: make(map[groupKey]int), every: s.cfg.ReportEveryUnscheduled},
 		scratch:        schema.Zero(),
 		scheduledTotal: schema.Zero(),
 		total:          schema.Zero(),
@@ -72,6 +70,7 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 	c.pre.c = c
 	var errs []error
 	c.queues = make([]queueState, len(snap.Queues))
+	c.rep.queues = c.queues
 	for i, q := range snap.Queues {
 		if q == nil {
 			errs = append(errs, flotilla.Errorf(fmt.Sprintf("queues[%d]", i), "<nil>", flotilla.ErrRequired, ""))
@@ -136,14 +135,14 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 		return nil, err
 	}
 	c.db.Forget()
-	if err := c.buildModel(); err != nil {
+	if c.model, err = newModel(&s.cfg, c.total); err != nil {
 		return nil, err
 	}
-	c.computeLimits()
+	setLimits(s, c.total, c.queues)
 	if err := errors.Join(c.checkQueued(), c.collectDemand()); err != nil {
 		return nil, err
 	}
-	c.computeShares()
+	setShares(c.model, c.queues)
 	c.tokens = newRateTokens(&c.s.cfg, snap.RateLimits, now, c.queues)
 	return c, nil
 }
@@ -188,7 +187,7 @@ func (c *cycle) reserveScheduled() {
 	}
 	est := min(float64(offered), math.Ceil(frac*float64(offered)))
 	est = c.tokens.estimate(est)
-	c.res.Scheduled = make([]Assignment, 0, int(min(max(est, 0), maxReserved))+1)
+	c.rep.res.Scheduled = make([]Assignment, 0, int(min(max(est, 0), maxReserved))+1)
 }
 
 // bindRunning places the snapshot's running jobs on their nodes.
@@ -240,7 +239,7 @@ func (c *cycle) bindRunning() error {
 			lvl = len(c.s.levels) - 1 // as a non-preemptible job holds it
 		}
 		c.db.Bind(ni, qi, lvl, j.Requests)
-		c.account(qi, ci, j.Requests)
+		c.queues[qi].account(ci, j.Requests)
 		c.queues[qi].running++
 		ri := c.pre.record(j, r.Start, ni, qi, ci, stRunning)
 		if r.Protected {
@@ -298,7 +297,7 @@ func (c *cycle) findOverCommitted() {
 			e[r] = max(-v, 0)
 		}
 		c.excess[ni] = e
-		c.res.OverCommitted = append(c.res.OverCommitted, c.db.Node(ni).Name)
+		c.rep.res.OverCommitted = append(c.rep.res.OverCommitted, c.db.Node(ni).Name)
 	}
 }
 
@@ -389,9 +388,8 @@ func (p *preemptor) record(j *flotilla.Job, start time.Time, node, qi, ci int, s
 	return ri
 }
 
-// unaccount removes req from queue qi's allocation at class ci.
-func (c *cycle) unaccount(qi, ci int, req flotilla.Resources) {
-	qs := &c.queues[qi]
+// unaccount removes req from the queue's allocation at class ci.
+func (qs *queueState) unaccount(ci int, req flotilla.Resources) {
 	qs.alloc.Sub(req)
 	qs.allocByClass[ci].Sub(req)
 }
@@ -402,37 +400,31 @@ type runningField int
 
 func (f runningField) String() string { return fmt.Sprintf("running[%d]", int(f)) }
 
-// account adds req to queue qi's allocation at class ci.
-func (c *cycle) account(qi, ci int, req flotilla.Resources) {
-	qs := &c.queues[qi]
+// account adds req to the queue's allocation at class ci.
+func (qs *queueState) account(ci int, req flotilla.Resources) {
 	qs.alloc.Add(req)
 	if qs.allocByClass[ci] == nil {
-		qs.allocByClass[ci] = c.s.cfg.Schema.Zero()
+		qs.allocByClass[ci] = make(flotilla.Resources, len(qs.alloc))
 	}
 	qs.allocByClass[ci].Add(req)
 }
 
-func (c *cycle) buildModel() error {
-	if c.s.cfg.Fairness == AssetFairness {
-		m, err := fairness.NewAsset(c.s.cfg.Schema, c.total, c.s.cfg.ResourceWeights)
-		if err != nil {
-			return err
-		}
-		c.model = m
-		return nil
+// newModel is the cost model cfg chooses over a cluster of total.
+func newModel(cfg *Config, total flotilla.Resources) (fairness.Model, error) {
+	if cfg.Fairness == AssetFairness {
+		return fairness.NewAsset(cfg.Schema, total, cfg.ResourceWeights)
 	}
-	c.model = fairness.NewDRF(c.total)
-	return nil
+	return fairness.NewDRF(total), nil
 }
 
-// computeLimits turns per-class fractions (queue overrides first) into
-// caps against the cluster total, in each resource's unit.
-func (c *cycle) computeLimits() {
-	schema := c.s.cfg.Schema
-	for qi := range c.queues {
-		qs := &c.queues[qi]
-		qs.limitByClass = make([][]int64, len(c.s.classes))
-		for ci, pc := range c.s.classes {
+// setLimits turns per-class fractions (queue overrides first) into the
+// queues' caps against the cluster total, in each resource's unit.
+func setLimits(s *Scheduler, total flotilla.Resources, queues []queueState) {
+	schema := s.cfg.Schema
+	for qi := range queues {
+		qs := &queues[qi]
+		qs.limitByClass = make([][]int64, len(s.classes))
+		for ci, pc := range s.classes {
 			fr := pc.MaximumResourceFractionPerQueue
 			if o, ok := qs.q.LimitsByPriorityClass[pc.Name]; ok {
 				fr = o
@@ -446,7 +438,7 @@ func (c *cycle) computeLimits() {
 			}
 			for name, f := range fr {
 				if r, ok := schema.Index(name); ok {
-					lim[r] = int64(math.Floor(f * float64(c.total[r])))
+					lim[r] = int64(math.Floor(f * float64(total[r])))
 				}
 			}
 			qs.limitByClass[ci] = lim
@@ -528,25 +520,26 @@ func (c *cycle) checkQueued() error {
 	return errors.Join(errs...)
 }
 
-// computeShares sets fair and adjusted fair shares over active queues.
-func (c *cycle) computeShares() {
-	n := len(c.queues)
+// setShares sets the queues' fair and adjusted fair shares over the active
+// ones, under model.
+func setShares(model fairness.Model, queues []queueState) {
+	n := len(queues)
 	weights := make([]float64, n)
 	active := make([]bool, n)
 	demand := make([]float64, n)
 	out := make([]float64, n)
-	for i := range c.queues {
-		qs := &c.queues[i]
+	for i := range queues {
+		qs := &queues[i]
 		weights[i] = qs.weight
 		active[i] = qs.running > 0 || qs.queuedLen > 0
-		demand[i] = c.model.Share(qs.demand)
+		demand[i] = model.Share(qs.demand)
 	}
 	fairness.FairShares(weights, active, out)
-	for i := range c.queues {
-		c.queues[i].fair = out[i]
+	for i := range queues {
+		queues[i].fair = out[i]
 	}
 	fairness.AdjustedFairShares(weights, active, demand, out)
-	for i := range c.queues {
-		c.queues[i].adjusted = out[i]
+	for i := range queues {
+		queues[i].adjusted = out[i]
 	}
 }

@@ -185,7 +185,7 @@ func (p *preemptor) evict(ri int32, share float64) {
 	qs := &c.queues[r.queue]
 	c.db.Unbind(int(r.node), int(r.queue), int(r.level), j.Requests)
 	c.db.Hold(int(r.node), evictedLevel, j.Requests)
-	c.unaccount(int(r.queue), int(r.class), j.Requests)
+	c.queues[int(r.queue)].unaccount(int(r.class), j.Requests)
 	r.state = stEvicted
 	r.share, r.fair = share, qs.fair
 	// No scheduling key: an evicted job is offered by tryEvicted, which
@@ -252,11 +252,11 @@ func (p *preemptor) tryEvicted(qi int, ri int32) {
 		if c.queues[int(r.queue)].overClassLimit(int(r.class), r.job.Requests) {
 			ok = false
 		}
-		c.account(int(r.queue), int(r.class), r.job.Requests)
+		c.queues[int(r.queue)].account(int(r.class), r.job.Requests)
 		if !ok {
 			for _, d := range members[:i+1] {
 				dr := &p.run[d]
-				c.unaccount(int(dr.queue), int(dr.class), dr.job.Requests)
+				c.queues[int(dr.queue)].unaccount(int(dr.class), dr.job.Requests)
 			}
 			break
 		}
@@ -267,7 +267,7 @@ func (p *preemptor) tryEvicted(qi int, ri int32) {
 	}
 	for _, m := range members {
 		r := &p.run[m]
-		c.unaccount(int(r.queue), int(r.class), r.job.Requests)
+		c.queues[int(r.queue)].unaccount(int(r.class), r.job.Requests)
 	}
 	// Search every member at the gang's lowest class level, as for a
 	// queued gang: its own members are then never its victims.
@@ -291,7 +291,7 @@ func (p *preemptor) tryEvicted(qi int, ri int32) {
 	c.db.Forget()
 	for _, m := range members {
 		r := &p.run[m]
-		c.account(int(r.queue), int(r.class), r.job.Requests)
+		c.queues[int(r.queue)].account(int(r.class), r.job.Requests)
 		r.state = stBack
 		c.queues[r.queue].running++
 	}
@@ -382,7 +382,7 @@ func (p *preemptor) putBackUnit(u int32) {
 		if c.queues[int(r.queue)].overClassLimit(int(r.class), r.job.Requests) {
 			fits = false
 		}
-		c.account(int(r.queue), int(r.class), r.job.Requests)
+		c.queues[int(r.queue)].account(int(r.class), r.job.Requests)
 		if !fits {
 			members = members[:i+1]
 			break
@@ -390,7 +390,7 @@ func (p *preemptor) putBackUnit(u int32) {
 	}
 	for _, m := range members {
 		r := &p.run[m]
-		c.unaccount(int(r.queue), int(r.class), r.job.Requests)
+		c.queues[int(r.queue)].unaccount(int(r.class), r.job.Requests)
 	}
 	if !fits {
 		return
@@ -412,7 +412,7 @@ func (p *preemptor) putBackUnit(u int32) {
 	c.db.Forget()
 	for _, m := range members {
 		r := &p.run[m]
-		c.account(int(r.queue), int(r.class), r.job.Requests)
+		c.queues[int(r.queue)].account(int(r.class), r.job.Requests)
 		r.state, r.by = stBack, nil
 		c.queues[r.queue].running++
 	}
@@ -437,7 +437,7 @@ func (p *preemptor) preempt(ri int32, why PreemptionReason, by *flotilla.Job) {
 	if why == PreemptedForFairShare {
 		pe.Share, pe.FairShare = r.share, r.fair
 	}
-	c.res.Preempted = append(c.res.Preempted, pe)
+	c.rep.res.Preempted = append(c.rep.res.Preempted, pe)
 }
 
 // finishEvictions preempts every evicted job the fill did not put back,
@@ -451,7 +451,7 @@ func (p *preemptor) finishEvictions() {
 			n++
 		}
 	}
-	c.res.Preempted = slices.Grow(c.res.Preempted, n)
+	c.rep.res.Preempted = slices.Grow(c.rep.res.Preempted, n)
 	for ri := range p.run {
 		if p.run[ri].state == stEvicted {
 			by := p.run[ri].by
@@ -462,7 +462,7 @@ func (p *preemptor) finishEvictions() {
 					p.preempt(m, PreemptedForFairShare, by)
 				case stBack:
 					c.db.Unbind(int(mr.node), int(mr.queue), int(mr.level), mr.job.Requests)
-					c.unaccount(int(mr.queue), int(mr.class), mr.job.Requests)
+					c.queues[int(mr.queue)].unaccount(int(mr.class), mr.job.Requests)
 					c.queues[mr.queue].running--
 					p.preempt(m, PreemptedForFairShare, by)
 				}

@@ -97,8 +97,8 @@ func (c *cycle) fill(ctx context.Context) error {
 func (c *cycle) settle() {
 	c.pre.putBackLate()
 	c.pre.finishEvictions()
-	slices.SortFunc(c.res.Preempted, func(a, b Preemption) int { return strings.Compare(a.Job.ID, b.Job.ID) })
-	c.dropDisplaced()
+	slices.SortFunc(c.rep.res.Preempted, func(a, b Preemption) int { return strings.Compare(a.Job.ID, b.Job.ID) })
+	c.rep.dropDisplaced()
 	c.reportIncompleteGangs()
 }
 
@@ -164,7 +164,7 @@ func (c *cycle) advance(qi int) bool {
 		// The store is not trusted: a job it should not have handed out is
 		// reported, never placed.
 		if why, bad := c.invalidQueued(qi, e); bad {
-			c.unscheduledEntry(qi, e, why)
+			c.rep.unscheduledEntry(qi, e, why)
 			continue
 		}
 		if !isGang {
@@ -174,13 +174,13 @@ func (c *cycle) advance(qi int) bool {
 		// A gang ID is never reused: a queued member of a gang with members
 		// running (or placed this cycle) would be taken for their mate.
 		if _, bound := c.pre.gangRun[e.Job.Gang.ID]; bound {
-			c.unscheduledEntry(qi, e, Reason{Code: ReasonGangInvalid, Message: fmt.Sprintf("gang %s already has members running", e.Job.Gang.ID)})
+			c.rep.unscheduledEntry(qi, e, Reason{Code: ReasonGangInvalid, Message: fmt.Sprintf("gang %s already has members running", e.Job.Gang.ID)})
 			continue
 		}
 		// Gang members wait until the gang is complete.
 		g, complete, err := c.gangs.acc.Add(e)
 		if err != nil {
-			c.unscheduledEntry(qi, e, Reason{Code: ReasonGangInvalid, Message: err.Error()})
+			c.rep.unscheduledEntry(qi, e, Reason{Code: ReasonGangInvalid, Message: err.Error()})
 			continue
 		}
 		if starts {
@@ -218,13 +218,13 @@ func (c *cycle) notExamined(qi int, why Reason) {
 	case ReasonRoundLimit, ReasonGlobalRateLimit, ReasonQueueRateLimit:
 		qs.stopped = true
 		for _, ri := range qs.retry {
-			c.unscheduledEntry(qi, &c.pre.run[ri].entry, displacedReason())
+			c.rep.unscheduledEntry(qi, &c.pre.run[ri].entry, displacedReason())
 		}
 		qs.retry = nil
 	}
 	if n > 0 && !qs.reported {
 		qs.reported = true
-		c.res.NotExamined = append(c.res.NotExamined, QueueRemainder{Queue: qs.q.Name, Count: n, Reason: why})
+		c.rep.res.NotExamined = append(c.rep.res.NotExamined, QueueRemainder{Queue: qs.q.Name, Count: n, Reason: why})
 	}
 }
 
@@ -267,12 +267,12 @@ func (c *cycle) try(qi int) {
 	j := e.Job
 	ci, _ := c.s.class(j)
 	if c.queues[qi].overClassLimit(ci, j.Requests) {
-		c.unscheduledEntry(qi, e, c.queues[qi].classLimitReason(c.s, ci, j.Requests))
+		c.rep.unscheduledEntry(qi, e, c.queues[qi].classLimitReason(c.s, ci, j.Requests))
 		return
 	}
 	if f, ok := c.memo.failed[e.Key]; ok {
 		qs.fails++
-		c.unscheduledEntry(qi, e, f.reason(qi))
+		c.rep.unscheduledEntry(qi, e, f.reason(qi))
 		return
 	}
 	c.query = c.makeQuery(j, qi, evictedLevel)
@@ -291,7 +291,7 @@ func (c *cycle) try(qi int) {
 		why := noFitReason(c.s.cfg.Schema, c.pre.putBack, c.db.Explain(&c.query), c.query.Level)
 		c.memo.failed[e.Key] = failureOf(why, j, qi)
 		qs.fails++
-		c.unscheduledEntry(qi, e, why)
+		c.rep.unscheduledEntry(qi, e, why)
 		return
 	}
 	c.db.Bind(node, qi, c.s.bindLevel[ci], j.Requests)
@@ -315,7 +315,7 @@ func (c *cycle) try(qi int) {
 func (c *cycle) commit(qi, ci, node int, e *queue.Entry, level int, record bool) {
 	j := e.Job
 	qs := &c.queues[qi]
-	c.account(qi, ci, j.Requests)
+	c.queues[qi].account(ci, j.Requests)
 	c.scheduledTotal.Add(j.Requests)
 	qs.running++
 	qs.scheduled++
@@ -323,9 +323,9 @@ func (c *cycle) commit(qi, ci, node int, e *queue.Entry, level int, record bool)
 	if record {
 		ri := c.pre.addRun(j, c.now, node, qi, ci, stNew)
 		r := &c.pre.run[ri]
-		r.level, r.sched, r.entry = int32(level), int32(len(c.res.Scheduled)), *e
+		r.level, r.sched, r.entry = int32(level), int32(len(c.rep.res.Scheduled)), *e
 	}
-	c.res.Scheduled = append(c.res.Scheduled, Assignment{Job: j, Node: c.db.Node(node).Name})
+	c.rep.res.Scheduled = append(c.rep.res.Scheduled, Assignment{Job: j, Node: c.db.Node(node).Name})
 }
 
 // search looks for a node for lone job j of class ci with c.query (made
@@ -440,19 +440,19 @@ func (qs *queueState) classLimitReason(s *Scheduler, ci int, req flotilla.Resour
 
 // dropDisplaced takes out of Result.Scheduled the jobs of this cycle that
 // a higher-priority job displaced later in the same cycle.
-func (c *cycle) dropDisplaced() {
-	out := c.res.Scheduled[:0]
-	for _, a := range c.res.Scheduled {
+func (r *report) dropDisplaced() {
+	out := r.res.Scheduled[:0]
+	for _, a := range r.res.Scheduled {
 		if a.Job != nil {
 			out = append(out, a)
 		}
 	}
-	c.res.Scheduled = out
+	r.res.Scheduled = out
 }
 
 // result copies the decision out of the cycle.
 func (c *cycle) result() *Result {
-	res := &c.res
+	res := &c.rep.res
 	res.Queues = make([]QueueReport, len(c.queues))
 	for qi := range c.queues {
 		qs := &c.queues[qi]

@@ -36,16 +36,16 @@ func (c *cycle) tryGang(qi int) {
 			why := c.queues[qi].classLimitReason(c.s, ci, m.Job.Requests)
 			for _, d := range g.Members[:i] {
 				dc, _ := c.s.class(d.Job)
-				c.unaccount(qi, dc, d.Job.Requests)
+				c.queues[qi].unaccount(dc, d.Job.Requests)
 			}
 			c.unscheduledUnit(qi, Reason{Code: why.Code, Message: fmt.Sprintf("gang %s, member %s: %s", g.ID, m.Job.ID, why.Message)})
 			return
 		}
-		c.account(qi, ci, m.Job.Requests)
+		c.queues[qi].account(ci, m.Job.Requests)
 	}
 	for _, m := range g.Members {
 		ci, _ := c.s.class(m.Job)
-		c.unaccount(qi, ci, m.Job.Requests)
+		c.queues[qi].unaccount(ci, m.Job.Requests)
 	}
 	// Members all hold capacity at the highest member's bind level: the
 	// gang goes whole and urgency takes only jobs of strictly lower
@@ -88,7 +88,7 @@ func (c *cycle) tryGang(qi int) {
 			why = Reason{Code: ReasonNeverFits, Message: err.Error()}
 		case pl.Why.Cause != gang.MemberDoesNotFit:
 			why = gangNoFitReason(c.s.cfg.Schema, c.pre.putBack, pl.Why, level) // complete: no search to explain
-		case c.needExplanation(qi, pl.Why):
+		case c.rep.needExplanation(qi, pl.Why):
 			// The placer defers its explanations: this failure is
 			// explained, with the db as the last search left it.
 			if e, ok := c.gangs.placer.ExplainLast(c.db); ok {
@@ -172,13 +172,13 @@ func gangAvoids(g *gang.Gang) bool {
 // why needs its full explanation: with ReportEveryUnscheduled, or when a
 // member is the first of its Unscheduled group (the group keeps its first
 // job's reason; the others' would be computed to be dropped).
-func (c *cycle) needExplanation(qi int, why gang.Explanation) bool {
-	if c.s.cfg.ReportEveryUnscheduled {
+func (r *report) needExplanation(qi int, why gang.Explanation) bool {
+	if r.every {
 		return true
 	}
 	code := gangCode(why)
-	for _, m := range c.queues[qi].next.gang.Members {
-		if _, ok := c.groups[groupKey{int32(qi), code, m.Key}]; !ok {
+	for _, m := range r.queues[qi].next.gang.Members {
+		if _, ok := r.groups[groupKey{int32(qi), code, m.Key}]; !ok {
 			return true
 		}
 	}
@@ -199,11 +199,11 @@ func gangCode(why gang.Explanation) ReasonCode {
 func (c *cycle) unscheduledUnit(qi int, why Reason) {
 	qs := &c.queues[qi]
 	if qs.next.gang == nil {
-		c.unscheduledEntry(qi, qs.next.entry, why)
+		c.rep.unscheduledEntry(qi, qs.next.entry, why)
 		return
 	}
 	for _, m := range qs.next.gang.Members {
-		c.unscheduledEntry(qi, m, why)
+		c.rep.unscheduledEntry(qi, m, why)
 	}
 }
 
@@ -213,7 +213,7 @@ func (c *cycle) reportIncompleteGangs() {
 	for _, g := range c.gangs.acc.Pending() {
 		why := Reason{Code: ReasonGangIncomplete, Message: fmt.Sprintf("gang %s: %d of %d members seen", g.ID, len(g.Members), g.Cardinality)}
 		for _, m := range g.Members {
-			c.unscheduledEntry(c.queueIdx[m.Job.Queue], m, why)
+			c.rep.unscheduledEntry(c.queueIdx[m.Job.Queue], m, why)
 		}
 	}
 }

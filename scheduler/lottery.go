@@ -94,7 +94,7 @@ func (l *lottery) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.res.QueuePriorities = QueuePriorityState{Priorities: prios, Time: c.now}
+	c.rep.res.QueuePriorities = QueuePriorityState{Priorities: prios, Time: c.now}
 
 	offer := schema.Zero()
 	for n := 0; n < c.db.NodeCount(); n++ {
@@ -231,9 +231,9 @@ func (l *lottery) queues(prios map[string]float64) ([]leaseQueue, []priority.Lea
 			lq.examined++
 			switch why, bad := c.invalidQueued(qi, e); {
 			case bad:
-				c.unscheduledEntry(qi, e, why)
+				c.rep.unscheduledEntry(qi, e, why)
 			case e.Job.IsGang():
-				c.unscheduledEntry(qi, e, Reason{Code: ReasonGangUnsupported, Message: "the lottery strategy leases single jobs; gangs need progressive filling"})
+				c.rep.unscheduledEntry(qi, e, Reason{Code: ReasonGangUnsupported, Message: "the lottery strategy leases single jobs; gangs need progressive filling"})
 			default:
 				lq.entries = append(lq.entries, e)
 				jobs = append(jobs, e.Job.Requests)
@@ -263,11 +263,11 @@ func (l *lottery) place(qi int, e *queue.Entry) bool {
 	j := e.Job
 	ci, _ := c.s.class(j)
 	if c.queues[qi].overClassLimit(ci, j.Requests) {
-		c.unscheduledEntry(qi, e, c.queues[qi].classLimitReason(c.s, ci, j.Requests))
+		c.rep.unscheduledEntry(qi, e, c.queues[qi].classLimitReason(c.s, ci, j.Requests))
 		return false
 	}
 	if f, ok := c.memo.failed[e.Key]; ok {
-		c.unscheduledEntry(qi, e, f.reason(qi))
+		c.rep.unscheduledEntry(qi, e, f.reason(qi))
 		return false
 	}
 	c.query = c.makeQuery(j, qi, evictedLevel)
@@ -290,7 +290,7 @@ func (l *lottery) place(qi int, e *queue.Entry) bool {
 		node, ok = c.db.Select(&c.query)
 	}
 	if !ok {
-		c.unscheduledEntry(qi, e, l.noFit(qi, e))
+		c.rep.unscheduledEntry(qi, e, l.noFit(qi, e))
 		return false
 	}
 	c.db.Bind(node, qi, c.s.bindLevel[ci], j.Requests)
@@ -324,7 +324,7 @@ func (l *lottery) report(lqs []leaseQueue, stop Reason) {
 		lq := &lqs[li]
 		for k, o := range lq.outcome {
 			if o == leaseUntouched {
-				c.unscheduledEntry(lq.qi, lq.entries[k], l.noFit(lq.qi, lq.entries[k]))
+				c.rep.unscheduledEntry(lq.qi, lq.entries[k], l.noFit(lq.qi, lq.entries[k]))
 			}
 		}
 	}
@@ -337,15 +337,15 @@ func (l *lottery) report(lqs []leaseQueue, stop Reason) {
 		qs := &c.queues[qi]
 		name := qs.q.Name
 		if n := qs.queuedLen - lq.examined; n > 0 {
-			c.res.NotExamined = append(c.res.NotExamined, QueueRemainder{Queue: name, Count: n,
+			c.rep.res.NotExamined = append(c.rep.res.NotExamined, QueueRemainder{Queue: name, Count: n,
 				Reason: Reason{Code: ReasonLookback, Message: fmt.Sprintf("maxQueueLookback %d reached", c.s.cfg.MaxQueueLookback)}})
 		}
 		if lq.rateDeferred > 0 {
-			c.res.NotExamined = append(c.res.NotExamined, QueueRemainder{Queue: name, Count: lq.rateDeferred,
+			c.rep.res.NotExamined = append(c.rep.res.NotExamined, QueueRemainder{Queue: name, Count: lq.rateDeferred,
 				Reason: Reason{Code: ReasonQueueRateLimit, Message: "the queue's scheduling rate limit has no tokens left"}})
 		}
 		if lq.stopDeferred > 0 {
-			c.res.NotExamined = append(c.res.NotExamined, QueueRemainder{Queue: name, Count: lq.stopDeferred, Reason: stop})
+			c.rep.res.NotExamined = append(c.rep.res.NotExamined, QueueRemainder{Queue: name, Count: lq.stopDeferred, Reason: stop})
 		}
 	}
 }

@@ -115,7 +115,7 @@ func (p *preemptor) dropVictim(ri int32, unbind bool, by *flotilla.Job) {
 	if unbind {
 		c.db.Unbind(int(r.node), q, int(r.level), r.job.Requests)
 	}
-	c.unaccount(q, cl, r.job.Requests)
+	c.queues[q].unaccount(cl, r.job.Requests)
 	qs := &c.queues[q]
 	qs.running--
 	defer c.refresh(q)
@@ -127,7 +127,7 @@ func (p *preemptor) dropVictim(ri int32, unbind bool, by *flotilla.Job) {
 	qs.scheduled--
 	c.tokens.give(q, 1)
 	c.scheduledTotal.Sub(r.job.Requests)
-	c.res.Scheduled[r.sched].Job = nil
+	c.rep.res.Scheduled[r.sched].Job = nil
 	// Offer it again, first in its queue: it may fit elsewhere. A gang
 	// member is not offered alone: its gang lost its place as a whole.
 	if qs.stopped || r.job.IsGang() {
