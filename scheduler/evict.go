@@ -115,6 +115,8 @@ type victimScratch struct {
 // and wait at the front of their queues; the fill puts back those it can.
 func (p *preemptor) evictForFairShare() {
 	c := p.c
+	// Evictions are final: the undo log starts empty for the fill.
+	defer c.db.Forget()
 	if !p.anyPreemptible || len(p.run) == 0 {
 		return
 	}

@@ -16,6 +16,7 @@ import (
 // fair share would be smallest after its next job (higher class priority
 // first, ties by name), try that job, and advance the queue.
 func (c *cycle) fill(ctx context.Context) error {
+	c.reserveScheduled()
 	c.sel = fairness.NewSelector(c.s.cfg.EnablePreferLargeJobOrdering)
 	sel := c.sel
 	for qi := range c.queues {

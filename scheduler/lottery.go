@@ -81,6 +81,7 @@ func (l *lottery) run(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	c.reserveScheduled()
 	cfg := &c.s.cfg
 	schema := cfg.Schema
 	var usage priority.UsageModel

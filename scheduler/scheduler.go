@@ -110,23 +110,24 @@ func (s *Scheduler) Schedule(ctx context.Context, snap *Snapshot, now time.Time)
 	if snap == nil {
 		return nil, errors.New("scheduler: nil snapshot")
 	}
+	// 1. Take stock.
 	c, err := newCycle(s, snap, now)
 	if err != nil {
 		return nil, err
 	}
 	if s.cfg.Strategy == Lottery {
-		c.reserveScheduled()
 		if err := (&lottery{c}).run(ctx); err != nil {
 			return nil, err
 		}
 		return c.result(), nil
 	}
+	// 2. Evict to fair share.
 	c.pre.evictForFairShare()
-	c.db.Forget()
-	c.reserveScheduled()
+	// 3. Fill.
 	if err := c.fill(ctx); err != nil {
 		return nil, err
 	}
+	// 4. Settle.
 	c.settle()
 	return c.result(), nil
 }
