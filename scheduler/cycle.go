@@ -14,6 +14,23 @@ import (
 
 // cycle is the working state of one Schedule call. It is built, filled and
 // read once; nothing in it outlives the call except what result copies out.
+//
+// Its parts, by the stage that uses them (Schedule numbers the stages):
+//
+//  1. take stock (newCycle, this file): the node database db with the
+//     running jobs bound, the cost model, each queue's queueState (shares,
+//     caps, books), the rateTokens;
+//  2. evict to fair share: the preemptor pre (evict.go), which owns the run
+//     table, the evicted jobs' holds and the displacement index;
+//  3. fill (fill.go, gangs.go): the fairness selector sel offers each
+//     queue's next unit (queuestate.go), read from its backlog (backlog.go);
+//     a unit is searched for (memo remembers failures by scheduling key),
+//     may displace evicted jobs (displace.go) or preempt for urgency
+//     (urgency.go), and is booked by commit; gangWork places gangs;
+//  4. settle: pre puts late room to use and preempts the rest; the report
+//     rep holds the Result and its groups throughout.
+//
+// The lottery strategy (lottery.go) replaces stages 2 to 4.
 type cycle struct {
 	s    *Scheduler
 	snap *Snapshot
