@@ -17,6 +17,7 @@ import (
 	"github.com/flotilla-sched/flotilla/internal/fakeclock"
 	"github.com/flotilla-sched/flotilla/scheduler"
 	"github.com/flotilla-sched/flotilla/server"
+	"github.com/flotilla-sched/flotilla/submit"
 )
 
 // Defaults of Config.
@@ -377,10 +378,10 @@ func (r *run) finished(i int, now time.Duration) {
 func (r *run) submit(ctx context.Context, a arrival) error {
 	tp := &r.tpls[a.tpl]
 	t := tp.spec
-	req := &server.SubmitRequest{Queue: t.Queue, JobSet: tp.jobSet, Jobs: make([]server.JobTemplate, 0, a.to-a.from)}
-	var tols []server.Toleration
+	req := &submit.Request{Queue: t.Queue, JobSet: tp.jobSet, Jobs: make([]submit.JobTemplate, 0, a.to-a.from)}
+	var tols []submit.Toleration
 	for _, tol := range t.Tolerations {
-		tols = append(tols, server.Toleration(tol))
+		tols = append(tols, submit.Toleration(tol))
 	}
 	for k := a.from; k < a.to; k++ {
 		rt := tp.min
@@ -388,11 +389,11 @@ func (r *run) submit(ctx context.Context, a arrival) error {
 			rt += time.Duration(r.rng.ExpFloat64() * float64(tp.tail))
 		}
 		rt = rt.Round(time.Millisecond)
-		jt := server.JobTemplate{PriorityClass: t.PriorityClass, Priority: t.Priority, Requests: t.Requests,
+		jt := submit.JobTemplate{PriorityClass: t.PriorityClass, Priority: t.Priority, Requests: t.Requests,
 			NodeSelector: t.NodeSelector, Tolerations: tols, Runtime: rt.String()}
 		if t.Gang != nil {
 			g := k / t.Gang.Cardinality
-			jt.Gang = &server.GangSpec{ID: fmt.Sprintf("%s-%d-%d", t.ID, a.repeat, g), Cardinality: t.Gang.Cardinality,
+			jt.Gang = &submit.GangSpec{ID: fmt.Sprintf("%s-%d-%d", t.ID, a.repeat, g), Cardinality: t.Gang.Cardinality,
 				NodeUniformityLabel: t.Gang.NodeUniformityLabel}
 		}
 		req.Jobs = append(req.Jobs, jt)
