@@ -7,6 +7,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/events"
+	"github.com/flotilla-sched/flotilla/textform"
 )
 
 // The types below are the JSON bodies of the HTTP API (openapi.json). Their
@@ -113,12 +114,8 @@ type Node struct {
 	Taints        []Taint           `json:"taints,omitempty"`
 }
 
-// Taint repels jobs that do not tolerate it.
-type Taint struct {
-	Key    string `json:"key"`
-	Value  string `json:"value,omitempty"`
-	Effect string `json:"effect"`
-}
+// Taint repels jobs that do not tolerate it (SCENARIOS.md's taint).
+type Taint = textform.Taint
 
 // JobReport is one job an executor holds (server.JobReport).
 type JobReport struct {

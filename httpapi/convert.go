@@ -11,6 +11,7 @@ import (
 	"github.com/flotilla-sched/flotilla/priority"
 	"github.com/flotilla-sched/flotilla/scheduler"
 	"github.com/flotilla-sched/flotilla/server"
+	"github.com/flotilla-sched/flotilla/textform"
 )
 
 // The functions in this file convert between the JSON bodies (package
@@ -72,11 +73,8 @@ func ServerReportReusing(r *api.Report, cluster string, schema *flotilla.Resourc
 			if err != nil {
 				errs = append(errs, err)
 			}
-			node := flotilla.Node{Name: n.Name, Cluster: cluster, Labels: n.Labels, Total: total, Unschedulable: n.Unschedulable}
-			for _, t := range n.Taints {
-				node.Taints = append(node.Taints, flotilla.Taint{Key: t.Key, Value: t.Value, Effect: flotilla.TaintEffect(t.Effect)})
-			}
-			out.Nodes[i] = node
+			out.Nodes[i] = flotilla.Node{Name: n.Name, Cluster: cluster, Labels: n.Labels, Taints: textform.Taints(n.Taints), Total: total,
+				Unschedulable: n.Unschedulable}
 		}
 	}
 	for i, j := range r.Jobs {

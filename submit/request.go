@@ -2,6 +2,7 @@ package submit
 
 import (
 	"github.com/flotilla-sched/flotilla/internal/strictjson"
+	"github.com/flotilla-sched/flotilla/textform"
 )
 
 // The types in this file mirror SERVICE.md's submit file field for field:
@@ -61,12 +62,7 @@ type JobTemplate struct {
 // Toleration lets a job onto tainted nodes, with Kubernetes rules: Operator
 // is "Equal" (default) or "Exists"; an empty Key requires Exists; Exists
 // requires an empty Value; an empty Effect matches every effect.
-type Toleration struct {
-	Key      string `json:"key,omitempty"`
-	Operator string `json:"operator,omitempty"`
-	Value    string `json:"value,omitempty"`
-	Effect   string `json:"effect,omitempty"`
-}
+type Toleration = textform.Toleration
 
 // GangSpec makes a template's jobs members of a gang. All members come in
 // one request, agreeing on Cardinality (≥ 1, the number of members in the

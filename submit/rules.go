@@ -15,6 +15,7 @@ import (
 	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/gang"
 	"github.com/flotilla-sched/flotilla/internal/strictjson"
+	"github.com/flotilla-sched/flotilla/textform"
 )
 
 // Defaults of Rules (seeds/armada-scheduler.md, "Graceful
@@ -357,7 +358,7 @@ func (c *checker) template(p string, t *JobTemplate, total *int) tmpl {
 		req = c.schema.Zero()
 	}
 	out.requests = req
-	out.tolerations = convertTolerations(t.Tolerations)
+	out.tolerations = textform.Tolerations(t.Tolerations)
 	out.nodeSelector = maps.Clone(t.NodeSelector)
 	// The library's rules for one job (node selector, tolerations), its
 	// paths put in the file's terms; id, queue and requests are judged
@@ -655,23 +656,6 @@ func (c *checker) expand(req *Request, ts []tmpl, cids []string, total int, now 
 	}
 	c.add(gang.ValidateSubmission(ptrs, nil))
 	return specs
-}
-
-// convertTolerations converts a template's tolerations, the default
-// operator made explicit; Job.Validate judges them.
-func convertTolerations(ts []Toleration) []flotilla.Toleration {
-	if len(ts) == 0 {
-		return nil
-	}
-	out := make([]flotilla.Toleration, len(ts))
-	for j, t := range ts {
-		op := t.Operator
-		if op == "" {
-			op = string(flotilla.TolerationEqual)
-		}
-		out[j] = flotilla.Toleration{Key: t.Key, Operator: flotilla.TolerationOperator(op), Value: t.Value, Effect: flotilla.TaintEffect(t.Effect)}
-	}
-	return out
 }
 
 func knownList(names []string) string {
