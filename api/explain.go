@@ -1,14 +1,5 @@
 package api
 
-import (
-	"strconv"
-
-	"github.com/flotilla-sched/flotilla"
-	"github.com/flotilla-sched/flotilla/priority"
-	"github.com/flotilla-sched/flotilla/scheduler"
-	"github.com/flotilla-sched/flotilla/server"
-)
-
 // JobExplain is the long form of a job's status (GET /v1/jobs with
 // explain=true; `flotilla status -v`). Its field names are those of
 // `flotilla explain -o json` where the two say the same thing.
@@ -116,77 +107,4 @@ type FluxTerm struct {
 	Factor  float64 `json:"factor"`
 	Weight  int64   `json:"weight"`
 	Product float64 `json:"product"`
-}
-
-// JobExplainOf is the wire form of a job's detail and, for a queued job,
-// the last cycle's reason for it (st.Why).
-func JobExplainOf(d server.JobDetail, st server.JobStatus, schema *flotilla.ResourceSchema) *JobExplain {
-	e := &JobExplain{Priority: JobPriority{Class: d.Class, ClassPriority: d.ClassPriority, Priority: d.Priority}}
-	if p := d.Position; p != nil {
-		e.Place = &QueuePlace{Position: p.Ahead + 1, Queued: p.Queued, Ahead: p.Ahead, AheadRequests: map[string]string{}, Partial: p.Partial,
-			GangIncomplete: p.GangIncomplete}
-		if p.AheadRequests != nil {
-			e.Place.AheadRequests = schema.Format(p.AheadRequests)
-		}
-	}
-	if q := d.Queue; q != nil {
-		e.QueueShare = &QueueShare{Share: q.Share, FairShare: q.FairShare, AdjustedFairShare: q.AdjustedFairShare,
-			Demand: q.Demand, Running: q.Running, Queued: q.Queued}
-	}
-	if st.Why != nil {
-		e.Unscheduled = UnscheduledOf(*st.Why, schema)
-	}
-	if f := d.Flux; f != nil {
-		c := f.Calculation
-		term := func(t priority.Term) FluxTerm {
-			return FluxTerm{Factor: t.Factor, Weight: t.Weight, Product: t.Product}
-		}
-		e.Flux = &FluxBreakdown{User: f.User, Bank: f.Bank, Queue: f.Queue,
-			FairShare: term(c.FairShare), BankTerm: term(c.Bank), QueueTerm: term(c.Queue), Urgency: term(c.Urgency),
-			QueuePriority: c.QueuePriority, Override: c.Override.String(), Priority: c.Priority}
-	}
-	return e
-}
-
-// UnscheduledOf is the wire form of a Reason, each shortfall a quantity
-// of its resource.
-func UnscheduledOf(r scheduler.Reason, schema *flotilla.ResourceSchema) *Unscheduled {
-	u := &Unscheduled{Code: r.Code.String(), Message: r.Message}
-	s := r.Search
-	if s == nil {
-		return u
-	}
-	u.SameAs, u.SameAsQueue, u.NodesSearched = s.SameAs, s.SameAsQueue, s.Nodes
-	for _, f := range s.Filtered {
-		u.NodeGroups = append(u.NodeGroups, NodeGroup{Nodes: f.Nodes, Filter: string(f.Filter), Detail: f.Detail})
-	}
-	for _, sf := range s.Shortfall {
-		amount := strconv.FormatInt(sf.Amount, 10)
-		if i, ok := schema.Index(sf.Resource); ok {
-			amount = schema.Quantity(i, sf.Amount)
-		}
-		we := sf.WhenEmpty
-		u.NodeGroups = append(u.NodeGroups, NodeGroup{Nodes: sf.Nodes, ShortOf: sf.Resource, Short: amount, WhenEmpty: &we})
-	}
-	if s.Member != "" {
-		u.GangMember = &GangMember{Job: s.Member, PlacedBefore: s.PlacedBefore}
-	}
-	return u
-}
-
-// Breakdown is the priority package's form of a flux breakdown, for its
-// tables (priority.WriteJobsTable).
-func (f *FluxBreakdown) Breakdown(job string) priority.Breakdown {
-	term := func(t FluxTerm) priority.Term {
-		return priority.Term{Factor: t.Factor, Weight: t.Weight, Product: t.Product}
-	}
-	c := priority.Calculation{FairShare: term(f.FairShare), Queue: term(f.QueueTerm), Bank: term(f.BankTerm), Urgency: term(f.Urgency),
-		QueuePriority: f.QueuePriority, Priority: f.Priority}
-	switch f.Override {
-	case priority.Held.String():
-		c.Override = priority.Held
-	case priority.Expedited.String():
-		c.Override = priority.Expedited
-	}
-	return priority.Breakdown{JobID: job, User: f.User, Bank: f.Bank, Queue: f.Queue, Calculation: c}
 }

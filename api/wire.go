@@ -7,7 +7,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/events"
-	"github.com/flotilla-sched/flotilla/server"
+	"github.com/flotilla-sched/flotilla/textform"
 )
 
 // The types below are the JSON bodies of the HTTP API (openapi.json). Their
@@ -35,17 +35,6 @@ type QueueStatus struct {
 	Share             float64 `json:"share"`
 	FairShare         float64 `json:"fairShare"`
 	AdjustedFairShare float64 `json:"adjustedFairShare"`
-}
-
-// QueueOf is the wire form of a queue with its status.
-func QueueOf(q server.QueueInfo) Queue {
-	return Queue{
-		Name: q.Name, PriorityFactor: q.PriorityFactor, LimitsByPriorityClass: q.LimitsByPriorityClass,
-		Status: &QueueStatus{
-			Queued: q.Queued, Leased: q.Leased, Running: q.Running,
-			Share: q.Report.Share, FairShare: q.Report.FairShare, AdjustedFairShare: q.Report.AdjustedFairShare,
-		},
-	}
 }
 
 // Definition is the queue definition the server stores.
@@ -91,18 +80,6 @@ type CancelResponse struct {
 	Finished  []string `json:"finished"`
 }
 
-// CancelResponseOf is the wire form of a cancellation's result.
-func CancelResponseOf(r server.CancelResult) CancelResponse {
-	return CancelResponse{Cancelled: nonNil(r.Cancelled), Requested: nonNil(r.Requested), Finished: nonNil(r.Finished)}
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
 // JobStatus is SERVICE.md's `status -o json` object for one job.
 type JobStatus struct {
 	Job      string `json:"job"`
@@ -122,12 +99,6 @@ type JobStatus struct {
 	Explain *JobExplain `json:"explain,omitempty"`
 }
 
-// JobStatusOf is the wire form of a job's status.
-func JobStatusOf(s server.JobStatus) JobStatus {
-	return JobStatus{Job: s.Job, Queue: s.Queue, JobSet: s.JobSet, State: s.State.String(), Attempts: s.Attempts,
-		Cluster: s.Cluster, Node: s.Node, Reason: s.Reason, CancelRequested: s.CancelRequested}
-}
-
 // StatusResponse lists job statuses in the order asked.
 type StatusResponse struct {
 	Jobs []JobStatus `json:"jobs"`
@@ -143,12 +114,8 @@ type Node struct {
 	Taints        []Taint           `json:"taints,omitempty"`
 }
 
-// Taint repels jobs that do not tolerate it.
-type Taint struct {
-	Key    string `json:"key"`
-	Value  string `json:"value,omitempty"`
-	Effect string `json:"effect"`
-}
+// Taint repels jobs that do not tolerate it (SCENARIOS.md's taint).
+type Taint = textform.Taint
 
 // JobReport is one job an executor holds (server.JobReport).
 type JobReport struct {
@@ -194,70 +161,6 @@ type Kill struct {
 type ReportReply struct {
 	Leases []Lease `json:"leases"`
 	Kill   []Kill  `json:"kill"`
-}
-
-// ToServer converts a report for cluster into the service's form, parsing
-// quantities against schema. Every problem is a *flotilla.FieldError at the
-// body's path (nodes[2].resources.cpu), all joined.
-func (r *Report) ToServer(cluster string, schema *flotilla.ResourceSchema) (*server.Report, error) {
-	return r.ToServerReusing(cluster, schema, nil)
-}
-
-// ToServerReusing is ToServer with the service's form of the jobs in
-// jobs's array when it is long enough (a caller reporting often reuses
-// one array; the report's Jobs are then valid until it reuses it again).
-func (r *Report) ToServerReusing(cluster string, schema *flotilla.ResourceSchema, jobs []server.JobReport) (*server.Report, error) {
-	if cap(jobs) < len(r.Jobs) {
-		jobs = make([]server.JobReport, len(r.Jobs))
-	}
-	out := &server.Report{Cluster: cluster, Jobs: jobs[:len(r.Jobs)]}
-	var errs []error
-	if r.Nodes != nil {
-		out.Nodes = make([]flotilla.Node, len(r.Nodes))
-		for i, n := range r.Nodes {
-			p := fmt.Sprintf("nodes[%d]", i)
-			total, err := schema.Parse(p+".resources", n.Resources)
-			if err != nil {
-				errs = append(errs, err)
-			}
-			node := flotilla.Node{Name: n.Name, Cluster: cluster, Labels: n.Labels, Total: total, Unschedulable: n.Unschedulable}
-			for _, t := range n.Taints {
-				node.Taints = append(node.Taints, flotilla.Taint{Key: t.Key, Value: t.Value, Effect: flotilla.TaintEffect(t.Effect)})
-			}
-			out.Nodes[i] = node
-		}
-	}
-	for i, j := range r.Jobs {
-		out.Jobs[i] = server.JobReport{Job: j.Job, Attempt: j.Attempt, Phase: server.JobPhase(j.Phase), ExitCode: j.ExitCode, Reason: j.Reason}
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return out, nil
-}
-
-// ReportReplyOf is the wire form of the answer to a report.
-func ReportReplyOf(r *server.ReportReply, schema *flotilla.ResourceSchema) ReportReply {
-	out := ReportReply{Leases: make([]Lease, len(r.Leases)), Kill: make([]Kill, len(r.Kill))}
-	for i, l := range r.Leases {
-		out.Leases[i] = Lease{
-			Job: l.Job.ID, Queue: l.Job.Queue, JobSet: l.Job.JobSet, Attempt: l.Attempt, Node: l.Node,
-			PriorityClass: l.Job.PriorityClass, Requests: schema.Format(l.Job.Requests),
-			TerminationGracePeriod: l.TerminationGracePeriod.String(), ActiveDeadline: durationString(l.ActiveDeadline),
-			Runtime: durationString(l.Runtime), ExitCode: l.ExitCode,
-		}
-	}
-	for i, k := range r.Kill {
-		out.Kill[i] = Kill{Job: k.Job, Attempt: k.Attempt, Reason: k.Reason, GracePeriod: k.GracePeriod.String()}
-	}
-	return out
-}
-
-func durationString(d time.Duration) string {
-	if d == 0 {
-		return ""
-	}
-	return d.String()
 }
 
 // CycleReport is what a cycle did, for operators.

@@ -12,6 +12,7 @@ import (
 	"github.com/flotilla-sched/flotilla/api"
 	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/client"
+	"github.com/flotilla-sched/flotilla/httpapi"
 	"github.com/flotilla-sched/flotilla/server"
 )
 
@@ -384,7 +385,7 @@ func (l Local) report(ctx context.Context, cluster string, r api.Report, buf *[]
 	if buf != nil {
 		jobs = *buf
 	}
-	rep, err := r.ToServerReusing(cluster, l.Server.Schema(), jobs)
+	rep, err := httpapi.ServerReportReusing(&r, cluster, l.Server.Schema(), jobs)
 	if buf != nil && rep != nil {
 		defer func() { clear(rep.Jobs); *buf = rep.Jobs[:0] }()
 	}
@@ -395,5 +396,5 @@ func (l Local) report(ctx context.Context, cluster string, r api.Report, buf *[]
 	if err != nil {
 		return api.ReportReply{}, err
 	}
-	return api.ReportReplyOf(reply, l.Server.Schema()), nil
+	return httpapi.ReportReplyOf(reply, l.Server.Schema()), nil
 }

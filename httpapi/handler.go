@@ -279,7 +279,7 @@ func (h *Handler) listQueues(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]api.Queue, len(qs))
 	for i, q := range qs {
-		out[i] = api.QueueOf(q)
+		out[i] = QueueOf(q)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -290,7 +290,7 @@ func (h *Handler) getQueue(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err, true)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.QueueOf(q))
+	writeJSON(w, http.StatusOK, QueueOf(q))
 }
 
 func (h *Handler) createQueue(w http.ResponseWriter, r *http.Request) {
@@ -339,7 +339,7 @@ func (h *Handler) getQueueAfter(w http.ResponseWriter, r *http.Request, name str
 		h.fail(w, r, err, true)
 		return
 	}
-	writeJSON(w, code, api.QueueOf(q))
+	writeJSON(w, code, QueueOf(q))
 }
 
 func (h *Handler) deleteQueue(w http.ResponseWriter, r *http.Request) {
@@ -418,7 +418,7 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err, true) // an unknown job or queue is 404, as for status
 		return
 	}
-	writeJSON(w, http.StatusOK, api.CancelResponseOf(res))
+	writeJSON(w, http.StatusOK, CancelResponseOf(res))
 }
 
 func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
@@ -450,7 +450,7 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 		if h.forbid(w, r, principal(r).MayWatch(st.Queue), "read queue "+st.Queue) {
 			return
 		}
-		out.Jobs[i] = api.JobStatusOf(st)
+		out.Jobs[i] = JobStatusOf(st)
 	}
 	if explain {
 		ds, err := h.srv.Detail(r.Context(), ids...)
@@ -459,7 +459,7 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		for i := range ds {
-			out.Jobs[i].Explain = api.JobExplainOf(ds[i], sts[i], h.srv.Schema())
+			out.Jobs[i].Explain = JobExplainOf(ds[i], sts[i], h.srv.Schema())
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -583,7 +583,7 @@ func (h *Handler) report(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err, false)
 		return
 	}
-	rep, err := body.ToServer(cluster, h.srv.Schema())
+	rep, err := ServerReport(&body, cluster, h.srv.Schema())
 	if err != nil {
 		h.fail(w, r, err, false)
 		return
@@ -593,7 +593,7 @@ func (h *Handler) report(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err, false)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.ReportReplyOf(reply, h.srv.Schema()))
+	writeJSON(w, http.StatusOK, ReportReplyOf(reply, h.srv.Schema()))
 }
 
 //go:embed openapi.json

@@ -1,5 +1,7 @@
 package scenario
 
+import "github.com/flotilla-sched/flotilla/textform"
+
 // The types in this file mirror the scenario file format of SCENARIOS.md
 // field for field: their JSON names are a public interface. Optional fields
 // whose default differs from Go's zero value are pointers (nil = absent =
@@ -151,21 +153,12 @@ type NodeTemplate struct {
 }
 
 // Taint repels jobs that do not tolerate it. Key and Effect are required.
-type Taint struct {
-	Key    string `json:"key"`
-	Value  string `json:"value,omitempty"`
-	Effect string `json:"effect"`
-}
+type Taint = textform.Taint
 
 // Toleration lets a job onto tainted nodes, with Kubernetes rules: Operator
 // is "Equal" (default) or "Exists"; an empty Key requires Exists; Exists
 // requires an empty Value; an empty Effect matches every effect.
-type Toleration struct {
-	Key      string `json:"key,omitempty"`
-	Operator string `json:"operator,omitempty"`
-	Value    string `json:"value,omitempty"`
-	Effect   string `json:"effect,omitempty"`
-}
+type Toleration = textform.Toleration
 
 // QueueSpec is a queue.
 type QueueSpec struct {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/textform"
 )
 
 // gangAcc gathers a gang's members within one round.
@@ -69,7 +70,7 @@ func (b *builder) rounds() {
 				b.add(flotilla.Errorf(p+".requests", "", flotilla.ErrRequired, "a job needs at least one resource request"))
 			}
 			requests := b.parseResources(p+".requests", t.Requests)
-			tolerations := convertTolerations(t.Tolerations)
+			tolerations := textform.Tolerations(t.Tolerations)
 			proto := &flotilla.Job{ID: t.ID, Queue: t.Queue, Requests: requests, NodeSelector: t.NodeSelector, Tolerations: tolerations, AvoidClusters: t.AvoidClusters}
 			b.addRenamed(proto.Validate(b.schema), fmt.Sprintf("job %q", t.ID), p)
 			var g *gangAcc
@@ -229,21 +230,4 @@ func (b *builder) ends(rp string, r int, list string, ids []string, st *roundSta
 		return nil
 	}
 	return append([]string(nil), ids...)
-}
-
-// convertTolerations converts a template's tolerations, the default
-// operator made explicit; Job.Validate judges them.
-func convertTolerations(ts []Toleration) []flotilla.Toleration {
-	if len(ts) == 0 {
-		return nil
-	}
-	out := make([]flotilla.Toleration, len(ts))
-	for j, t := range ts {
-		op := t.Operator
-		if op == "" {
-			op = string(flotilla.TolerationEqual)
-		}
-		out[j] = flotilla.Toleration{Key: t.Key, Operator: flotilla.TolerationOperator(op), Value: t.Value, Effect: flotilla.TaintEffect(t.Effect)}
-	}
-	return out
 }

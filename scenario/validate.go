@@ -13,6 +13,7 @@ import (
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/fairness"
 	"github.com/flotilla-sched/flotilla/internal/strictjson"
+	"github.com/flotilla-sched/flotilla/textform"
 )
 
 // config turns the config fields into Settings, parsing what the format
@@ -224,10 +225,7 @@ func (b *builder) nodes() {
 			b.add(flotilla.Errorf(f+".resources", "", flotilla.ErrRequired, "a node needs at least one resource"))
 		}
 		capacity := b.parseResources(f+".resources", t.Resources)
-		taints := make([]flotilla.Taint, len(t.Taints))
-		for j, tt := range t.Taints {
-			taints[j] = flotilla.Taint{Key: tt.Key, Value: tt.Value, Effect: flotilla.TaintEffect(tt.Effect)}
-		}
+		taints := textform.Taints(t.Taints)
 		proto := &flotilla.Node{Name: t.Name, Cluster: t.Cluster, Labels: t.Labels, Taints: taints, Total: capacity, Unschedulable: t.Unschedulable}
 		b.addMapped(proto.Validate(b.schema), func(field string) string {
 			rest, ok := strings.CutPrefix(field, fmt.Sprintf("node %q", t.Name))

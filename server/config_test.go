@@ -10,6 +10,7 @@ import (
 	"github.com/flotilla-sched/flotilla/backend/memory"
 	"github.com/flotilla-sched/flotilla/internal/fakeclock"
 	"github.com/flotilla-sched/flotilla/scheduler"
+	"github.com/flotilla-sched/flotilla/submit"
 )
 
 func TestConfigValidateNamesEveryFieldsProblem(t *testing.T) {
@@ -32,7 +33,7 @@ func TestConfigValidateNamesEveryFieldsProblem(t *testing.T) {
 		{name: "negative max attempts", mod: func(c *Config) { c.MaxAttempts = -1 },
 			want: []problem{{"maxAttempts", "-1", flotilla.ErrNegative}}},
 		{name: "submit rules", mod: func(c *Config) {
-			c.Submit = SubmitRules{MaxTerminationGracePeriod: time.Millisecond, DefaultActiveDeadline: -time.Hour, MaxJobsPerRequest: -1}
+			c.Submit = submit.Rules{MaxTerminationGracePeriod: time.Millisecond, DefaultActiveDeadline: -time.Hour, MaxJobsPerRequest: -1}
 		}, want: []problem{
 			{"submitRules.maxTerminationGracePeriod", "1ms", flotilla.ErrOutOfRange},
 			{"submitRules.defaultActiveDeadline", "-1h0m0s", flotilla.ErrNegative},

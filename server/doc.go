@@ -128,7 +128,7 @@
 //
 // With Config.Flux (FluxConfig), a job belongs to the flux association
 // (user, bank): the user is the principal that submitted it (set by the
-// caller from its authentication: SubmitRequest.Principal, or
+// caller from its authentication: submit.Request.Principal, or
 // SubmitJSONAs; a submit file cannot carry it), or
 // FluxConfig.DefaultUser for a job with no principal; the bank is the
 // queue's (FluxConfig.Banks, by default the queue's name). The principal is
@@ -148,18 +148,9 @@
 //
 // # Submission rules
 //
-// The submission rules are also a pure function, for callers that check
-// submissions without a service:
-//
-//   - ParseSubmit decodes a submit file (SubmitRequest, JobTemplate)
-//     strictly, every problem named by its JSON path;
-//   - SubmitRules.Jobs applies SERVICE.md's submission rules (grace
-//     period, default deadlines by CPU or GPU, count expansion of client
-//     ids, gangs whole in one request, classes, resources, tolerations)
-//     and expands a request into the []backend.JobSpec to store, or
-//     rejects it whole with every problem named;
-//   - SubmitRules.ParseJobs does both, reporting the file's type errors
-//     together with the rules' problems.
+// The submission rules are package submit's, a pure function the service
+// applies to every submission (Config.Submit); callers may check
+// submissions with it without a service.
 //
 // Bad input anywhere (a submission, a report, a queue definition) is
 // rejected whole before anything changes, every problem a

@@ -9,6 +9,7 @@ import (
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/events"
+	"github.com/flotilla-sched/flotilla/submit"
 )
 
 // leasedWorld is a world with queue A, cluster c1 of one 4-cpu node, and
@@ -75,7 +76,7 @@ func TestLeaseIsDeliveredAgainWhileTheExecutorDoesNotListIt(t *testing.T) {
 		require.Equal(t, 1, ls[0].Attempt)
 		require.Equal(t, "c1-n0", ls[0].Node)
 		require.Equal(t, time.Second, ls[0].TerminationGracePeriod)
-		require.Equal(t, DefaultActiveDeadline, ls[0].ActiveDeadline)
+		require.Equal(t, submit.DefaultActiveDeadline, ls[0].ActiveDeadline)
 	}
 	reply := w.report(Report{Cluster: "c1", Jobs: []JobReport{{Job: id, Attempt: 1, Phase: PhasePending}}})
 	require.Empty(t, reply.Leases)
@@ -453,7 +454,7 @@ func TestLeaseCarriesItsTemplatesGraceDeadlineRuntimeAndExitCode(t *testing.T) {
 			if i < 2 {
 				require.Equal(t, []any{5 * time.Second, time.Hour, 3 * time.Second, 7}, []any{l.TerminationGracePeriod, l.ActiveDeadline, l.Runtime, l.ExitCode}, "job %d, restart %v", i, restart)
 			} else {
-				require.Equal(t, []any{time.Second, DefaultActiveDeadline, 9 * time.Second, 0}, []any{l.TerminationGracePeriod, l.ActiveDeadline, l.Runtime, l.ExitCode}, "job %d, restart %v", i, restart)
+				require.Equal(t, []any{time.Second, submit.DefaultActiveDeadline, 9 * time.Second, 0}, []any{l.TerminationGracePeriod, l.ActiveDeadline, l.Runtime, l.ExitCode}, "job %d, restart %v", i, restart)
 			}
 		}
 		if !restart {

@@ -14,6 +14,7 @@ import (
 	"github.com/flotilla-sched/flotilla/events"
 	"github.com/flotilla-sched/flotilla/fairness"
 	"github.com/flotilla-sched/flotilla/priority"
+	"github.com/flotilla-sched/flotilla/submit"
 )
 
 // DefaultFluxUser is the flux user of jobs submitted without a principal
@@ -24,7 +25,7 @@ const DefaultFluxUser = "anonymous"
 // multi-factor priority over a bank hierarchy (package priority).
 //
 // A job's association is (user, bank): the user is the principal that
-// submitted it (SubmitRequest.Principal, or DefaultUser when there is
+// submitted it (submit.Request.Principal, or DefaultUser when there is
 // none), the bank is Banks[queue], or the queue's name when Banks does not
 // list the queue. At submit the association must exist in Tree (otherwise
 // the submission is rejected, field "principal" or "queue"), and the job's
@@ -368,13 +369,13 @@ func (s *Server) WithBankTree(fn func(*priority.BankTree) error) error {
 // (backend.JobSpec.Principal) and, with Config.Flux, charged to its
 // association. A submit file cannot name its principal.
 func (s *Server) SubmitJSONAs(ctx context.Context, principal string, data []byte) ([]string, error) {
-	req, _ := ParseSubmit(data) // for the queue name; ParseJobs reports the problems
+	req, _ := submit.Parse(data) // for the queue name; ParseJobs reports the problems
 	q := ""
 	if req != nil {
 		q = req.Queue
 	}
 	return s.submit(ctx, q, func(now time.Time) ([]backend.JobSpec, error) {
-		specs, err := s.cfg.Submit.parseJobs(data, &s.cat, now, s.newIDs)
+		specs, err := s.cfg.Submit.ParseJobsBatch(data, &s.cat, now, s.newIDs)
 		for i := range specs {
 			specs[i].Principal = principal
 		}

@@ -9,22 +9,22 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flotilla-sched/flotilla"
-	"github.com/flotilla-sched/flotilla/backend"
-	"github.com/flotilla-sched/flotilla/gang"
+	"github.com/flotilla-sched/flotilla/submit"
+)
+
+// The submit file's types (package submit), by the names this package's
+// tests have always used.
+type (
+	SubmitRequest = submit.Request
+	JobTemplate   = submit.JobTemplate
+	GangSpec      = submit.GangSpec
+	Toleration    = submit.Toleration
 )
 
 // testNow is the submit time of every test request.
 var testNow = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 
-func testCatalog() *Catalog {
-	return &Catalog{
-		Schema:               flotilla.MustResourceSchema("cpu", "memory", DefaultGPUResource),
-		PriorityClasses:      flotilla.DefaultPriorityClasses(),
-		DefaultPriorityClass: flotilla.ArmadaDefault,
-	}
-}
-
-// counter is a deterministic IDSource: job-1, job-2, …; calls counts them.
+// counter is a deterministic submit.IDSource: job-1, job-2, …; calls counts them.
 type counter struct{ calls int }
 
 func (c *counter) next() string {
@@ -40,20 +40,6 @@ func cpuJob() JobTemplate { return JobTemplate{Requests: map[string]string{"cpu"
 // request wraps templates in a request for queue A, job set s1.
 func request(ts ...JobTemplate) *SubmitRequest {
 	return &SubmitRequest{Queue: "A", JobSet: "s1", Jobs: ts}
-}
-
-// submit runs the default rules on req.
-func submit(req *SubmitRequest) ([]backend.JobSpec, error) {
-	var c counter
-	return SubmitRules{}.Jobs(req, testCatalog(), testNow, c.next)
-}
-
-// accept requires req to be accepted and returns its jobs.
-func accept(t *testing.T, req *SubmitRequest) []backend.JobSpec {
-	t.Helper()
-	specs, err := submit(req)
-	require.NoError(t, err)
-	return specs
 }
 
 // problem is one expected problem: field, value and class.
@@ -92,24 +78,4 @@ func requireProblems(t *testing.T, err error, want ...problem) {
 		}
 		require.True(t, found, "want %s %q (%v) among:\n%v", w.field, w.value, w.class, err)
 	}
-}
-
-// reject requires req to be rejected with exactly the problems want, no
-// jobs, and no id drawn.
-func reject(t *testing.T, req *SubmitRequest, want ...problem) {
-	t.Helper()
-	var c counter
-	specs, err := SubmitRules{}.Jobs(req, testCatalog(), testNow, c.next)
-	require.Nil(t, specs)
-	require.Zero(t, c.calls, "ids drawn for a rejected request")
-	requireProblems(t, err, want...)
-}
-
-// gangCheck runs the library's gang rule over accepted jobs.
-func gangCheck(specs []backend.JobSpec) error {
-	jobs := make([]*flotilla.Job, len(specs))
-	for i := range specs {
-		jobs[i] = specs[i].Job
-	}
-	return gang.ValidateSubmission(jobs, nil)
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"sync"
+
+	"github.com/flotilla-sched/flotilla/submit"
 )
 
 // crockford is the alphabet of ULIDs (Crockford's base 32: no I, L, O, U).
@@ -20,7 +22,7 @@ const ulidLen = 26
 // clock goes back, the random part of the previous id is incremented, so
 // ids from one source are strictly increasing and never repeat. It is
 // safe for concurrent use.
-func NewULIDs(clock Clock, entropy io.Reader) IDSource {
+func NewULIDs(clock Clock, entropy io.Reader) submit.IDSource {
 	return newULIDSource(clock, entropy).next
 }
 
@@ -113,18 +115,4 @@ func appendULID(dst []byte, ms uint64, hi uint16, lo uint64) []byte {
 		hi >>= 5
 	}
 	return append(dst, out[:]...)
-}
-
-// batch is f as a source of n ids at a time (n calls); nil when f is nil.
-func (f IDSource) batch() func(n int) []string {
-	if f == nil {
-		return nil
-	}
-	return func(n int) []string {
-		out := make([]string, n)
-		for i := range out {
-			out[i] = f()
-		}
-		return out
-	}
 }

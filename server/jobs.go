@@ -13,10 +13,11 @@ import (
 	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/events"
 	"github.com/flotilla-sched/flotilla/scheduler"
+	"github.com/flotilla-sched/flotilla/submit"
 )
 
 // Submit stores the jobs of one request with SERVICE.md's rules
-// (SubmitRules.Jobs) and returns their ids in file order. The jobs and
+// (submit.Rules.Jobs) and returns their ids in file order. The jobs and
 // their submitted events are stored together or not at all; ids are
 // returned only once they are stored.
 //
@@ -27,12 +28,12 @@ import (
 // queue already use (flotilla.ErrDuplicate, field "gang.id"), a gang whose
 // members' client ids were partly used before (flotilla.ErrInconsistent),
 // each a *flotilla.FieldError, joined.
-func (s *Server) Submit(ctx context.Context, req *SubmitRequest) ([]string, error) {
+func (s *Server) Submit(ctx context.Context, req *submit.Request) ([]string, error) {
 	if req == nil {
 		return nil, flotilla.Errorf("request", "<nil>", flotilla.ErrRequired, "")
 	}
 	return s.submit(ctx, req.Queue, func(now time.Time) ([]backend.JobSpec, error) {
-		specs, err := s.cfg.Submit.jobs(req, &s.cat, now, s.newIDs)
+		specs, err := s.cfg.Submit.JobsBatch(req, &s.cat, now, s.newIDs)
 		for i := range specs {
 			specs[i].Principal = req.Principal
 		}
@@ -41,7 +42,7 @@ func (s *Server) Submit(ctx context.Context, req *SubmitRequest) ([]string, erro
 }
 
 // SubmitJSON is Submit for a submit file (SERVICE.md's form), reporting
-// its form's problems (ParseSubmit) with the rules' ones.
+// its form's problems (submit.Parse) with the rules' ones.
 func (s *Server) SubmitJSON(ctx context.Context, data []byte) ([]string, error) {
 	// The queue's name, read even when other fields are mistyped, so that
 	// an unknown queue is named with the file's other problems; ParseJobs
@@ -52,7 +53,7 @@ func (s *Server) SubmitJSON(ctx context.Context, data []byte) ([]string, error) 
 		_ = json.Unmarshal(head["queue"], &queueName) // the exact key, as the strict decoder reads it
 	}
 	return s.submit(ctx, queueName, func(now time.Time) ([]backend.JobSpec, error) {
-		return s.cfg.Submit.parseJobs(data, &s.cat, now, s.newIDs)
+		return s.cfg.Submit.ParseJobsBatch(data, &s.cat, now, s.newIDs)
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/events"
 	"github.com/flotilla-sched/flotilla/scheduler"
+	"github.com/flotilla-sched/flotilla/submit"
 )
 
 // validQueue checks a queue definition against the service's
@@ -32,6 +33,11 @@ func (s *Server) validQueue(q *flotilla.Queue) error {
 	}
 	return errors.Join(errs...)
 }
+
+// badName reports whether s cannot name a queue or a cluster: not text
+// (submit.PlainText), or holding a '/' (names are path segments and, for
+// clusters, the prefix of a snapshot's node names).
+func badName(s string) bool { return !submit.PlainText(s) || strings.ContainsRune(s, '/') }
 
 // CreateQueue adds a queue. Errors: the definition's problems
 // (*flotilla.FieldError, joined), backend.ErrExists when the name is

@@ -14,6 +14,7 @@ import (
 	"github.com/flotilla-sched/flotilla/events"
 	"github.com/flotilla-sched/flotilla/queue"
 	"github.com/flotilla-sched/flotilla/scheduler"
+	"github.com/flotilla-sched/flotilla/submit"
 )
 
 // Defaults of Config.
@@ -46,13 +47,13 @@ type Config struct {
 	// checked against. Required (Schema non-nil).
 	Scheduler scheduler.Config
 	// Submit are the submission rules; the zero value means the defaults.
-	Submit SubmitRules
+	Submit submit.Rules
 	// Backend stores everything; required. The Server does not close it.
 	Backend backend.Backend
 	// Clock tells the time; required.
 	Clock Clock
 	// NewID gives job ids; nil means time-ordered random ids (NewULIDs).
-	NewID IDSource
+	NewID submit.IDSource
 	// LeaseTimeout: a lease not renewed for this long expires, and a
 	// cluster that has not reported for this long leaves scheduling.
 	// 0 means DefaultLeaseTimeout.
@@ -141,7 +142,7 @@ type Server struct {
 	// newIDs returns n fresh job ids: Config.NewID's, or a request's
 	// ULIDs as slices of one string when the service makes its own.
 	newIDs func(n int) []string
-	cat    Catalog
+	cat    submit.Catalog
 
 	// schedule is sched.Schedule; a benchmark wraps it to time it.
 	schedule func(context.Context, *scheduler.Snapshot, time.Time) (*scheduler.Result, error)
@@ -239,8 +240,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		sched:  sched,
 		be:     cfg.Backend,
 		clock:  cfg.Clock,
-		newIDs: cfg.NewID.batch(),
-		cat: Catalog{
+		newIDs: cfg.NewID.Batch(),
+		cat: submit.Catalog{
 			Schema:               sc.Schema,
 			PriorityClasses:      sc.PriorityClasses,
 			DefaultPriorityClass: sc.DefaultPriorityClass,

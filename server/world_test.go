@@ -14,6 +14,7 @@ import (
 	"github.com/flotilla-sched/flotilla/events"
 	"github.com/flotilla-sched/flotilla/internal/fakeclock"
 	"github.com/flotilla-sched/flotilla/scheduler"
+	"github.com/flotilla-sched/flotilla/submit"
 )
 
 // world is a service over the memory backend with a fake clock and
@@ -29,7 +30,7 @@ type world struct {
 
 // worldSchema is the schema of every world: cpu, memory, GPUs.
 func worldSchema() *flotilla.ResourceSchema {
-	return flotilla.MustResourceSchema("cpu", "memory", DefaultGPUResource)
+	return flotilla.MustResourceSchema("cpu", "memory", submit.DefaultGPUResource)
 }
 
 // newWorld starts a service; opts adjust its configuration.

@@ -17,6 +17,7 @@ import (
 	"github.com/flotilla-sched/flotilla/internal/fakeclock"
 	"github.com/flotilla-sched/flotilla/scheduler"
 	"github.com/flotilla-sched/flotilla/server"
+	"github.com/flotilla-sched/flotilla/submit"
 )
 
 // Defaults of Config.
@@ -264,12 +265,8 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 	for _, cl := range cfg.Clusters.Clusters {
 		var nodes []api.Node
 		for _, nt := range cl.Nodes {
-			var taints []api.Taint
-			for _, t := range nt.Taints {
-				taints = append(taints, api.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect})
-			}
 			for _, name := range nt.names() {
-				nodes = append(nodes, api.Node{Name: name, Resources: nt.Resources, Labels: nt.Labels, Unschedulable: nt.Unschedulable, Taints: taints})
+				nodes = append(nodes, api.Node{Name: name, Resources: nt.Resources, Labels: nt.Labels, Unschedulable: nt.Unschedulable, Taints: nt.Taints})
 			}
 		}
 		ex, err := executor.New(executor.Config{Cluster: cl.Name, Nodes: nodes, Service: executor.Local{Server: srv}, Clock: r.clk, Renew: cfg.Renew})
@@ -377,22 +374,18 @@ func (r *run) finished(i int, now time.Duration) {
 func (r *run) submit(ctx context.Context, a arrival) error {
 	tp := &r.tpls[a.tpl]
 	t := tp.spec
-	req := &server.SubmitRequest{Queue: t.Queue, JobSet: tp.jobSet, Jobs: make([]server.JobTemplate, 0, a.to-a.from)}
-	var tols []server.Toleration
-	for _, tol := range t.Tolerations {
-		tols = append(tols, server.Toleration(tol))
-	}
+	req := &submit.Request{Queue: t.Queue, JobSet: tp.jobSet, Jobs: make([]submit.JobTemplate, 0, a.to-a.from)}
 	for k := a.from; k < a.to; k++ {
 		rt := tp.min
 		if tp.tail > 0 {
 			rt += time.Duration(r.rng.ExpFloat64() * float64(tp.tail))
 		}
 		rt = rt.Round(time.Millisecond)
-		jt := server.JobTemplate{PriorityClass: t.PriorityClass, Priority: t.Priority, Requests: t.Requests,
-			NodeSelector: t.NodeSelector, Tolerations: tols, Runtime: rt.String()}
+		jt := submit.JobTemplate{PriorityClass: t.PriorityClass, Priority: t.Priority, Requests: t.Requests,
+			NodeSelector: t.NodeSelector, Tolerations: t.Tolerations, Runtime: rt.String()}
 		if t.Gang != nil {
 			g := k / t.Gang.Cardinality
-			jt.Gang = &server.GangSpec{ID: fmt.Sprintf("%s-%d-%d", t.ID, a.repeat, g), Cardinality: t.Gang.Cardinality,
+			jt.Gang = &submit.GangSpec{ID: fmt.Sprintf("%s-%d-%d", t.ID, a.repeat, g), Cardinality: t.Gang.Cardinality,
 				NodeUniformityLabel: t.Gang.NodeUniformityLabel}
 		}
 		req.Jobs = append(req.Jobs, jt)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/internal/strictjson"
+	"github.com/flotilla-sched/flotilla/textform"
 )
 
 // Workload is what the simulation submits: queues and job templates.
@@ -81,12 +82,7 @@ type Gang struct {
 // Toleration lets a template's jobs onto tainted nodes: Operator is
 // "Equal" (default) or "Exists"; an empty Key needs Exists, Exists takes
 // no Value; an empty Effect matches every effect.
-type Toleration struct {
-	Key      string `json:"key,omitempty"`
-	Operator string `json:"operator,omitempty"`
-	Value    string `json:"value,omitempty"`
-	Effect   string `json:"effect,omitempty"`
-}
+type Toleration = textform.Toleration
 
 // Arrival is when a template's jobs are submitted.
 type Arrival struct {
@@ -146,11 +142,7 @@ type NodeTemplate struct {
 }
 
 // Taint repels jobs that do not tolerate it; Key and Effect are required.
-type Taint struct {
-	Key    string `json:"key"`
-	Value  string `json:"value,omitempty"`
-	Effect string `json:"effect"`
-}
+type Taint = textform.Taint
 
 // Limits keep a file from asking for more than a run can hold.
 const (
@@ -314,7 +306,7 @@ func (t *JobTemplate) placement(f string) []error {
 	}
 	tols := make([]flotilla.Toleration, len(t.Tolerations))
 	for i, tol := range t.Tolerations {
-		tols[i] = flotilla.Toleration{Key: tol.Key, Operator: flotilla.TolerationOperator(tol.Operator), Value: tol.Value, Effect: flotilla.TaintEffect(tol.Effect)}
+		tols[i] = tol.Flotilla() // as written: Job.Validate names an empty operator ""
 	}
 	// A one-resource prototype job: only its selector and tolerations can
 	// be wrong.

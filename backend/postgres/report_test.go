@@ -10,6 +10,7 @@ import (
 	"github.com/flotilla-sched/flotilla/backend/backendtest"
 	"github.com/flotilla-sched/flotilla/scheduler"
 	"github.com/flotilla-sched/flotilla/server"
+	"github.com/flotilla-sched/flotilla/submit"
 )
 
 // endedReport is a service on be whose cluster c1 (nodes × 8 cores) runs
@@ -44,8 +45,8 @@ func endedReport(t testing.TB, be *Backend, nodes, ended, live int) (*server.Ser
 	report(&server.Report{Cluster: "c1", Nodes: ns})
 	for i := 0; i < ended+live; i += 1000 {
 		n := min(1000, ended+live-i)
-		_, err := srv.Submit(ctx, &server.SubmitRequest{Queue: "A", JobSet: fmt.Sprintf("s%d", i/1000),
-			Jobs: []server.JobTemplate{{Count: &n, Requests: map[string]string{"cpu": "1"}}}})
+		_, err := srv.Submit(ctx, &submit.Request{Queue: "A", JobSet: fmt.Sprintf("s%d", i/1000),
+			Jobs: []submit.JobTemplate{{Count: &n, Requests: map[string]string{"cpu": "1"}}}})
 		if err != nil {
 			t.Fatal(err)
 		}

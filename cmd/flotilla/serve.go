@@ -26,10 +26,11 @@ import (
 	"github.com/flotilla-sched/flotilla/scenario"
 	"github.com/flotilla-sched/flotilla/scheduler"
 	"github.com/flotilla-sched/flotilla/server"
+	"github.com/flotilla-sched/flotilla/submit"
 )
 
 // defaultResources are the service's resources when -config names none.
-func defaultResources() []string { return []string{"cpu", "memory", server.DefaultGPUResource} }
+func defaultResources() []string { return []string{"cpu", "memory", submit.DefaultGPUResource} }
 
 // serveConfig is serve's -config file: SCENARIOS.md's config and
 // priorityClasses blocks, and the resources the service schedules.

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/flotilla-sched/flotilla/api"
+	"github.com/flotilla-sched/flotilla/httpapi"
 	"github.com/flotilla-sched/flotilla/internal/safetext"
 	"github.com/flotilla-sched/flotilla/priority"
 )
@@ -27,7 +28,7 @@ func writeStatusLong(w io.Writer, sts []api.JobStatus) error {
 			return err
 		}
 		if s.Explain != nil && s.Explain.Flux != nil {
-			flux = append(flux, s.Explain.Flux.Breakdown(s.Job))
+			flux = append(flux, httpapi.PriorityBreakdown(s.Job, s.Explain.Flux))
 		}
 	}
 	if len(flux) == 0 {

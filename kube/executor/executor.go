@@ -23,6 +23,7 @@ import (
 	fexec "github.com/flotilla-sched/flotilla/executor"
 	"github.com/flotilla-sched/flotilla/kube/internal/noretry"
 	"github.com/flotilla-sched/flotilla/server"
+	"github.com/flotilla-sched/flotilla/submit"
 )
 
 // DefaultRenew is how often Run reports when Config.Renew is 0: well under
@@ -158,7 +159,7 @@ func New(cfg Config) (*Executor, error) {
 		cfg.Renew = DefaultRenew
 	}
 	if cfg.Resources == nil {
-		cfg.Resources = []string{string(corev1.ResourceCPU), string(corev1.ResourceMemory), server.DefaultGPUResource}
+		cfg.Resources = []string{string(corev1.ResourceCPU), string(corev1.ResourceMemory), submit.DefaultGPUResource}
 	}
 	if cfg.NodeSelector == nil {
 		cfg.NodeSelector = labels.Everything()

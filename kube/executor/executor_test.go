@@ -33,6 +33,7 @@ import (
 	"github.com/flotilla-sched/flotilla/kube/executor"
 	"github.com/flotilla-sched/flotilla/scheduler"
 	"github.com/flotilla-sched/flotilla/server"
+	"github.com/flotilla-sched/flotilla/submit"
 )
 
 // service is an in-process Flotilla service over the memory backend with
@@ -47,7 +48,7 @@ type service struct {
 func newService(t testing.TB) *service {
 	t.Helper()
 	ctx := context.Background()
-	schema := flotilla.MustResourceSchema("cpu", "memory", server.DefaultGPUResource)
+	schema := flotilla.MustResourceSchema("cpu", "memory", submit.DefaultGPUResource)
 	clk := fakeclock.New(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
 	srv, err := server.New(ctx, server.Config{Scheduler: scheduler.DefaultConfig(schema), Backend: memory.New(schema), Clock: clk,
 		NewID: server.NewULIDs(clk, nil), LeaseTimeout: 30 * time.Second})

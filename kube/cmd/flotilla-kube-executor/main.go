@@ -34,6 +34,7 @@ import (
 	"github.com/flotilla-sched/flotilla/client"
 	"github.com/flotilla-sched/flotilla/kube/executor"
 	"github.com/flotilla-sched/flotilla/server"
+	"github.com/flotilla-sched/flotilla/submit"
 )
 
 func main() {
@@ -60,7 +61,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file (empty: ~/.kube/config, else in-cluster)")
 	fs.StringVar(&o.cfg.Namespace, "namespace", executor.DefaultNamespace, "the namespace of the jobs' pods")
 	sel := fs.String("node-selector", "", "a label selector picking the cluster's nodes (empty: every node)")
-	res := fs.String("resources", "cpu,memory,"+server.DefaultGPUResource, "the resources reported: the service's resources, comma-separated")
+	res := fs.String("resources", "cpu,memory,"+submit.DefaultGPUResource, "the resources reported: the service's resources, comma-separated")
 	tmpl := fs.String("pod-template", "", "a Pod, YAML or JSON, whose first container runs the job (default: busybox sleeping for the job's runtime)")
 	fs.IntVar(&o.cfg.Keep, "keep", 0, "how many ended pods to keep for debugging (the most recent)")
 	fs.DurationVar(&o.cfg.Renew, "renew", executor.DefaultRenew, "how often to report (and so renew leases): well under the lease timeout")

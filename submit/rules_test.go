@@ -1,4 +1,4 @@
-package server
+package submit
 
 import (
 	"testing"
@@ -46,7 +46,7 @@ func TestMaxTerminationGracePeriodIsConfigurable(t *testing.T) {
 	tpl := cpuJob()
 	tpl.TerminationGracePeriod = "2m"
 	var c counter
-	rules := SubmitRules{MaxTerminationGracePeriod: time.Minute}
+	rules := Rules{MaxTerminationGracePeriod: time.Minute}
 	_, err := rules.Jobs(request(tpl), testCatalog(), testNow, c.next)
 	requireProblems(t, err, problem{"jobs[0].terminationGracePeriod", "2m", flotilla.ErrOutOfRange})
 	rules.MaxTerminationGracePeriod = 3 * time.Minute
@@ -88,10 +88,10 @@ func TestGPUResourceIsConfigurableAndASchemaWithoutItHasNoGPUJobs(t *testing.T) 
 	cat := testCatalog()
 	cat.Schema = flotilla.MustResourceSchema("cpu", "amd.com/gpu")
 	var c counter
-	specs, err := SubmitRules{}.Jobs(request(tpl), cat, testNow, c.next)
+	specs, err := Rules{}.Jobs(request(tpl), cat, testNow, c.next)
 	require.NoError(t, err)
 	require.Equal(t, DefaultActiveDeadline, specs[0].ActiveDeadline, "nvidia.com/gpu is not in this schema")
-	specs, err = SubmitRules{GPUResource: "amd.com/gpu"}.Jobs(request(tpl), cat, testNow, c.next)
+	specs, err = Rules{GPUResource: "amd.com/gpu"}.Jobs(request(tpl), cat, testNow, c.next)
 	require.NoError(t, err)
 	require.Equal(t, DefaultGPUActiveDeadline, specs[0].ActiveDeadline)
 }
@@ -134,10 +134,10 @@ func TestCountNegativeOrAboveMaxJobsPerRequestIsRejected(t *testing.T) {
 	a, b := cpuJob(), cpuJob()
 	a.Count, b.Count = intp(3), intp(2)
 	var c counter
-	_, err := SubmitRules{MaxJobsPerRequest: 4}.Jobs(request(a, b), testCatalog(), testNow, c.next)
+	_, err := Rules{MaxJobsPerRequest: 4}.Jobs(request(a, b), testCatalog(), testNow, c.next)
 	requireProblems(t, err, problem{"jobs[1].count", "2", flotilla.ErrOutOfRange})
 	b.Count = intp(1)
-	specs, err := SubmitRules{MaxJobsPerRequest: 4}.Jobs(request(a, b), testCatalog(), testNow, c.next)
+	specs, err := Rules{MaxJobsPerRequest: 4}.Jobs(request(a, b), testCatalog(), testNow, c.next)
 	require.NoError(t, err)
 	require.Len(t, specs, 4)
 }
@@ -226,7 +226,7 @@ func TestRuntimeMustNotBeNegativeAndExitCodeIsAnExitStatus(t *testing.T) {
 }
 
 func TestQueueJobSetAndAJobTemplateAreRequired(t *testing.T) {
-	reject(t, &SubmitRequest{},
+	reject(t, &Request{},
 		problem{"queue", "", flotilla.ErrRequired},
 		problem{"jobSet", "", flotilla.ErrRequired},
 		problem{"jobs", "", flotilla.ErrRequired})
@@ -266,13 +266,13 @@ func TestAnyProblemRejectsTheWholeRequestNamingEveryProblem(t *testing.T) {
 
 func TestMisconfiguredRulesCatalogOrIDSourceAreErrorsNotPanics(t *testing.T) {
 	var c counter
-	_, err := SubmitRules{MaxTerminationGracePeriod: time.Millisecond, MaxJobsPerRequest: -1}.Jobs(request(cpuJob()), nil, testNow, nil)
+	_, err := Rules{MaxTerminationGracePeriod: time.Millisecond, MaxJobsPerRequest: -1}.Jobs(request(cpuJob()), nil, testNow, nil)
 	requireProblems(t, err,
 		problem{"submitRules.maxTerminationGracePeriod", "1ms", flotilla.ErrOutOfRange},
 		problem{"submitRules.maxJobsPerRequest", "-1", flotilla.ErrNegative},
 		problem{"catalog", "<nil>", flotilla.ErrRequired},
 		problem{"newID", "<nil>", flotilla.ErrRequired})
-	_, err = SubmitRules{}.Jobs(nil, &Catalog{DefaultPriorityClass: "x"}, testNow, c.next)
+	_, err = Rules{}.Jobs(nil, &Catalog{DefaultPriorityClass: "x"}, testNow, c.next)
 	requireProblems(t, err,
 		problem{"catalog.schema", "<nil>", flotilla.ErrRequired},
 		problem{"catalog.defaultPriorityClass", "x", flotilla.ErrUnknownName},

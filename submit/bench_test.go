@@ -1,4 +1,4 @@
-package server
+package submit
 
 import (
 	"testing"
@@ -9,7 +9,7 @@ import (
 // service's batch size; ns/op / 1000 is the cost per job.
 func BenchmarkJobs1000(b *testing.B) {
 	cat := testCatalog()
-	req := &SubmitRequest{Queue: "A", JobSet: "s1"}
+	req := &Request{Queue: "A", JobSet: "s1"}
 	for i := range 10 {
 		t := JobTemplate{
 			Count:                  intp(100),
@@ -24,7 +24,7 @@ func BenchmarkJobs1000(b *testing.B) {
 	id := func() string { return "id" }
 	b.ReportAllocs()
 	for b.Loop() {
-		specs, err := SubmitRules{}.Jobs(req, cat, testNow, id)
+		specs, err := Rules{}.Jobs(req, cat, testNow, id)
 		if err != nil || len(specs) != 1000 {
 			b.Fatal(err, len(specs))
 		}

@@ -1,4 +1,4 @@
-package api_test
+package httpapi_test
 
 import (
 	"testing"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/api"
+	"github.com/flotilla-sched/flotilla/httpapi"
 	"github.com/flotilla-sched/flotilla/priority"
 	"github.com/flotilla-sched/flotilla/scheduler"
 	"github.com/flotilla-sched/flotilla/server"
@@ -22,9 +23,9 @@ func TestFluxBreakdownOnTheWireGivesBackTheBreakdown(t *testing.T) {
 		c := priority.Calculate(priority.Factors{FairShare: 0.25, Queue: 7, Bank: 0.5, Urgency: urgency}, priority.DefaultWeights())
 		want := priority.Breakdown{JobID: "j", User: "alice", Bank: "b", Queue: "A", Calculation: c}
 		flux := want
-		e := api.JobExplainOf(server.JobDetail{Flux: &flux}, server.JobStatus{}, schema)
+		e := httpapi.JobExplainOf(server.JobDetail{Flux: &flux}, server.JobStatus{}, schema)
 		require.NotNil(t, e.Flux)
-		assert.Equal(t, want, e.Flux.Breakdown("j"), "urgency %d", urgency)
+		assert.Equal(t, want, httpapi.PriorityBreakdown("j", e.Flux), "urgency %d", urgency)
 	}
 }
 
@@ -46,5 +47,5 @@ func TestUnscheduledOfKeepsEveryNodeGroupWithQuantities(t *testing.T) {
 			{Nodes: 1, ShortOf: "memory", Short: "1Gi", WhenEmpty: &yes},
 		},
 		GangMember: &api.GangMember{Job: "g-3", PlacedBefore: 2},
-	}, api.UnscheduledOf(r, schema))
+	}, httpapi.UnscheduledOf(r, schema))
 }

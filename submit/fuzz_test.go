@@ -1,4 +1,4 @@
-package server
+package submit
 
 import (
 	"testing"
@@ -7,10 +7,10 @@ import (
 	"github.com/flotilla-sched/flotilla/backend"
 )
 
-// FuzzParseSubmit feeds arbitrary bytes to ParseSubmit and the rules: they
+// FuzzParseSubmit feeds arbitrary bytes to Parse and the rules: they
 // never panic; every problem is a *flotilla.FieldError; an accepted request
 // yields jobs that all pass Job.Validate and the library's gang rule; and
-// ParseJobs accepts exactly what ParseSubmit followed by Jobs accepts,
+// ParseJobs accepts exactly what Parse followed by Jobs accepts,
 // with the same jobs.
 func FuzzParseSubmit(f *testing.F) {
 	for _, seed := range []string{
@@ -26,17 +26,17 @@ func FuzzParseSubmit(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	cat := testCatalog()
-	rules := SubmitRules{MaxJobsPerRequest: 1000}
+	rules := Rules{MaxJobsPerRequest: 1000}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var c1, c2 counter
 		var specs []backend.JobSpec
-		req, err := ParseSubmit(data)
+		req, err := Parse(data)
 		if err == nil {
 			specs, err = rules.Jobs(req, cat, testNow, c1.next)
 		}
 		both, bothErr := rules.ParseJobs(data, cat, testNow, c2.next)
 		if (err == nil) != (bothErr == nil) {
-			t.Fatalf("ParseSubmit+Jobs error %v, ParseJobs error %v", err, bothErr)
+			t.Fatalf("Parse+Jobs error %v, ParseJobs error %v", err, bothErr)
 		}
 		if err != nil {
 			if specs != nil || both != nil {
@@ -50,7 +50,7 @@ func FuzzParseSubmit(f *testing.F) {
 			return
 		}
 		if len(specs) != len(both) {
-			t.Fatalf("ParseJobs gave %d jobs, ParseSubmit+Jobs %d", len(both), len(specs))
+			t.Fatalf("ParseJobs gave %d jobs, Parse+Jobs %d", len(both), len(specs))
 		}
 		for i, s := range specs {
 			if err := s.Job.Validate(cat.Schema); err != nil {
@@ -60,7 +60,7 @@ func FuzzParseSubmit(f *testing.F) {
 				t.Fatalf("accepted job %d: %+v", i, s)
 			}
 			if s.ClientID != both[i].ClientID || !s.Job.Requests.Equal(both[i].Job.Requests) {
-				t.Fatalf("job %d differs between ParseJobs and ParseSubmit+Jobs", i)
+				t.Fatalf("job %d differs between ParseJobs and Parse+Jobs", i)
 			}
 		}
 		if err := gangCheck(specs); err != nil {

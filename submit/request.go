@@ -1,7 +1,8 @@
-package server
+package submit
 
 import (
 	"github.com/flotilla-sched/flotilla/internal/strictjson"
+	"github.com/flotilla-sched/flotilla/textform"
 )
 
 // The types in this file mirror SERVICE.md's submit file field for field:
@@ -9,8 +10,8 @@ import (
 // strings ("30s", "1h"); an absent one (or JSON null, or "") means the
 // rule's default.
 
-// SubmitRequest is one submit file: jobs for one queue and job set.
-type SubmitRequest struct {
+// Request is one submit file: jobs for one queue and job set.
+type Request struct {
 	// Queue and JobSet are required; the service checks that the queue
 	// exists.
 	Queue  string `json:"queue"`
@@ -43,10 +44,10 @@ type JobTemplate struct {
 	Tolerations  []Toleration      `json:"tolerations,omitempty"`
 	Gang         *GangSpec         `json:"gang,omitempty"`
 	// TerminationGracePeriod: absent or "0s" means 1s; otherwise at least
-	// 1s and at most SubmitRules.MaxTerminationGracePeriod.
+	// 1s and at most Rules.MaxTerminationGracePeriod.
 	TerminationGracePeriod string `json:"terminationGracePeriod,omitempty"`
 	// ActiveDeadline bounds the job's run time; absent means the default
-	// (SubmitRules.DefaultActiveDeadline, or DefaultGPUActiveDeadline when
+	// (Rules.DefaultActiveDeadline, or DefaultGPUActiveDeadline when
 	// the job requests a GPU). When given it must be positive.
 	ActiveDeadline string `json:"activeDeadline,omitempty"`
 	// ClientID makes the submission idempotent (unique per queue); empty
@@ -61,12 +62,7 @@ type JobTemplate struct {
 // Toleration lets a job onto tainted nodes, with Kubernetes rules: Operator
 // is "Equal" (default) or "Exists"; an empty Key requires Exists; Exists
 // requires an empty Value; an empty Effect matches every effect.
-type Toleration struct {
-	Key      string `json:"key,omitempty"`
-	Operator string `json:"operator,omitempty"`
-	Value    string `json:"value,omitempty"`
-	Effect   string `json:"effect,omitempty"`
-}
+type Toleration = textform.Toleration
 
 // GangSpec makes a template's jobs members of a gang. All members come in
 // one request, agreeing on Cardinality (≥ 1, the number of members in the
@@ -77,15 +73,15 @@ type GangSpec struct {
 	NodeUniformityLabel string `json:"nodeUniformityLabel,omitempty"`
 }
 
-// ParseSubmit decodes a submit file strictly: unknown keys (with a
+// Parse decodes a submit file strictly: unknown keys (with a
 // did-you-mean), repeated keys, values of the wrong JSON type or out of
 // range are all reported at once, each a *flotilla.FieldError at the file's
 // JSON path (jobs[2].count). On any problem it returns nil and the
 // problems. It checks the form only; the submission rules are
-// SubmitRules.Jobs's, and SubmitRules.ParseJobs does both, reporting
+// Rules.Jobs's, and Rules.ParseJobs does both, reporting
 // every problem of the file together.
-func ParseSubmit(data []byte) (*SubmitRequest, error) {
-	req := new(SubmitRequest)
+func Parse(data []byte) (*Request, error) {
+	req := new(Request)
 	if err := strictjson.Decode(data, req); err != nil {
 		return nil, err
 	}

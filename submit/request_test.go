@@ -1,4 +1,4 @@
-package server
+package submit
 
 import (
 	"testing"
@@ -21,7 +21,7 @@ const serviceExample = `{"queue": "A", "jobSet": "s1",
  ]}`
 
 func TestParseSubmitDecodesServiceMDsSubmitFile(t *testing.T) {
-	req, err := ParseSubmit([]byte(serviceExample))
+	req, err := Parse([]byte(serviceExample))
 	require.NoError(t, err)
 	require.Equal(t, "A", req.Queue)
 	require.Equal(t, "s1", req.JobSet)
@@ -32,7 +32,7 @@ func TestParseSubmitDecodesServiceMDsSubmitFile(t *testing.T) {
 	require.Equal(t, "train-7", j.ClientID)
 	require.Equal(t, "20s", j.Runtime)
 
-	specs, err := SubmitRules{}.Jobs(req, testCatalog(), testNow, (&counter{}).next)
+	specs, err := Rules{}.Jobs(req, testCatalog(), testNow, (&counter{}).next)
 	require.NoError(t, err)
 	require.Len(t, specs, 40)
 	require.Equal(t, "train-7-39", specs[39].ClientID)
@@ -42,7 +42,7 @@ func TestParseSubmitDecodesServiceMDsSubmitFile(t *testing.T) {
 }
 
 func TestParseSubmitReportsUnknownKeysAndTypeErrorsAtTheFilesPaths(t *testing.T) {
-	req, err := ParseSubmit([]byte(`{"queue": "A", "jobSet": 7, "jobs": [
+	req, err := Parse([]byte(`{"queue": "A", "jobSet": 7, "jobs": [
 		{"requests": {"cpu": "1"}},
 		{"cuont": 2, "requests": {"cpu": 1}, "priority": -1}]}`))
 	require.Nil(t, req)
@@ -56,7 +56,7 @@ func TestParseSubmitReportsUnknownKeysAndTypeErrorsAtTheFilesPaths(t *testing.T)
 
 func TestParseSubmitRejectsMalformedDocumentsWhole(t *testing.T) {
 	for _, doc := range []string{``, `[]`, `{"queue": "A"`, `{} {}`} {
-		req, err := ParseSubmit([]byte(doc))
+		req, err := Parse([]byte(doc))
 		require.Nil(t, req, doc)
 		require.Error(t, err, doc)
 		for _, fe := range fieldErrors(t, err) {
@@ -66,7 +66,7 @@ func TestParseSubmitRejectsMalformedDocumentsWhole(t *testing.T) {
 }
 
 func TestParseJobsReportsTypeErrorsTogetherWithTheRulesProblems(t *testing.T) {
-	specs, err := SubmitRules{}.ParseJobs([]byte(`{"queue": "A", "jobSet": 7, "jobs": [
+	specs, err := Rules{}.ParseJobs([]byte(`{"queue": "A", "jobSet": 7, "jobs": [
 		{"requests": {"cpu": "1"}, "priorityClass": "urgent"},
 		{"count": "2", "requests": {"gpu": "1"}, "terminationGracePeriod": "10ms"}]}`),
 		testCatalog(), testNow, (&counter{}).next)
@@ -80,7 +80,7 @@ func TestParseJobsReportsTypeErrorsTogetherWithTheRulesProblems(t *testing.T) {
 		problem{"jobs[1].requests.gpu", "gpu", flotilla.ErrUnknownResource},
 		problem{"jobs[1].terminationGracePeriod", "10ms", flotilla.ErrOutOfRange})
 
-	specs, err = SubmitRules{}.ParseJobs([]byte(serviceExample), testCatalog(), testNow, (&counter{}).next)
+	specs, err = Rules{}.ParseJobs([]byte(serviceExample), testCatalog(), testNow, (&counter{}).next)
 	require.NoError(t, err)
 	require.Len(t, specs, 40)
 }

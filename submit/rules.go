@@ -1,4 +1,4 @@
-package server
+package submit
 
 import (
 	"errors"
@@ -15,9 +15,10 @@ import (
 	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/gang"
 	"github.com/flotilla-sched/flotilla/internal/strictjson"
+	"github.com/flotilla-sched/flotilla/textform"
 )
 
-// Defaults of SubmitRules (seeds/armada-scheduler.md, "Graceful
+// Defaults of Rules (seeds/armada-scheduler.md, "Graceful
 // termination" and "Job deadlines").
 const (
 	// DefaultMaxTerminationGracePeriod is Armada's default maximum.
@@ -39,9 +40,9 @@ const (
 	MaxExitCode = 255
 )
 
-// SubmitRules is the service's submission configuration. The zero value of
-// a field means its default (DefaultSubmitRules).
-type SubmitRules struct {
+// Rules is the service's submission configuration. The zero value of
+// a field means its default (DefaultRules).
+type Rules struct {
 	// MaxTerminationGracePeriod is the longest grace period a job may ask
 	// for; 0 means DefaultMaxTerminationGracePeriod. At least
 	// MinTerminationGracePeriod.
@@ -58,9 +59,9 @@ type SubmitRules struct {
 	MaxJobsPerRequest int
 }
 
-// DefaultSubmitRules returns the rules with every default written out.
-func DefaultSubmitRules() SubmitRules {
-	return SubmitRules{
+// DefaultRules returns the rules with every default written out.
+func DefaultRules() Rules {
+	return Rules{
 		MaxTerminationGracePeriod: DefaultMaxTerminationGracePeriod,
 		DefaultActiveDeadline:     DefaultActiveDeadline,
 		DefaultGPUActiveDeadline:  DefaultGPUActiveDeadline,
@@ -70,8 +71,8 @@ func DefaultSubmitRules() SubmitRules {
 }
 
 // withDefaults fills zero fields with their defaults.
-func (r SubmitRules) withDefaults() SubmitRules {
-	d := DefaultSubmitRules()
+func (r Rules) withDefaults() Rules {
+	d := DefaultRules()
 	if r.MaxTerminationGracePeriod == 0 {
 		r.MaxTerminationGracePeriod = d.MaxTerminationGracePeriod
 	}
@@ -93,7 +94,7 @@ func (r SubmitRules) withDefaults() SubmitRules {
 // Validate checks the rules themselves: no negative field, and a maximum
 // grace period of at least MinTerminationGracePeriod. Fields are named
 // submitRules.<field>.
-func (r SubmitRules) Validate() error {
+func (r Rules) Validate() error {
 	var errs []error
 	d := r.withDefaults()
 	if d.MaxTerminationGracePeriod < MinTerminationGracePeriod {
@@ -127,22 +128,41 @@ type Catalog struct {
 // pass a counter so that results are deterministic.
 type IDSource func() string
 
-// ParseJobs is ParseSubmit followed by Jobs, with every problem of the file
+// IDBatch returns n new job ids on each call, never one returned before
+// (the service's own ULIDs come as slices of one string).
+type IDBatch func(n int) []string
+
+// Batch is f as a source of n ids at a time (n calls); nil when f is nil.
+func (f IDSource) Batch() IDBatch {
+	if f == nil {
+		return nil
+	}
+	return func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = f()
+		}
+		return out
+	}
+}
+
+// ParseJobs is Parse followed by Jobs, with every problem of the file
 // reported together: values of the wrong JSON type and unknown keys beside
 // the submission rules' problems (a value reported as mistyped is not
 // reported again as missing).
-func (r SubmitRules) ParseJobs(data []byte, cat *Catalog, now time.Time, newID IDSource) ([]backend.JobSpec, error) {
-	return r.parseJobs(data, cat, now, newID.batch())
+func (r Rules) ParseJobs(data []byte, cat *Catalog, now time.Time, newID IDSource) ([]backend.JobSpec, error) {
+	return r.ParseJobsBatch(data, cat, now, newID.Batch())
 }
 
-// parseJobs is ParseJobs with ids drawn n at a time (see jobs).
-func (r SubmitRules) parseJobs(data []byte, cat *Catalog, now time.Time, newIDs func(n int) []string) ([]backend.JobSpec, error) {
-	req := new(SubmitRequest)
+// ParseJobsBatch is ParseJobs with the ids drawn all at once (see
+// JobsBatch).
+func (r Rules) ParseJobsBatch(data []byte, cat *Catalog, now time.Time, newIDs IDBatch) ([]backend.JobSpec, error) {
+	req := new(Request)
 	decodeErr := strictjson.Decode(data, req)
 	if strictjson.Fatal(decodeErr) {
 		return nil, decodeErr
 	}
-	specs, err := r.jobs(req, cat, now, newIDs)
+	specs, err := r.JobsBatch(req, cat, now, newIDs)
 	if err := strictjson.Merge(decodeErr, err); err != nil {
 		return nil, err
 	}
@@ -185,13 +205,13 @@ func (r SubmitRules) parseJobs(data []byte, cat *Catalog, now time.Time, newIDs 
 // sentinels of package flotilla. A misconfigured rules value or catalog is
 // reported the same way (fields submitRules.… and catalog.…). It never
 // panics.
-func (r SubmitRules) Jobs(req *SubmitRequest, cat *Catalog, now time.Time, newID IDSource) ([]backend.JobSpec, error) {
-	return r.jobs(req, cat, now, newID.batch())
+func (r Rules) Jobs(req *Request, cat *Catalog, now time.Time, newID IDSource) ([]backend.JobSpec, error) {
+	return r.JobsBatch(req, cat, now, newID.Batch())
 }
 
-// jobs is Jobs with the ids drawn all at once: newIDs(n) returns n fresh
-// ids (the service's own ULIDs come as slices of one string).
-func (r SubmitRules) jobs(req *SubmitRequest, cat *Catalog, now time.Time, newIDs func(n int) []string) ([]backend.JobSpec, error) {
+// JobsBatch is Jobs with the ids drawn all at once: newIDs(n) returns n
+// fresh ids, called only when the request is accepted.
+func (r Rules) JobsBatch(req *Request, cat *Catalog, now time.Time, newIDs IDBatch) ([]backend.JobSpec, error) {
 	c := &checker{rules: r.withDefaults()}
 	c.add(r.Validate())
 	c.catalog(cat)
@@ -216,7 +236,7 @@ func (r SubmitRules) jobs(req *SubmitRequest, cat *Catalog, now time.Time, newID
 
 // checker accumulates problems while it expands a request.
 type checker struct {
-	rules      SubmitRules
+	rules      Rules
 	schema     *flotilla.ResourceSchema
 	classes    map[string]bool
 	classNames []string
@@ -279,13 +299,13 @@ type tmpl struct {
 
 // request checks req and expands it; the result is meaningful only when no
 // problem was recorded.
-func (c *checker) request(req *SubmitRequest, now time.Time) []backend.JobSpec {
+func (c *checker) request(req *Request, now time.Time) []backend.JobSpec {
 	if req.Queue == "" {
 		c.add(flotilla.Errorf("queue", "", flotilla.ErrRequired, ""))
 	}
 	if req.JobSet == "" {
 		c.add(flotilla.Errorf("jobSet", "", flotilla.ErrRequired, ""))
-	} else if notText(req.JobSet) {
+	} else if !PlainText(req.JobSet) {
 		c.add(flotilla.Errorf("jobSet", req.JobSet, flotilla.ErrMalformed, "a job set's name is UTF-8 text without control characters"))
 	}
 	if len(req.Jobs) == 0 {
@@ -338,7 +358,7 @@ func (c *checker) template(p string, t *JobTemplate, total *int) tmpl {
 		req = c.schema.Zero()
 	}
 	out.requests = req
-	out.tolerations = convertTolerations(t.Tolerations)
+	out.tolerations = textform.Tolerations(t.Tolerations)
 	out.nodeSelector = maps.Clone(t.NodeSelector)
 	// The library's rules for one job (node selector, tolerations), its
 	// paths put in the file's terms; id, queue and requests are judged
@@ -471,7 +491,7 @@ func (c *checker) gangMember(p string, t *JobTemplate, n int, gangs map[string]*
 // share one string; the ids of templates whose client ids are neither
 // equal nor prefixes of one another cannot collide, and then no set of
 // ids is built.
-func (c *checker) clientIDs(req *SubmitRequest, total int) []string {
+func (c *checker) clientIDs(req *Request, total int) []string {
 	var bases []string
 	for i := range req.Jobs {
 		if req.Jobs[i].ClientID != "" {
@@ -586,7 +606,7 @@ func decimalLen(k int) int {
 
 // expand builds the accepted request's jobs: one allocation for the Jobs
 // and one for all their request vectors. cids are clientIDs' result.
-func (c *checker) expand(req *SubmitRequest, ts []tmpl, cids []string, total int, now time.Time) []backend.JobSpec {
+func (c *checker) expand(req *Request, ts []tmpl, cids []string, total int, now time.Time) []backend.JobSpec {
 	specs := make([]backend.JobSpec, 0, total)
 	jobs := make([]flotilla.Job, total)
 	width := c.schema.Len()
@@ -638,23 +658,6 @@ func (c *checker) expand(req *SubmitRequest, ts []tmpl, cids []string, total int
 	return specs
 }
 
-// convertTolerations converts a template's tolerations, the default
-// operator made explicit; Job.Validate judges them.
-func convertTolerations(ts []Toleration) []flotilla.Toleration {
-	if len(ts) == 0 {
-		return nil
-	}
-	out := make([]flotilla.Toleration, len(ts))
-	for j, t := range ts {
-		op := t.Operator
-		if op == "" {
-			op = string(flotilla.TolerationEqual)
-		}
-		out[j] = flotilla.Toleration{Key: t.Key, Operator: flotilla.TolerationOperator(op), Value: t.Value, Effect: flotilla.TaintEffect(t.Effect)}
-	}
-	return out
-}
-
 func knownList(names []string) string {
 	if len(names) == 0 {
 		return "none"
@@ -669,13 +672,8 @@ func more(n int) string {
 	return fmt.Sprintf(" (and %d more)", n-1)
 }
 
-// notText reports whether s is not UTF-8 text free of control characters,
+// PlainText reports whether s is UTF-8 text free of control characters,
 // as the names of job sets, queues and clusters must be.
-func notText(s string) bool {
-	return !utf8.ValidString(s) || strings.ContainsFunc(s, unicode.IsControl)
+func PlainText(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
 }
-
-// badName reports whether s cannot name a queue or a cluster: not text
-// (notText), or holding a '/' (names are path segments and, for clusters,
-// the prefix of a snapshot's node names).
-func badName(s string) bool { return notText(s) || strings.ContainsRune(s, '/') }
