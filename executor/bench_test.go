@@ -10,6 +10,7 @@ import (
 	"github.com/flotilla-sched/flotilla/api"
 	"github.com/flotilla-sched/flotilla/backend/memory"
 	"github.com/flotilla-sched/flotilla/executor"
+	"github.com/flotilla-sched/flotilla/httpapi"
 	"github.com/flotilla-sched/flotilla/scheduler"
 	"github.com/flotilla-sched/flotilla/server"
 )
@@ -33,7 +34,7 @@ func BenchmarkSubmitToLeaseOnAnIdleCluster(b *testing.B) {
 		b.Fatal(err)
 	}
 	leased := make(chan string, 16)
-	ex, err := executor.New(executor.Config{Cluster: "c1", Nodes: nodes("c1", 4), Service: seeLeases{executor.Local{Server: srv}, leased},
+	ex, err := executor.New(executor.Config{Cluster: "c1", Nodes: nodes("c1", 4), Service: seeLeases{&httpapi.Local{Server: srv}, leased},
 		Clock: server.SystemClock{}, Renew: renew})
 	if err != nil {
 		b.Fatal(err)
@@ -69,7 +70,7 @@ func BenchmarkSubmitToLeaseOnAnIdleCluster(b *testing.B) {
 
 // seeLeases passes reports through and tells of each lease received.
 type seeLeases struct {
-	executor.Local
+	*httpapi.Local
 	leased chan<- string
 }
 

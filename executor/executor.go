@@ -10,10 +10,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/api"
-	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/client"
-	"github.com/flotilla-sched/flotilla/httpapi"
-	"github.com/flotilla-sched/flotilla/server"
 )
 
 // DefaultRenew is how often Run reports when Config.Renew is 0.
@@ -37,10 +34,13 @@ type Config struct {
 	// Service is where the executor reports; required.
 	Service Reporter
 	// Clock tells the time; required.
-	Clock server.Clock
+	Clock Clock
 	// Renew is Run's reporting period; 0 means DefaultRenew.
 	Renew time.Duration
 }
+
+// Clock tells the time (a service's server.Clock is one).
+type Clock interface{ Now() time.Time }
 
 // task is one job the executor holds: its lease's attempt, when it
 // reaches its runtime, and its phase.
@@ -48,7 +48,7 @@ type task struct {
 	id       string
 	attempt  int
 	ends     time.Time
-	phase    server.JobPhase
+	phase    api.JobPhase
 	exitCode int
 	reason   string
 }
@@ -67,14 +67,12 @@ type Executor struct {
 	// (the order of reports): a report reads them in one pass over dense
 	// memory. merge is scratch for adding new ones.
 	tasks, merge []task
-	// jobs is the last report's Jobs, reused by the next; srvJobs the
-	// same in the service's form, for a Local service.
-	jobs    []api.JobReport
-	srvJobs []server.JobReport
+	// jobs is the last report's Jobs, reused by the next.
+	jobs []api.JobReport
 	// registered: the service has the cluster's nodes.
 	registered bool
 	// Finished counts the jobs the executor reported ended, by phase.
-	finished map[server.JobPhase]int
+	finished map[api.JobPhase]int
 }
 
 // New checks cfg and returns an executor holding no jobs.
@@ -98,7 +96,7 @@ func New(cfg Config) (*Executor, error) {
 	if cfg.Renew == 0 {
 		cfg.Renew = DefaultRenew
 	}
-	return &Executor{cfg: cfg, finished: map[server.JobPhase]int{}}, nil
+	return &Executor{cfg: cfg, finished: map[api.JobPhase]int{}}, nil
 }
 
 // Held returns the ids of the jobs the executor holds, sorted.
@@ -153,7 +151,7 @@ func (e *Executor) hold(add []task) {
 
 // Finished counts the jobs reported ended in a phase (succeeded, failed,
 // stopped).
-func (e *Executor) Finished(p server.JobPhase) int { return e.finished[p] }
+func (e *Executor) Finished(p api.JobPhase) int { return e.finished[p] }
 
 // Step makes one report at the clock's time: jobs whose runtime has
 // passed are reported succeeded or failed, killed ones stopped, the
@@ -178,18 +176,18 @@ func (e *Executor) Step(ctx context.Context) (api.ReportReply, error) {
 	ended := 0
 	for i := range e.tasks {
 		t := &e.tasks[i]
-		if t.phase == server.PhaseRunning && !now.Before(t.ends) {
-			t.phase = server.PhaseSucceeded
+		if t.phase == api.PhaseRunning && !now.Before(t.ends) {
+			t.phase = api.PhaseSucceeded
 			if t.exitCode != 0 {
-				t.phase = server.PhaseFailed
+				t.phase = api.PhaseFailed
 			}
 		}
 		rep.Jobs = append(rep.Jobs, api.JobReport{Job: t.id, Attempt: t.attempt, Phase: string(t.phase), ExitCode: exitCodeOf(t), Reason: t.reason})
-		if t.phase != server.PhaseRunning && t.phase != server.PhasePending {
+		if t.phase != api.PhaseRunning && t.phase != api.PhasePending {
 			ended++
 		}
 	}
-	reply, err := e.send(ctx, rep)
+	reply, err := e.cfg.Service.Report(ctx, e.cfg.Cluster, rep)
 	if err != nil {
 		e.registered = false
 		// Jobs the service refuses as not its leases (it lost them, e.g.
@@ -200,7 +198,7 @@ func (e *Executor) Step(ctx context.Context) (api.ReportReply, error) {
 		}
 		// A service that does not know the cluster (it restarted) gets
 		// the nodes at once.
-		if rep.Nodes == nil && RefusedAs(err, server.ErrUnknownCluster) {
+		if rep.Nodes == nil && RefusedAs(err, api.ErrUnknownCluster) {
 			return e.Step(ctx)
 		}
 		return api.ReportReply{}, err
@@ -209,7 +207,7 @@ func (e *Executor) Step(ctx context.Context) (api.ReportReply, error) {
 	if ended > 0 {
 		kept := e.tasks[:0]
 		for _, t := range e.tasks {
-			if t.phase != server.PhaseRunning && t.phase != server.PhasePending {
+			if t.phase != api.PhaseRunning && t.phase != api.PhasePending {
 				e.finished[t.phase]++
 				continue
 			}
@@ -221,7 +219,7 @@ func (e *Executor) Step(ctx context.Context) (api.ReportReply, error) {
 	var add []task
 	for _, l := range reply.Leases {
 		rt, _ := time.ParseDuration(orZero(l.Runtime))
-		nt := task{id: l.Job, attempt: l.Attempt, ends: now.Add(rt), phase: server.PhaseRunning, exitCode: l.ExitCode}
+		nt := task{id: l.Job, attempt: l.Attempt, ends: now.Add(rt), phase: api.PhaseRunning, exitCode: l.ExitCode}
 		if t := e.find(l.Job); t != nil {
 			if t.attempt != l.Attempt {
 				*t = nt // a new lease of a job held at another attempt
@@ -234,23 +232,11 @@ func (e *Executor) Step(ctx context.Context) (api.ReportReply, error) {
 	add = slices.CompactFunc(add, func(a, b task) bool { return a.id == b.id })
 	e.hold(add)
 	for _, k := range reply.Kill {
-		if t := e.find(k.Job); t != nil && t.attempt == k.Attempt && (t.phase == server.PhaseRunning || t.phase == server.PhasePending) {
-			t.phase, t.reason = server.PhaseStopped, "killed: "+k.Reason
+		if t := e.find(k.Job); t != nil && t.attempt == k.Attempt && (t.phase == api.PhaseRunning || t.phase == api.PhasePending) {
+			t.phase, t.reason = api.PhaseStopped, "killed: "+k.Reason
 		}
 	}
 	return reply, nil
-}
-
-// send passes a report to the service: to a Local one, the service's
-// form of the jobs reuses the executor's array from report to report.
-func (e *Executor) send(ctx context.Context, rep api.Report) (api.ReportReply, error) {
-	switch l := e.cfg.Service.(type) {
-	case Local:
-		return l.report(ctx, e.cfg.Cluster, rep, &e.srvJobs)
-	case *Local:
-		return l.report(ctx, e.cfg.Cluster, rep, &e.srvJobs)
-	}
-	return e.cfg.Service.Report(ctx, e.cfg.Cluster, rep)
 }
 
 // dropRefused forgets the jobs of a refused report that the service says
@@ -260,7 +246,7 @@ func (e *Executor) dropRefused(err error, jobs []api.JobReport) int {
 	for _, i := range RefusedJobs(err, jobs) {
 		if t := e.find(jobs[i].Job); t != nil && t.attempt == jobs[i].Attempt {
 			e.forget(jobs[i].Job)
-			e.finished[server.PhaseStopped]++
+			e.finished[api.PhaseStopped]++
 			dropped++
 		}
 	}
@@ -269,25 +255,16 @@ func (e *Executor) dropRefused(err error, jobs []api.JobReport) int {
 
 // RefusedJobs returns the indexes in jobs of the entries a refused report
 // was refused for because the service says the job does not exist
-// (backend.ErrNotFound) or is not the cluster's (server.ErrNotHeld):
-// problems at jobs[i].job or jobs[i].attempt, from a service in process
-// (*flotilla.FieldError) or over HTTP (*client.Error). An executor forgets
-// those leases; any executor of the protocol may use it.
+// (api.ErrNotFound) or is not the cluster's (api.ErrNotHeld): problems at
+// jobs[i].job or jobs[i].attempt, from a service in process
+// (*flotilla.FieldError) or over HTTP (*client.Error), told by the
+// problem's text. An executor forgets those leases; any executor of the
+// protocol may use it.
 func RefusedJobs(err error, jobs []api.JobReport) []int {
 	var fields []string
-	var ce *client.Error
-	if errors.As(err, &ce) {
-		for _, p := range ce.Body.Problems {
-			if strings.HasPrefix(p.Error, backend.ErrNotFound.Error()) || strings.HasPrefix(p.Error, server.ErrNotHeld.Error()) {
-				fields = append(fields, p.Field)
-			}
-		}
-	} else {
-		for _, p := range flotilla.Problems(err) {
-			var fe *flotilla.FieldError
-			if errors.As(p, &fe) && (errors.Is(fe, server.ErrNotHeld) || errors.Is(fe, backend.ErrNotFound)) {
-				fields = append(fields, fe.Field)
-			}
+	for _, p := range problems(err) {
+		if strings.HasPrefix(p.text, api.ErrNotFound.Error()) || strings.HasPrefix(p.text, api.ErrNotHeld.Error()) {
+			fields = append(fields, p.field)
 		}
 	}
 	var idx []int
@@ -302,25 +279,47 @@ func RefusedJobs(err error, jobs []api.JobReport) []int {
 	return idx
 }
 
-// RefusedAs reports whether the service refused a report with class, in
-// process (errors.Is) or over HTTP (the problem's text).
+// RefusedAs reports whether the service refused a report with class (one
+// of api's refusals): errors.Is, or a problem's text, in process or over
+// HTTP.
 func RefusedAs(err, class error) bool {
 	if errors.Is(err, class) {
 		return true
 	}
-	var ce *client.Error
-	if errors.As(err, &ce) {
-		for _, p := range ce.Body.Problems {
-			if strings.HasPrefix(p.Error, class.Error()) {
-				return true
-			}
+	for _, p := range problems(err) {
+		if strings.HasPrefix(p.text, class.Error()) {
+			return true
 		}
 	}
 	return false
 }
 
+// problem is one problem of a refusal: the field it names and its error's
+// text without the field.
+type problem struct{ field, text string }
+
+// problems lists a refusal's problems: over HTTP the error body's, in
+// process each *flotilla.FieldError's (its wrapped error's text).
+func problems(err error) []problem {
+	var out []problem
+	var ce *client.Error
+	if errors.As(err, &ce) {
+		for _, p := range ce.Body.Problems {
+			out = append(out, problem{p.Field, p.Error})
+		}
+		return out
+	}
+	for _, p := range flotilla.Problems(err) {
+		var fe *flotilla.FieldError
+		if errors.As(p, &fe) && fe.Err != nil {
+			out = append(out, problem{fe.Field, fe.Err.Error()})
+		}
+	}
+	return out
+}
+
 func exitCodeOf(t *task) int {
-	if t.phase == server.PhaseFailed {
+	if t.phase == api.PhaseFailed {
 		return t.exitCode
 	}
 	return 0
@@ -364,37 +363,4 @@ func Every(ctx context.Context, period time.Duration, step func(context.Context)
 		case <-t.C:
 		}
 	}
-}
-
-// Local reports to a service in the same process, with the same
-// conversions as the HTTP API.
-type Local struct {
-	Server *server.Server
-}
-
-// Report converts the report, passes it to the service and converts the
-// reply.
-func (l Local) Report(ctx context.Context, cluster string, r api.Report) (api.ReportReply, error) {
-	return l.report(ctx, cluster, r, nil)
-}
-
-// report is Report converting the jobs into *buf's array (nil: a new
-// one), which it keeps in *buf, cleared, for the next report.
-func (l Local) report(ctx context.Context, cluster string, r api.Report, buf *[]server.JobReport) (api.ReportReply, error) {
-	var jobs []server.JobReport
-	if buf != nil {
-		jobs = *buf
-	}
-	rep, err := httpapi.ServerReportReusing(&r, cluster, l.Server.Schema(), jobs)
-	if buf != nil && rep != nil {
-		defer func() { clear(rep.Jobs); *buf = rep.Jobs[:0] }()
-	}
-	if err != nil {
-		return api.ReportReply{}, err
-	}
-	reply, err := l.Server.Report(ctx, rep)
-	if err != nil {
-		return api.ReportReply{}, err
-	}
-	return httpapi.ReportReplyOf(reply, l.Server.Schema()), nil
 }

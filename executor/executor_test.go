@@ -13,6 +13,7 @@ import (
 	"github.com/flotilla-sched/flotilla/backend/memory"
 	"github.com/flotilla-sched/flotilla/events"
 	"github.com/flotilla-sched/flotilla/executor"
+	"github.com/flotilla-sched/flotilla/httpapi"
 	"github.com/flotilla-sched/flotilla/internal/fakeclock"
 	"github.com/flotilla-sched/flotilla/scheduler"
 	"github.com/flotilla-sched/flotilla/server"
@@ -41,7 +42,7 @@ func TestJobsOfAKilledExecutorExpireAndRunToSuccessOnTheOtherCluster(t *testing.
 	require.NoError(t, srv.CreateQueue(ctx, flotilla.Queue{Name: "A"}))
 	var exs []*executor.Executor
 	for _, c := range []string{"c1", "c2"} {
-		ex, err := executor.New(executor.Config{Cluster: c, Nodes: nodes(c, 4), Service: executor.Local{Server: srv}, Clock: clk, Renew: 5 * time.Second})
+		ex, err := executor.New(executor.Config{Cluster: c, Nodes: nodes(c, 4), Service: &httpapi.Local{Server: srv}, Clock: clk, Renew: 5 * time.Second})
 		require.NoError(t, err)
 		exs = append(exs, ex)
 	}
@@ -111,7 +112,7 @@ func TestExecutorWhoseJobsTheServiceLostStopsThemAndLeasesAgain(t *testing.T) {
 		require.NoError(t, srv.CreateQueue(ctx, flotilla.Queue{Name: "A"}))
 		return srv
 	}
-	local := &executor.Local{Server: newSrv()}
+	local := &httpapi.Local{Server: newSrv()}
 	ex, err := executor.New(executor.Config{Cluster: "c1", Nodes: nodes("c1", 1), Service: local, Clock: clk})
 	require.NoError(t, err)
 	_, err = local.Server.SubmitJSON(ctx, []byte(`{"queue": "A", "jobSet": "s", "jobs": [{"requests": {"cpu": "1"}, "runtime": "1h"}]}`))
@@ -130,7 +131,7 @@ func TestExecutorWhoseJobsTheServiceLostStopsThemAndLeasesAgain(t *testing.T) {
 	_, err = ex.Step(ctx)
 	require.NoError(t, err, "the refused jobs are dropped and the report made again")
 	require.Empty(t, ex.Held())
-	require.Equal(t, 1, ex.Finished(server.PhaseStopped))
+	require.Equal(t, 1, ex.Finished(api.PhaseStopped))
 	_, err = local.Server.Cycle(ctx)
 	require.NoError(t, err)
 	_, err = ex.Step(ctx)

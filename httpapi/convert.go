@@ -17,7 +17,7 @@ import (
 // The functions in this file convert between the JSON bodies (package
 // api, which imports nothing of the service) and the service's types. The
 // handler uses them, and so does an in-process executor
-// (executor.Local), so that both speak the same protocol.
+// (httpapi.Local), so that both speak the same protocol.
 
 // QueueOf is the wire form of a queue with its status.
 func QueueOf(q server.QueueInfo) api.Queue {

@@ -1,6 +1,6 @@
 // Package sim is a discrete-event simulator of the real service: Run
 // starts a server.Server over backend/memory with a fake clock, one fake
-// executor (package executor, reached in process through executor.Local)
+// executor (package executor, reached in process through httpapi.Local)
 // per cluster of a cluster file, creates a workload's queues, and moves
 // the virtual clock from event to event — a scheduling cycle every
 // Config.CycleInterval, every executor's report every Config.Renew, and

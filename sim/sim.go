@@ -14,6 +14,7 @@ import (
 	"github.com/flotilla-sched/flotilla/backend/memory"
 	"github.com/flotilla-sched/flotilla/events"
 	"github.com/flotilla-sched/flotilla/executor"
+	"github.com/flotilla-sched/flotilla/httpapi"
 	"github.com/flotilla-sched/flotilla/internal/fakeclock"
 	"github.com/flotilla-sched/flotilla/scheduler"
 	"github.com/flotilla-sched/flotilla/server"
@@ -76,7 +77,7 @@ type Progress struct {
 
 // Run simulates cfg: it starts the service (server.New over
 // backend/memory with a fake clock), creates the workload's queues, and
-// one fake executor per cluster (executor.Local), then moves the clock
+// one fake executor per cluster (httpapi.Local), then moves the clock
 // from event to event — cycles every CycleInterval, executor reports
 // every Renew (which end the jobs that reached their runtime and start
 // new leases), and submissions — until Workload.Duration, or until every
@@ -269,7 +270,7 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 				nodes = append(nodes, api.Node{Name: name, Resources: nt.Resources, Labels: nt.Labels, Unschedulable: nt.Unschedulable, Taints: nt.Taints})
 			}
 		}
-		ex, err := executor.New(executor.Config{Cluster: cl.Name, Nodes: nodes, Service: executor.Local{Server: srv}, Clock: r.clk, Renew: cfg.Renew})
+		ex, err := executor.New(executor.Config{Cluster: cl.Name, Nodes: nodes, Service: &httpapi.Local{Server: srv}, Clock: r.clk, Renew: cfg.Renew})
 		if err != nil {
 			return nil, err
 		}

@@ -89,7 +89,7 @@ func executorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	defer stop()
 	fmt.Fprintf(stdout, "executor %s: %d nodes, reporting to %s every %s\n", *cluster, len(nodes), *cf.server, *renew)
 	_ = ex.Run(ctx, func(err error) { log.Warn("report failed", "err", err) })
-	log.Info("stopped", "held", len(ex.Held()), "succeeded", ex.Finished(server.PhaseSucceeded),
-		"failed", ex.Finished(server.PhaseFailed), "stopped", ex.Finished(server.PhaseStopped))
+	log.Info("stopped", "held", len(ex.Held()), "succeeded", ex.Finished(api.PhaseSucceeded),
+		"failed", ex.Finished(api.PhaseFailed), "stopped", ex.Finished(api.PhaseStopped))
 	return 0
 }

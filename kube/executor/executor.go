@@ -22,8 +22,6 @@ import (
 	"github.com/flotilla-sched/flotilla/api"
 	fexec "github.com/flotilla-sched/flotilla/executor"
 	"github.com/flotilla-sched/flotilla/kube/internal/noretry"
-	"github.com/flotilla-sched/flotilla/server"
-	"github.com/flotilla-sched/flotilla/submit"
 )
 
 // DefaultRenew is how often Run reports when Config.Renew is 0: well under
@@ -85,7 +83,7 @@ type task struct {
 	// created: the pod was created (or found); a task whose creation
 	// failed in a way worth retrying is created again at the next Step.
 	created bool
-	phase   server.JobPhase
+	phase   api.JobPhase
 	exit    int
 	reason  string
 	// killed: the service ordered the pod stopped, with grace (negative:
@@ -96,7 +94,7 @@ type task struct {
 
 // terminal reports whether the task's phase is an end.
 func (t *task) terminal() bool {
-	return t.phase != server.PhasePending && t.phase != server.PhaseRunning
+	return t.phase != api.PhasePending && t.phase != api.PhaseRunning
 }
 
 // Executor runs the leases of one cluster as pods. It is not safe for
@@ -114,7 +112,7 @@ type Executor struct {
 	lastNodes []api.Node
 	// done are the names of pods reported terminal and kept, oldest first.
 	done     []string
-	finished map[server.JobPhase]int
+	finished map[api.JobPhase]int
 }
 
 // New checks cfg and returns an executor holding nothing yet (its first
@@ -159,7 +157,7 @@ func New(cfg Config) (*Executor, error) {
 		cfg.Renew = DefaultRenew
 	}
 	if cfg.Resources == nil {
-		cfg.Resources = []string{string(corev1.ResourceCPU), string(corev1.ResourceMemory), submit.DefaultGPUResource}
+		cfg.Resources = []string{string(corev1.ResourceCPU), string(corev1.ResourceMemory), api.DefaultGPUResource}
 	}
 	if cfg.NodeSelector == nil {
 		cfg.NodeSelector = labels.Everything()
@@ -170,7 +168,7 @@ func New(cfg Config) (*Executor, error) {
 	if cfg.Lister == nil {
 		cfg.Lister = APILister{Kube: cfg.Kube}
 	}
-	return &Executor{cfg: cfg, held: map[key]*task{}, finished: map[server.JobPhase]int{}}, nil
+	return &Executor{cfg: cfg, held: map[key]*task{}, finished: map[api.JobPhase]int{}}, nil
 }
 
 // Held returns the leases the executor holds as "job/attempt", sorted.
@@ -184,7 +182,7 @@ func (e *Executor) Held() []string {
 
 // Finished counts the leases reported ended in a phase (succeeded,
 // failed, returned, stopped) and taken by the service.
-func (e *Executor) Finished(p server.JobPhase) int { return e.finished[p] }
+func (e *Executor) Finished(p api.JobPhase) int { return e.finished[p] }
 
 func (e *Executor) hold(t *task) {
 	if _, ok := e.held[t.key]; !ok {
@@ -235,7 +233,7 @@ func (e *Executor) Step(ctx context.Context) (api.ReportReply, error) {
 	for _, k := range e.keys {
 		t := e.held[k]
 		jr := api.JobReport{Job: k.job, Attempt: k.attempt, Phase: string(t.phase), Reason: t.reason}
-		if t.phase == server.PhaseFailed {
+		if t.phase == api.PhaseFailed {
 			jr.ExitCode = t.exit
 		}
 		rep.Jobs = append(rep.Jobs, jr)
@@ -246,7 +244,7 @@ func (e *Executor) Step(ctx context.Context) (api.ReportReply, error) {
 	reply, err := e.cfg.Service.Report(ctx, e.cfg.Cluster, rep)
 	if err != nil {
 		e.lastNodes = nil
-		if e.dropRefused(ctx, err, rep.Jobs) > 0 || rep.Nodes == nil && fexec.RefusedAs(err, server.ErrUnknownCluster) {
+		if e.dropRefused(ctx, err, rep.Jobs) > 0 || rep.Nodes == nil && fexec.RefusedAs(err, api.ErrUnknownCluster) {
 			return e.Step(ctx)
 		}
 		return api.ReportReply{}, err
@@ -267,10 +265,10 @@ func (e *Executor) Step(ctx context.Context) (api.ReportReply, error) {
 		if _, ok := e.held[k]; ok {
 			continue // a lease already held: the service re-sent it
 		}
-		t := &task{key: k, pod: PodName(l.Job, l.Attempt), node: l.Node, lease: l, phase: server.PhasePending}
+		t := &task{key: k, pod: PodName(l.Job, l.Attempt), node: l.Node, lease: l, phase: api.PhasePending}
 		e.hold(t)
 		if !names[l.Node] {
-			t.phase, t.reason = server.PhaseReturned, fmt.Sprintf("node %q is not among cluster %s's nodes", l.Node, e.cfg.Cluster)
+			t.phase, t.reason = api.PhaseReturned, fmt.Sprintf("node %q is not among cluster %s's nodes", l.Node, e.cfg.Cluster)
 			continue
 		}
 		e.create(ctx, t)
@@ -303,7 +301,7 @@ func (e *Executor) adopt(pods []*corev1.Pod) {
 		if job == "" || err != nil || attempt < 1 {
 			continue // not a pod this executor made
 		}
-		e.hold(&task{key: key{job, attempt}, pod: p.Name, node: p.Spec.NodeName, created: true, phase: server.PhasePending})
+		e.hold(&task{key: key{job, attempt}, pod: p.Name, node: p.Spec.NodeName, created: true, phase: api.PhasePending})
 	}
 }
 
@@ -333,9 +331,9 @@ func (e *Executor) observe(ctx context.Context, pods []*corev1.Pod) {
 			switch {
 			case apierrors.IsNotFound(err):
 				if t.killed {
-					t.phase = server.PhaseStopped
+					t.phase = api.PhaseStopped
 				} else {
-					t.phase, t.reason = server.PhaseReturned, "pod "+t.pod+" was deleted before it ended"
+					t.phase, t.reason = api.PhaseReturned, "pod "+t.pod+" was deleted before it ended"
 				}
 				continue
 			case err != nil:
@@ -345,8 +343,8 @@ func (e *Executor) observe(ctx context.Context, pods []*corev1.Pod) {
 		}
 		phase, exit, reason := PhaseOf(p)
 		if t.killed {
-			if phase != server.PhasePending && phase != server.PhaseRunning {
-				t.phase = server.PhaseStopped
+			if phase != api.PhasePending && phase != api.PhaseRunning {
+				t.phase = api.PhaseStopped
 			} else if p.DeletionTimestamp == nil {
 				e.kill(ctx, t) // the delete was lost: again
 			}
@@ -362,7 +360,7 @@ func (e *Executor) observe(ctx context.Context, pods []*corev1.Pod) {
 func (e *Executor) create(ctx context.Context, t *task) {
 	pod, err := BuildPod(e.cfg.Template, e.cfg.Cluster, e.cfg.Namespace, t.lease)
 	if err != nil {
-		t.phase, t.reason = server.PhaseReturned, err.Error()
+		t.phase, t.reason = api.PhaseReturned, err.Error()
 		return
 	}
 	err = noretry.CreatePod(ctx, e.cfg.Kube, e.cfg.Namespace, pod)
@@ -370,7 +368,7 @@ func (e *Executor) create(ctx context.Context, t *task) {
 	case err == nil || apierrors.IsAlreadyExists(err):
 		t.created = true
 	case apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) || apierrors.IsNotFound(err):
-		t.phase, t.reason = server.PhaseReturned, "creating pod "+pod.Name+": "+err.Error()
+		t.phase, t.reason = api.PhaseReturned, "creating pod "+pod.Name+": "+err.Error()
 	}
 }
 
@@ -385,7 +383,7 @@ func (e *Executor) kill(ctx context.Context, t *task) {
 	}
 	err := noretry.DeletePod(ctx, e.cfg.Kube, e.cfg.Namespace, t.pod, opts)
 	if apierrors.IsNotFound(err) {
-		t.phase = server.PhaseStopped
+		t.phase = api.PhaseStopped
 	}
 }
 

@@ -29,11 +29,11 @@ import (
 	"github.com/flotilla-sched/flotilla/backend/memory"
 	"github.com/flotilla-sched/flotilla/events"
 	fexec "github.com/flotilla-sched/flotilla/executor"
+	"github.com/flotilla-sched/flotilla/httpapi"
 	"github.com/flotilla-sched/flotilla/internal/fakeclock"
 	"github.com/flotilla-sched/flotilla/kube/executor"
 	"github.com/flotilla-sched/flotilla/scheduler"
 	"github.com/flotilla-sched/flotilla/server"
-	"github.com/flotilla-sched/flotilla/submit"
 )
 
 // service is an in-process Flotilla service over the memory backend with
@@ -48,7 +48,7 @@ type service struct {
 func newService(t testing.TB) *service {
 	t.Helper()
 	ctx := context.Background()
-	schema := flotilla.MustResourceSchema("cpu", "memory", submit.DefaultGPUResource)
+	schema := flotilla.MustResourceSchema("cpu", "memory", api.DefaultGPUResource)
 	clk := fakeclock.New(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
 	srv, err := server.New(ctx, server.Config{Scheduler: scheduler.DefaultConfig(schema), Backend: memory.New(schema), Clock: clk,
 		NewID: server.NewULIDs(clk, nil), LeaseTimeout: 30 * time.Second})
@@ -89,7 +89,7 @@ func node(name, cpu, memory string, lbls map[string]string) *corev1.Node {
 // newExecutor is cluster's executor over kube, reporting to s in process.
 func newExecutor(t testing.TB, s *service, cluster string, kube kubernetes.Interface, opts ...func(*executor.Config)) *executor.Executor {
 	t.Helper()
-	cfg := executor.Config{Cluster: cluster, Kube: kube, Service: fexec.Local{Server: s.srv}}
+	cfg := executor.Config{Cluster: cluster, Kube: kube, Service: &httpapi.Local{Server: s.srv}}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -180,7 +180,7 @@ func TestPodPhasesAreReportedSoTheServiceSeesTheJobRunAndSucceed(t *testing.T) {
 	setPhase(t, kube, name, corev1.PodSucceeded, 0)
 	step(t, ex)
 	require.Equal(t, events.SucceededState, s.state(id))
-	require.Equal(t, 1, ex.Finished(server.PhaseSucceeded))
+	require.Equal(t, 1, ex.Finished(api.PhaseSucceeded))
 	require.Empty(t, ex.Held())
 }
 
@@ -222,7 +222,7 @@ func TestACancelledJobsPodIsDeletedWithItsGracePeriodAndReportedStopped(t *testi
 	require.Equal(t, events.RunningState, s.state(id), "cancelled only once the executor says the pod is gone")
 	step(t, ex) // the pod is gone: stopped
 	require.Equal(t, events.CancelledState, s.state(id))
-	require.Equal(t, 1, ex.Finished(server.PhaseStopped))
+	require.Equal(t, 1, ex.Finished(api.PhaseStopped))
 }
 
 func TestAPodDeletedOutsideFlotillaReturnsTheLease(t *testing.T) {
@@ -235,7 +235,7 @@ func TestAPodDeletedOutsideFlotillaReturnsTheLease(t *testing.T) {
 	st, err := s.srv.Status(s.ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, events.Queued, st[0].State, "a returned lease requeues the job")
-	require.Equal(t, 1, ex.Finished(server.PhaseReturned))
+	require.Equal(t, 1, ex.Finished(api.PhaseReturned))
 }
 
 func TestALeaseOnANodeTheClusterLacksIsReturned(t *testing.T) {
@@ -272,7 +272,7 @@ func TestPodsReportedEndedAreDeletedKeepingTheLastN(t *testing.T) {
 			pods, err := kube.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
 			require.NoError(t, err)
 			require.Len(t, pods.Items, keep)
-			require.Equal(t, 2, ex.Finished(server.PhaseSucceeded))
+			require.Equal(t, 2, ex.Finished(api.PhaseSucceeded))
 		})
 	}
 }
@@ -334,7 +334,7 @@ func TestNodeResourcesAreAllocatableMinusTheRequestsOfPodsFlotillaDoesNotHold(t 
 	require.NoError(t, err)
 
 	// A recording reporter shows what the executor sends.
-	rec := &recorder{next: fexec.Local{Server: s.srv}}
+	rec := &recorder{next: &httpapi.Local{Server: s.srv}}
 	ex = newExecutor(t, s, "c1", kube, func(c *executor.Config) { c.Service = rec })
 	step(t, ex)
 	require.Equal(t, events.RunningState, s.state(id))
@@ -363,7 +363,7 @@ func TestNodeResourcesLoseWhatALeasesPodRequestsBeyondTheLease(t *testing.T) {
 	tmpl := executor.DefaultTemplate()
 	tmpl.Spec.Containers = append(tmpl.Spec.Containers, corev1.Container{Name: "logs", Image: "busybox",
 		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}}})
-	rec := &recorder{next: fexec.Local{Server: s.srv}}
+	rec := &recorder{next: &httpapi.Local{Server: s.srv}}
 	ex := newExecutor(t, s, "c1", kube, func(c *executor.Config) { c.Service, c.Template = rec, tmpl })
 	_, name := leased(t, s, ex, `{"requests": {"cpu": "1", "memory": "1Gi"}}`)
 	getPod(t, kube, name)
@@ -447,7 +447,7 @@ func (s *switching) Report(ctx context.Context, cluster string, rep api.Report) 
 func TestLeasesAServiceDoesNotKnowAreDroppedAndTheirPodsDeleted(t *testing.T) {
 	s := newService(t)
 	kube := fake.NewClientset(node("n1", "4", "16Gi", nil))
-	sw := &switching{to: fexec.Local{Server: s.srv}}
+	sw := &switching{to: &httpapi.Local{Server: s.srv}}
 	ex := newExecutor(t, s, "c1", kube, func(c *executor.Config) { c.Service = sw })
 	_, name := leased(t, s, ex, `{"requests": {"cpu": "1"}}`)
 	setPhase(t, kube, name, corev1.PodRunning, 0)
@@ -455,7 +455,7 @@ func TestLeasesAServiceDoesNotKnowAreDroppedAndTheirPodsDeleted(t *testing.T) {
 	// The service restarts without a database: it knows neither the
 	// cluster nor the job.
 	fresh := newService(t)
-	sw.to = fexec.Local{Server: fresh.srv}
+	sw.to = &httpapi.Local{Server: fresh.srv}
 	step(t, ex)
 	require.Empty(t, ex.Held())
 	_, err := kube.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
@@ -473,12 +473,12 @@ func TestLeasesAServiceDoesNotKnowAreDroppedAndTheirPodsDeleted(t *testing.T) {
 func TestADroppedLeasesRunningPodIsDeletedWithItsGracePeriod(t *testing.T) {
 	s := newService(t)
 	kube := fake.NewClientset(node("n1", "4", "16Gi", nil))
-	sw := &switching{to: fexec.Local{Server: s.srv}}
+	sw := &switching{to: &httpapi.Local{Server: s.srv}}
 	ex := newExecutor(t, s, "c1", kube, func(c *executor.Config) { c.Service = sw })
 	_, name := leased(t, s, ex, `{"requests": {"cpu": "1"}}`)
 	setPhase(t, kube, name, corev1.PodRunning, 0)
 	step(t, ex)
-	sw.to = fexec.Local{Server: newService(t).srv}
+	sw.to = &httpapi.Local{Server: newService(t).srv}
 	step(t, ex)
 	var deletes []metav1.DeleteOptions
 	for _, a := range kube.Actions() {
@@ -512,7 +512,7 @@ func (k *killing) Report(ctx context.Context, cluster string, rep api.Report) (a
 func TestAKillWithAMalformedGracePeriodKeepsThePodsOwn(t *testing.T) {
 	s := newService(t)
 	kube := fake.NewClientset(node("n1", "4", "16Gi", nil))
-	k := &killing{to: fexec.Local{Server: s.srv}}
+	k := &killing{to: &httpapi.Local{Server: s.srv}}
 	ex := newExecutor(t, s, "c1", kube, func(c *executor.Config) { c.Service = k })
 	id, name := leased(t, s, ex, `{"requests": {"cpu": "1"}, "terminationGracePeriod": "20s"}`)
 	setPhase(t, kube, name, corev1.PodRunning, 0)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/api"
 	"github.com/flotilla-sched/flotilla/backend/memory"
 	"github.com/flotilla-sched/flotilla/client"
 	"github.com/flotilla-sched/flotilla/events"
@@ -23,7 +24,6 @@ import (
 	"github.com/flotilla-sched/flotilla/kube/internal/kubetest"
 	"github.com/flotilla-sched/flotilla/scheduler"
 	"github.com/flotilla-sched/flotilla/server"
-	"github.com/flotilla-sched/flotilla/submit"
 )
 
 // real is one subtest's share of the real apiserver: its namespace, and
@@ -244,7 +244,7 @@ func TestExecutorOnARealApiserver(t *testing.T) {
 	t.Run("informers and the real clock: a job runs to success", func(t *testing.T) {
 		r := newReal(t, kube, "live")
 		r.addNode("live", "live-1", "4", nil)
-		schema := flotilla.MustResourceSchema("cpu", "memory", submit.DefaultGPUResource)
+		schema := flotilla.MustResourceSchema("cpu", "memory", api.DefaultGPUResource)
 		srv, err := server.New(ctx, server.Config{Scheduler: scheduler.DefaultConfig(schema), Backend: memory.New(schema),
 			Clock: server.SystemClock{}, NewID: server.NewULIDs(server.SystemClock{}, nil)})
 		require.NoError(t, err)

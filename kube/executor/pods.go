@@ -17,7 +17,6 @@ import (
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/api"
-	"github.com/flotilla-sched/flotilla/server"
 )
 
 // The labels and annotations of the pods the executor creates. The
@@ -218,29 +217,29 @@ func merge(a, b map[string]string) map[string]string {
 // kubelet refused the pod: OutOfcpu, NodeAffinity; or cut it at a
 // deadline before a container failed). Unknown (the node is unreachable) is
 // running: the lease stays renewed while the node may come back.
-func PhaseOf(p *corev1.Pod) (phase server.JobPhase, exitCode int, reason string) {
+func PhaseOf(p *corev1.Pod) (phase api.JobPhase, exitCode int, reason string) {
 	switch p.Status.Phase {
 	case corev1.PodRunning, corev1.PodUnknown:
-		return server.PhaseRunning, 0, ""
+		return api.PhaseRunning, 0, ""
 	case corev1.PodSucceeded:
-		return server.PhaseSucceeded, 0, ""
+		return api.PhaseSucceeded, 0, ""
 	case corev1.PodFailed:
 		if why, ok := disrupted(p); ok {
-			return server.PhaseReturned, 0, "pod failed: " + why
+			return api.PhaseReturned, 0, "pod failed: " + why
 		}
 		statuses := append(orderedStatuses(p.Spec.Containers, p.Status.ContainerStatuses), p.Status.InitContainerStatuses...)
 		for _, s := range statuses {
 			if t := s.State.Terminated; t != nil && t.ExitCode != 0 {
-				return server.PhaseFailed, int(t.ExitCode), strings.TrimSpace(fmt.Sprintf("container %s: %s %s", s.Name, t.Reason, t.Message))
+				return api.PhaseFailed, int(t.ExitCode), strings.TrimSpace(fmt.Sprintf("container %s: %s %s", s.Name, t.Reason, t.Message))
 			}
 		}
 		why := strings.TrimSpace(p.Status.Reason + " " + p.Status.Message)
 		if why == "" {
 			why = "no container exited non-zero"
 		}
-		return server.PhaseReturned, 0, "pod failed: " + why
+		return api.PhaseReturned, 0, "pod failed: " + why
 	}
-	return server.PhasePending, 0, ""
+	return api.PhasePending, 0, ""
 }
 
 // disrupted reports whether the pod failed because it was evicted by its

@@ -13,7 +13,6 @@ import (
 
 	"github.com/flotilla-sched/flotilla/api"
 	"github.com/flotilla-sched/flotilla/kube/executor"
-	"github.com/flotilla-sched/flotilla/server"
 )
 
 func TestPhaseOfMapsPodStatusToTheProtocolsPhases(t *testing.T) {
@@ -24,32 +23,32 @@ func TestPhaseOfMapsPodStatusToTheProtocolsPhases(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		status corev1.PodStatus
-		phase  server.JobPhase
+		phase  api.JobPhase
 		exit   int
 		reason string
 	}{
-		{"no phase yet", corev1.PodStatus{}, server.PhasePending, 0, ""},
-		{"pending", corev1.PodStatus{Phase: corev1.PodPending}, server.PhasePending, 0, ""},
-		{"running", corev1.PodStatus{Phase: corev1.PodRunning}, server.PhaseRunning, 0, ""},
-		{"unknown keeps running", corev1.PodStatus{Phase: corev1.PodUnknown}, server.PhaseRunning, 0, ""},
-		{"succeeded", corev1.PodStatus{Phase: corev1.PodSucceeded}, server.PhaseSucceeded, 0, ""},
+		{"no phase yet", corev1.PodStatus{}, api.PhasePending, 0, ""},
+		{"pending", corev1.PodStatus{Phase: corev1.PodPending}, api.PhasePending, 0, ""},
+		{"running", corev1.PodStatus{Phase: corev1.PodRunning}, api.PhaseRunning, 0, ""},
+		{"unknown keeps running", corev1.PodStatus{Phase: corev1.PodUnknown}, api.PhaseRunning, 0, ""},
+		{"succeeded", corev1.PodStatus{Phase: corev1.PodSucceeded}, api.PhaseSucceeded, 0, ""},
 		{"failed: the first non-zero exit code in spec order", corev1.PodStatus{Phase: corev1.PodFailed,
-			ContainerStatuses: []corev1.ContainerStatus{term("sidecar", 9), term("job", 3)}}, server.PhaseFailed, 3, "container job"},
+			ContainerStatuses: []corev1.ContainerStatus{term("sidecar", 9), term("job", 3)}}, api.PhaseFailed, 3, "container job"},
 		{"failed in an init container", corev1.PodStatus{Phase: corev1.PodFailed,
-			InitContainerStatuses: []corev1.ContainerStatus{term("init", 4)}}, server.PhaseFailed, 4, "container init"},
+			InitContainerStatuses: []corev1.ContainerStatus{term("init", 4)}}, api.PhaseFailed, 4, "container init"},
 		{"refused by the kubelet: returned", corev1.PodStatus{Phase: corev1.PodFailed, Reason: "OutOfcpu", Message: "Node didn't have enough resource"},
-			server.PhaseReturned, 0, "OutOfcpu"},
+			api.PhaseReturned, 0, "OutOfcpu"},
 		{"evicted after exit 0: returned", corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted",
-			ContainerStatuses: []corev1.ContainerStatus{term("job", 0)}}, server.PhaseReturned, 0, "Evicted"},
+			ContainerStatuses: []corev1.ContainerStatus{term("job", 0)}}, api.PhaseReturned, 0, "Evicted"},
 		// The kubelet kills the containers of a pod it evicts (node
 		// pressure): their exit code is the kill's, not the job's.
 		{"evicted, its containers killed: returned", corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted",
 			Message:           "The node was low on resource: memory.",
-			ContainerStatuses: []corev1.ContainerStatus{term("job", 137)}}, server.PhaseReturned, 0, "Evicted"},
+			ContainerStatuses: []corev1.ContainerStatus{term("job", 137)}}, api.PhaseReturned, 0, "Evicted"},
 		{"a disruption target (taint manager, pod GC, kubelet): returned", corev1.PodStatus{Phase: corev1.PodFailed,
 			Conditions: []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
 				Reason: "DeletionByTaintManager", Message: "Taint manager: deleting due to NoExecute taint"}},
-			ContainerStatuses: []corev1.ContainerStatus{term("job", 143)}}, server.PhaseReturned, 0, "DeletionByTaintManager"},
+			ContainerStatuses: []corev1.ContainerStatus{term("job", 143)}}, api.PhaseReturned, 0, "DeletionByTaintManager"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			phase, exit, reason := executor.PhaseOf(&corev1.Pod{Spec: spec, Status: tc.status})

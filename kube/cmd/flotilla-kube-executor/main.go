@@ -31,10 +31,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/api"
 	"github.com/flotilla-sched/flotilla/client"
 	"github.com/flotilla-sched/flotilla/kube/executor"
-	"github.com/flotilla-sched/flotilla/server"
-	"github.com/flotilla-sched/flotilla/submit"
 )
 
 func main() {
@@ -61,7 +60,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file (empty: ~/.kube/config, else in-cluster)")
 	fs.StringVar(&o.cfg.Namespace, "namespace", executor.DefaultNamespace, "the namespace of the jobs' pods")
 	sel := fs.String("node-selector", "", "a label selector picking the cluster's nodes (empty: every node)")
-	res := fs.String("resources", "cpu,memory,"+submit.DefaultGPUResource, "the resources reported: the service's resources, comma-separated")
+	res := fs.String("resources", "cpu,memory,"+api.DefaultGPUResource, "the resources reported: the service's resources, comma-separated")
 	tmpl := fs.String("pod-template", "", "a Pod, YAML or JSON, whose first container runs the job (default: busybox sleeping for the job's runtime)")
 	fs.IntVar(&o.cfg.Keep, "keep", 0, "how many ended pods to keep for debugging (the most recent)")
 	fs.DurationVar(&o.cfg.Renew, "renew", executor.DefaultRenew, "how often to report (and so renew leases): well under the lease timeout")
@@ -156,8 +155,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("cluster", o.cfg.Cluster)
 	fmt.Fprintf(stdout, "executor %s: reporting to %s every %s\n", o.cfg.Cluster, o.server, o.cfg.Renew)
 	_ = ex.Run(ctx, func(err error) { log.Warn("report failed", "err", err) })
-	log.Info("stopped", "held", len(ex.Held()), "succeeded", ex.Finished(server.PhaseSucceeded),
-		"failed", ex.Finished(server.PhaseFailed), "returned", ex.Finished(server.PhaseReturned),
-		"stopped", ex.Finished(server.PhaseStopped))
+	log.Info("stopped", "held", len(ex.Held()), "succeeded", ex.Finished(api.PhaseSucceeded),
+		"failed", ex.Finished(api.PhaseFailed), "returned", ex.Finished(api.PhaseReturned),
+		"stopped", ex.Finished(api.PhaseStopped))
 	return 0
 }

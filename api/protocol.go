@@ -1,0 +1,48 @@
+package api
+
+import "errors"
+
+// JobPhase is what an executor says about a job it holds (JobReport.Phase;
+// SERVICE.md's executor protocol).
+type JobPhase string
+
+// The phases of an executor's job report.
+const (
+	// PhasePending: the executor has the lease and has not started the job.
+	PhasePending JobPhase = "pending"
+	// PhaseRunning: the job runs.
+	PhaseRunning JobPhase = "running"
+	// PhaseSucceeded: the job ended with exit code 0.
+	PhaseSucceeded JobPhase = "succeeded"
+	// PhaseFailed: the job ended with a non-zero exit code.
+	PhaseFailed JobPhase = "failed"
+	// PhaseReturned: the executor gives the lease back (it could not start
+	// the job).
+	PhaseReturned JobPhase = "returned"
+	// PhaseStopped: the executor stopped the job because it was told to
+	// kill it.
+	PhaseStopped JobPhase = "stopped"
+)
+
+// Phases lists every phase a report may give.
+var Phases = []JobPhase{PhasePending, PhaseRunning, PhaseSucceeded, PhaseFailed, PhaseReturned, PhaseStopped}
+
+// The refusals of a report that an executor acts on. The service refuses a
+// report whole, naming each problem's field (ErrorBody.Problems); a
+// problem's error text begins with one of these when the job does not
+// exist (ErrNotFound), is not the cluster's (ErrNotHeld), or the cluster
+// must send its nodes first (ErrUnknownCluster). They are the texts of the
+// service's own errors (server.ErrNotHeld, server.ErrUnknownCluster,
+// backend.ErrNotFound; a test in httpapi keeps them equal), so an executor
+// tells them apart in process and over HTTP alike, without linking the
+// service.
+var (
+	ErrNotFound       = errors.New("not found")
+	ErrNotHeld        = errors.New("names a job the cluster does not hold")
+	ErrUnknownCluster = errors.New("names a cluster that has not registered its nodes")
+)
+
+// DefaultGPUResource is the resource that counts as a GPU unless the
+// service is configured otherwise (submit.DefaultGPUResource): an
+// executor reports cpu, memory and it by default.
+const DefaultGPUResource = "nvidia.com/gpu"
