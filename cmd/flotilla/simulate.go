@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/cmd/flotilla/internal/armada"
+	"github.com/flotilla-sched/flotilla/cmd/flotilla/internal/simreport"
 	"github.com/flotilla-sched/flotilla/sim"
 )
 
@@ -39,10 +42,10 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if code != 0 {
 		return code
 	}
-	progress := newProgressLine(stderr, time.Now)
-	cfg.Progress = progress.update
+	progress := simreport.NewProgressLine(stderr, time.Now)
+	cfg.Progress = progress.Update
 	out, err := sim.Run(ctx, cfg)
-	progress.finish()
+	progress.Finish()
 	if err != nil {
 		var fe *flotilla.FieldError
 		if errors.As(err, &fe) {
@@ -61,7 +64,7 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "flotilla: %v\n", err)
 		return 1
 	}
-	if err := writeReport(*dir, cfg, out); err != nil {
+	if err := simreport.Write(*dir, cfg, out); err != nil {
 		fmt.Fprintf(stderr, "flotilla: %v\n", err)
 		return 1
 	}
@@ -79,10 +82,10 @@ func simConfig(clusterPath, workloadPath, configPath, seed string, stderr io.Wri
 // simInputs is simConfig, with the renaming that puts the field paths of
 // sim.Run's problems (workload.jobTemplates[3].requests) in the terms of
 // the files as written: the identity for sim's JSON files, Armada's paths
-// for its YAML files (isArmadaFile).
+// for its YAML files (armada.IsFile).
 func simInputs(clusterPath, workloadPath, configPath, seed string, stderr io.Writer) (sim.Config, func(string) string, int) {
 	var cfg sim.Config
-	rename := pathRenamer{}
+	rename := armada.PathRenamer{}
 	bad := func(path, what string, err error) (sim.Config, func(string) string, int) {
 		fmt.Fprintf(stderr, "flotilla: %s is not a valid %s:\n", path, what)
 		printErrors(stderr, err)
@@ -94,13 +97,13 @@ func simInputs(clusterPath, workloadPath, configPath, seed string, stderr io.Wri
 		return cfg, nil, 2
 	}
 	var pendingMin, pendingTail time.Duration
-	if isArmadaFile(clusterPath) {
-		ac, err := parseArmadaClusters(data)
+	if armada.IsFile(clusterPath) {
+		ac, err := armada.ParseClusters(data)
 		if err != nil {
 			return bad(clusterPath, "cluster file (Armada's ClusterSpec)", err)
 		}
-		cfg.Clusters, pendingMin, pendingTail = ac.clusters, ac.pendingMinimum, ac.pendingTail
-		rename = append(rename, prefixedPaths("clusters.", ac.paths)...)
+		cfg.Clusters, pendingMin, pendingTail = ac.Clusters, ac.PendingMinimum, ac.PendingTail
+		rename = append(rename, ac.Paths.Prefixed("clusters.")...)
 	} else if cfg.Clusters, err = sim.ParseClusters(data); err != nil {
 		return bad(clusterPath, "cluster file", err)
 	}
@@ -108,20 +111,20 @@ func simInputs(clusterPath, workloadPath, configPath, seed string, stderr io.Wri
 		fmt.Fprintf(stderr, "flotilla: %v\n", err)
 		return cfg, nil, 2
 	}
-	if isArmadaFile(workloadPath) {
-		aw, err := parseArmadaWorkload(data)
+	if armada.IsFile(workloadPath) {
+		aw, err := armada.ParseWorkload(data)
 		if err != nil {
 			return bad(workloadPath, "workload file (Armada's WorkloadSpec)", err)
 		}
-		cfg.Workload = aw.workload
-		rename = append(rename, prefixedPaths("workload.", aw.paths)...)
+		cfg.Workload = aw.Workload
+		rename = append(rename, aw.Paths.Prefixed("workload.")...)
 		// Armada's simulator submits a preempted job again: so does an
 		// Armada workload here, unless -config says otherwise.
 		cfg.RequeuePreempted = !configSetsRequeue(configPath)
 	} else if cfg.Workload, err = sim.ParseWorkload(data); err != nil {
 		return bad(workloadPath, "workload file", err)
 	}
-	if err := applyPendingDelay(cfg.Workload, pendingMin, pendingTail); err != nil {
+	if err := armada.ApplyPendingDelay(cfg.Workload, pendingMin, pendingTail); err != nil {
 		return bad(clusterPath, "cluster file (Armada's ClusterSpec)", err)
 	}
 	if seed != "" {
@@ -153,16 +156,7 @@ func simInputs(clusterPath, workloadPath, configPath, seed string, stderr io.Wri
 			cfg.RequeuePreempted = requeue
 		}
 	}
-	return cfg, rename.rename, 0
-}
-
-// prefixedPaths puts prefix before both sides of every pair of rn.
-func prefixedPaths(prefix string, rn pathRenamer) pathRenamer {
-	out := make(pathRenamer, len(rn))
-	for i, p := range rn {
-		out[i] = [2]string{prefix + p[0], prefix + p[1]}
-	}
-	return out
+	return cfg, rename.Rename, 0
 }
 
 // clusterResources is every resource a node of c names, sorted (the
@@ -180,4 +174,24 @@ func clusterResources(c *sim.Clusters) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// configSetsRequeue reports whether the -config file at path (already
+// checked) sets config.requeuePreempted; false for no file.
+func configSetsRequeue(path string) bool {
+	if path == "" {
+		return false
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	var f struct {
+		Config map[string]json.RawMessage `json:"config"`
+	}
+	if json.Unmarshal(data, &f) != nil {
+		return false
+	}
+	_, ok := f.Config["requeuePreempted"]
+	return ok
 }
