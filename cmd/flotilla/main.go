@@ -51,7 +51,7 @@
 // monotonic clock) stops writing, ends its requests (watches included)
 // and becomes a follower; it never leads again under the token of a term
 // it ended. Clients take several comma-separated -server URLs and move to
-// the next when one cannot be reached (ha.go).
+// the next when one cannot be reached (package ha runs the election).
 package main
 
 import (
