@@ -22,7 +22,6 @@ import (
 	"github.com/flotilla-sched/flotilla/backend/postgres"
 	"github.com/flotilla-sched/flotilla/ha"
 	"github.com/flotilla-sched/flotilla/httpapi"
-	"github.com/flotilla-sched/flotilla/internal/strictjson"
 	"github.com/flotilla-sched/flotilla/scenario"
 	"github.com/flotilla-sched/flotilla/scheduler"
 	"github.com/flotilla-sched/flotilla/server"
@@ -31,88 +30,28 @@ import (
 // defaultResources are the service's resources when -config names none.
 func defaultResources() []string { return []string{"cpu", "memory", server.DefaultGPUResource} }
 
-// serveConfig is serve's -config file: SCENARIOS.md's config and
-// priorityClasses blocks, and the resources the service schedules.
-type serveConfig struct {
-	Config          scenario.Config          `json:"config"`
-	PriorityClasses []scenario.PriorityClass `json:"priorityClasses,omitempty"`
-	// Resources names the service's resources; absent means cpu, memory
-	// and nvidia.com/gpu.
-	Resources []string `json:"resources,omitempty"`
-}
-
-// loadServeConfig reads -config into the scheduler's configuration and
-// the service's requeue setting, validated as a scenario's would be.
+// loadServeConfig reads -config (an empty path is the empty
+// configuration) into the scheduler's configuration and the service's
+// requeue setting, validated as a scenario's would be.
 func loadServeConfig(path string) (scheduler.Config, bool, error) {
-	sc, err := readServeConfig(path)
-	if err != nil {
-		return scheduler.Config{}, false, err
+	data := []byte("{}")
+	if path != "" {
+		var err error
+		if data, err = os.ReadFile(path); err != nil {
+			return scheduler.Config{}, false, err
+		}
 	}
-	return sc.buildDefault()
+	return parseServeConfig(data)
 }
 
 // parseServeConfig is loadServeConfig on a file's contents.
 func parseServeConfig(data []byte) (scheduler.Config, bool, error) {
-	sc, err := decodeServeConfig(data)
+	c, err := scenario.ParseConfigFile(data)
 	if err != nil {
 		return scheduler.Config{}, false, err
 	}
-	return sc.buildDefault()
-}
-
-// buildDefault is build with the default resources when sc names none.
-func (sc serveConfig) buildDefault() (scheduler.Config, bool, error) {
-	if len(sc.Resources) == 0 {
-		sc.Resources = defaultResources()
-	}
-	return sc.build()
-}
-
-// readServeConfig decodes a -config file strictly; an empty path is the
-// empty configuration.
-func readServeConfig(path string) (serveConfig, error) {
-	if path == "" {
-		return serveConfig{}, nil
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return serveConfig{}, err
-	}
-	return decodeServeConfig(data)
-}
-
-// decodeServeConfig decodes a -config file's contents strictly.
-func decodeServeConfig(data []byte) (serveConfig, error) {
-	var sc serveConfig
-	if err := strictjson.Decode(data, &sc); err != nil {
-		return serveConfig{}, err
-	}
-	return sc, nil
-}
-
-// build validates the config and priority classes over sc.Resources as a
-// scenario's would be and returns the scheduler's configuration and the
-// requeue setting.
-func (sc serveConfig) build() (scheduler.Config, bool, error) {
-	// A node template of count 0 gives the schema its resources and no
-	// nodes; Build validates the config and classes as for a scenario.
-	res := make(map[string]string, len(sc.Resources))
-	for _, r := range sc.Resources {
-		res[r] = "0"
-	}
-	zero := 0
-	f := &scenario.File{Config: sc.Config, PriorityClasses: sc.PriorityClasses,
-		Nodes: []scenario.NodeTemplate{{Name: "resources", Count: &zero, Resources: res}}}
-	built, err := f.Build()
-	if err != nil {
-		return scheduler.Config{}, false, flotilla.RenameFields(err, func(f string) string {
-			if strings.HasPrefix(f, "nodes[0].resources") {
-				return "resources" + strings.TrimPrefix(f, "nodes[0].resources")
-			}
-			return f
-		})
-	}
-	return built.SchedulerConfig(), built.Settings.RequeuePreempted, nil
+	cfg, settings, err := c.BuildConfig(defaultResources())
+	return cfg, settings.RequeuePreempted, err
 }
 
 // isLoopback reports whether a listen address binds loopback only.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/cmd/flotilla/internal/armada"
 	"github.com/flotilla-sched/flotilla/cmd/flotilla/internal/simreport"
+	"github.com/flotilla-sched/flotilla/scenario"
 	"github.com/flotilla-sched/flotilla/sim"
 )
 
@@ -119,8 +119,8 @@ func simInputs(clusterPath, workloadPath, configPath, seed string, stderr io.Wri
 		cfg.Workload = aw.Workload
 		rename = append(rename, aw.Paths.Prefixed("workload.")...)
 		// Armada's simulator submits a preempted job again: so does an
-		// Armada workload here, unless -config says otherwise.
-		cfg.RequeuePreempted = !configSetsRequeue(configPath)
+		// Armada workload here, unless -config says otherwise (below).
+		cfg.RequeuePreempted = true
 	} else if cfg.Workload, err = sim.ParseWorkload(data); err != nil {
 		return bad(workloadPath, "workload file", err)
 	}
@@ -135,7 +135,11 @@ func simInputs(clusterPath, workloadPath, configPath, seed string, stderr io.Wri
 		cfg.Workload.Seed = n
 	}
 	if configPath != "" {
-		sc, err := readServeConfig(configPath)
+		data, err := os.ReadFile(configPath)
+		if err != nil {
+			return bad(configPath, "config file", err)
+		}
+		sc, err := scenario.ParseConfigFile(data)
 		if err != nil {
 			return bad(configPath, "config file", err)
 		}
@@ -146,14 +150,13 @@ func simInputs(clusterPath, workloadPath, configPath, seed string, stderr io.Wri
 		// The simulation's schema is every resource a node names; the
 		// configuration is validated against those (sim replaces the
 		// Schema with its own, which names the same resources).
-		sc.Resources = clusterResources(cfg.Clusters)
-		schedCfg, requeue, err := sc.build()
+		schedCfg, settings, err := sc.BuildConfig(clusterResources(cfg.Clusters))
 		if err != nil {
 			return bad(configPath, "config file", err)
 		}
 		cfg.Scheduler = &schedCfg
-		if configSetsRequeue(configPath) {
-			cfg.RequeuePreempted = requeue
+		if sc.SetsRequeuePreempted() {
+			cfg.RequeuePreempted = settings.RequeuePreempted
 		}
 	}
 	return cfg, rename.Rename, 0
@@ -174,24 +177,4 @@ func clusterResources(c *sim.Clusters) []string {
 	}
 	slices.Sort(names)
 	return names
-}
-
-// configSetsRequeue reports whether the -config file at path (already
-// checked) sets config.requeuePreempted; false for no file.
-func configSetsRequeue(path string) bool {
-	if path == "" {
-		return false
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return false
-	}
-	var f struct {
-		Config map[string]json.RawMessage `json:"config"`
-	}
-	if json.Unmarshal(data, &f) != nil {
-		return false
-	}
-	_, ok := f.Config["requeuePreempted"]
-	return ok
 }
