@@ -20,6 +20,7 @@ import (
 	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/backend/memory"
 	"github.com/flotilla-sched/flotilla/backend/postgres"
+	"github.com/flotilla-sched/flotilla/cmd/flotilla/internal/metrics"
 	"github.com/flotilla-sched/flotilla/ha"
 	"github.com/flotilla-sched/flotilla/httpapi"
 	"github.com/flotilla-sched/flotilla/scenario"
@@ -110,11 +111,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// node is set before any request is served (the metrics and the
 	// readiness read it).
 	var node *ha.Node
-	m := newMetrics(func() *server.Server { return node.Current() }, func() bool { return node.Leading() })
+	m := metrics.New(func() *server.Server { return node.Current() }, func() bool { return node.Leading() })
 	nc := ha.Config{
 		Backend: be, Leases: leases, TTL: *f.leaderTTL, ForwardTimeout: *f.forwardTimeout, Cycle: *f.cycle,
-		OnCycle: m.cycle, Logger: log,
-		API: httpapi.Options{Auth: in.auth, Logger: log, Observe: m.observe, Ready: func() error { return node.Ready() }},
+		OnCycle: m.Cycle, Logger: log,
+		API: httpapi.Options{Auth: in.auth, Logger: log, Observe: m.Observe, Ready: func() error { return node.Ready() }},
 		NewServer: func(ctx context.Context, be backend.Backend, fence uint64) (*server.Server, error) {
 			return server.New(ctx, server.Config{
 				Scheduler: in.cfg, Backend: be, Clock: server.SystemClock{},
@@ -282,14 +283,14 @@ func startNode(ctx context.Context, cfg ha.Config) (*ha.Node, error) {
 // serveMux routes the API to the node and, beside it, the metrics; with
 // leases also health and readiness, which are this process's (every API
 // request goes to the leader's handler, here or forwarded).
-func serveMux(node *ha.Node, elected bool, auth *httpapi.Auth, m *metrics) *http.ServeMux {
+func serveMux(node *ha.Node, elected bool, auth *httpapi.Auth, m *metrics.Metrics) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/", node.Handler())
 	if !elected {
 		// Metrics name the queues and their load: with -auth, any known
 		// token may read them (Prometheus sends one with its scrape's
 		// authorization), none may not.
-		mux.Handle("GET /metrics", node.API().Authenticated(m.handler()))
+		mux.Handle("GET /metrics", node.API().Authenticated(m.Handler()))
 		return mux
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok\n") })
@@ -300,7 +301,7 @@ func serveMux(node *ha.Node, elected bool, auth *httpapi.Auth, m *metrics) *http
 		}
 		_, _ = io.WriteString(w, "ok\n")
 	})
-	mux.Handle("GET /metrics", ha.RequireKnownToken(auth, m.handler()))
+	mux.Handle("GET /metrics", ha.RequireKnownToken(auth, m.Handler()))
 	return mux
 }
 

@@ -153,21 +153,6 @@ func TestSimulateConfigPriorityClassesReachTheSimulation(t *testing.T) {
 	assert.Equal(t, 7, strings.Count(string(jobs), ",succeeded,"), "%s", jobs)
 }
 
-func TestSimulateConfigReadsQuantitiesInTheClustersUnits(t *testing.T) {
-	// example.com/fpga is a resource of the cluster file only: its
-	// indexed resolution "2" is two whole fpgas, not 2000 milli-units as it
-	// would be against serve's default resources.
-	var stderr bytes.Buffer
-	cfg, code := simConfig(filepath.Join(simData, "fpga.clusters.json"), filepath.Join(simData, "fpga.workload.json"),
-		filepath.Join(simData, "fpga.config.json"), "", &stderr)
-	require.Equal(t, 0, code, stderr.String())
-	require.NotNil(t, cfg.Scheduler)
-	require.NotEmpty(t, cfg.Scheduler.IndexedResources)
-	assert.Equal(t, "example.com/fpga", cfg.Scheduler.IndexedResources[0].Name)
-	assert.Equal(t, int64(2), cfg.Scheduler.IndexedResources[0].Resolution)
-	assert.True(t, cfg.RequeuePreempted, "config.requeuePreempted")
-}
-
 func TestSimulateBadInputExitsTwoNamingFieldAndValue(t *testing.T) {
 	tmp := t.TempDir()
 	write := func(name, body string) string {
