@@ -1,13 +1,16 @@
 package scenario
 
 import (
+	"encoding/json"
 	"errors"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/internal/strictjson"
+	"github.com/flotilla-sched/flotilla/scheduler"
 )
 
 // Built is a scenario expanded into Flotilla's vocabulary, every default
@@ -196,4 +199,68 @@ func (b *builder) parseResources(field string, m map[string]string) flotilla.Res
 		return b.schema.Zero()
 	}
 	return r
+}
+
+// ConfigFile is a file of SCENARIOS.md's config and priorityClasses
+// blocks alone, with the resources a service schedules: `flotilla serve
+// -config` and `flotilla simulate -config`. BuildConfig judges it exactly
+// as a scenario's blocks are judged, by the same Build.
+type ConfigFile struct {
+	Config          Config          `json:"config"`
+	PriorityClasses []PriorityClass `json:"priorityClasses,omitempty"`
+	// Resources names the service's resources; absent means the caller's
+	// default (serve's: cpu, memory and nvidia.com/gpu).
+	Resources []string `json:"resources,omitempty"`
+	// requeueSet: the file names config.requeuePreempted.
+	requeueSet bool
+}
+
+// ParseConfigFile decodes a config file strictly (as Parse decodes a
+// scenario); it is judged by BuildConfig.
+func ParseConfigFile(data []byte) (*ConfigFile, error) {
+	var c ConfigFile
+	if err := strictjson.Decode(data, &c); err != nil {
+		return nil, err
+	}
+	var keys struct {
+		Config map[string]json.RawMessage `json:"config"`
+	}
+	if json.Unmarshal(data, &keys) == nil {
+		_, c.requeueSet = keys.Config["requeuePreempted"]
+	}
+	return &c, nil
+}
+
+// SetsRequeuePreempted reports whether the file gives
+// config.requeuePreempted (true or false), as opposed to leaving the
+// default to the caller.
+func (c *ConfigFile) SetsRequeuePreempted() bool { return c.requeueSet }
+
+// BuildConfig validates c's config and priority classes over its
+// resources (or over resources when c names none) as a scenario's are
+// validated, every problem at once (a resource's named resources[...]),
+// and returns the scheduler's configuration and the settings.
+func (c *ConfigFile) BuildConfig(resources []string) (scheduler.Config, Settings, error) {
+	if len(c.Resources) > 0 {
+		resources = c.Resources
+	}
+	// A node template of count 0 gives the schema its resources and no
+	// nodes: Build judges the blocks as for a scenario.
+	res := make(map[string]string, len(resources))
+	for _, r := range resources {
+		res[r] = "0"
+	}
+	zero := 0
+	f := &File{Config: c.Config, PriorityClasses: c.PriorityClasses,
+		Nodes: []NodeTemplate{{Name: "resources", Count: &zero, Resources: res}}}
+	built, err := f.Build()
+	if err != nil {
+		return scheduler.Config{}, Settings{}, flotilla.RenameFields(err, func(f string) string {
+			if rest, ok := strings.CutPrefix(f, "nodes[0].resources"); ok {
+				return "resources" + rest
+			}
+			return f
+		})
+	}
+	return built.SchedulerConfig(), built.Settings, nil
 }

@@ -335,24 +335,12 @@ func (p *reportPlan) endedLen() int {
 }
 
 // readEnded reads e's records outside the service's lock: in one call
-// when the backend implements backend.JobLookup, else one by one.
+// when the backend implements backend.JobLookup, else one by one
+// (backend.JobsByID).
 func (s *Server) readEnded(ctx context.Context, e *endedReads) error {
 	e.recs = make([]backend.Record, len(e.ids))
-	if l, ok := s.be.(backend.JobLookup); ok {
-		if err := l.JobsByID(ctx, e.ids, e.recs); err != nil {
-			return err
-		}
-	} else {
-		for k, id := range e.ids {
-			rec, err := s.be.Job(ctx, id)
-			if errors.Is(err, backend.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			e.recs[k] = rec
-		}
+	if err := backend.JobsByID(ctx, s.be, e.ids, e.recs); err != nil {
+		return err
 	}
 	e.read = true
 	return nil

@@ -16,6 +16,7 @@ import (
 	"github.com/flotilla-sched/flotilla/api"
 	"github.com/flotilla-sched/flotilla/client"
 	"github.com/flotilla-sched/flotilla/events"
+	"github.com/flotilla-sched/flotilla/explain"
 )
 
 // DefaultServer is the service's address when neither -server nor
@@ -487,7 +488,7 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return c.fail(err)
 	}
 	if *verbose && !asJSON {
-		if err := writeStatusLong(stdout, sts); err != nil {
+		if err := explain.WriteStatus(stdout, sts); err != nil {
 			return c.fail(err)
 		}
 		return 0

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/flotilla-sched/flotilla/explain"
 )
 
 // FuzzExplainArgs: whatever the arguments after `flotilla explain -scenario
-// FILE`, the command never panics and exits 0 with an explanation of the
+// FILE`, the command never panics and exits 0 with an explain.Explanation of the
 // job asked for, or 2 with a message on stderr and nothing on stdout.
 func FuzzExplainArgs(f *testing.F) {
 	const file = "../../testdata/scenarios/three-queues-protected-zero.json"
@@ -27,7 +29,7 @@ func FuzzExplainArgs(f *testing.F) {
 				return // help
 			}
 			if strings.Contains(line, "json") {
-				var ex explanation
+				var ex explain.Explanation
 				if err := json.Unmarshal([]byte(out), &ex); err != nil || ex.Job == "" || ex.State == "" {
 					t.Fatalf("%q: exit 0 with output %q (%v)", line, out, err)
 				}

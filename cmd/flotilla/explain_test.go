@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flotilla-sched/flotilla/explain"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -86,10 +87,10 @@ func TestExplainAgreesWithSchedule(t *testing.T) {
 			require.Equal(t, 0, code, errOut)
 			var sched scheduleRounds
 			require.NoError(t, json.Unmarshal([]byte(out), &sched))
-			explain := func(round int, job string) explanation {
+			explain := func(round int, job string) explain.Explanation {
 				code, out, errOut := runCmd("explain", "-scenario", f, "-round", fmt.Sprint(round), "-o", "json", job)
 				require.Equal(t, 0, code, errOut)
-				var ex explanation
+				var ex explain.Explanation
 				require.NoError(t, json.Unmarshal([]byte(out), &ex))
 				for _, q := range sched.Rounds[round].Queues {
 					if q.Name == ex.Queue {
@@ -139,23 +140,13 @@ func TestExplainJobNotReachedGivesItsQueuesReasonAndPlace(t *testing.T) {
 		"rounds": [{"submit": [{"id": "j", "queue": "A", "count": 30, "requests": {"cpu": "1"}}]}]}`)
 	code, out, errOut := runCmd("explain", "-scenario", p, "-round", "0", "-o", "json", "j-20")
 	require.Equal(t, 0, code, errOut)
-	var ex explanation
+	var ex explain.Explanation
 	require.NoError(t, json.Unmarshal([]byte(out), &ex))
 	assert.Equal(t, "not-examined", ex.State)
 	require.NotNil(t, ex.Unscheduled)
 	assert.Equal(t, "lookback", ex.Unscheduled.Code)
 	require.NotNil(t, ex.Place)
-	assert.Equal(t, placeJSON{Position: 21, Queued: 30, Ahead: 20, AheadRequests: map[string]string{"cpu": "20"}}, *ex.Place)
-}
-
-// A member of a gang its queue does not hold whole (a library's store can
-// hold one; scenarios and the service queue gangs whole) is placed after
-// every job the queue offers, not at a numbered place.
-func TestExplainTextPlacesAMemberOfAnIncompleteGangAfterEveryJobOffered(t *testing.T) {
-	var out strings.Builder
-	require.NoError(t, writeExplainText(&out, &explanation{Job: "g-0", Queue: "A", State: "unschedulable",
-		Place: &placeJSON{Position: 4, Queued: 5, Ahead: 3, AheadRequests: map[string]string{"cpu": "6"}, GangIncomplete: true}}))
-	assert.Contains(t, out.String(), "last of 5 queued in A when the round started; 3 ahead, requesting cpu 6 in total; its gang is not all queued, and a queue offers a gang only whole\n")
+	assert.Equal(t, explain.Place{Position: 21, Queued: 30, Ahead: 20, AheadRequests: map[string]string{"cpu": "20"}}, *ex.Place)
 }
 
 // explain runs the scenario only as far as the round it explains: a

@@ -36,22 +36,13 @@
 // running) ends the output after the rounds before it. Tables print names
 // with control characters Go-quoted.
 //
-// serve with -db runs highly available: several serve processes on one
-// PostgreSQL database elect a leader with the database's lease
-// (backend.Leases; -leader-ttl, renewed every third of it). The leader
-// fences the database with its token (an empty write), rebuilds its state
-// from it, and runs the cycles; the others forward every API request to
-// the leader's -advertise URL (streaming watches; with -auth, only
-// requests with a known token), answer 503 with Retry-After while no
-// leader is known, and answer /healthz, /readyz and /metrics themselves
-// (flotilla_leader: 1 on the leader). A process holds the lease under its
-// host's name and listening address, not the advertised URL (which
-// several may share; listening on every address, -advertise is
-// required). A leader that cannot renew its lease within the ttl (on the
-// monotonic clock) stops writing, ends its requests (watches included)
-// and becomes a follower; it never leads again under the token of a term
-// it ended. Clients take several comma-separated -server URLs and move to
-// the next when one cannot be reached (ha.go).
+// serve with -db runs highly available (package ha): several serve
+// processes on one PostgreSQL database elect a leader with the database's
+// lease (-leader-ttl); the others forward every API request to the
+// leader's -advertise URL and answer /healthz, /readyz and /metrics
+// themselves (flotilla_leader: 1 on the leader). Clients take several
+// comma-separated -server URLs and move to the next when one cannot be
+// reached.
 package main
 
 import (

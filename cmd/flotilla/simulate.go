@@ -7,12 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/cmd/flotilla/internal/siminput"
+	"github.com/flotilla-sched/flotilla/cmd/flotilla/internal/simreport"
 	"github.com/flotilla-sched/flotilla/sim"
 )
 
@@ -35,14 +34,21 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprint(stderr, "usage: flotilla simulate -cluster FILE -workload FILE -o DIR [-config FILE] [-seed N]\n")
 		return 2
 	}
-	cfg, rename, code := simInputs(*clusterPath, *workloadPath, *configPath, *seed, stderr)
-	if code != 0 {
-		return code
+	cfg, rename, err := siminput.Read(siminput.Files{Cluster: *clusterPath, Workload: *workloadPath, Config: *configPath, Seed: *seed})
+	var bad *siminput.BadFile
+	switch {
+	case errors.As(err, &bad):
+		fmt.Fprintf(stderr, "flotilla: %s is not a valid %s:\n", bad.Path, bad.What)
+		printErrors(stderr, bad.Err)
+		return 2
+	case err != nil:
+		fmt.Fprintf(stderr, "flotilla: %v\n", err)
+		return 2
 	}
-	progress := newProgressLine(stderr, time.Now)
-	cfg.Progress = progress.update
+	progress := simreport.NewProgressLine(stderr, time.Now)
+	cfg.Progress = progress.Update
 	out, err := sim.Run(ctx, cfg)
-	progress.finish()
+	progress.Finish()
 	if err != nil {
 		var fe *flotilla.FieldError
 		if errors.As(err, &fe) {
@@ -61,123 +67,10 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "flotilla: %v\n", err)
 		return 1
 	}
-	if err := writeReport(*dir, cfg, out); err != nil {
+	if err := simreport.Write(*dir, cfg, out); err != nil {
 		fmt.Fprintf(stderr, "flotilla: %v\n", err)
 		return 1
 	}
 	fmt.Fprintf(stdout, "simulated %gs of virtual time, %d jobs; wrote %s\n", out.End, len(out.Jobs), *dir)
 	return 0
-}
-
-// simConfig reads and checks simulate's input files into a sim.Config,
-// printing every problem; the code is 0 when all is well, else 2.
-func simConfig(clusterPath, workloadPath, configPath, seed string, stderr io.Writer) (sim.Config, int) {
-	cfg, _, code := simInputs(clusterPath, workloadPath, configPath, seed, stderr)
-	return cfg, code
-}
-
-// simInputs is simConfig, with the renaming that puts the field paths of
-// sim.Run's problems (workload.jobTemplates[3].requests) in the terms of
-// the files as written: the identity for sim's JSON files, Armada's paths
-// for its YAML files (isArmadaFile).
-func simInputs(clusterPath, workloadPath, configPath, seed string, stderr io.Writer) (sim.Config, func(string) string, int) {
-	var cfg sim.Config
-	rename := pathRenamer{}
-	bad := func(path, what string, err error) (sim.Config, func(string) string, int) {
-		fmt.Fprintf(stderr, "flotilla: %s is not a valid %s:\n", path, what)
-		printErrors(stderr, err)
-		return sim.Config{}, nil, 2
-	}
-	data, err := os.ReadFile(clusterPath)
-	if err != nil {
-		fmt.Fprintf(stderr, "flotilla: %v\n", err)
-		return cfg, nil, 2
-	}
-	var pendingMin, pendingTail time.Duration
-	if isArmadaFile(clusterPath) {
-		ac, err := parseArmadaClusters(data)
-		if err != nil {
-			return bad(clusterPath, "cluster file (Armada's ClusterSpec)", err)
-		}
-		cfg.Clusters, pendingMin, pendingTail = ac.clusters, ac.pendingMinimum, ac.pendingTail
-		rename = append(rename, prefixedPaths("clusters.", ac.paths)...)
-	} else if cfg.Clusters, err = sim.ParseClusters(data); err != nil {
-		return bad(clusterPath, "cluster file", err)
-	}
-	if data, err = os.ReadFile(workloadPath); err != nil {
-		fmt.Fprintf(stderr, "flotilla: %v\n", err)
-		return cfg, nil, 2
-	}
-	if isArmadaFile(workloadPath) {
-		aw, err := parseArmadaWorkload(data)
-		if err != nil {
-			return bad(workloadPath, "workload file (Armada's WorkloadSpec)", err)
-		}
-		cfg.Workload = aw.workload
-		rename = append(rename, prefixedPaths("workload.", aw.paths)...)
-		// Armada's simulator submits a preempted job again: so does an
-		// Armada workload here, unless -config says otherwise.
-		cfg.RequeuePreempted = !configSetsRequeue(configPath)
-	} else if cfg.Workload, err = sim.ParseWorkload(data); err != nil {
-		return bad(workloadPath, "workload file", err)
-	}
-	if err := applyPendingDelay(cfg.Workload, pendingMin, pendingTail); err != nil {
-		return bad(clusterPath, "cluster file (Armada's ClusterSpec)", err)
-	}
-	if seed != "" {
-		n, err := strconv.ParseUint(seed, 10, 64)
-		if err != nil {
-			return bad("-seed", "seed", flotilla.Errorf("seed", seed, flotilla.ErrMalformed, "want a non-negative integer"))
-		}
-		cfg.Workload.Seed = n
-	}
-	if configPath != "" {
-		sc, err := readServeConfig(configPath)
-		if err != nil {
-			return bad(configPath, "config file", err)
-		}
-		if len(sc.Resources) > 0 {
-			return bad(configPath, "config file", flotilla.Errorf("resources", strings.Join(sc.Resources, ","),
-				flotilla.ErrInconsistent, "simulate takes its resources from the cluster file"))
-		}
-		// The simulation's schema is every resource a node names; the
-		// configuration is validated against those (sim replaces the
-		// Schema with its own, which names the same resources).
-		sc.Resources = clusterResources(cfg.Clusters)
-		schedCfg, requeue, err := sc.build()
-		if err != nil {
-			return bad(configPath, "config file", err)
-		}
-		cfg.Scheduler = &schedCfg
-		if configSetsRequeue(configPath) {
-			cfg.RequeuePreempted = requeue
-		}
-	}
-	return cfg, rename.rename, 0
-}
-
-// prefixedPaths puts prefix before both sides of every pair of rn.
-func prefixedPaths(prefix string, rn pathRenamer) pathRenamer {
-	out := make(pathRenamer, len(rn))
-	for i, p := range rn {
-		out[i] = [2]string{prefix + p[0], prefix + p[1]}
-	}
-	return out
-}
-
-// clusterResources is every resource a node of c names, sorted (the
-// simulation's schema).
-func clusterResources(c *sim.Clusters) []string {
-	var names []string
-	for _, cl := range c.Clusters {
-		for _, n := range cl.Nodes {
-			for r := range n.Resources {
-				if !slices.Contains(names, r) {
-					names = append(names, r)
-				}
-			}
-		}
-	}
-	slices.Sort(names)
-	return names
 }

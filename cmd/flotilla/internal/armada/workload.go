@@ -1,11 +1,9 @@
-package main
+package armada
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -43,19 +41,19 @@ var (
 	armadaRepeatFields       = []string{"numTimes", "period"}
 )
 
-// armadaWorkload is a WorkloadSpec read into a sim.Workload, with the
-// pathRenamer that puts sim's field paths (jobTemplates[3].count) in the
-// file's terms (queues[1].jobTemplates[0].number).
-type armadaWorkload struct {
-	workload *sim.Workload
-	paths    pathRenamer
+// Workload is a WorkloadSpec read into a sim.Workload.
+type Workload struct {
+	Workload *sim.Workload
+	// Paths puts sim's field paths (jobTemplates[3].count) in the file's
+	// terms (queues[1].jobTemplates[0].number).
+	Paths PathRenamer
 }
 
-// parseArmadaWorkload reads Armada's WorkloadSpec YAML into a
+// ParseWorkload reads Armada's WorkloadSpec YAML into a
 // sim.Workload and checks it (sim's Validate included); every problem is
 // a *flotilla.FieldError at its YAML path, all joined. The template of
 // queue q at index j with no id gets Armada's id "<q>-<j>".
-func parseArmadaWorkload(data []byte) (*armadaWorkload, error) {
+func ParseWorkload(data []byte) (*Workload, error) {
 	var r yamlReader
 	root := r.yamlRoot(data)
 	if root == nil {
@@ -66,7 +64,7 @@ func parseArmadaWorkload(data []byte) (*armadaWorkload, error) {
 		return nil, r.err()
 	}
 	w := &sim.Workload{}
-	out := &armadaWorkload{workload: w}
+	out := &Workload{Workload: w}
 	// randomSeed is an int64 in Armada; its bits are the seed.
 	w.Seed = uint64(r.integer(top["randomSeed"], "randomSeed", math.MinInt64, math.MaxInt64))
 	queues := r.list(top["queues"], "queues")
@@ -89,7 +87,7 @@ func parseArmadaWorkload(data []byte) (*armadaWorkload, error) {
 			wt := r.number(q["weight"], qp+".weight")
 			spec.Weight = &wt
 		}
-		out.paths = append(out.paths, [2]string{yamlIndex("queues", len(w.Queues)), qp})
+		out.Paths = append(out.Paths, [2]string{yamlIndex("queues", len(w.Queues)), qp})
 		w.Queues = append(w.Queues, spec)
 		for ji, jn := range r.list(q["jobTemplates"], qp+".jobTemplates") {
 			jp := yamlIndex(qp+".jobTemplates", ji)
@@ -102,15 +100,15 @@ func parseArmadaWorkload(data []byte) (*armadaWorkload, error) {
 			}
 			tplPaths = append(tplPaths, jp)
 			sp := yamlIndex("jobTemplates", len(w.JobTemplates))
-			out.paths = append(out.paths, templatePaths(sp, jp)...)
+			out.Paths = append(out.Paths, templatePaths(sp, jp)...)
 			w.JobTemplates = append(w.JobTemplates, t)
 		}
 	}
-	out.paths = append(out.paths, [2]string{"jobTemplates", "queues"})
+	out.Paths = append(out.Paths, [2]string{"jobTemplates", "queues"})
 	r.repetitionDependencies(w, tplPaths, repeats)
 	// Every problem at once: sim's checks of what could be read, less
 	// those about values the reader already refused.
-	if err := strictjson.Merge(r.err(), flotilla.RenameFields(w.Validate(), out.paths.rename)); err != nil {
+	if err := strictjson.Merge(r.err(), flotilla.RenameFields(w.Validate(), out.Paths.Rename)); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -306,12 +304,12 @@ func (r *yamlReader) requirements(n *yaml.Node, p string, t *sim.JobTemplate) {
 	}
 }
 
-// applyPendingDelay adds a cluster file's pendingDelayDistribution (the
+// ApplyPendingDelay adds a cluster file's pendingDelayDistribution (the
 // time from lease to start, which Armada's simulator adds to every job's
 // runtime) to w's runtimes. The sum of two shifted exponentials is one
 // when at most one has a tail; a tail on both is refused at the cluster
 // file's field.
-func applyPendingDelay(w *sim.Workload, minimum, tail time.Duration) error {
+func ApplyPendingDelay(w *sim.Workload, minimum, tail time.Duration) error {
 	if minimum == 0 && tail == 0 {
 		return nil
 	}
@@ -339,24 +337,4 @@ func orZero(s string) string {
 		return "0s"
 	}
 	return s
-}
-
-// configSetsRequeue reports whether the -config file at path (already
-// checked) sets config.requeuePreempted; false for no file.
-func configSetsRequeue(path string) bool {
-	if path == "" {
-		return false
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return false
-	}
-	var f struct {
-		Config map[string]json.RawMessage `json:"config"`
-	}
-	if json.Unmarshal(data, &f) != nil {
-		return false
-	}
-	_, ok := f.Config["requeuePreempted"]
-	return ok
 }

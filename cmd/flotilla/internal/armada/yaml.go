@@ -1,4 +1,4 @@
-package main
+package armada
 
 import (
 	"bytes"
@@ -29,9 +29,9 @@ import (
 // a small file of nested aliases cannot make it work without end.
 const maxYAMLNodes = 50_000
 
-// isArmadaFile reports whether path names one of Armada's simulator files:
+// IsFile reports whether path names one of Armada's simulator files:
 // it ends in .yaml or .yml (in any case).
-func isArmadaFile(path string) bool {
+func IsFile(path string) bool {
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".yaml", ".yml":
 		return true
@@ -324,13 +324,13 @@ func (r *yamlReader) stringMap(n *yaml.Node, path string) map[string]string {
 // yamlIndex appends a list index to a path.
 func yamlIndex(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
 
-// pathRenamer rewrites field paths by prefix: the first pair whose from is
+// PathRenamer rewrites field paths by prefix: the first pair whose from is
 // the path, or a prefix of it ending before '.' or '[', gives the new
 // prefix; paths no pair matches are kept.
-type pathRenamer [][2]string
+type PathRenamer [][2]string
 
-// rename applies the pathRenamer to one path.
-func (rn pathRenamer) rename(field string) string {
+// Rename applies the PathRenamer to one path.
+func (rn PathRenamer) Rename(field string) string {
 	for _, p := range rn {
 		from, to := p[0], p[1]
 		if field == from {
@@ -341,4 +341,13 @@ func (rn pathRenamer) rename(field string) string {
 		}
 	}
 	return field
+}
+
+// Prefixed puts prefix before both sides of every pair of rn.
+func (rn PathRenamer) Prefixed(prefix string) PathRenamer {
+	out := make(PathRenamer, len(rn))
+	for i, p := range rn {
+		out[i] = [2]string{prefix + p[0], prefix + p[1]}
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package main
+package explain
 
 import (
 	"fmt"
@@ -10,12 +10,12 @@ import (
 	"github.com/flotilla-sched/flotilla/priority"
 )
 
-// writeStatusLong prints `flotilla status -v`: for each job, the long form
+// WriteStatus prints `flotilla status -v`: for each job, the long form
 // `flotilla explain` prints for a scenario's job, from what the service
 // knows (its status, the last cycle's reason and shares, its place in its
 // queue now), then, with flux priorities, the jobs' breakdowns as
 // `flotilla priority` prints them.
-func writeStatusLong(w io.Writer, sts []api.JobStatus) error {
+func WriteStatus(w io.Writer, sts []api.JobStatus) error {
 	var flux []priority.Breakdown
 	for i, s := range sts {
 		if i > 0 {
@@ -23,8 +23,8 @@ func writeStatusLong(w io.Writer, sts []api.JobStatus) error {
 				return err
 			}
 		}
-		ex := statusExplanation(s)
-		if err := writeExplainText(w, ex); err != nil {
+		ex := FromStatus(s)
+		if err := ex.WriteText(w); err != nil {
 			return err
 		}
 		if s.Explain != nil && s.Explain.Flux != nil {
@@ -40,8 +40,8 @@ func writeStatusLong(w io.Writer, sts []api.JobStatus) error {
 	return priority.WriteJobsTable(w, flux)
 }
 
-// statusExplanation is a service job's status in explain's form.
-func statusExplanation(s api.JobStatus) *explanation {
+// FromStatus is a service job's status in explain's form.
+func FromStatus(s api.JobStatus) *Explanation {
 	n := safetext.Name
 	header := fmt.Sprintf("job %s: %s, %d attempt(s)", n(s.Job), s.State, s.Attempts)
 	if s.Cluster != "" {
@@ -50,17 +50,17 @@ func statusExplanation(s api.JobStatus) *explanation {
 	if s.CancelRequested {
 		header += " (cancel requested)"
 	}
-	ex := &explanation{Job: s.Job, Queue: s.Queue, JobSet: s.JobSet, State: s.State, Summary: s.Reason, header: header}
+	ex := &Explanation{Job: s.Job, Queue: s.Queue, JobSet: s.JobSet, State: s.State, Summary: s.Reason, header: header}
 	e := s.Explain
 	if e == nil {
 		return ex
 	}
-	ex.Priority = priorityJSON{Class: e.Priority.Class, ClassPriority: e.Priority.ClassPriority, Priority: e.Priority.Priority}
+	ex.Priority = Priority{Class: e.Priority.Class, ClassPriority: e.Priority.ClassPriority, Priority: e.Priority.Priority}
 	if p := e.Place; p != nil {
-		ex.Place = &placeJSON{Position: p.Position, Queued: p.Queued, Ahead: p.Ahead, AheadRequests: p.AheadRequests, Partial: p.Partial, GangIncomplete: p.GangIncomplete}
+		ex.Place = &Place{Position: p.Position, Queued: p.Queued, Ahead: p.Ahead, AheadRequests: p.AheadRequests, Partial: p.Partial, GangIncomplete: p.GangIncomplete}
 	}
 	if q := e.QueueShare; q != nil {
-		ex.QueueShare = &queueShareJSON{Share: q.Share, FairShare: q.FairShare, AdjustedFairShare: q.AdjustedFairShare,
+		ex.QueueShare = &QueueShare{Share: q.Share, FairShare: q.FairShare, AdjustedFairShare: q.AdjustedFairShare,
 			Demand: q.Demand, Running: q.Running, Queued: q.Queued}
 	}
 	ex.Unscheduled = e.Unscheduled

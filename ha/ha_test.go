@@ -1,4 +1,4 @@
-package main
+package ha
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/backend/memory"
+	"github.com/flotilla-sched/flotilla/events"
 )
 
 // fakeClock is a clock a test moves forward, shared by the backend's
@@ -282,43 +283,87 @@ func TestLeaderBackendIsFencedByTheDatabaseOnceATermHasMovedOnThoughItsClockSays
 	require.Equal(t, []float64{1}, us[0].Value, "no usage written")
 }
 
-// TestLeaderBackendKeepsTheBackendsOptionalLookups: a leader's server
-// reads through the same batched lookups as the backend has (the memory
-// backend has both, PostgreSQL's only JobLookup), and writes nothing once
-// its term has ended through any of them.
-func TestLeaderBackendKeepsTheBackendsOptionalLookups(t *testing.T) {
+// countingByID is the memory backend's JobLookup, counting its calls.
+type countingByID struct {
+	backend.Backend
+	l     backend.JobLookup
+	calls *int
+}
+
+func (c countingByID) JobsByID(ctx context.Context, ids []string, recs []backend.Record) error {
+	*c.calls++
+	return c.l.JobsByID(ctx, ids, recs)
+}
+
+// countingByClientID is the memory backend's ClientIDLookup, counting its
+// calls.
+type countingByClientID struct {
+	backend.Backend
+	l     backend.ClientIDLookup
+	calls *int
+}
+
+func (c countingByClientID) JobsByClientID(ctx context.Context, queue string, clientIDs, ids []string) error {
+	*c.calls++
+	return c.l.JobsByClientID(ctx, queue, clientIDs, ids)
+}
+
+// TestLeaderBackendOffersBothLookupsAnsweringAsTheBackend: a leader's
+// server reads through the batched lookups whatever the backend has (the
+// memory backend has both, PostgreSQL's only JobLookup): the backend's own
+// in one call when it has it, else one call per job, with the same
+// answers; and it writes nothing once its term has ended.
+func TestLeaderBackendOffersBothLookupsAnsweringAsTheBackend(t *testing.T) {
 	type plain struct{ backend.Backend }
-	type byClientID struct {
-		backend.Backend
-		backend.ClientIDLookup
-	}
-	type byID struct {
-		backend.Backend
-		backend.JobLookup
-	}
 	for _, tc := range []struct {
-		name                     string
-		wrap                     func(*memory.Backend) backend.Backend
-		wantByClientID, wantByID bool
+		name string
+		// wrap returns the backend the leader sees, and the count of its
+		// own batched calls.
+		wrap                   func(*memory.Backend, *int) backend.Backend
+		ownByClientID, ownByID bool
 	}{
-		{"neither", func(m *memory.Backend) backend.Backend { return plain{m} }, false, false},
-		{"client ids", func(m *memory.Backend) backend.Backend { return byClientID{m, m} }, true, false},
-		{"job ids", func(m *memory.Backend) backend.Backend { return byID{m, m} }, false, true},
-		{"both", func(m *memory.Backend) backend.Backend { return m }, true, true},
+		{"neither", func(m *memory.Backend, _ *int) backend.Backend { return plain{m} }, false, false},
+		{"client ids", func(m *memory.Backend, n *int) backend.Backend { return countingByClientID{m, m, n} }, true, false},
+		{"job ids", func(m *memory.Backend, n *int) backend.Backend { return countingByID{m, m, n} }, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, clock := leaseWorld()
 			ctx := context.Background()
+			require.NoError(t, b.CreateQueue(ctx, flotilla.Queue{Name: "A"}))
+			job := &flotilla.Job{ID: "j1", Queue: "A", JobSet: "s", PriorityClass: flotilla.ArmadaDefault,
+				Requests: flotilla.Resources{1000}, SubmitTime: clock.Now()}
+			_, err := b.Commit(ctx, &backend.Write{Jobs: []backend.JobSpec{{Job: job, ClientID: "c1"}},
+				Events: []events.Event{{Queue: "A", JobSet: "s", Job: "j1", Type: events.Submitted, Time: clock.Now()}}})
+			require.NoError(t, err)
 			e := newElector(b, "http://a", "http://a", 3*time.Second, clock.Now)
 			e.round(ctx)
 			tm := e.term()
-			tb := leaderBackend(tc.wrap(b), tm, clock.Now)
-			_, gotByClientID := tb.(backend.ClientIDLookup)
-			_, gotByID := tb.(backend.JobLookup)
-			require.Equal(t, tc.wantByClientID, gotByClientID, "backend.ClientIDLookup kept")
-			require.Equal(t, tc.wantByID, gotByID, "backend.JobLookup kept")
+			calls := 0
+			tb := leaderBackend(tc.wrap(b, &calls), tm, clock.Now)
+			byClientID, ok := tb.(backend.ClientIDLookup)
+			require.True(t, ok, "backend.ClientIDLookup offered")
+			byID, ok := tb.(backend.JobLookup)
+			require.True(t, ok, "backend.JobLookup offered")
+
+			ids := make([]string, 3)
+			require.NoError(t, byClientID.JobsByClientID(ctx, "A", []string{"c1", "", "c2"}, ids))
+			require.Equal(t, []string{"j1", "", ""}, ids)
+			recs := make([]backend.Record, 3)
+			require.NoError(t, byID.JobsByID(ctx, []string{"nope", "j1", ""}, recs))
+			require.Nil(t, recs[0].Spec.Job)
+			require.Equal(t, "j1", recs[1].State.ID)
+			require.Nil(t, recs[2].Spec.Job)
+			own := 0
+			if tc.ownByClientID {
+				own++
+			}
+			if tc.ownByID {
+				own++
+			}
+			require.Equal(t, own, calls, "the backend's own batched lookups are used")
+
 			clock.advance(3 * time.Second)
-			_, err := tb.Commit(ctx, &backend.Write{Fence: tm.token})
+			_, err = tb.Commit(ctx, &backend.Write{Fence: tm.token})
 			require.ErrorIs(t, err, backend.ErrFenced)
 		})
 	}

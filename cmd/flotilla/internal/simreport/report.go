@@ -1,4 +1,4 @@
-package main
+package simreport
 
 import (
 	"html/template"
@@ -17,8 +17,8 @@ import (
 	"github.com/flotilla-sched/flotilla/sim"
 )
 
-// plotNames are the plots simulate writes, each as NAME.png and NAME.svg.
-func plotNames() []string { return []string{"share", "utilisation", "delay", "preemptions"} }
+// PlotNames are the plots simulate writes, each as NAME.png and NAME.svg.
+func PlotNames() []string { return []string{"share", "utilisation", "delay", "preemptions"} }
 
 // delayPercentiles are the queueing-delay percentiles the delay plot shows.
 func delayPercentiles() []float64 { return []float64{50, 90, 95, 99} }
@@ -234,14 +234,14 @@ func makePlots(cfg sim.Config, out *sim.Output, sums []queueSummary) (map[string
 	return plots, nil
 }
 
-// writeReport writes the plots (PNG and SVG) and index.html into dir.
-func writeReport(dir string, cfg sim.Config, out *sim.Output) error {
+// Write writes the plots (PNG and SVG) and index.html into dir.
+func Write(dir string, cfg sim.Config, out *sim.Output) error {
 	sums := summarise(cfg.Workload, out)
 	plots, err := makePlots(cfg, out, sums)
 	if err != nil {
 		return err
 	}
-	for _, name := range plotNames() {
+	for _, name := range PlotNames() {
 		for _, ext := range []string{".png", ".svg"} {
 			if err := plots[name].Save(8*vg.Inch, 4.5*vg.Inch, filepath.Join(dir, name+ext)); err != nil {
 				return err
@@ -257,7 +257,7 @@ func writeReport(dir string, cfg sim.Config, out *sim.Output) error {
 		Jobs   int
 		Plots  []string
 		Queues []queueSummary
-	}{out.End, len(out.Jobs), plotNames(), sums})
+	}{out.End, len(out.Jobs), PlotNames(), sums})
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

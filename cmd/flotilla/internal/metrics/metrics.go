@@ -1,4 +1,4 @@
-package main
+package metrics
 
 import (
 	"context"
@@ -12,12 +12,12 @@ import (
 	"github.com/flotilla-sched/flotilla/server"
 )
 
-// metrics are serve's Prometheus metrics, named after Kueue's
+// Metrics are serve's Prometheus metrics, named after Kueue's
 // (kueue_pending_workloads, kueue_admission_attempt_duration_seconds, …)
 // with the flotilla_ prefix. Queue gauges are read from the service at
 // each scrape; counters and the cycle histogram are fed by the cycle loop
 // and the HTTP handler.
-type metrics struct {
+type Metrics struct {
 	reg         *prometheus.Registry
 	cycleTime   prometheus.Histogram
 	cycleErrors prometheus.Counter
@@ -32,11 +32,11 @@ type metrics struct {
 	overCommitted prometheus.Gauge
 }
 
-// newMetrics returns serve's metrics; srv returns the service whose
+// New returns serve's metrics; srv returns the service whose
 // queues are reported (nil while this process does not lead) and leading
 // whether this process leads.
-func newMetrics(srv func() *server.Server, leading func() bool) *metrics {
-	m := &metrics{
+func New(srv func() *server.Server, leading func() bool) *Metrics {
+	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		cycleTime: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "flotilla_cycle_duration_seconds", Help: "Duration of scheduling cycles.",
@@ -68,12 +68,13 @@ func newMetrics(srv func() *server.Server, leading func() bool) *metrics {
 	return m
 }
 
-func (m *metrics) handler() http.Handler {
+// Handler serves the metrics in Prometheus's text format.
+func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
-// cycle records one cycle.
-func (m *metrics) cycle(rep *server.CycleReport, d time.Duration, err error) {
+// Cycle records one cycle (ha.Config.OnCycle).
+func (m *Metrics) Cycle(rep *server.CycleReport, d time.Duration, err error) {
 	m.cycleTime.Observe(d.Seconds())
 	if err != nil {
 		m.cycleErrors.Inc()
@@ -90,8 +91,8 @@ func (m *metrics) cycle(rep *server.CycleReport, d time.Duration, err error) {
 	m.overCommitted.Set(float64(n))
 }
 
-// observe records one HTTP request (httpapi.Options.Observe).
-func (m *metrics) observe(route string, status int, _ time.Duration) {
+// Observe records one HTTP request (httpapi.Options.Observe).
+func (m *Metrics) Observe(route string, status int, _ time.Duration) {
 	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
 	if route == "POST /v1/jobs" && (status == http.StatusBadRequest || status == http.StatusRequestEntityTooLarge) {
 		m.rejections.Inc()

@@ -1,4 +1,4 @@
-package main
+package armada
 
 import (
 	"fmt"
@@ -27,21 +27,23 @@ var (
 	armadaTaintFields        = []string{"key", "value", "effect", "timeAdded"}
 )
 
-// armadaClusters is a ClusterSpec read into sim.Clusters, with the
-// pathRenamer that puts sim's field paths in the file's terms, and its
-// pendingDelayDistribution (see applyPendingDelay).
-type armadaClusters struct {
-	clusters                    *sim.Clusters
-	paths                       pathRenamer
-	pendingMinimum, pendingTail time.Duration
+// Clusters is a ClusterSpec read into sim.Clusters.
+type Clusters struct {
+	Clusters *sim.Clusters
+	// Paths puts sim's field paths (clusters[0].nodes[1].count) in the
+	// file's terms (clusters[0].nodeTemplates[1].number).
+	Paths PathRenamer
+	// PendingMinimum and PendingTail are the file's
+	// pendingDelayDistribution (see ApplyPendingDelay).
+	PendingMinimum, PendingTail time.Duration
 }
 
-// parseArmadaClusters reads Armada's ClusterSpec YAML into sim.Clusters
+// ParseClusters reads Armada's ClusterSpec YAML into sim.Clusters
 // and checks it (sim's Validate included); every problem is a
 // *flotilla.FieldError at its YAML path, all joined. Each cluster is one
 // executor; node template k of cluster c makes nodes named c-k-0, c-k-1,
 // … (Armada's node ids), each labelled armadaproject.io/clusterName=c.
-func parseArmadaClusters(data []byte) (*armadaClusters, error) {
+func ParseClusters(data []byte) (*Clusters, error) {
 	var r yamlReader
 	root := r.yamlRoot(data)
 	if root == nil {
@@ -51,7 +53,7 @@ func parseArmadaClusters(data []byte) (*armadaClusters, error) {
 	if top == nil {
 		return nil, r.err()
 	}
-	out := &armadaClusters{clusters: &sim.Clusters{}}
+	out := &Clusters{Clusters: &sim.Clusters{}}
 	if n := top["workflowManagerDelayDistribution"]; n != nil && !yamlNull(n) {
 		m, t := r.distribution(n, "workflowManagerDelayDistribution")
 		if m > 0 || t > 0 {
@@ -59,7 +61,7 @@ func parseArmadaClusters(data []byte) (*armadaClusters, error) {
 				"Armada's delay before submitting a preempted job again; Flotilla requeues it at once")
 		}
 	}
-	out.pendingMinimum, out.pendingTail = r.distribution(top["pendingDelayDistribution"], "pendingDelayDistribution")
+	out.PendingMinimum, out.PendingTail = r.distribution(top["pendingDelayDistribution"], "pendingDelayDistribution")
 
 	pool, poolPath := "", ""
 	add := func(n *yaml.Node, cp, defaultName, defaultPool string) {
@@ -76,21 +78,21 @@ func parseArmadaClusters(data []byte) (*armadaClusters, error) {
 			r.add(cp+".pool", c.pool, flotilla.ErrUnsupported,
 				"Flotilla schedules one pool; %s is %q (Armada schedules each pool on its own)", poolPath, pool)
 		}
-		sp := yamlIndex("clusters", len(out.clusters.Clusters))
-		out.paths = append(out.paths,
+		sp := yamlIndex("clusters", len(out.Clusters.Clusters))
+		out.Paths = append(out.Paths,
 			[2]string{sp + ".name", cp + ".name"},
 			[2]string{sp + ".nodes", cp + ".nodeTemplates"},
 			[2]string{sp, cp})
 		for k := range c.cluster.Nodes {
 			np, tp := yamlIndex(sp+".nodes", k), yamlIndex(cp+".nodeTemplates", k)
-			out.paths = append([][2]string{
+			out.Paths = append([][2]string{
 				{np + ".name", cp + ".name"},
 				{np + ".count", tp + ".number"},
 				{np + ".resources", tp + ".totalResources.resources"},
 				{np, tp},
-			}, out.paths...)
+			}, out.Paths...)
 		}
-		out.clusters.Clusters = append(out.clusters.Clusters, c.cluster)
+		out.Clusters.Clusters = append(out.Clusters.Clusters, c.cluster)
 	}
 	for i, n := range r.list(top["clusters"], "clusters") {
 		add(n, yamlIndex("clusters", i), "", "")
@@ -113,12 +115,12 @@ func parseArmadaClusters(data []byte) (*armadaClusters, error) {
 			}
 		}
 	}
-	if len(out.clusters.Clusters) == 0 && len(r.errs) == 0 {
+	if len(out.Clusters.Clusters) == 0 && len(r.errs) == 0 {
 		r.add("clusters", "", flotilla.ErrRequired, "at least one cluster")
 	}
 	// Every problem at once: sim's checks of what could be read, less
 	// those about values the reader already refused.
-	if err := strictjson.Merge(r.err(), flotilla.RenameFields(out.clusters.Validate(), out.paths.rename)); err != nil {
+	if err := strictjson.Merge(r.err(), flotilla.RenameFields(out.Clusters.Validate(), out.Paths.Rename)); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -1,4 +1,4 @@
-package main
+package jobsfile
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ func FuzzDecodeJobs(f *testing.F) {
 	f.Add([]byte(`[{"id": 1}]`))
 	f.Add([]byte(``))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		jobs, err := decodeJobs(bytes.NewReader(data))
+		jobs, err := Decode(bytes.NewReader(data))
 		if err != nil {
 			var fe *flotilla.FieldError
 			if !errors.As(err, &fe) {

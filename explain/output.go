@@ -1,22 +1,59 @@
-package main
+package explain
 
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/flotilla-sched/flotilla/api"
 	"io"
 	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/flotilla-sched/flotilla/api"
+
 	"github.com/flotilla-sched/flotilla/internal/safetext"
 )
 
-// explanation is what `flotilla explain` prints about one job in one
-// round; its JSON form is the -o json output (explainHelp lists the
+// JSONFields lists the fields of an Explanation's JSON form (WriteJSON),
+// one a line, for a command's help; the field names are stable.
+const JSONFields = `  job, queue, jobSet, round     the job and the round explained
+  state                         scheduled | unschedulable | not-examined |
+                                preempted | running | not-submitted |
+                                finished | cancelled | gone
+  summary                       one sentence
+  requests                      the job's requests, as quantities
+  gang                          {id, cardinality, nodeUniformityLabel}; absent for a lone job
+  priority                      {class, classPriority, preemptible, priority}:
+                                a queue runs higher class priority first, then
+                                lower priority numbers, then earlier submissions
+  place                         queued jobs only, as the round started, in
+                                the order the queue offers its jobs (a gang
+                                whole, when its last member is read):
+                                {position (1 = next), queued, ahead,
+                                aheadRequests: what the jobs ahead request,
+                                gangIncomplete: its gang is not all queued,
+                                so it comes after every job offered}
+  queueShare                    the round's numbers for the job's queue:
+                                {share, fairShare, adjustedFairShare, demand,
+                                running, queued}
+  scheduled                     {node, why, nodeFreeBefore, nodeQueuesBefore}
+  unscheduled                   {code, message, sameAs, sameAsQueue (when
+                                another queue's), nodesSearched,
+                                nodeGroups: [{nodes, filter, detail} or
+                                {nodes, shortOf, short, whenEmpty}],
+                                gangMember: {job, placedBefore, members}}
+  preempted                     {node, reason (urgency | fair-share), for,
+                                forQueue, forClass, forClassPriority, share,
+                                fairShare, protectedFraction, requeued}
+  earlier                       {round, event (scheduled | preempted |
+                                finished | cancelled), node, reason}: the
+                                job's last event before round N, if any
+`
+
+// Explanation is what `flotilla explain` prints about one job in one
+// round; its JSON form is the -o json output (JSONFields lists the
 // fields, which are stable).
-type explanation struct {
+type Explanation struct {
 	Job      string            `json:"job"`
 	Queue    string            `json:"queue"`
 	JobSet   string            `json:"jobSet"`
@@ -24,34 +61,34 @@ type explanation struct {
 	State    string            `json:"state"`
 	Summary  string            `json:"summary"`
 	Requests map[string]string `json:"requests"`
-	Gang     *gangJSON         `json:"gang,omitempty"`
-	Priority priorityJSON      `json:"priority"`
-	Place    *placeJSON        `json:"place,omitempty"`
+	Gang     *Gang             `json:"gang,omitempty"`
+	Priority Priority          `json:"priority"`
+	Place    *Place            `json:"place,omitempty"`
 	// QueueShare is the round's: every queue has one, idle ones too.
-	QueueShare  *queueShareJSON  `json:"queueShare,omitempty"`
-	Scheduled   *scheduledJSON   `json:"scheduled,omitempty"`
-	Unscheduled *unscheduledJSON `json:"unscheduled,omitempty"`
-	Preempted   *preemptedJSON   `json:"preempted,omitempty"`
-	Earlier     *earlierEvent    `json:"earlier,omitempty"`
+	QueueShare  *QueueShare  `json:"queueShare,omitempty"`
+	Scheduled   *Scheduled   `json:"scheduled,omitempty"`
+	Unscheduled *Unscheduled `json:"unscheduled,omitempty"`
+	Preempted   *Preempted   `json:"preempted,omitempty"`
+	Earlier     *Earlier     `json:"earlier,omitempty"`
 	// header is the text form's first line: "job ID, round N: STATE" when
 	// empty.
 	header string
 }
 
-type gangJSON struct {
+type Gang struct {
 	ID                  string `json:"id"`
 	Cardinality         int    `json:"cardinality"`
 	NodeUniformityLabel string `json:"nodeUniformityLabel,omitempty"`
 }
 
-type priorityJSON struct {
+type Priority struct {
 	Class         string `json:"class"`
 	ClassPriority int32  `json:"classPriority"`
 	Preemptible   bool   `json:"preemptible"`
 	Priority      uint32 `json:"priority"`
 }
 
-type placeJSON struct {
+type Place struct {
 	Position      int               `json:"position"`
 	Queued        int               `json:"queued"`
 	Ahead         int               `json:"ahead"`
@@ -62,7 +99,7 @@ type placeJSON struct {
 	GangIncomplete bool `json:"gangIncomplete,omitempty"`
 }
 
-type queueShareJSON struct {
+type QueueShare struct {
 	Share             float64 `json:"share"`
 	FairShare         float64 `json:"fairShare"`
 	AdjustedFairShare float64 `json:"adjustedFairShare"`
@@ -71,22 +108,22 @@ type queueShareJSON struct {
 	Queued            int     `json:"queued"`
 }
 
-type scheduledJSON struct {
+type Scheduled struct {
 	Node             string            `json:"node"`
 	Why              string            `json:"why"`
 	NodeFreeBefore   map[string]string `json:"nodeFreeBefore"`
 	NodeQueuesBefore []string          `json:"nodeQueuesBefore"`
 }
 
-// unscheduledJSON, nodeGroupJSON and gangMemberJSON are the service's wire
+// Unscheduled, NodeGroup and GangMember are the service's wire
 // forms (api), so that explain -o json and status -v -o json agree.
 type (
-	unscheduledJSON = api.Unscheduled
-	nodeGroupJSON   = api.NodeGroup
-	gangMemberJSON  = api.GangMember
+	Unscheduled = api.Unscheduled
+	NodeGroup   = api.NodeGroup
+	GangMember  = api.GangMember
 )
 
-type preemptedJSON struct {
+type Preempted struct {
 	Node             string   `json:"node"`
 	Reason           string   `json:"reason"`
 	For              string   `json:"for,omitempty"`
@@ -100,23 +137,25 @@ type preemptedJSON struct {
 	Requeued          bool     `json:"requeued"`
 }
 
-// earlierEvent is the job's last event in a round before the one explained.
-type earlierEvent struct {
+// Earlier is the job's last event in a round before the one explained.
+type Earlier struct {
 	Round  int    `json:"round"`
 	Event  string `json:"event"`
 	Node   string `json:"node,omitempty"`
 	Reason string `json:"reason,omitempty"`
 }
 
-func writeExplainJSON(w io.Writer, ex *explanation) error {
+// WriteJSON prints the explanation as one indented JSON object (the
+// fields JSONFields lists).
+func (ex *Explanation) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(ex)
 }
 
-// writeExplainText prints the explanation for people: a label column and
+// WriteText prints the explanation for people: a label column and
 // a value column, names with control characters Go-quoted.
-func writeExplainText(w io.Writer, ex *explanation) error {
+func (ex *Explanation) WriteText(w io.Writer) error {
 	n := safetext.Name
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(label, format string, a ...any) { fmt.Fprintf(tw, "%s\t%s\n", label, fmt.Sprintf(format, a...)) }
@@ -215,7 +254,7 @@ func writeExplainText(w io.Writer, ex *explanation) error {
 
 // writeUnscheduledText prints why a job was not placed, one node group a
 // line.
-func writeUnscheduledText(tw io.Writer, row func(label, format string, a ...any), u *unscheduledJSON) {
+func writeUnscheduledText(tw io.Writer, row func(label, format string, a ...any), u *Unscheduled) {
 	n := safetext.Name
 	row("  reason", "%s", u.Code)
 	if u.SameAs != "" {

@@ -1,4 +1,4 @@
-package main
+package simreport
 
 import (
 	"fmt"
@@ -15,9 +15,9 @@ const (
 	progressEvery = 250 * time.Millisecond
 )
 
-// progressLine rewrites one line on w (carriage return) with a run's
+// ProgressLine rewrites one line on w (carriage return) with a run's
 // progress once the run has lasted progressAfter; now is the real clock.
-type progressLine struct {
+type ProgressLine struct {
 	w       io.Writer
 	now     func() time.Time
 	start   time.Time
@@ -25,12 +25,12 @@ type progressLine struct {
 	printed bool
 }
 
-func newProgressLine(w io.Writer, now func() time.Time) *progressLine {
-	return &progressLine{w: w, now: now, start: now()}
+func NewProgressLine(w io.Writer, now func() time.Time) *ProgressLine {
+	return &ProgressLine{w: w, now: now, start: now()}
 }
 
-// update is sim.Config.Progress.
-func (l *progressLine) update(p sim.Progress) {
+// Update is sim.Config.Progress.
+func (l *ProgressLine) Update(p sim.Progress) {
 	t := l.now()
 	if t.Sub(l.start) < progressAfter || (l.printed && t.Sub(l.last) < progressEvery) {
 		return
@@ -47,8 +47,8 @@ func (l *progressLine) update(p sim.Progress) {
 		p.Now, done, p.Cycles, p.Submitted, p.Jobs, p.Ended, t.Sub(l.start).Round(time.Second))
 }
 
-// finish ends the line if one was printed.
-func (l *progressLine) finish() {
+// Finish ends the line if one was printed.
+func (l *ProgressLine) Finish() {
 	if l.printed {
 		fmt.Fprintln(l.w)
 	}

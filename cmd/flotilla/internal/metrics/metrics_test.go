@@ -1,4 +1,4 @@
-package main
+package metrics
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ import (
 // ran found over-committed: a failed cycle leaves it, a cycle that
 // scheduled nothing sets it to zero.
 func TestOverCommittedNodesGaugeIsTheLastCyclesCount(t *testing.T) {
-	m := newMetrics(func() *server.Server { return nil }, func() bool { return true })
+	m := New(func() *server.Server { return nil }, func() bool { return true })
 	steps := []struct {
 		rep  *server.CycleReport
 		err  error
@@ -28,7 +28,7 @@ func TestOverCommittedNodesGaugeIsTheLastCyclesCount(t *testing.T) {
 		{&server.CycleReport{}, nil, 0},
 	}
 	for i, s := range steps {
-		m.cycle(s.rep, time.Millisecond, s.err)
+		m.Cycle(s.rep, time.Millisecond, s.err)
 		require.Equal(t, s.want, testutil.ToFloat64(m.overCommitted), "after cycle %d", i)
 	}
 }
