@@ -7,9 +7,8 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/flotilla-sched/flotilla/api"
-
 	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/httpapi"
 	"github.com/flotilla-sched/flotilla/scenario"
 	"github.com/flotilla-sched/flotilla/scheduler"
 )
@@ -278,10 +277,10 @@ func explainWaiting(b *scenario.Built, d *scenario.Decision, job *flotilla.Job, 
 	}
 }
 
-// unscheduledOf is a Reason in the JSON form (api.UnscheduledOf), a
+// unscheduledOf is a Reason in the JSON form (httpapi.UnscheduledOf), a
 // failing gang member with its gang's size.
 func unscheduledOf(b *scenario.Built, r scheduler.Reason, job *flotilla.Job) *Unscheduled {
-	u := api.UnscheduledOf(r, b.Schema)
+	u := httpapi.UnscheduledOf(r, b.Schema)
 	if u.GangMember != nil {
 		u.GangMember.Members = job.Gang.Cardinality
 	}
