@@ -39,19 +39,46 @@ type scratch struct {
 	pairIDs, pairClients idindex.Index
 	// pairRoom is the most jobs pairIDs and pairClients were sized for.
 	pairRoom int
-	// newIdx, clients and submitted are checkPairs' working memory.
+	// newIdx, clients and submitted are checkPairs' working memory;
+	// pairsRoom is the most jobs newIdx and clients held.
 	newIdx    map[string]int
 	clients   map[clientKey]struct{}
+	pairsRoom int
 	submitted []bool
 	states    []events.Job
 	// evJob[i] is event i's job: ≥ 0 a new job's index in w.Jobs, < 0
 	// -(k+1) for touchedRecs[k] (notNew until Commit finds the job).
 	evJob []int32
 	// touched indexes touchedRecs, the stored jobs a write's events
-	// change, and touchedStates their staged states (Commit).
+	// change, and touchedStates their staged states (Commit);
+	// touchedRoom is the most jobs touched held.
 	touched       map[*jobRec]int
+	touchedRoom   int
 	touchedRecs   []*jobRec
 	touchedStates []events.Job
+}
+
+// oversized reports whether working memory with room for room jobs (or
+// events) is too large to keep for a write of n: sized for a write over
+// eight times larger, and for more than 4,096. Such memory is given back
+// rather than kept, and cleared, for every small write after one huge one.
+func oversized(room, n int) bool { return room > max(8*n, 4096) }
+
+// resize returns s with length n, in s's room unless that is oversized
+// for n (then in new room). The elements are s's old ones, or zero.
+func resize[T any](s []T, n int) []T {
+	if oversized(cap(s), n) {
+		s = nil
+	}
+	return slices.Grow(s[:0], n)[:n]
+}
+
+// emptied returns s emptied, in s's room unless that is oversized for n.
+func emptied[T any](s []T, n int) []T {
+	if oversized(cap(s), n) {
+		return nil
+	}
+	return s[:0]
 }
 
 // checkFields is Commit's check of each job and event of w on its own,
@@ -87,8 +114,8 @@ func (b *Backend) checkFields(w *backend.Write) []error {
 func (b *Backend) hashNew(w *backend.Write) {
 	sc := &b.scratch
 	n := len(w.Jobs)
-	sc.idHash = slices.Grow(sc.idHash[:0], n)[:n]
-	sc.clientHash = slices.Grow(sc.clientHash[:0], n)[:n]
+	sc.idHash = resize(sc.idHash, n)
+	sc.clientHash = resize(sc.clientHash, n)
 	var qs *queueState
 	name, from := "", 0
 	for i := range w.Jobs {
@@ -132,7 +159,7 @@ func (b *Backend) pairByPosition(w *backend.Write, evJob []int32) bool {
 	if n > 0 {
 		// Tables sized for one huge write are dropped rather than
 		// cleared for every small one after it.
-		if sc.pairRoom > max(8*n, 4096) {
+		if oversized(sc.pairRoom, n) {
 			sc.pairIDs, sc.pairClients, sc.pairRoom = idindex.Index{}, idindex.Index{}, 0
 		}
 		sc.pairIDs.Clear()
@@ -192,12 +219,13 @@ func (b *Backend) pairByPosition(w *backend.Write, evJob []int32) bool {
 // job when new (notNew otherwise).
 func (b *Backend) checkPairs(w *backend.Write, errs []error, evJob []int32) []error {
 	sc := &b.scratch
-	if sc.newIdx == nil {
-		sc.newIdx, sc.clients = map[string]int{}, map[clientKey]struct{}{}
+	if sc.newIdx == nil || oversized(sc.pairsRoom, len(w.Jobs)) {
+		sc.newIdx, sc.clients, sc.pairsRoom = map[string]int{}, map[clientKey]struct{}{}, 0
 	}
 	clear(sc.newIdx)
 	clear(sc.clients)
-	sc.submitted = slices.Grow(sc.submitted[:0], len(w.Jobs))[:len(w.Jobs)]
+	sc.pairsRoom = max(sc.pairsRoom, len(w.Jobs))
+	sc.submitted = resize(sc.submitted, len(w.Jobs))
 	clear(sc.submitted)
 	for i := range w.Jobs {
 		s := &w.Jobs[i]
@@ -270,7 +298,7 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 		return nil, flotilla.Errorf("fence", strconv.FormatUint(w.Fence, 10), backend.ErrFenced, "a write with fence %d was applied", b.fence)
 	}
 	sc := &b.scratch
-	evJob := slices.Grow(sc.evJob[:0], len(w.Events))[:len(w.Events)]
+	evJob := resize(sc.evJob, len(w.Events))
 	defer func() { sc.evJob = evJob[:0] }()
 	if len(errs) > 0 {
 		return nil, errors.Join(b.checkPairs(w, errs, evJob)...)
@@ -308,14 +336,16 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 	}
 	// states is all zero: it is cleared when a Commit ends (and grown
 	// zero), so that it holds no pointers between writes.
-	states := slices.Grow(sc.states[:0], len(w.Jobs))[:len(w.Jobs)]
+	states := resize(sc.states, len(w.Jobs))
 	defer func() { clear(states); sc.states = states[:0] }()
-	if sc.touched == nil {
-		sc.touched = map[*jobRec]int{}
+	if sc.touched == nil || oversized(sc.touchedRoom, len(w.Events)) {
+		sc.touched, sc.touchedRoom = map[*jobRec]int{}, 0
 	}
-	touched, touchedRecs, touchedStates := sc.touched, sc.touchedRecs[:0], sc.touchedStates[:0]
+	touched := sc.touched
+	touchedRecs, touchedStates := emptied(sc.touchedRecs, len(w.Events)), emptied(sc.touchedStates, len(w.Events))
 	defer func() {
 		// Kept for the next write, holding no pointers.
+		sc.touchedRoom = max(sc.touchedRoom, len(touched))
 		clear(touched)
 		clear(touchedRecs)
 		clear(touchedStates)
@@ -324,7 +354,7 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 	// The stored jobs' slots in byID, fetched together (a cycle's
 	// leases and a report's phases are thousands of events): evHash[i]
 	// is event i's job's hash when the job is not new.
-	evHash := slices.Grow(sc.evHash[:0], len(w.Events))[:len(w.Events)]
+	evHash := resize(sc.evHash, len(w.Events))
 	defer func() { sc.evHash = evHash[:0] }()
 	if b.byID.Len() > 0 {
 		for i := range w.Events {
