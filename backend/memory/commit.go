@@ -283,7 +283,11 @@ func (b *Backend) checkPairs(w *backend.Write, errs []error, evJob []int32) []er
 	return errs
 }
 
-// Commit applies w atomically; see backend.Jobs.
+// Commit applies w atomically; see backend.Jobs. Its steps: the write on
+// its own (checkFields, then, under the lock, the pairing of jobs and
+// submitted events), against the stored state (checkStoredJobs,
+// stageEvents), and, when nothing was refused, the apply (storeNewJobs,
+// storeTouched, appendEvents), which cannot fail.
 func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event, error) {
 	if w == nil {
 		return nil, flotilla.Errorf("write", "", flotilla.ErrRequired, "nil write")
@@ -309,8 +313,23 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 			return nil, errors.Join(errs...)
 		}
 	}
+	errs = b.checkStoredJobs(w)
+	defer b.unstage()
+	if errs = b.stageEvents(w, evJob, errs); len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	first := b.storeNewJobs(w)
+	b.storeTouched()
+	b.appendEvents(w, evJob, first)
+	b.fence = w.Fence
+	return w.Events, nil
+}
 
-	// Check against the stored state, staging each job's state.
+// checkStoredJobs reports each new job of w whose id, or whose client id
+// in its queue, is stored already. Call after hashNew.
+func (b *Backend) checkStoredJobs(w *backend.Write) []error {
+	var errs []error
+	sc := &b.scratch
 	var qs *queueState
 	qsName := ""
 	for i := range w.Jobs {
@@ -334,23 +353,25 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 			}
 		}
 	}
+	return errs
+}
+
+// stageEvents applies w's events to their jobs' states in scratch, as
+// events.Transition does, and returns errs with every event refused (its
+// queue or stored job unknown, its transition refused) added. A new job's
+// staged state is scratch.states[i] (w.Jobs[i]'s); a stored one's is in
+// touchedStates, beside its record in touchedRecs, and evJob[i] becomes
+// -(k+1) for touchedRecs[k]. Call unstage when the write is done, applied
+// or not.
+func (b *Backend) stageEvents(w *backend.Write, evJob []int32, errs []error) []error {
+	sc := &b.scratch
 	// states is all zero: it is cleared when a Commit ends (and grown
 	// zero), so that it holds no pointers between writes.
-	states := resize(sc.states, len(w.Jobs))
-	defer func() { clear(states); sc.states = states[:0] }()
+	sc.states = resize(sc.states, len(w.Jobs))
 	if sc.touched == nil || oversized(sc.touchedRoom, len(w.Events)) {
 		sc.touched, sc.touchedRoom = map[*jobRec]int{}, 0
 	}
-	touched := sc.touched
-	touchedRecs, touchedStates := emptied(sc.touchedRecs, len(w.Events)), emptied(sc.touchedStates, len(w.Events))
-	defer func() {
-		// Kept for the next write, holding no pointers.
-		sc.touchedRoom = max(sc.touchedRoom, len(touched))
-		clear(touched)
-		clear(touchedRecs)
-		clear(touchedStates)
-		sc.touchedRecs, sc.touchedStates = touchedRecs[:0], touchedStates[:0]
-	}()
+	sc.touchedRecs, sc.touchedStates = emptied(sc.touchedRecs, len(w.Events)), emptied(sc.touchedStates, len(w.Events))
 	// The stored jobs' slots in byID, fetched together (a cycle's
 	// leases and a report's phases are thousands of events): evHash[i]
 	// is event i's job's hash when the job is not new.
@@ -364,6 +385,7 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 		}
 		_ = b.byID.Prefetch(evHash)
 	}
+	states, touched := sc.states, sc.touched
 	lastQueue := ""
 	for i := range w.Events {
 		e := &w.Events[i]
@@ -381,12 +403,12 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 			r := b.rec(h)
 			ti, ok := touched[r]
 			if !ok {
-				ti = len(touchedRecs)
+				ti = len(sc.touchedRecs)
 				touched[r] = ti
-				touchedRecs = append(touchedRecs, r)
-				touchedStates = append(touchedStates, b.state(r))
+				sc.touchedRecs = append(sc.touchedRecs, r)
+				sc.touchedStates = append(sc.touchedStates, b.state(r))
 			}
-			st, evJob[i] = &touchedStates[ti], -int32(ti)-1
+			st, evJob[i] = &sc.touchedStates[ti], -int32(ti)-1
 		} else {
 			errs = append(errs, flotilla.Errorf(fmt.Sprintf("events[%d].job", i), e.Job, backend.ErrNotFound, ""))
 			continue
@@ -398,18 +420,34 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 		}
 		*st = n
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
+	return errs
+}
 
-	// Apply: nothing below fails. A client id's hash is its queue's (the
-	// state hashNew found or made): a job in a queue never created has
-	// its submitted event there too (the pairing checked), which the
-	// loop above refused.
-	// The new records are added to b.recs in w.Jobs' order, so w.Jobs[i]'s
-	// handle is first+i.
-	first := uint32(b.recs.len())
+// unstage clears stageEvents' working memory, kept for the next write and
+// holding no pointers.
+func (b *Backend) unstage() {
+	sc := &b.scratch
+	clear(sc.states)
+	sc.states = sc.states[:0]
+	sc.touchedRoom = max(sc.touchedRoom, len(sc.touched))
+	clear(sc.touched)
+	clear(sc.touchedRecs)
+	clear(sc.touchedStates)
+	sc.touchedRecs, sc.touchedStates = sc.touchedRecs[:0], sc.touchedStates[:0]
+}
+
+// storeNewJobs stores w's new jobs in their staged states and returns the
+// handle of the first: they are added to b.recs in w.Jobs' order, so
+// w.Jobs[i]'s handle is first+i. A client id's hash is its queue's (the
+// state hashNew found or made): a job in a queue never created has its
+// submitted event there too (the pairing checked), which stageEvents
+// refused.
+func (b *Backend) storeNewJobs(w *backend.Write) (first uint32) {
+	sc := &b.scratch
+	first = uint32(b.recs.len())
 	var set *jobSet
+	var qs *queueState
+	qsName := ""
 	for i := range w.Jobs {
 		s := &w.Jobs[i]
 		h, r := b.recs.add()
@@ -426,21 +464,34 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 		if s.ClientID != "" {
 			qs.clients.InsertHashed(sc.clientHash[i], h)
 		}
-		b.setState(r, &states[i])
-		if !states[i].State.Terminal() {
+		b.setState(r, &sc.states[i])
+		if !sc.states[i].State.Terminal() {
 			qs.live++
 		}
 	}
-	for k, r := range touchedRecs {
-		n := &touchedStates[k]
+	return first
+}
+
+// storeTouched gives the stored jobs w's events changed their staged
+// states.
+func (b *Backend) storeTouched() {
+	sc := &b.scratch
+	for k, r := range sc.touchedRecs {
+		n := &sc.touchedStates[k]
 		if !r.state.Terminal() && n.State.Terminal() {
 			b.perQueue[r.job.Queue].live--
 		}
 		b.setState(r, n)
 	}
-	// The events are returned in w.Events itself, each given its
-	// sequence number and stored time (see backend.Jobs.Commit): a copy
-	// would be as large as the write.
+}
+
+// appendEvents appends w's events to their job sets' logs. They are
+// returned in w.Events itself, each given its sequence number and stored
+// time (see backend.Jobs.Commit): a copy would be as large as the write.
+// first is storeNewJobs' handle of w.Jobs[0].
+func (b *Backend) appendEvents(w *backend.Write, evJob []int32, first uint32) {
+	sc := &b.scratch
+	var set *jobSet
 	for i := range w.Events {
 		e := &w.Events[i]
 		set = b.jobSet(set, e.Queue, e.JobSet)
@@ -448,7 +499,7 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 		if k := evJob[i]; k >= 0 {
 			r = b.rec(first + uint32(k))
 		} else {
-			r = touchedRecs[-k-1]
+			r = sc.touchedRecs[-k-1]
 		}
 		ev := event{
 			time: encodeTime(e.Time), job: r.index,
@@ -463,6 +514,4 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 		e.Seq = uint64(set.log.len())
 		e.Time = decodeTime(ev.time)
 	}
-	b.fence = w.Fence
-	return w.Events, nil
 }
