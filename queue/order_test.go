@@ -3,6 +3,7 @@ package queue
 import (
 	"cmp"
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -170,76 +171,78 @@ func (o *testOrder) compare(a, b item) int {
 	return cmp.Compare(x.Job.ID, y.Job.ID)
 }
 
-// Appending in order fills every block but the last: the memory that
-// replacing the B-tree bought.
-func TestOrderAppendsFillBlocks(t *testing.T) {
+// orderHeapPerItem makes the items of a test order (their jobs and slab
+// entries) with prepare, then runs what prepare returns, which inserts
+// (and deletes) them, and returns the live heap that took per item the
+// order holds at the end, wantLen.
+func orderHeapPerItem(t *testing.T, wantLen int, prepare func(o *testOrder) func()) float64 {
+	t.Helper()
 	o := newTestOrder()
-	const n = 10 * blockLen
-	for i := range n + 3 {
-		o.insert(o.item(0, i))
+	fill := prepare(o)
+	before := heapAlloc()
+	fill()
+	after := heapAlloc()
+	if o.len() != wantLen {
+		t.Fatalf("the order holds %d items, want %d", o.len(), wantLen)
 	}
-	if len(o.blocks) != 11 {
-		t.Fatalf("%d items in %d blocks, want 11", n+3, len(o.blocks))
-	}
-	for i, b := range o.blocks[:10] {
-		if b.len() != blockLen {
-			t.Errorf("block %d holds %d, want %d", i, b.len(), blockLen)
-		}
-	}
+	runtime.KeepAlive(o)
+	runtime.KeepAlive(fill) // and the items it holds, measured in before
+	return (float64(after) - float64(before)) / float64(wantLen)
 }
 
-// Items inserted before the first item fill a block from its back.
-func TestOrderPrependsFillBlocks(t *testing.T) {
-	o := newTestOrder()
-	for i := range 3 * blockLen {
-		o.insert(o.item(0, 900000-i))
+// items makes count items of class whose ids go from first by step.
+func (o *testOrder) items(class int32, first, count, step int) []item {
+	out := make([]item, count)
+	for i := range out {
+		out[i] = o.item(class, first+i*step)
 	}
-	if len(o.blocks) != 3 {
-		t.Fatalf("%d items in %d blocks, want 3", 3*blockLen, len(o.blocks))
-	}
+	return out
 }
 
-// Deleting most items merges sparse blocks: a queue drained but for a
-// few jobs spread along it does not keep a block per job.
-func TestOrderSparseBlocksMerge(t *testing.T) {
-	o := newTestOrder()
-	var all []item
-	for i := range 100 * blockLen {
-		x := o.item(0, i)
-		o.insert(x)
-		all = append(all, x)
-	}
-	var kept []item
-	for i, x := range all {
-		if i%50 == 0 {
-			kept = append(kept, x)
-			continue
-		}
-		if !o.delete(o.key(x)) {
-			t.Fatalf("delete %s found nothing", o.key(x).id)
+// An order costs at most 48 bytes per item however a queue fills it (an
+// item is 40 bytes; a B-tree that splits nodes in the middle costs about
+// 100): fed in order, prepended to, or with ascending runs arriving
+// inside it (a higher class's jobs while lower ones wait). Drained but
+// for one item in fifty spread along it, it costs at most 160 bytes per
+// item left, not the room of every item it once held (2,000 bytes each).
+func TestOrderTakesAtMost48BytesPerItemHoweverItFills(t *testing.T) {
+	const n = 100 * blockLen
+	insert := func(o *testOrder, its ...[]item) func() {
+		return func() {
+			for _, xs := range its {
+				for _, x := range xs {
+					o.insert(x)
+				}
+			}
 		}
 	}
-	if err := checkOrder(o, kept); err != nil {
-		t.Fatal(err)
-	}
-	// 510 items; with no merging there would be 100 blocks.
-	if len(o.blocks) > 8 {
-		t.Errorf("%d items in %d blocks", len(kept), len(o.blocks))
-	}
-}
-
-// An ascending run inserted inside the order (a higher class's jobs
-// arriving while lower ones wait behind them) fills blocks as appends
-// do: each lands at the end of the block before the gap.
-func TestOrderAscendingRunsInsideFillBlocks(t *testing.T) {
-	o := newTestOrder()
-	for i := range 5 * blockLen {
-		o.insert(o.item(0, i))
-	}
-	for i := range 10 * blockLen {
-		o.insert(o.item(1, i))
-	}
-	if len(o.blocks) != 15 {
-		t.Errorf("%d items in %d blocks, want 15", 15*blockLen, len(o.blocks))
+	for _, c := range []struct {
+		name    string
+		budget  float64
+		left    int
+		prepare func(o *testOrder) func()
+	}{
+		{"appends", 48, n + 3, func(o *testOrder) func() { return insert(o, o.items(0, 0, n+3, 1)) }},
+		{"prepends", 48, n, func(o *testOrder) func() { return insert(o, o.items(0, 900000, n, -1)) }},
+		{"ascending runs inside", 48, n + n/2, func(o *testOrder) func() {
+			return insert(o, o.items(0, 0, n/2, 1), o.items(1, 0, n, 1))
+		}},
+		{"drained but one in fifty", 160, n / 50, func(o *testOrder) func() {
+			all := o.items(0, 0, n, 1)
+			return func() {
+				insert(o, all)()
+				for i, x := range all {
+					if i%50 != 0 && !o.delete(o.key(x)) {
+						t.Fatalf("delete %s found nothing", o.key(x).id)
+					}
+				}
+			}
+		}},
+	} {
+		perItem := orderHeapPerItem(t, c.left, c.prepare)
+		t.Logf("%s: %.1f bytes per item", c.name, perItem)
+		if perItem > c.budget {
+			t.Errorf("%s: %.1f bytes per item, want at most %.0f", c.name, perItem, c.budget)
+		}
 	}
 }

@@ -32,18 +32,8 @@ func sharedScenarios(t testing.TB) []string {
 	return out
 }
 
-// requireQuantityGrammar skips tests whose files use binary suffixes while
-// the root package still has its placeholder quantity parser.
-func requireQuantityGrammar(t testing.TB) {
-	t.Helper()
-	if _, err := flotilla.ParseQuantity("1Gi"); err != nil {
-		t.Skip("flotilla.ParseQuantity does not yet accept \"1Gi\" (the Kubernetes grammar is not in yet)")
-	}
-}
-
 func TestSharedScenarios(t *testing.T) {
 	files := sharedScenarios(t)
-	requireQuantityGrammar(t)
 	require.NotEmpty(t, files)
 	for _, path := range files {
 		t.Run(filepath.Base(path), func(t *testing.T) {
@@ -90,7 +80,6 @@ func TestSharedScenarios(t *testing.T) {
 // seeds/armada-scheduler.md.
 func TestSharedSeedScenario(t *testing.T) {
 	sharedScenarios(t)
-	requireQuantityGrammar(t)
 	data, err := os.ReadFile(filepath.Join(sharedDir, "seed-preemption-to-fair-share.json"))
 	if os.IsNotExist(err) {
 		t.Skip("seed-preemption-to-fair-share.json is gone")

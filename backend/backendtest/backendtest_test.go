@@ -325,3 +325,54 @@ func TestLeaseSuiteRecordsNoFailureOnTheMemoryBackend(t *testing.T) {
 		t.Errorf("failures recorded: %v", r.log.byRule)
 	}
 }
+
+// forgetsClientIDs answers no client id.
+type forgetsClientIDs struct{ *memory.Backend }
+
+func (b forgetsClientIDs) JobByClientID(context.Context, string, string) (string, error) {
+	return "", backend.ErrNotFound
+}
+
+// misnumbersCommits returns a write's events one sequence number too high.
+type misnumbersCommits struct{ *memory.Backend }
+
+func (b misnumbersCommits) Commit(ctx context.Context, w *backend.Write) ([]events.Event, error) {
+	es, err := b.Backend.Commit(ctx, w)
+	for i := range es {
+		es[i].Seq++
+	}
+	return es, err
+}
+
+// CheckHistory agrees with a backend that keeps the contract and finds
+// each of these broken ones out on one short history: two jobs
+// submitted (one with a client id), one leased, a resubmission refused,
+// and reads of a log page, a record, a client id and the live jobs.
+func TestCheckHistoryFindsEveryBrokenBackendAndPassesTheMemoryOne(t *testing.T) {
+	steps := []backendtest.Step{
+		{Job: 0, Type: events.Submitted, ClientID: 1},
+		{Job: 2, Type: events.Submitted, Last: true},
+		{Job: 0, Type: events.Leased, Last: true},
+		{Job: 0, Type: events.Submitted, Last: true}, // refused: stored already
+		{Read: 1, Job: 0, From: 1, Limit: 3},
+		{Read: 2, Job: 0},
+		{Read: 3, ClientID: 1},
+		{Read: 4},
+	}
+	ctx := context.Background()
+	check := func(b backend.Backend, broken bool, name string) {
+		t.Helper()
+		d := backendtest.CheckHistory(ctx, b, "A", steps)
+		if broken && d == "" {
+			t.Errorf("%s: no disagreement found", name)
+		}
+		if !broken && d != "" {
+			t.Errorf("%s: %s", name, d)
+		}
+	}
+	check(memory.New(backendtest.Schema()), false, "memory")
+	check(dropsOneEvent{memory.New(backendtest.Schema())}, true, "dropsOneEvent")
+	check(reordersTwo{memory.New(backendtest.Schema())}, true, "reordersTwo")
+	check(forgetsClientIDs{memory.New(backendtest.Schema())}, true, "forgetsClientIDs")
+	check(misnumbersCommits{memory.New(backendtest.Schema())}, true, "misnumbersCommits")
+}

@@ -29,6 +29,12 @@
 // above every applied fence, Resign, concurrent Leads, and a deposed
 // leader's writes refused with ErrFenced once its successor has written.
 //
+// Model is the oracle of backend.Jobs: the contract read naively, with
+// maps. CheckHistory runs a history of writes and reads (Steps, which a
+// test generates at random) against a backend and a Model and returns the
+// first disagreement; backend/memory and backend/postgres run the same
+// gopter property with it.
+//
 // Run takes any T with the methods of *testing.T it uses (TB), so a test of
 // the suite itself can run it with a recorder that counts failures instead
 // of failing; this package's tests do that with deliberately broken

@@ -39,19 +39,46 @@ type scratch struct {
 	pairIDs, pairClients idindex.Index
 	// pairRoom is the most jobs pairIDs and pairClients were sized for.
 	pairRoom int
-	// newIdx, clients and submitted are checkPairs' working memory.
+	// newIdx, clients and submitted are checkPairs' working memory;
+	// pairsRoom is the most jobs newIdx and clients held.
 	newIdx    map[string]int
 	clients   map[clientKey]struct{}
+	pairsRoom int
 	submitted []bool
 	states    []events.Job
 	// evJob[i] is event i's job: ≥ 0 a new job's index in w.Jobs, < 0
 	// -(k+1) for touchedRecs[k] (notNew until Commit finds the job).
 	evJob []int32
 	// touched indexes touchedRecs, the stored jobs a write's events
-	// change, and touchedStates their staged states (Commit).
+	// change, and touchedStates their staged states (Commit);
+	// touchedRoom is the most jobs touched held.
 	touched       map[*jobRec]int
+	touchedRoom   int
 	touchedRecs   []*jobRec
 	touchedStates []events.Job
+}
+
+// oversized reports whether working memory with room for room jobs (or
+// events) is too large to keep for a write of n: sized for a write over
+// eight times larger, and for more than 4,096. Such memory is given back
+// rather than kept, and cleared, for every small write after one huge one.
+func oversized(room, n int) bool { return room > max(8*n, 4096) }
+
+// resize returns s with length n, in s's room unless that is oversized
+// for n (then in new room). The elements are s's old ones, or zero.
+func resize[T any](s []T, n int) []T {
+	if oversized(cap(s), n) {
+		s = nil
+	}
+	return slices.Grow(s[:0], n)[:n]
+}
+
+// emptied returns s emptied, in s's room unless that is oversized for n.
+func emptied[T any](s []T, n int) []T {
+	if oversized(cap(s), n) {
+		return nil
+	}
+	return s[:0]
 }
 
 // checkFields is Commit's check of each job and event of w on its own,
@@ -87,8 +114,8 @@ func (b *Backend) checkFields(w *backend.Write) []error {
 func (b *Backend) hashNew(w *backend.Write) {
 	sc := &b.scratch
 	n := len(w.Jobs)
-	sc.idHash = slices.Grow(sc.idHash[:0], n)[:n]
-	sc.clientHash = slices.Grow(sc.clientHash[:0], n)[:n]
+	sc.idHash = resize(sc.idHash, n)
+	sc.clientHash = resize(sc.clientHash, n)
 	var qs *queueState
 	name, from := "", 0
 	for i := range w.Jobs {
@@ -132,7 +159,7 @@ func (b *Backend) pairByPosition(w *backend.Write, evJob []int32) bool {
 	if n > 0 {
 		// Tables sized for one huge write are dropped rather than
 		// cleared for every small one after it.
-		if sc.pairRoom > max(8*n, 4096) {
+		if oversized(sc.pairRoom, n) {
 			sc.pairIDs, sc.pairClients, sc.pairRoom = idindex.Index{}, idindex.Index{}, 0
 		}
 		sc.pairIDs.Clear()
@@ -192,12 +219,13 @@ func (b *Backend) pairByPosition(w *backend.Write, evJob []int32) bool {
 // job when new (notNew otherwise).
 func (b *Backend) checkPairs(w *backend.Write, errs []error, evJob []int32) []error {
 	sc := &b.scratch
-	if sc.newIdx == nil {
-		sc.newIdx, sc.clients = map[string]int{}, map[clientKey]struct{}{}
+	if sc.newIdx == nil || oversized(sc.pairsRoom, len(w.Jobs)) {
+		sc.newIdx, sc.clients, sc.pairsRoom = map[string]int{}, map[clientKey]struct{}{}, 0
 	}
 	clear(sc.newIdx)
 	clear(sc.clients)
-	sc.submitted = slices.Grow(sc.submitted[:0], len(w.Jobs))[:len(w.Jobs)]
+	sc.pairsRoom = max(sc.pairsRoom, len(w.Jobs))
+	sc.submitted = resize(sc.submitted, len(w.Jobs))
 	clear(sc.submitted)
 	for i := range w.Jobs {
 		s := &w.Jobs[i]
@@ -255,7 +283,11 @@ func (b *Backend) checkPairs(w *backend.Write, errs []error, evJob []int32) []er
 	return errs
 }
 
-// Commit applies w atomically; see backend.Jobs.
+// Commit applies w atomically; see backend.Jobs. Its steps: the write on
+// its own (checkFields, then, under the lock, the pairing of jobs and
+// submitted events), against the stored state (checkStoredJobs,
+// stageEvents), and, when nothing was refused, the apply (storeNewJobs,
+// storeTouched, appendEvents), which cannot fail.
 func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event, error) {
 	if w == nil {
 		return nil, flotilla.Errorf("write", "", flotilla.ErrRequired, "nil write")
@@ -270,7 +302,7 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 		return nil, flotilla.Errorf("fence", strconv.FormatUint(w.Fence, 10), backend.ErrFenced, "a write with fence %d was applied", b.fence)
 	}
 	sc := &b.scratch
-	evJob := slices.Grow(sc.evJob[:0], len(w.Events))[:len(w.Events)]
+	evJob := resize(sc.evJob, len(w.Events))
 	defer func() { sc.evJob = evJob[:0] }()
 	if len(errs) > 0 {
 		return nil, errors.Join(b.checkPairs(w, errs, evJob)...)
@@ -281,8 +313,23 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 			return nil, errors.Join(errs...)
 		}
 	}
+	errs = b.checkStoredJobs(w)
+	defer b.unstage()
+	if errs = b.stageEvents(w, evJob, errs); len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	first := b.storeNewJobs(w)
+	b.storeTouched()
+	b.appendEvents(w, evJob, first)
+	b.fence = w.Fence
+	return w.Events, nil
+}
 
-	// Check against the stored state, staging each job's state.
+// checkStoredJobs reports each new job of w whose id, or whose client id
+// in its queue, is stored already. Call after hashNew.
+func (b *Backend) checkStoredJobs(w *backend.Write) []error {
+	var errs []error
+	sc := &b.scratch
 	var qs *queueState
 	qsName := ""
 	for i := range w.Jobs {
@@ -306,25 +353,29 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 			}
 		}
 	}
+	return errs
+}
+
+// stageEvents applies w's events to their jobs' states in scratch, as
+// events.Transition does, and returns errs with every event refused (its
+// queue or stored job unknown, its transition refused) added. A new job's
+// staged state is scratch.states[i] (w.Jobs[i]'s); a stored one's is in
+// touchedStates, beside its record in touchedRecs, and evJob[i] becomes
+// -(k+1) for touchedRecs[k]. Call unstage when the write is done, applied
+// or not.
+func (b *Backend) stageEvents(w *backend.Write, evJob []int32, errs []error) []error {
+	sc := &b.scratch
 	// states is all zero: it is cleared when a Commit ends (and grown
 	// zero), so that it holds no pointers between writes.
-	states := slices.Grow(sc.states[:0], len(w.Jobs))[:len(w.Jobs)]
-	defer func() { clear(states); sc.states = states[:0] }()
-	if sc.touched == nil {
-		sc.touched = map[*jobRec]int{}
+	sc.states = resize(sc.states, len(w.Jobs))
+	if sc.touched == nil || oversized(sc.touchedRoom, len(w.Events)) {
+		sc.touched, sc.touchedRoom = map[*jobRec]int{}, 0
 	}
-	touched, touchedRecs, touchedStates := sc.touched, sc.touchedRecs[:0], sc.touchedStates[:0]
-	defer func() {
-		// Kept for the next write, holding no pointers.
-		clear(touched)
-		clear(touchedRecs)
-		clear(touchedStates)
-		sc.touchedRecs, sc.touchedStates = touchedRecs[:0], touchedStates[:0]
-	}()
+	sc.touchedRecs, sc.touchedStates = emptied(sc.touchedRecs, len(w.Events)), emptied(sc.touchedStates, len(w.Events))
 	// The stored jobs' slots in byID, fetched together (a cycle's
 	// leases and a report's phases are thousands of events): evHash[i]
 	// is event i's job's hash when the job is not new.
-	evHash := slices.Grow(sc.evHash[:0], len(w.Events))[:len(w.Events)]
+	evHash := resize(sc.evHash, len(w.Events))
 	defer func() { sc.evHash = evHash[:0] }()
 	if b.byID.Len() > 0 {
 		for i := range w.Events {
@@ -334,6 +385,7 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 		}
 		_ = b.byID.Prefetch(evHash)
 	}
+	states, touched := sc.states, sc.touched
 	lastQueue := ""
 	for i := range w.Events {
 		e := &w.Events[i]
@@ -351,12 +403,12 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 			r := b.rec(h)
 			ti, ok := touched[r]
 			if !ok {
-				ti = len(touchedRecs)
+				ti = len(sc.touchedRecs)
 				touched[r] = ti
-				touchedRecs = append(touchedRecs, r)
-				touchedStates = append(touchedStates, b.state(r))
+				sc.touchedRecs = append(sc.touchedRecs, r)
+				sc.touchedStates = append(sc.touchedStates, b.state(r))
 			}
-			st, evJob[i] = &touchedStates[ti], -int32(ti)-1
+			st, evJob[i] = &sc.touchedStates[ti], -int32(ti)-1
 		} else {
 			errs = append(errs, flotilla.Errorf(fmt.Sprintf("events[%d].job", i), e.Job, backend.ErrNotFound, ""))
 			continue
@@ -368,18 +420,34 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 		}
 		*st = n
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
+	return errs
+}
 
-	// Apply: nothing below fails. A client id's hash is its queue's (the
-	// state hashNew found or made): a job in a queue never created has
-	// its submitted event there too (the pairing checked), which the
-	// loop above refused.
-	// The new records are added to b.recs in w.Jobs' order, so w.Jobs[i]'s
-	// handle is first+i.
-	first := uint32(b.recs.len())
+// unstage clears stageEvents' working memory, kept for the next write and
+// holding no pointers.
+func (b *Backend) unstage() {
+	sc := &b.scratch
+	clear(sc.states)
+	sc.states = sc.states[:0]
+	sc.touchedRoom = max(sc.touchedRoom, len(sc.touched))
+	clear(sc.touched)
+	clear(sc.touchedRecs)
+	clear(sc.touchedStates)
+	sc.touchedRecs, sc.touchedStates = sc.touchedRecs[:0], sc.touchedStates[:0]
+}
+
+// storeNewJobs stores w's new jobs in their staged states and returns the
+// handle of the first: they are added to b.recs in w.Jobs' order, so
+// w.Jobs[i]'s handle is first+i. A client id's hash is its queue's (the
+// state hashNew found or made): a job in a queue never created has its
+// submitted event there too (the pairing checked), which stageEvents
+// refused.
+func (b *Backend) storeNewJobs(w *backend.Write) (first uint32) {
+	sc := &b.scratch
+	first = uint32(b.recs.len())
 	var set *jobSet
+	var qs *queueState
+	qsName := ""
 	for i := range w.Jobs {
 		s := &w.Jobs[i]
 		h, r := b.recs.add()
@@ -396,21 +464,34 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 		if s.ClientID != "" {
 			qs.clients.InsertHashed(sc.clientHash[i], h)
 		}
-		b.setState(r, &states[i])
-		if !states[i].State.Terminal() {
+		b.setState(r, &sc.states[i])
+		if !sc.states[i].State.Terminal() {
 			qs.live++
 		}
 	}
-	for k, r := range touchedRecs {
-		n := &touchedStates[k]
+	return first
+}
+
+// storeTouched gives the stored jobs w's events changed their staged
+// states.
+func (b *Backend) storeTouched() {
+	sc := &b.scratch
+	for k, r := range sc.touchedRecs {
+		n := &sc.touchedStates[k]
 		if !r.state.Terminal() && n.State.Terminal() {
 			b.perQueue[r.job.Queue].live--
 		}
 		b.setState(r, n)
 	}
-	// The events are returned in w.Events itself, each given its
-	// sequence number and stored time (see backend.Jobs.Commit): a copy
-	// would be as large as the write.
+}
+
+// appendEvents appends w's events to their job sets' logs. They are
+// returned in w.Events itself, each given its sequence number and stored
+// time (see backend.Jobs.Commit): a copy would be as large as the write.
+// first is storeNewJobs' handle of w.Jobs[0].
+func (b *Backend) appendEvents(w *backend.Write, evJob []int32, first uint32) {
+	sc := &b.scratch
+	var set *jobSet
 	for i := range w.Events {
 		e := &w.Events[i]
 		set = b.jobSet(set, e.Queue, e.JobSet)
@@ -418,7 +499,7 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 		if k := evJob[i]; k >= 0 {
 			r = b.rec(first + uint32(k))
 		} else {
-			r = touchedRecs[-k-1]
+			r = sc.touchedRecs[-k-1]
 		}
 		ev := event{
 			time: encodeTime(e.Time), job: r.index,
@@ -433,6 +514,4 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 		e.Seq = uint64(set.log.len())
 		e.Time = decodeTime(ev.time)
 	}
-	b.fence = w.Fence
-	return w.Events, nil
 }

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -125,33 +124,4 @@ func jobIDs(w *backend.Write) []string {
 		ids = append(ids, s.Job.Queue+"/"+s.Job.JobSet+"/"+s.Job.ID+"/"+s.ClientID)
 	}
 	return ids
-}
-
-// TestPairingTablesSizedForAHugeWriteAreNotKeptForSmallOnes: the shortcut's
-// tables are cleared for every write, so after a write of many jobs a
-// small one drops them (and the small write is stored as ever) rather than
-// clearing the large tables again and again.
-func TestPairingTablesSizedForAHugeWriteAreNotKeptForSmallOnes(t *testing.T) {
-	ctx := context.Background()
-	b := New(flotilla.MustResourceSchema("cpu"))
-	require.NoError(t, b.CreateQueue(ctx, flotilla.Queue{Name: "A"}))
-	submit := func(from, n int) *backend.Write {
-		w := &backend.Write{}
-		for i := from; i < from+n; i++ {
-			id := fmt.Sprintf("j%d", i)
-			w.Jobs = append(w.Jobs, backend.JobSpec{Job: &flotilla.Job{ID: id, Queue: "A", JobSet: "s", Requests: flotilla.Resources{1}},
-				ClientID: "c" + id})
-			w.Events = append(w.Events, events.Event{Type: events.Submitted, Queue: "A", JobSet: "s", Job: id, Time: time.Unix(1, 0)})
-		}
-		return w
-	}
-	_, err := b.Commit(ctx, submit(0, 10_000))
-	require.NoError(t, err)
-	require.Equal(t, 10_000, b.scratch.pairRoom)
-	_, err = b.Commit(ctx, submit(10_000, 2))
-	require.NoError(t, err)
-	require.Equal(t, 2, b.scratch.pairRoom)
-	id, err := b.JobByClientID(ctx, "A", "cj10001")
-	require.NoError(t, err)
-	require.Equal(t, "j10001", id)
 }

@@ -99,22 +99,25 @@ func Fatal(err error) bool {
 // of the decoded value found (later), dropping each later problem whose
 // field is one where Decode left a value out (a value of the wrong type or
 // range), or lies inside one: that value shows up again as missing, and
-// saying so twice helps nobody. A repeated key is not such a field: its
+// saying so twice helps nobody. Only an object or array (or a problem that
+// did not come from Decode) has an inside; a string, number or boolean
+// covers its own path alone. A repeated key is not such a field: its
 // first value is decoded, and a later problem with it is kept. The result
 // is flat: one element per problem.
 func Merge(decoded, later error) error {
 	var out []error
-	var paths []string
+	var reported []reportedPath
 	for _, e := range flotilla.Problems(decoded) {
 		out = append(out, e)
 		var fe *flotilla.FieldError
 		if errors.As(e, &fe) && !errors.Is(e, flotilla.ErrDuplicate) {
-			paths = append(paths, fe.Field)
+			var sp scalarProblem
+			reported = append(reported, reportedPath{fe.Field, errors.As(fe.Err, &sp)})
 		}
 	}
 	for _, e := range flotilla.Problems(later) {
 		var fe *flotilla.FieldError
-		if errors.As(e, &fe) && covered(fe.Field, paths) {
+		if errors.As(e, &fe) && covered(fe.Field, reported) {
 			continue
 		}
 		out = append(out, e)
@@ -122,14 +125,39 @@ func Merge(decoded, later error) error {
 	return errors.Join(out...)
 }
 
-// covered reports whether field is one of paths or lies inside one.
-func covered(field string, paths []string) bool {
-	for _, p := range paths {
-		if field == p || strings.HasPrefix(field, p+".") || strings.HasPrefix(field, p+"[") {
+// reportedPath is the path of a value Decode left out; scalar says the value
+// was a string, number or boolean, with no inside.
+type reportedPath struct {
+	path   string
+	scalar bool
+}
+
+// covered reports whether field is one of the reported paths or lies inside
+// one that has an inside.
+func covered(field string, reported []reportedPath) bool {
+	for _, r := range reported {
+		p := r.path
+		if field == p || !r.scalar && (strings.HasPrefix(field, p+".") || strings.HasPrefix(field, p+"[")) {
 			return true
 		}
 	}
 	return false
+}
+
+// scalarProblem is the Err of a problem Decode found with a value whose
+// field wants a string, a number or a boolean. Merge reads it to cover only
+// that path: paths join object keys with an unescaped ".", so a path that
+// extends a scalar's (resources.nvidia.com/gpu after resources.nvidia) is a
+// sibling map key, never a part of the scalar. Its text and class
+// (errors.Is) are those of the error it wraps.
+type scalarProblem struct{ error }
+
+func (e scalarProblem) Unwrap() error { return e.error }
+
+// scalar marks fe as a problem with a scalar value (see scalarProblem).
+func scalar(fe *flotilla.FieldError) *flotilla.FieldError {
+	fe.Err = scalarProblem{fe.Err}
+	return fe
 }
 
 // checker walks a token stream against a Go type.
@@ -234,12 +262,12 @@ func (c *checker) check(path string, t reflect.Type, tok json.Token) (any, error
 		return out, c.closing()
 	case reflect.String:
 		if _, ok := tok.(string); !ok {
-			c.mismatch(path, tok, "a string")
+			c.scalarMismatch(path, tok, "a string")
 			return bad{}, c.skip(tok)
 		}
 	case reflect.Bool:
 		if _, ok := tok.(bool); !ok {
-			c.mismatch(path, tok, "true or false")
+			c.scalarMismatch(path, tok, "true or false")
 			return bad{}, c.skip(tok)
 		}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
@@ -247,11 +275,11 @@ func (c *checker) check(path string, t reflect.Type, tok json.Token) (any, error
 		reflect.Float32, reflect.Float64:
 		n, ok := tok.(json.Number)
 		if !ok {
-			c.mismatch(path, tok, "a number")
+			c.scalarMismatch(path, tok, "a number")
 			return bad{}, c.skip(tok)
 		}
 		if err := checkNumber(path, string(n), t); err != nil {
-			c.errs = append(c.errs, err)
+			c.errs = append(c.errs, scalar(err))
 			return bad{}, nil
 		}
 	default:
@@ -373,6 +401,12 @@ func (c *checker) mismatch(path string, tok json.Token, want string) {
 	c.errs = append(c.errs, flotilla.Errorf(fieldOrRoot(path), describe(tok), flotilla.ErrMalformed, "want %s", want))
 }
 
+// scalarMismatch is mismatch for a field that wants a string, a number or a
+// boolean (see scalarProblem).
+func (c *checker) scalarMismatch(path string, tok json.Token, want string) {
+	c.errs = append(c.errs, scalar(flotilla.Errorf(fieldOrRoot(path), describe(tok), flotilla.ErrMalformed, "want %s", want)))
+}
+
 // syntax turns a decoder error into a *FieldError with line and column.
 func (c *checker) syntax(err error) error {
 	var se *json.SyntaxError
@@ -393,7 +427,7 @@ func (c *checker) syntax(err error) error {
 
 // checkNumber verifies that a JSON number literal fits a Go numeric type the
 // way encoding/json would decode it.
-func checkNumber(path, lit string, t reflect.Type) error {
+func checkNumber(path, lit string, t reflect.Type) *flotilla.FieldError {
 	var err error
 	switch t.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:

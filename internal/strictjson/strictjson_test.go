@@ -103,3 +103,27 @@ func TestMergeKeepsLaterProblemsOfARepeatedKeysKeptValue(t *testing.T) {
 		flotilla.Errorf("list[0].s", "", flotilla.ErrRequired, ""))
 	assert.Equal(t, []string{"name", "list", "name", "list[0].s"}, fields(t, strictjson.Merge(decoded, later)))
 }
+
+// A string, number or boolean has no inside: a problem Decode reports with
+// one covers that path alone, so a later problem at a sibling map key that
+// extends it with a dot (res.nvidia.com/gpu beside res.nvidia) is kept. An
+// object or array left out still covers what lies inside it.
+func TestMergeCoversOnlyTheOwnPathOfABadScalar(t *testing.T) {
+	var v doc
+	decoded := strictjson.Decode([]byte(`{"count": 1.5, "res": {"nvidia": 1, "nvidia.com/gpu": "-1"}, "list": [1]}`), &v)
+	require.Equal(t, []string{"count", "res.nvidia", "list[0]"}, fields(t, decoded))
+	later := errors.Join(
+		flotilla.Errorf("count", "", flotilla.ErrRequired, ""),
+		flotilla.Errorf("count.x", "", flotilla.ErrRequired, ""),
+		flotilla.Errorf("res.nvidia", "", flotilla.ErrMalformed, ""),
+		flotilla.Errorf("res.nvidia.com/gpu", "-1", flotilla.ErrNegative, ""),
+		flotilla.Errorf("res.nvidia[0]", "", flotilla.ErrMalformed, ""),
+		flotilla.Errorf("list[0].n", "", flotilla.ErrRequired, ""),
+		flotilla.Errorf("list[0]", "", flotilla.ErrRequired, ""))
+	assert.Equal(t, []string{"count", "res.nvidia", "list[0]", "count.x", "res.nvidia.com/gpu", "res.nvidia[0]"},
+		fields(t, strictjson.Merge(decoded, later)))
+	for _, e := range flotilla.Problems(decoded) {
+		assert.ErrorIs(t, e, flotilla.ErrMalformed)
+		assert.Contains(t, e.Error(), "is malformed: want ", "the marker keeps the message")
+	}
+}
