@@ -28,6 +28,10 @@ type sentCommit struct {
 type unsettled struct {
 	mu      sync.Mutex
 	pending []sentCommit
+	// busy is closed when the settle in progress ends (nil: none runs);
+	// failed is the error of the last settle that failed.
+	busy   chan struct{}
+	failed error
 }
 
 // errNotSettled is the cause of a call refused while an earlier COMMIT's
@@ -36,18 +40,49 @@ var errNotSettled = errors.New("an earlier COMMIT's outcome is not settled yet")
 
 // settlePending settles the transactions left unsettled by earlier calls,
 // in order; while one cannot be settled, it returns an error wrapping
-// backend.ErrUnavailable. Concurrent callers wait for each other.
+// backend.ErrUnavailable. One call settles at a time: a call that finds
+// a settle running waits for it (or for its own context) and takes its
+// result, so concurrent calls wait one call timeout, not one each.
 func (b *Backend) settlePending(ctx context.Context) error {
-	b.unsettled.mu.Lock()
-	defer b.unsettled.mu.Unlock()
-	for len(b.unsettled.pending) > 0 {
-		if _, err := b.settle(ctx, b.unsettled.pending[0]); err != nil {
+	u := &b.unsettled
+	for {
+		u.mu.Lock()
+		if len(u.pending) == 0 {
+			u.mu.Unlock()
+			return nil
+		}
+		if busy := u.busy; busy != nil {
+			u.mu.Unlock()
+			select {
+			case <-busy:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			u.mu.Lock()
+			failed := len(u.pending) > 0 && u.busy == nil && u.failed != nil
+			err := u.failed
+			u.mu.Unlock()
+			if failed {
+				return fmt.Errorf("postgres: %w: %w: %w", backend.ErrUnavailable, errNotSettled, err)
+			}
+			continue
+		}
+		c, busy := u.pending[0], make(chan struct{})
+		u.busy = busy
+		u.mu.Unlock()
+		_, err := b.settle(ctx, c)
+		u.mu.Lock()
+		u.busy, u.failed = nil, err
+		if err == nil {
+			u.pending = u.pending[1:]
+			b.pendingCount.Add(-1)
+		}
+		u.mu.Unlock()
+		close(busy)
+		if err != nil {
 			return fmt.Errorf("postgres: %w: %w: %w", backend.ErrUnavailable, errNotSettled, err)
 		}
-		b.unsettled.pending = b.unsettled.pending[1:]
-		b.pendingCount.Add(-1)
 	}
-	return nil
 }
 
 // leaveUnsettled records c for the next calls to settle first.
@@ -94,10 +129,19 @@ func (b *Backend) settle(ctx context.Context, c sentCommit) (committed bool, err
 			return false, nil
 		}
 		wait := min(settleWait, time.Until(deadline(ctx))/2).Milliseconds()
-		_, err := b.pool.Exec(ctx, `SELECT pg_terminate_backend(pid, greatest($3::bigint, 1))
-			FROM pg_stat_activity WHERE pid = $1 AND backend_xid::text = $2`, int32(c.pid), xid32, wait)
+		var ended int
+		err := b.pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT pg_terminate_backend(pid, greatest($3::bigint, 1))
+			FROM pg_stat_activity WHERE pid = $1 AND backend_xid::text = $2) AS t`, int32(c.pid), xid32, wait).Scan(&ended)
 		if err != nil {
 			return false, b.fail(ctx, "ending the transaction of a COMMIT unanswered", err)
+		}
+		if ended == 0 {
+			// The process was ending already: ask again shortly.
+			select {
+			case <-time.After(10 * time.Millisecond):
+			case <-ctx.Done():
+				return false, b.fail(ctx, "settling a COMMIT", ctx.Err())
+			}
 		}
 	}
 }

@@ -102,9 +102,9 @@ func TestACOMMITHeldPastTheCallTimeoutHasItsOutcomeSettledBeforeCommitReturns(t 
 // TestCallsAfterAnUnsettledCOMMITWaitUntilItsOutcomeIsFinal: the whole
 // network goes silent at COMMIT, so Commit cannot learn the outcome
 // (ErrOutcomeUnknown). Every later call is ErrUnavailable while the
-// outcome cannot be learned; once the network heals (delivering the held
-// COMMIT, or not in time), the next call learns it first, so what it
-// reads no longer changes.
+// outcome cannot be learned (concurrent calls sharing one attempt); once
+// the network heals (delivering the held COMMIT, or not in time), the
+// next call learns it first, so what it reads no longer changes.
 func TestCallsAfterAnUnsettledCOMMITWaitUntilItsOutcomeIsFinal(t *testing.T) {
 	ctx := context.Background()
 	px, u := throughProxy(t, withParam(t, freshSchema(t), "call_timeout", "1s"))
@@ -120,8 +120,21 @@ func TestCallsAfterAnUnsettledCOMMITWaitUntilItsOutcomeIsFinal(t *testing.T) {
 		t.Fatalf("Commit cut off at COMMIT by a silent network: %v, want ErrOutcomeUnknown", err)
 	}
 	b.beforeCommit = nil
-	if _, err := b.ListQueues(ctx); !errors.Is(err, backend.ErrUnavailable) || !errors.Is(err, errNotSettled) {
-		t.Errorf("ListQueues while the COMMIT's outcome cannot be learned: %v, want ErrUnavailable (not settled)", err)
+	// Concurrent calls share one settle: together they wait about one
+	// call timeout (1 s), not one each (6 s).
+	const callers = 6
+	errs := make(chan error, callers)
+	start := time.Now()
+	for range callers {
+		go func() { _, err := b.ListQueues(ctx); errs <- err }()
+	}
+	for range callers {
+		if err := <-errs; !errors.Is(err, backend.ErrUnavailable) || !errors.Is(err, errNotSettled) {
+			t.Errorf("ListQueues while the COMMIT's outcome cannot be learned: %v, want ErrUnavailable (not settled)", err)
+		}
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("%d concurrent calls while the outcome cannot be learned took %s, want about one call timeout (1 s)", callers, d)
 	}
 	px.heal()
 	var live []string
