@@ -71,6 +71,9 @@ func (b *Backend) settlePending(ctx context.Context) error {
 		u.busy = busy
 		u.mu.Unlock()
 		_, err := b.settle(ctx, c)
+		if errors.Is(err, errForgotten) {
+			err = nil // final: what the database holds no longer changes
+		}
 		u.mu.Lock()
 		u.busy, u.failed = nil, err
 		if err == nil {
@@ -92,6 +95,10 @@ func (b *Backend) leaveUnsettled(c sentCommit) {
 	b.unsettled.pending = append(b.unsettled.pending, c)
 	b.pendingCount.Add(1)
 }
+
+// errForgotten: the server no longer knows a transaction's outcome; it
+// ended long ago, so its outcome is final, but which is not known.
+var errForgotten = errors.New("the server no longer knows the transaction's outcome")
 
 // settleWait is how long one pg_terminate_backend waits for the process
 // to exit before settle asks again.
@@ -120,9 +127,10 @@ func (b *Backend) settle(ctx context.Context, c sentCommit) (committed bool, err
 		}
 		switch {
 		case status == nil:
-			// Older than the oldest transaction the server remembers:
-			// not reached (a settle follows its COMMIT within seconds).
-			return false, fmt.Errorf("postgres: settling a COMMIT: the server no longer knows transaction %s", xid)
+			// Older than the oldest transaction the server remembers
+			// (not reached: a settle follows its COMMIT within seconds):
+			// ended long ago, final, but which way is not known.
+			return false, fmt.Errorf("postgres: settling a COMMIT: %w (transaction %s)", errForgotten, xid)
 		case *status == "committed":
 			return true, nil
 		case *status == "aborted":
@@ -174,7 +182,9 @@ func (b *Backend) commitTx(ctx context.Context, tx pgx.Tx, what string, xid int6
 	committed, serr := b.settle(ctx, c)
 	switch {
 	case serr != nil:
-		b.leaveUnsettled(c)
+		if !errors.Is(serr, errForgotten) {
+			b.leaveUnsettled(c)
+		}
 		return fmt.Errorf("postgres: %s: %w (%v; learning the outcome: %v)", what, backend.ErrOutcomeUnknown, err, serr)
 	case committed:
 		return nil
