@@ -1,6 +1,9 @@
 package api
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // JobPhase is what an executor says about a job it holds (JobReport.Phase;
 // SERVICE.md's executor protocol).
@@ -46,3 +49,9 @@ var (
 // service is configured otherwise (submit.DefaultGPUResource): an
 // executor reports cpu, memory and it by default.
 const DefaultGPUResource = "nvidia.com/gpu"
+
+// DefaultLeaseTimeout is how long a lease lives without a report renewing
+// it unless the service is configured otherwise (server.DefaultLeaseTimeout,
+// `serve -lease-timeout`): an executor gives a report until shortly before
+// that.
+const DefaultLeaseTimeout = 30 * time.Second

@@ -28,6 +28,9 @@ var (
 	ErrFenced = errors.New("fenced off by a newer leader")
 	// ErrOutcomeUnknown: the write may or may not have been applied (the
 	// connection was lost during the commit). Read back before retrying.
+	// A backend whose write can still be applied after it answered
+	// ErrOutcomeUnknown (a COMMIT in flight) fails its later calls until
+	// the outcome is final, so that what a caller reads back holds.
 	ErrOutcomeUnknown = errors.New("outcome unknown")
 	// ErrClosed: the backend was closed.
 	ErrClosed = errors.New("backend closed")

@@ -7,7 +7,10 @@
 // service under a virtual clock.
 //
 // Time comes from the Clock passed in; Step makes one report and starts
-// no goroutine; Run loops on a real ticker in the caller's goroutine. The
+// no goroutine; Run loops on the real clock in the caller's goroutine
+// (Every, whose Loop takes a Timer that tests move). A report may run
+// until shortly before the oldest lease it renews would expire, not just
+// a renew period, so that a slow but live service still renews leases. The
 // service is reached through the Reporter interface: *client.Client over
 // HTTP, or Local in the same process.
 package executor

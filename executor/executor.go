@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -37,6 +38,9 @@ type Config struct {
 	Clock Clock
 	// Renew is Run's reporting period; 0 means DefaultRenew.
 	Renew time.Duration
+	// LeaseTimeout is the service's lease timeout, which bounds how long
+	// Run lets a report take (Loop); 0 means api.DefaultLeaseTimeout.
+	LeaseTimeout time.Duration
 }
 
 // Clock tells the time (a service's server.Clock is one).
@@ -89,6 +93,9 @@ func New(cfg Config) (*Executor, error) {
 	}
 	if cfg.Renew < 0 {
 		errs = append(errs, fmt.Errorf("executor: renew period %s is negative", cfg.Renew))
+	}
+	if cfg.LeaseTimeout < 0 {
+		errs = append(errs, fmt.Errorf("executor: lease timeout %s is negative", cfg.LeaseTimeout))
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -333,34 +340,113 @@ func orZero(s string) string {
 }
 
 // Run calls Step every Renew period until ctx ends, and returns ctx's
-// error. A failed report is retried at the next period; onError (if not
-// nil) hears of it.
+// error. A report may run until shortly before the oldest lease it
+// renews would expire (see Loop); a failed report is retried at the next
+// period; onError (if not nil) hears of it.
 func (e *Executor) Run(ctx context.Context, onError func(error)) error {
-	return Every(ctx, e.cfg.Renew, func(ctx context.Context) error {
+	return Every(ctx, Loop{Period: e.cfg.Renew, LeaseTimeout: e.cfg.LeaseTimeout}, func(ctx context.Context) error {
 		_, err := e.Step(ctx)
 		return err
 	}, onError)
 }
 
-// Every calls step every period until ctx ends, and returns ctx's error:
-// the loop of an executor of the protocol. A step that takes longer than
-// the period is abandoned (its context ends) and made again, so a stuck
-// connection does not let leases expire; a failed step is retried at the
-// next period, and onError (if not nil) hears of it.
-func Every(ctx context.Context, period time.Duration, step func(context.Context) error, onError func(error)) error {
-	t := time.NewTicker(period)
-	defer t.Stop()
+// Timer is the time a Loop waits on: Now, and AfterFunc, which calls f
+// once d has passed unless the stop it returns is called first (as
+// time.AfterFunc and its Timer's Stop).
+type Timer interface {
+	Now() time.Time
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
+}
+
+// realTime is Timer on time's clock.
+type realTime struct{}
+
+func (realTime) Now() time.Time { return time.Now() }
+func (realTime) AfterFunc(d time.Duration, f func()) func() bool {
+	return time.AfterFunc(d, f).Stop
+}
+
+// Loop is the timing of an executor's reports: one starts every Period;
+// each may run until its Deadline.
+type Loop struct {
+	// Period is how often a report starts (the renew period).
+	Period time.Duration
+	// LeaseTimeout is the service's (server.Config.LeaseTimeout): a
+	// lease not renewed for this long expires. 0 means
+	// api.DefaultLeaseTimeout.
+	LeaseTimeout time.Duration
+	// Timer tells the time and waits; nil means the real clock.
+	Timer Timer
+}
+
+// ErrReportTooLate is the cause of a report's context when its deadline
+// passes (Loop.Deadline): the leases it would renew expire meanwhile.
+var ErrReportTooLate = errors.New("executor: the report did not finish before the leases it renews would expire")
+
+// Deadline returns until when a report that starts at start may run,
+// when the last report that succeeded started at renewed: shortly (a
+// tenth of the lease timeout) before the leases that report renewed
+// would expire, the oldest the new one renews, and the time its reply
+// needs to arrive; a slow service's report is not abandoned while it
+// can still renew them. At least a Period, so that a call stuck on a
+// connection gone silent is made again in time once no lease is left
+// to save.
+func (l Loop) Deadline(start, renewed time.Time) time.Time {
+	lt := cmp.Or(l.LeaseTimeout, api.DefaultLeaseTimeout)
+	return maxTime(start.Add(l.Period), renewed.Add(lt-lt/10))
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// Every calls step every l.Period until ctx ends, and returns ctx's
+// error: the loop of an executor of the protocol. Each step's context
+// ends at its deadline (Loop.Deadline, with ErrReportTooLate as its
+// cause), not at the period: a report the service is slow to answer
+// finishes and renews its leases, and the next starts when it has ended
+// (at once when it took longer than the period). A failed step is
+// retried at the next period, and onError (if not nil) hears of it. It
+// waits on l.Timer, and starts no goroutine of its own (the real clock's
+// timers run their functions in theirs).
+func Every(ctx context.Context, l Loop, step func(context.Context) error, onError func(error)) error {
+	clock := l.Timer
+	if clock == nil {
+		clock = realTime{}
+	}
+	renewed := clock.Now()
 	for {
-		stepCtx, cancel := context.WithTimeout(ctx, period)
-		err := step(stepCtx)
-		cancel()
-		if err != nil && ctx.Err() == nil && onError != nil {
+		start := clock.Now()
+		err := runStep(ctx, clock, start, l.Deadline(start, renewed), step)
+		if err == nil {
+			renewed = start
+		} else if ctx.Err() == nil && onError != nil {
 			onError(err)
 		}
-		select {
-		case <-ctx.Done():
+		if ctx.Err() != nil {
 			return ctx.Err()
-		case <-t.C:
+		}
+		if wait := start.Add(l.Period).Sub(clock.Now()); wait > 0 {
+			next := make(chan struct{})
+			stop := clock.AfterFunc(wait, func() { close(next) })
+			select {
+			case <-ctx.Done():
+				stop()
+				return ctx.Err()
+			case <-next:
+			}
 		}
 	}
+}
+
+// runStep runs step with a context that ends at deadline.
+func runStep(ctx context.Context, clock Timer, start, deadline time.Time, step func(context.Context) error) error {
+	stepCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := clock.AfterFunc(deadline.Sub(start), func() { cancel(ErrReportTooLate) })
+	defer stop()
+	return step(stepCtx)
 }

@@ -19,6 +19,7 @@ func TestProtocolVocabularyIsTheServices(t *testing.T) {
 	assert.Equal(t, server.ErrNotHeld.Error(), api.ErrNotHeld.Error())
 	assert.Equal(t, server.ErrUnknownCluster.Error(), api.ErrUnknownCluster.Error())
 	assert.Equal(t, submit.DefaultGPUResource, api.DefaultGPUResource)
+	assert.Equal(t, server.DefaultLeaseTimeout, api.DefaultLeaseTimeout)
 	want := []server.JobPhase{server.PhasePending, server.PhaseRunning, server.PhaseSucceeded, server.PhaseFailed, server.PhaseReturned, server.PhaseStopped}
 	if assert.Len(t, api.Phases, len(want)) {
 		for i, p := range want {

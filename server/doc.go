@@ -70,7 +70,14 @@
 // rebuild fails too (the backend is down, backend.ErrUnavailable), every
 // later call rebuilds first and fails with the backend's error until a
 // rebuild succeeds, so no call answers from, or writes after, a partial
-// state.
+// state. The rebuild is only as good as the backend's reads: a backend
+// whose ErrOutcomeUnknown write may still be applied later must refuse
+// reads until its outcome is final (backend/postgres does: it ends the
+// transaction first). A commit the backend refuses as a transition the
+// state machine does not allow (events.ErrRefused) rebuilds too: the
+// service made the write from its state, so the backend's state differs
+// from it (a write applied after the service was told it was not), and
+// every later write made from it would be refused as well.
 // A cycle's snapshot lists the running jobs by cluster, each cluster's in
 // the order it keeps them, copied from dense per-cluster lists kept up to
 // date as leases come and go; the scheduler's decisions do not depend on

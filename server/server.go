@@ -342,7 +342,10 @@ func (s *Server) Schema() *flotilla.ResourceSchema { return s.cat.Schema }
 // commit stores w and applies its events to the in-memory state. specs
 // are w.Jobs, indexed by id for the submitted events. The caller holds mu.
 // When the backend cannot say whether it applied the write, the state is
-// reloaded from it.
+// reloaded from it. So it is when the backend refuses a transition
+// (events.ErrRefused): w was made from the in-memory state, which the
+// backend's no longer matches (a write applied after its caller was told
+// otherwise), and every later write made from it would be refused too.
 func (s *Server) commit(ctx context.Context, w *backend.Write) ([]events.Event, error) {
 	if len(w.Jobs) == 0 && len(w.Events) == 0 {
 		return nil, nil
@@ -355,7 +358,7 @@ func (s *Server) commit(ctx context.Context, w *backend.Write) ([]events.Event, 
 	w.Fence = s.cfg.Fence
 	stored, err := s.be.Commit(ctx, w)
 	if err != nil {
-		if errors.Is(err, backend.ErrOutcomeUnknown) {
+		if errors.Is(err, backend.ErrOutcomeUnknown) || errors.Is(err, events.ErrRefused) {
 			if lerr := s.load(context.WithoutCancel(ctx)); lerr != nil {
 				err = errors.Join(err, lerr)
 			}

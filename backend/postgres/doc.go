@@ -85,9 +85,68 @@
 // then the queue's row, in Commit's lock order. Backend's own such writes
 // are unfenced, one statement each (DeleteQueue one transaction).
 //
-// When the COMMIT fails in a way that leaves its outcome unknown (the
-// connection was lost, or the server ended it, after COMMIT may have
-// been sent), Commit returns an error wrapping backend.ErrOutcomeUnknown.
+// # A COMMIT left unanswered
+//
+// When a COMMIT fails in a way that leaves its outcome unknown (the
+// connection was lost, the server ended it, or the call's bound passed
+// or its caller went away, after COMMIT may have been sent), the
+// transaction may still commit later: a network partition that heals
+// delivers a COMMIT held past the call. A caller that reloads its state
+// meanwhile (the service does on backend.ErrOutcomeUnknown) would then
+// disagree with the database for good. So the backend settles the
+// outcome before it answers. Each transaction's first statement reads
+// its id (pg_current_xact_id(), with the fence, in the same round trip),
+// and the connection's server process id is known; after a COMMIT left
+// unanswered, a new connection asks pg_xact_status(id): committed, and
+// Commit returns the events as stored; aborted, and it returns an error
+// wrapping backend.ErrUnavailable (nothing applied). While the
+// transaction is in progress, the backend terminates the server process
+// that runs it, only while that process still runs that transaction
+// (pg_stat_activity's backend_xid, so a process id reused is never hit),
+// waits until it has exited (pg_terminate_backend's timeout) and asks
+// again: a server process ends its transaction before it exits (committed
+// when the COMMIT reached it first, else rolled back), and a COMMIT that
+// arrives afterwards finds no process to apply it. The settle runs under
+// a call timeout of its own, from a context that ignores the caller's
+// cancellation. Only when the database does not answer it is the error
+// ErrOutcomeUnknown; then every later call of the backend settles that
+// transaction first and fails with ErrUnavailable (wrapping
+// errNotSettled) until it can, so a reload never reads a state a late
+// COMMIT can still change. The fenced queue, executor and usage writes
+// (and DeleteQueue) are settled the same way; Backend's unfenced
+// one-statement writes are not (nothing else writes through them while
+// a service runs). This needs PostgreSQL 14 or later (pg_xact_status,
+// pg_terminate_backend with a timeout), and a server process per
+// transaction that outlives its client's connection only until
+// terminated (a pooler in front, e.g. PgBouncer, must run in session or
+// transaction mode, and the backend's role may terminate its own
+// processes, as every role may).
+//
+// Why terminate rather than only ask: a transaction in progress whose
+// COMMIT is in flight has no outcome to learn yet, and waiting for it
+// could take as long as the partition lasts. Why not a write id stored in
+// the transaction and looked up: it tells a committed write from one not
+// committed yet, not from one that will never commit, so it too must end
+// the transaction first, and it costs a row per write.
+//
+// # A leader held up inside a transaction
+//
+// Every fenced transaction share-locks the fence row first, so a new
+// leader's raise of the fence waits for the previous term's writes in
+// flight: a write that passed the fence check lands before the raise or
+// not at all. A previous leader paused, wedged or cut off inside such a
+// transaction would hold the row as long as its connection lives (the
+// server sees an idle transaction, or a COPY waiting for data, and keeps
+// it). So a raise that has waited a quarter of the call timeout
+// terminates the server processes it waits for (pg_blocking_pids), from
+// another connection, until it has the row: they are the previous terms'
+// (a term raises its fence once, before its writes), and their
+// transactions roll back. A successor's raise therefore completes within
+// its call timeout; its writes after the raise wait on no lock of the
+// previous term, whose transactions all held the fence row first. (A
+// server-side idle_in_transaction_session_timeout would not cover a
+// transaction stopped inside a COPY, and would end a paused writer's
+// transaction even with no successor waiting.)
 //
 // # A server that goes away
 //
@@ -118,8 +177,8 @@
 // 18.7 s, its LiveJobs 11.6 s, each page a few milliseconds), and Events
 // without a limit in pages of 10,000. Open's migrations, which may wait
 // for another process's, get ten call timeouts. When the deadline passes,
-// the call returns backend.ErrUnavailable (or ErrOutcomeUnknown during
-// COMMIT) with the server still silent: the service's lock is released,
+// the call returns backend.ErrUnavailable (during COMMIT, the settled
+// outcome, or ErrOutcomeUnknown: see below) with the server still silent: the service's lock is released,
 // its clients get 503, its cycles fail and are retried, and once the
 // network heals the next calls succeed. A transaction cut off is rolled
 // back by the server when the connection ends (it never sees COMMIT), or

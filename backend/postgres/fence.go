@@ -62,7 +62,8 @@ type querier interface {
 // write runs fn, a queue, executor or usage write over rows rows (see
 // bound), with the call's bounded context: on the pool when it is
 // unfenced (fence nil) and needs no transaction (inTx false), else in one
-// transaction, after checkFence when fenced. An error of fn holding a
+// transaction, after checkFence when fenced, committed by commitTx (a
+// COMMIT whose answer is lost is settled). An error of fn holding a
 // *flotilla.FieldError is a refusal (ErrExists, ErrNotFound, ErrNotEmpty),
 // returned as is and rolling the transaction back; any other is the
 // database's, classified by fail as what failed.
@@ -80,18 +81,21 @@ func (b *Backend) write(ctx context.Context, what string, fence *uint64, inTx bo
 	if fence == nil && !inTx {
 		return classify(fn(ctx, b.pool))
 	}
-	var fenced error
-	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-		if fence != nil {
-			if err := b.checkFence(ctx, tx, *fence); err != nil {
-				fenced = err // classified already
-				return err
-			}
-		}
-		return fn(ctx, tx)
-	})
-	if fenced != nil {
-		return fenced
+	tx, err := b.pool.Begin(ctx)
+	if err != nil {
+		return b.fail(ctx, what, err)
 	}
-	return classify(err)
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit; see Commit
+	var xid int64
+	if fence != nil {
+		if xid, err = b.checkFence(ctx, tx, *fence); err != nil {
+			return err // classified already
+		}
+	} else if err := tx.QueryRow(ctx, "SELECT pg_current_xact_id()::text::bigint").Scan(&xid); err != nil {
+		return classify(err)
+	}
+	if err := fn(ctx, tx); err != nil {
+		return classify(err)
+	}
+	return b.commitTx(ctx, tx, what, xid)
 }

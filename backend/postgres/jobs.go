@@ -60,18 +60,12 @@ func (b *Backend) Commit(ctx context.Context, w *backend.Write) ([]events.Event,
 	// instead (the server rolls back when it sees it closed). A no-op
 	// after Commit.
 	defer tx.Rollback(ctx) //nolint:errcheck
-	out, err := b.commit(ctx, tx, w, newIdx)
+	out, xid, err := b.commit(ctx, tx, w, newIdx)
 	if err != nil {
 		return nil, err
 	}
-	if b.beforeCommit != nil {
-		b.beforeCommit(tx.Conn().PgConn().PID())
-	}
-	if err := tx.Commit(ctx); err != nil {
-		if outcomeUnknown(err) {
-			return nil, fmt.Errorf("postgres: commit: %w (%v)", backend.ErrOutcomeUnknown, err)
-		}
-		return nil, b.fail(ctx, "commit", err)
+	if err := b.commitTx(ctx, tx, "commit", xid); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -92,12 +86,19 @@ func outcomeUnknown(err error) bool {
 }
 
 // commit is Commit's work inside the transaction: it checks w against the
-// stored state, then writes it.
-func (b *Backend) commit(ctx context.Context, tx pgx.Tx, w *backend.Write, newIdx map[string]int) ([]events.Event, error) {
-	fail := func(what string, err error) ([]events.Event, error) { return nil, b.fail(ctx, what, err) }
-	if err := b.checkFence(ctx, tx, w.Fence); err != nil {
-		return nil, err
+// stored state, then writes it. It returns the transaction's id too.
+func (b *Backend) commit(ctx context.Context, tx pgx.Tx, w *backend.Write, newIdx map[string]int) ([]events.Event, int64, error) {
+	xid, err := b.checkFence(ctx, tx, w.Fence)
+	if err != nil {
+		return nil, 0, err
 	}
+	out, err := b.commitChecked(ctx, tx, w, newIdx)
+	return out, xid, err
+}
+
+// commitChecked is commit's work once the fence is checked.
+func (b *Backend) commitChecked(ctx context.Context, tx pgx.Tx, w *backend.Write, newIdx map[string]int) ([]events.Event, error) {
+	fail := func(what string, err error) ([]events.Event, error) { return nil, b.fail(ctx, what, err) }
 	if len(w.Events) == 0 {
 		return []events.Event{}, nil
 	}
@@ -239,35 +240,36 @@ func (b *Backend) commit(ctx context.Context, tx pgx.Tx, w *backend.Write, newId
 // checkFence refuses a write fenced below the highest applied fence and
 // raises the stored fence to the write's. The row is share-locked when the
 // fence stays (concurrent writers of one leader proceed together) and
-// updated when it grows, so a write with a lower fence that commits after
-// a raise sees it.
-func (b *Backend) checkFence(ctx context.Context, tx pgx.Tx, fence uint64) error {
+// updated when it grows (raise), so a write with a lower fence that
+// commits after a raise sees it. It returns the transaction's id, read
+// with the fence (see commitTx).
+func (b *Backend) checkFence(ctx context.Context, tx pgx.Tx, fence uint64) (xid int64, err error) {
 	fenced := func(stored uint64) error {
 		return flotilla.Errorf("fence", strconv.FormatUint(fence, 10), backend.ErrFenced, "a write with fence %d was applied", stored)
 	}
 	var biased int64
-	if err := tx.QueryRow(ctx, "SELECT biased FROM fence").Scan(&biased); err != nil {
-		return b.fail(ctx, "reading the fence", err)
+	if err := tx.QueryRow(ctx, "SELECT biased, pg_current_xact_id()::text::bigint FROM fence").Scan(&biased, &xid); err != nil {
+		return 0, b.fail(ctx, "reading the fence", err)
 	}
 	switch stored := unbiasFence(biased); {
 	case fence < stored:
-		return fenced(stored)
+		return 0, fenced(stored)
 	case fence > stored:
-		tag, err := tx.Exec(ctx, "UPDATE fence SET biased = $1 WHERE biased <= $1", biasFence(fence))
+		n, err := b.raise(ctx, tx, "UPDATE fence SET biased = $1 WHERE biased <= $1", biasFence(fence))
 		if err != nil {
-			return b.fail(ctx, "raising the fence", err)
+			return 0, b.fail(ctx, "raising the fence", err)
 		}
-		if tag.RowsAffected() == 1 {
-			return nil
+		if n == 1 {
+			return xid, nil
 		}
 	}
 	if err := tx.QueryRow(ctx, "SELECT biased FROM fence FOR SHARE").Scan(&biased); err != nil {
-		return b.fail(ctx, "locking the fence", err)
+		return 0, b.fail(ctx, "locking the fence", err)
 	}
 	if stored := unbiasFence(biased); fence < stored {
-		return fenced(stored)
+		return 0, fenced(stored)
 	}
-	return nil
+	return xid, nil
 }
 
 // duplicates returns an ErrDuplicate FieldError for each new job of w

@@ -75,10 +75,14 @@ type Backend struct {
 	// allocate it).
 	timeout  time.Duration
 	noAnswer *noAnswer
+	// unsettled are the transactions whose COMMIT outcome a call could
+	// not learn, pendingCount their number (read by every call first).
+	unsettled    unsettled
+	pendingCount atomic.Int32
 	// beforeCommit, when set (by this package's tests), runs in Commit
-	// just before the transaction commits, with the connection's server
-	// process id.
-	beforeCommit func(pid uint32)
+	// and the fenced writes just before the transaction commits, with
+	// the transaction's connection.
+	beforeCommit func(conn *pgconn.PgConn)
 	// leaseNow, when set (by this package's tests), replaces the
 	// database's clock in Lead and Resign, so that a test moves the
 	// lease's time forward without waiting.
@@ -301,13 +305,18 @@ func (b *Backend) Close() error {
 	return nil
 }
 
-// ready is the check every method makes first.
+// ready is the check every method makes first: the context is live, the
+// backend open, and no earlier COMMIT's outcome is still unknown (see
+// settlePending).
 func (b *Backend) ready(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if b.closed.Load() {
 		return backend.ErrClosed
+	}
+	if b.pendingCount.Load() > 0 {
+		return b.settlePending(ctx)
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/backend"
@@ -510,7 +511,7 @@ func TestACommitCutOffBySilenceAtCOMMITIsWholeOrAbsentOnceHealed(t *testing.T) {
 			if _, err := b.Commit(ctx, submitWrite("a")); err != nil {
 				t.Fatal(err)
 			}
-			b.beforeCommit = func(uint32) { px.silence() }
+			b.beforeCommit = func(*pgconn.PgConn) { px.silence() }
 			start := time.Now()
 			_, err := b.Commit(ctx, submitWrite("c1", "c2", "c3"))
 			if d := time.Since(start); !errors.Is(err, backend.ErrOutcomeUnknown) || d > silentCeiling {

@@ -43,8 +43,9 @@
 // them.
 //
 // A Step never waits on the apiserver beyond its context: the Lister is
-// given it (APILister lists with it; Run gives each Step one Renew
-// period), and each create, delete and get is one request, without
+// given it (APILister lists with it; Run gives each Step until shortly
+// before the oldest lease it renews would expire, at least one Renew
+// period: executor.Every), and each create, delete and get is one request, without
 // client-go's own retries, which would sleep through a 429's or 5xx's
 // Retry-After up to 10 times. A call that fails is made again by a later
 // Step: a lease whose pod was not created is created again, a kill whose
@@ -52,5 +53,5 @@
 // retired pod whose delete failed is left (it is no longer held).
 //
 // Step makes one report and starts no goroutine; Run starts the
-// informers and loops on a ticker.
+// informers and loops on the real clock (executor.Every).
 package executor

@@ -61,6 +61,10 @@ type Config struct {
 	Keep int
 	// Renew is Run's reporting period; 0 means DefaultRenew.
 	Renew time.Duration
+	// LeaseTimeout is the service's lease timeout, which bounds how long
+	// Run lets a report take (executor.Loop); 0 means
+	// api.DefaultLeaseTimeout.
+	LeaseTimeout time.Duration
 }
 
 // key names one lease of a job.
@@ -144,6 +148,9 @@ func New(cfg Config) (*Executor, error) {
 	}
 	if cfg.Renew < 0 {
 		errs = append(errs, flotilla.Errorf("renew", cfg.Renew.String(), flotilla.ErrNegative, ""))
+	}
+	if cfg.LeaseTimeout < 0 {
+		errs = append(errs, flotilla.Errorf("leaseTimeout", cfg.LeaseTimeout.String(), flotilla.ErrNegative, ""))
 	}
 	if cfg.Template != nil {
 		if err := checkTemplate(cfg.Template); err != nil {
@@ -438,12 +445,14 @@ func graceSeconds(d time.Duration) int64 {
 	return int64((d + time.Second - 1) / time.Second)
 }
 
-// Run starts nothing itself: it calls Step every Renew period until ctx
-// ends and returns ctx's error. A failed report is retried at the next
-// period; onError (if not nil) hears of it. Give it an InformerLister
-// started and synced (cmd/flotilla-kube-executor does).
+// Run calls Step every Renew period until ctx ends and returns ctx's
+// error (executor.Every: a report may run until shortly before the
+// oldest lease it renews would expire, and the next starts once it has
+// ended). A failed report is retried at the next period; onError (if
+// not nil) hears of it. Give it an InformerLister started and synced
+// (cmd/flotilla-kube-executor does).
 func (e *Executor) Run(ctx context.Context, onError func(error)) error {
-	return fexec.Every(ctx, e.cfg.Renew, func(ctx context.Context) error {
+	return fexec.Every(ctx, fexec.Loop{Period: e.cfg.Renew, LeaseTimeout: e.cfg.LeaseTimeout}, func(ctx context.Context) error {
 		_, err := e.Step(ctx)
 		return err
 	}, onError)

@@ -425,7 +425,7 @@ func (r *recorder) Report(ctx context.Context, cluster string, rep api.Report) (
 }
 
 func TestNewRefusesABadConfigNamingEveryField(t *testing.T) {
-	_, err := executor.New(executor.Config{Cluster: "bad/name", Namespace: "Not_A_Namespace", Keep: -1, Renew: -time.Second,
+	_, err := executor.New(executor.Config{Cluster: "bad/name", Namespace: "Not_A_Namespace", Keep: -1, Renew: -time.Second, LeaseTimeout: -time.Second,
 		Template: &corev1.Pod{}})
 	require.Error(t, err)
 	var fields []string
@@ -434,7 +434,7 @@ func TestNewRefusesABadConfigNamingEveryField(t *testing.T) {
 		require.ErrorAs(t, p, &fe)
 		fields = append(fields, fe.Field)
 	}
-	require.ElementsMatch(t, []string{"cluster", "kube", "service", "namespace", "keep", "renew", "template.spec.containers"}, fields)
+	require.ElementsMatch(t, []string{"cluster", "kube", "service", "namespace", "keep", "renew", "leaseTimeout", "template.spec.containers"}, fields)
 }
 
 // switching reports to whichever service it points at.
