@@ -54,6 +54,7 @@ func executorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	cluster := fs.String("cluster", "", "the cluster's name (required)")
 	nodesPath := fs.String("nodes", "", "the cluster's nodes: the nodes array of SCENARIOS.md (required)")
 	renew := fs.Duration("renew", executor.DefaultRenew, "how often to report (and so renew leases)")
+	leaseTimeout := fs.Duration("lease-timeout", api.DefaultLeaseTimeout, "the service's lease timeout (serve -lease-timeout): a slow report may run until shortly before the leases it renews would expire")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -65,6 +66,8 @@ func executorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return c.usage("-cluster and -nodes are required")
 	case *renew <= 0:
 		return c.usage("-renew %s: want a positive duration", *renew)
+	case *leaseTimeout <= 0:
+		return c.usage("-lease-timeout %s: want a positive duration", *leaseTimeout)
 	}
 	data, err := os.ReadFile(*nodesPath)
 	if err != nil {
@@ -80,7 +83,7 @@ func executorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if err != nil {
 		return c.usage("%v", err)
 	}
-	ex, err := executor.New(executor.Config{Cluster: *cluster, Nodes: nodes, Service: cl, Clock: server.SystemClock{}, Renew: *renew})
+	ex, err := executor.New(executor.Config{Cluster: *cluster, Nodes: nodes, Service: cl, Clock: server.SystemClock{}, Renew: *renew, LeaseTimeout: *leaseTimeout})
 	if err != nil {
 		return c.usage("%v", err)
 	}
