@@ -123,7 +123,7 @@ func BenchmarkServiceSubmit1M(b *testing.B) {
 		faults += minorFaults() - faults0
 		b.StopTimer()
 		perJob = float64(heapInUse()-before) / total
-		if n := w.srv.store.Len(); n != total {
+		if n := w.srv.queued.store.Len(); n != total {
 			b.Fatalf("%d queued, want %d", n, total)
 		}
 		runtime.KeepAlive(w)

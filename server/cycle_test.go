@@ -199,17 +199,17 @@ func (w *world) cycleWith(during func()) *CycleReport {
 	s := w.srv
 	s.mu.Lock()
 	now := s.clock.Now()
-	require.False(w.t, s.cycling)
+	require.False(w.t, s.queued.cycling)
 	snap := s.snapshot(now)
-	s.cycling = true
+	s.queued.cycling = true
 	s.mu.Unlock()
 	res, err := s.sched.Schedule(w.ctx, snap, now)
 	require.NoError(w.t, err)
 	during()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.cycling = false
-	s.flushDeferred()
+	s.queued.cycling = false
+	s.queued.flush()
 	rep := &CycleReport{Time: now}
 	wr := s.decisions(res, now, rep)
 	_, err = s.commit(w.ctx, wr)
@@ -237,7 +237,7 @@ func TestJobCancelledWhileTheCycleDecidesIsNotLeasedNorTheRestOfItsGang(t *testi
 	require.Equal(t, []string{"submitted", "cancelled"}, types(w.jobLog("A", "s1", solo[0])))
 
 	// The store saw the changes made during the cycle.
-	require.Equal(t, 1, w.srv.store.Len()) // the late job
+	require.Equal(t, 1, w.srv.queued.store.Len()) // the late job
 	require.Equal(t, 1, w.cycle().Leased)
 	require.Equal(t, events.LeasedState, w.state(late[0]))
 }
@@ -276,7 +276,7 @@ func TestFailedCycleKeepsNoJobInTheRunningBuffer(t *testing.T) {
 	_, err := w.srv.Cycle(w.ctx)
 	require.ErrorIs(t, err, failing)
 	require.Equal(t, 3, seen, "the cycle's snapshot had the running jobs")
-	buf := w.srv.running[:cap(w.srv.running)]
+	buf := w.srv.scratch.running[:cap(w.srv.scratch.running)]
 	require.NotEmpty(t, buf)
 	for i, r := range buf {
 		require.Zero(t, r, "running buffer entry %d", i)

@@ -193,8 +193,8 @@ func (s *Server) applyReport(ctx context.Context, c *cluster, r *Report, plan *r
 		if err := s.be.PutExecutor(ctx, backend.Executor{Cluster: r.Cluster, Nodes: nodes, Reported: now}); err != nil {
 			return nil, err
 		}
-		c = s.cluster(r.Cluster)
-		c.setNodes(s, nodes)
+		c = s.clusters.get(r.Cluster)
+		c.setNodes(s.nodes, nodes)
 	}
 	c.reported = now
 	for _, j := range plan.renew {
@@ -297,9 +297,9 @@ type reportPlan struct {
 // release gives the plan's buffers back to the service, cleared.
 func (p *reportPlan) release(s *Server) {
 	clear(p.renew)
-	s.renew = p.renew[:0]
+	s.scratch.renew = p.renew[:0]
 	clear(p.listed)
-	s.listed = p.listed[:0]
+	s.scratch.listed = p.listed[:0]
 }
 
 // endedReads are the records of the jobs a report lists that were not in
@@ -401,8 +401,8 @@ func jobField(i int, f string) string { return "jobs[" + strconv.Itoa(i) + "]." 
 // read, and no error.
 func (s *Server) planReport(ctx context.Context, c *cluster, r *Report, now time.Time, ended *endedReads) (*reportPlan, error) {
 	s.reports++
-	p := &reportPlan{stamp: s.reports, renew: s.renew[:0], ended: ended}
-	p.listed = slices.Grow(s.listed[:0], len(r.Jobs))[:len(r.Jobs)]
+	p := &reportPlan{stamp: s.reports, renew: s.scratch.renew[:0], ended: ended}
+	p.listed = slices.Grow(s.scratch.listed[:0], len(r.Jobs))[:len(r.Jobs)]
 	clear(p.listed)
 	var errs []error
 	// A job may be listed at two attempts (the old one stopping, the new
@@ -558,7 +558,7 @@ func (s *Server) planJob(ctx context.Context, p *reportPlan, c *cluster, cluster
 		e.ExitCode = jr.ExitCode
 		p.events = append(p.events, e)
 	case PhaseReturned, PhaseStopped:
-		p.events = append(p.events, s.leaseEnd(j, events.LeaseReturned, now,
+		p.events = append(p.events, j.leaseEnd(events.LeaseReturned, now, s.cfg.MaxAttempts,
 			strings.TrimSpace(fmt.Sprintf("returned by cluster %s %s", clusterName, jr.Reason))))
 	}
 	return nil
@@ -567,18 +567,18 @@ func (s *Server) planJob(ctx context.Context, p *reportPlan, c *cluster, cluster
 // leaseEnd is the event that ends a live lease that was not renewed
 // (lease-expired) or was given back (lease-returned): cancelled for a job
 // whose cancellation was requested; otherwise the job is queued again,
-// or fails when it has had MaxAttempts leases.
-func (s *Server) leaseEnd(j *job, t events.Type, now time.Time, reason string) events.Event {
+// or fails when it has had maxAttempts leases (Config.MaxAttempts).
+func (j *job) leaseEnd(t events.Type, now time.Time, maxAttempts int, reason string) events.Event {
 	sj := j.spec
 	e := events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID, Type: t,
 		Cluster: j.lease.cluster.name, Node: j.lease.node, Attempt: int(j.attempts), Reason: reason}
 	switch {
 	case j.cancelRequested:
 		e.Type, e.Reason = events.Cancelled, "cancelled: "+reason
-	case int(j.attempts) < s.cfg.MaxAttempts:
+	case int(j.attempts) < maxAttempts:
 		e.Requeued = true
 	default:
-		e.Reason = fmt.Sprintf("%s; attempts exhausted (%d of %d)", reason, j.attempts, s.cfg.MaxAttempts)
+		e.Reason = fmt.Sprintf("%s; attempts exhausted (%d of %d)", reason, j.attempts, maxAttempts)
 	}
 	return e
 }

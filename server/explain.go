@@ -85,13 +85,13 @@ func (s *Server) detail(id string, spec *backend.JobSpec, budget *int) (JobDetai
 			d.ClassPriority = pc.Priority
 		}
 	}
-	if e, ok := s.store.Get(id); ok && !s.stale {
+	if e, ok := s.queued.store.Get(id); ok && !s.stale {
 		// The queued copy carries the priority flux last gave it.
 		d.Priority = e.Job.Priority
 		if *budget <= 0 {
-			d.Position = &scheduler.QueuePosition{Queued: s.store.Stats(job.Queue).Jobs, Partial: true}
+			d.Position = &scheduler.QueuePosition{Queued: s.queued.store.Stats(job.Queue).Jobs, Partial: true}
 		} else {
-			pos, ok, err := scheduler.PositionOf(s.store, job.Queue, id, *budget)
+			pos, ok, err := scheduler.PositionOf(s.queued.store, job.Queue, id, *budget)
 			if err != nil {
 				return JobDetail{}, err
 			}
@@ -101,22 +101,21 @@ func (s *Server) detail(id string, spec *backend.JobSpec, budget *int) (JobDetai
 			}
 		}
 	}
-	if rep, ok := s.shares[job.Queue]; ok {
+	if rep, ok := s.last.shares[job.Queue]; ok {
 		d.Queue = &rep
 	}
-	if s.usage != nil && s.usage.flux != nil {
-		k := s.fluxAssoc(spec.Principal, spec.Job.Queue)
-		if c, err := s.fluxCalculation(k, job.Queue); err == nil {
+	if f := s.usage.flux; f != nil {
+		k := f.assoc(spec.Principal, spec.Job.Queue)
+		if c, err := f.calculation(k, job.Queue); err == nil {
 			d.Flux = &priority.Breakdown{JobID: id, User: k.user, Bank: k.bank, Queue: job.Queue, ComputedAt: s.clock.Now(), Calculation: c}
 		}
 	}
 	return d, nil
 }
 
-// fluxCalculation is the flux multi-factor calculation of an association's
-// jobs in queue, every term kept; fluxPriority is its job priority.
-func (s *Server) fluxCalculation(k assocKey, queue string) (priority.Calculation, error) {
-	f := s.usage.flux
+// calculation is the flux multi-factor calculation of an association's
+// jobs in queue, every term kept; priority is its job priority.
+func (f *fluxState) calculation(k assocKey, queue string) (priority.Calculation, error) {
 	bankPrio, ok := f.banks[k.bank]
 	if !ok {
 		return priority.Calculation{}, flotilla.Errorf("queue", queue, flotilla.ErrUnknownName, "no flux bank %q for the queue", k.bank)

@@ -221,7 +221,7 @@ func BenchmarkFluxReprioritize100kQueuedJobs(b *testing.B) {
 					k++
 					require.NoError(b, tree.AddUsage(user(k%users), "A", float64(k)*1e6, tree.Now()))
 				}
-				s.fluxCycle(s.clock.Now())
+				s.usage.flux.cycle(s.clock.Now(), &s.jobs, &s.queued)
 				requeued += s.usage.flux.lastRequeued
 				s.mu.Unlock()
 			}

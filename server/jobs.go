@@ -79,7 +79,7 @@ func (s *Server) submit(ctx context.Context, queueName string, expand func(time.
 	// Idempotency: a client id used before names the existing job.
 	gangSeen := map[string][2]int{} // gang key → (members found, members new)
 	used, err := s.usedClientIDs(ctx, queueName, specs)
-	defer func() { clear(s.cidScratch); clear(s.cidIDScratch) }() // keeps no strings alive
+	defer func() { clear(s.scratch.cids); clear(s.scratch.cidIDs) }() // keeps no strings alive
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +107,7 @@ func (s *Server) submit(ctx context.Context, queueName string, expand func(time.
 		if sp.Job.IsGang() {
 			k := gangKey(sp.Job)
 			n := gangSeen[k]
-			if n[1] == 0 && len(s.gangs[k]) > 0 {
+			if n[1] == 0 && len(s.gangs.members[k]) > 0 {
 				errs = append(errs, flotilla.Errorf("gang.id", sp.Job.Gang.ID, flotilla.ErrDuplicate,
 					"live jobs of queue %q are members of a gang of that id", queueName))
 			}
@@ -130,11 +130,13 @@ func (s *Server) submit(ctx context.Context, queueName string, expand func(time.
 			}
 		}
 	}
-	errs = append(errs, s.fluxSubmit(fresh)...)
+	if f := s.usage.flux; f != nil {
+		errs = append(errs, f.submit(fresh)...)
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	w := &backend.Write{Jobs: fresh, Events: s.submitScratch(len(fresh))}
+	w := &backend.Write{Jobs: fresh, Events: s.scratch.submitEvents(len(fresh))}
 	defer clear(w.Events) // keeps no strings alive in the scratch
 	for i := range fresh {
 		j := fresh[i].Job
@@ -144,24 +146,6 @@ func (s *Server) submit(ctx context.Context, queueName string, expand func(time.
 		return nil, err
 	}
 	return ids, nil
-}
-
-// maxSubmitScratch bounds the submitted events Submit keeps between
-// requests (160 bytes each).
-const maxSubmitScratch = 4096
-
-// submitScratch returns n events' room for a submit's write: the kept
-// scratch when it is large enough (the events are applied and forgotten
-// within the call, and nothing the backend returns outlives it). The
-// caller holds mu.
-func (s *Server) submitScratch(n int) []events.Event {
-	if n > maxSubmitScratch {
-		return make([]events.Event, n)
-	}
-	if cap(s.submitted) < n {
-		s.submitted = make([]events.Event, max(n, min(2*cap(s.submitted), maxSubmitScratch)))
-	}
-	return s.submitted[:n]
 }
 
 // usedClientIDs looks up the client ids of specs in the queue: the
@@ -177,9 +161,9 @@ func (s *Server) usedClientIDs(ctx context.Context, queueName string, specs []ba
 	// between requests (under mu); submit clears it after use.
 	var cids, ids []string
 	if n := len(specs); n <= maxSubmitScratch {
-		cids = slices.Grow(s.cidScratch[:0], n)[:n]
-		ids = slices.Grow(s.cidIDScratch[:0], n)[:n]
-		s.cidScratch, s.cidIDScratch = cids, ids
+		cids = slices.Grow(s.scratch.cids[:0], n)[:n]
+		ids = slices.Grow(s.scratch.cidIDs[:0], n)[:n]
+		s.scratch.cids, s.scratch.cidIDs = cids, ids
 	} else {
 		cids, ids = make([]string, n), make([]string, n)
 	}
@@ -369,17 +353,17 @@ func (s *Server) whyQueued(id string) (string, *scheduler.Reason) {
 		return "", nil
 	}
 	q := j.spec.Queue
-	if !s.cycling {
-		if e, ok := s.store.Get(id); ok {
-			if r, ok := s.waiting[waitKey{q, e.Key}]; ok {
+	if !s.queued.cycling {
+		if e, ok := s.queued.store.Get(id); ok {
+			if r, ok := s.last.waiting[waitKey{q, e.Key}]; ok {
 				return r.Message, &r
 			}
 		}
 	}
-	if r, ok := s.notReached[q]; ok {
+	if r, ok := s.last.notReached[q]; ok {
 		return fmt.Sprintf("the last cycle did not reach it: %s", r.Reason.Message), &r.Reason
 	}
-	if rep, ok := s.shares[q]; ok {
+	if rep, ok := s.last.shares[q]; ok {
 		return fmt.Sprintf("waiting for a cycle; queue %s holds share %.3f against fair share %.3f (adjusted %.3f)",
 			q, rep.Share, rep.FairShare, rep.AdjustedFairShare), nil
 	}

@@ -131,8 +131,8 @@ func (r *svcRun) checkMemory(v *svcView) string {
 	s := r.w.srv
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cycling || len(s.deferred) > 0 {
-		return fmt.Sprintf("between cycles: cycling %v, %d deferred store changes", s.cycling, len(s.deferred))
+	if s.queued.cycling || len(s.queued.deferred) > 0 {
+		return fmt.Sprintf("between cycles: cycling %v, %d deferred store changes", s.queued.cycling, len(s.queued.deferred))
 	}
 	queued, live := 0, 0
 	for _, id := range slices.Sorted(maps.Keys(v.jobs)) {
@@ -159,7 +159,7 @@ func (r *svcRun) checkMemory(v *svcView) string {
 		if !slices.Equal(j.sched().AvoidClusters, st.FailedClusters) {
 			return fmt.Sprintf("job %s: the scheduler's job avoids %v, failed on %v", id, j.sched().AvoidClusters, st.FailedClusters)
 		}
-		_, inStore := s.store.Get(id)
+		_, inStore := s.queued.store.Get(id)
 		if inStore != (st.State == events.Queued) {
 			return fmt.Sprintf("job %s is %s; in the queued store: %v", id, st.State, inStore)
 		}
@@ -176,7 +176,7 @@ func (r *svcRun) checkMemory(v *svcView) string {
 	if s.jobs.len() != queued+live {
 		return fmt.Sprintf("the server keeps %d jobs, the logs have %d queued and %d live", s.jobs.len(), queued, live)
 	}
-	if n := s.store.Len(); n != queued {
+	if n := s.queued.store.Len(); n != queued {
 		return fmt.Sprintf("the queued store holds %d jobs, the logs %d", n, queued)
 	}
 	// Rule 1, the server's side: each live job on exactly one cluster.
@@ -304,7 +304,7 @@ type duringSchedule struct {
 }
 
 func (d *duringSchedule) Err() error {
-	if d.fn != nil && d.srv.cycling {
+	if d.fn != nil && d.srv.queued.cycling {
 		fn := d.fn
 		d.fn = nil
 		fn()
@@ -411,7 +411,7 @@ func (r *svcRun) cycle(during []svcCmd) string {
 func (r *svcRun) interleave(cmds []svcCmd) string {
 	for _, c := range cmds {
 		if c.kind == cmdCycle {
-			if !r.w.srv.cycling {
+			if !r.w.srv.queued.cycling {
 				continue // run after the cycle: no second cycle
 			}
 			if _, err := r.w.srv.Cycle(r.w.ctx); !errors.Is(err, ErrCycleRunning) {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/backend"
-	"github.com/flotilla-sched/flotilla/events"
 	"github.com/flotilla-sched/flotilla/scheduler"
 	"github.com/flotilla-sched/flotilla/submit"
 )
@@ -113,7 +112,7 @@ func (s *Server) Queue(ctx context.Context, name string) (QueueInfo, error) {
 	if !ok {
 		return QueueInfo{}, flotilla.Errorf("queue", name, backend.ErrNotFound, "no such queue")
 	}
-	return s.queueInfo(q, s.liveCounts()), nil
+	return s.queueInfo(q, s.clusters.liveCounts()), nil
 }
 
 // ListQueues returns every queue with its counts, sorted by name.
@@ -123,7 +122,7 @@ func (s *Server) ListQueues(ctx context.Context) ([]QueueInfo, error) {
 	if err := s.fresh(ctx); err != nil {
 		return nil, err
 	}
-	counts := s.liveCounts()
+	counts := s.clusters.liveCounts()
 	out := make([]QueueInfo, 0, len(s.queues))
 	for _, q := range s.queues {
 		out = append(out, s.queueInfo(q, counts))
@@ -132,29 +131,11 @@ func (s *Server) ListQueues(ctx context.Context) ([]QueueInfo, error) {
 	return out, nil
 }
 
-// liveCounts counts leased and running jobs per queue, over the clusters'
-// live jobs (bounded by what the clusters hold, not by the backlog).
-func (s *Server) liveCounts() map[string][2]int {
-	m := make(map[string][2]int)
-	for _, c := range s.clusters {
-		for j := range c.jobs() {
-			n := m[j.spec.Queue]
-			if j.state == events.RunningState {
-				n[1]++
-			} else {
-				n[0]++
-			}
-			m[j.spec.Queue] = n
-		}
-	}
-	return m
-}
-
 func (s *Server) queueInfo(q *flotilla.Queue, counts map[string][2]int) QueueInfo {
 	n := counts[q.Name]
-	info := QueueInfo{Queue: cloneQueue(*q), Queued: s.store.QueueLen(q.Name), Leased: n[0], Running: n[1]}
-	info.Report = s.shares[q.Name]
-	info.Usage = s.queueUsage(q.Name, s.clock.Now())
+	info := QueueInfo{Queue: cloneQueue(*q), Queued: s.queued.store.QueueLen(q.Name), Leased: n[0], Running: n[1]}
+	info.Report = s.last.shares[q.Name]
+	info.Usage = s.usage.value(q.Name, s.clock.Now())
 	return info
 }
 

@@ -150,43 +150,21 @@ type Server struct {
 	mu sync.Mutex
 	// queues are the queue definitions, by name.
 	queues map[string]*flotilla.Queue
-	// store holds the queued jobs. While a cycle's Schedule reads it
-	// (cycling), changes to it wait in deferred.
-	store    *queue.Store
-	cycling  bool
-	deferred []storeOp
+	// queued holds the queued jobs, and their changes while a cycle reads
+	// them.
+	queued queuedJobs
 	// jobs are the non-terminal jobs, by id.
 	jobs jobTable
-	// gangs lists the non-terminal members of each gang (gangKey): a gang
-	// id in use is not reused, and a gang is queued again whole.
-	gangs map[string][]*job
-	// brokenGangs marks gangs that lost a member since they were last
-	// checked (endBrokenGangs).
-	brokenGangs map[string]bool
+	// gangs lists the non-terminal members of each gang.
+	gangs gangTable
 	// clusters are the executors' clusters, by name; nodes maps a node's
 	// name in the cycle's snapshot (cluster/node) to it.
-	clusters map[string]*cluster
+	clusters clusterMap
 	nodes    map[string]nodeRef
-	// submitted is Submit's scratch: a request's submitted events, kept
-	// between requests of up to maxSubmitScratch jobs (under mu).
-	submitted []events.Event
-	// cidScratch and cidIDScratch are usedClientIDs' scratch: a
-	// request's client ids and the job ids they name (under mu).
-	cidScratch, cidIDScratch []string
-	// queuedScratch is commit's scratch for a submit's jobs (under mu).
-	queuedScratch []*flotilla.Job
-	// hashScratch is room for the hashes of the jobs a write adds or a
-	// cycle decides on (jobTable.hashes; under mu).
-	hashScratch []uint32
-	// cycle state carried between cycles.
-	rate   scheduler.RateLimitState
-	prio   scheduler.QueuePriorityState
-	cycles uint64
-	// waiting explains, per queue and scheduling key, why the last cycle
-	// left jobs queued; notReached per queue why it did not reach some.
-	waiting    map[waitKey]scheduler.Reason
-	notReached map[string]scheduler.QueueRemainder
-	shares     map[string]scheduler.QueueReport
+	// scratch are buffers reused from one call to the next.
+	scratch scratch
+	// last is what the last cycle left for the next and for Status.
+	last lastCycle
 	// changed is closed and replaced whenever events are stored, to wake
 	// watchers.
 	changed chan struct{}
@@ -197,29 +175,12 @@ type Server struct {
 	// reports counts the executors' reports, to stamp the leases each
 	// lists (lease.listedIn).
 	reports uint64
-	// renew is Report's buffer of the leases it renews; listed its
-	// buffer of the jobs found for a report's entries (reportPlan.listed);
-	// running the snapshot's buffer of running jobs, kept between cycles.
-	renew   []*job
-	listed  []*job
-	running []scheduler.Running
 	// positionLimit is DetailPositionLimit (a test lowers it).
 	positionLimit int
 	// stale: a load began and did not finish (the backend failed during
 	// it), so the in-memory state is partial; fresh loads again before the
 	// state is used.
 	stale bool
-}
-
-// storeOp is a queue.Store change deferred while a cycle reads the store.
-type storeOp struct {
-	add *flotilla.Job // nil: remove id
-	id  string
-}
-
-type waitKey struct {
-	queue string
-	key   uint64
 }
 
 // New opens the service over cfg.Backend: it loads the queues, the live
@@ -289,12 +250,11 @@ func (s *Server) loadState(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.store, s.deferred = store, nil
+	s.queued.store, s.queued.deferred = store, nil
 	s.queues = make(map[string]*flotilla.Queue)
 	s.jobs = jobTable{}
-	s.gangs = make(map[string][]*job)
-	s.brokenGangs = make(map[string]bool)
-	s.clusters = make(map[string]*cluster)
+	s.gangs = gangTable{members: make(map[string][]*job), broken: make(map[string]bool)}
+	s.clusters = make(clusterMap)
 	s.nodes = make(map[string]nodeRef)
 	qs, err := s.be.ListQueues(ctx)
 	if err != nil {
@@ -309,11 +269,11 @@ func (s *Server) loadState(ctx context.Context) error {
 		return fmt.Errorf("server: loading executors: %w", err)
 	}
 	for _, e := range es {
-		c := s.cluster(e.Cluster)
+		c := s.clusters.get(e.Cluster)
 		// The cluster's nodes are known, but it takes part in cycles only
 		// once its executor reports to this process: a cluster that died
 		// before the restart gets no leases.
-		c.setNodes(s, e.Nodes)
+		c.setNodes(s.nodes, e.Nodes)
 	}
 	err = s.be.LiveJobs(ctx, func(r backend.Record) error {
 		j := newJob(r.Spec)
@@ -325,9 +285,9 @@ func (s *Server) loadState(ctx context.Context) error {
 	}
 	// Gangs that lost members before the restart are settled by the first
 	// write (endBrokenGangs).
-	for k, ms := range s.gangs {
+	for k, ms := range s.gangs.members {
 		if len(ms) < ms[0].spec.Gang.Cardinality {
-			s.brokenGangs[k] = true
+			s.gangs.broken[k] = true
 		}
 	}
 	return s.loadUsage(ctx, now)
@@ -367,22 +327,22 @@ func (s *Server) commit(ctx context.Context, w *backend.Write) ([]events.Event, 
 		// The new jobs' slots in the job table, fetched together
 		// (idindex.Index.Prefetch) before the events insert them one by
 		// one.
-		specs.hashes = s.jobs.hashes(s.hashScratch, len(w.Jobs), func(i int) string { return w.Jobs[i].Job.ID })
-		s.hashScratch = specs.hashes[:0]
+		specs.hashes = s.jobs.hashes(s.scratch.hashes, len(w.Jobs), func(i int) string { return w.Jobs[i].Job.ID })
+		s.scratch.hashes = specs.hashes[:0]
 	}
 	// A submit's jobs join the queue together (queue.Store.AddAll).
 	specs.batch = len(w.Jobs) > 0 && !slices.ContainsFunc(stored, func(e events.Event) bool { return e.Type != events.Submitted })
 	if specs.batch {
-		specs.queued = s.queuedScratch[:0]
+		specs.queued = s.scratch.queued[:0]
 	}
 	for i := range stored {
 		s.apply(&stored[i], &specs)
 	}
 	if len(specs.queued) > 0 {
-		s.storeAddAll(specs.queued)
+		s.queued.addAll(specs.queued)
 		clear(specs.queued)
 		if cap(specs.queued) <= maxSubmitScratch {
-			s.queuedScratch = specs.queued[:0]
+			s.scratch.queued = specs.queued[:0]
 		}
 	}
 	close(s.changed)
@@ -448,54 +408,4 @@ func (ws *writeSpecs) spec(id string) (*backend.JobSpec, int) {
 		return &ws.jobs[i], i
 	}
 	return nil, -1
-}
-
-// storeAdd and storeRemove change the queued-job store, or defer the
-// change while a cycle reads it.
-func (s *Server) storeAdd(j *flotilla.Job) {
-	if s.cycling {
-		s.deferred = append(s.deferred, storeOp{add: j})
-		return
-	}
-	// The job was validated at submit; a failure here is a bug that must
-	// not take the service down: the job stays out of the queue.
-	_ = s.store.Add(j)
-}
-
-// storeAddAll is storeAdd for many jobs.
-func (s *Server) storeAddAll(jobs []*flotilla.Job) {
-	if s.cycling {
-		for _, j := range jobs {
-			s.deferred = append(s.deferred, storeOp{add: j})
-		}
-		return
-	}
-	if s.store.AddAll(jobs) != nil {
-		// As storeAdd: not reached, but a job the store refuses must not
-		// keep the others out.
-		for _, j := range jobs {
-			_ = s.store.Add(j)
-		}
-	}
-}
-
-func (s *Server) storeRemove(id string) {
-	if s.cycling {
-		s.deferred = append(s.deferred, storeOp{id: id})
-		return
-	}
-	s.store.Remove(id)
-}
-
-// flushDeferred applies the store changes made during a cycle.
-func (s *Server) flushDeferred() {
-	ops := s.deferred
-	s.deferred = nil
-	for _, op := range ops {
-		if op.add != nil {
-			_ = s.store.Add(op.add)
-		} else {
-			s.store.Remove(op.id)
-		}
-	}
 }

@@ -176,7 +176,7 @@ func TestClusterLiveListMatchesTheSetOfLiveJobsInIDOrder(t *testing.T) {
 				for _, name := range names[:rng.IntN(4)] {
 					nodes = append(nodes, flotilla.Node{Name: name})
 				}
-				c.setNodes(srv, nodes)
+				c.setNodes(srv.nodes, nodes)
 			default:
 				c.sortLive()
 				var got []string

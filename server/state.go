@@ -107,13 +107,13 @@ func (j *job) restore(s *Server, st events.Job, now time.Time) {
 	j.setFailed(slices.Clone(st.FailedClusters))
 	s.jobs.put(j)
 	if j.spec.IsGang() {
-		s.addGangMember(j)
+		s.gangs.add(j)
 	}
 	switch {
 	case st.State == events.Queued:
-		s.storeAdd(j.sched())
+		s.queued.add(j.sched())
 	case st.State.Live():
-		s.cluster(st.Cluster).addLive(j, st.Node, st.Leased, now, s.cfg.LeaseTimeout)
+		s.clusters.get(st.Cluster).addLive(j, st.Node, st.Leased, now, s.cfg.LeaseTimeout)
 	}
 }
 
@@ -146,12 +146,12 @@ func (s *Server) apply(e *events.Event, specs *writeSpecs) {
 		j.state = events.Queued
 		s.jobs.putHashed(j, specs.hashes[i])
 		if sp.Job.IsGang() {
-			s.addGangMember(j)
+			s.gangs.add(j)
 		}
 		if specs.batch {
 			specs.queued = append(specs.queued, j.sched())
 		} else {
-			s.storeAdd(j.sched())
+			s.queued.add(j.sched())
 		}
 		return
 	}
@@ -159,12 +159,12 @@ func (s *Server) apply(e *events.Event, specs *writeSpecs) {
 	if j == nil {
 		return
 	}
-	s.accrue(j, e)
+	s.usage.accrue(j, e)
 	switch e.Type {
 	case events.Leased:
-		s.storeRemove(e.Job)
+		s.queued.remove(e.Job)
 		j.state, j.attempts = events.LeasedState, int32(e.Attempt)
-		s.cluster(e.Cluster).addLive(j, e.Node, e.Time, e.Time, s.cfg.LeaseTimeout)
+		s.clusters.get(e.Cluster).addLive(j, e.Node, e.Time, e.Time, s.cfg.LeaseTimeout)
 	case events.Running:
 		j.state = events.RunningState
 	case events.CancelRequested:
@@ -178,7 +178,7 @@ func (s *Server) apply(e *events.Event, specs *writeSpecs) {
 		s.endLease(j, e.Requeued)
 	case events.Succeeded, events.Failed, events.Cancelled:
 		if j.state == events.Queued {
-			s.storeRemove(e.Job)
+			s.queued.remove(e.Job)
 		}
 		s.endLease(j, false)
 	}
@@ -193,13 +193,13 @@ func (s *Server) endLease(j *job, requeue bool) {
 	j.cancelRequested = false
 	if requeue {
 		j.state = events.Queued
-		s.storeAdd(j.sched())
+		s.queued.add(j.sched())
 		return
 	}
 	j.state = events.FailedState // any terminal state: the job is forgotten
 	s.jobs.del(j.id())
 	if j.spec.IsGang() {
-		s.removeGangMember(j)
+		s.gangs.remove(j)
 	}
 }
 
@@ -247,15 +247,47 @@ type nodeRef struct {
 	node    string
 }
 
-// cluster returns the named cluster, creating it (with no nodes, never
+// clusterMap holds the executors' clusters by name.
+type clusterMap map[string]*cluster
+
+// get returns the named cluster, creating it (with no nodes, never
 // reported) when it is new.
-func (s *Server) cluster(name string) *cluster {
-	c := s.clusters[name]
+func (m clusterMap) get(name string) *cluster {
+	c := m[name]
 	if c == nil {
 		c = &cluster{name: name, index: map[string]int{}}
-		s.clusters[name] = c
+		m[name] = c
 	}
 	return c
+}
+
+// liveJobs returns the jobs holding a lease.
+func (m clusterMap) liveJobs() []*job {
+	var out []*job
+	for _, c := range m {
+		for j := range c.jobs() {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// liveCounts counts leased and running jobs per queue, over the clusters'
+// live jobs (bounded by what the clusters hold, not by the backlog).
+func (m clusterMap) liveCounts() map[string][2]int {
+	counts := make(map[string][2]int)
+	for _, c := range m {
+		for j := range c.jobs() {
+			n := counts[j.spec.Queue]
+			if j.state == events.RunningState {
+				n[1]++
+			} else {
+				n[0]++
+			}
+			counts[j.spec.Queue] = n
+		}
+	}
+	return counts
 }
 
 // jobs yields the cluster's live jobs.
@@ -405,10 +437,11 @@ func (c *cluster) sortLive() {
 // snapName is a node's name in the cycles' snapshots.
 func snapName(cluster, node string) string { return cluster + "/" + node }
 
-// setNodes replaces the cluster's nodes (already validated).
-func (c *cluster) setNodes(s *Server, nodes []flotilla.Node) {
+// setNodes replaces the cluster's nodes (already validated), and their
+// entries in byName, the snapshot's node names.
+func (c *cluster) setNodes(byName map[string]nodeRef, nodes []flotilla.Node) {
 	for _, n := range c.snap {
-		delete(s.nodes, n.Name)
+		delete(byName, n.Name)
 	}
 	c.nodes = nodes
 	c.snap = make([]*flotilla.Node, len(nodes))
@@ -419,7 +452,7 @@ func (c *cluster) setNodes(s *Server, nodes []flotilla.Node) {
 		n.Cluster = c.name
 		c.snap[i] = &n
 		c.index[nodes[i].Name] = i
-		s.nodes[n.Name] = nodeRef{cluster: c, node: nodes[i].Name}
+		byName[n.Name] = nodeRef{cluster: c, node: nodes[i].Name}
 	}
 	for i, j := range c.live {
 		if j == nil {
