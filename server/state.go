@@ -224,7 +224,7 @@ type cluster struct {
 	// ids hold the ids of live[:sorted] at the same places, a hole
 	// keeping the id of the job that left it (so ids[:sorted] stays
 	// sorted, for place): a report matches its jobs, listed in id order,
-	// against them in one pass over dense memory (planReport). Past
+	// against them in one pass over dense memory (reportPlan.plan). Past
 	// sorted they are "". spareIDs is sortLive's buffer for them.
 	ids, spareIDs []string
 	// run holds the snapshot entry of each live[i] at run[i] (zero at the
