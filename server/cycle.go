@@ -52,13 +52,29 @@ type CycleReport struct {
 // Only one cycle runs at a time (ErrCycleRunning otherwise).
 func (s *Server) Cycle(ctx context.Context) (*CycleReport, error) {
 	s.mu.Lock()
+	rep, snap, err := s.st.cycleStart(ctx)
+	s.mu.Unlock()
+	if err != nil || snap == nil {
+		return rep, err
+	}
+
+	res, err := s.st.schedule(ctx, snap, rep.Time)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st.cycleEnd(ctx, rep, snap, res, err)
+}
+
+// cycleStart is a cycle's first part, before Schedule: the expiries and
+// deadlines written, and the snapshot taken, the queued-job store then
+// read by Schedule (queued.cycling) until cycleEnd. A draining service's
+// cycle ends here, with no snapshot.
+func (s *state) cycleStart(ctx context.Context) (*CycleReport, *scheduler.Snapshot, error) {
 	if s.queued.cycling {
-		s.mu.Unlock()
-		return nil, ErrCycleRunning
+		return nil, nil, ErrCycleRunning
 	}
 	if err := s.fresh(ctx); err != nil {
-		s.mu.Unlock()
-		return nil, err
+		return nil, nil, err
 	}
 	s.endBrokenGangs(ctx)
 	now := s.clock.Now()
@@ -66,22 +82,22 @@ func (s *Server) Cycle(ctx context.Context) (*CycleReport, error) {
 	w := s.expiries(now, rep)
 	s.followGangs(w, now)
 	if _, err := s.commit(ctx, w); err != nil {
-		s.mu.Unlock()
-		return nil, err
+		return nil, nil, err
 	}
 	if s.stopping {
 		rep.UsageErr = s.cycleUsage(ctx, now)
-		s.mu.Unlock()
-		return rep, nil
+		return rep, nil, nil
 	}
 	snap := s.snapshot(now)
 	s.queued.cycling = true
-	s.mu.Unlock()
+	return rep, snap, nil
+}
 
-	res, err := s.schedule(ctx, snap, now)
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// cycleEnd is a cycle's last part, once Schedule has returned res (or
+// err) for snap: the store's deferred changes applied and the decisions
+// written.
+func (s *state) cycleEnd(ctx context.Context, rep *CycleReport, snap *scheduler.Snapshot, res *scheduler.Result, err error) (*CycleReport, error) {
+	now := rep.Time
 	s.queued.cycling = false
 	s.queued.flush()
 	clear(snap.Running) // the buffer is the next snapshot's, holding no jobs meanwhile
@@ -89,7 +105,7 @@ func (s *Server) Cycle(ctx context.Context) (*CycleReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	w = s.decisions(res, now, rep)
+	w := s.decisions(res, now, rep)
 	s.followGangs(w, now)
 	if _, err := s.commit(ctx, w); err != nil {
 		return nil, err
@@ -122,12 +138,12 @@ func (s *Server) Run(ctx context.Context, interval time.Duration) error {
 // leases and enforce deadlines): the first step of a graceful stop.
 func (s *Server) Drain() {
 	s.mu.Lock()
-	s.stopping = true
+	s.st.stopping = true
 	s.mu.Unlock()
 }
 
 // expiries plans the lease expiries and deadline failures due at now.
-func (s *Server) expiries(now time.Time, rep *CycleReport) *backend.Write {
+func (s *state) expiries(now time.Time, rep *CycleReport) *backend.Write {
 	var due []*job
 	for _, c := range s.clusters {
 		if c.dueKnown && now.Before(c.nextDue) {
@@ -180,7 +196,7 @@ func (j *job) pastDeadline(now time.Time) bool {
 // them (not sorted): the scheduler's decisions do not depend on the order
 // of Snapshot.Running, so the cycle's result depends on the state only,
 // not on the order of the changes that made it.
-func (s *Server) snapshot(now time.Time) *scheduler.Snapshot {
+func (s *state) snapshot(now time.Time) *scheduler.Snapshot {
 	snap := &scheduler.Snapshot{
 		Queued:          s.queued.store,
 		RateLimits:      s.last.rate,
@@ -229,7 +245,7 @@ func (s *Server) snapshot(now time.Time) *scheduler.Snapshot {
 // decisions turns a cycle's result into events: leases for the jobs
 // placed and preemptions, skipping jobs whose state changed while the
 // cycle ran (and the rest of their gang).
-func (s *Server) decisions(res *scheduler.Result, now time.Time, rep *CycleReport) *backend.Write {
+func (s *state) decisions(res *scheduler.Result, now time.Time, rep *CycleReport) *backend.Write {
 	w := &backend.Write{Events: make([]events.Event, 0, len(res.Scheduled)+len(res.Preempted))}
 	skipGang := map[string]bool{}
 	type lease struct {

@@ -141,19 +141,24 @@ func (s *Server) Report(ctx context.Context, r *Report) (*ReportReply, error) {
 	if ended == nil {
 		return reply, err
 	}
-	if err := ended.fetch(ctx, s.be); err != nil {
+	if err := ended.fetch(ctx, s.st.be); err != nil {
 		return nil, err
 	}
 	reply, _, err = s.report(ctx, r, ended)
 	return reply, err
 }
 
-// report is Report under the lock. With ended nil, when the report lists
-// jobs that are not in memory it changes nothing and returns their ids
-// to read (ended, unread); with ended read, it uses those records.
+// report is state.report under the lock.
 func (s *Server) report(ctx context.Context, r *Report, ended *endedReads) (*ReportReply, *endedReads, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.st.report(ctx, r, ended)
+}
+
+// report is Report's work under the lock. With ended nil, when the report
+// lists jobs that are not in memory it changes nothing and returns their
+// ids to read (ended, unread); with ended read, it uses those records.
+func (s *state) report(ctx context.Context, r *Report, ended *endedReads) (*ReportReply, *endedReads, error) {
 	now := s.clock.Now()
 	if err := s.fresh(ctx); err != nil {
 		return nil, nil, err
@@ -164,7 +169,7 @@ func (s *Server) report(ctx context.Context, r *Report, ended *endedReads) (*Rep
 	}
 	// The nodes' problems and the jobs' are reported together.
 	nodes, nodesErr := checkNodes(r, c, s.cat.Schema)
-	p := s.newReportPlan(c, r, now, ended)
+	p := newReportPlan(s, c, r, now, ended)
 	defer p.release()
 	err := p.plan(ctx)
 	if p.ended != nil && !p.ended.read {
@@ -250,7 +255,7 @@ type leaseKey struct {
 // report will change, planned (plan, planJob) against the service's state
 // s, then stored and applied (apply) and answered (reply).
 type reportPlan struct {
-	s *Server
+	s *state
 	// c is the report's cluster (nil when it never reported), r the
 	// report, now its time.
 	c      *cluster
@@ -275,7 +280,7 @@ type reportPlan struct {
 // newReportPlan starts the plan of report r from cluster c at now; ended
 // are the records of the jobs it lists that are not in memory, read (nil
 // before they are). The plan uses the service's buffers until release.
-func (s *Server) newReportPlan(c *cluster, r *Report, now time.Time, ended *endedReads) *reportPlan {
+func newReportPlan(s *state, c *cluster, r *Report, now time.Time, ended *endedReads) *reportPlan {
 	s.reports++
 	p := &reportPlan{s: s, c: c, r: r, now: now, stamp: s.reports, renew: s.scratch.renew[:0], ended: ended}
 	p.listed = slices.Grow(s.scratch.listed[:0], len(r.Jobs))[:len(r.Jobs)]

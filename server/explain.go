@@ -47,10 +47,10 @@ type JobDetail struct {
 // jobs.
 func (s *Server) Detail(ctx context.Context, ids ...string) ([]JobDetail, error) {
 	out := make([]JobDetail, 0, len(ids))
-	budget := s.positionLimit
+	budget := s.st.positionLimit
 	var errs []error
 	for _, id := range ids {
-		r, err := s.be.Job(ctx, id)
+		r, err := s.st.be.Job(ctx, id)
 		if err != nil {
 			if errors.Is(err, backend.ErrNotFound) {
 				errs = append(errs, flotilla.Errorf("job", id, backend.ErrNotFound, "no such job"))
@@ -70,11 +70,16 @@ func (s *Server) Detail(ctx context.Context, ids ...string) ([]JobDetail, error)
 	return out, nil
 }
 
-// detail is Detail of one job, spec its stored specification; placing it
-// spends from budget, the entries the call may still read.
+// detail is state.detail under the lock.
 func (s *Server) detail(id string, spec *backend.JobSpec, budget *int) (JobDetail, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.st.detail(id, spec, budget)
+}
+
+// detail is Detail of one job, spec its stored specification; placing it
+// spends from budget, the entries the call may still read.
+func (s *state) detail(id string, spec *backend.JobSpec, budget *int) (JobDetail, error) {
 	job := spec.Job
 	d := JobDetail{Class: job.PriorityClass, Priority: job.Priority}
 	if d.Class == "" {

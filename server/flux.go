@@ -342,14 +342,20 @@ func (f *fluxState) reprioritize(jobs *jobTable, q *queuedJobs, all bool) int {
 func (s *Server) WithBankTree(fn func(*priority.BankTree) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.st.withBankTree(fn)
+}
+
+// withBankTree is WithBankTree under the lock.
+func (s *state) withBankTree(fn func(*priority.BankTree) error) error {
 	if err := s.fresh(context.Background()); err != nil {
 		return err
 	}
-	if s.usage == nil || s.usage.flux == nil {
+	f := s.usage.flux
+	if f == nil {
 		return nil
 	}
-	err := fn(s.usage.flux.tree)
-	s.usage.flux.refresh()
+	err := fn(f.tree)
+	f.refresh()
 	return err
 }
 
@@ -364,7 +370,7 @@ func (s *Server) SubmitJSONAs(ctx context.Context, principal string, data []byte
 		q = req.Queue
 	}
 	return s.submit(ctx, q, func(now time.Time) ([]backend.JobSpec, error) {
-		specs, err := s.cfg.Submit.ParseJobsBatch(data, &s.cat, now, s.newIDs)
+		specs, err := s.st.cfg.Submit.ParseJobsBatch(data, &s.st.cat, now, s.st.newIDs)
 		for i := range specs {
 			specs[i].Principal = principal
 		}

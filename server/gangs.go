@@ -54,7 +54,7 @@ func (g *gangTable) remove(j *job) {
 // members than their cardinality (see above), in one write. A failure
 // leaves the gangs marked, for the next write to retry. The caller holds
 // mu.
-func (s *Server) endBrokenGangs(ctx context.Context) {
+func (s *state) endBrokenGangs(ctx context.Context) {
 	if len(s.gangs.broken) == 0 {
 		return
 	}
@@ -90,7 +90,7 @@ func (s *Server) endBrokenGangs(ctx context.Context) {
 // followGangs appends to w, for every gang member whose lease w ends, the
 // events that end its gang mates' leases the same way (see above). The
 // caller holds mu.
-func (s *Server) followGangs(w *backend.Write, now time.Time) {
+func (s *state) followGangs(w *backend.Write, now time.Time) {
 	n := len(w.Events)
 	var touched map[*job]bool
 	for i := 0; i < n; i++ {

@@ -33,7 +33,7 @@ func (s *Server) Submit(ctx context.Context, req *submit.Request) ([]string, err
 		return nil, flotilla.Errorf("request", "<nil>", flotilla.ErrRequired, "")
 	}
 	return s.submit(ctx, req.Queue, func(now time.Time) ([]backend.JobSpec, error) {
-		specs, err := s.cfg.Submit.JobsBatch(req, &s.cat, now, s.newIDs)
+		specs, err := s.st.cfg.Submit.JobsBatch(req, &s.st.cat, now, s.st.newIDs)
 		for i := range specs {
 			specs[i].Principal = req.Principal
 		}
@@ -53,13 +53,20 @@ func (s *Server) SubmitJSON(ctx context.Context, data []byte) ([]string, error) 
 		_ = json.Unmarshal(head["queue"], &queueName) // the exact key, as the strict decoder reads it
 	}
 	return s.submit(ctx, queueName, func(now time.Time) ([]backend.JobSpec, error) {
-		return s.cfg.Submit.ParseJobsBatch(data, &s.cat, now, s.newIDs)
+		return s.st.cfg.Submit.ParseJobsBatch(data, &s.st.cat, now, s.st.newIDs)
 	})
 }
 
+// submit is state.submit under the lock.
 func (s *Server) submit(ctx context.Context, queueName string, expand func(time.Time) ([]backend.JobSpec, error)) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.st.submit(ctx, queueName, expand)
+}
+
+// submit stores the jobs expand makes at the clock's time, for queue
+// queueName: Submit's work under the lock.
+func (s *state) submit(ctx context.Context, queueName string, expand func(time.Time) ([]backend.JobSpec, error)) ([]string, error) {
 	if err := s.fresh(ctx); err != nil {
 		return nil, err
 	}
@@ -152,7 +159,7 @@ func (s *Server) submit(ctx context.Context, queueName string, expand func(time.
 // returned function gives spec i's existing job id, or an error
 // (backend.ErrNotFound when the client id is new). With a backend that
 // implements backend.ClientIDLookup it asks once for all of them.
-func (s *Server) usedClientIDs(ctx context.Context, queueName string, specs []backend.JobSpec) (func(i int) (string, error), error) {
+func (s *state) usedClientIDs(ctx context.Context, queueName string, specs []backend.JobSpec) (func(i int) (string, error), error) {
 	l, ok := s.be.(backend.ClientIDLookup)
 	if !ok {
 		return func(i int) (string, error) { return s.be.JobByClientID(ctx, queueName, specs[i].ClientID) }, nil
@@ -204,6 +211,11 @@ type CancelResult struct {
 func (s *Server) Cancel(ctx context.Context, ids ...string) (CancelResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.st.cancelIDs(ctx, ids)
+}
+
+// cancelIDs is Cancel under the lock.
+func (s *state) cancelIDs(ctx context.Context, ids []string) (CancelResult, error) {
 	if err := s.fresh(ctx); err != nil {
 		return CancelResult{}, err
 	}
@@ -240,6 +252,11 @@ func (s *Server) Cancel(ctx context.Context, ids ...string) (CancelResult, error
 func (s *Server) CancelJobSet(ctx context.Context, queueName, jobSet string) (CancelResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.st.cancelJobSet(ctx, queueName, jobSet)
+}
+
+// cancelJobSet is CancelJobSet under the lock.
+func (s *state) cancelJobSet(ctx context.Context, queueName, jobSet string) (CancelResult, error) {
 	if err := s.fresh(ctx); err != nil {
 		return CancelResult{}, err
 	}
@@ -257,7 +274,7 @@ func (s *Server) CancelJobSet(ctx context.Context, queueName, jobSet string) (Ca
 }
 
 // cancel writes the cancellation of js. The caller holds mu.
-func (s *Server) cancel(ctx context.Context, js []*job, res CancelResult) (CancelResult, error) {
+func (s *state) cancel(ctx context.Context, js []*job, res CancelResult) (CancelResult, error) {
 	now := s.clock.Now()
 	w := &backend.Write{}
 	for _, j := range js {
@@ -309,7 +326,7 @@ func (s *Server) Status(ctx context.Context, ids ...string) ([]JobStatus, error)
 	out := make([]JobStatus, 0, len(ids))
 	var errs []error
 	for _, id := range ids {
-		r, err := s.be.Job(ctx, id)
+		r, err := s.st.be.Job(ctx, id)
 		if err != nil {
 			if errors.Is(err, backend.ErrNotFound) {
 				errs = append(errs, flotilla.Errorf("job", id, backend.ErrNotFound, "no such job"))
@@ -340,11 +357,16 @@ func (s *Server) Status(ctx context.Context, ids ...string) ([]JobStatus, error)
 	return out, nil
 }
 
-// whyQueued explains why a queued job is not running, from the last
-// cycle's result.
+// whyQueued is state.whyQueued under the lock.
 func (s *Server) whyQueued(id string) (string, *scheduler.Reason) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.st.whyQueued(id)
+}
+
+// whyQueued explains why a queued job is not running, from the last
+// cycle's result.
+func (s *state) whyQueued(id string) (string, *scheduler.Reason) {
 	j := s.jobs.get(id)
 	if s.stale {
 		return "", nil
@@ -373,7 +395,7 @@ func (s *Server) whyQueued(id string) (string, *scheduler.Reason) {
 // Events returns one job set's stored events from sequence number from
 // (0 and 1 both mean the first), at most limit of them (limit ≤ 0: all).
 func (s *Server) Events(ctx context.Context, queueName, jobSet string, from uint64, limit int) ([]events.Event, error) {
-	return s.be.Events(ctx, queueName, jobSet, from, limit)
+	return s.st.be.Events(ctx, queueName, jobSet, from, limit)
 }
 
 // watchBatch is how many events Watch reads from the backend at a time.
@@ -389,9 +411,9 @@ func (s *Server) Watch(ctx context.Context, queueName, jobSet string, from uint6
 	}
 	for {
 		s.mu.Lock()
-		changed := s.changed
+		changed := s.st.changed
 		s.mu.Unlock()
-		evs, err := s.be.Events(ctx, queueName, jobSet, from, watchBatch)
+		evs, err := s.st.be.Events(ctx, queueName, jobSet, from, watchBatch)
 		if err != nil {
 			return err
 		}

@@ -135,19 +135,21 @@ func (c Config) Validate() error {
 // are kept in memory only, so after a restart every live lease gets a
 // fresh lease timeout.
 type Server struct {
-	cfg   Config
-	sched *scheduler.Scheduler
-	be    backend.Backend
-	clock Clock
-	// newIDs returns n fresh job ids: Config.NewID's, or a request's
-	// ULIDs as slices of one string when the service makes its own.
-	newIDs func(n int) []string
-	cat    submit.Catalog
-
-	// schedule is sched.Schedule; a benchmark wraps it to time it.
-	schedule func(context.Context, *scheduler.Snapshot, time.Time) (*scheduler.Result, error)
-
+	// The Server is a locking shell over st: each method locks mu, calls
+	// one state method and unlocks, but for the work done outside the
+	// lock (a cycle's Schedule, a report's ended jobs, the backend reads
+	// of Status, Detail, Events and Watch), which reads only st's
+	// immutable deps.
 	mu sync.Mutex
+	st state
+}
+
+// state is the service's in-memory state, which its Server guards: every
+// method of state is called with the Server's mu held, but for the
+// fields of deps, which do not change after New and may be read without
+// it.
+type state struct {
+	deps
 	// queues are the queue definitions, by name.
 	queues map[string]*flotilla.Queue
 	// queued holds the queued jobs, and their changes while a cycle reads
@@ -175,12 +177,27 @@ type Server struct {
 	// reports counts the executors' reports, to stamp the leases each
 	// lists (lease.listedIn).
 	reports uint64
-	// positionLimit is DetailPositionLimit (a test lowers it).
-	positionLimit int
 	// stale: a load began and did not finish (the backend failed during
 	// it), so the in-memory state is partial; fresh loads again before the
 	// state is used.
 	stale bool
+}
+
+// deps are what the service works with and never changes after New: its
+// configuration and the scheduler, backend and clock it was given.
+type deps struct {
+	cfg   Config
+	sched *scheduler.Scheduler
+	be    backend.Backend
+	clock Clock
+	// newIDs returns n fresh job ids: Config.NewID's, or a request's
+	// ULIDs as slices of one string when the service makes its own.
+	newIDs func(n int) []string
+	cat    submit.Catalog
+	// schedule is sched.Schedule; a benchmark wraps it to time it.
+	schedule func(context.Context, *scheduler.Snapshot, time.Time) (*scheduler.Result, error)
+	// positionLimit is DetailPositionLimit (a test lowers it).
+	positionLimit int
 }
 
 // New opens the service over cfg.Backend: it loads the queues, the live
@@ -196,7 +213,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	sc := sched.Config()
-	s := &Server{
+	d := deps{
 		cfg:    cfg,
 		sched:  sched,
 		be:     cfg.Backend,
@@ -207,15 +224,14 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			PriorityClasses:      sc.PriorityClasses,
 			DefaultPriorityClass: sc.DefaultPriorityClass,
 		},
-		changed: make(chan struct{}),
-
+		schedule:      sched.Schedule,
 		positionLimit: DetailPositionLimit,
 	}
-	s.schedule = sched.Schedule
-	if s.newIDs == nil {
-		s.newIDs = newULIDSource(cfg.Clock, nil).batch
+	if d.newIDs == nil {
+		d.newIDs = newULIDSource(cfg.Clock, nil).batch
 	}
-	if err := s.load(ctx); err != nil {
+	s := &Server{st: state{deps: d, changed: make(chan struct{})}}
+	if err := s.st.load(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -223,7 +239,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 
 // load rebuilds the in-memory state from the backend. Until it succeeds
 // the state is stale (see fresh).
-func (s *Server) load(ctx context.Context) error {
+func (s *state) load(ctx context.Context) error {
 	s.stale = true
 	if err := s.loadState(ctx); err != nil {
 		return err
@@ -236,7 +252,7 @@ func (s *Server) load(ctx context.Context) error {
 // that failed it loads again, and returns that load's error (with the
 // backend's class, e.g. backend.ErrUnavailable) when it fails too. The
 // caller holds mu.
-func (s *Server) fresh(ctx context.Context) error {
+func (s *state) fresh(ctx context.Context) error {
 	if !s.stale {
 		return nil
 	}
@@ -244,7 +260,7 @@ func (s *Server) fresh(ctx context.Context) error {
 }
 
 // loadState is load's work.
-func (s *Server) loadState(ctx context.Context) error {
+func (s *state) loadState(ctx context.Context) error {
 	sc := s.sched.Config()
 	store, err := queue.New(sc.Schema, sc.PriorityClasses, sc.DefaultPriorityClass)
 	if err != nil {
@@ -294,16 +310,16 @@ func (s *Server) loadState(ctx context.Context) error {
 }
 
 // Now is the service's clock.
-func (s *Server) Now() time.Time { return s.clock.Now() }
+func (s *Server) Now() time.Time { return s.st.clock.Now() }
 
 // Schema is the service's resource schema.
-func (s *Server) Schema() *flotilla.ResourceSchema { return s.cat.Schema }
+func (s *Server) Schema() *flotilla.ResourceSchema { return s.st.cat.Schema }
 
 // commit stores w and applies its events to the in-memory state. specs
 // are w.Jobs, indexed by id for the submitted events. The caller holds mu.
 // When the backend cannot say whether it applied the write, the state is
 // reloaded from it.
-func (s *Server) commit(ctx context.Context, w *backend.Write) ([]events.Event, error) {
+func (s *state) commit(ctx context.Context, w *backend.Write) ([]events.Event, error) {
 	if len(w.Jobs) == 0 && len(w.Events) == 0 {
 		return nil, nil
 	}

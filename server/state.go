@@ -102,7 +102,7 @@ func gangKey(j *flotilla.Job) string { return j.Queue + "\x00" + j.Gang.ID }
 
 // restore enters a job loaded from the backend into the state: queued jobs
 // into the store, live ones onto their cluster with a lease renewed now.
-func (j *job) restore(s *Server, st events.Job, now time.Time) {
+func (j *job) restore(s *state, st events.Job, now time.Time) {
 	j.state, j.attempts, j.cancelRequested = st.State, int32(st.Attempts), st.CancelRequested
 	j.setFailed(slices.Clone(st.FailedClusters))
 	s.jobs.put(j)
@@ -136,7 +136,7 @@ func (j *job) setFailed(failed []string) {
 // apply changes the in-memory state by one stored event. The backend has
 // checked the transition; specs holds the jobs of the write, for submitted
 // events. The caller holds mu.
-func (s *Server) apply(e *events.Event, specs *writeSpecs) {
+func (s *state) apply(e *events.Event, specs *writeSpecs) {
 	if e.Type == events.Submitted {
 		sp, i := specs.spec(e.Job)
 		if sp == nil {
@@ -186,7 +186,7 @@ func (s *Server) apply(e *events.Event, specs *writeSpecs) {
 
 // endLease takes a job off its cluster (if live) and either queues it
 // again or forgets it (terminal).
-func (s *Server) endLease(j *job, requeue bool) {
+func (s *state) endLease(j *job, requeue bool) {
 	if j.lease != nil {
 		j.lease.cluster.removeLive(j)
 	}

@@ -164,7 +164,7 @@ func (u *usageState) charge(j *job, sign int64, t time.Time) {
 func (s *Server) QueueUsage(name string) []float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.usage.value(name, s.clock.Now())
+	return s.st.usage.value(name, s.st.clock.Now())
 }
 
 // value is the named queue's usage at now.
@@ -179,7 +179,7 @@ func (u *usageState) value(name string, now time.Time) []float64 {
 // loadUsage restores the usage history from the backend's records (first
 // load) or carries the in-memory history over a reload, and charges the
 // live jobs' leases. The caller holds mu; the live jobs are loaded.
-func (s *Server) loadUsage(ctx context.Context, now time.Time) error {
+func (s *state) loadUsage(ctx context.Context, now time.Time) error {
 	if s.usage != nil {
 		// A reload (the outcome of a write was unknown): the history in
 		// memory is newer than the records. Close it at now and charge
@@ -267,7 +267,7 @@ func (s *Server) loadUsage(ctx context.Context, now time.Time) error {
 // and stores every record in one PutUsage: each queue's usage, the
 // lottery's queue priorities (Result.QueuePriorities, when the strategy
 // produced them) and each association's usage. The caller holds mu.
-func (s *Server) cycleUsage(ctx context.Context, now time.Time) error {
+func (s *state) cycleUsage(ctx context.Context, now time.Time) error {
 	u := s.usage
 	for _, a := range u.queues {
 		a.advance(now, u.halfLife)
