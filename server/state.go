@@ -51,7 +51,7 @@ type lease struct {
 	pos, nodeIdx int32
 	sorted       bool
 	// listedIn and listedAt say which report listed the job last
-	// (Server.reports) and at which index, so that a report finds the
+	// (state.reports) and at which index, so that a report finds the
 	// jobs it lists twice and the leases it does not list without maps.
 	listedAt int32
 	listedIn uint64
