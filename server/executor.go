@@ -169,16 +169,18 @@ func (s *state) report(ctx context.Context, r *Report, ended *endedReads) (*Repo
 	}
 	// The nodes' problems and the jobs' are reported together.
 	nodes, nodesErr := checkNodes(r, c, s.cat.Schema)
-	p := newReportPlan(s, c, r, now, ended)
+	// The plan lives on the stack, and the report it holds with it.
+	var p reportPlan
+	p.start(s, c, r, now, ended)
 	defer p.release()
-	err := p.plan(ctx)
+	err := p.plan(ctx, r)
 	if p.ended != nil && !p.ended.read {
 		return nil, p.ended, nil
 	}
 	if err := errors.Join(nodesErr, err); err != nil {
 		return nil, nil, err
 	}
-	reply, err := p.apply(ctx, nodes)
+	reply, err := p.apply(ctx, r, nodes)
 	return reply, nil, err
 }
 
@@ -253,16 +255,18 @@ type leaseKey struct {
 
 // reportPlan is the executor protocol's work on one report: what the
 // report will change, planned (plan, planJob) against the service's state
-// s, then stored and applied (apply) and answered (reply).
+// s, then stored and applied (apply) and answered (reply). It lives on
+// its caller's stack; the report is passed to its methods rather than
+// kept, so that a caller's Report need not escape to the heap.
 type reportPlan struct {
 	s *state
-	// c is the report's cluster (nil when it never reported), r the
-	// report, now its time.
-	c      *cluster
-	r      *Report
-	now    time.Time
-	events []events.Event
-	renew  []*job
+	// c is the report's cluster (nil when it never reported), cluster its
+	// name, now the report's time.
+	c       *cluster
+	cluster string
+	now     time.Time
+	events  []events.Event
+	renew   []*job
 	// grace holds the grace period of listed jobs that are no longer in
 	// memory (they ended), for their kill orders.
 	grace map[string]time.Duration
@@ -277,15 +281,14 @@ type reportPlan struct {
 	ended *endedReads
 }
 
-// newReportPlan starts the plan of report r from cluster c at now; ended
+// start begins the plan of report r from cluster c at now over s; ended
 // are the records of the jobs it lists that are not in memory, read (nil
 // before they are). The plan uses the service's buffers until release.
-func newReportPlan(s *state, c *cluster, r *Report, now time.Time, ended *endedReads) *reportPlan {
+func (p *reportPlan) start(s *state, c *cluster, r *Report, now time.Time, ended *endedReads) {
 	s.reports++
-	p := &reportPlan{s: s, c: c, r: r, now: now, stamp: s.reports, renew: s.scratch.renew[:0], ended: ended}
+	*p = reportPlan{s: s, c: c, cluster: r.Cluster, now: now, stamp: s.reports, renew: s.scratch.renew[:0], ended: ended}
 	p.listed = slices.Grow(s.scratch.listed[:0], len(r.Jobs))[:len(r.Jobs)]
 	clear(p.listed)
-	return p
 }
 
 // release gives the plan's buffers back to the service, cleared.
@@ -394,8 +397,8 @@ func jobField(i int, f string) string { return "jobs[" + strconv.Itoa(i) + "]." 
 // nil (the records of the jobs not in memory not read), when there are
 // such jobs, it leaves p.ended listing them to read, and returns no
 // error.
-func (p *reportPlan) plan(ctx context.Context) error {
-	s, c, r := p.s, p.c, p.r
+func (p *reportPlan) plan(ctx context.Context, r *Report) error {
+	s, c := p.s, p.c
 	var errs []error
 	// A job may be listed at two attempts (the old one stopping, the new
 	// one leased again to the same cluster), not twice at one. Live leases
@@ -497,7 +500,7 @@ func (p *reportPlan) plan(ctx context.Context) error {
 
 // planJob plans the i-th job of the report, j (nil when it has ended).
 func (p *reportPlan) planJob(ctx context.Context, i int, jr *JobReport, j *job) error {
-	c, clusterName, now := p.c, p.r.Cluster, p.now
+	c, clusterName, now := p.c, p.cluster, p.now
 	attempts := 0
 	if j != nil {
 		attempts = int(j.attempts)
@@ -575,7 +578,7 @@ func (j *job) leaseEnd(t events.Type, now time.Time, maxAttempts int, reason str
 
 // apply stores and applies the plan and the report's nodes (nil: the
 // nodes are unchanged), and answers the report.
-func (p *reportPlan) apply(ctx context.Context, nodes []flotilla.Node) (*ReportReply, error) {
+func (p *reportPlan) apply(ctx context.Context, r *Report, nodes []flotilla.Node) (*ReportReply, error) {
 	s, now := p.s, p.now
 	// The events first: a report retried after a failure to store the
 	// nodes plans no event twice (the phases are applied already).
@@ -585,10 +588,10 @@ func (p *reportPlan) apply(ctx context.Context, nodes []flotilla.Node) (*ReportR
 		return nil, err
 	}
 	if nodes != nil {
-		if err := s.be.PutExecutor(ctx, backend.Executor{Cluster: p.r.Cluster, Nodes: nodes, Reported: now}); err != nil {
+		if err := s.be.PutExecutor(ctx, backend.Executor{Cluster: p.cluster, Nodes: nodes, Reported: now}); err != nil {
 			return nil, err
 		}
-		p.c = s.clusters.get(p.r.Cluster)
+		p.c = s.clusters.get(p.cluster)
 		p.c.setNodes(s.nodes, nodes)
 	}
 	p.c.reported = now
@@ -597,7 +600,7 @@ func (p *reportPlan) apply(ctx context.Context, nodes []flotilla.Node) (*ReportR
 			j.lease.renewed = now
 		}
 	}
-	return p.reply(), nil
+	return p.reply(r), nil
 }
 
 // reply lists the cluster's leases the report (of the plan's stamp) did
@@ -606,8 +609,8 @@ func (p *reportPlan) apply(ctx context.Context, nodes []flotilla.Node) (*ReportR
 // whose cancellation was requested. grace holds the grace periods of
 // listed jobs that ended; listed the jobs plan found for the report's
 // entries.
-func (p *reportPlan) reply() *ReportReply {
-	s, c, r := p.s, p.c, p.r
+func (p *reportPlan) reply(r *Report) *ReportReply {
+	s, c := p.s, p.c
 	stamp, grace := p.stamp, p.grace
 	out := &ReportReply{}
 	for i := range r.Jobs {
