@@ -123,7 +123,7 @@ func BenchmarkServiceSubmit1M(b *testing.B) {
 		faults += minorFaults() - faults0
 		b.StopTimer()
 		perJob = float64(heapInUse()-before) / total
-		if n := w.srv.store.Len(); n != total {
+		if n := w.srv.st.queued.store.Len(); n != total {
 			b.Fatalf("%d queued, want %d", n, total)
 		}
 		runtime.KeepAlive(w)
@@ -249,8 +249,8 @@ func BenchmarkServiceCycle1M(b *testing.B) {
 	w, exs := busyWorld(b, clusters, nodes, cpu, 10, 1_000_000)
 	srv := w.srv
 	var cycleT, schedT, cycleCPU, schedCPU time.Duration
-	inner := srv.schedule
-	srv.schedule = func(ctx context.Context, snap *scheduler.Snapshot, now time.Time) (*scheduler.Result, error) {
+	inner := srv.st.schedule
+	srv.st.schedule = func(ctx context.Context, snap *scheduler.Snapshot, now time.Time) (*scheduler.Result, error) {
 		start, cpu0 := time.Now(), threadCPU()
 		res, err := inner(ctx, snap, now)
 		schedT += time.Since(start)

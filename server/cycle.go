@@ -52,13 +52,29 @@ type CycleReport struct {
 // Only one cycle runs at a time (ErrCycleRunning otherwise).
 func (s *Server) Cycle(ctx context.Context) (*CycleReport, error) {
 	s.mu.Lock()
-	if s.cycling {
-		s.mu.Unlock()
-		return nil, ErrCycleRunning
+	rep, snap, err := s.st.cycleStart(ctx)
+	s.mu.Unlock()
+	if err != nil || snap == nil {
+		return rep, err
+	}
+
+	res, err := s.st.schedule(ctx, snap, rep.Time)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st.cycleEnd(ctx, rep, snap, res, err)
+}
+
+// cycleStart is a cycle's first part, before Schedule: the expiries and
+// deadlines written, and the snapshot taken, the queued-job store then
+// read by Schedule (queued.cycling) until cycleEnd. A draining service's
+// cycle ends here, with no snapshot.
+func (s *state) cycleStart(ctx context.Context) (*CycleReport, *scheduler.Snapshot, error) {
+	if s.queued.cycling {
+		return nil, nil, ErrCycleRunning
 	}
 	if err := s.fresh(ctx); err != nil {
-		s.mu.Unlock()
-		return nil, err
+		return nil, nil, err
 	}
 	s.endBrokenGangs(ctx)
 	now := s.clock.Now()
@@ -66,37 +82,35 @@ func (s *Server) Cycle(ctx context.Context) (*CycleReport, error) {
 	w := s.expiries(now, rep)
 	s.followGangs(w, now)
 	if _, err := s.commit(ctx, w); err != nil {
-		s.mu.Unlock()
-		return nil, err
+		return nil, nil, err
 	}
 	if s.stopping {
 		rep.UsageErr = s.cycleUsage(ctx, now)
-		s.mu.Unlock()
-		return rep, nil
+		return rep, nil, nil
 	}
 	snap := s.snapshot(now)
-	s.cycling = true
-	s.mu.Unlock()
+	s.queued.cycling = true
+	return rep, snap, nil
+}
 
-	res, err := s.schedule(ctx, snap, now)
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.cycling = false
-	s.flushDeferred()
+// cycleEnd is a cycle's last part, once Schedule has returned res (or
+// err) for snap: the store's deferred changes applied and the decisions
+// written.
+func (s *state) cycleEnd(ctx context.Context, rep *CycleReport, snap *scheduler.Snapshot, res *scheduler.Result, err error) (*CycleReport, error) {
+	now := rep.Time
+	s.queued.cycling = false
+	s.queued.flush()
 	clear(snap.Running) // the buffer is the next snapshot's, holding no jobs meanwhile
-	s.running = snap.Running[:0]
+	s.scratch.running = snap.Running[:0]
 	if err != nil {
 		return nil, err
 	}
-	w = s.decisions(res, now, rep)
+	w := s.decisions(res, now, rep)
 	s.followGangs(w, now)
 	if _, err := s.commit(ctx, w); err != nil {
 		return nil, err
 	}
-	s.rate, s.prio = res.RateLimits, res.QueuePriorities
-	s.cycles++
-	s.remember(res)
+	s.last.remember(res)
 	rep.Result = res
 	rep.UsageErr = s.cycleUsage(ctx, now)
 	return rep, nil
@@ -124,12 +138,12 @@ func (s *Server) Run(ctx context.Context, interval time.Duration) error {
 // leases and enforce deadlines): the first step of a graceful stop.
 func (s *Server) Drain() {
 	s.mu.Lock()
-	s.stopping = true
+	s.st.stopping = true
 	s.mu.Unlock()
 }
 
 // expiries plans the lease expiries and deadline failures due at now.
-func (s *Server) expiries(now time.Time, rep *CycleReport) *backend.Write {
+func (s *state) expiries(now time.Time, rep *CycleReport) *backend.Write {
 	var due []*job
 	for _, c := range s.clusters {
 		if c.dueKnown && now.Before(c.nextDue) {
@@ -142,7 +156,7 @@ func (s *Server) expiries(now time.Time, rep *CycleReport) *backend.Write {
 			if j == nil {
 				continue
 			}
-			if now.Sub(j.lease.renewed) >= s.cfg.LeaseTimeout || s.pastDeadline(j, now) {
+			if now.Sub(j.lease.renewed) >= s.cfg.LeaseTimeout || j.pastDeadline(now) {
 				due = append(due, j)
 			}
 			if d := j.due(s.cfg.LeaseTimeout); !found || d.Before(next) {
@@ -155,7 +169,7 @@ func (s *Server) expiries(now time.Time, rep *CycleReport) *backend.Write {
 	w := &backend.Write{}
 	for _, j := range due {
 		l := j.lease
-		if s.pastDeadline(j, now) {
+		if j.pastDeadline(now) {
 			sj := j.spec
 			w.Events = append(w.Events, events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID,
 				Type: events.Failed, Cluster: l.cluster.name, Node: l.node, Attempt: int(j.attempts),
@@ -163,14 +177,16 @@ func (s *Server) expiries(now time.Time, rep *CycleReport) *backend.Write {
 			rep.DeadlineExceeded++
 			continue
 		}
-		w.Events = append(w.Events, s.leaseEnd(j, events.LeaseExpired, now,
+		w.Events = append(w.Events, j.leaseEnd(events.LeaseExpired, now, s.cfg.MaxAttempts,
 			fmt.Sprintf("lease not renewed by cluster %s for %s (lease timeout %s)", l.cluster.name, now.Sub(l.renewed), s.cfg.LeaseTimeout)))
 		rep.Expired++
 	}
 	return w
 }
 
-func (s *Server) pastDeadline(j *job, now time.Time) bool {
+// pastDeadline reports whether live job j has passed its active deadline
+// at now.
+func (j *job) pastDeadline(now time.Time) bool {
 	return j.run.deadline > 0 && now.Sub(j.lease.leased) >= j.run.deadline
 }
 
@@ -180,12 +196,12 @@ func (s *Server) pastDeadline(j *job, now time.Time) bool {
 // them (not sorted): the scheduler's decisions do not depend on the order
 // of Snapshot.Running, so the cycle's result depends on the state only,
 // not on the order of the changes that made it.
-func (s *Server) snapshot(now time.Time) *scheduler.Snapshot {
+func (s *state) snapshot(now time.Time) *scheduler.Snapshot {
 	snap := &scheduler.Snapshot{
-		Queued:          s.store,
-		RateLimits:      s.rate,
-		QueuePriorities: s.prio,
-		Seed:            s.cfg.Seed + s.cycles,
+		Queued:          s.queued.store,
+		RateLimits:      s.last.rate,
+		QueuePriorities: s.last.prio,
+		Seed:            s.cfg.Seed + s.last.cycles,
 	}
 	names := make([]string, 0, len(s.clusters))
 	for name, c := range s.clusters {
@@ -199,7 +215,7 @@ func (s *Server) snapshot(now time.Time) *scheduler.Snapshot {
 		c := s.clusters[name]
 		running += len(c.live) - c.holes
 	}
-	snap.Running = slices.Grow(s.running[:0], running)
+	snap.Running = slices.Grow(s.scratch.running[:0], running)
 	for _, name := range names {
 		c := s.clusters[name]
 		base := len(snap.Nodes) + 1 // NodeIndex counts from 1
@@ -229,7 +245,7 @@ func (s *Server) snapshot(now time.Time) *scheduler.Snapshot {
 // decisions turns a cycle's result into events: leases for the jobs
 // placed and preemptions, skipping jobs whose state changed while the
 // cycle ran (and the rest of their gang).
-func (s *Server) decisions(res *scheduler.Result, now time.Time, rep *CycleReport) *backend.Write {
+func (s *state) decisions(res *scheduler.Result, now time.Time, rep *CycleReport) *backend.Write {
 	w := &backend.Write{Events: make([]events.Event, 0, len(res.Scheduled)+len(res.Preempted))}
 	skipGang := map[string]bool{}
 	type lease struct {
@@ -237,8 +253,8 @@ func (s *Server) decisions(res *scheduler.Result, now time.Time, rep *CycleRepor
 		ref nodeRef
 	}
 	leases := make([]lease, 0, len(res.Scheduled))
-	hashes := s.jobs.hashes(s.hashScratch, len(res.Scheduled), func(i int) string { return res.Scheduled[i].Job.ID })
-	s.hashScratch = hashes[:0]
+	hashes := s.jobs.hashes(s.scratch.hashes, len(res.Scheduled), func(i int) string { return res.Scheduled[i].Job.ID })
+	s.scratch.hashes = hashes[:0]
 	for i, a := range res.Scheduled {
 		j := s.jobs.getHashed(a.Job.ID, hashes[i])
 		ref, ok := s.nodes[a.Node]
@@ -288,21 +304,43 @@ func preemptionReason(p *scheduler.Preemption) string {
 	return r
 }
 
-// remember keeps what Status needs of the last cycle's result.
-func (s *Server) remember(res *scheduler.Result) {
-	s.waiting = make(map[waitKey]scheduler.Reason, len(res.Unscheduled))
+// lastCycle is what the last cycle left: the state the scheduler carries
+// from one cycle to the next, and what Status, Detail and Queue say of
+// it.
+type lastCycle struct {
+	rate scheduler.RateLimitState
+	prio scheduler.QueuePriorityState
+	// cycles counts the cycles decided (cycle n uses Config.Seed + n).
+	cycles uint64
+	// waiting explains, per queue and scheduling key, why the last cycle
+	// left jobs queued; notReached per queue why it did not reach some.
+	waiting    map[waitKey]scheduler.Reason
+	notReached map[string]scheduler.QueueRemainder
+	shares     map[string]scheduler.QueueReport
+}
+
+type waitKey struct {
+	queue string
+	key   uint64
+}
+
+// remember keeps what the next cycle and Status need of a cycle's result.
+func (l *lastCycle) remember(res *scheduler.Result) {
+	l.rate, l.prio = res.RateLimits, res.QueuePriorities
+	l.cycles++
+	l.waiting = make(map[waitKey]scheduler.Reason, len(res.Unscheduled))
 	for _, g := range res.Unscheduled {
 		k := waitKey{g.Queue, g.Key}
-		if _, ok := s.waiting[k]; !ok {
-			s.waiting[k] = g.Reason
+		if _, ok := l.waiting[k]; !ok {
+			l.waiting[k] = g.Reason
 		}
 	}
-	s.notReached = make(map[string]scheduler.QueueRemainder, len(res.NotExamined))
+	l.notReached = make(map[string]scheduler.QueueRemainder, len(res.NotExamined))
 	for _, r := range res.NotExamined {
-		s.notReached[r.Queue] = r
+		l.notReached[r.Queue] = r
 	}
-	s.shares = make(map[string]scheduler.QueueReport, len(res.Queues))
+	l.shares = make(map[string]scheduler.QueueReport, len(res.Queues))
 	for _, q := range res.Queues {
-		s.shares[q.Name] = q
+		l.shares[q.Name] = q
 	}
 }

@@ -191,30 +191,21 @@ func TestDrainingServiceLeasesNothingButStillExpiresLeases(t *testing.T) {
 	require.Zero(t, w.cycle().Leased)
 }
 
-// cycleWith runs one cycle as Cycle does, calling during while Schedule's
-// decision is made and not yet written: the moment a submission,
-// cancellation or report can interleave with a real cycle.
+// cycleWith runs one cycle (Cycle), calling during once Schedule has
+// decided and before the decision is written, without the service's
+// lock: the moment a submission, cancellation or report can interleave
+// with a real cycle.
 func (w *world) cycleWith(during func()) *CycleReport {
 	w.t.Helper()
-	s := w.srv
-	s.mu.Lock()
-	now := s.clock.Now()
-	require.False(w.t, s.cycling)
-	snap := s.snapshot(now)
-	s.cycling = true
-	s.mu.Unlock()
-	res, err := s.sched.Schedule(w.ctx, snap, now)
-	require.NoError(w.t, err)
-	during()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.cycling = false
-	s.flushDeferred()
-	rep := &CycleReport{Time: now}
-	wr := s.decisions(res, now, rep)
-	_, err = s.commit(w.ctx, wr)
-	require.NoError(w.t, err)
-	return rep
+	d := &w.srv.st.deps
+	inner := d.schedule
+	d.schedule = func(ctx context.Context, snap *scheduler.Snapshot, now time.Time) (*scheduler.Result, error) {
+		res, err := inner(ctx, snap, now)
+		during()
+		return res, err
+	}
+	defer func() { d.schedule = inner }()
+	return w.cycle()
 }
 
 func TestJobCancelledWhileTheCycleDecidesIsNotLeasedNorTheRestOfItsGang(t *testing.T) {
@@ -237,7 +228,7 @@ func TestJobCancelledWhileTheCycleDecidesIsNotLeasedNorTheRestOfItsGang(t *testi
 	require.Equal(t, []string{"submitted", "cancelled"}, types(w.jobLog("A", "s1", solo[0])))
 
 	// The store saw the changes made during the cycle.
-	require.Equal(t, 1, w.srv.store.Len()) // the late job
+	require.Equal(t, 1, w.srv.st.queued.store.Len()) // the late job
 	require.Equal(t, 1, w.cycle().Leased)
 	require.Equal(t, events.LeasedState, w.state(late[0]))
 }
@@ -269,14 +260,14 @@ func TestFailedCycleKeepsNoJobInTheRunningBuffer(t *testing.T) {
 	w.cycle() // a cycle over the running jobs: the buffer has room for them
 	failing := errors.New("schedule failed")
 	var seen int
-	w.srv.schedule = func(_ context.Context, snap *scheduler.Snapshot, _ time.Time) (*scheduler.Result, error) {
+	w.srv.st.schedule = func(_ context.Context, snap *scheduler.Snapshot, _ time.Time) (*scheduler.Result, error) {
 		seen = len(snap.Running)
 		return nil, failing
 	}
 	_, err := w.srv.Cycle(w.ctx)
 	require.ErrorIs(t, err, failing)
 	require.Equal(t, 3, seen, "the cycle's snapshot had the running jobs")
-	buf := w.srv.running[:cap(w.srv.running)]
+	buf := w.srv.st.scratch.running[:cap(w.srv.st.scratch.running)]
 	require.NotEmpty(t, buf)
 	for i, r := range buf {
 		require.Zero(t, r, "running buffer entry %d", i)
@@ -347,7 +338,7 @@ func BenchmarkSnapshot(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		w.srv.mu.Lock()
-		snap := w.srv.snapshot(now)
+		snap := w.srv.st.snapshot(now)
 		w.srv.mu.Unlock()
 		if len(snap.Running) != 20000 {
 			b.Fatal(len(snap.Running))

@@ -98,6 +98,30 @@
 // sort, ended, or listed out of order) are looked up by id, and the reply
 // reuses the plan's lookups.
 //
+// # The locking shell and the state
+//
+// A Server is a thin locking shell over the state it owns (type state):
+// each method takes the service's one mutex, calls one method of the
+// state, and releases it. A few release it part way, for work that must
+// not hold up the service: Cycle runs scheduler.Schedule between two
+// locked parts (cycleStart writes the expiries, takes the snapshot and
+// marks the queued-job store as read, so that changes to it wait until
+// cycleEnd applies them and writes the decisions); Report fetches the
+// records of the ended jobs a report lists between two locked plans;
+// Watch waits for events unlocked; and Status, Detail and Events read
+// the backend unlocked. What the shell reads unlocked are the state's
+// dependencies (configuration, scheduler, backend, clock), which New
+// sets and nothing changes.
+//
+// The state's parts are small types, each with the methods that serve
+// it: the queued-job store and its changes deferred during a cycle
+// (queuedJobs), the non-terminal jobs by id (jobTable), the gangs'
+// members (gangTable), the clusters and their live leases (clusterMap,
+// cluster), what the last cycle left (lastCycle), the usage history
+// (usageState, fluxState) and the buffers reused from call to call
+// (scratch). The executor protocol's work on one report is a reportPlan,
+// which plans, applies and answers it over a pointer to the state.
+//
 // # Usage history
 //
 // The service records, per queue, the resource × time its leases use: each

@@ -141,92 +141,69 @@ func (s *Server) Report(ctx context.Context, r *Report) (*ReportReply, error) {
 	if ended == nil {
 		return reply, err
 	}
-	if err := s.readEnded(ctx, ended); err != nil {
+	if err := ended.fetch(ctx, s.st.be); err != nil {
 		return nil, err
 	}
 	reply, _, err = s.report(ctx, r, ended)
 	return reply, err
 }
 
-// report is Report under the lock. With ended nil, when the report lists
-// jobs that are not in memory it changes nothing and returns their ids
-// to read (ended, unread); with ended read, it uses those records.
+// report is state.report under the lock.
 func (s *Server) report(ctx context.Context, r *Report, ended *endedReads) (*ReportReply, *endedReads, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.st.report(ctx, r, ended)
+}
+
+// report is Report's work under the lock. With ended nil, when the report
+// lists jobs that are not in memory it changes nothing and returns their
+// ids to read (ended, unread); with ended read, it uses those records.
+func (s *state) report(ctx context.Context, r *Report, ended *endedReads) (*ReportReply, *endedReads, error) {
 	now := s.clock.Now()
 	if err := s.fresh(ctx); err != nil {
 		return nil, nil, err
 	}
-	if err := s.checkCluster(r); err != nil {
+	c := s.clusters[r.Cluster]
+	if err := checkCluster(r, c); err != nil {
 		return nil, nil, err
 	}
 	// The nodes' problems and the jobs' are reported together.
-	nodes, nodesErr := s.checkNodes(r)
-	c := s.clusters[r.Cluster]
-	plan, err := s.planReport(ctx, c, r, now, ended)
-	if plan != nil && plan.ended != nil && !plan.ended.read {
-		plan.release(s)
-		return nil, plan.ended, nil
+	nodes, nodesErr := checkNodes(r, c, s.cat.Schema)
+	// The plan lives on the stack, and the report it holds with it.
+	var p reportPlan
+	p.start(s, c, r, now, ended)
+	defer p.release()
+	err := p.plan(ctx, r)
+	if p.ended != nil && !p.ended.read {
+		return nil, p.ended, nil
 	}
 	if err := errors.Join(nodesErr, err); err != nil {
-		if plan != nil {
-			plan.release(s)
-		}
 		return nil, nil, err
 	}
-	reply, err := s.applyReport(ctx, c, r, plan, nodes, now)
+	reply, err := p.apply(ctx, r, nodes)
 	return reply, nil, err
 }
 
-// applyReport stores and applies a report's plan and nodes (nil: the
-// nodes are unchanged), and answers the report.
-func (s *Server) applyReport(ctx context.Context, c *cluster, r *Report, plan *reportPlan, nodes []flotilla.Node, now time.Time) (*ReportReply, error) {
-	// The events first: a report retried after a failure to store the
-	// nodes plans no event twice (the phases are applied already).
-	w := &backend.Write{Events: plan.events}
-	s.followGangs(w, now)
-	if _, err := s.commit(ctx, w); err != nil {
-		return nil, err
-	}
-	if nodes != nil {
-		if err := s.be.PutExecutor(ctx, backend.Executor{Cluster: r.Cluster, Nodes: nodes, Reported: now}); err != nil {
-			return nil, err
-		}
-		c = s.cluster(r.Cluster)
-		c.setNodes(s, nodes)
-	}
-	c.reported = now
-	for _, j := range plan.renew {
-		if j.lease != nil {
-			j.lease.renewed = now
-		}
-	}
-	reply := s.reply(c, r, plan)
-	plan.release(s)
-	return reply, nil
-}
-
-// checkCluster validates a report's cluster: a problem there makes the
-// rest of the report meaningless.
-func (s *Server) checkCluster(r *Report) error {
+// checkCluster validates a report's cluster, c (nil when it is new): a
+// problem there makes the rest of the report meaningless.
+func checkCluster(r *Report, c *cluster) error {
 	if r.Cluster == "" {
 		return flotilla.Errorf("cluster", "", flotilla.ErrRequired, "")
 	}
 	if badName(r.Cluster) {
 		return flotilla.Errorf("cluster", r.Cluster, flotilla.ErrMalformed, "a cluster name has no '/' and no control characters")
 	}
-	if c := s.clusters[r.Cluster]; r.Nodes == nil && (c == nil || c.reported.IsZero() && c.nodes == nil) {
+	if r.Nodes == nil && (c == nil || c.reported.IsZero() && c.nodes == nil) {
 		return flotilla.Errorf("cluster", r.Cluster, ErrUnknownCluster, "report its nodes first")
 	}
 	return nil
 }
 
-// checkNodes validates a report's nodes (its cluster checked), returning
-// the nodes to store (nil when they are unchanged).
-func (s *Server) checkNodes(r *Report) ([]flotilla.Node, error) {
+// checkNodes validates a report's nodes (its cluster, c, checked) against
+// the service's schema, returning the nodes to store (nil when they are
+// unchanged).
+func checkNodes(r *Report, c *cluster, schema *flotilla.ResourceSchema) ([]flotilla.Node, error) {
 	var errs []error
-	c := s.clusters[r.Cluster]
 	if r.Nodes == nil {
 		return nil, nil
 	}
@@ -241,7 +218,7 @@ func (s *Server) checkNodes(r *Report) ([]flotilla.Node, error) {
 			errs = append(errs, flotilla.Errorf(p+".name", n.Name, flotilla.ErrDuplicate, "also nodes[%d]", k))
 		}
 		names[n.Name] = i
-		if err := n.Validate(s.cat.Schema); err != nil {
+		if err := n.Validate(schema); err != nil {
 			// Node.Validate names fields `node "n1".total`; the report's
 			// path replaces that prefix.
 			prefix := fmt.Sprintf("node %q", n.Name)
@@ -276,16 +253,26 @@ type leaseKey struct {
 	attempt int
 }
 
-// reportPlan is what a report will change.
+// reportPlan is the executor protocol's work on one report: what the
+// report will change, planned (plan, planJob) against the service's state
+// s, then stored and applied (apply) and answered (reply). It lives on
+// its caller's stack; the report is passed to its methods rather than
+// kept, so that a caller's Report need not escape to the heap.
 type reportPlan struct {
-	events []events.Event
-	renew  []*job
+	s *state
+	// c is the report's cluster (nil when it never reported), cluster its
+	// name, now the report's time.
+	c       *cluster
+	cluster string
+	now     time.Time
+	events  []events.Event
+	renew   []*job
 	// grace holds the grace period of listed jobs that are no longer in
 	// memory (they ended), for their kill orders.
 	grace map[string]time.Duration
-	// listed holds, at each report entry's index, the job planReport
-	// found for it in memory (nil where it found none or did not look):
-	// the reply checks those jobs' leases without looking them up again.
+	// listed holds, at each report entry's index, the job plan found for
+	// it in memory (nil where it found none or did not look): the reply
+	// checks those jobs' leases without looking them up again.
 	listed []*job
 	// stamp marks the live leases the report lists (lease.listedIn).
 	stamp uint64
@@ -294,12 +281,23 @@ type reportPlan struct {
 	ended *endedReads
 }
 
-// release gives the plan's buffers back to the service, cleared.
-func (p *reportPlan) release(s *Server) {
-	clear(p.renew)
-	s.renew = p.renew[:0]
+// start begins the plan of report r from cluster c at now over s; ended
+// are the records of the jobs it lists that are not in memory, read (nil
+// before they are). The plan uses the service's buffers until release.
+func (p *reportPlan) start(s *state, c *cluster, r *Report, now time.Time, ended *endedReads) {
+	s.reports++
+	*p = reportPlan{s: s, c: c, cluster: r.Cluster, now: now, stamp: s.reports, renew: s.scratch.renew[:0], ended: ended}
+	p.listed = slices.Grow(s.scratch.listed[:0], len(r.Jobs))[:len(r.Jobs)]
 	clear(p.listed)
-	s.listed = p.listed[:0]
+}
+
+// release gives the plan's buffers back to the service, cleared.
+func (p *reportPlan) release() {
+	s := p.s
+	clear(p.renew)
+	s.scratch.renew = p.renew[:0]
+	clear(p.listed)
+	s.scratch.listed = p.listed[:0]
 }
 
 // endedReads are the records of the jobs a report lists that were not in
@@ -334,12 +332,12 @@ func (p *reportPlan) endedLen() int {
 	return len(p.ended.ids)
 }
 
-// readEnded reads e's records outside the service's lock: in one call
-// when the backend implements backend.JobLookup, else one by one
+// fetch reads the records from be, outside the service's lock: in one
+// call when the backend implements backend.JobLookup, else one by one
 // (backend.JobsByID).
-func (s *Server) readEnded(ctx context.Context, e *endedReads) error {
+func (e *endedReads) fetch(ctx context.Context, be backend.Backend) error {
 	e.recs = make([]backend.Record, len(e.ids))
-	if err := backend.JobsByID(ctx, s.be, e.ids, e.recs); err != nil {
+	if err := backend.JobsByID(ctx, be, e.ids, e.recs); err != nil {
 		return err
 	}
 	e.read = true
@@ -349,8 +347,8 @@ func (s *Server) readEnded(ctx context.Context, e *endedReads) error {
 // endedRecord returns the record of the report's i-th job, id, which is
 // not in memory: from p.ended once read, else from the backend. Before
 // p.ended is read it collects id and returns later.
-func (s *Server) endedRecord(ctx context.Context, p *reportPlan, i int, id string) (rec backend.Record, later bool, err error) {
-	e := p.ended
+func (p *reportPlan) endedRecord(ctx context.Context, i int, id string) (rec backend.Record, later bool, err error) {
+	s, e := p.s, p.ended
 	if e == nil {
 		e = &endedReads{changed: s.changed}
 		p.ended = e
@@ -381,17 +379,14 @@ func (s *Server) endedRecord(ctx context.Context, p *reportPlan, i int, id strin
 // jobField is the path of a report's i-th job's field f.
 func jobField(i int, f string) string { return "jobs[" + strconv.Itoa(i) + "]." + f }
 
-// planReport checks a report's jobs and plans its events. It marks the
-// live leases listed with the plan's stamp, and finds jobs listed twice by
-// those marks (a map only for jobs without a live lease). ended are the
-// records of the jobs not in memory, read; nil before they are: then,
-// when there are such jobs, it returns a plan whose ended lists them to
-// read, and no error.
-func (s *Server) planReport(ctx context.Context, c *cluster, r *Report, now time.Time, ended *endedReads) (*reportPlan, error) {
-	s.reports++
-	p := &reportPlan{stamp: s.reports, renew: s.renew[:0], ended: ended}
-	p.listed = slices.Grow(s.listed[:0], len(r.Jobs))[:len(r.Jobs)]
-	clear(p.listed)
+// plan checks the report's jobs and plans its events. It marks the live
+// leases listed with the plan's stamp, and finds jobs listed twice by
+// those marks (a map only for jobs without a live lease). With p.ended
+// nil (the records of the jobs not in memory not read), when there are
+// such jobs, it leaves p.ended listing them to read, and returns no
+// error.
+func (p *reportPlan) plan(ctx context.Context, r *Report) error {
+	s, c := p.s, p.c
 	var errs []error
 	// A job may be listed at two attempts (the old one stopping, the new
 	// one leased again to the same cluster), not twice at one. Live leases
@@ -481,26 +476,24 @@ func (s *Server) planReport(ctx context.Context, c *cluster, r *Report, now time
 			errs = append(errs, flotilla.Errorf(jobField(i, "exitCode"), "0", flotilla.ErrInconsistent, "a job that failed exits non-zero"))
 			continue
 		}
-		if err := s.planJob(ctx, p, c, r.Cluster, i, jr, j, now); err != nil {
+		if err := p.planJob(ctx, i, jr, j); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if p.ended != nil && !p.ended.read {
-		return p, nil // planned again once the ended jobs are read
+		return nil // planned again once the ended jobs are read
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return p, nil
+	return errors.Join(errs...)
 }
 
-// planJob plans the i-th job of a report, j (nil when it has ended).
-func (s *Server) planJob(ctx context.Context, p *reportPlan, c *cluster, clusterName string, i int, jr *JobReport, j *job, now time.Time) error {
+// planJob plans the i-th job of the report, j (nil when it has ended).
+func (p *reportPlan) planJob(ctx context.Context, i int, jr *JobReport, j *job) error {
+	c, clusterName, now := p.c, p.cluster, p.now
 	attempts := 0
 	if j != nil {
 		attempts = int(j.attempts)
 	} else {
-		rec, later, err := s.endedRecord(ctx, p, i, jr.Job)
+		rec, later, err := p.endedRecord(ctx, i, jr.Job)
 		if later || err != nil {
 			return err
 		}
@@ -546,7 +539,7 @@ func (s *Server) planJob(ctx context.Context, p *reportPlan, c *cluster, cluster
 		e.ExitCode = jr.ExitCode
 		p.events = append(p.events, e)
 	case PhaseReturned, PhaseStopped:
-		p.events = append(p.events, s.leaseEnd(j, events.LeaseReturned, now,
+		p.events = append(p.events, j.leaseEnd(events.LeaseReturned, now, p.s.cfg.MaxAttempts,
 			strings.TrimSpace(fmt.Sprintf("returned by cluster %s %s", clusterName, jr.Reason))))
 	}
 	return nil
@@ -555,29 +548,57 @@ func (s *Server) planJob(ctx context.Context, p *reportPlan, c *cluster, cluster
 // leaseEnd is the event that ends a live lease that was not renewed
 // (lease-expired) or was given back (lease-returned): cancelled for a job
 // whose cancellation was requested; otherwise the job is queued again,
-// or fails when it has had MaxAttempts leases.
-func (s *Server) leaseEnd(j *job, t events.Type, now time.Time, reason string) events.Event {
+// or fails when it has had maxAttempts leases (Config.MaxAttempts).
+func (j *job) leaseEnd(t events.Type, now time.Time, maxAttempts int, reason string) events.Event {
 	sj := j.spec
 	e := events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID, Type: t,
 		Cluster: j.lease.cluster.name, Node: j.lease.node, Attempt: int(j.attempts), Reason: reason}
 	switch {
 	case j.cancelRequested:
 		e.Type, e.Reason = events.Cancelled, "cancelled: "+reason
-	case int(j.attempts) < s.cfg.MaxAttempts:
+	case int(j.attempts) < maxAttempts:
 		e.Requeued = true
 	default:
-		e.Reason = fmt.Sprintf("%s; attempts exhausted (%d of %d)", reason, j.attempts, s.cfg.MaxAttempts)
+		e.Reason = fmt.Sprintf("%s; attempts exhausted (%d of %d)", reason, j.attempts, maxAttempts)
 	}
 	return e
 }
 
-// reply lists the cluster's leases the report (of plan stamp) did not
-// list, and the jobs to kill: those listed as pending or running whose
+// apply stores and applies the plan and the report's nodes (nil: the
+// nodes are unchanged), and answers the report.
+func (p *reportPlan) apply(ctx context.Context, r *Report, nodes []flotilla.Node) (*ReportReply, error) {
+	s, now := p.s, p.now
+	// The events first: a report retried after a failure to store the
+	// nodes plans no event twice (the phases are applied already).
+	w := &backend.Write{Events: p.events}
+	s.followGangs(w, now)
+	if _, err := s.commit(ctx, w); err != nil {
+		return nil, err
+	}
+	if nodes != nil {
+		if err := s.be.PutExecutor(ctx, backend.Executor{Cluster: p.cluster, Nodes: nodes, Reported: now}); err != nil {
+			return nil, err
+		}
+		p.c = s.clusters.get(p.cluster)
+		p.c.setNodes(s.nodes, nodes)
+	}
+	p.c.reported = now
+	for _, j := range p.renew {
+		if j.lease != nil {
+			j.lease.renewed = now
+		}
+	}
+	return p.reply(r), nil
+}
+
+// reply lists the cluster's leases the report (of the plan's stamp) did
+// not list, and the jobs to kill: those listed as pending or running whose
 // lease is no longer live (after the report's own events), and those
 // whose cancellation was requested. grace holds the grace periods of
-// listed jobs that ended; listed the jobs planReport found for the
-// report's entries.
-func (s *Server) reply(c *cluster, r *Report, p *reportPlan) *ReportReply {
+// listed jobs that ended; listed the jobs plan found for the report's
+// entries.
+func (p *reportPlan) reply(r *Report) *ReportReply {
+	s, c := p.s, p.c
 	stamp, grace := p.stamp, p.grace
 	out := &ReportReply{}
 	for i := range r.Jobs {

@@ -61,7 +61,7 @@ func TestLeaseNotListedExpiresAfterTheLeaseTimeoutAndTheJobIsQueuedAgain(t *test
 func (s *Server) cycleExpiriesOnly(t *testing.T) *CycleReport {
 	t.Helper()
 	s.Drain()
-	defer func() { s.mu.Lock(); s.stopping = false; s.mu.Unlock() }()
+	defer func() { s.mu.Lock(); s.st.stopping = false; s.mu.Unlock() }()
 	rep, err := s.Cycle(t.Context())
 	require.NoError(t, err)
 	return rep
@@ -458,8 +458,8 @@ func TestLeaseCarriesItsTemplatesGraceDeadlineRuntimeAndExitCode(t *testing.T) {
 			}
 		}
 		if !restart {
-			require.Same(t, w.srv.jobs.get(ids[0]).run, w.srv.jobs.get(ids[1]).run, "a template's jobs share their runSpec")
-			require.NotSame(t, w.srv.jobs.get(ids[1]).run, w.srv.jobs.get(ids[2]).run)
+			require.Same(t, w.srv.st.jobs.get(ids[0]).run, w.srv.st.jobs.get(ids[1]).run, "a template's jobs share their runSpec")
+			require.NotSame(t, w.srv.st.jobs.get(ids[1]).run, w.srv.st.jobs.get(ids[2]).run)
 		}
 	}
 }

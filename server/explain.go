@@ -47,10 +47,10 @@ type JobDetail struct {
 // jobs.
 func (s *Server) Detail(ctx context.Context, ids ...string) ([]JobDetail, error) {
 	out := make([]JobDetail, 0, len(ids))
-	budget := s.positionLimit
+	budget := s.st.positionLimit
 	var errs []error
 	for _, id := range ids {
-		r, err := s.be.Job(ctx, id)
+		r, err := s.st.be.Job(ctx, id)
 		if err != nil {
 			if errors.Is(err, backend.ErrNotFound) {
 				errs = append(errs, flotilla.Errorf("job", id, backend.ErrNotFound, "no such job"))
@@ -70,11 +70,16 @@ func (s *Server) Detail(ctx context.Context, ids ...string) ([]JobDetail, error)
 	return out, nil
 }
 
-// detail is Detail of one job, spec its stored specification; placing it
-// spends from budget, the entries the call may still read.
+// detail is state.detail under the lock.
 func (s *Server) detail(id string, spec *backend.JobSpec, budget *int) (JobDetail, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.st.detail(id, spec, budget)
+}
+
+// detail is Detail of one job, spec its stored specification; placing it
+// spends from budget, the entries the call may still read.
+func (s *state) detail(id string, spec *backend.JobSpec, budget *int) (JobDetail, error) {
 	job := spec.Job
 	d := JobDetail{Class: job.PriorityClass, Priority: job.Priority}
 	if d.Class == "" {
@@ -85,13 +90,13 @@ func (s *Server) detail(id string, spec *backend.JobSpec, budget *int) (JobDetai
 			d.ClassPriority = pc.Priority
 		}
 	}
-	if e, ok := s.store.Get(id); ok && !s.stale {
+	if e, ok := s.queued.store.Get(id); ok && !s.stale {
 		// The queued copy carries the priority flux last gave it.
 		d.Priority = e.Job.Priority
 		if *budget <= 0 {
-			d.Position = &scheduler.QueuePosition{Queued: s.store.Stats(job.Queue).Jobs, Partial: true}
+			d.Position = &scheduler.QueuePosition{Queued: s.queued.store.Stats(job.Queue).Jobs, Partial: true}
 		} else {
-			pos, ok, err := scheduler.PositionOf(s.store, job.Queue, id, *budget)
+			pos, ok, err := scheduler.PositionOf(s.queued.store, job.Queue, id, *budget)
 			if err != nil {
 				return JobDetail{}, err
 			}
@@ -101,22 +106,21 @@ func (s *Server) detail(id string, spec *backend.JobSpec, budget *int) (JobDetai
 			}
 		}
 	}
-	if rep, ok := s.shares[job.Queue]; ok {
+	if rep, ok := s.last.shares[job.Queue]; ok {
 		d.Queue = &rep
 	}
-	if s.usage != nil && s.usage.flux != nil {
-		k := s.fluxAssoc(spec.Principal, spec.Job.Queue)
-		if c, err := s.fluxCalculation(k, job.Queue); err == nil {
+	if f := s.usage.flux; f != nil {
+		k := f.assoc(spec.Principal, spec.Job.Queue)
+		if c, err := f.calculation(k, job.Queue); err == nil {
 			d.Flux = &priority.Breakdown{JobID: id, User: k.user, Bank: k.bank, Queue: job.Queue, ComputedAt: s.clock.Now(), Calculation: c}
 		}
 	}
 	return d, nil
 }
 
-// fluxCalculation is the flux multi-factor calculation of an association's
-// jobs in queue, every term kept; fluxPriority is its job priority.
-func (s *Server) fluxCalculation(k assocKey, queue string) (priority.Calculation, error) {
-	f := s.usage.flux
+// calculation is the flux multi-factor calculation of an association's
+// jobs in queue, every term kept; priority is its job priority.
+func (f *fluxState) calculation(k assocKey, queue string) (priority.Calculation, error) {
 	bankPrio, ok := f.banks[k.bank]
 	if !ok {
 		return priority.Calculation{}, flotilla.Errorf("queue", queue, flotilla.ErrUnknownName, "no flux bank %q for the queue", k.bank)

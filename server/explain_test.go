@@ -70,7 +70,7 @@ func TestDetailCarriesTheFluxBreakdownOfTheJobsAssociation(t *testing.T) {
 func TestDetailReadsAtMostThePositionLimitInAllWhateverTheNumberOfJobs(t *testing.T) {
 	w := newWorld(t)
 	w.queue("A")
-	w.srv.positionLimit = 10
+	w.srv.st.positionLimit = 10
 	// Equal jobs go by id: "job-1", "job-10", ...
 	ids := slices.Sorted(slices.Values(w.submit("A", "s", cpuJobs(40, "1"))))
 	asked := ids[20:]

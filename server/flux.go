@@ -194,9 +194,8 @@ func (f *fluxState) weigh(v []float64) float64 {
 	return max(sum, 0)
 }
 
-// fluxAssoc is the association a job is charged to.
-func (s *Server) fluxAssoc(principal, queue string) assocKey {
-	f := s.usage.flux
+// assoc is the association a job is charged to.
+func (f *fluxState) assoc(principal, queue string) assocKey {
 	user := principal
 	if user == "" {
 		user = f.cfg.DefaultUser
@@ -212,31 +211,28 @@ func (f *fluxState) bank(queue string) string {
 	return queue
 }
 
-// fluxPriority is the Job.Priority of the jobs of association k in queue,
+// priority is the Job.Priority of the jobs of association k in queue,
 // or a problem naming why there is none.
-func (s *Server) fluxPriority(k assocKey, queue string) (uint32, error) {
-	c, err := s.fluxCalculation(k, queue)
+func (f *fluxState) priority(k assocKey, queue string) (uint32, error) {
+	c, err := f.calculation(k, queue)
 	if err != nil {
 		return 0, err
 	}
 	return priority.JobPriority(c.Priority), nil
 }
 
-// fluxSubmit sets the flux priority of jobs about to be submitted (their
+// submit sets the flux priority of jobs about to be submitted (their
 // Jobs are not shared yet), or returns the problems, one per association.
-func (s *Server) fluxSubmit(specs []backend.JobSpec) []error {
-	if s.usage == nil || s.usage.flux == nil {
-		return nil
-	}
+func (f *fluxState) submit(specs []backend.JobSpec) []error {
 	var errs []error
 	failed := map[assocKey]bool{}
 	for i := range specs {
 		sp := &specs[i]
-		k := s.fluxAssoc(sp.Principal, sp.Job.Queue)
+		k := f.assoc(sp.Principal, sp.Job.Queue)
 		if failed[k] {
 			continue
 		}
-		p, err := s.fluxPriority(k, sp.Job.Queue)
+		p, err := f.priority(k, sp.Job.Queue)
 		if err != nil {
 			failed[k] = true
 			errs = append(errs, err)
@@ -244,21 +240,20 @@ func (s *Server) fluxSubmit(specs []backend.JobSpec) []error {
 		}
 		sp.Job.Priority = p
 		g := groupKey{k.user, sp.Job.Queue}
-		if old, ok := s.usage.flux.groups[g]; ok && old != p {
+		if old, ok := f.groups[g]; ok && old != p {
 			// The tree changed since the group's jobs were given old
 			// (WithBankTree): the next re-prioritisation moves them.
-			s.usage.flux.stale = true
+			f.stale = true
 		}
-		s.usage.flux.groups[g] = p
+		f.groups[g] = p
 	}
 	return errs
 }
 
-// fluxCycle charges the associations' usage to the tree at now and, every
-// RecomputeEvery cycles, ranks them again and re-prioritises queued jobs.
-// The caller holds mu.
-func (s *Server) fluxCycle(now time.Time) {
-	f := s.usage.flux
+// cycle charges the associations' usage to the tree at now and, every
+// RecomputeEvery cycles, ranks them again and re-prioritises the queued
+// jobs of jobs, re-queueing in q those whose priority changed.
+func (f *fluxState) cycle(now time.Time, jobs *jobTable, q *queuedJobs) {
 	t := laterOf(f.tree.Now(), now)
 	h := f.tree.HalfLife()
 	for k, a := range f.assocs {
@@ -275,20 +270,15 @@ func (s *Server) fluxCycle(now time.Time) {
 	}
 	_ = f.tree.Recompute(t) // t is not before the tree's clock
 	f.refresh()
-	f.lastRequeued = s.reprioritize(false)
+	f.lastRequeued = f.reprioritize(jobs, q, false)
 }
 
-// fluxLoaded ranks the associations after a load and gives every queued
-// job its group's current priority.
-func (s *Server) fluxLoaded(now time.Time) error {
-	f := s.usage.flux
-	if f == nil {
-		return nil
-	}
+// loaded ranks the associations after a load and gives every queued job
+// of jobs its group's current priority.
+func (f *fluxState) loaded(now time.Time, jobs *jobTable, q *queuedJobs) {
 	_ = f.tree.Recompute(laterOf(f.tree.Now(), now))
 	f.refresh()
-	f.lastRequeued = s.reprioritize(true)
-	return nil
+	f.lastRequeued = f.reprioritize(jobs, q, true)
 }
 
 // reprioritize recomputes each group's priority and re-queues the queued
@@ -297,12 +287,11 @@ func (s *Server) fluxLoaded(now time.Time) error {
 // priority changed, and otherwise one pass over the live jobs plus a
 // store removal and insertion per job whose priority changed. It returns
 // how many jobs it re-queued.
-func (s *Server) reprioritize(all bool) int {
-	f := s.usage.flux
+func (f *fluxState) reprioritize(jobs *jobTable, q *queuedJobs, all bool) int {
 	changed := all || f.stale
 	f.stale = false
 	for g, old := range f.groups {
-		p, err := s.fluxPriority(assocKey{user: g.user, bank: f.bank(g.queue)}, g.queue)
+		p, err := f.priority(assocKey{user: g.user, bank: f.bank(g.queue)}, g.queue)
 		if err != nil {
 			continue // the association is gone: its jobs keep their priority
 		}
@@ -315,7 +304,7 @@ func (s *Server) reprioritize(all bool) int {
 		return 0
 	}
 	n := 0
-	for j := range s.jobs.all() {
+	for j := range jobs.all() {
 		if j.state != events.Queued {
 			continue
 		}
@@ -327,7 +316,7 @@ func (s *Server) reprioritize(all bool) int {
 		p, ok := f.groups[g]
 		if !ok {
 			var err error
-			if p, err = s.fluxPriority(assocKey{user: user, bank: f.bank(g.queue)}, g.queue); err != nil {
+			if p, err = f.priority(assocKey{user: user, bank: f.bank(g.queue)}, g.queue); err != nil {
 				continue
 			}
 			f.groups[g] = p
@@ -337,9 +326,9 @@ func (s *Server) reprioritize(all bool) int {
 		}
 		c := *j.sched()
 		c.Priority = p
-		s.storeRemove(j.id())
+		q.remove(j.id())
 		j.own = &c
-		s.storeAdd(j.own)
+		q.add(j.own)
 		n++
 	}
 	return n
@@ -353,14 +342,20 @@ func (s *Server) reprioritize(all bool) int {
 func (s *Server) WithBankTree(fn func(*priority.BankTree) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.st.withBankTree(fn)
+}
+
+// withBankTree is WithBankTree under the lock.
+func (s *state) withBankTree(fn func(*priority.BankTree) error) error {
 	if err := s.fresh(context.Background()); err != nil {
 		return err
 	}
-	if s.usage == nil || s.usage.flux == nil {
+	f := s.usage.flux
+	if f == nil {
 		return nil
 	}
-	err := fn(s.usage.flux.tree)
-	s.usage.flux.refresh()
+	err := fn(f.tree)
+	f.refresh()
 	return err
 }
 
@@ -375,7 +370,7 @@ func (s *Server) SubmitJSONAs(ctx context.Context, principal string, data []byte
 		q = req.Queue
 	}
 	return s.submit(ctx, q, func(now time.Time) ([]backend.JobSpec, error) {
-		specs, err := s.cfg.Submit.ParseJobsBatch(data, &s.cat, now, s.newIDs)
+		specs, err := s.st.cfg.Submit.ParseJobsBatch(data, &s.st.cat, now, s.st.newIDs)
 		for i := range specs {
 			specs[i].Principal = principal
 		}

@@ -49,7 +49,7 @@ func (w *world) jobPriority(id string) uint32 {
 	w.t.Helper()
 	w.srv.mu.Lock()
 	defer w.srv.mu.Unlock()
-	j := w.srv.jobs.get(id)
+	j := w.srv.st.jobs.get(id)
 	require.NotNil(w.t, j, id)
 	return j.sched().Priority
 }
@@ -221,8 +221,8 @@ func BenchmarkFluxReprioritize100kQueuedJobs(b *testing.B) {
 					k++
 					require.NoError(b, tree.AddUsage(user(k%users), "A", float64(k)*1e6, tree.Now()))
 				}
-				s.fluxCycle(s.clock.Now())
-				requeued += s.usage.flux.lastRequeued
+				s.st.usage.flux.cycle(s.st.clock.Now(), &s.st.jobs, &s.st.queued)
+				requeued += s.st.usage.flux.lastRequeued
 				s.mu.Unlock()
 			}
 			b.ReportMetric(float64(requeued)/float64(b.N), "requeued/op")

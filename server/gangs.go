@@ -24,37 +24,46 @@ import (
 // only whole gangs), so they are cancelled, saying why. Cancelling one
 // queued member so ends its queued mates too.
 
-func (s *Server) addGangMember(j *job) {
-	k := gangKey(j.spec)
-	s.gangs[k] = append(s.gangs[k], j)
+// gangTable lists the non-terminal members of each gang, by gangKey: a
+// gang id in use is not reused, and a gang is queued again whole.
+type gangTable struct {
+	members map[string][]*job
+	// broken marks gangs that lost a member since they were last checked
+	// (endBrokenGangs).
+	broken map[string]bool
 }
 
-func (s *Server) removeGangMember(j *job) {
+func (g *gangTable) add(j *job) {
 	k := gangKey(j.spec)
-	ms := slices.DeleteFunc(s.gangs[k], func(m *job) bool { return m == j })
+	g.members[k] = append(g.members[k], j)
+}
+
+func (g *gangTable) remove(j *job) {
+	k := gangKey(j.spec)
+	ms := slices.DeleteFunc(g.members[k], func(m *job) bool { return m == j })
 	if len(ms) == 0 {
-		delete(s.gangs, k)
-		delete(s.brokenGangs, k)
+		delete(g.members, k)
+		delete(g.broken, k)
 		return
 	}
-	s.gangs[k] = ms
-	s.brokenGangs[k] = true
+	g.members[k] = ms
+	g.broken[k] = true
 }
 
 // endBrokenGangs cancels the queued members of gangs left with fewer
 // members than their cardinality (see above), in one write. A failure
 // leaves the gangs marked, for the next write to retry. The caller holds
 // mu.
-func (s *Server) endBrokenGangs(ctx context.Context) {
-	if len(s.brokenGangs) == 0 {
+func (s *state) endBrokenGangs(ctx context.Context) {
+	if len(s.gangs.broken) == 0 {
 		return
 	}
 	now := s.clock.Now()
 	w := &backend.Write{}
-	for _, k := range slices.Sorted(maps.Keys(s.brokenGangs)) {
-		ms := s.gangs[k]
+	for _, k := range slices.Sorted(maps.Keys(s.gangs.broken)) {
+		ms := s.gangs.members[k]
 		if len(ms) == 0 || len(ms) >= ms[0].spec.Gang.Cardinality {
-			delete(s.brokenGangs, k)
+			delete(s.gangs.broken, k)
 			continue
 		}
 		for _, m := range ms {
@@ -68,20 +77,20 @@ func (s *Server) endBrokenGangs(ctx context.Context) {
 		}
 	}
 	if len(w.Events) == 0 {
-		clear(s.brokenGangs)
+		clear(s.gangs.broken)
 		return
 	}
 	if _, err := s.commit(ctx, w); err == nil {
 		// The cancelled members marked their gangs again; those have no
 		// queued member left.
-		clear(s.brokenGangs)
+		clear(s.gangs.broken)
 	}
 }
 
 // followGangs appends to w, for every gang member whose lease w ends, the
 // events that end its gang mates' leases the same way (see above). The
 // caller holds mu.
-func (s *Server) followGangs(w *backend.Write, now time.Time) {
+func (s *state) followGangs(w *backend.Write, now time.Time) {
 	n := len(w.Events)
 	var touched map[*job]bool
 	for i := 0; i < n; i++ {
@@ -107,7 +116,7 @@ func (s *Server) followGangs(w *backend.Write, now time.Time) {
 				}
 			}
 		}
-		for _, m := range s.gangs[gangKey(j.spec)] {
+		for _, m := range s.gangs.members[gangKey(j.spec)] {
 			if touched[m] {
 				continue
 			}

@@ -32,7 +32,7 @@ func TestResubmittedClientIDsNameTheExistingJobsAndOnlyTheNewJobsAreStored(t *te
 		}, func([]string) []string { return first }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := w.srv.store.Len()
+			before := w.srv.st.queued.store.Len()
 			ids := w.submit("A", "s1", tc.ts...)
 			require.Equal(t, tc.want(ids), ids)
 			fresh := 0
@@ -42,7 +42,7 @@ func TestResubmittedClientIDsNameTheExistingJobsAndOnlyTheNewJobsAreStored(t *te
 					require.Equal(t, "queued", w.state(id).String())
 				}
 			}
-			require.Equal(t, before+fresh, w.srv.store.Len(), "only the new jobs are stored")
+			require.Equal(t, before+fresh, w.srv.st.queued.store.Len(), "only the new jobs are stored")
 		})
 	}
 }

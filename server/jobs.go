@@ -33,7 +33,7 @@ func (s *Server) Submit(ctx context.Context, req *submit.Request) ([]string, err
 		return nil, flotilla.Errorf("request", "<nil>", flotilla.ErrRequired, "")
 	}
 	return s.submit(ctx, req.Queue, func(now time.Time) ([]backend.JobSpec, error) {
-		specs, err := s.cfg.Submit.JobsBatch(req, &s.cat, now, s.newIDs)
+		specs, err := s.st.cfg.Submit.JobsBatch(req, &s.st.cat, now, s.st.newIDs)
 		for i := range specs {
 			specs[i].Principal = req.Principal
 		}
@@ -53,13 +53,20 @@ func (s *Server) SubmitJSON(ctx context.Context, data []byte) ([]string, error) 
 		_ = json.Unmarshal(head["queue"], &queueName) // the exact key, as the strict decoder reads it
 	}
 	return s.submit(ctx, queueName, func(now time.Time) ([]backend.JobSpec, error) {
-		return s.cfg.Submit.ParseJobsBatch(data, &s.cat, now, s.newIDs)
+		return s.st.cfg.Submit.ParseJobsBatch(data, &s.st.cat, now, s.st.newIDs)
 	})
 }
 
+// submit is state.submit under the lock.
 func (s *Server) submit(ctx context.Context, queueName string, expand func(time.Time) ([]backend.JobSpec, error)) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.st.submit(ctx, queueName, expand)
+}
+
+// submit stores the jobs expand makes at the clock's time, for queue
+// queueName: Submit's work under the lock.
+func (s *state) submit(ctx context.Context, queueName string, expand func(time.Time) ([]backend.JobSpec, error)) ([]string, error) {
 	if err := s.fresh(ctx); err != nil {
 		return nil, err
 	}
@@ -79,7 +86,7 @@ func (s *Server) submit(ctx context.Context, queueName string, expand func(time.
 	// Idempotency: a client id used before names the existing job.
 	gangSeen := map[string][2]int{} // gang key → (members found, members new)
 	used, err := s.usedClientIDs(ctx, queueName, specs)
-	defer func() { clear(s.cidScratch); clear(s.cidIDScratch) }() // keeps no strings alive
+	defer func() { clear(s.scratch.cids); clear(s.scratch.cidIDs) }() // keeps no strings alive
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +114,7 @@ func (s *Server) submit(ctx context.Context, queueName string, expand func(time.
 		if sp.Job.IsGang() {
 			k := gangKey(sp.Job)
 			n := gangSeen[k]
-			if n[1] == 0 && len(s.gangs[k]) > 0 {
+			if n[1] == 0 && len(s.gangs.members[k]) > 0 {
 				errs = append(errs, flotilla.Errorf("gang.id", sp.Job.Gang.ID, flotilla.ErrDuplicate,
 					"live jobs of queue %q are members of a gang of that id", queueName))
 			}
@@ -130,11 +137,13 @@ func (s *Server) submit(ctx context.Context, queueName string, expand func(time.
 			}
 		}
 	}
-	errs = append(errs, s.fluxSubmit(fresh)...)
+	if f := s.usage.flux; f != nil {
+		errs = append(errs, f.submit(fresh)...)
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	w := &backend.Write{Jobs: fresh, Events: s.submitScratch(len(fresh))}
+	w := &backend.Write{Jobs: fresh, Events: s.scratch.submitEvents(len(fresh))}
 	defer clear(w.Events) // keeps no strings alive in the scratch
 	for i := range fresh {
 		j := fresh[i].Job
@@ -146,29 +155,11 @@ func (s *Server) submit(ctx context.Context, queueName string, expand func(time.
 	return ids, nil
 }
 
-// maxSubmitScratch bounds the submitted events Submit keeps between
-// requests (160 bytes each).
-const maxSubmitScratch = 4096
-
-// submitScratch returns n events' room for a submit's write: the kept
-// scratch when it is large enough (the events are applied and forgotten
-// within the call, and nothing the backend returns outlives it). The
-// caller holds mu.
-func (s *Server) submitScratch(n int) []events.Event {
-	if n > maxSubmitScratch {
-		return make([]events.Event, n)
-	}
-	if cap(s.submitted) < n {
-		s.submitted = make([]events.Event, max(n, min(2*cap(s.submitted), maxSubmitScratch)))
-	}
-	return s.submitted[:n]
-}
-
 // usedClientIDs looks up the client ids of specs in the queue: the
 // returned function gives spec i's existing job id, or an error
 // (backend.ErrNotFound when the client id is new). With a backend that
 // implements backend.ClientIDLookup it asks once for all of them.
-func (s *Server) usedClientIDs(ctx context.Context, queueName string, specs []backend.JobSpec) (func(i int) (string, error), error) {
+func (s *state) usedClientIDs(ctx context.Context, queueName string, specs []backend.JobSpec) (func(i int) (string, error), error) {
 	l, ok := s.be.(backend.ClientIDLookup)
 	if !ok {
 		return func(i int) (string, error) { return s.be.JobByClientID(ctx, queueName, specs[i].ClientID) }, nil
@@ -177,9 +168,9 @@ func (s *Server) usedClientIDs(ctx context.Context, queueName string, specs []ba
 	// between requests (under mu); submit clears it after use.
 	var cids, ids []string
 	if n := len(specs); n <= maxSubmitScratch {
-		cids = slices.Grow(s.cidScratch[:0], n)[:n]
-		ids = slices.Grow(s.cidIDScratch[:0], n)[:n]
-		s.cidScratch, s.cidIDScratch = cids, ids
+		cids = slices.Grow(s.scratch.cids[:0], n)[:n]
+		ids = slices.Grow(s.scratch.cidIDs[:0], n)[:n]
+		s.scratch.cids, s.scratch.cidIDs = cids, ids
 	} else {
 		cids, ids = make([]string, n), make([]string, n)
 	}
@@ -220,6 +211,11 @@ type CancelResult struct {
 func (s *Server) Cancel(ctx context.Context, ids ...string) (CancelResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.st.cancelIDs(ctx, ids)
+}
+
+// cancelIDs is Cancel under the lock.
+func (s *state) cancelIDs(ctx context.Context, ids []string) (CancelResult, error) {
 	if err := s.fresh(ctx); err != nil {
 		return CancelResult{}, err
 	}
@@ -256,6 +252,11 @@ func (s *Server) Cancel(ctx context.Context, ids ...string) (CancelResult, error
 func (s *Server) CancelJobSet(ctx context.Context, queueName, jobSet string) (CancelResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.st.cancelJobSet(ctx, queueName, jobSet)
+}
+
+// cancelJobSet is CancelJobSet under the lock.
+func (s *state) cancelJobSet(ctx context.Context, queueName, jobSet string) (CancelResult, error) {
 	if err := s.fresh(ctx); err != nil {
 		return CancelResult{}, err
 	}
@@ -273,7 +274,7 @@ func (s *Server) CancelJobSet(ctx context.Context, queueName, jobSet string) (Ca
 }
 
 // cancel writes the cancellation of js. The caller holds mu.
-func (s *Server) cancel(ctx context.Context, js []*job, res CancelResult) (CancelResult, error) {
+func (s *state) cancel(ctx context.Context, js []*job, res CancelResult) (CancelResult, error) {
 	now := s.clock.Now()
 	w := &backend.Write{}
 	for _, j := range js {
@@ -325,7 +326,7 @@ func (s *Server) Status(ctx context.Context, ids ...string) ([]JobStatus, error)
 	out := make([]JobStatus, 0, len(ids))
 	var errs []error
 	for _, id := range ids {
-		r, err := s.be.Job(ctx, id)
+		r, err := s.st.be.Job(ctx, id)
 		if err != nil {
 			if errors.Is(err, backend.ErrNotFound) {
 				errs = append(errs, flotilla.Errorf("job", id, backend.ErrNotFound, "no such job"))
@@ -356,11 +357,16 @@ func (s *Server) Status(ctx context.Context, ids ...string) ([]JobStatus, error)
 	return out, nil
 }
 
-// whyQueued explains why a queued job is not running, from the last
-// cycle's result.
+// whyQueued is state.whyQueued under the lock.
 func (s *Server) whyQueued(id string) (string, *scheduler.Reason) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.st.whyQueued(id)
+}
+
+// whyQueued explains why a queued job is not running, from the last
+// cycle's result.
+func (s *state) whyQueued(id string) (string, *scheduler.Reason) {
 	j := s.jobs.get(id)
 	if s.stale {
 		return "", nil
@@ -369,17 +375,17 @@ func (s *Server) whyQueued(id string) (string, *scheduler.Reason) {
 		return "", nil
 	}
 	q := j.spec.Queue
-	if !s.cycling {
-		if e, ok := s.store.Get(id); ok {
-			if r, ok := s.waiting[waitKey{q, e.Key}]; ok {
+	if !s.queued.cycling {
+		if e, ok := s.queued.store.Get(id); ok {
+			if r, ok := s.last.waiting[waitKey{q, e.Key}]; ok {
 				return r.Message, &r
 			}
 		}
 	}
-	if r, ok := s.notReached[q]; ok {
+	if r, ok := s.last.notReached[q]; ok {
 		return fmt.Sprintf("the last cycle did not reach it: %s", r.Reason.Message), &r.Reason
 	}
-	if rep, ok := s.shares[q]; ok {
+	if rep, ok := s.last.shares[q]; ok {
 		return fmt.Sprintf("waiting for a cycle; queue %s holds share %.3f against fair share %.3f (adjusted %.3f)",
 			q, rep.Share, rep.FairShare, rep.AdjustedFairShare), nil
 	}
@@ -389,7 +395,7 @@ func (s *Server) whyQueued(id string) (string, *scheduler.Reason) {
 // Events returns one job set's stored events from sequence number from
 // (0 and 1 both mean the first), at most limit of them (limit ≤ 0: all).
 func (s *Server) Events(ctx context.Context, queueName, jobSet string, from uint64, limit int) ([]events.Event, error) {
-	return s.be.Events(ctx, queueName, jobSet, from, limit)
+	return s.st.be.Events(ctx, queueName, jobSet, from, limit)
 }
 
 // watchBatch is how many events Watch reads from the backend at a time.
@@ -405,9 +411,9 @@ func (s *Server) Watch(ctx context.Context, queueName, jobSet string, from uint6
 	}
 	for {
 		s.mu.Lock()
-		changed := s.changed
+		changed := s.st.changed
 		s.mu.Unlock()
-		evs, err := s.be.Events(ctx, queueName, jobSet, from, watchBatch)
+		evs, err := s.st.be.Events(ctx, queueName, jobSet, from, watchBatch)
 		if err != nil {
 			return err
 		}

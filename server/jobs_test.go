@@ -63,8 +63,8 @@ func TestSubmitWithAnyProblemIsRejectedWholeNamingEveryProblemAndStoresNothing(t
 			requireProblems(t, err, tc.want...)
 			w.requireUnchanged(before)
 			require.Empty(t, w.log("A", "s1"))
-			require.Zero(t, w.srv.store.Len())
-			require.Zero(t, w.srv.jobs.len())
+			require.Zero(t, w.srv.st.queued.store.Len())
+			require.Zero(t, w.srv.st.jobs.len())
 		})
 	}
 }
@@ -124,7 +124,7 @@ func TestClientIDMakesSubmitIdempotent(t *testing.T) {
 	again := w.submit("A", "s1", tpl, solo)
 	require.Equal(t, ids[:4], again)
 	require.Equal(t, logBefore, w.log("A", "s1"))
-	require.Equal(t, 5, w.srv.store.Len())
+	require.Equal(t, 5, w.srv.st.queued.store.Len())
 
 	// An expanded client id names its job on its own, and in any job set.
 	got := w.submit("A", "s9", JobTemplate{ClientID: "train-7-1", Requests: map[string]string{"cpu": "1"}})
@@ -228,7 +228,7 @@ func TestCancelledJobWhoseExecutorDiesEndsCancelledOnLeaseExpiryNotRequeued(t *t
 	require.Equal(t, events.CancelledState, st.State)
 	require.Equal(t, 1, st.Attempts)
 	require.Equal(t, []string{"submitted", "leased", "cancel-requested", "cancelled"}, types(w.jobLog("A", "s1", id)))
-	require.Zero(t, w.srv.store.Len())
+	require.Zero(t, w.srv.st.queued.store.Len())
 }
 
 func TestCancelOfAFinishedJobOrARequestedOneChangesNothing(t *testing.T) {
@@ -526,14 +526,14 @@ func TestSubmitWritesItsEventsInAScratchItClearsAfterTheWrite(t *testing.T) {
 	w := newWorld(t)
 	w.queue("A")
 	w.submit("A", "s", cpuJobs(10, "1"))
-	require.GreaterOrEqual(t, cap(w.srv.submitted), 10)
-	first := &w.srv.submitted[:1][0]
-	for _, e := range w.srv.submitted[:cap(w.srv.submitted)] {
+	require.GreaterOrEqual(t, cap(w.srv.st.scratch.submitted), 10)
+	first := &w.srv.st.scratch.submitted[:1][0]
+	for _, e := range w.srv.st.scratch.submitted[:cap(w.srv.st.scratch.submitted)] {
 		require.Zero(t, e)
 	}
 	w.submit("A", "s", cpuJobs(5, "1"))
-	require.Same(t, first, &w.srv.submitted[:1][0], "the scratch is reused")
+	require.Same(t, first, &w.srv.st.scratch.submitted[:1][0], "the scratch is reused")
 	w.submit("A", "s", cpuJobs(maxSubmitScratch+1, "1"))
-	require.LessOrEqual(t, cap(w.srv.submitted), maxSubmitScratch)
-	require.Equal(t, 16+maxSubmitScratch, w.srv.store.Len())
+	require.LessOrEqual(t, cap(w.srv.st.scratch.submitted), maxSubmitScratch)
+	require.Equal(t, 16+maxSubmitScratch, w.srv.st.queued.store.Len())
 }

@@ -131,13 +131,13 @@ func (r *svcRun) checkMemory(v *svcView) string {
 	s := r.w.srv
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cycling || len(s.deferred) > 0 {
-		return fmt.Sprintf("between cycles: cycling %v, %d deferred store changes", s.cycling, len(s.deferred))
+	if s.st.queued.cycling || len(s.st.queued.deferred) > 0 {
+		return fmt.Sprintf("between cycles: cycling %v, %d deferred store changes", s.st.queued.cycling, len(s.st.queued.deferred))
 	}
 	queued, live := 0, 0
 	for _, id := range slices.Sorted(maps.Keys(v.jobs)) {
 		st := v.jobs[id]
-		j := s.jobs.get(id)
+		j := s.st.jobs.get(id)
 		if st.State.Terminal() {
 			if j != nil {
 				return fmt.Sprintf("job %s is %s but the server keeps it", id, st.State)
@@ -159,7 +159,7 @@ func (r *svcRun) checkMemory(v *svcView) string {
 		if !slices.Equal(j.sched().AvoidClusters, st.FailedClusters) {
 			return fmt.Sprintf("job %s: the scheduler's job avoids %v, failed on %v", id, j.sched().AvoidClusters, st.FailedClusters)
 		}
-		_, inStore := s.store.Get(id)
+		_, inStore := s.st.queued.store.Get(id)
 		if inStore != (st.State == events.Queued) {
 			return fmt.Sprintf("job %s is %s; in the queued store: %v", id, st.State, inStore)
 		}
@@ -173,15 +173,15 @@ func (r *svcRun) checkMemory(v *svcView) string {
 			}
 		}
 	}
-	if s.jobs.len() != queued+live {
-		return fmt.Sprintf("the server keeps %d jobs, the logs have %d queued and %d live", s.jobs.len(), queued, live)
+	if s.st.jobs.len() != queued+live {
+		return fmt.Sprintf("the server keeps %d jobs, the logs have %d queued and %d live", s.st.jobs.len(), queued, live)
 	}
-	if n := s.store.Len(); n != queued {
+	if n := s.st.queued.store.Len(); n != queued {
 		return fmt.Sprintf("the queued store holds %d jobs, the logs %d", n, queued)
 	}
 	// Rule 1, the server's side: each live job on exactly one cluster.
 	onClusters := 0
-	for _, c := range s.clusters {
+	for _, c := range s.st.clusters {
 		for j := range c.jobs() {
 			if j.lease == nil || j.lease.cluster != c || !j.state.Live() {
 				return fmt.Sprintf("cluster %s lists job %s (%s), not leased to it", c.name, j.id(), j.state)
@@ -269,7 +269,7 @@ func (r *svcRun) checkNodes(v *svcView) string {
 		if !st.State.Live() {
 			continue
 		}
-		c := s.clusters[st.Cluster]
+		c := s.st.clusters[st.Cluster]
 		if c == nil {
 			return fmt.Sprintf("job %s is leased to %s, a cluster the server does not know", id, st.Cluster)
 		}
@@ -278,12 +278,12 @@ func (r *svcRun) checkNodes(v *svcView) string {
 		}
 		n := snapName(st.Cluster, st.Node)
 		if used[n] == nil {
-			used[n] = make(flotilla.Resources, s.cat.Schema.Len())
+			used[n] = make(flotilla.Resources, s.st.cat.Schema.Len())
 		}
 		used[n].Add(v.recs[id].Spec.Job.Requests)
 	}
 	for _, n := range slices.Sorted(maps.Keys(used)) {
-		ref := s.nodes[n]
+		ref := s.st.nodes[n]
 		total := ref.cluster.nodes[ref.cluster.index[ref.node]].Total
 		if !used[n].Fits(total) {
 			return fmt.Sprintf("node %s over-committed: live leases request %v of %v", n, used[n], total)
@@ -304,7 +304,7 @@ type duringSchedule struct {
 }
 
 func (d *duringSchedule) Err() error {
-	if d.fn != nil && d.srv.cycling {
+	if d.fn != nil && d.srv.st.queued.cycling {
 		fn := d.fn
 		d.fn = nil
 		fn()
@@ -321,9 +321,9 @@ func (r *svcRun) cycle(during []svcCmd) string {
 	now := r.w.clock.Now()
 	var alive []string
 	cordoned := map[string]bool{}
-	for _, name := range slices.Sorted(maps.Keys(s.clusters)) {
-		c := s.clusters[name]
-		if c.alive(now, s.cfg.LeaseTimeout) {
+	for _, name := range slices.Sorted(maps.Keys(s.st.clusters)) {
+		c := s.st.clusters[name]
+		if c.alive(now, s.st.cfg.LeaseTimeout) {
 			alive = append(alive, name)
 		}
 		for _, n := range c.nodes {
@@ -332,7 +332,7 @@ func (r *svcRun) cycle(during []svcCmd) string {
 			}
 		}
 	}
-	draining := s.stopping
+	draining := s.st.stopping
 	ctx := &duringSchedule{Context: r.w.ctx, srv: s}
 	var msg string
 	if len(during) > 0 {
@@ -381,7 +381,7 @@ func (r *svcRun) cycle(during []svcCmd) string {
 			}
 			gangCluster[k] = e.Cluster
 			if l := sj.Gang.NodeUniformityLabel; l != "" {
-				zone := s.clusters[e.Cluster].nodes[s.clusters[e.Cluster].index[e.Node]].Labels[l]
+				zone := s.st.clusters[e.Cluster].nodes[s.st.clusters[e.Cluster].index[e.Node]].Labels[l]
 				if z, ok := gangZone[k]; ok && z != zone {
 					return fmt.Sprintf("gang %s leased across %s values %s and %s", sj.Gang.ID, l, z, zone)
 				}
@@ -411,7 +411,7 @@ func (r *svcRun) cycle(during []svcCmd) string {
 func (r *svcRun) interleave(cmds []svcCmd) string {
 	for _, c := range cmds {
 		if c.kind == cmdCycle {
-			if !r.w.srv.cycling {
+			if !r.w.srv.st.queued.cycling {
 				continue // run after the cycle: no second cycle
 			}
 			if _, err := r.w.srv.Cycle(r.w.ctx); !errors.Is(err, ErrCycleRunning) {
@@ -436,7 +436,7 @@ func (r *svcRun) checkAvoid(v *svcView, alive []string, news []events.Event, cre
 	s := r.w.srv
 	free := map[string][]flotilla.Resources{} // per alive cluster, per node
 	for _, name := range alive {
-		c := s.clusters[name]
+		c := s.st.clusters[name]
 		for _, n := range c.nodes {
 			if n.Unschedulable {
 				free[name] = append(free[name], make(flotilla.Resources, len(n.Total)))
@@ -449,7 +449,7 @@ func (r *svcRun) checkAvoid(v *svcView, alive []string, news []events.Event, cre
 		if free[cluster] == nil {
 			return // not in the cycle (or no lease: a queued job cancelled)
 		}
-		if i, ok := s.clusters[cluster].index[node]; ok {
+		if i, ok := s.st.clusters[cluster].index[node]; ok {
 			free[cluster][i].Sub(req)
 		}
 	}
@@ -466,7 +466,7 @@ func (r *svcRun) checkAvoid(v *svcView, alive []string, news []events.Event, cre
 	}
 	if crep.Result != nil {
 		for _, a := range crep.Result.Scheduled {
-			if ref, ok := s.nodes[a.Node]; ok && !leased[a.Job.ID] {
+			if ref, ok := s.st.nodes[a.Node]; ok && !leased[a.Job.ID] {
 				take(ref.cluster.name, ref.node, a.Job.Requests)
 			}
 		}
@@ -505,7 +505,7 @@ func (r *svcRun) checkAvoid(v *svcView, alive []string, news []events.Event, cre
 				continue
 			}
 			label := v.recs[g[0].Job].Spec.Job.Gang.NodeUniformityLabel
-			if fitsDomain(reqs, free[other], s.clusters[other].nodes, label) {
+			if fitsDomain(reqs, free[other], s.st.clusters[other].nodes, label) {
 				return fmt.Sprintf("job %s leased back to %s, where it failed (%v), while %s had room (free %v)",
 					g[0].Job, to, failed, other, free[other])
 			}
@@ -566,7 +566,7 @@ func fitsAll(reqs []flotilla.Resources, free []flotilla.Resources) bool {
 // job has ended.
 func (r *svcRun) settle() string {
 	r.flaky.armed = faultNone
-	if r.w.srv.stopping {
+	if r.w.srv.st.stopping {
 		if msg := r.do(svcCmd{kind: cmdRestart}); msg != "" {
 			return msg
 		}

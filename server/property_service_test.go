@@ -423,7 +423,7 @@ func (r *svcRun) do1(c svcCmd) string {
 		}
 		// Mostly a job that has not ended.
 		ids := r.acked
-		if open := slices.Sorted(w.srv.jobs.ids()); len(open) > 0 && c.pick%4 > 0 {
+		if open := slices.Sorted(w.srv.st.jobs.ids()); len(open) > 0 && c.pick%4 > 0 {
 			ids = open
 		}
 		if _, err := w.srv.Cancel(w.ctx, ids[c.pick%len(ids)]); err != nil {
@@ -459,7 +459,7 @@ func (r *svcRun) do1(c svcCmd) string {
 	case cmdRequeue:
 		return r.recreateQueue(propQueues[c.queue])
 	case cmdRestart:
-		srv, err := New(w.ctx, w.srv.cfg)
+		srv, err := New(w.ctx, w.srv.st.cfg)
 		if err != nil {
 			return fmt.Sprintf("restart: %v", err)
 		}
@@ -619,7 +619,7 @@ func (r *svcRun) report(e *fakeExec, c svcCmd) string {
 	for _, jr := range rep.Jobs {
 		listed[jr.Job] = true
 	}
-	for j := range s.clusters[e.name].jobs() {
+	for j := range s.st.clusters[e.name].jobs() {
 		if j.state == events.LeasedState && !j.cancelRequested && e.held[j.id()] == nil && !listed[j.id()] {
 			return fmt.Sprintf("after its report %s does not hold lease %d of %s", e.name, j.attempts, j.id())
 		}
@@ -629,7 +629,7 @@ func (r *svcRun) report(e *fakeExec, c svcCmd) string {
 		if h.stopping {
 			continue
 		}
-		j := s.jobs.get(id)
+		j := s.st.jobs.get(id)
 		switch {
 		case j == nil || !j.state.Live():
 			return fmt.Sprintf("after its report %s still runs %s (lease %d), which holds no lease", e.name, id, h.attempt)
@@ -700,7 +700,7 @@ func (f *flakyBackend) Commit(ctx context.Context, w *backend.Write) ([]events.E
 // time unchanged.
 func (r *svcRun) rogueReport(e *fakeExec) string {
 	s := r.w.srv
-	if !e.alive || s.clusters[e.name] == nil {
+	if !e.alive || s.st.clusters[e.name] == nil {
 		return ""
 	}
 	rep := &Report{Cluster: e.name}
@@ -716,8 +716,8 @@ func (r *svcRun) rogueReport(e *fakeExec) string {
 		rep.Jobs = append(rep.Jobs, jr)
 	}
 	bogus := JobReport{Job: "no-such-job", Attempt: 1, Phase: PhaseRunning}
-	for _, id := range slices.Sorted(s.jobs.ids()) {
-		if j := s.jobs.get(id); j.lease != nil && j.lease.cluster.name != e.name && e.held[id] == nil {
+	for _, id := range slices.Sorted(s.st.jobs.ids()) {
+		if j := s.st.jobs.get(id); j.lease != nil && j.lease.cluster.name != e.name && e.held[id] == nil {
 			bogus = JobReport{Job: id, Attempt: int(j.attempts), Phase: PhaseRunning}
 			break
 		}
@@ -745,12 +745,12 @@ func (r *svcRun) fingerprint() string {
 			fmt.Fprintf(&b, "%s/%s: %d events\n", q, set, len(evs))
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(s.clusters)) {
-		c := s.clusters[name]
+	for _, name := range slices.Sorted(maps.Keys(s.st.clusters)) {
+		c := s.st.clusters[name]
 		fmt.Fprintf(&b, "%s reported %s\n", name, c.reported.Format(time.RFC3339Nano))
 	}
-	for _, id := range slices.Sorted(s.jobs.ids()) {
-		if l := s.jobs.get(id).lease; l != nil {
+	for _, id := range slices.Sorted(s.st.jobs.ids()) {
+		if l := s.st.jobs.get(id).lease; l != nil {
 			fmt.Fprintf(&b, "%s renewed %s\n", id, l.renewed.Format(time.RFC3339Nano))
 		}
 	}
@@ -762,7 +762,7 @@ func (r *svcRun) fingerprint() string {
 func (r *svcRun) recreateQueue(q string) string {
 	s := r.w.srv
 	open := 0
-	for j := range s.jobs.all() {
+	for j := range s.st.jobs.all() {
 		if j.spec.Queue == q {
 			open++
 		}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/backend"
-	"github.com/flotilla-sched/flotilla/events"
 	"github.com/flotilla-sched/flotilla/scheduler"
 	"github.com/flotilla-sched/flotilla/submit"
 )
@@ -19,8 +18,8 @@ import (
 // configuration: flotilla.Queue.Validate's rules, a name usable in paths
 // and logs (no '/', no control characters), and limits naming configured
 // classes (an empty class name is Validate's problem, named once).
-func (s *Server) validQueue(q *flotilla.Queue) error {
-	cfg := s.sched.Config()
+func (d *deps) validQueue(q *flotilla.Queue) error {
+	cfg := d.sched.Config()
 	errs := []error{q.Validate()}
 	for _, class := range slices.Sorted(maps.Keys(q.LimitsByPriorityClass)) {
 		if class != "" && !slices.ContainsFunc(cfg.PriorityClasses, func(pc flotilla.PriorityClass) bool { return pc.Name == class }) {
@@ -43,24 +42,30 @@ func badName(s string) bool { return !submit.PlainText(s) || strings.ContainsRun
 // (*flotilla.FieldError, joined), backend.ErrExists when the name is
 // taken, or the backend's error; nothing changes on error.
 func (s *Server) CreateQueue(ctx context.Context, q flotilla.Queue) error {
-	return s.putQueue(ctx, q, s.be.CreateQueue)
+	return s.putQueue(ctx, q, s.st.be.CreateQueue)
 }
 
 // UpdateQueue replaces a queue's definition (its priority factor and
 // limits); the next cycle uses it. Errors as for CreateQueue, and
 // backend.ErrNotFound when there is no such queue.
 func (s *Server) UpdateQueue(ctx context.Context, q flotilla.Queue) error {
-	return s.putQueue(ctx, q, s.be.UpdateQueue)
+	return s.putQueue(ctx, q, s.st.be.UpdateQueue)
 }
 
-// putQueue validates q, stores it with store and then keeps it in memory.
+// putQueue validates q, then under the lock stores it with store and
+// keeps it in memory.
 func (s *Server) putQueue(ctx context.Context, q flotilla.Queue, store func(context.Context, flotilla.Queue) error) error {
-	if err := s.validQueue(&q); err != nil {
+	if err := s.st.validQueue(&q); err != nil {
 		return err
 	}
 	q = cloneQueue(q)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.st.putQueue(ctx, q, store)
+}
+
+// putQueue stores q, valid, with store and keeps it in memory.
+func (s *state) putQueue(ctx context.Context, q flotilla.Queue, store func(context.Context, flotilla.Queue) error) error {
 	if err := s.fresh(ctx); err != nil {
 		return err
 	}
@@ -77,6 +82,11 @@ func (s *Server) putQueue(ctx context.Context, q flotilla.Queue, store func(cont
 func (s *Server) DeleteQueue(ctx context.Context, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.st.deleteQueue(ctx, name)
+}
+
+// deleteQueue is DeleteQueue under the lock.
+func (s *state) deleteQueue(ctx context.Context, name string) error {
 	if err := s.fresh(ctx); err != nil {
 		return err
 	}
@@ -106,6 +116,11 @@ type QueueInfo struct {
 func (s *Server) Queue(ctx context.Context, name string) (QueueInfo, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.st.queue(ctx, name)
+}
+
+// queue is Queue under the lock.
+func (s *state) queue(ctx context.Context, name string) (QueueInfo, error) {
 	if err := s.fresh(ctx); err != nil {
 		return QueueInfo{}, err
 	}
@@ -113,17 +128,22 @@ func (s *Server) Queue(ctx context.Context, name string) (QueueInfo, error) {
 	if !ok {
 		return QueueInfo{}, flotilla.Errorf("queue", name, backend.ErrNotFound, "no such queue")
 	}
-	return s.queueInfo(q, s.liveCounts()), nil
+	return s.queueInfo(q, s.clusters.liveCounts()), nil
 }
 
 // ListQueues returns every queue with its counts, sorted by name.
 func (s *Server) ListQueues(ctx context.Context) ([]QueueInfo, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.st.listQueues(ctx)
+}
+
+// listQueues is ListQueues under the lock.
+func (s *state) listQueues(ctx context.Context) ([]QueueInfo, error) {
 	if err := s.fresh(ctx); err != nil {
 		return nil, err
 	}
-	counts := s.liveCounts()
+	counts := s.clusters.liveCounts()
 	out := make([]QueueInfo, 0, len(s.queues))
 	for _, q := range s.queues {
 		out = append(out, s.queueInfo(q, counts))
@@ -132,29 +152,11 @@ func (s *Server) ListQueues(ctx context.Context) ([]QueueInfo, error) {
 	return out, nil
 }
 
-// liveCounts counts leased and running jobs per queue, over the clusters'
-// live jobs (bounded by what the clusters hold, not by the backlog).
-func (s *Server) liveCounts() map[string][2]int {
-	m := make(map[string][2]int)
-	for _, c := range s.clusters {
-		for j := range c.jobs() {
-			n := m[j.spec.Queue]
-			if j.state == events.RunningState {
-				n[1]++
-			} else {
-				n[0]++
-			}
-			m[j.spec.Queue] = n
-		}
-	}
-	return m
-}
-
-func (s *Server) queueInfo(q *flotilla.Queue, counts map[string][2]int) QueueInfo {
+func (s *state) queueInfo(q *flotilla.Queue, counts map[string][2]int) QueueInfo {
 	n := counts[q.Name]
-	info := QueueInfo{Queue: cloneQueue(*q), Queued: s.store.QueueLen(q.Name), Leased: n[0], Running: n[1]}
-	info.Report = s.shares[q.Name]
-	info.Usage = s.queueUsage(q.Name, s.clock.Now())
+	info := QueueInfo{Queue: cloneQueue(*q), Queued: s.queued.store.QueueLen(q.Name), Leased: n[0], Running: n[1]}
+	info.Report = s.last.shares[q.Name]
+	info.Usage = s.usage.value(q.Name, s.clock.Now())
 	return info
 }
 

@@ -53,14 +53,14 @@ func TestACycleWhoseWriteTheBackendRefusesReloadsAndTheNextCycleWorks(t *testing
 	require.ErrorIs(t, err, backend.ErrUnavailable)
 	late.deliver(t)
 	require.Equal(t, events.SucceededState, w.record(id).State.State, "the backend holds the late write")
-	j := w.srv.jobs.get(id)
+	j := w.srv.st.jobs.get(id)
 	require.True(t, j != nil && j.state == events.RunningState, "the service was told it was not applied: running in memory")
 
 	w.clock.Advance(DefaultLeaseTimeout)
 	_, err = w.srv.Cycle(w.ctx)
 	require.ErrorIs(t, err, events.ErrRefused, "the cycle expiring a lease the backend holds succeeded")
 
-	require.Nil(t, w.srv.jobs.get(id), "reloaded from the backend: the job has ended")
+	require.Nil(t, w.srv.st.jobs.get(id), "reloaded from the backend: the job has ended")
 	other := w.submit("A", "s1", one("1"))[0]
 	w.report(Report{Cluster: "c1"})
 	rep := w.cycle()

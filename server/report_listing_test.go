@@ -92,7 +92,7 @@ func TestReportListingItsJobsOutOfIDOrderRenewsThemAll(t *testing.T) {
 	w.cycle() // the cluster's live list is sorted by id now
 	reversed := held(PhaseRunning, ls)
 	slices.Reverse(reversed)
-	w.clock.Advance(w.srv.cfg.LeaseTimeout - time.Second)
+	w.clock.Advance(w.srv.st.cfg.LeaseTimeout - time.Second)
 	reply := w.report(Report{Cluster: "c1", Jobs: reversed})
 	require.Empty(t, reply.Leases)
 	require.Empty(t, reply.Kill)

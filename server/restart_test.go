@@ -47,7 +47,7 @@ func TestRestartRebuildsQueuesQueuedJobsLiveLeasesAndClustersAndSequenceNumbersC
 		require.Equal(t, "c1", st.Cluster)
 	}
 	require.Equal(t, 2, w.status(live[1]).Attempts)
-	require.Equal(t, []string{"c1"}, w.srv.jobs.get(live[1]).sched().AvoidClusters, "failed clusters are avoided after a restart too")
+	require.Equal(t, []string{"c1"}, w.srv.st.jobs.get(live[1]).sched().AvoidClusters, "failed clusters are avoided after a restart too")
 	require.True(t, w.status(live[2]).CancelRequested)
 
 	// The gang id is still in use; client-less resubmission is refused.

@@ -36,7 +36,7 @@ func TestMillionJobQueueLeasesWhatFitsInTheFirstCycleAndDrainsInOrder(t *testing
 		}
 		last = ids
 	}
-	require.Equal(t, n, w.srv.store.Len())
+	require.Equal(t, n, w.srv.st.queued.store.Len())
 	for round := range 2 {
 		rep := w.cycle()
 		require.Equal(t, clusters*nodes*cores, rep.Leased, "round %d", round)
@@ -53,7 +53,7 @@ func TestMillionJobQueueLeasesWhatFitsInTheFirstCycleAndDrainsInOrder(t *testing
 		require.Equal(t, events.SucceededState, w.state(id), id)
 	}
 	require.Equal(t, events.Queued, w.state(last[len(last)-1]))
-	require.Equal(t, n-2*clusters*nodes*cores, w.srv.store.Len())
+	require.Equal(t, n-2*clusters*nodes*cores, w.srv.st.queued.store.Len())
 }
 
 // zeroReader is entropy of zeros, for deterministic ULIDs.

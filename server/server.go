@@ -135,58 +135,38 @@ func (c Config) Validate() error {
 // are kept in memory only, so after a restart every live lease gets a
 // fresh lease timeout.
 type Server struct {
-	cfg   Config
-	sched *scheduler.Scheduler
-	be    backend.Backend
-	clock Clock
-	// newIDs returns n fresh job ids: Config.NewID's, or a request's
-	// ULIDs as slices of one string when the service makes its own.
-	newIDs func(n int) []string
-	cat    submit.Catalog
-
-	// schedule is sched.Schedule; a benchmark wraps it to time it.
-	schedule func(context.Context, *scheduler.Snapshot, time.Time) (*scheduler.Result, error)
-
+	// The Server is a locking shell over st: each method locks mu, calls
+	// one state method and unlocks, but for the work done outside the
+	// lock (a cycle's Schedule, a report's ended jobs, the backend reads
+	// of Status, Detail, Events and Watch), which reads only st's
+	// immutable deps.
 	mu sync.Mutex
+	st state
+}
+
+// state is the service's in-memory state, which its Server guards: every
+// method of state is called with the Server's mu held, but for the
+// fields of deps, which do not change after New and may be read without
+// it.
+type state struct {
+	deps
 	// queues are the queue definitions, by name.
 	queues map[string]*flotilla.Queue
-	// store holds the queued jobs. While a cycle's Schedule reads it
-	// (cycling), changes to it wait in deferred.
-	store    *queue.Store
-	cycling  bool
-	deferred []storeOp
+	// queued holds the queued jobs, and their changes while a cycle reads
+	// them.
+	queued queuedJobs
 	// jobs are the non-terminal jobs, by id.
 	jobs jobTable
-	// gangs lists the non-terminal members of each gang (gangKey): a gang
-	// id in use is not reused, and a gang is queued again whole.
-	gangs map[string][]*job
-	// brokenGangs marks gangs that lost a member since they were last
-	// checked (endBrokenGangs).
-	brokenGangs map[string]bool
+	// gangs lists the non-terminal members of each gang.
+	gangs gangTable
 	// clusters are the executors' clusters, by name; nodes maps a node's
 	// name in the cycle's snapshot (cluster/node) to it.
-	clusters map[string]*cluster
+	clusters clusterMap
 	nodes    map[string]nodeRef
-	// submitted is Submit's scratch: a request's submitted events, kept
-	// between requests of up to maxSubmitScratch jobs (under mu).
-	submitted []events.Event
-	// cidScratch and cidIDScratch are usedClientIDs' scratch: a
-	// request's client ids and the job ids they name (under mu).
-	cidScratch, cidIDScratch []string
-	// queuedScratch is commit's scratch for a submit's jobs (under mu).
-	queuedScratch []*flotilla.Job
-	// hashScratch is room for the hashes of the jobs a write adds or a
-	// cycle decides on (jobTable.hashes; under mu).
-	hashScratch []uint32
-	// cycle state carried between cycles.
-	rate   scheduler.RateLimitState
-	prio   scheduler.QueuePriorityState
-	cycles uint64
-	// waiting explains, per queue and scheduling key, why the last cycle
-	// left jobs queued; notReached per queue why it did not reach some.
-	waiting    map[waitKey]scheduler.Reason
-	notReached map[string]scheduler.QueueRemainder
-	shares     map[string]scheduler.QueueReport
+	// scratch are buffers reused from one call to the next.
+	scratch scratch
+	// last is what the last cycle left for the next and for Status.
+	last lastCycle
 	// changed is closed and replaced whenever events are stored, to wake
 	// watchers.
 	changed chan struct{}
@@ -197,29 +177,27 @@ type Server struct {
 	// reports counts the executors' reports, to stamp the leases each
 	// lists (lease.listedIn).
 	reports uint64
-	// renew is Report's buffer of the leases it renews; listed its
-	// buffer of the jobs found for a report's entries (reportPlan.listed);
-	// running the snapshot's buffer of running jobs, kept between cycles.
-	renew   []*job
-	listed  []*job
-	running []scheduler.Running
-	// positionLimit is DetailPositionLimit (a test lowers it).
-	positionLimit int
 	// stale: a load began and did not finish (the backend failed during
 	// it), so the in-memory state is partial; fresh loads again before the
 	// state is used.
 	stale bool
 }
 
-// storeOp is a queue.Store change deferred while a cycle reads the store.
-type storeOp struct {
-	add *flotilla.Job // nil: remove id
-	id  string
-}
-
-type waitKey struct {
-	queue string
-	key   uint64
+// deps are what the service works with and never changes after New: its
+// configuration and the scheduler, backend and clock it was given.
+type deps struct {
+	cfg   Config
+	sched *scheduler.Scheduler
+	be    backend.Backend
+	clock Clock
+	// newIDs returns n fresh job ids: Config.NewID's, or a request's
+	// ULIDs as slices of one string when the service makes its own.
+	newIDs func(n int) []string
+	cat    submit.Catalog
+	// schedule is sched.Schedule; a benchmark wraps it to time it.
+	schedule func(context.Context, *scheduler.Snapshot, time.Time) (*scheduler.Result, error)
+	// positionLimit is DetailPositionLimit (a test lowers it).
+	positionLimit int
 }
 
 // New opens the service over cfg.Backend: it loads the queues, the live
@@ -235,7 +213,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	sc := sched.Config()
-	s := &Server{
+	d := deps{
 		cfg:    cfg,
 		sched:  sched,
 		be:     cfg.Backend,
@@ -246,15 +224,14 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			PriorityClasses:      sc.PriorityClasses,
 			DefaultPriorityClass: sc.DefaultPriorityClass,
 		},
-		changed: make(chan struct{}),
-
+		schedule:      sched.Schedule,
 		positionLimit: DetailPositionLimit,
 	}
-	s.schedule = sched.Schedule
-	if s.newIDs == nil {
-		s.newIDs = newULIDSource(cfg.Clock, nil).batch
+	if d.newIDs == nil {
+		d.newIDs = newULIDSource(cfg.Clock, nil).batch
 	}
-	if err := s.load(ctx); err != nil {
+	s := &Server{st: state{deps: d, changed: make(chan struct{})}}
+	if err := s.st.load(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -262,7 +239,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 
 // load rebuilds the in-memory state from the backend. Until it succeeds
 // the state is stale (see fresh).
-func (s *Server) load(ctx context.Context) error {
+func (s *state) load(ctx context.Context) error {
 	s.stale = true
 	if err := s.loadState(ctx); err != nil {
 		return err
@@ -275,7 +252,7 @@ func (s *Server) load(ctx context.Context) error {
 // that failed it loads again, and returns that load's error (with the
 // backend's class, e.g. backend.ErrUnavailable) when it fails too. The
 // caller holds mu.
-func (s *Server) fresh(ctx context.Context) error {
+func (s *state) fresh(ctx context.Context) error {
 	if !s.stale {
 		return nil
 	}
@@ -283,18 +260,17 @@ func (s *Server) fresh(ctx context.Context) error {
 }
 
 // loadState is load's work.
-func (s *Server) loadState(ctx context.Context) error {
+func (s *state) loadState(ctx context.Context) error {
 	sc := s.sched.Config()
 	store, err := queue.New(sc.Schema, sc.PriorityClasses, sc.DefaultPriorityClass)
 	if err != nil {
 		return err
 	}
-	s.store, s.deferred = store, nil
+	s.queued.store, s.queued.deferred = store, nil
 	s.queues = make(map[string]*flotilla.Queue)
 	s.jobs = jobTable{}
-	s.gangs = make(map[string][]*job)
-	s.brokenGangs = make(map[string]bool)
-	s.clusters = make(map[string]*cluster)
+	s.gangs = gangTable{members: make(map[string][]*job), broken: make(map[string]bool)}
+	s.clusters = make(clusterMap)
 	s.nodes = make(map[string]nodeRef)
 	qs, err := s.be.ListQueues(ctx)
 	if err != nil {
@@ -309,11 +285,11 @@ func (s *Server) loadState(ctx context.Context) error {
 		return fmt.Errorf("server: loading executors: %w", err)
 	}
 	for _, e := range es {
-		c := s.cluster(e.Cluster)
+		c := s.clusters.get(e.Cluster)
 		// The cluster's nodes are known, but it takes part in cycles only
 		// once its executor reports to this process: a cluster that died
 		// before the restart gets no leases.
-		c.setNodes(s, e.Nodes)
+		c.setNodes(s.nodes, e.Nodes)
 	}
 	err = s.be.LiveJobs(ctx, func(r backend.Record) error {
 		j := newJob(r.Spec)
@@ -325,19 +301,19 @@ func (s *Server) loadState(ctx context.Context) error {
 	}
 	// Gangs that lost members before the restart are settled by the first
 	// write (endBrokenGangs).
-	for k, ms := range s.gangs {
+	for k, ms := range s.gangs.members {
 		if len(ms) < ms[0].spec.Gang.Cardinality {
-			s.brokenGangs[k] = true
+			s.gangs.broken[k] = true
 		}
 	}
 	return s.loadUsage(ctx, now)
 }
 
 // Now is the service's clock.
-func (s *Server) Now() time.Time { return s.clock.Now() }
+func (s *Server) Now() time.Time { return s.st.clock.Now() }
 
 // Schema is the service's resource schema.
-func (s *Server) Schema() *flotilla.ResourceSchema { return s.cat.Schema }
+func (s *Server) Schema() *flotilla.ResourceSchema { return s.st.cat.Schema }
 
 // commit stores w and applies its events to the in-memory state. specs
 // are w.Jobs, indexed by id for the submitted events. The caller holds mu.
@@ -346,7 +322,7 @@ func (s *Server) Schema() *flotilla.ResourceSchema { return s.cat.Schema }
 // (events.ErrRefused): w was made from the in-memory state, which the
 // backend's no longer matches (a write applied after its caller was told
 // otherwise), and every later write made from it would be refused too.
-func (s *Server) commit(ctx context.Context, w *backend.Write) ([]events.Event, error) {
+func (s *state) commit(ctx context.Context, w *backend.Write) ([]events.Event, error) {
 	if len(w.Jobs) == 0 && len(w.Events) == 0 {
 		return nil, nil
 	}
@@ -370,22 +346,22 @@ func (s *Server) commit(ctx context.Context, w *backend.Write) ([]events.Event, 
 		// The new jobs' slots in the job table, fetched together
 		// (idindex.Index.Prefetch) before the events insert them one by
 		// one.
-		specs.hashes = s.jobs.hashes(s.hashScratch, len(w.Jobs), func(i int) string { return w.Jobs[i].Job.ID })
-		s.hashScratch = specs.hashes[:0]
+		specs.hashes = s.jobs.hashes(s.scratch.hashes, len(w.Jobs), func(i int) string { return w.Jobs[i].Job.ID })
+		s.scratch.hashes = specs.hashes[:0]
 	}
 	// A submit's jobs join the queue together (queue.Store.AddAll).
 	specs.batch = len(w.Jobs) > 0 && !slices.ContainsFunc(stored, func(e events.Event) bool { return e.Type != events.Submitted })
 	if specs.batch {
-		specs.queued = s.queuedScratch[:0]
+		specs.queued = s.scratch.queued[:0]
 	}
 	for i := range stored {
 		s.apply(&stored[i], &specs)
 	}
 	if len(specs.queued) > 0 {
-		s.storeAddAll(specs.queued)
+		s.queued.addAll(specs.queued)
 		clear(specs.queued)
 		if cap(specs.queued) <= maxSubmitScratch {
-			s.queuedScratch = specs.queued[:0]
+			s.scratch.queued = specs.queued[:0]
 		}
 	}
 	close(s.changed)
@@ -451,54 +427,4 @@ func (ws *writeSpecs) spec(id string) (*backend.JobSpec, int) {
 		return &ws.jobs[i], i
 	}
 	return nil, -1
-}
-
-// storeAdd and storeRemove change the queued-job store, or defer the
-// change while a cycle reads it.
-func (s *Server) storeAdd(j *flotilla.Job) {
-	if s.cycling {
-		s.deferred = append(s.deferred, storeOp{add: j})
-		return
-	}
-	// The job was validated at submit; a failure here is a bug that must
-	// not take the service down: the job stays out of the queue.
-	_ = s.store.Add(j)
-}
-
-// storeAddAll is storeAdd for many jobs.
-func (s *Server) storeAddAll(jobs []*flotilla.Job) {
-	if s.cycling {
-		for _, j := range jobs {
-			s.deferred = append(s.deferred, storeOp{add: j})
-		}
-		return
-	}
-	if s.store.AddAll(jobs) != nil {
-		// As storeAdd: not reached, but a job the store refuses must not
-		// keep the others out.
-		for _, j := range jobs {
-			_ = s.store.Add(j)
-		}
-	}
-}
-
-func (s *Server) storeRemove(id string) {
-	if s.cycling {
-		s.deferred = append(s.deferred, storeOp{id: id})
-		return
-	}
-	s.store.Remove(id)
-}
-
-// flushDeferred applies the store changes made during a cycle.
-func (s *Server) flushDeferred() {
-	ops := s.deferred
-	s.deferred = nil
-	for _, op := range ops {
-		if op.add != nil {
-			_ = s.store.Add(op.add)
-		} else {
-			s.store.Remove(op.id)
-		}
-	}
 }

@@ -20,7 +20,7 @@ import (
 func (w *world) snapshotNow() *scheduler.Snapshot {
 	w.srv.mu.Lock()
 	defer w.srv.mu.Unlock()
-	return w.srv.snapshot(w.srv.Now())
+	return w.srv.st.snapshot(w.srv.Now())
 }
 
 // runningIDs lists a snapshot's running jobs as node:job.
@@ -140,7 +140,7 @@ func TestClusterLiveListMatchesTheSetOfLiveJobsInIDOrder(t *testing.T) {
 		// Two nodes: jobs on "n" request their number in the op
 		// sequence, "m" is not reported (node index -1).
 		c := &cluster{name: "c", index: map[string]int{"n": 0, "o": 1}, snap: []*flotilla.Node{{Name: "c/n"}, {Name: "c/o"}}}
-		srv := &Server{nodes: map[string]nodeRef{}}
+		byName := map[string]nodeRef{} // the snapshot names setNodes keeps
 		oracle := map[string]*job{}
 		var ended []*job
 		next := 0
@@ -176,7 +176,7 @@ func TestClusterLiveListMatchesTheSetOfLiveJobsInIDOrder(t *testing.T) {
 				for _, name := range names[:rng.IntN(4)] {
 					nodes = append(nodes, flotilla.Node{Name: name})
 				}
-				c.setNodes(srv, nodes)
+				c.setNodes(byName, nodes)
 			default:
 				c.sortLive()
 				var got []string

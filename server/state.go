@@ -51,7 +51,7 @@ type lease struct {
 	pos, nodeIdx int32
 	sorted       bool
 	// listedIn and listedAt say which report listed the job last
-	// (Server.reports) and at which index, so that a report finds the
+	// (state.reports) and at which index, so that a report finds the
 	// jobs it lists twice and the leases it does not list without maps.
 	listedAt int32
 	listedIn uint64
@@ -102,18 +102,18 @@ func gangKey(j *flotilla.Job) string { return j.Queue + "\x00" + j.Gang.ID }
 
 // restore enters a job loaded from the backend into the state: queued jobs
 // into the store, live ones onto their cluster with a lease renewed now.
-func (j *job) restore(s *Server, st events.Job, now time.Time) {
+func (j *job) restore(s *state, st events.Job, now time.Time) {
 	j.state, j.attempts, j.cancelRequested = st.State, int32(st.Attempts), st.CancelRequested
 	j.setFailed(slices.Clone(st.FailedClusters))
 	s.jobs.put(j)
 	if j.spec.IsGang() {
-		s.addGangMember(j)
+		s.gangs.add(j)
 	}
 	switch {
 	case st.State == events.Queued:
-		s.storeAdd(j.sched())
+		s.queued.add(j.sched())
 	case st.State.Live():
-		s.cluster(st.Cluster).addLive(j, st.Node, st.Leased, now, s.cfg.LeaseTimeout)
+		s.clusters.get(st.Cluster).addLive(j, st.Node, st.Leased, now, s.cfg.LeaseTimeout)
 	}
 }
 
@@ -136,7 +136,7 @@ func (j *job) setFailed(failed []string) {
 // apply changes the in-memory state by one stored event. The backend has
 // checked the transition; specs holds the jobs of the write, for submitted
 // events. The caller holds mu.
-func (s *Server) apply(e *events.Event, specs *writeSpecs) {
+func (s *state) apply(e *events.Event, specs *writeSpecs) {
 	if e.Type == events.Submitted {
 		sp, i := specs.spec(e.Job)
 		if sp == nil {
@@ -146,12 +146,12 @@ func (s *Server) apply(e *events.Event, specs *writeSpecs) {
 		j.state = events.Queued
 		s.jobs.putHashed(j, specs.hashes[i])
 		if sp.Job.IsGang() {
-			s.addGangMember(j)
+			s.gangs.add(j)
 		}
 		if specs.batch {
 			specs.queued = append(specs.queued, j.sched())
 		} else {
-			s.storeAdd(j.sched())
+			s.queued.add(j.sched())
 		}
 		return
 	}
@@ -159,12 +159,12 @@ func (s *Server) apply(e *events.Event, specs *writeSpecs) {
 	if j == nil {
 		return
 	}
-	s.accrue(j, e)
+	s.usage.accrue(j, e)
 	switch e.Type {
 	case events.Leased:
-		s.storeRemove(e.Job)
+		s.queued.remove(e.Job)
 		j.state, j.attempts = events.LeasedState, int32(e.Attempt)
-		s.cluster(e.Cluster).addLive(j, e.Node, e.Time, e.Time, s.cfg.LeaseTimeout)
+		s.clusters.get(e.Cluster).addLive(j, e.Node, e.Time, e.Time, s.cfg.LeaseTimeout)
 	case events.Running:
 		j.state = events.RunningState
 	case events.CancelRequested:
@@ -178,7 +178,7 @@ func (s *Server) apply(e *events.Event, specs *writeSpecs) {
 		s.endLease(j, e.Requeued)
 	case events.Succeeded, events.Failed, events.Cancelled:
 		if j.state == events.Queued {
-			s.storeRemove(e.Job)
+			s.queued.remove(e.Job)
 		}
 		s.endLease(j, false)
 	}
@@ -186,20 +186,20 @@ func (s *Server) apply(e *events.Event, specs *writeSpecs) {
 
 // endLease takes a job off its cluster (if live) and either queues it
 // again or forgets it (terminal).
-func (s *Server) endLease(j *job, requeue bool) {
+func (s *state) endLease(j *job, requeue bool) {
 	if j.lease != nil {
 		j.lease.cluster.removeLive(j)
 	}
 	j.cancelRequested = false
 	if requeue {
 		j.state = events.Queued
-		s.storeAdd(j.sched())
+		s.queued.add(j.sched())
 		return
 	}
 	j.state = events.FailedState // any terminal state: the job is forgotten
 	s.jobs.del(j.id())
 	if j.spec.IsGang() {
-		s.removeGangMember(j)
+		s.gangs.remove(j)
 	}
 }
 
@@ -224,7 +224,7 @@ type cluster struct {
 	// ids hold the ids of live[:sorted] at the same places, a hole
 	// keeping the id of the job that left it (so ids[:sorted] stays
 	// sorted, for place): a report matches its jobs, listed in id order,
-	// against them in one pass over dense memory (planReport). Past
+	// against them in one pass over dense memory (reportPlan.plan). Past
 	// sorted they are "". spareIDs is sortLive's buffer for them.
 	ids, spareIDs []string
 	// run holds the snapshot entry of each live[i] at run[i] (zero at the
@@ -247,15 +247,47 @@ type nodeRef struct {
 	node    string
 }
 
-// cluster returns the named cluster, creating it (with no nodes, never
+// clusterMap holds the executors' clusters by name.
+type clusterMap map[string]*cluster
+
+// get returns the named cluster, creating it (with no nodes, never
 // reported) when it is new.
-func (s *Server) cluster(name string) *cluster {
-	c := s.clusters[name]
+func (m clusterMap) get(name string) *cluster {
+	c := m[name]
 	if c == nil {
 		c = &cluster{name: name, index: map[string]int{}}
-		s.clusters[name] = c
+		m[name] = c
 	}
 	return c
+}
+
+// liveJobs returns the jobs holding a lease.
+func (m clusterMap) liveJobs() []*job {
+	var out []*job
+	for _, c := range m {
+		for j := range c.jobs() {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// liveCounts counts leased and running jobs per queue, over the clusters'
+// live jobs (bounded by what the clusters hold, not by the backlog).
+func (m clusterMap) liveCounts() map[string][2]int {
+	counts := make(map[string][2]int)
+	for _, c := range m {
+		for j := range c.jobs() {
+			n := counts[j.spec.Queue]
+			if j.state == events.RunningState {
+				n[1]++
+			} else {
+				n[0]++
+			}
+			counts[j.spec.Queue] = n
+		}
+	}
+	return counts
 }
 
 // jobs yields the cluster's live jobs.
@@ -405,10 +437,11 @@ func (c *cluster) sortLive() {
 // snapName is a node's name in the cycles' snapshots.
 func snapName(cluster, node string) string { return cluster + "/" + node }
 
-// setNodes replaces the cluster's nodes (already validated).
-func (c *cluster) setNodes(s *Server, nodes []flotilla.Node) {
+// setNodes replaces the cluster's nodes (already validated), and their
+// entries in byName, the snapshot's node names.
+func (c *cluster) setNodes(byName map[string]nodeRef, nodes []flotilla.Node) {
 	for _, n := range c.snap {
-		delete(s.nodes, n.Name)
+		delete(byName, n.Name)
 	}
 	c.nodes = nodes
 	c.snap = make([]*flotilla.Node, len(nodes))
@@ -419,7 +452,7 @@ func (c *cluster) setNodes(s *Server, nodes []flotilla.Node) {
 		n.Cluster = c.name
 		c.snap[i] = &n
 		c.index[nodes[i].Name] = i
-		s.nodes[n.Name] = nodeRef{cluster: c, node: nodes[i].Name}
+		byName[n.Name] = nodeRef{cluster: c, node: nodes[i].Name}
 	}
 	for i, j := range c.live {
 		if j == nil {

@@ -113,11 +113,13 @@ type usageState struct {
 	flux     *fluxState // nil without Config.Flux
 }
 
-func (s *Server) queueAccrual(name string, t time.Time) *accrual {
-	a := s.usage.queues[name]
+// queue returns the accrual of the named queue, new at t when it has
+// none.
+func (u *usageState) queue(name string, t time.Time) *accrual {
+	a := u.queues[name]
 	if a == nil {
-		a = newAccrual(s.usage.n, t, false)
-		s.usage.queues[name] = a
+		a = newAccrual(u.n, t, false)
+		u.queues[name] = a
 	}
 	return a
 }
@@ -125,7 +127,7 @@ func (s *Server) queueAccrual(name string, t time.Time) *accrual {
 // accrue charges a job's lease to its queue (and flux association) from
 // the event that starts it to the event that ends it. It runs before the
 // event changes the job's in-memory state.
-func (s *Server) accrue(j *job, e *events.Event) {
+func (u *usageState) accrue(j *job, e *events.Event) {
 	var sign int64
 	switch e.Type {
 	case events.Leased:
@@ -141,14 +143,16 @@ func (s *Server) accrue(j *job, e *events.Event) {
 	default:
 		return
 	}
-	s.charge(j, sign, e.Time)
+	u.charge(j, sign, e.Time)
 }
 
-func (s *Server) charge(j *job, sign int64, t time.Time) {
+// charge adds (sign 1) or removes (sign −1) live job j's requests from
+// the rates of its queue and flux association at t.
+func (u *usageState) charge(j *job, sign int64, t time.Time) {
 	req := j.spec.Requests
-	s.queueAccrual(j.spec.Queue, t).charge(req, sign, t, s.usage.halfLife)
-	if f := s.usage.flux; f != nil {
-		f.accrual(s.fluxAssoc(j.run.principal, j.spec.Queue), t, s.usage.n).charge(req, sign, t, f.tree.HalfLife())
+	u.queue(j.spec.Queue, t).charge(req, sign, t, u.halfLife)
+	if f := u.flux; f != nil {
+		f.accrual(f.assoc(j.run.principal, j.spec.Queue), t, u.n).charge(req, sign, t, f.tree.HalfLife())
 	}
 }
 
@@ -160,21 +164,22 @@ func (s *Server) charge(j *job, sign int64, t time.Time) {
 func (s *Server) QueueUsage(name string) []float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.queueUsage(name, s.clock.Now())
+	return s.st.usage.value(name, s.st.clock.Now())
 }
 
-func (s *Server) queueUsage(name string, now time.Time) []float64 {
-	a := s.usage.queues[name]
+// value is the named queue's usage at now.
+func (u *usageState) value(name string, now time.Time) []float64 {
+	a := u.queues[name]
 	if a == nil {
-		return make([]float64, s.usage.n)
+		return make([]float64, u.n)
 	}
-	return a.valueAt(now, s.usage.halfLife)
+	return a.valueAt(now, u.halfLife)
 }
 
 // loadUsage restores the usage history from the backend's records (first
 // load) or carries the in-memory history over a reload, and charges the
 // live jobs' leases. The caller holds mu; the live jobs are loaded.
-func (s *Server) loadUsage(ctx context.Context, now time.Time) error {
+func (s *state) loadUsage(ctx context.Context, now time.Time) error {
 	if s.usage != nil {
 		// A reload (the outcome of a write was unknown): the history in
 		// memory is newer than the records. Close it at now and charge
@@ -189,10 +194,13 @@ func (s *Server) loadUsage(ctx context.Context, now time.Time) error {
 				clear(a.rate)
 			}
 		}
-		for _, j := range s.liveJobs() {
-			s.charge(j, 1, now)
+		for _, j := range s.clusters.liveJobs() {
+			s.usage.charge(j, 1, now)
 		}
-		return s.fluxLoaded(now)
+		if f := s.usage.flux; f != nil {
+			f.loaded(now, &s.jobs, &s.queued)
+		}
+		return nil
 	}
 	u := &usageState{halfLife: s.cfg.UsageHalfLife, n: s.cat.Schema.Len(), queues: map[string]*accrual{}}
 	if u.halfLife == 0 {
@@ -234,11 +242,11 @@ func (s *Server) loadUsage(ctx context.Context, now time.Time) error {
 		}
 	}
 	if lottery.Priorities != nil {
-		s.prio = lottery
+		s.last.prio = lottery
 	}
 	// Charge the live leases from when they started (or from the record's
 	// time, when they started before it), in the order they started.
-	live := s.liveJobs()
+	live := s.clusters.liveJobs()
 	slices.SortFunc(live, func(a, b *job) int {
 		if c := a.lease.leased.Compare(b.lease.leased); c != 0 {
 			return c
@@ -246,20 +254,12 @@ func (s *Server) loadUsage(ctx context.Context, now time.Time) error {
 		return cmp.Compare(a.id(), b.id())
 	})
 	for _, j := range live {
-		s.charge(j, 1, j.lease.leased)
+		u.charge(j, 1, j.lease.leased)
 	}
-	return s.fluxLoaded(now)
-}
-
-// liveJobs returns the jobs holding a lease.
-func (s *Server) liveJobs() []*job {
-	var out []*job
-	for _, c := range s.clusters {
-		for j := range c.jobs() {
-			out = append(out, j)
-		}
+	if f := u.flux; f != nil {
+		f.loaded(now, &s.jobs, &s.queued)
 	}
-	return out
+	return nil
 }
 
 // cycleUsage brings the usage history to now at the end of a cycle, feeds
@@ -267,24 +267,25 @@ func (s *Server) liveJobs() []*job {
 // and stores every record in one PutUsage: each queue's usage, the
 // lottery's queue priorities (Result.QueuePriorities, when the strategy
 // produced them) and each association's usage. The caller holds mu.
-func (s *Server) cycleUsage(ctx context.Context, now time.Time) error {
+func (s *state) cycleUsage(ctx context.Context, now time.Time) error {
 	u := s.usage
 	for _, a := range u.queues {
 		a.advance(now, u.halfLife)
 	}
 	if u.flux != nil {
-		s.fluxCycle(now)
+		u.flux.cycle(now, &s.jobs, &s.queued)
 	}
-	rs := make([]backend.UsageRecord, 0, len(u.queues)+len(s.prio.Priorities))
+	prio := s.last.prio
+	rs := make([]backend.UsageRecord, 0, len(u.queues)+len(prio.Priorities))
 	for name, a := range u.queues {
 		rs = append(rs, backend.UsageRecord{Key: UsageKeyQueue + url.PathEscape(name), Value: nonNegative(a.val), At: a.at})
 	}
-	if !s.prio.Time.IsZero() {
+	if !prio.Time.IsZero() {
 		cpu := lotteryIndex(s.cat.Schema)
-		for name, p := range s.prio.Priorities {
+		for name, p := range prio.Priorities {
 			v := make([]float64, u.n)
 			v[cpu] = p
-			rs = append(rs, backend.UsageRecord{Key: UsageKeyLottery + url.PathEscape(name), Value: nonNegative(v), At: s.prio.Time})
+			rs = append(rs, backend.UsageRecord{Key: UsageKeyLottery + url.PathEscape(name), Value: nonNegative(v), At: prio.Time})
 		}
 	}
 	if u.flux != nil {

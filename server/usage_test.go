@@ -574,7 +574,7 @@ func TestQueueAndAssociationUsageEqualTheLeaseIntervalsOfTheEventLogs(t *testing
 			}
 			for _, u := range []string{"alice", "bob"} {
 				got := 0.0
-				if a := w.srv.usage.flux.assocs[assocKey{u, q}]; a != nil {
+				if a := w.srv.st.usage.flux.assocs[assocKey{u, q}]; a != nil {
 					got = a.valueAt(now, 20*time.Minute)[0]
 				}
 				if math.Abs(got-byUser[u]) > 1e-9*math.Max(1, byUser[u]) {

@@ -56,7 +56,7 @@ func newWorld(t testing.TB, opts ...func(*Config)) *world {
 // restart opens a new service over the same backend and clock.
 func (w *world) restart(opts ...func(*Config)) {
 	w.t.Helper()
-	cfg := w.srv.cfg
+	cfg := w.srv.st.cfg
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -113,7 +113,7 @@ func (w *world) nodeNames(cluster string) []string {
 	w.t.Helper()
 	w.srv.mu.Lock()
 	defer w.srv.mu.Unlock()
-	c := w.srv.clusters[cluster]
+	c := w.srv.st.clusters[cluster]
 	if c == nil {
 		return nil
 	}
