@@ -260,20 +260,22 @@ func (b *treeBuilder) checkCycles() {
 			state[v] = 1
 			v = int(b.parent[v])
 		}
-		if v >= 0 && state[v] == 1 { // closed a cycle at v
-			for u := v; ; {
-				b.add(b.nodeField(u)+".parent", b.spec.Groups[u].Parent, flotilla.ErrInconsistent,
-					"closes a cycle of groups")
-				next := int(b.parent[u])
-				b.parent[u] = -1
-				if next == v {
-					break
-				}
-				u = next
-			}
+		cycle := -1
+		if v >= 0 && state[v] == 1 { // the walk closed a cycle at v
+			cycle = v
 		}
-		for v = start; v >= 0 && state[v] == 1; v = int(b.parent[v]) {
-			state[v] = 2
+		for u := start; u >= 0 && state[u] == 1; u = int(b.parent[u]) {
+			state[u] = 2
+		}
+		for u := cycle; u >= 0; {
+			b.add(b.nodeField(u)+".parent", b.spec.Groups[u].Parent, flotilla.ErrInconsistent,
+				"closes a cycle of groups")
+			next := int(b.parent[u])
+			b.parent[u] = -1
+			if next == cycle {
+				break
+			}
+			u = next
 		}
 	}
 }
@@ -357,8 +359,9 @@ func (b *treeBuilder) quantity(i int, x int64) string {
 	return b.schema.Quantity(i, x)
 }
 
-// given reports whether vector r gives resource i.
-func given(r flotilla.Resources, i int) bool { return r != nil && r[i] != Absent }
+// given reports whether vector r gives resource i (a negative quantity,
+// reported by checkNodes, counts as not given).
+func given(r flotilla.Resources, i int) bool { return r != nil && r[i] >= 0 }
 
 // checkGuarantees computes effective guarantees bottom-up and checks limits
 // and lending limits against them and groups' guarantees against their
