@@ -58,13 +58,19 @@ type TreeShares struct {
 	// UsageFreeFairShare is F⁰, F with the configured weights (equal to
 	// FairShare when usage is off).
 	UsageFreeFairShare []float64
-	// Usage is u: a queue's input, a group's children's sum (0 when off).
+	// Usage is the u the multipliers compare with F⁰: a queue's input, a
+	// group's children's sum, with reserves counted as used (see
+	// effectiveUsage); 0 when usage is off.
 	Usage []float64
-	// Multiplier is m = UsageMultiplier(u, F⁰, k) of an active node, else 1.
+	// Multiplier is m = UsageMultiplier(u, F⁰, k) of a node with an active
+	// queue below it (itself, for a queue), else 1: a node active only
+	// through its lending reserve keeps its weight, since the queues below
+	// it are inactive and its usage cannot be compared with its F⁰.
 	Multiplier []float64
 	// Weight is w' = w·m, the weight rules 4, 6 and 7 use.
 	Weight []float64
 
+	busy   []bool    // per node: an active queue at or below it
 	vec    []float64 // node × resource: demand vectors scaled into the limit boxes
 	floor  []float64 // per child of the group being filled
 	caps   []float64
@@ -91,7 +97,7 @@ func (s *TreeShares) resize(n, nR, fan int) {
 	s.FairShare, s.AdjustedFairShare = grow(s.FairShare, n), grow(s.AdjustedFairShare, n)
 	s.GuaranteedPart, s.Demand = grow(s.GuaranteedPart, n), grow(s.Demand, n)
 	s.Guaranteed, s.LimitReach, s.Reserve = grow(s.Guaranteed, n), grow(s.LimitReach, n), grow(s.Reserve, n)
-	s.Active, s.UsageFreeFairShare = grow(s.Active, n), grow(s.UsageFreeFairShare, n)
+	s.Active, s.busy, s.UsageFreeFairShare = grow(s.Active, n), grow(s.busy, n), grow(s.UsageFreeFairShare, n)
 	s.Usage, s.Multiplier, s.Weight = grow(s.Usage, n), grow(s.Multiplier, n), grow(s.Weight, n)
 	s.vec = grow(s.vec, n*nR)
 	s.floor, s.caps, s.w, s.x = grow(s.floor, fan), grow(s.caps, fan), grow(s.w, fan), grow(s.x, fan)
@@ -133,25 +139,43 @@ func (s *TreeShares) Compute(t *Tree, m *Model, in TreeInput) {
 		return
 	}
 	s.topDown(t, s.UsageFreeFairShare, false)
-	clear(s.Usage)
-	for k := n - 1; k >= 0; k-- { // children before parents
-		v := int(t.order[k])
-		if v >= t.nGroups {
-			s.Usage[v] = in.Usage[v-t.nGroups]
-		}
-		if p := t.parent[v]; p >= 0 {
-			s.Usage[p] += s.Usage[v]
-		}
-	}
+	s.effectiveUsage(t, in.Usage)
 	for v := range n {
 		s.Multiplier[v] = 1
-		if s.Active[v] {
+		if s.busy[v] {
 			s.Multiplier[v] = UsageMultiplier(s.Usage[v], s.UsageFreeFairShare[v], t.usageWeight)
 		}
 		s.Weight[v] = t.weight[v] * s.Multiplier[v]
 	}
 	s.topDown(t, s.FairShare, false)
 	s.topDown(t, s.AdjustedFairShare, true)
+}
+
+// effectiveUsage sets s.Usage, children before parents: a queue's u is its
+// input; a group's is its children's sum (QUEUE-TREE.md §8) plus the part
+// of its F⁰ its children cannot take (a lending reserve it holds beyond
+// their reach). A queue active only through its lending reserve counts as
+// having used its F⁰: it holds that capacity for itself, so neither it nor
+// its group is favoured for the reserve's idle time. Where no lending
+// reserve is held this is exactly the spec's sum.
+func (s *TreeShares) effectiveUsage(t *Tree, usage []float64) {
+	for k := len(t.order) - 1; k >= 0; k-- {
+		v := int(t.order[k])
+		f0 := s.UsageFreeFairShare[v]
+		if v >= t.nGroups {
+			s.Usage[v] = usage[v-t.nGroups]
+			if s.Active[v] && !s.busy[v] {
+				s.Usage[v] = f0
+			}
+			continue
+		}
+		u, children := 0.0, 0.0
+		for _, c := range t.childList[t.childStart[v]:t.childStart[v+1]] {
+			u += s.Usage[c]
+			children += s.UsageFreeFairShare[c]
+		}
+		s.Usage[v] = u + max(0, f0-children)
+	}
 }
 
 // bottomUp computes D⁺, Λ, G, r and Active, children before parents. While
@@ -164,6 +188,7 @@ func (s *TreeShares) bottomUp(t *Tree, m *Model, in TreeInput) {
 	clear(s.LimitReach[:g])
 	clear(s.Guaranteed[:g])
 	clear(s.Active[:g])
+	clear(s.busy[:g])
 	clear(s.vec[:g*nR])
 	for k := n - 1; k >= 0; k-- {
 		v := int(t.order[k])
@@ -173,6 +198,7 @@ func (s *TreeShares) bottomUp(t *Tree, m *Model, in TreeInput) {
 		if v >= g {
 			q := v - g
 			active, childReach = in.Active[q], math.Inf(1)
+			s.busy[v] = active
 			clear(vec)
 			if d := in.Demand[q]; active && d != nil {
 				for i := range vec {
@@ -223,6 +249,7 @@ func (s *TreeShares) bottomUp(t *Tree, m *Model, in TreeInput) {
 		s.Reserve[v], s.Active[v] = reserve, active
 		if p := int(t.parent[v]); p >= 0 {
 			s.Guaranteed[p] += guaranteed
+			s.busy[p] = s.busy[p] || s.busy[v]
 			if active {
 				s.Active[p] = true
 				s.Demand[p] += demand
