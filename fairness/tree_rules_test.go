@@ -246,3 +246,24 @@ func TestUsageDecay(t *testing.T) {
 	assert.Equal(t, 0.5, fairness.UsageDecay(h, h))
 	assert.InDelta(t, math.Pow(2, -0.25), fairness.UsageDecay(15*time.Minute, h), 1e-15)
 }
+
+// TestTreeSumShares checks QUEUE-TREE.md rule 2: a queue's share is the cost
+// of its allocation, a group's the sum of its children's (not the cost of
+// their summed vectors: under DRF a cpu queue and a gpu queue of a group
+// are charged both dominant shares).
+func TestTreeSumShares(t *testing.T) {
+	tree, err := fairness.NewTree(seedSchema, fairness.TreeSpec{
+		Groups: []fairness.NodeSpec{{Name: "top"}, {Name: "g", Parent: "top"}},
+		Queues: []fairness.NodeSpec{{Name: "cpu", Parent: "g"}, {Name: "gpu", Parent: "g"}, {Name: "x", Parent: "top"}, {Name: "idle"}},
+	})
+	require.NoError(t, err)
+	m := fairness.NewDRF(bundles(32))
+	out := make([]float64, tree.NumNodes())
+	tree.SumShares(&m, []flotilla.Resources{{cores(64), 0, 0}, {0, 0, gpus(8)}, bundles(4), nil}, out)
+	got := byName(tree, out)
+	assert.InDelta(t, 0.25, got["cpu"], 1e-15)
+	assert.InDelta(t, 0.25, got["gpu"], 1e-15)
+	assert.InDelta(t, 0.5, got["g"], 1e-15)
+	assert.InDelta(t, 0.625, got["top"], 1e-15)
+	assert.Equal(t, 0.0, got["idle"])
+}
