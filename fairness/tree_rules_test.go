@@ -138,6 +138,15 @@ func TestTreeRule4(t *testing.T) {
 				{spec: q("lender", "", bundles(8), nil, bundles(2)), demand: bundles(1)},
 				{spec: q("b", "", nil, nil, nil), demand: bundles(32)}},
 			wantA: map[string]float64{"lender": 6, "b": 26}, wantD: map[string]float64{"lender": 6}},
+		{name: "a reserve lies in the limit box: the limit reach is at least the reserve (asset, gpu-only demand)",
+			// g = limit = 32 cpu + 4 GPUs, lending 0: r = 4 bundles; the demand
+			// direction (8 GPUs) meets the limit at 4 GPUs, 2 bundles of cost.
+			model: asset, leaves: []leaf{
+				{spec: q("lender", "", flotilla.Resources{cores(32), 0, gpus(4)}, flotilla.Resources{cores(32), fairness.Absent, gpus(4)},
+					flotilla.Resources{0, fairness.Absent, 0}), demand: flotilla.Resources{0, 0, gpus(8)}},
+				{spec: q("b", "", nil, nil, nil), demand: bundles(32)}},
+			wantD: map[string]float64{"lender": 4}, wantA: map[string]float64{"lender": 4, "b": 28},
+			wantF: map[string]float64{"lender": 4, "b": 28}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
