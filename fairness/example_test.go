@@ -124,3 +124,47 @@ func ExampleCompare() {
 	// plain: small
 	// prefer large: large
 }
+
+// The worked example of QUEUE-TREE.md §11, round 1: a research group
+// (guarantee 16 bundles, limit 24) with vision and nlp, a prod group with
+// serving (limit 12), and adhoc, on a cluster of 32 bundles (1 GPU, 8 cpu,
+// 64Gi each) under DRF. Shares print in bundles.
+func ExampleTreeShares_Compute() {
+	schema := flotilla.MustResourceSchema("cpu", "memory", "nvidia.com/gpu")
+	bundles := func(n int64) flotilla.Resources { return flotilla.Resources{8000 * n, 64 << 30 * n, n} }
+	tree, err := fairness.NewTree(schema, fairness.TreeSpec{
+		Groups: []fairness.NodeSpec{
+			{Name: "research", Guaranteed: bundles(16), Limit: bundles(24)},
+			{Name: "prod", Guaranteed: bundles(8)},
+		},
+		Queues: []fairness.NodeSpec{
+			{Name: "vision", Parent: "research", Guaranteed: bundles(8)},
+			{Name: "nlp", Parent: "research", Guaranteed: bundles(4), PriorityFactor: 0.5},
+			{Name: "serving", Parent: "prod", Guaranteed: bundles(8), Limit: bundles(12)},
+			{Name: "adhoc"},
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	model := fairness.NewDRF(bundles(32))
+	var s fairness.TreeShares
+	s.Compute(tree, &model, fairness.TreeInput{
+		Demand: []flotilla.Resources{bundles(6), bundles(20), bundles(10), bundles(20)},
+		Active: []bool{true, true, true, true},
+	})
+	for v := range tree.NumNodes() {
+		fmt.Printf("%-8s A %5.2f  F %5.2f\n", tree.Name(v), 32*s.AdjustedFairShare[v], 32*s.FairShare[v])
+	}
+
+	_, err = fairness.NewTree(schema, fairness.TreeSpec{Queues: []fairness.NodeSpec{{Name: "a", Parent: "nope"}}})
+	fmt.Println(err)
+	// Output:
+	// research A 19.00  F 18.67
+	// prod     A 10.00  F 10.67
+	// vision   A  6.00  F 10.22
+	// nlp      A 13.00  F  8.44
+	// serving  A 10.00  F 10.67
+	// adhoc    A  3.00  F  2.67
+	// queues[0].parent "nope": names nothing known: no group has this name
+}
