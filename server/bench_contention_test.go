@@ -16,11 +16,14 @@ import (
 // cores, full, 1,000,000 more queued) with cycles running back to back in
 // another goroutine, before each of which clusters c1 to c9 report 1,000
 // of their jobs succeeded, so that each cycle leases 9,000 jobs. Each op
-// is one report of cluster c0 listing the 32,000 jobs it holds, the
-// reports back to back. p50-ms and p99-ms are over the reports' wall
-// times, which include waiting for the service's lock while a cycle holds
-// it; cycles counts the cycles that ran during the ops. The goal: p99 ≤
-// 10 ms.
+// is one report of cluster c0 listing the 32,000 jobs it holds, one every
+// 3 ms (a busy executor's pace; the ticker's wait is not timed). p50-ms,
+// p99-ms and max-ms are over the reports' wall times, which include
+// waiting for the service's lock while a cycle, or another cluster's
+// report, holds it, and for a core (the cycle's Schedule and the garbage
+// collector use both); p99-cpu-ms is over the CPU time of the thread that
+// made them; cycles counts the cycles that ran during the ops. The goal
+// (issue 24): p99 ≤ 10 ms.
 func BenchmarkServiceReportDuringCycles(b *testing.B) {
 	if testing.Short() {
 		b.Skip("large")
@@ -79,15 +82,24 @@ func BenchmarkServiceReportDuringCycles(b *testing.B) {
 		}
 	}
 	lat := make([]time.Duration, 0, b.N)
+	cpuT := make([]time.Duration, 0, b.N)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	first := cycles.Load()
+	pace := time.NewTicker(3 * time.Millisecond)
+	defer pace.Stop()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		start := time.Now()
+		b.StopTimer()
+		<-pace.C
+		b.StartTimer()
+		start, cpu0 := time.Now(), threadCPU()
 		if err := report(exs[0], 0); err != nil {
 			b.Fatal(err)
 		}
 		lat = append(lat, time.Since(start))
+		cpuT = append(cpuT, threadCPU()-cpu0)
 	}
 	b.StopTimer()
 	ran := cycles.Load() - first
@@ -96,12 +108,15 @@ func BenchmarkServiceReportDuringCycles(b *testing.B) {
 	if bgErr != nil {
 		b.Fatal(bgErr)
 	}
-	slices.Sort(lat)
-	pct := func(p float64) float64 {
-		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
+	pct := func(ds []time.Duration, p float64) float64 {
+		slices.Sort(ds)
+		return float64(ds[min(len(ds)-1, int(p*float64(len(ds))))].Microseconds()) / 1000
 	}
-	b.ReportMetric(pct(0.50), "p50-ms")
-	b.ReportMetric(pct(0.99), "p99-ms")
-	b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "max-ms")
+	b.ReportMetric(pct(lat, 0.50), "p50-ms")
+	b.ReportMetric(pct(lat, 0.99), "p99-ms")
+	b.ReportMetric(pct(lat, 1), "max-ms")
+	if slices.Max(cpuT) > 0 {
+		b.ReportMetric(pct(cpuT, 0.99), "p99-cpu-ms")
+	}
 	b.ReportMetric(float64(ran), "cycles")
 }

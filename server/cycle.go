@@ -44,10 +44,16 @@ type CycleReport struct {
 //     queued jobs, and scheduler.Schedule decides. Submissions, cancellations
 //     and reports proceed meanwhile; their changes to the queued jobs are
 //     applied when Schedule returns.
-//  3. The decision becomes leased and preempted events, one write, except
-//     for jobs that changed meanwhile (a lease for a job cancelled during
-//     the cycle is dropped, with the rest of its gang). Executors receive
-//     their leases and kill orders with their next report.
+//  3. The decision becomes preempted and leased events, written in chunks
+//     of at most 1,000 preemptions or leases (a gang's leases always in
+//     one), the preemptions first; each chunk is one write made under the
+//     lock from the state as it is then, and between chunks the lock is
+//     released, so that a report or a submission waits for one chunk at
+//     most. Jobs that changed since the snapshot are skipped (a lease for
+//     a job cancelled during the cycle is dropped, with the rest of its
+//     gang). A chunk that fails ends the cycle with its error, the chunks
+//     before it stored: as if the cycle had decided less. Executors
+//     receive their leases and kill orders with their next report.
 //
 // Only one cycle runs at a time (ErrCycleRunning otherwise).
 func (s *Server) Cycle(ctx context.Context) (*CycleReport, error) {
@@ -61,8 +67,19 @@ func (s *Server) Cycle(ctx context.Context) (*CycleReport, error) {
 	res, err := s.st.schedule(ctx, snap, rep.Time)
 
 	s.mu.Lock()
+	d, err := s.st.cycleDecided(rep, snap, res, err)
+	s.mu.Unlock()
+	// The decision is written a chunk at a time, the lock released
+	// between chunks, so that reports and submissions wait for one chunk
+	// at most, not for the whole decision.
+	for more := err == nil; more; {
+		s.mu.Lock()
+		more, err = d.next(ctx, &s.st)
+		s.mu.Unlock()
+	}
+	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.st.cycleEnd(ctx, rep, snap, res, err)
+	return s.st.cycleEnd(ctx, d, err)
 }
 
 // cycleStart is a cycle's first part, before Schedule: the expiries and
@@ -70,7 +87,7 @@ func (s *Server) Cycle(ctx context.Context) (*CycleReport, error) {
 // read by Schedule (queued.cycling) until cycleEnd. A draining service's
 // cycle ends here, with no snapshot.
 func (s *state) cycleStart(ctx context.Context) (*CycleReport, *scheduler.Snapshot, error) {
-	if s.queued.cycling {
+	if s.last.running {
 		return nil, nil, ErrCycleRunning
 	}
 	if err := s.fresh(ctx); err != nil {
@@ -90,30 +107,34 @@ func (s *state) cycleStart(ctx context.Context) (*CycleReport, *scheduler.Snapsh
 	}
 	snap := s.snapshot(now)
 	s.queued.cycling = true
+	s.last.running = true
 	return rep, snap, nil
 }
 
-// cycleEnd is a cycle's last part, once Schedule has returned res (or
-// err) for snap: the store's deferred changes applied and the decisions
-// written.
-func (s *state) cycleEnd(ctx context.Context, rep *CycleReport, snap *scheduler.Snapshot, res *scheduler.Result, err error) (*CycleReport, error) {
-	now := rep.Time
+// cycleDecided ends the cycle's use of the queued-job store once Schedule
+// has returned res (or err) for snap: the store's deferred changes are
+// applied. It returns the writer of the decision.
+func (s *state) cycleDecided(rep *CycleReport, snap *scheduler.Snapshot, res *scheduler.Result, err error) (*decisionWriter, error) {
 	s.queued.cycling = false
 	s.queued.flush()
 	clear(snap.Running) // the buffer is the next snapshot's, holding no jobs meanwhile
 	s.scratch.running = snap.Running[:0]
+	return &decisionWriter{res: res, rep: rep}, err
+}
+
+// cycleEnd is a cycle's last part, once its decision is written (or err
+// stopped it): the next cycle may start, and, after a cycle that wrote its
+// whole decision, what it leaves for the next is kept and the usage
+// history stored.
+func (s *state) cycleEnd(ctx context.Context, d *decisionWriter, err error) (*CycleReport, error) {
+	s.last.running = false
 	if err != nil {
 		return nil, err
 	}
-	w := s.decisions(res, now, rep)
-	s.followGangs(w, now)
-	if _, err := s.commit(ctx, w); err != nil {
-		return nil, err
-	}
-	s.last.remember(res)
-	rep.Result = res
-	rep.UsageErr = s.cycleUsage(ctx, now)
-	return rep, nil
+	s.last.remember(d.res)
+	d.rep.Result = d.res
+	d.rep.UsageErr = s.cycleUsage(ctx, d.rep.Time)
+	return d.rep, nil
 }
 
 // Run calls Cycle every interval until ctx ends, and returns ctx's error
@@ -242,24 +263,83 @@ func (s *state) snapshot(now time.Time) *scheduler.Snapshot {
 	return snap
 }
 
-// decisions turns a cycle's result into events: leases for the jobs
-// placed and preemptions, skipping jobs whose state changed while the
-// cycle ran (and the rest of their gang).
-func (s *state) decisions(res *scheduler.Result, now time.Time, rep *CycleReport) *backend.Write {
-	w := &backend.Write{Events: make([]events.Event, 0, len(res.Scheduled)+len(res.Preempted))}
-	skipGang := map[string]bool{}
+// decisionChunk is how many leases, or preemptions, one write of a
+// cycle's decision holds at most (a gang's leases are never split, so a
+// chunk may hold a gang more).
+const decisionChunk = 1000
+
+// decisionWriter writes a cycle's decision (res) as events, a chunk at a
+// time, each chunk one write made from the state as it is then: the
+// preemptions first, so that executors hear of their kill orders no later
+// than of the leases they make room for, then the leases, every gang's in
+// one chunk. A job whose state changed since the cycle's snapshot is
+// skipped (with the rest of its gang). A chunk that fails stops the
+// writer: the chunks before it are stored, as if the cycle had decided
+// less.
+type decisionWriter struct {
+	res *scheduler.Result
+	rep *CycleReport
+	// preempted and scheduled count the entries of res.Preempted and
+	// res.Scheduled written so far.
+	preempted, scheduled int
+}
+
+// next writes the decision's next chunk and reports whether any remain.
+// The caller holds mu.
+func (d *decisionWriter) next(ctx context.Context, s *state) (more bool, err error) {
+	res, now := d.res, d.rep.Time
+	var w *backend.Write
+	switch {
+	case d.preempted < len(res.Preempted):
+		end := min(d.preempted+decisionChunk, len(res.Preempted))
+		w = d.preemptions(s, res.Preempted[d.preempted:end])
+		d.preempted = end
+	case d.scheduled < len(res.Scheduled):
+		end := chunkEnd(res.Scheduled, d.scheduled)
+		w = d.leases(s, res.Scheduled[d.scheduled:end])
+		d.scheduled = end
+	default:
+		return false, nil
+	}
+	s.followGangs(w, now)
+	if _, err := s.commit(ctx, w); err != nil {
+		return false, err
+	}
+	return d.preempted < len(res.Preempted) || d.scheduled < len(res.Scheduled), nil
+}
+
+// chunkEnd is where the chunk of leases that starts at as[from] ends:
+// decisionChunk further on, or after it at the end of the gang the last
+// lease belongs to (the scheduler lists a gang's members together).
+func chunkEnd(as []scheduler.Assignment, from int) int {
+	end := min(from+decisionChunk, len(as))
+	for end < len(as) && as[end-1].Job.IsGang() && as[end].Job.IsGang() && gangKey(as[end-1].Job) == gangKey(as[end].Job) {
+		end++
+	}
+	return end
+}
+
+// leases is the write of leases for as, skipping jobs whose state changed
+// while the cycle ran (and the rest of their gang).
+func (d *decisionWriter) leases(s *state, as []scheduler.Assignment) *backend.Write {
+	now := d.rep.Time
+	w := &backend.Write{Events: make([]events.Event, 0, len(as))}
+	var skipGang map[string]bool
 	type lease struct {
 		j   *job
 		ref nodeRef
 	}
-	leases := make([]lease, 0, len(res.Scheduled))
-	hashes := s.jobs.hashes(s.scratch.hashes, len(res.Scheduled), func(i int) string { return res.Scheduled[i].Job.ID })
+	leases := make([]lease, 0, len(as))
+	hashes := s.jobs.hashes(s.scratch.hashes, len(as), func(i int) string { return as[i].Job.ID })
 	s.scratch.hashes = hashes[:0]
-	for i, a := range res.Scheduled {
+	for i, a := range as {
 		j := s.jobs.getHashed(a.Job.ID, hashes[i])
 		ref, ok := s.nodes[a.Node]
 		if j == nil || j.state != events.Queued || !ok {
 			if a.Job.IsGang() {
+				if skipGang == nil {
+					skipGang = map[string]bool{}
+				}
 				skipGang[gangKey(a.Job)] = true
 			}
 			continue
@@ -273,18 +353,25 @@ func (s *state) decisions(res *scheduler.Result, now time.Time, rep *CycleReport
 		}
 		w.Events = append(w.Events, events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID,
 			Type: events.Leased, Cluster: l.ref.cluster.name, Node: l.ref.node, Attempt: int(l.j.attempts) + 1})
-		rep.Leased++
+		d.rep.Leased++
 	}
-	for _, p := range res.Preempted {
+	return w
+}
+
+// preemptions is the write of the preemptions ps, skipping jobs that are
+// no longer live.
+func (d *decisionWriter) preemptions(s *state, ps []scheduler.Preemption) *backend.Write {
+	w := &backend.Write{Events: make([]events.Event, 0, len(ps))}
+	for _, p := range ps {
 		j := s.jobs.get(p.Job.ID)
 		if j == nil || !j.state.Live() {
 			continue
 		}
 		sj := j.spec
-		w.Events = append(w.Events, events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID,
+		w.Events = append(w.Events, events.Event{Time: d.rep.Time, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID,
 			Type: events.Preempted, Cluster: j.lease.cluster.name, Node: j.lease.node, Attempt: int(j.attempts),
 			Reason: preemptionReason(&p), Requeued: s.cfg.RequeuePreempted && !j.cancelRequested})
-		rep.Preempted++
+		d.rep.Preempted++
 	}
 	return w
 }
@@ -312,6 +399,9 @@ type lastCycle struct {
 	prio scheduler.QueuePriorityState
 	// cycles counts the cycles decided (cycle n uses Config.Seed + n).
 	cycles uint64
+	// running is set from a cycle's start until its decision is written:
+	// another cycle then gets ErrCycleRunning.
+	running bool
 	// waiting explains, per queue and scheduling key, why the last cycle
 	// left jobs queued; notReached per queue why it did not reach some.
 	waiting    map[waitKey]scheduler.Reason

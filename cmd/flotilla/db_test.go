@@ -111,7 +111,7 @@ func TestServeOnPostgresLosesNothingAcknowledgedWhenKilledAndRestarted(t *testin
 	code, _, errOut := runClient(t, ctx, url, "queue", "create", "A")
 	require.Equal(t, 0, code, errOut)
 	nodes := writeFile(t, "nodes.json", `[{"name": "node", "count": 2, "resources": {"cpu": "8", "memory": "32Gi"}}]`)
-	start(t, ctx, "executor", "-server", url, "-cluster", "c1", "-nodes", nodes, "-renew", "300ms")
+	start(t, ctx, "executor", "-server", url, "-cluster", "c1", "-nodes", nodes, "-renew", "300ms", "-lease-timeout", "3s")
 	jobs := writeFile(t, "jobs.json", `{"queue": "A", "jobSet": "s1", "jobs": [{"count": 40, "requests": {"cpu": "1"}, "runtime": "2s", "clientId": "batch"}]}`)
 	code, out, errOut := runClient(t, ctx, url, "submit", jobs)
 	require.Equal(t, 0, code, errOut)
@@ -240,7 +240,7 @@ func TestServeOnPostgresThatRestartsAnswers503ThenResumesLosingNothing(t *testin
 	code, _, errOut := runClient(t, ctx, url, "queue", "create", "A")
 	require.Equal(t, 0, code, errOut)
 	nodes := writeFile(t, "nodes.json", `[{"name": "node", "count": 2, "resources": {"cpu": "16", "memory": "64Gi"}}]`)
-	start(t, ctx, "executor", "-server", url, "-cluster", "c1", "-nodes", nodes, "-renew", "300ms")
+	start(t, ctx, "executor", "-server", url, "-cluster", "c1", "-nodes", nodes, "-renew", "300ms", "-lease-timeout", "5s")
 
 	const batches, perBatch, downAfter = 12, 50, 4
 	var acked []string
@@ -368,7 +368,7 @@ func TestServeOnPostgresKilled20TimesMidLoadLosesNothingAndReplayGivesTheStoredS
 	require.Equal(t, 0, code, errOut)
 	nodes := writeFile(t, "nodes.json", `[{"name": "node", "count": 64, "resources": {"cpu": "16", "memory": "64Gi"}}]`)
 	for _, c := range []string{"c1", "c2"} {
-		start(t, ctx, "executor", "-server", url, "-cluster", c, "-nodes", nodes, "-renew", "300ms")
+		start(t, ctx, "executor", "-server", url, "-cluster", c, "-nodes", nodes, "-renew", "300ms", "-lease-timeout", "5s")
 	}
 
 	began := time.Now()

@@ -156,7 +156,7 @@ func TestServeTwoExecutorsOneKilledEveryJobSucceedsAndNoneHoldsTwoLeases(t *test
 	nodes := writeFile(t, "nodes.json", `[{"name": "node", "count": 4, "resources": {"cpu": "8", "memory": "32Gi"}}]`)
 	var exs []*proc
 	for _, c := range []string{"c1", "c2"} {
-		exs = append(exs, start(t, ctx, "executor", "-server", url, "-cluster", c, "-nodes", nodes, "-renew", "300ms"))
+		exs = append(exs, start(t, ctx, "executor", "-server", url, "-cluster", c, "-nodes", nodes, "-renew", "300ms", "-lease-timeout", "2s"))
 	}
 	jobs := writeFile(t, "jobs.json", `{"queue": "A", "jobSet": "s1", "jobs": [
 		{"count": 290, "requests": {"cpu": "1"}, "runtime": "1s"},

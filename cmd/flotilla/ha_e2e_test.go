@@ -161,8 +161,8 @@ func TestTwoServersOnPostgresLeaderKilledMidLoadOtherLeadsWithinTheTTL(t *testin
 	nodes := writeFile(t, "nodes.json", `[{"name": "node", "count": 64, "resources": {"cpu": "16", "memory": "64Gi"}}]`)
 	// One executor starts with each server.
 	exs := []*proc{
-		start(t, ctx, "executor", "-server", urls[0]+","+urls[1], "-cluster", "c1", "-nodes", nodes, "-renew", "1s"),
-		start(t, ctx, "executor", "-server", urls[1]+","+urls[0], "-cluster", "c2", "-nodes", nodes, "-renew", "1s"),
+		start(t, ctx, "executor", "-server", urls[0]+","+urls[1], "-cluster", "c1", "-nodes", nodes, "-renew", "300ms", "-lease-timeout", "5s"),
+		start(t, ctx, "executor", "-server", urls[1]+","+urls[0], "-cluster", "c2", "-nodes", nodes, "-renew", "300ms", "-lease-timeout", "5s"),
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -235,7 +235,7 @@ func TestDeposedLeaderPausedPastItsTTLIsFencedAndStepsDown(t *testing.T) {
 	code, _, errOut := runClient(t, ctx, both, "queue", "create", "A")
 	require.Equal(t, 0, code, errOut)
 	nodes := writeFile(t, "nodes.json", `[{"name": "node", "count": 4, "resources": {"cpu": "8", "memory": "32Gi"}}]`)
-	start(t, ctx, "executor", "-server", both, "-cluster", "c1", "-nodes", nodes, "-renew", "300ms")
+	start(t, ctx, "executor", "-server", both, "-cluster", "c1", "-nodes", nodes, "-renew", "300ms", "-lease-timeout", "5s")
 	jobs := writeFile(t, "jobs.json", `{"queue": "A", "jobSet": "s0", "jobs": [{"count": 200, "requests": {"cpu": "1"}, "runtime": "500ms", "clientId": "p"}]}`)
 	code, out, errOut := runClient(t, ctx, both, "submit", jobs)
 	require.Equal(t, 0, code, errOut)
