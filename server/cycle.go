@@ -76,6 +76,9 @@ func (s *Server) Cycle(ctx context.Context) (*CycleReport, error) {
 		s.mu.Lock()
 		more, err = d.next(ctx, &s.st)
 		s.mu.Unlock()
+		if more && s.st.betweenChunks != nil {
+			s.st.betweenChunks()
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

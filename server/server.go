@@ -198,6 +198,9 @@ type deps struct {
 	schedule func(context.Context, *scheduler.Snapshot, time.Time) (*scheduler.Result, error)
 	// positionLimit is DetailPositionLimit (a test lowers it).
 	positionLimit int
+	// betweenChunks, when a test sets it, is called between the chunks of
+	// a cycle's decision, with the lock released.
+	betweenChunks func()
 }
 
 // New opens the service over cfg.Backend: it loads the queues, the live
