@@ -34,11 +34,11 @@ var Phases = []JobPhase{PhasePending, PhaseRunning, PhaseSucceeded, PhaseFailed,
 // report whole, naming each problem's field (ErrorBody.Problems); a
 // problem's error text begins with one of these when the job does not
 // exist (ErrNotFound), is not the cluster's (ErrNotHeld), or the cluster
-// must send its nodes first (ErrUnknownCluster). They are the texts of the
-// service's own errors (server.ErrNotHeld, server.ErrUnknownCluster,
-// backend.ErrNotFound; a test in httpapi keeps them equal), so an executor
-// tells them apart in process and over HTTP alike, without linking the
-// service.
+// must send its nodes first (ErrUnknownCluster). The service's own
+// errors are these (server.ErrNotHeld, server.ErrUnknownCluster) or have
+// their text (backend.ErrNotFound; a test in httpapi keeps it equal), so
+// an executor tells them apart in process and over HTTP alike, without
+// linking the service.
 var (
 	ErrNotFound       = errors.New("not found")
 	ErrNotHeld        = errors.New("names a job the cluster does not hold")

@@ -10,41 +10,36 @@ import (
 	"time"
 
 	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/api"
 	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/events"
 )
 
 // ErrUnknownCluster: a report without nodes from a cluster that has never
-// registered its nodes.
-var ErrUnknownCluster = errors.New("names a cluster that has not registered its nodes")
+// registered its nodes. It is the executor protocol's (api), so that an
+// executor tells it without linking the service.
+var ErrUnknownCluster = api.ErrUnknownCluster
 
 // ErrNotHeld: a report names a job its cluster does not hold: a job
 // never leased, a lease attempt that never was, or the live lease of
-// another cluster.
-var ErrNotHeld = errors.New("names a job the cluster does not hold")
+// another cluster (api.ErrNotHeld).
+var ErrNotHeld = api.ErrNotHeld
 
-// JobPhase is what an executor says about a job it holds.
-type JobPhase string
+// JobPhase is what an executor says about a job it holds: the executor
+// protocol's (api.JobPhase).
+type JobPhase = api.JobPhase
 
-// The phases of an executor's job report.
+// The phases of an executor's job report (api's).
 const (
-	// PhasePending: the executor has the lease and has not started the job.
-	PhasePending JobPhase = "pending"
-	// PhaseRunning: the job runs.
-	PhaseRunning JobPhase = "running"
-	// PhaseSucceeded: the job ended with exit code 0.
-	PhaseSucceeded JobPhase = "succeeded"
-	// PhaseFailed: the job ended with a non-zero exit code.
-	PhaseFailed JobPhase = "failed"
-	// PhaseReturned: the executor gives the lease back (it could not start
-	// the job).
-	PhaseReturned JobPhase = "returned"
-	// PhaseStopped: the executor stopped the job because it was told to
-	// kill it.
-	PhaseStopped JobPhase = "stopped"
+	PhasePending   = api.PhasePending
+	PhaseRunning   = api.PhaseRunning
+	PhaseSucceeded = api.PhaseSucceeded
+	PhaseFailed    = api.PhaseFailed
+	PhaseReturned  = api.PhaseReturned
+	PhaseStopped   = api.PhaseStopped
 )
 
-var phases = []JobPhase{PhasePending, PhaseRunning, PhaseSucceeded, PhaseFailed, PhaseReturned, PhaseStopped}
+var phases = api.Phases
 
 // knownPhase reports whether p is one of phases (a switch: a report
 // checks every job it lists).
