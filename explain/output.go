@@ -75,12 +75,14 @@ type Explanation struct {
 	header string
 }
 
+// Gang is the job's gang, when it is a member of one.
 type Gang struct {
 	ID                  string `json:"id"`
 	Cardinality         int    `json:"cardinality"`
 	NodeUniformityLabel string `json:"nodeUniformityLabel,omitempty"`
 }
 
+// Priority is the job's priority class and its priority within it.
 type Priority struct {
 	Class         string `json:"class"`
 	ClassPriority int32  `json:"classPriority"`
@@ -88,26 +90,15 @@ type Priority struct {
 	Priority      uint32 `json:"priority"`
 }
 
-type Place struct {
-	Position      int               `json:"position"`
-	Queued        int               `json:"queued"`
-	Ahead         int               `json:"ahead"`
-	AheadRequests map[string]string `json:"aheadRequests"`
-	// Partial: counted up to a limit (the service's); lower bounds.
-	Partial bool `json:"partial,omitempty"`
-	// GangIncomplete: its gang is not all queued (offered only whole).
-	GangIncomplete bool `json:"gangIncomplete,omitempty"`
-}
+// Place and QueueShare are the service's wire forms (api), so that
+// explain -o json and status -v -o json agree: the job's place in its
+// queue's order, and its queue's standing in the round.
+type (
+	Place      = api.QueuePlace
+	QueueShare = api.QueueShare
+)
 
-type QueueShare struct {
-	Share             float64 `json:"share"`
-	FairShare         float64 `json:"fairShare"`
-	AdjustedFairShare float64 `json:"adjustedFairShare"`
-	Demand            float64 `json:"demand"`
-	Running           int     `json:"running"`
-	Queued            int     `json:"queued"`
-}
-
+// Scheduled says where the job was placed, and what the node held before.
 type Scheduled struct {
 	Node             string            `json:"node"`
 	Why              string            `json:"why"`
@@ -123,6 +114,7 @@ type (
 	GangMember  = api.GangMember
 )
 
+// Preempted says why the job was preempted, and for whom.
 type Preempted struct {
 	Node             string   `json:"node"`
 	Reason           string   `json:"reason"`
