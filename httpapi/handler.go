@@ -88,13 +88,16 @@ func New(srv *server.Server, opts Options) *Handler {
 	if opts.StreamWriteTimeout <= 0 {
 		opts.StreamWriteTimeout = DefaultStreamWriteTimeout
 	}
-	h := &Handler{srv: srv, opts: opts, mux: http.NewServeMux(), anon: &Principal{Name: "anonymous", admin: true},
+	h := &Handler{srv: srv, opts: opts, mux: http.NewServeMux(), anon: &Principal{Name: "anonymous", admin: true, submit: everything, watch: everything, executor: everything},
 		streams: &streamSlots{max: opts.MaxStreams, perPrincipal: opts.MaxStreamsPerPrincipal, byPrincipal: map[string]int{}}}
 	for _, r := range h.routes() {
 		h.mux.HandleFunc(r.pattern, h.observed(r.pattern, r.fn))
 	}
 	return h
 }
+
+// everything is the list that names every queue or cluster.
+var everything = []string{"*"}
 
 // route is one pattern of the API; Routes lists them for the OpenAPI
 // check.
@@ -291,21 +294,32 @@ func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, "ok\n")
 }
 
+// listQueues lists the queues the principal may read.
 func (h *Handler) listQueues(w http.ResponseWriter, r *http.Request) {
+	p := principal(r)
+	if h.forbid(w, r, p.MayList(), "list queues") {
+		return
+	}
 	qs, err := h.srv.ListQueues(r.Context())
 	if err != nil {
 		h.fail(w, r, err, false)
 		return
 	}
-	out := make([]api.Queue, len(qs))
-	for i, q := range qs {
-		out[i] = QueueOf(q)
+	out := make([]api.Queue, 0, len(qs))
+	for _, q := range qs {
+		if p.MayWatch(q.Name) {
+			out = append(out, QueueOf(q))
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
 func (h *Handler) getQueue(w http.ResponseWriter, r *http.Request) {
-	q, err := h.srv.Queue(r.Context(), r.PathValue("queue"))
+	name := r.PathValue("queue")
+	if h.forbid(w, r, principal(r).MayWatch(name), "read queue "+name) {
+		return
+	}
+	q, err := h.srv.Queue(r.Context(), name)
 	if err != nil {
 		h.fail(w, r, err, true)
 		return
@@ -415,7 +429,7 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) {
 	var res server.CancelResult
 	var err error
 	if len(req.JobIDs) == 0 {
-		if h.forbid(w, r, p.MaySubmit(req.Queue), "cancel in queue "+req.Queue) {
+		if h.forbid(w, r, p.MayCancel(req.Queue), "cancel in queue "+req.Queue) {
 			return
 		}
 		res, err = h.srv.CancelJobSet(r.Context(), req.Queue, req.JobSet)
@@ -427,7 +441,7 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			for _, st := range sts {
-				if h.forbid(w, r, p.MaySubmit(st.Queue), "cancel in queue "+st.Queue) {
+				if h.forbid(w, r, p.MayCancel(st.Queue), "cancel in queue "+st.Queue) {
 					return
 				}
 			}
