@@ -153,6 +153,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	tlsKey := fs.String("tls-key", "", "TLS key file (with -tls-cert)")
 	advertise := fs.String("advertise", "", "with -db: the URL the other servers forward requests to while this one leads (default: the listening address; required when it is unspecified, as :8080)")
 	leaderTTL := fs.Duration("leader-ttl", DefaultLeaderTTL, "with -db: the leader lease; renewed every third of it, taken over when it ends")
+	maxStreams := fs.Int("max-streams", httpapi.DefaultMaxStreams, "event streams (events, watch) served at once; past it a request for one gets 503 with Retry-After")
+	maxStreamsPerPrincipal := fs.Int("max-streams-per-principal", httpapi.DefaultMaxStreamsPerPrincipal, "event streams one principal may hold at once; past it 503 with Retry-After")
+	streamWriteTimeout := fs.Duration("stream-write-timeout", httpapi.DefaultStreamWriteTimeout, "how long one event may take to reach a stream's client before the stream ends")
 	forwardTimeout := fs.Duration("forward-timeout", DefaultForwardTimeout, "with -db: how long a follower waits for the leader to answer a forwarded request (its headers; a watch then streams) before answering 503")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)
@@ -269,7 +272,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return nil
 	}
-	apiOpts := httpapi.Options{Auth: auth, Logger: log, Observe: m.observe, Ready: ready}
+	apiOpts := httpapi.Options{Auth: auth, Logger: log, Observe: m.observe, Ready: ready,
+		MaxStreams: *maxStreams, MaxStreamsPerPrincipal: *maxStreamsPerPrincipal, StreamWriteTimeout: *streamWriteTimeout}
 	mux := http.NewServeMux()
 	var rt *router
 	if leases == nil {
