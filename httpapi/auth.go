@@ -16,18 +16,31 @@ type AuthFile struct {
 }
 
 // TokenEntry gives one token's principal its rights. A list holding "*"
-// means every queue (or cluster).
+// means every queue (or cluster). The rights, as the README's rights table
+// gives them:
+//
+//   - submit: submit to, cancel in and read the queues listed;
+//   - watch: read the queues listed (their events, job statuses and
+//     definitions);
+//   - executor: report and lease for the clusters listed;
+//   - admin: create, update and delete queues, read every queue, and
+//     cancel in every queue (to empty one before deleting it). An admin
+//     submits and reports only where its submit and executor lists say.
+//
+// Listing queues shows the queues the principal may read; a principal
+// that may read none (an executor's, or one without rights) may not list.
 type TokenEntry struct {
 	Token     string `json:"token"`
 	Principal string `json:"principal"`
-	// Submit: the queues it may submit to and cancel in.
+	// Submit: the queues it may submit to, cancel in and read.
 	Submit []string `json:"submit,omitempty"`
-	// Watch: the queues whose events and job statuses it may read.
+	// Watch: the queues whose events, job statuses and definitions it may
+	// read.
 	Watch []string `json:"watch,omitempty"`
 	// Executor: the clusters it may report and lease for.
 	Executor []string `json:"executor,omitempty"`
-	// Admin may do everything, and alone creates, updates and deletes
-	// queues.
+	// Admin alone creates, updates and deletes queues; it also reads and
+	// cancels in every queue.
 	Admin bool `json:"admin,omitempty"`
 }
 
@@ -45,19 +58,29 @@ func allows(list []string, name string) bool {
 // Admin reports whether the principal may manage queues.
 func (p *Principal) Admin() bool { return p.admin }
 
-// MaySubmit reports whether the principal may submit to and cancel in a
-// queue.
-func (p *Principal) MaySubmit(queue string) bool { return p.admin || allows(p.submit, queue) }
+// MaySubmit reports whether the principal may submit to a queue: its
+// submit list names it (admin or not).
+func (p *Principal) MaySubmit(queue string) bool { return allows(p.submit, queue) }
 
-// MayWatch reports whether the principal may read a queue's events and
-// job statuses (submitting to it implies reading it).
+// MayCancel reports whether the principal may cancel jobs in a queue:
+// those it may submit to, and every queue for an admin.
+func (p *Principal) MayCancel(queue string) bool { return p.admin || allows(p.submit, queue) }
+
+// MayWatch reports whether the principal may read a queue's events, job
+// statuses and definition (submitting to it implies reading it; an admin
+// reads every queue).
 func (p *Principal) MayWatch(queue string) bool {
 	return p.admin || allows(p.watch, queue) || allows(p.submit, queue)
 }
 
+// MayList reports whether the principal may list queues (it is shown
+// those it may read): an admin, or a principal given some queue to submit
+// to or watch.
+func (p *Principal) MayList() bool { return p.admin || len(p.watch) > 0 || len(p.submit) > 0 }
+
 // MayReport reports whether the principal may report and lease for a
-// cluster.
-func (p *Principal) MayReport(cluster string) bool { return p.admin || allows(p.executor, cluster) }
+// cluster: its executor list names it (admin or not).
+func (p *Principal) MayReport(cluster string) bool { return allows(p.executor, cluster) }
 
 // Auth maps tokens to principals. It is immutable after ParseAuth.
 type Auth struct {

@@ -17,7 +17,8 @@ const authFile = `{"tokens": [
   {"token": "t-alice", "principal": "alice", "submit": ["A"], "watch": ["*"]},
   {"token": "t-bob", "principal": "bob", "watch": ["B"]},
   {"token": "t-exec", "principal": "exec-c1", "executor": ["c1"]},
-  {"token": "t-ops", "principal": "ops", "admin": true}
+  {"token": "t-ops", "principal": "ops", "admin": true},
+  {"token": "t-none", "principal": "idle"}
 ]}`
 
 func TestEachRightIsRefusedWithoutItAndTheRefusalChangesNothing(t *testing.T) {
@@ -25,8 +26,8 @@ func TestEachRightIsRefusedWithoutItAndTheRefusalChangesNothing(t *testing.T) {
 	auth, err := httpapi.ParseAuth([]byte(authFile))
 	require.NoError(t, err)
 	s := newService(t, httpapi.Options{Auth: auth})
-	ops, alice, bob, exec, nobody, wrong := s.client(t, "t-ops"), s.client(t, "t-alice"), s.client(t, "t-bob"),
-		s.client(t, "t-exec"), s.client(t, ""), s.client(t, "t-unknown")
+	ops, alice, bob, exec, nobody, wrong, idle := s.client(t, "t-ops"), s.client(t, "t-alice"), s.client(t, "t-bob"),
+		s.client(t, "t-exec"), s.client(t, ""), s.client(t, "t-unknown"), s.client(t, "t-none")
 	for _, q := range []string{"A", "B"} {
 		_, err := ops.CreateQueue(ctx, api.Queue{Name: q})
 		require.NoError(t, err)
@@ -57,7 +58,16 @@ func TestEachRightIsRefusedWithoutItAndTheRefusalChangesNothing(t *testing.T) {
 		{"report for another cluster", func() error { _, err := exec.Report(ctx, "c2", node); return err }, client.ErrForbidden},
 		{"report by a submitter", func() error { _, err := alice.Report(ctx, "c1", node); return err }, client.ErrForbidden},
 		{"report for its cluster", func() error { _, err := exec.Report(ctx, "c1", node); return err }, nil},
-		{"admin does anything", func() error { _, err := ops.Submit(ctx, file("B")); return err }, nil},
+		{"admin submits only where its submit list says", func() error { _, err := ops.Submit(ctx, file("B")); return err }, client.ErrForbidden},
+		{"admin reports only for its executor list", func() error { _, err := ops.Report(ctx, "c2", node); return err }, client.ErrForbidden},
+		{"admin reads every queue", func() error { _, err := ops.Events(ctx, "A", "s", 0, 0); return err }, nil},
+		{"admin reads every job", func() error { _, err := ops.Status(ctx, "job-1"); return err }, nil},
+		{"admin cancels in every queue", func() error { _, err := ops.CancelJobSet(ctx, "B", "s"); return err }, nil},
+		{"an executor lists queues", func() error { _, err := exec.ListQueues(ctx); return err }, client.ErrForbidden},
+		{"a token without rights lists queues", func() error { _, err := idle.ListQueues(ctx); return err }, client.ErrForbidden},
+		{"an executor reads a queue", func() error { _, err := exec.Queue(ctx, "A"); return err }, client.ErrForbidden},
+		{"a watcher reads another queue", func() error { _, err := bob.Queue(ctx, "A"); return err }, client.ErrForbidden},
+		{"a watcher reads its queue", func() error { _, err := bob.Queue(ctx, "B"); return err }, nil},
 	}
 	for _, c := range cases {
 		before, err := s.be.Events(ctx, "A", "s", 0, 0)
@@ -92,4 +102,35 @@ func TestParseAuthNamesEveryProblem(t *testing.T) {
 	require.ElementsMatch(t, []string{"tokens[0].principal", "tokens[1].token", "tokens[2].token", "tokens[3].sumbit"}, fields)
 	_, err = httpapi.ParseAuth([]byte(`{"tokens": []}`))
 	require.ErrorIs(t, err, flotilla.ErrRequired)
+}
+
+// TestListingShowsTheQueuesAPrincipalMayRead: an admin lists every queue,
+// a submitter or watcher those it may read, and anonymous requests
+// (no -auth) every queue.
+func TestListingShowsTheQueuesAPrincipalMayRead(t *testing.T) {
+	ctx := context.Background()
+	auth, err := httpapi.ParseAuth([]byte(authFile))
+	require.NoError(t, err)
+	for _, opts := range []httpapi.Options{{Auth: auth}, {}} {
+		s := newService(t, opts)
+		for _, q := range []string{"A", "B", "C"} {
+			require.NoError(t, s.srv.CreateQueue(ctx, flotilla.Queue{Name: q}))
+		}
+		names := func(token string) []string {
+			qs, err := s.client(t, token).ListQueues(ctx)
+			require.NoError(t, err)
+			var out []string
+			for _, q := range qs {
+				out = append(out, q.Name)
+			}
+			return out
+		}
+		if opts.Auth == nil {
+			require.Equal(t, []string{"A", "B", "C"}, names(""))
+			continue
+		}
+		require.Equal(t, []string{"A", "B", "C"}, names("t-ops"))
+		require.Equal(t, []string{"A", "B", "C"}, names("t-alice"), "watch: *")
+		require.Equal(t, []string{"B"}, names("t-bob"))
+	}
 }

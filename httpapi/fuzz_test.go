@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/flotilla-sched/flotilla"
@@ -29,6 +30,17 @@ func FuzzHandlers(f *testing.F) {
 	f.Add(1, []byte(`{"nodes": [{"name": "n1", "resources": {"cpu": "4x"}}], "jobs": [{"job": "j", "attempt": 1, "phase": "running"}]}`))
 	f.Add(2, []byte(`{"jobIds": ["job-1"]}`))
 	f.Add(3, []byte(`{"name": "Q", "priorityFactor": -1}`))
+	// Refusals of names and requests: not path segments, not UTF-8, over
+	// their limits, zero in every resource.
+	f.Add(3, []byte(`{"name": ".."}`))
+	f.Add(3, []byte("{\"name\": \"q\xff\"}"))
+	f.Add(3, []byte(`{"name": "`+strings.Repeat("q", 254)+`"}`))
+	f.Add(0, []byte(`{"queue": "A", "jobSet": ".", "jobs": [{"requests": {"cpu": "1"}}]}`))
+	f.Add(0, []byte("{\"queue\": \"A\", \"jobSet\": \"s\xfe\", \"jobs\": [{\"requests\": {\"cpu\": \"1\"}}]}"))
+	f.Add(0, []byte(`{"queue": "A", "jobSet": "s", "jobs": [{"count": 3, "requests": {"cpu": "0", "memory": "0"}}]}`))
+	f.Add(0, []byte(`{"queue": "A", "jobSet": "s", "jobs": [{"requests": {"cpu": "1"}, "clientId": "`+strings.Repeat("c", 254)+`"}]}`))
+	f.Add(0, []byte(`{"queue": "A", "jobSet": "s", "jobs": [{"requests": {"cpu": "1"}, "nodeSelector": {"zone": "`+strings.Repeat("z", 64)+`"}}]}`))
+	f.Add(1, []byte(`{"nodes": [{"name": "`+strings.Repeat("n", 254)+`", "resources": {"cpu": "4"}}]}`))
 	f.Fuzz(func(t *testing.T, route int, body []byte) {
 		s := newService(t, httpapi.Options{MaxBodyBytes: 1 << 16})
 		ctx := context.Background()
@@ -73,7 +85,8 @@ func FuzzHandlers(f *testing.F) {
 // FuzzParseAuth: any auth file is refused with *flotilla.FieldError
 // problems only, or accepted; an accepted file gives each token exactly
 // the rights its entry lists (checked against a plain decoding of the
-// file), and no other token any.
+// file and the rights table: admin adds reading, listing and cancelling
+// everywhere, never submitting or reporting), and no other token any.
 func FuzzParseAuth(f *testing.F) {
 	f.Add([]byte(authFile))
 	f.Add([]byte(`{"tokens": [{"token": "x"}, {"token": "x", "principal": "p"}, {"principal": "q"}]}`))
@@ -107,9 +120,11 @@ func FuzzParseAuth(f *testing.F) {
 				t.Fatalf("token of %q: got %+v, %v", e.Principal, p, ok)
 			}
 			for _, name := range append(append(append([]string{"A", "*"}, e.Submit...), e.Watch...), e.Executor...) {
-				if p.Admin() != e.Admin || p.MaySubmit(name) != (e.Admin || in(e.Submit, name)) ||
+				if p.Admin() != e.Admin || p.MaySubmit(name) != in(e.Submit, name) ||
+					p.MayCancel(name) != (e.Admin || in(e.Submit, name)) ||
 					p.MayWatch(name) != (e.Admin || in(e.Watch, name) || in(e.Submit, name)) ||
-					p.MayReport(name) != (e.Admin || in(e.Executor, name)) {
+					p.MayList() != (e.Admin || len(e.Watch) > 0 || len(e.Submit) > 0) ||
+					p.MayReport(name) != in(e.Executor, name) {
 					t.Fatalf("principal %q has the wrong rights on %q", e.Principal, name)
 				}
 			}
@@ -136,6 +151,10 @@ func FuzzQueryRoutes(f *testing.F) {
 	f.Add(3, "A", "", []byte(`{"name": "B", "priorityFactor": -1, "x": 1}`))
 	f.Add(4, "A", "", []byte(nil))
 	f.Add(4, "Z", "", []byte(nil))
+	f.Add(2, "..", "", []byte(nil))
+	f.Add(3, ".", "", []byte(`{"name": "."}`))
+	f.Add(3, "q\xff", "", []byte("{\"name\": \"q\xff\"}"))
+	f.Add(1, "A", "watch=true&from=1", []byte(nil))
 	f.Fuzz(func(t *testing.T, route int, name, query string, body []byte) {
 		s := newService(t, httpapi.Options{MaxBodyBytes: 1 << 16})
 		ctx := context.Background()

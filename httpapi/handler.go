@@ -43,9 +43,18 @@ type Options struct {
 	// route pattern (as Routes lists it), status code and duration. The
 	// flotilla command counts requests and submit rejections with it.
 	Observe func(route string, status int, d time.Duration)
-	// Clock times the requests Observe hears of; nil means the service's
-	// server.SystemClock.
+	// Clock times the requests Observe hears of and sets the deadlines
+	// of stream writes; nil means the service's server.SystemClock.
 	Clock server.Clock
+	// MaxStreams and MaxStreamsPerPrincipal bound the event streams
+	// served at once, in total and per principal: past either, a request
+	// for one gets 503 with Retry-After. 0 means DefaultMaxStreams,
+	// DefaultMaxStreamsPerPrincipal.
+	MaxStreams, MaxStreamsPerPrincipal int
+	// StreamWriteTimeout bounds how long one event of a stream may take
+	// to be written to the connection; past it the stream ends. 0 means
+	// DefaultStreamWriteTimeout.
+	StreamWriteTimeout time.Duration
 }
 
 // Handler serves the HTTP API of a server.Server (openapi.json).
@@ -55,7 +64,8 @@ type Handler struct {
 	mux  *http.ServeMux
 	// anon is the principal of every request when Options.Auth is nil: it
 	// may do everything.
-	anon *Principal
+	anon    *Principal
+	streams *streamSlots
 }
 
 // New returns the API handler over srv.
@@ -69,12 +79,25 @@ func New(srv *server.Server, opts Options) *Handler {
 	if opts.Clock == nil {
 		opts.Clock = server.SystemClock{}
 	}
-	h := &Handler{srv: srv, opts: opts, mux: http.NewServeMux(), anon: &Principal{Name: "anonymous", admin: true}}
+	if opts.MaxStreams <= 0 {
+		opts.MaxStreams = DefaultMaxStreams
+	}
+	if opts.MaxStreamsPerPrincipal <= 0 {
+		opts.MaxStreamsPerPrincipal = DefaultMaxStreamsPerPrincipal
+	}
+	if opts.StreamWriteTimeout <= 0 {
+		opts.StreamWriteTimeout = DefaultStreamWriteTimeout
+	}
+	h := &Handler{srv: srv, opts: opts, mux: http.NewServeMux(), anon: &Principal{Name: "anonymous", admin: true, submit: everything, watch: everything, executor: everything},
+		streams: &streamSlots{max: opts.MaxStreams, perPrincipal: opts.MaxStreamsPerPrincipal, byPrincipal: map[string]int{}}}
 	for _, r := range h.routes() {
 		h.mux.HandleFunc(r.pattern, h.observed(r.pattern, r.fn))
 	}
 	return h
 }
+
+// everything is the list that names every queue or cluster.
+var everything = []string{"*"}
 
 // route is one pattern of the API; Routes lists them for the OpenAPI
 // check.
@@ -271,21 +294,32 @@ func (h *Handler) readyz(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, "ok\n")
 }
 
+// listQueues lists the queues the principal may read.
 func (h *Handler) listQueues(w http.ResponseWriter, r *http.Request) {
+	p := principal(r)
+	if h.forbid(w, r, p.MayList(), "list queues") {
+		return
+	}
 	qs, err := h.srv.ListQueues(r.Context())
 	if err != nil {
 		h.fail(w, r, err, false)
 		return
 	}
-	out := make([]api.Queue, len(qs))
-	for i, q := range qs {
-		out[i] = QueueOf(q)
+	out := make([]api.Queue, 0, len(qs))
+	for _, q := range qs {
+		if p.MayWatch(q.Name) {
+			out = append(out, QueueOf(q))
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
 func (h *Handler) getQueue(w http.ResponseWriter, r *http.Request) {
-	q, err := h.srv.Queue(r.Context(), r.PathValue("queue"))
+	name := r.PathValue("queue")
+	if h.forbid(w, r, principal(r).MayWatch(name), "read queue "+name) {
+		return
+	}
+	q, err := h.srv.Queue(r.Context(), name)
 	if err != nil {
 		h.fail(w, r, err, true)
 		return
@@ -395,7 +429,7 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) {
 	var res server.CancelResult
 	var err error
 	if len(req.JobIDs) == 0 {
-		if h.forbid(w, r, p.MaySubmit(req.Queue), "cancel in queue "+req.Queue) {
+		if h.forbid(w, r, p.MayCancel(req.Queue), "cancel in queue "+req.Queue) {
 			return
 		}
 		res, err = h.srv.CancelJobSet(r.Context(), req.Queue, req.JobSet)
@@ -407,7 +441,7 @@ func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			for _, st := range sts {
-				if h.forbid(w, r, p.MaySubmit(st.Queue), "cancel in queue "+st.Queue) {
+				if h.forbid(w, r, p.MayCancel(st.Queue), "cancel in queue "+st.Queue) {
 					return
 				}
 			}
@@ -506,15 +540,22 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err, true)
 		return
 	}
+	release, ok := h.openStream(w, r)
+	if !ok {
+		return
+	}
+	defer release()
+	rc := http.NewResponseController(w)
+	dw := &deadlineWriter{w: w, rc: rc, clock: h.opts.Clock, timeout: h.opts.StreamWriteTimeout}
+	defer dw.clear()
 	w.Header().Set("Content-Type", "application/x-ndjson")
-	enc := json.NewEncoder(w)
+	enc := json.NewEncoder(dw)
 	if !watch {
 		h.eventPages(w, r, enc, q, set, from, limit)
 		return
 	}
-	rc := http.NewResponseController(w)
 	w.WriteHeader(http.StatusOK)
-	_ = rc.Flush()
+	_ = dw.flush()
 	err := h.srv.Watch(r.Context(), q, set, from, func(e events.Event) error {
 		if err := enc.Encode(e); err != nil {
 			return err

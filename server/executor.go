@@ -13,6 +13,7 @@ import (
 	"github.com/flotilla-sched/flotilla/api"
 	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/events"
+	"github.com/flotilla-sched/flotilla/submit"
 )
 
 // ErrUnknownCluster: a report without nodes from a cluster that has never
@@ -185,8 +186,8 @@ func checkCluster(r *Report, c *cluster) error {
 	if r.Cluster == "" {
 		return flotilla.Errorf("cluster", "", flotilla.ErrRequired, "")
 	}
-	if badName(r.Cluster) {
-		return flotilla.Errorf("cluster", r.Cluster, flotilla.ErrMalformed, "a cluster name has no '/' and no control characters")
+	if err := checkName("cluster", "cluster", r.Cluster); err != nil {
+		return err
 	}
 	if r.Nodes == nil && (c == nil || c.reported.IsZero() && c.nodes == nil) {
 		return flotilla.Errorf("cluster", r.Cluster, ErrUnknownCluster, "report its nodes first")
@@ -213,6 +214,9 @@ func checkNodes(r *Report, c *cluster, schema *flotilla.ResourceSchema) ([]floti
 			errs = append(errs, flotilla.Errorf(p+".name", n.Name, flotilla.ErrDuplicate, "also nodes[%d]", k))
 		}
 		names[n.Name] = i
+		if err := nodeNames(p, n); err != nil {
+			errs = append(errs, err)
+		}
 		if err := n.Validate(schema); err != nil {
 			// Node.Validate names fields `node "n1".total`; the report's
 			// path replaces that prefix.
@@ -240,6 +244,21 @@ func checkNodes(r *Report, c *cluster, schema *flotilla.ResourceSchema) ([]floti
 		out[i] = n
 	}
 	return out, nil
+}
+
+// nodeNames checks a reported node's name, labels and taints against the
+// limits of submit's names.go (path p).
+func nodeNames(p string, n *flotilla.Node) error {
+	errs := []error{
+		submit.CheckLength(p+".name", "node name", n.Name, submit.MaxNameBytes),
+		submit.CheckLabels(p+".labels", n.Labels),
+	}
+	for i, t := range n.Taints {
+		tp := p + ".taints[" + strconv.Itoa(i) + "]"
+		errs = append(errs, submit.CheckLabelKey(tp+".key", t.Key),
+			submit.CheckLength(tp+".value", "taint value", t.Value, submit.MaxLabelValueBytes))
+	}
+	return errors.Join(errs...)
 }
 
 // leaseKey names one lease of a job.

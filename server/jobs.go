@@ -72,7 +72,9 @@ func (s *state) submit(ctx context.Context, queueName string, expand func(time.T
 	}
 	now := s.clock.Now()
 	specs, err := expand(now)
-	if _, ok := s.queues[queueName]; !ok && queueName != "" {
+	// A name the rules refused (too long, not a path segment) is named
+	// once, by them.
+	if _, ok := s.queues[queueName]; !ok && queueName != "" && submit.CheckSegment("queue", "queue", queueName) == nil {
 		err = joinErr(err, flotilla.Errorf("queue", queueName, backend.ErrNotFound, "no such queue"))
 	}
 	if err != nil {

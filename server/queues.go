@@ -16,9 +16,14 @@ import (
 
 // validQueue checks a queue definition against the service's
 // configuration: flotilla.Queue.Validate's rules, a name usable in paths
-// and logs (no '/', no control characters), and limits naming configured
-// classes (an empty class name is Validate's problem, named once).
+// and logs (submit.CheckSegment: text, not "." or "..", at most
+// submit.MaxNameBytes; and no '/'), and limits naming configured classes
+// (an empty class name is Validate's problem, named once). An over-long
+// name is the only problem reported: the others' fields would repeat it.
 func (d *deps) validQueue(q *flotilla.Queue) error {
+	if len(q.Name) > submit.MaxNameBytes {
+		return submit.CheckSegment(fmt.Sprintf("queue %q.name", submit.Shown(q.Name)), "queue", q.Name)
+	}
 	cfg := d.sched.Config()
 	errs := []error{q.Validate()}
 	for _, class := range slices.Sorted(maps.Keys(q.LimitsByPriorityClass)) {
@@ -27,16 +32,22 @@ func (d *deps) validQueue(q *flotilla.Queue) error {
 				"not a configured priority class"))
 		}
 	}
-	if q.Name != "" && badName(q.Name) {
-		errs = append(errs, flotilla.Errorf(fmt.Sprintf("queue %q.name", q.Name), q.Name, flotilla.ErrMalformed, "a queue name has no '/' and no control characters"))
-	}
+	errs = append(errs, checkName(fmt.Sprintf("queue %q.name", q.Name), "queue", q.Name))
 	return errors.Join(errs...)
 }
 
-// badName reports whether s cannot name a queue or a cluster: not text
-// (submit.PlainText), or holding a '/' (names are path segments and, for
-// clusters, the prefix of a snapshot's node names).
-func badName(s string) bool { return !submit.PlainText(s) || strings.ContainsRune(s, '/') }
+// checkName checks the name of a queue or a cluster: a path segment
+// (submit.CheckSegment) without '/' (for clusters, the name is also the
+// prefix of a snapshot's node names). "" is the caller's to judge.
+func checkName(field, kind, s string) error {
+	if err := submit.CheckSegment(field, kind, s); err != nil {
+		return err
+	}
+	if strings.ContainsRune(s, '/') {
+		return flotilla.Errorf(field, s, flotilla.ErrMalformed, "a %s name has no '/'", kind)
+	}
+	return nil
+}
 
 // CreateQueue adds a queue. Errors: the definition's problems
 // (*flotilla.FieldError, joined), backend.ErrExists when the name is

@@ -1,6 +1,7 @@
 package submit
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/flotilla-sched/flotilla"
@@ -22,6 +23,11 @@ func FuzzParseSubmit(f *testing.F) {
 		`{"jobs": [{"cuont": 2}]}`,
 		`{"queue": 1}`,
 		``,
+		// The refusals of names.go, of text that is not UTF-8, of a
+		// request of nothing.
+		`{"queue": "..", "jobSet": ".", "jobs": [{"requests": {"cpu": "0"}}]}`,
+		"{\"queue\": \"A\", \"jobSet\": \"s\xff\", \"jobs\": [{\"requests\": {\"cpu\": \"1\"}, \"nodeSelector\": {\"z\xfe\": \"a\"}}]}",
+		`{"queue": "A", "jobSet": "s", "jobs": [{"requests": {"cpu": "1"}, "clientId": "` + strings.Repeat("c", 254) + `", "gang": {"id": "g", "cardinality": 1, "nodeUniformityLabel": "` + strings.Repeat("l", 64) + `"}}]}`,
 	} {
 		f.Add([]byte(seed))
 	}

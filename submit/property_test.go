@@ -39,14 +39,15 @@ var (
 )
 
 // genRequest returns a valid request of 1 … 6 templates: counts absent or
-// 0 … 5, optional client ids and GPUs, some templates whole gangs.
+// 0 … 5, optional client ids and GPUs, some templates whole gangs; every
+// job requests at least 1 cpu (a request of nothing is refused).
 func genRequest(rng *rand.Rand) *Request {
 	req := &Request{Queue: "A", JobSet: "s1"}
 	for i := range 1 + rng.IntN(6) {
 		t := JobTemplate{
 			PriorityClass:          genClasses[rng.IntN(len(genClasses))],
 			Priority:               rng.Uint32N(10),
-			Requests:               map[string]string{"cpu": strconv.Itoa(rng.IntN(5)), "memory": strconv.Itoa(rng.IntN(3)) + "Gi"},
+			Requests:               map[string]string{"cpu": strconv.Itoa(1 + rng.IntN(4)), "memory": strconv.Itoa(rng.IntN(3)) + "Gi"},
 			TerminationGracePeriod: genGraces[rng.IntN(len(genGraces))],
 			ActiveDeadline:         genDeadlines[rng.IntN(len(genDeadlines))],
 			Runtime:                fmt.Sprintf("%ds", rng.IntN(60)),

@@ -185,8 +185,12 @@ func (r Rules) ParseJobsBatch(data []byte, cat *Catalog, now time.Time, newIDs I
 //     MaxJobsPerRequest jobs;
 //   - the priority class is configured (empty = the default class);
 //     requests are non-empty, name resources of the schema, with
-//     well-formed non-negative quantities; tolerations and node selectors
-//     as flotilla.Job.Validate requires;
+//     well-formed non-negative quantities, at least one of them above
+//     zero; tolerations and node selectors as flotilla.Job.Validate
+//     requires;
+//   - queue and jobSet are path segments (CheckSegment: text, not "." or
+//     "..", at most MaxNameBytes); client ids, gang ids, label
+//     keys and values within their limits (names.go);
 //   - client ids are unique within the request (the service checks them
 //     against those already used in the queue);
 //   - a gang's members are all in this request and their number equals
@@ -303,11 +307,11 @@ func (c *checker) request(req *Request, now time.Time) []backend.JobSpec {
 	if req.Queue == "" {
 		c.add(flotilla.Errorf("queue", "", flotilla.ErrRequired, ""))
 	}
+	c.add(CheckSegment("queue", "queue", req.Queue))
 	if req.JobSet == "" {
 		c.add(flotilla.Errorf("jobSet", "", flotilla.ErrRequired, ""))
-	} else if !PlainText(req.JobSet) {
-		c.add(flotilla.Errorf("jobSet", req.JobSet, flotilla.ErrMalformed, "a job set's name is UTF-8 text without control characters"))
 	}
+	c.add(CheckSegment("jobSet", "job set", req.JobSet))
 	if len(req.Jobs) == 0 {
 		c.add(flotilla.Errorf("jobs", "", flotilla.ErrRequired, "a request holds at least one job template"))
 	}
@@ -356,7 +360,13 @@ func (c *checker) template(p string, t *JobTemplate, total *int) tmpl {
 	c.add(err)
 	if req == nil {
 		req = c.schema.Zero()
+	} else if len(t.Requests) > 0 && !slices.ContainsFunc(req, func(q int64) bool { return q != 0 }) {
+		// A job that requests nothing fits any node any number of times:
+		// one cycle would lease every such job to the first node.
+		c.add(flotilla.Errorf(p+".requests", requestsText(t.Requests), flotilla.ErrOutOfRange,
+			"a job requests more than zero of at least one resource"))
 	}
+	c.names(p, t)
 	out.requests = req
 	out.tolerations = textform.Tolerations(t.Tolerations)
 	out.nodeSelector = maps.Clone(t.NodeSelector)
@@ -384,6 +394,34 @@ func (c *checker) template(p string, t *JobTemplate, total *int) tmpl {
 		out.gang = flotilla.Gang{ID: g.ID, Cardinality: g.Cardinality, NodeUniformityLabel: g.NodeUniformityLabel}
 	}
 	return out
+}
+
+// names checks a template's names, ids and labels against their limits
+// (names.go).
+func (c *checker) names(p string, t *JobTemplate) {
+	c.add(CheckLength(p+".clientId", "client id", t.ClientID, MaxClientIDBytes))
+	c.add(CheckLabels(p+".nodeSelector", t.NodeSelector))
+	for i, tol := range t.Tolerations {
+		tp := fmt.Sprintf("%s.tolerations[%d]", p, i)
+		c.add(CheckLabelKey(tp+".key", tol.Key))
+		c.add(CheckLength(tp+".value", "toleration value", tol.Value, MaxLabelValueBytes))
+	}
+	if g := t.Gang; g != nil {
+		c.add(CheckLength(p+".gang.id", "gang id", g.ID, MaxNameBytes))
+		c.add(CheckLabelKey(p+".gang.nodeUniformityLabel", g.NodeUniformityLabel))
+	}
+}
+
+// requestsText writes requests as name=quantity pairs in name order.
+func requestsText(r map[string]string) string {
+	var b strings.Builder
+	for i, k := range slices.Sorted(maps.Keys(r)) {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(k + "=" + r[k])
+	}
+	return b.String()
 }
 
 // count resolves a template's count (absent = 1) against the request's

@@ -69,6 +69,7 @@ func rules() []rule {
 		{"ReplayOfEveryJobSetEqualsTheStoredStates", replayEqualsStored},
 		{"LiveJobsOmitsTerminalJobs", liveJobsOmitsTerminal},
 		{"ClientIDIsUniquePerQueue", clientIDUnique},
+		{"NamesAtTheirLimitsAreStoredWholeAndLongerOnesRefused", namesAtTheirLimits},
 		{"JobsByIDAnswersEveryIDAtItsPlaceAndMissingOnesAsNone", jobsByID},
 		{"WriteFencedBelowTheHighestAppliedIsRefused", fencing},
 		{"FencedViewRefusesQueueExecutorAndUsageWritesBelowTheHighestFence", fencedWrites},

@@ -272,7 +272,7 @@ func TestCommandsExitCodesNameBadInputAndRefusals(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	auth := writeFile(t, "auth.json", `{"tokens": [
-		{"token": "t-ops", "principal": "ops", "admin": true},
+		{"token": "t-ops", "principal": "ops", "admin": true, "submit": ["*"]},
 		{"token": "t-alice", "principal": "alice", "submit": ["A"]}]}`)
 	srv, url := serveOn(t, ctx, "-auth", auth)
 	ops := func(args ...string) (int, string, string) {

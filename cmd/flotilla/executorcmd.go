@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -12,39 +11,10 @@ import (
 	"syscall"
 
 	"github.com/flotilla-sched/flotilla/api"
+	"github.com/flotilla-sched/flotilla/cmd/flotilla/internal/nodesfile"
 	"github.com/flotilla-sched/flotilla/executor"
-	"github.com/flotilla-sched/flotilla/internal/strictjson"
-	"github.com/flotilla-sched/flotilla/scenario"
 	"github.com/flotilla-sched/flotilla/server"
 )
-
-// loadNodes reads a nodes file: the nodes array of SCENARIOS.md (or a
-// scenario file's {"nodes": [...]}), templates expanded by count,
-// validated as a scenario's nodes are.
-func loadNodes(data []byte) ([]api.Node, error) {
-	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '[' {
-		data = append(append([]byte(`{"nodes": `), t...), '}')
-	}
-	var f struct {
-		Nodes []scenario.NodeTemplate `json:"nodes"`
-	}
-	if err := strictjson.Decode(data, &f); err != nil {
-		return nil, err
-	}
-	built, err := (&scenario.File{Nodes: f.Nodes}).Build()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]api.Node, len(built.Nodes))
-	for i, n := range built.Nodes {
-		an := api.Node{Name: n.Name, Resources: built.Schema.Format(n.Total), Labels: n.Labels, Unschedulable: n.Unschedulable}
-		for _, t := range n.Taints {
-			an.Taints = append(an.Taints, api.Taint{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
-		}
-		out[i] = an
-	}
-	return out, nil
-}
 
 func executorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := cmdIO{"executor", stdout, stderr}
@@ -73,7 +43,7 @@ func executorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if err != nil {
 		return c.usage("%v", err)
 	}
-	nodes, err := loadNodes(data)
+	nodes, err := nodesfile.Parse(data)
 	if err != nil {
 		fmt.Fprintf(stderr, "flotilla executor: %s is not a valid nodes file:\n", *nodesPath)
 		printErrors(stderr, err)

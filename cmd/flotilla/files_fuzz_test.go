@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/cmd/flotilla/internal/nodesfile"
 )
 
 // problemsAreFieldErrors fails t unless every problem of err is a
@@ -30,7 +31,7 @@ func FuzzLoadNodes(f *testing.F) {
 	f.Add([]byte(`[{"name": "n", "count": -1, "resources": {"cpu": "1x"}, "unschedulable": "no"}]`))
 	f.Add([]byte(`  [] `))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		nodes, err := loadNodes(data)
+		nodes, err := nodesfile.Parse(data)
 		if err != nil {
 			problemsAreFieldErrors(t, err)
 			return

@@ -84,6 +84,8 @@ func unspecifiedHost(addr string) bool {
 type serveFlags struct {
 	listen, db, configPath, authPath, tlsCert, tlsKey, advertise *string
 	cycle, leaseTimeout, leaderTTL, forwardTimeout               *time.Duration
+	maxStreams, maxStreamsPerPrincipal                           *int
+	streamWriteTimeout                                           *time.Duration
 }
 
 // serveInputs are what serve reads before it listens.
@@ -116,7 +118,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	nc := ha.Config{
 		Backend: be, Leases: leases, TTL: *f.leaderTTL, ForwardTimeout: *f.forwardTimeout, Cycle: *f.cycle,
 		OnCycle: m.Cycle, Logger: log,
-		API: httpapi.Options{Auth: in.auth, Logger: log, Observe: m.Observe, Ready: func() error { return node.Ready() }},
+		API: httpapi.Options{Auth: in.auth, Logger: log, Observe: m.Observe, Ready: func() error { return node.Ready() },
+			MaxStreams: *f.maxStreams, MaxStreamsPerPrincipal: *f.maxStreamsPerPrincipal, StreamWriteTimeout: *f.streamWriteTimeout},
 		NewServer: func(ctx context.Context, be backend.Backend, fence uint64) (*server.Server, error) {
 			return server.New(ctx, server.Config{
 				Scheduler: in.cfg, Backend: be, Clock: server.SystemClock{},
@@ -171,17 +174,20 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, int) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	f := &serveFlags{
-		listen:         fs.String("listen", "127.0.0.1:8080", "address to listen on"),
-		db:             fs.String("db", "", "database URL (empty: the in-memory backend)"),
-		configPath:     fs.String("config", "", "scheduler configuration: the config and priorityClasses blocks of SCENARIOS.md"),
-		authPath:       fs.String("auth", "", "auth file of tokens and rights (required off loopback)"),
-		cycle:          fs.Duration("cycle", time.Second, "time between scheduling cycles"),
-		leaseTimeout:   fs.Duration("lease-timeout", server.DefaultLeaseTimeout, "lease timeout: leases not renewed for this long expire"),
-		tlsCert:        fs.String("tls-cert", "", "TLS certificate file (with -tls-key)"),
-		tlsKey:         fs.String("tls-key", "", "TLS key file (with -tls-cert)"),
-		advertise:      fs.String("advertise", "", "with -db: the URL the other servers forward requests to while this one leads (default: the listening address; required when it is unspecified, as :8080)"),
-		leaderTTL:      fs.Duration("leader-ttl", ha.DefaultLeaderTTL, "with -db: the leader lease; renewed every third of it, taken over when it ends"),
-		forwardTimeout: fs.Duration("forward-timeout", ha.DefaultForwardTimeout, "with -db: how long a follower waits for the leader to answer a forwarded request (its headers; a watch then streams) before answering 503"),
+		listen:                 fs.String("listen", "127.0.0.1:8080", "address to listen on"),
+		db:                     fs.String("db", "", "database URL (empty: the in-memory backend)"),
+		configPath:             fs.String("config", "", "scheduler configuration: the config and priorityClasses blocks of SCENARIOS.md"),
+		authPath:               fs.String("auth", "", "auth file of tokens and rights (required off loopback)"),
+		cycle:                  fs.Duration("cycle", time.Second, "time between scheduling cycles"),
+		leaseTimeout:           fs.Duration("lease-timeout", server.DefaultLeaseTimeout, "lease timeout: leases not renewed for this long expire"),
+		tlsCert:                fs.String("tls-cert", "", "TLS certificate file (with -tls-key)"),
+		tlsKey:                 fs.String("tls-key", "", "TLS key file (with -tls-cert)"),
+		advertise:              fs.String("advertise", "", "with -db: the URL the other servers forward requests to while this one leads (default: the listening address; required when it is unspecified, as :8080)"),
+		leaderTTL:              fs.Duration("leader-ttl", ha.DefaultLeaderTTL, "with -db: the leader lease; renewed every third of it, taken over when it ends"),
+		forwardTimeout:         fs.Duration("forward-timeout", ha.DefaultForwardTimeout, "with -db: how long a follower waits for the leader to answer a forwarded request (its headers; a watch then streams) before answering 503"),
+		maxStreams:             fs.Int("max-streams", httpapi.DefaultMaxStreams, "event streams (events, watch) served at once; past it a request for one gets 503 with Retry-After"),
+		maxStreamsPerPrincipal: fs.Int("max-streams-per-principal", httpapi.DefaultMaxStreamsPerPrincipal, "event streams one principal may hold at once; past it 503 with Retry-After"),
+		streamWriteTimeout:     fs.Duration("stream-write-timeout", httpapi.DefaultStreamWriteTimeout, "how long one event may take to reach a stream's client before the stream ends"),
 	}
 	if err := fs.Parse(args); err != nil {
 		return nil, flagExit(err)
@@ -201,6 +207,12 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, int) {
 		return bad("-leader-ttl %s: want a positive duration", *f.leaderTTL)
 	case *f.forwardTimeout <= 0:
 		return bad("-forward-timeout %s: want a positive duration", *f.forwardTimeout)
+	case *f.maxStreams <= 0:
+		return bad("-max-streams %d: want a positive number", *f.maxStreams)
+	case *f.maxStreamsPerPrincipal <= 0:
+		return bad("-max-streams-per-principal %d: want a positive number", *f.maxStreamsPerPrincipal)
+	case *f.streamWriteTimeout <= 0:
+		return bad("-stream-write-timeout %s: want a positive duration", *f.streamWriteTimeout)
 	case *f.advertise != "" && !strings.HasPrefix(*f.advertise, "http://") && !strings.HasPrefix(*f.advertise, "https://"):
 		return bad("-advertise %s: want an http:// or https:// URL", *f.advertise)
 	case *f.db != "" && *f.advertise == "" && unspecifiedHost(*f.listen):

@@ -23,6 +23,7 @@ func FuzzDecodeAgreesWithEncodingJSON(f *testing.F) {
 		`{"count": 99999999999999999999}`,
 		`{"res": {"a": 1}, "tags": {}}`,
 		`{} {}`, `[]`, ``, `null`, `{"list": [null, {"s": null}]}`,
+		"{\"name\": \"q\xff\", \"res\": {\"cpu\xfe\": \"1\"}, \"tags\": [\"b\xc3\"]}",
 	} {
 		f.Add([]byte(s))
 	}

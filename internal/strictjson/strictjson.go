@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/flotilla-sched/flotilla"
 )
@@ -24,8 +25,10 @@ const RootField = "(root)"
 // It walks the document's tokens against v's type and reports, all at once
 // and with JSON paths such as rounds[0].submit[1].cuont: object keys that
 // name no field (matched exactly, case-sensitively, unlike encoding/json),
-// keys repeated within one object, and values of the wrong JSON type or out
-// of the field's range. JSON null is accepted anywhere and means "absent",
+// keys repeated within one object, values of the wrong JSON type or out
+// of the field's range, and strings (values or keys) that are not UTF-8 as
+// written, which encoding/json would silently read with U+FFFD in place of
+// each bad byte. JSON null is accepted anywhere and means "absent",
 // as in encoding/json.
 //
 // Decoding is lenient where checking is strict: v receives every value
@@ -42,6 +45,9 @@ func Decode(data []byte, v any) error {
 		data:    data,
 		dec:     json.NewDecoder(bytes.NewReader(data)),
 		structs: map[reflect.Type]*structInfo{},
+		// One pass over a document of UTF-8 spares the check of each
+		// string.
+		checkText: !utf8.Valid(data),
 	}
 	c.dec.UseNumber()
 	tok, err := c.dec.Token()
@@ -166,6 +172,38 @@ type checker struct {
 	dec     *json.Decoder
 	errs    []error
 	structs map[reflect.Type]*structInfo
+	// checkText is set when data is not UTF-8: encoding/json would read
+	// its bad bytes as U+FFFD (two different names as one), so each
+	// string is then checked in the input as written, last holding the
+	// input of the token read last.
+	checkText bool
+	last      []byte
+}
+
+// token reads the next token, keeping its input in c.last when strings
+// are checked.
+func (c *checker) token() (json.Token, error) {
+	if !c.checkText {
+		return c.dec.Token()
+	}
+	start := c.dec.InputOffset()
+	tok, err := c.dec.Token()
+	c.last = c.data[start:c.dec.InputOffset()]
+	return tok, err
+}
+
+// isText reports whether the token read last is UTF-8 as written (what
+// precedes it there, blanks and separators, is ASCII).
+func (c *checker) isText() bool { return !c.checkText || utf8.Valid(c.last) }
+
+// lastString is the string token read last as written, its bad bytes
+// kept (tok, decoded, when it cannot be found).
+func (c *checker) lastString(tok json.Token) string {
+	i, j := bytes.IndexByte(c.last, '"'), bytes.LastIndexByte(c.last, '"')
+	if i < 0 || j <= i {
+		return describe(tok)
+	}
+	return string(c.last[i+1 : j])
 }
 
 type structInfo struct {
@@ -246,7 +284,7 @@ func (c *checker) check(path string, t reflect.Type, tok json.Token) (any, error
 		}
 		out := []any{}
 		for i := 0; c.dec.More(); i++ {
-			vt, err := c.dec.Token()
+			vt, err := c.token()
 			if err != nil {
 				return nil, c.syntax(err)
 			}
@@ -264,6 +302,10 @@ func (c *checker) check(path string, t reflect.Type, tok json.Token) (any, error
 		if _, ok := tok.(string); !ok {
 			c.scalarMismatch(path, tok, "a string")
 			return bad{}, c.skip(tok)
+		}
+		if !c.isText() {
+			c.errs = append(c.errs, flotilla.Errorf(fieldOrRoot(path), c.lastString(tok), flotilla.ErrMalformed, "not UTF-8 text"))
+			return bad{}, nil
 		}
 	case reflect.Bool:
 		if _, ok := tok.(bool); !ok {
@@ -337,16 +379,27 @@ func (c *checker) object(path string, member func(p, k string, vt json.Token) (a
 	seen := map[string]bool{}
 	out := map[string]any{}
 	for c.dec.More() {
-		kt, err := c.dec.Token()
+		kt, err := c.token()
 		if err != nil {
 			return nil, c.syntax(err)
 		}
 		k, _ := kt.(string)
-		vt, err := c.dec.Token()
+		keyText, keyValue := c.isText(), ""
+		if !keyText {
+			keyValue = c.lastString(kt)
+		}
+		vt, err := c.token()
 		if err != nil {
 			return nil, c.syntax(err)
 		}
 		p := JoinKey(path, k)
+		if !keyText {
+			c.errs = append(c.errs, flotilla.Errorf(p, keyValue, flotilla.ErrMalformed, "a key is not UTF-8 text"))
+			if err := c.skip(vt); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if seen[k] {
 			c.errs = append(c.errs, flotilla.Errorf(p, k, flotilla.ErrDuplicate, "key appears twice in one object"))
 			if err := c.skip(vt); err != nil {

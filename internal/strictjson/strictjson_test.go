@@ -127,3 +127,32 @@ func TestMergeCoversOnlyTheOwnPathOfABadScalar(t *testing.T) {
 		assert.Contains(t, e.Error(), "is malformed: want ", "the marker keeps the message")
 	}
 }
+
+// TestStringsThatAreNotUTF8AreRefusedNotRewritten: encoding/json reads a
+// bad byte as U+FFFD, so "q\xff" and "q\xfe" would decode to one name;
+// Decode refuses each such string, value or key, at its path, with its
+// bytes as written, and decodes the rest.
+func TestStringsThatAreNotUTF8AreRefusedNotRewritten(t *testing.T) {
+	var v struct {
+		Name  string            `json:"name"`
+		Count int               `json:"count"`
+		Res   map[string]string `json:"res"`
+		Tags  []string          `json:"tags"`
+	}
+	data := []byte("{\"name\": \"q\xff\", \"count\": 2, \"res\": {\"cpu\xfe\": \"1\", \"mem\": \"2\xfe\"}, \"tags\": [\"ok\", \"b\xc3\"]}")
+	err := strictjson.Decode(data, &v)
+	var got []string
+	for _, p := range flotilla.Problems(err) {
+		var fe *flotilla.FieldError
+		require.True(t, errors.As(p, &fe), "%v", p)
+		require.ErrorIs(t, fe, flotilla.ErrMalformed)
+		got = append(got, fe.Field+"="+fe.Value)
+	}
+	require.ElementsMatch(t, []string{"name=q\xff", "res.cpu\ufffd=cpu\xfe", "res.mem=2\xfe", "tags[1]=b\xc3"}, got)
+	require.False(t, strictjson.Fatal(err))
+	require.Equal(t, 2, v.Count)
+	require.Empty(t, v.Name)
+	require.Equal(t, []string{"ok", ""}, v.Tags)
+	require.NoError(t, strictjson.Decode([]byte(`{"name": "q\u00ff ünïcode"}`), &v), "escapes and UTF-8 are text")
+	require.Equal(t, "qÿ ünïcode", v.Name)
+}
