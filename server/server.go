@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/flotilla-sched/flotilla"
@@ -139,8 +138,9 @@ type Server struct {
 	// one state method and unlocks, but for the work done outside the
 	// lock (a cycle's Schedule, a report's ended jobs, the backend reads
 	// of Status, Detail, Events and Watch), which reads only st's
-	// immutable deps.
-	mu sync.Mutex
+	// immutable deps. mu hands itself over in the order it was asked for
+	// (fifoLock).
+	mu fifoLock
 	st state
 }
 
@@ -233,7 +233,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if d.newIDs == nil {
 		d.newIDs = newULIDSource(cfg.Clock, nil).batch
 	}
-	s := &Server{st: state{deps: d, changed: make(chan struct{})}}
+	s := &Server{mu: newFIFOLock(), st: state{deps: d, changed: make(chan struct{})}}
 	if err := s.st.load(ctx); err != nil {
 		return nil, err
 	}
