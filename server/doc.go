@@ -101,12 +101,17 @@
 // # The locking shell and the state
 //
 // A Server is a thin locking shell over the state it owns (type state):
-// each method takes the service's one mutex, calls one method of the
-// state, and releases it. A few release it part way, for work that must
-// not hold up the service: Cycle runs scheduler.Schedule between two
-// locked parts (cycleStart writes the expiries, takes the snapshot and
-// marks the queued-job store as read, so that changes to it wait until
-// cycleEnd applies them and writes the decisions); Report fetches the
+// each method takes the service's one lock, calls one method of the
+// state, and releases it. The lock goes to the goroutines waiting for it
+// in the order they asked (fifoLock), so a report waits for those ahead
+// of it only. A few methods release it part way, for work that must not
+// hold up the service: Cycle runs scheduler.Schedule between locked parts
+// (cycleStart writes the expiries, takes the snapshot and marks the
+// queued-job store as read, so that changes to it wait until
+// cycleDecided applies them; then the decision is written a chunk of
+// 1,000 preemptions or leases at a time, each chunk locked on its own,
+// by a decisionWriter, and cycleEnd keeps what the cycle leaves); Report
+// fetches the
 // records of the ended jobs a report lists between two locked plans;
 // Watch waits for events unlocked; and Status, Detail and Events read
 // the backend unlocked. What the shell reads unlocked are the state's
