@@ -22,7 +22,7 @@ func executorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs.SetOutput(stderr)
 	cf := addClientFlags(fs)
 	cluster := fs.String("cluster", "", "the cluster's name (required)")
-	nodesPath := fs.String("nodes", "", "the cluster's nodes: the nodes array of SCENARIOS.md (required)")
+	nodesPath := fs.String("nodes", "", "the cluster's nodes: the nodes array of a scenario file, docs/scenarios.md (required)")
 	renew := fs.Duration("renew", executor.DefaultRenew, "how often to report (and so renew leases)")
 	leaseTimeout := fs.Duration("lease-timeout", api.DefaultLeaseTimeout, "the service's lease timeout (serve -lease-timeout): a slow report may run until shortly before the leases it renews would expire")
 	pos, err := parse(fs, args)

@@ -31,7 +31,7 @@ range, a file that is not a valid scenario).
 func explainCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	path := fs.String("scenario", "", "scenario file (SCENARIOS.md); required")
+	path := fs.String("scenario", "", "scenario file (docs/scenarios.md); required")
 	round := fs.Int("round", 0, "the round to explain, from 0; required")
 	format := fs.String("o", "text", "output format: text or json")
 	fs.Usage = func() {

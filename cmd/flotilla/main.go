@@ -1,6 +1,6 @@
 // Command flotilla runs Flotilla's scheduler over scenario files: a fake
 // cluster, a configuration and rounds of submissions (the format is in the
-// README and SCENARIOS.md), printing what each round decided.
+// repository's docs/scenarios.md), printing what each round decided.
 //
 //	flotilla schedule [-o table|json] [-expect FILE.expect.json] FILE.json
 //	flotilla priority -bank-tree FILE [-weights FILE] [-recompute=false] -jobs FILE
@@ -17,8 +17,8 @@
 // WorkloadSpec, mapped as the README's "Armada simulator files" says)
 // and writes its CSV/JSON-lines tables,
 // plots made with gonum/plot (share, utilisation, delay, preemptions; PNG
-// and SVG) and index.html into -o DIR; -config is serve's (SCENARIOS.md's
-// config and priorityClasses) read against the cluster file's resources.
+// and SVG) and index.html into -o DIR; -config is serve's (a scenario
+// file's config and priorityClasses) read against the cluster file's resources.
 //
 // explain plays a scenario up to round N and explains what that round
 // decided for one job: its place in its queue, its queue's share against

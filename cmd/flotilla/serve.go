@@ -176,7 +176,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, int) {
 	f := &serveFlags{
 		listen:                 fs.String("listen", "127.0.0.1:8080", "address to listen on"),
 		db:                     fs.String("db", "", "database URL (empty: the in-memory backend)"),
-		configPath:             fs.String("config", "", "scheduler configuration: the config and priorityClasses blocks of SCENARIOS.md"),
+		configPath:             fs.String("config", "", "scheduler configuration: the config and priorityClasses blocks of a scenario file (docs/scenarios.md)"),
 		authPath:               fs.String("auth", "", "auth file of tokens and rights (required off loopback)"),
 		cycle:                  fs.Duration("cycle", time.Second, "time between scheduling cycles"),
 		leaseTimeout:           fs.Duration("lease-timeout", server.DefaultLeaseTimeout, "lease timeout: leases not renewed for this long expire"),

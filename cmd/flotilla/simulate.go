@@ -25,7 +25,7 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	clusterPath := fs.String("cluster", "", "cluster file (JSON, package sim's format; .yaml/.yml: Armada's ClusterSpec)")
 	workloadPath := fs.String("workload", "", "workload file (JSON, package sim's format; .yaml/.yml: Armada's WorkloadSpec)")
 	dir := fs.String("o", "", "output directory (created if absent)")
-	configPath := fs.String("config", "", "SCENARIOS.md's config and priorityClasses, as serve's -config")
+	configPath := fs.String("config", "", "the config and priorityClasses blocks of a scenario file (docs/scenarios.md), as serve's -config")
 	seed := fs.String("seed", "", "random seed; overrides the workload's seed")
 	if err := fs.Parse(args); err != nil {
 		return flagExit(err)

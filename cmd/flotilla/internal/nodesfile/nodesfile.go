@@ -8,8 +8,8 @@ import (
 	"github.com/flotilla-sched/flotilla/scenario"
 )
 
-// Parse reads a nodes file: the nodes array of SCENARIOS.md (or a
-// scenario file's {"nodes": [...]}), templates expanded by count,
+// Parse reads a nodes file: the nodes array of a scenario file
+// (docs/scenarios.md) or a whole scenario file's {"nodes": [...]}, templates expanded by count,
 // validated as a scenario's nodes are.
 func Parse(data []byte) ([]api.Node, error) {
 	if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '[' {
