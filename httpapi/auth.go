@@ -10,7 +10,7 @@ import (
 	"github.com/flotilla-sched/flotilla/internal/strictjson"
 )
 
-// AuthFile is SERVICE.md's auth file: one entry per token.
+// AuthFile is the auth file of `serve -auth`: one entry per token.
 type AuthFile struct {
 	Tokens []TokenEntry `json:"tokens"`
 }
