@@ -17,8 +17,11 @@
 // rebuilds the state from the database. A term ends TTL after the Lead
 // call that last renewed it was sent, unless a renewal succeeded since:
 // the lease may have ended by then on the database's clock. Times are
-// compared on the monotonic clock, so a step of the wall clock neither
-// lengthens nor shortens a term. When a term ends, its context is
+// compared on the monotonic clock (Config.Now, time.Now by default), so a
+// step of the wall clock neither lengthens nor shortens a term. The
+// elector's goroutine and Run's ticker are where a Node waits on real
+// time, as server.Server.Run is for a service alone; the service itself
+// reads only the clock its Config passes. When a term ends, its context is
 // cancelled (Run drops the server, its cycles and its requests, watches
 // included) and its writes are refused at once, queue, executor and usage
 // writes too; with a backend that implements backend.Fenced the database

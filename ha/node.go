@@ -51,6 +51,11 @@ type Config struct {
 	// Logger receives the leadership changes and failed cycles (nil:
 	// none).
 	Logger *slog.Logger
+	// Now is the node's clock: the lease's timing (a term ends one TTL
+	// after the renewal that kept it was sent, compared with Sub, so a
+	// clock with monotonic readings, as time.Now's) and the durations
+	// reported. nil means time.Now.
+	Now func() time.Time
 }
 
 // Node is one process of a highly available service: it leads (runs the
@@ -102,13 +107,16 @@ func New(cfg Config) (*Node, error) {
 	if cfg.TTL == 0 {
 		cfg.TTL = DefaultLeaderTTL
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	n := &Node{cfg: cfg, log: cfg.Logger, electing: make(chan struct{}), stopElecting: func() {}}
 	if n.log == nil {
 		n.log = slog.New(slog.DiscardHandler)
 	}
 	n.rt = &router{auth: cfg.API.Auth, timeout: cfg.ForwardTimeout}
 	if cfg.Leases != nil {
-		n.el = newElector(cfg.Leases, cfg.Holder, cfg.Advertise, cfg.TTL, time.Now)
+		n.el = newElector(cfg.Leases, cfg.Holder, cfg.Advertise, cfg.TTL, cfg.Now)
 		n.el.onChange = func(leads bool, leader string, token uint64) {
 			n.log.Info("leader", "leader", leader, "leading", leads, "token", token)
 		}
@@ -208,10 +216,10 @@ func (n *Node) drain() {
 
 // cycle runs one cycle of srv, its context ctx.
 func (n *Node) cycle(ctx context.Context, srv *server.Server) {
-	start := time.Now()
+	start := n.cfg.Now()
 	rep, err := srv.Cycle(ctx)
 	if n.cfg.OnCycle != nil {
-		n.cfg.OnCycle(rep, time.Since(start), err)
+		n.cfg.OnCycle(rep, n.cfg.Now().Sub(start), err)
 	}
 	if err != nil {
 		n.log.Error("cycle failed", "err", err)
@@ -222,8 +230,8 @@ func (n *Node) cycle(ctx context.Context, srv *server.Server) {
 // token fences off the previous leader, then the state is rebuilt from
 // the database under that token; the first cycle runs at once.
 func (n *Node) lead(t *term) {
-	began := time.Now()
-	tb := leaderBackend(n.cfg.Backend, t, time.Now)
+	began := n.cfg.Now()
+	tb := leaderBackend(n.cfg.Backend, t, n.cfg.Now)
 	if _, err := tb.Commit(t.ctx, &backend.Write{Fence: t.token}); err != nil {
 		n.log.Error("taking over failed: fencing", "token", t.token, "err", err)
 		return
@@ -238,9 +246,9 @@ func (n *Node) lead(t *term) {
 	n.current.Store(srv)
 	n.api.Store(api)
 	n.rt.api.Store(&h)
-	n.log.Info("leading", "token", t.token, "loaded", time.Since(began).String())
+	n.log.Info("leading", "token", t.token, "loaded", n.cfg.Now().Sub(began).String())
 	n.cycle(t.ctx, srv)
-	n.log.Info("first cycle as leader", "token", t.token, "sinceTerm", time.Since(began).String())
+	n.log.Info("first cycle as leader", "token", t.token, "sinceTerm", n.cfg.Now().Sub(began).String())
 }
 
 // stepDown drops the current term's service, if any.
