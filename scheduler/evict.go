@@ -247,29 +247,9 @@ func (p *preemptor) tryEvicted(qi int, ri int32) {
 		p.held--
 	}
 	c.db.Forget()
-	// All members' class limits, counted together.
-	ok := true
-	for i, m := range members {
-		r := &p.run[m]
-		if c.queues[int(r.queue)].overClassLimit(int(r.class), r.job.Requests) {
-			ok = false
-		}
-		c.queues[int(r.queue)].account(int(r.class), r.job.Requests)
-		if !ok {
-			for _, d := range members[:i+1] {
-				dr := &p.run[d]
-				c.queues[int(dr.queue)].unaccount(int(dr.class), dr.job.Requests)
-			}
-			break
-		}
-	}
-	if !ok {
+	if !p.withinClassLimits(members) {
 		p.markTried(members)
 		return
-	}
-	for _, m := range members {
-		r := &p.run[m]
-		c.queues[int(r.queue)].unaccount(int(r.class), r.job.Requests)
 	}
 	// Search every member at the gang's lowest class level, as for a
 	// queued gang: its own members are then never its victims.
@@ -304,6 +284,29 @@ func (p *preemptor) tryEvicted(qi int, ri int32) {
 			p.makeRoom(n, level, slack, p.run[m].job)
 		}
 	}
+}
+
+// withinClassLimits reports whether run jobs members (a unit going back)
+// fit their queues' per-class caps, counted together: each is accounted
+// in turn, as going back would, and every account is undone.
+func (p *preemptor) withinClassLimits(members []int32) bool {
+	c := p.c
+	n, ok := 0, true
+	for _, m := range members {
+		r := &p.run[m]
+		qs := &c.queues[r.queue]
+		ok = !qs.overClassLimit(int(r.class), r.job.Requests)
+		qs.account(int(r.class), r.job.Requests)
+		n++
+		if !ok {
+			break
+		}
+	}
+	for _, m := range members[:n] {
+		r := &p.run[m]
+		c.queues[r.queue].unaccount(int(r.class), r.job.Requests)
+	}
+	return ok
 }
 
 // fitsBack reports whether an evicted job fits back on its node, q being
@@ -378,23 +381,7 @@ func (p *preemptor) putBackUnit(u int32) {
 		}
 	}
 	c.db.Forget()
-	fits := true
-	for i, m := range members {
-		r := &p.run[m]
-		if c.queues[int(r.queue)].overClassLimit(int(r.class), r.job.Requests) {
-			fits = false
-		}
-		c.queues[int(r.queue)].account(int(r.class), r.job.Requests)
-		if !fits {
-			members = members[:i+1]
-			break
-		}
-	}
-	for _, m := range members {
-		r := &p.run[m]
-		c.queues[int(r.queue)].unaccount(int(r.class), r.job.Requests)
-	}
-	if !fits {
+	if !p.withinClassLimits(members) {
 		return
 	}
 	mark := c.db.Mark()
