@@ -1,6 +1,9 @@
 package flotilla
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Job is one unit of work waiting for, or holding, a place on a node.
 //
@@ -70,6 +73,49 @@ type Queue struct {
 	// name, the fraction of the cluster this queue may hold at that class. It
 	// overrides the class's MaximumResourceFractionPerQueue.
 	LimitsByPriorityClass map[string]map[string]float64
+	// Parent names the QueueGroup the queue hangs from; "" is the root. A
+	// flat list of queues (no Parent, no groups, no quota vectors) is
+	// Armada's model exactly.
+	Parent string
+	// Guaranteed, Limit and LendingLimit are the queue's contract on
+	// quantities in the queue tree (see QueueGroup), laid out by the
+	// scheduler's schema. Nil, or an Absent entry, means not given: a
+	// guarantee of 0, no limit, all of the guarantee lendable.
+	Guaranteed, Limit, LendingLimit Resources
+}
+
+// QueueGroup is an inner node of the queue tree: it holds no jobs, only
+// queues and other groups (those whose Parent names it). A group's share is
+// the sum of its children's shares; its fair share is divided among its
+// active children by their guarantees first and then by weight, each capped
+// at its demand and limit.
+//
+// Guaranteed is what the group's subtree may always claim (its children's
+// guarantees when not given); Limit caps what the subtree may hold at once;
+// LendingLimit caps how much of an idle guarantee others may borrow: the rest
+// (Guaranteed − LendingLimit) stays free for the subtree. Each vector is laid
+// out by the scheduler's schema, with Absent for "not given".
+type QueueGroup struct {
+	Name string
+	// Parent names the enclosing group; "" is the root.
+	Parent string
+	// PriorityFactor: weight = 1/PriorityFactor among the group's siblings,
+	// as for a queue. Zero means 1.
+	PriorityFactor                  float64
+	Guaranteed, Limit, LendingLimit Resources
+}
+
+// Absent marks one resource of a quota vector (Queue.Guaranteed, .Limit,
+// .LendingLimit and QueueGroup's) as not given. ResourceSchema.ParsePartial
+// fills it in for the names a map leaves out.
+const Absent int64 = math.MinInt64
+
+// Weight is 1/PriorityFactor, with a zero factor read as 1.
+func (g *QueueGroup) Weight() float64 {
+	if g.PriorityFactor == 0 {
+		return 1
+	}
+	return 1 / g.PriorityFactor
 }
 
 // Weight is 1/PriorityFactor, with a zero factor read as 1.

@@ -140,6 +140,37 @@ func (s *ResourceSchema) Parse(field string, m map[string]string) (Resources, er
 	return r, nil
 }
 
+// ParsePartial is Parse for a quota vector (Queue.Guaranteed and the like),
+// where a resource the map leaves out is not given: its entry is Absent. An
+// empty map gives nil (nothing given).
+func (s *ResourceSchema) ParsePartial(field string, m map[string]string) (Resources, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	r, err := s.Parse(field, m)
+	if err != nil {
+		return nil, err
+	}
+	for i, name := range s.names {
+		if _, ok := m[name]; !ok {
+			r[i] = Absent
+		}
+	}
+	return r, nil
+}
+
+// FormatPartial is Format for a quota vector: Absent entries are left out,
+// zeros kept (a guarantee or limit of 0 is given).
+func (s *ResourceSchema) FormatPartial(r Resources) map[string]string {
+	out := make(map[string]string, len(r))
+	for i, v := range r {
+		if v != Absent {
+			out[s.names[i]] = s.Quantity(i, v)
+		}
+	}
+	return out
+}
+
 // MustParse is Parse for literals known to be valid; it panics otherwise.
 func (s *ResourceSchema) MustParse(m map[string]string) Resources {
 	r, err := s.Parse("resources", m)

@@ -14,7 +14,7 @@ import (
 // queue and "the children's sum" for a group, in LendingLimit that all of
 // the guarantee may be lent. A nil vector is Absent in every resource. Any
 // other negative entry is an error.
-const Absent int64 = math.MinInt64
+const Absent = flotilla.Absent
 
 // TreeSpec describes a queue tree (QUEUE-TREE.md §3, §10): groups and leaf
 // queues under an implicit root, in the scenario file's order. It is plain

@@ -103,6 +103,14 @@ type Config struct {
 	// early a queue whose remaining jobs all failed to fit; placements are
 	// the same either way.
 	ReportEveryUnscheduled bool
+	// UsageHalfLife turns on the queue tree's usage memory (QUEUE-TREE.md
+	// §8): a queue or group that used less than its fair share lately gets
+	// up to (1+UsageWeight)× its weight above its guarantee, one that used
+	// more down to 1/(1+UsageWeight)×. 0 is off, the default.
+	UsageHalfLife time.Duration
+	// UsageWeight is k of usage memory, ≥ 0; 0 means 1 when UsageHalfLife
+	// is set. Only usage memory uses it.
+	UsageWeight float64
 }
 
 // DefaultConfig returns the documented defaults for a schema: Armada's two

@@ -44,6 +44,11 @@ type Result struct {
 	// to the next cycle: every snapshot queue's priority decayed to now
 	// toward the usage of its running jobs. Zero under progressive filling.
 	QueuePriorities QueuePriorityState
+	// Groups reports every Snapshot.Groups entry, in that order.
+	Groups []GroupReport
+	// Usage is the queue tree's usage memory to pass to the next cycle
+	// (Snapshot.Usage), when Config.UsageHalfLife is set.
+	Usage UsageState
 }
 
 // Assignment places a job on a node.
@@ -123,6 +128,14 @@ const (
 	// handed out out of scheduling order or twice); the message names the
 	// field and value. It is never placed.
 	ReasonInvalid
+	// ReasonLimit: placing the job (its gang, whole) would take a node of
+	// the queue tree on its queue's path over its Limit in some resource;
+	// the message names that node (the queue or one of its groups).
+	ReasonLimit
+	// ReasonLendingLimit: placing the job would eat into capacity a node of
+	// the tree off the queue's path keeps for itself (its guarantee beyond
+	// its LendingLimit, not in use); the message names that node.
+	ReasonLendingLimit
 )
 
 var reasonNames = [...]string{
@@ -139,6 +152,8 @@ var reasonNames = [...]string{
 	ReasonGangInvalid:         "gang-invalid",
 	ReasonGangUnsupported:     "gang-unsupported",
 	ReasonInvalid:             "invalid",
+	ReasonLimit:               "limit",
+	ReasonLendingLimit:        "lending limit",
 }
 
 func (c ReasonCode) String() string {
@@ -293,4 +308,24 @@ type QueueReport struct {
 	AdjustedFairShare float64
 	// Demand is the share the queue would hold with every queued job running.
 	Demand float64
+	// Parent is the queue's group ("" for the root).
+	Parent string
+	// Usage is the queue's decayed average share at the cycle's time, with
+	// usage memory on (Config.UsageHalfLife); 0 otherwise.
+	Usage float64
+}
+
+// GroupReport is a queue group's standing at the end of the cycle. Its
+// Allocated, Running, Queued, Share, Demand and Usage are its children's
+// sums; FairShare and AdjustedFairShare are its part of its parent's, as
+// for a queue.
+type GroupReport struct {
+	Name, Parent      string
+	Allocated         flotilla.Resources
+	Running, Queued   int
+	Share             float64
+	FairShare         float64
+	AdjustedFairShare float64
+	Demand            float64
+	Usage             float64
 }

@@ -27,6 +27,13 @@ type Snapshot struct {
 	// by the previous cycle (Result.QueuePriorities); the zero value means
 	// every queue's priority is 0. Progressive filling ignores it.
 	QueuePriorities QueuePriorityState
+	// Groups are the inner nodes of the queue tree (flotilla.QueueGroup);
+	// a queue's Parent names one of them or is "" (the root). None, with
+	// no queue setting Parent or a quota vector, is the flat model.
+	Groups []*flotilla.QueueGroup
+	// Usage is the queue tree's usage memory left by the previous cycle
+	// (Result.Usage); it matters only with Config.UsageHalfLife.
+	Usage UsageState
 	// Seed feeds the cycle's random choices (eviction draws), so the same
 	// snapshot, now and seed give the same decision.
 	Seed uint64
@@ -42,6 +49,19 @@ type QueuePriorityState struct {
 	Priorities map[string]float64
 	// Time is when Priorities were computed; zero means never, and then no
 	// time counts as having passed.
+	Time time.Time
+}
+
+// UsageState carries each queue's decayed average share u from one cycle to
+// the next (QUEUE-TREE.md §8). At the start of a cycle every u decays from
+// Time to the cycle's time toward the queue's share then, with half-life
+// Config.UsageHalfLife: u ← β·u + (1−β)·share, β = 2^(−Δt/h). The decayed
+// values set this cycle's usage multipliers and are Result.Usage.
+type UsageState struct {
+	// Usage maps a queue's name to u ∈ [0,1]. A queue not listed has 0.
+	Usage map[string]float64
+	// Time is when Usage was computed; zero means never, and then no time
+	// counts as having passed.
 	Time time.Time
 }
 
