@@ -62,6 +62,27 @@ func FairShares(weights []float64, active []bool, out []float64) {
 func AdjustedFairShares(weights []float64, active []bool, demand []float64, out []float64) {
 	n := len(out)
 	weights, active, demand = weights[:n], active[:n], demand[:n]
+	level, ok := adjustedLevel(1, weights, active, demand)
+	if !ok {
+		clear(out)
+		return
+	}
+	for q := 0; q < n; q++ {
+		if active[q] {
+			out[q] = min(demandOf(demand[q]), level*weights[q])
+		} else {
+			out[q] = 0
+		}
+	}
+}
+
+// adjustedLevel is the water level of AdjustedFairShares for a budget B:
+// the λ with Σ min(demand, λ·weight) = min(B, Σ demand) over the active
+// entries; false when their weights sum to 0. The tree's water-filling
+// uses it for a level without guarantees, so that a flat tree rounds as
+// AdjustedFairShares does.
+func adjustedLevel(B float64, weights []float64, active []bool, demand []float64) (float64, bool) {
+	n := len(demand)
 	weightSum := 0.0
 	for q := 0; q < n; q++ {
 		if active[q] {
@@ -69,13 +90,12 @@ func AdjustedFairShares(weights []float64, active []bool, demand []float64, out 
 		}
 	}
 	if weightSum <= 0 {
-		clear(out)
-		return
+		return 0, false
 	}
 	// capped(q) ⇔ demand[q] ≤ level·weights[q]. Each round recomputes the
 	// capped set from the level alone: mathematically it only grows, and
 	// counting it guards the loop against a rounding wobble.
-	level := 1 / weightSum
+	level := B / weightSum
 	lastCapped := -1
 	for {
 		capped, cappedDemand, freeWeight := 0, 0.0, 0.0
@@ -91,22 +111,16 @@ func AdjustedFairShares(weights []float64, active []bool, demand []float64, out 
 			}
 		}
 		if capped <= lastCapped || freeWeight <= 0 {
-			break // stable, or everyone satisfied (Σ demand ≤ 1)
+			break // stable, or everyone satisfied (Σ demand ≤ B)
 		}
 		lastCapped = capped
-		next := (1 - cappedDemand) / freeWeight
+		next := (B - cappedDemand) / freeWeight
 		if next <= level {
 			break
 		}
 		level = next
 	}
-	for q := 0; q < n; q++ {
-		if active[q] {
-			out[q] = min(demandOf(demand[q]), level*weights[q])
-		} else {
-			out[q] = 0
-		}
-	}
+	return level, true
 }
 
 func demandOf(d float64) float64 {

@@ -16,6 +16,11 @@ type Candidate struct {
 	// ClassPriority is the gang's priority-class priority (the lowest over
 	// its members). Higher goes first, before any fairness consideration.
 	ClassPriority int32
+	// WithinGuarantee is the queue tree's tier (QUEUE-TREE.md §5, rule 6):
+	// set when the child has a non-zero guarantee and would stay within it
+	// in every resource with this gang. Such candidates go before the
+	// others of their class priority. Never set for a flat list of queues.
+	WithinGuarantee bool
 	// Fraction is the fraction of its fair share the queue would hold after
 	// this gang is scheduled: (share + gang share) / fair share. Progressive
 	// filling picks the smallest.
@@ -70,7 +75,7 @@ func NewCandidate(queue int, name string, classPriority int32, share, gangShare,
 // equal in every compared field (same Queue). The order is total and
 // deterministic:
 //
-//  1. higher ClassPriority first;
+//  1. higher ClassPriority first, then WithinGuarantee first;
 //  2. without preferLarge: smaller Fraction first — the queue that would
 //     hold the smallest fraction of its fair share after its next gang
 //     (seeds/armada-scheduler.md, "Job scheduling order"; DESIGN.md §3);
@@ -96,6 +101,12 @@ func Compare(a, b Candidate, preferLarge bool) int {
 func compare(a, b *Candidate, preferLarge bool) int {
 	if a.ClassPriority != b.ClassPriority {
 		if a.ClassPriority > b.ClassPriority {
+			return -1
+		}
+		return 1
+	}
+	if a.WithinGuarantee != b.WithinGuarantee {
+		if a.WithinGuarantee {
 			return -1
 		}
 		return 1

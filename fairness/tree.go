@@ -109,6 +109,27 @@ func (t *Tree) Guaranteed(v int) flotilla.Resources {
 	return t.guaranteed[v]
 }
 
+// Limit is node v's limit, one entry per resource of the schema, +Inf where
+// unlimited. The slice is the tree's own.
+func (t *Tree) Limit(v int) []float64 {
+	nR := t.schema.Len()
+	return t.limit[v*nR : (v+1)*nR]
+}
+
+// Limited reports whether node v has a limit in some resource.
+func (t *Tree) Limited(v int) bool { return t.limited[v] }
+
+// Reserve is node v's lending reserve max(0, g − lendingLimit) per resource
+// (QUEUE-TREE.md §5), nil when it keeps nothing back. The vector is the
+// tree's own.
+func (t *Tree) Reserve(v int) flotilla.Resources { return t.reserve[v] }
+
+// Lenders reports whether some node has a lending reserve.
+func (t *Tree) Lenders() bool { return t.lenders }
+
+// HasGuarantees reports whether some node has a non-zero guarantee.
+func (t *Tree) HasGuarantees() bool { return t.hasGuarantees }
+
 // UsageSeed is queue q's Usage from the spec.
 func (t *Tree) UsageSeed(q int) float64 { return t.usageSeed[q] }
 

@@ -339,6 +339,17 @@ func waterFill(B float64, on []bool, floor, caps, w, x []float64, capped []bool,
 		}
 		return scale
 	}
+	if sumFloor == 0 && !proportional {
+		// No guarantee at this level: AdjustedFairShares' own iteration,
+		// so that a flat tree rounds as the flat function does.
+		level, _ := adjustedLevel(B, w, on, caps)
+		for j := range x {
+			if on[j] {
+				x[j] = min(caps[j], level*w[j])
+			}
+		}
+		return 1
+	}
 	if sumCap <= B {
 		for j := range x {
 			if on[j] {

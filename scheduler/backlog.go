@@ -15,7 +15,7 @@ const readBatch = 64
 // open prepares queue qi's reader, if it has stored jobs.
 func (c *cycle) open(qi int) error {
 	qs := &c.queues[qi]
-	if c.snap.Queued == nil || qs.queuedLen == 0 {
+	if c.snap.Queued == nil || qs.queuedLen == 0 || qs.reader != nil {
 		return nil
 	}
 	r, err := c.snap.Queued.Open(qs.q.Name)

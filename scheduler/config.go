@@ -250,6 +250,20 @@ func (c *Config) validateStrategy() error {
 	default:
 		errs = append(errs, flotilla.Errorf("strategy", string(c.Strategy), flotilla.ErrUnknownName, `want %q or %q`, ProgressiveFilling, Lottery))
 	}
+	switch k := c.UsageWeight; {
+	case math.IsNaN(k) || math.IsInf(k, 0):
+		errs = append(errs, flotilla.Errorf("usageWeight", fmt.Sprint(k), flotilla.ErrOutOfRange, "must be finite"))
+	case k < 0:
+		errs = append(errs, flotilla.Errorf("usageWeight", fmt.Sprint(k), flotilla.ErrNegative, ""))
+	case k != 0 && c.UsageHalfLife == 0:
+		errs = append(errs, flotilla.Errorf("usageWeight", fmt.Sprint(k), flotilla.ErrInconsistent, "usage memory is off: set usageHalfLife"))
+	}
+	if c.UsageHalfLife < 0 {
+		errs = append(errs, flotilla.Errorf("usageHalfLife", c.UsageHalfLife.String(), flotilla.ErrNegative, ""))
+	}
+	if c.UsageHalfLife != 0 && c.Strategy == Lottery {
+		errs = append(errs, flotilla.Errorf("usageHalfLife", c.UsageHalfLife.String(), flotilla.ErrInconsistent, "the lottery strategy has its own queue priorities (priorityHalftime)"))
+	}
 	if c.PriorityHalftime < 0 {
 		errs = append(errs, flotilla.Errorf("priorityHalftime", c.PriorityHalftime.String(), flotilla.ErrNegative, ""))
 	}

@@ -64,6 +64,10 @@ type cycle struct {
 	tokens rateTokens
 	rep    report
 	sel    *fairness.Selector
+	// tree is the queue tree (tree.go), nil for a flat list of queues;
+	// tour orders the fill over it (tournament.go), in place of sel.
+	tree *treeState
+	tour *tournament
 	gangs  gangWork
 
 	// pre owns the run table and preemption (evict.go, displace.go,
@@ -120,6 +124,12 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 			errs = append(errs, flotilla.Errorf(fmt.Sprintf("nodes[%d].total", i), n.Name, flotilla.ErrOutOfRange, "cluster total overflows"))
 		}
 	}
+	if len(errs) == 0 {
+		var err error
+		if c.tree, err = newTreeState(s, snap); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if c.snap.Queued != nil {
 		for _, name := range c.snap.Queued.Queues() {
 			if _, ok := c.queueIdx[name]; !ok {
@@ -159,7 +169,14 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 	if err := errors.Join(c.checkQueued(), c.collectDemand()); err != nil {
 		return nil, err
 	}
-	setShares(c.model, c.queues)
+	if c.tree == nil {
+		setShares(c.model, c.queues)
+	} else {
+		if err := c.tree.decayUsage(c); err != nil {
+			return nil, err
+		}
+		c.tree.setShares(c)
+	}
 	c.tokens = newRateTokens(&c.s.cfg, snap.RateLimits, now, c.queues)
 	return c, nil
 }
@@ -409,6 +426,24 @@ func (p *preemptor) record(j *flotilla.Job, start time.Time, node, qi, ci int, s
 func (qs *queueState) unaccount(ci int, req flotilla.Resources) {
 	qs.alloc.Sub(req)
 	qs.allocByClass[ci].Sub(req)
+}
+
+// account books req on queue qi at class ci, and on its groups during the
+// fill.
+func (c *cycle) account(qi, ci int, req flotilla.Resources) {
+	c.queues[qi].account(ci, req)
+	if c.tour != nil {
+		c.tour.add(qi, req, 1)
+	}
+}
+
+// unaccount takes req off queue qi at class ci, and off its groups during
+// the fill.
+func (c *cycle) unaccount(qi, ci int, req flotilla.Resources) {
+	c.queues[qi].unaccount(ci, req)
+	if c.tour != nil {
+		c.tour.add(qi, req, -1)
+	}
 }
 
 // runningField names Snapshot.Running[i] in errors. It is a value whose

@@ -70,6 +70,66 @@ func (p *preemptor) indexEvicted() {
 		return
 	}
 	order := make([]int32, 0, n)
+	if c.tree != nil {
+		order = p.rescheduleOrderTree(order)
+	} else {
+		order = p.rescheduleOrderFlat(order)
+	}
+	slices.Reverse(order)
+	for k, ri := range order {
+		for _, m := range p.gangOf(ri) {
+			p.run[m].rank = int32(k)
+		}
+	}
+	p.order = order
+}
+
+// rescheduleOrderTree is rescheduleOrderFlat over a queue tree: the
+// queues' evicted heads compete in a tournament of their own (rule 6),
+// each queue's allocation growing as its units are taken.
+func (p *preemptor) rescheduleOrderTree(order []int32) []int32 {
+	c := p.c
+	sim := newTournament(c, c.tree)
+	pos := make([]int, len(c.queues))
+	head := func(qi int) {
+		r := &p.run[c.queues[qi].evicted[pos[qi]]]
+		sim.set(qi, r.job.Requests, r.entry.ClassPriority)
+	}
+	for qi := range c.queues {
+		if len(c.queues[qi].evicted) > 0 {
+			head(qi)
+		}
+	}
+	for {
+		qi, ok := sim.best()
+		if !ok {
+			return order
+		}
+		ev := c.queues[qi].evicted
+		ri := ev[pos[qi]]
+		order = append(order, ri)
+		for _, m := range p.gangOf(ri) {
+			if mr := &p.run[m]; mr.state == stEvicted {
+				mr.rank = 0 // ranked: later members of its gang are skipped
+				sim.add(qi, mr.job.Requests, 1)
+			}
+		}
+		pos[qi]++
+		for pos[qi] < len(ev) && p.run[ev[pos[qi]]].rank >= 0 {
+			pos[qi]++
+		}
+		if pos[qi] == len(ev) {
+			sim.clear(qi)
+			continue
+		}
+		head(qi)
+	}
+}
+
+// rescheduleOrderFlat lists the evicted units in rescheduling order, by a
+// heap of the queues' next units.
+func (p *preemptor) rescheduleOrderFlat(order []int32) []int32 {
+	c := p.c
 	h := &evictedHeads{preferLarge: c.s.cfg.EnablePreferLargeJobOrdering}
 	back := make([]flotilla.Resources, len(c.queues))
 	for qi := range c.queues {
@@ -102,13 +162,7 @@ func (p *preemptor) indexEvicted() {
 		*top = p.evictedHead(qi, back[qi], pos)
 		heap.Fix(h, 0)
 	}
-	slices.Reverse(order)
-	for k, ri := range order {
-		for _, m := range p.gangOf(ri) {
-			p.run[m].rank = int32(k)
-		}
-	}
-	p.order = order
+	return order
 }
 
 // evictedHead is queue qi's evicted job at position pos as the queue's

@@ -130,6 +130,9 @@ func (p *preemptor) evictForFairShare() {
 		evictable[qi] = preempt.Evictable(share[qi], qs.fair, qs.adjusted, cfg.ProtectedFractionOfFairShare)
 		any = any || evictable[qi]
 	}
+	if c.tree != nil {
+		any = c.tree.evictable(c, share, evictable)
+	}
 	if !any {
 		return
 	}
@@ -187,7 +190,7 @@ func (p *preemptor) evict(ri int32, share float64) {
 	qs := &c.queues[r.queue]
 	c.db.Unbind(int(r.node), int(r.queue), int(r.level), j.Requests)
 	c.db.Hold(int(r.node), evictedLevel, j.Requests)
-	c.queues[int(r.queue)].unaccount(int(r.class), j.Requests)
+	c.unaccount(int(r.queue), int(r.class), j.Requests)
 	r.state = stEvicted
 	r.share, r.fair = share, qs.fair
 	// No scheduling key: an evicted job is offered by tryEvicted, which
@@ -247,7 +250,7 @@ func (p *preemptor) tryEvicted(qi int, ri int32) {
 		p.held--
 	}
 	c.db.Forget()
-	if !p.withinClassLimits(members) {
+	if !p.withinClassLimits(members) || !p.treeAdmits(members) {
 		p.markTried(members)
 		return
 	}
@@ -273,7 +276,7 @@ func (p *preemptor) tryEvicted(qi int, ri int32) {
 	c.db.Forget()
 	for _, m := range members {
 		r := &p.run[m]
-		c.queues[int(r.queue)].account(int(r.class), r.job.Requests)
+		c.account(int(r.queue), int(r.class), r.job.Requests)
 		r.state = stBack
 		c.queues[r.queue].running++
 	}
@@ -284,6 +287,22 @@ func (p *preemptor) tryEvicted(qi int, ri int32) {
 			p.makeRoom(n, level, slack, p.run[m].job)
 		}
 	}
+}
+
+// treeAdmits reports whether run jobs members (a unit going back, of one
+// queue) stay within the queue tree's limits and lending holds (rule 5:
+// rescheduled jobs pass the same check as new ones).
+func (p *preemptor) treeAdmits(members []int32) bool {
+	c := p.c
+	if c.tour == nil || len(members) == 0 {
+		return true
+	}
+	req := c.scratch
+	clear(req)
+	for _, m := range members {
+		req.Add(p.run[m].job.Requests)
+	}
+	return c.tour.refusal(int(p.run[members[0]].queue), req).Code == 0
 }
 
 // withinClassLimits reports whether run jobs members (a unit going back)
@@ -381,7 +400,7 @@ func (p *preemptor) putBackUnit(u int32) {
 		}
 	}
 	c.db.Forget()
-	if !p.withinClassLimits(members) {
+	if !p.withinClassLimits(members) || !p.treeAdmits(members) {
 		return
 	}
 	mark := c.db.Mark()
@@ -401,7 +420,7 @@ func (p *preemptor) putBackUnit(u int32) {
 	c.db.Forget()
 	for _, m := range members {
 		r := &p.run[m]
-		c.queues[int(r.queue)].account(int(r.class), r.job.Requests)
+		c.account(int(r.queue), int(r.class), r.job.Requests)
 		r.state, r.by = stBack, nil
 		c.queues[r.queue].running++
 	}
@@ -451,7 +470,7 @@ func (p *preemptor) finishEvictions() {
 					p.preempt(m, PreemptedForFairShare, by)
 				case stBack:
 					c.db.Unbind(int(mr.node), int(mr.queue), int(mr.level), mr.job.Requests)
-					c.queues[int(mr.queue)].unaccount(int(mr.class), mr.job.Requests)
+					c.unaccount(int(mr.queue), int(mr.class), mr.job.Requests)
 					c.queues[mr.queue].running--
 					p.preempt(m, PreemptedForFairShare, by)
 				}

@@ -17,8 +17,11 @@ import (
 // first, ties by name), try that job, and advance the queue.
 func (c *cycle) fill(ctx context.Context) error {
 	c.reserveScheduled()
-	c.sel = fairness.NewSelector(c.s.cfg.EnablePreferLargeJobOrdering)
-	sel := c.sel
+	if c.tree != nil {
+		c.tour = newTournament(c, c.tree)
+	} else {
+		c.sel = fairness.NewSelector(c.s.cfg.EnablePreferLargeJobOrdering)
+	}
 	for qi := range c.queues {
 		if err := c.open(qi); err != nil {
 			return err
@@ -29,7 +32,7 @@ func (c *cycle) fill(ctx context.Context) error {
 	}
 	for qi := range c.queues {
 		if c.advance(qi) {
-			sel.Push(c.candidate(qi))
+			c.offer(qi)
 		} else {
 			c.notExamined(qi, lookbackReason(&c.s.cfg))
 		}
@@ -37,7 +40,7 @@ func (c *cycle) fill(ctx context.Context) error {
 	// stop, once set, ends new jobs for every queue (round or global rate
 	// limit); evicted jobs still go back, since they are not new work.
 	var stop Reason
-	for iter := 0; sel.Len() > 0; iter++ {
+	for iter := 0; ; iter++ {
 		if iter&1023 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -46,8 +49,10 @@ func (c *cycle) fill(ctx context.Context) error {
 		if c.readErr != nil {
 			return c.readErr
 		}
-		cand, _ := sel.Peek()
-		qi := cand.Queue
+		qi, ok := c.best()
+		if !ok {
+			break
+		}
 		qs := &c.queues[qi]
 		if qs.next.kind == evictedUnit {
 			c.pre.tryEvicted(qi, qs.next.run)
@@ -58,7 +63,7 @@ func (c *cycle) fill(ctx context.Context) error {
 			cost := qs.next.cost()
 			switch {
 			case stop.Code != 0:
-				sel.Remove(qi)
+				c.withdraw(qi)
 				c.notExamined(qi, stop)
 				continue
 			case c.tokens.largerThanBurst(cost):
@@ -66,13 +71,14 @@ func (c *cycle) fill(ctx context.Context) error {
 					"a gang of %d needs more scheduling-rate tokens than a bucket holds", cost)})
 			case c.tokens.globalShort(cost):
 				stop = Reason{Code: ReasonGlobalRateLimit, Message: "the global scheduling rate limit has no tokens left"}
-				sel.Remove(qi)
+				c.withdraw(qi)
 				c.notExamined(qi, stop)
 				continue
 			case c.tokens.queueShort(qi, cost):
-				sel.Remove(qi)
+				c.withdraw(qi)
 				c.notExamined(qi, Reason{Code: ReasonQueueRateLimit, Message: "the queue's scheduling rate limit has no tokens left"})
 				continue
+			case c.refusedByTree(qi):
 			case qs.next.kind == gangUnit:
 				c.tryGang(qi)
 			default:
@@ -80,10 +86,10 @@ func (c *cycle) fill(ctx context.Context) error {
 			}
 		}
 		if c.advance(qi) {
-			sel.Update(qi, c.candidate(qi))
+			c.offer(qi)
 			continue
 		}
-		sel.Remove(qi)
+		c.withdraw(qi)
 		c.notExamined(qi, lookbackReason(&c.s.cfg))
 	}
 	return c.readErr
@@ -234,6 +240,56 @@ func lookbackReason(cfg *Config) Reason {
 	return Reason{Code: ReasonLookback, Message: fmt.Sprintf("maxQueueLookback %d reached", cfg.MaxQueueLookback)}
 }
 
+// offer puts queue qi's next unit up for the fill: in the flat Selector,
+// or as its nominee in the tree's tournament.
+func (c *cycle) offer(qi int) {
+	if c.tour != nil {
+		c.tour.set(qi, c.queues[qi].next.req, c.queues[qi].next.prio)
+		return
+	}
+	c.sel.Update(qi, c.candidate(qi))
+}
+
+// withdraw takes queue qi out of the fill.
+func (c *cycle) withdraw(qi int) {
+	if c.tour != nil {
+		c.tour.clear(qi)
+		return
+	}
+	c.sel.Remove(qi)
+}
+
+// offered reports whether queue qi is in the fill.
+func (c *cycle) offered(qi int) bool {
+	if c.tour != nil {
+		return c.tour.has(qi)
+	}
+	return c.sel.Contains(qi)
+}
+
+// best is the queue whose unit the fill tries next.
+func (c *cycle) best() (int, bool) {
+	if c.tour != nil {
+		return c.tour.best()
+	}
+	cand, ok := c.sel.Peek()
+	return cand.Queue, ok
+}
+
+// refusedByTree reports (and records) whether the queue tree's limits or
+// lending holds refuse queue qi's next unit, a new job or gang (rule 5).
+func (c *cycle) refusedByTree(qi int) bool {
+	if c.tour == nil {
+		return false
+	}
+	why := c.tour.refusal(qi, c.queues[qi].next.req)
+	if why.Code == 0 {
+		return false
+	}
+	c.unscheduledUnit(qi, why)
+	return true
+}
+
 // candidate is the queue's standing if its next job were scheduled. Shares
 // are not additive under DRF, so the share after the job is computed on the
 // summed vector rather than as share + job share.
@@ -316,7 +372,7 @@ func (c *cycle) try(qi int) {
 func (c *cycle) commit(qi, ci, node int, e *queue.Entry, level int, record bool) {
 	j := e.Job
 	qs := &c.queues[qi]
-	c.queues[qi].account(ci, j.Requests)
+	c.account(qi, ci, j.Requests)
 	c.scheduledTotal.Add(j.Requests)
 	qs.running++
 	qs.scheduled++
@@ -467,6 +523,9 @@ func (c *cycle) result() *Result {
 			AdjustedFairShare: qs.adjusted,
 			Demand:            c.model.Share(qs.demand),
 		}
+	}
+	if c.tree != nil {
+		c.tree.reports(c, res)
 	}
 	res.RateLimits = c.tokens.buckets(c.now, c.queues)
 	return res

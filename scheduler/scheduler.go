@@ -28,6 +28,9 @@ type Scheduler struct {
 	classLevel, bindLevel []int
 	// roundLimit is MaximumResourceFractionToSchedule as (resource, fraction).
 	roundLimit []resFraction
+	// forceTree runs the queue tree's code on flat worlds too (tests hold
+	// it to the flat code's results).
+	forceTree bool
 }
 
 type resFraction struct {

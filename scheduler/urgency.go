@@ -115,7 +115,7 @@ func (p *preemptor) dropVictim(ri int32, unbind bool, by *flotilla.Job) {
 	if unbind {
 		c.db.Unbind(int(r.node), q, int(r.level), r.job.Requests)
 	}
-	c.queues[q].unaccount(cl, r.job.Requests)
+	c.unaccount(q, cl, r.job.Requests)
 	qs := &c.queues[q]
 	qs.running--
 	defer c.refresh(q)
@@ -135,8 +135,8 @@ func (p *preemptor) dropVictim(ri int32, unbind bool, by *flotilla.Job) {
 		return
 	}
 	qs.retry = append(qs.retry, ri)
-	if !c.sel.Contains(q) && c.advance(q) {
-		c.sel.Push(c.candidate(q))
+	if !c.offered(q) && c.advance(q) {
+		c.offer(q)
 	}
 }
 
@@ -146,6 +146,10 @@ func displacedReason() Reason {
 
 // refresh re-ranks queue q after its allocation changed under it.
 func (c *cycle) refresh(q int) {
+	if c.tour != nil {
+		c.tour.refresh(q)
+		return
+	}
 	if c.sel != nil && c.sel.Contains(q) && c.queues[q].next.kind != noUnit {
 		c.sel.Update(q, c.candidate(q))
 	}

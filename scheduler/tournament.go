@@ -1,0 +1,356 @@
+package scheduler
+
+import (
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/fairness"
+)
+
+// tournament is progressive filling over a queue tree (QUEUE-TREE.md §5,
+// rule 6): each queue nominates its next unit; each group keeps a
+// fairness.Selector over its children and nominates its best child's
+// nominee; the root's best is tried next. Children of a group are compared
+// by the nominee's class priority, then the guarantee tier (the child stays
+// within its guarantee with the unit), then the key
+//
+//	K = (share + unit's cost − Ĝ) / w'
+//
+// (share the child's, Ĝ its guaranteed part, w' its weight with usage),
+// then the child's name. With prefer-large ordering the Selector's budget
+// rules apply with Current = (share − Ĝ)/w', Budget = (A − Ĝ)/w' and Size =
+// cost·w'. After a queue's allocation or nominee changes, the candidates
+// on its path are updated: O(depth · log fan-out).
+//
+// The tournament also keeps what rule 5 needs: every node's allocation,
+// for limits, and the lending holds max(0, reserve − allocation), for the
+// capacity an idle lender keeps for its own subtree.
+type tournament struct {
+	ts    *treeState
+	t     *fairness.Tree
+	model *fairness.Model
+	nG    int
+	// alloc and share are each node's allocation and share (a group's
+	// share is its children's sum).
+	alloc []flotilla.Resources
+	share []float64
+	// sels has one Selector per group and, last, the root's.
+	sels []*fairness.Selector
+	// nominee is, per node, the queue its candidate stands for (a queue's
+	// own index for a queue), -1 when it has none.
+	nominee []int32
+	// Per queue: the nominated unit's requests and class priority, and the
+	// queue's share after it (after).
+	req   []flotilla.Resources
+	prio  []int32
+	after []float64
+	// Lending holds (nil without lenders): hold per node, the sum of the
+	// children's holds per group and, last, the root; clusterAlloc is
+	// every queue's allocation summed.
+	hold, childHold []flotilla.Resources
+	clusterAlloc    flotilla.Resources
+	total           flotilla.Resources
+	scratch, off    flotilla.Resources
+}
+
+// newTournament builds a tournament with no nominees over the queues'
+// allocations now.
+func newTournament(c *cycle, ts *treeState) *tournament {
+	t := ts.t
+	n, nG, nQ := t.NumNodes(), t.NumGroups(), t.NumQueues()
+	schema := c.s.cfg.Schema
+	tr := &tournament{
+		ts: ts, t: t, model: &c.model, nG: nG,
+		alloc:   make([]flotilla.Resources, n),
+		share:   make([]float64, n),
+		sels:    make([]*fairness.Selector, nG+1),
+		nominee: make([]int32, n),
+		req:     make([]flotilla.Resources, nQ),
+		prio:    make([]int32, nQ),
+		after:   make([]float64, nQ),
+		total:   c.total,
+		scratch: schema.Zero(),
+		off:     schema.Zero(),
+	}
+	for i := range tr.sels {
+		tr.sels[i] = fairness.NewSelector(c.s.cfg.EnablePreferLargeJobOrdering)
+	}
+	for v := range n {
+		tr.nominee[v] = -1
+		tr.alloc[v] = schema.Zero()
+	}
+	for qi := range c.queues {
+		tr.alloc[t.QueueNode(qi)].Add(c.queues[qi].alloc)
+	}
+	// Children before parents: t's order is top-down.
+	for v := n - 1; v >= 0; v-- {
+		if v >= nG {
+			tr.share[v] = c.model.Share(tr.alloc[v])
+		}
+		if p := t.Parent(v); p >= 0 {
+			tr.alloc[p].Add(tr.alloc[v])
+			tr.share[p] += tr.share[v]
+		}
+	}
+	if t.Lenders() {
+		tr.initHolds(c)
+	}
+	return tr
+}
+
+func (tr *tournament) sel(p int) *fairness.Selector {
+	if p < 0 {
+		return tr.sels[tr.nG]
+	}
+	return tr.sels[p]
+}
+
+// set makes unit (req, prio) queue qi's nominee and re-ranks its path.
+func (tr *tournament) set(qi int, req flotilla.Resources, prio int32) {
+	v := tr.t.QueueNode(qi)
+	tr.req[qi], tr.prio[qi], tr.nominee[v] = req, prio, int32(qi)
+	tr.setAfter(qi)
+	tr.climb(v)
+}
+
+func (tr *tournament) setAfter(qi int) {
+	v := tr.t.QueueNode(qi)
+	copy(tr.scratch, tr.alloc[v])
+	tr.scratch.Add(tr.req[qi])
+	tr.after[qi] = tr.model.Share(tr.scratch)
+}
+
+// clear withdraws queue qi's nominee.
+func (tr *tournament) clear(qi int) {
+	v := tr.t.QueueNode(qi)
+	tr.nominee[v], tr.req[qi] = -1, nil
+	tr.climb(v)
+}
+
+// has reports whether queue qi has a nominee.
+func (tr *tournament) has(qi int) bool { return tr.nominee[tr.t.QueueNode(qi)] >= 0 }
+
+// best is the queue whose nominee goes next.
+func (tr *tournament) best() (int, bool) {
+	root := tr.sels[tr.nG]
+	cand, ok := root.Peek()
+	if !ok {
+		return 0, false
+	}
+	v := tr.t.Children(-1)[cand.Queue]
+	return int(tr.nominee[v]), true
+}
+
+// len is how many queues of the root's children have nominees.
+func (tr *tournament) len() int { return tr.sels[tr.nG].Len() }
+
+// add books req (sign +1) or unbooks it (−1) on queue qi and its groups.
+// The path's candidates are not re-ranked: the caller does that (set,
+// clear or refresh) once its queue's nominee is known.
+func (tr *tournament) add(qi int, req flotilla.Resources, sign int64) {
+	v := tr.t.QueueNode(qi)
+	old := tr.share[v]
+	if sign > 0 {
+		tr.alloc[v].Add(req)
+	} else {
+		tr.alloc[v].Sub(req)
+	}
+	tr.share[v] = tr.model.Share(tr.alloc[v])
+	d := tr.share[v] - old
+	for p := tr.t.Parent(v); p >= 0; p = tr.t.Parent(p) {
+		if sign > 0 {
+			tr.alloc[p].Add(req)
+		} else {
+			tr.alloc[p].Sub(req)
+		}
+		tr.share[p] += d
+	}
+	if tr.hold != nil {
+		if sign > 0 {
+			tr.clusterAlloc.Add(req)
+		} else {
+			tr.clusterAlloc.Sub(req)
+		}
+		tr.updateHolds(v)
+	}
+	if tr.nominee[v] >= 0 {
+		tr.setAfter(qi)
+	}
+}
+
+// refresh re-ranks queue qi's path after its allocation changed.
+func (tr *tournament) refresh(qi int) { tr.climb(tr.t.QueueNode(qi)) }
+
+// climb re-ranks node v in its parent's Selector, and so on to the root.
+func (tr *tournament) climb(v int) {
+	for {
+		p := tr.t.Parent(v)
+		s := tr.sel(p)
+		if tr.nominee[v] >= 0 {
+			s.Update(int(tr.ts.childPos[v]), tr.candidate(v))
+		} else {
+			s.Remove(int(tr.ts.childPos[v]))
+		}
+		if p < 0 {
+			return
+		}
+		if cand, ok := s.Peek(); ok {
+			tr.nominee[p] = tr.nominee[tr.t.Children(p)[cand.Queue]]
+		} else {
+			tr.nominee[p] = -1
+		}
+		v = p
+	}
+}
+
+// candidate is node v's standing at its parent with its nominee.
+func (tr *tournament) candidate(v int) fairness.Candidate {
+	qi := int(tr.nominee[v])
+	leaf := tr.t.QueueNode(qi)
+	sh := tr.ts.sh
+	w, gHat := sh.Weight[v], sh.GuaranteedPart[v]
+	after := tr.after[qi]
+	cost := after - tr.share[leaf]
+	if v != leaf {
+		after = tr.share[v] + cost
+	}
+	return fairness.Candidate{
+		Name:            tr.t.Name(v),
+		ClassPriority:   tr.prio[qi],
+		WithinGuarantee: tr.ts.withinGuaranteeWith(v, tr.alloc[v], tr.req[qi]),
+		Fraction:        (after - gHat) / w,
+		Current:         (tr.share[v] - gHat) / w,
+		Budget:          (sh.AdjustedFairShare[v] - gHat) / w,
+		Size:            cost * w,
+	}
+}
+
+// limitOf returns the node on queue qi's path whose limit req would
+// exceed (rule 5), or -1.
+func (tr *tournament) limitOf(qi int, req flotilla.Resources) int {
+	for v := tr.t.QueueNode(qi); v >= 0; v = tr.t.Parent(v) {
+		if !tr.t.Limited(v) {
+			continue
+		}
+		lim := tr.t.Limit(v)
+		for r, x := range req {
+			if float64(tr.alloc[v][r]+x) > lim[r] {
+				return v
+			}
+		}
+	}
+	return -1
+}
+
+// initHolds computes every node's lending hold from the allocations.
+func (tr *tournament) initHolds(c *cycle) {
+	t := tr.t
+	n, schema := t.NumNodes(), c.s.cfg.Schema
+	tr.hold = make([]flotilla.Resources, n)
+	tr.childHold = make([]flotilla.Resources, tr.nG+1)
+	for i := range tr.childHold {
+		tr.childHold[i] = schema.Zero()
+	}
+	tr.clusterAlloc = schema.Zero()
+	for v := range n {
+		tr.hold[v] = schema.Zero()
+	}
+	for v := n - 1; v >= 0; v-- {
+		if v >= tr.nG {
+			tr.clusterAlloc.Add(tr.alloc[v])
+		}
+		tr.ownHold(v, tr.hold[v])
+		p := t.Parent(v)
+		if p < 0 {
+			p = tr.nG
+		}
+		tr.childHold[p].Add(tr.hold[v])
+	}
+}
+
+// ownHold sets out to node v's hold: max(0, reserve − allocation), for a
+// group at least its children's holds summed.
+func (tr *tournament) ownHold(v int, out flotilla.Resources) {
+	res := tr.t.Reserve(v)
+	for r := range out {
+		h := int64(0)
+		if res != nil {
+			h = max(0, res[r]-tr.alloc[v][r])
+		}
+		if v < tr.nG {
+			h = max(h, tr.childHold[v][r])
+		}
+		out[r] = h
+	}
+}
+
+// updateHolds recomputes the holds on node v's path after its allocation
+// changed.
+func (tr *tournament) updateHolds(v int) {
+	for ; v >= 0; v = tr.t.Parent(v) {
+		tr.ownHold(v, tr.scratch)
+		p := tr.t.Parent(v)
+		if p < 0 {
+			p = tr.nG
+		}
+		tr.childHold[p].Sub(tr.hold[v])
+		tr.childHold[p].Add(tr.scratch)
+		copy(tr.hold[v], tr.scratch)
+	}
+}
+
+// heldFrom returns a node off queue qi's path whose hold req would eat
+// into (rule 5: allocated + req + the holds off the path must stay within
+// the cluster), or -1.
+func (tr *tournament) heldFrom(qi int, req flotilla.Resources) int {
+	if tr.hold == nil {
+		return -1
+	}
+	clear(tr.off)
+	for v := tr.t.QueueNode(qi); ; {
+		p := tr.t.Parent(v)
+		pi := p
+		if p < 0 {
+			pi = tr.nG
+		}
+		tr.off.Add(tr.childHold[pi])
+		tr.off.Sub(tr.hold[v])
+		if p < 0 {
+			break
+		}
+		v = p
+	}
+	for r, x := range req {
+		if tr.clusterAlloc[r]+x+tr.off[r] > tr.total[r] {
+			return tr.holder(qi, r)
+		}
+	}
+	return -1
+}
+
+// holder names the node off queue qi's path, nearest to it, that holds
+// resource r back.
+func (tr *tournament) holder(qi, r int) int {
+	for v := tr.t.QueueNode(qi); ; {
+		p := tr.t.Parent(v)
+		for _, s := range tr.t.Children(p) {
+			if int(s) != v && tr.hold[s][r] > 0 {
+				return int(s)
+			}
+		}
+		if p < 0 {
+			return v
+		}
+		v = p
+	}
+}
+
+// refusal is the reason a unit of queue qi requesting req may not be
+// placed by the tree's limits or lending holds; Code 0 when it may.
+func (tr *tournament) refusal(qi int, req flotilla.Resources) Reason {
+	if v := tr.limitOf(qi, req); v >= 0 {
+		return Reason{Code: ReasonLimit, Message: tr.t.Name(v)}
+	}
+	if v := tr.heldFrom(qi, req); v >= 0 {
+		return Reason{Code: ReasonLendingLimit, Message: tr.t.Name(v)}
+	}
+	return Reason{}
+}
