@@ -42,6 +42,7 @@ type tournament struct {
 	req   []flotilla.Resources
 	prio  []int32
 	after []float64
+	stale []bool // after must be recomputed
 	// Lending holds (nil without lenders): hold per node, the sum of the
 	// children's holds per group and, last, the root; clusterAlloc is
 	// every queue's allocation summed.
@@ -66,6 +67,7 @@ func newTournament(c *cycle, ts *treeState) *tournament {
 		req:     make([]flotilla.Resources, nQ),
 		prio:    make([]int32, nQ),
 		after:   make([]float64, nQ),
+		stale:   make([]bool, nQ),
 		total:   c.total,
 		scratch: schema.Zero(),
 		off:     schema.Zero(),
@@ -107,7 +109,7 @@ func (tr *tournament) sel(p int) *fairness.Selector {
 func (tr *tournament) set(qi int, req flotilla.Resources, prio int32) {
 	v := tr.t.QueueNode(qi)
 	tr.req[qi], tr.prio[qi], tr.nominee[v] = req, prio, int32(qi)
-	tr.setAfter(qi)
+	tr.stale[qi] = true
 	tr.climb(v)
 }
 
@@ -171,9 +173,7 @@ func (tr *tournament) add(qi int, req flotilla.Resources, sign int64) {
 		}
 		tr.updateHolds(v)
 	}
-	if tr.nominee[v] >= 0 {
-		tr.setAfter(qi)
-	}
+	tr.stale[qi] = true
 }
 
 // refresh re-ranks queue qi's path after its allocation changed.
@@ -205,7 +205,11 @@ func (tr *tournament) climb(v int) {
 func (tr *tournament) candidate(v int) fairness.Candidate {
 	qi := int(tr.nominee[v])
 	leaf := tr.t.QueueNode(qi)
-	sh := tr.ts.sh
+	if tr.stale[qi] {
+		tr.setAfter(qi)
+		tr.stale[qi] = false
+	}
+	sh := &tr.ts.sh
 	w, gHat := sh.Weight[v], sh.GuaranteedPart[v]
 	after := tr.after[qi]
 	cost := after - tr.share[leaf]

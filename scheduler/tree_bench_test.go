@@ -1,0 +1,65 @@
+package scheduler_test
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/flotilla-sched/flotilla"
+)
+
+// treeBench is the queue tree's benchmark world (issue 20): 1,000 × 32-core
+// nodes, 1,000 leaf queues, 1,000,000 one-core jobs queued round-robin, of
+// which 32,000 fit. With tree set the queues hang in three levels: 5 top
+// groups of 10 groups of 20 queues, with guarantees on every group and
+// queue and limits on the groups that do not bind (so every rule's check
+// runs); without, the same queues are a flat list.
+func treeBench(b *testing.B, tree, interleaved bool) {
+	if testing.Short() {
+		b.Skip("large")
+	}
+	s, snap := benchWorld(b, 1000, 1000, 1000000)
+	if tree {
+		schema := flotilla.MustResourceSchema("cpu", "memory", "nvidia.com/gpu")
+		quota := func(cpu int) flotilla.Resources {
+			r, err := schema.ParsePartial("q", map[string]string{"cpu": fmt.Sprint(cpu), "memory": fmt.Sprintf("%dGi", 4*cpu)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return r
+		}
+		for t := range 5 {
+			snap.Groups = append(snap.Groups, &flotilla.QueueGroup{Name: fmt.Sprintf("top%d", t), Guaranteed: quota(2000), Limit: quota(12000)})
+		}
+		for g := range 50 {
+			snap.Groups = append(snap.Groups, &flotilla.QueueGroup{Name: fmt.Sprintf("g%02d", g), Parent: fmt.Sprintf("top%d", g/10),
+				Guaranteed: quota(200), Limit: quota(1200)})
+		}
+		for i, q := range snap.Queues {
+			q.Parent = fmt.Sprintf("g%02d", i/20)
+			if interleaved {
+				q.Parent = fmt.Sprintf("g%02d", (i%5)*10+(i/5)%10)
+			}
+			q.Guaranteed = quota(8)
+		}
+	}
+	runtime.GC()
+	res := runCycles(b, s, snap, t0)
+	if len(res.Scheduled) != 32000 {
+		b.Fatalf("scheduled %d, want 32000", len(res.Scheduled))
+	}
+}
+
+// BenchmarkTreeCycle1kLeaves: the cycle over the three-level tree, queues
+// q000–q019 in group g00, q020–q039 in g01 and so on.
+func BenchmarkTreeCycle1kLeaves(b *testing.B) { treeBench(b, true, false) }
+
+// BenchmarkTreeCycle1kLeavesInterleaved: the same tree with the queues
+// dealt to the groups in turn (q000 to g00, q001 to g10, q002 to g20 …), so
+// that the tournament visits the queues in the order their jobs were
+// allocated, as the flat cycle does: the difference from
+// BenchmarkTreeCycle1kLeaves is the memory's, not the algorithm's.
+func BenchmarkTreeCycle1kLeavesInterleaved(b *testing.B) { treeBench(b, true, true) }
+
+// BenchmarkFlatCycle1kLeaves: the same queues and jobs as a flat list.
+func BenchmarkFlatCycle1kLeaves(b *testing.B) { treeBench(b, false, false) }
