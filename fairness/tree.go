@@ -116,6 +116,11 @@ func (t *Tree) Limit(v int) []float64 {
 	return t.limit[v*nR : (v+1)*nR]
 }
 
+// TopDown lists every node, each after its parent (breadth-first from the
+// root); walk it backwards for children before parents. The slice is the
+// tree's own.
+func (t *Tree) TopDown() []int32 { return t.order }
+
 // Limited reports whether node v has a limit in some resource.
 func (t *Tree) Limited(v int) bool { return t.limited[v] }
 

@@ -28,10 +28,15 @@ type tournament struct {
 	t     *fairness.Tree
 	model *fairness.Model
 	nG    int
-	// alloc and share are each node's allocation and share (a group's
-	// share is its children's sum).
-	alloc []flotilla.Resources
-	share []float64
+	// alloc and share are each node's allocation and share (a queue's
+	// cost of its allocation, a group's its children's sum). Shares are
+	// kept in fixed point (shareScale units), so that a group's sum is
+	// exact: the same allocations give the same share whatever the order
+	// they were booked in, and a tie at a group breaks by name the same
+	// way in every cycle, never by rounding noise.
+	alloc     []flotilla.Resources
+	share     []int64
+	leafShare []float64 // per queue, the share itself
 	// sels has one Selector per group and, last, the root's.
 	sels []*fairness.Selector
 	// nominee is, per node, the queue its candidate stands for (a queue's
@@ -52,6 +57,14 @@ type tournament struct {
 	scratch, off    flotilla.Resources
 }
 
+// shareScale is the fixed point of the tournament's shares: 2⁻⁵² of the
+// cluster, below a float64's resolution of a share near 1. Σ shares stays
+// below 2¹¹ (a DRF share sum is at most the number of resources).
+const shareScale = 1 << 52
+
+func toFixed(x float64) int64   { return int64(x * shareScale) }
+func fromFixed(x int64) float64 { return float64(x) / shareScale }
+
 // newTournament builds a tournament with no nominees over the queues'
 // allocations now.
 func newTournament(c *cycle, ts *treeState) *tournament {
@@ -60,17 +73,18 @@ func newTournament(c *cycle, ts *treeState) *tournament {
 	schema := c.s.cfg.Schema
 	tr := &tournament{
 		ts: ts, t: t, model: &c.model, nG: nG,
-		alloc:   make([]flotilla.Resources, n),
-		share:   make([]float64, n),
-		sels:    make([]*fairness.Selector, nG+1),
-		nominee: make([]int32, n),
-		req:     make([]flotilla.Resources, nQ),
-		prio:    make([]int32, nQ),
-		after:   make([]float64, nQ),
-		stale:   make([]bool, nQ),
-		total:   c.total,
-		scratch: schema.Zero(),
-		off:     schema.Zero(),
+		alloc:     make([]flotilla.Resources, n),
+		share:     make([]int64, n),
+		leafShare: make([]float64, nQ),
+		sels:      make([]*fairness.Selector, nG+1),
+		nominee:   make([]int32, n),
+		req:       make([]flotilla.Resources, nQ),
+		prio:      make([]int32, nQ),
+		after:     make([]float64, nQ),
+		stale:     make([]bool, nQ),
+		total:     c.total,
+		scratch:   schema.Zero(),
+		off:       schema.Zero(),
 	}
 	for i := range tr.sels {
 		tr.sels[i] = fairness.NewSelector(c.s.cfg.EnablePreferLargeJobOrdering)
@@ -82,10 +96,13 @@ func newTournament(c *cycle, ts *treeState) *tournament {
 	for qi := range c.queues {
 		tr.alloc[t.QueueNode(qi)].Add(c.queues[qi].alloc)
 	}
-	// Children before parents: t's order is top-down.
-	for v := n - 1; v >= 0; v-- {
+	// Children before parents.
+	order := t.TopDown()
+	for k := n - 1; k >= 0; k-- {
+		v := int(order[k])
 		if v >= nG {
-			tr.share[v] = c.model.Share(tr.alloc[v])
+			tr.leafShare[v-nG] = c.model.Share(tr.alloc[v])
+			tr.share[v] = toFixed(tr.leafShare[v-nG])
 		}
 		if p := t.Parent(v); p >= 0 {
 			tr.alloc[p].Add(tr.alloc[v])
@@ -155,7 +172,8 @@ func (tr *tournament) add(qi int, req flotilla.Resources, sign int64) {
 	} else {
 		tr.alloc[v].Sub(req)
 	}
-	tr.share[v] = tr.model.Share(tr.alloc[v])
+	tr.leafShare[qi] = tr.model.Share(tr.alloc[v])
+	tr.share[v] = toFixed(tr.leafShare[qi])
 	d := tr.share[v] - old
 	for p := tr.t.Parent(v); p >= 0; p = tr.t.Parent(p) {
 		if sign > 0 {
@@ -212,16 +230,18 @@ func (tr *tournament) candidate(v int) fairness.Candidate {
 	sh := &tr.ts.sh
 	w, gHat := sh.Weight[v], sh.GuaranteedPart[v]
 	after := tr.after[qi]
-	cost := after - tr.share[leaf]
+	share := tr.leafShare[qi]
+	cost := after - share
 	if v != leaf {
-		after = tr.share[v] + cost
+		share = fromFixed(tr.share[v])
+		after = share + cost
 	}
 	return fairness.Candidate{
 		Name:            tr.t.Name(v),
 		ClassPriority:   tr.prio[qi],
 		WithinGuarantee: tr.ts.withinGuaranteeWith(v, tr.alloc[v], tr.req[qi]),
 		Fraction:        (after - gHat) / w,
-		Current:         (tr.share[v] - gHat) / w,
+		Current:         (share - gHat) / w,
 		Budget:          (sh.AdjustedFairShare[v] - gHat) / w,
 		Size:            cost * w,
 	}
@@ -257,7 +277,9 @@ func (tr *tournament) initHolds(c *cycle) {
 	for v := range n {
 		tr.hold[v] = schema.Zero()
 	}
-	for v := n - 1; v >= 0; v-- {
+	order := t.TopDown()
+	for k := n - 1; k >= 0; k-- {
+		v := int(order[k])
 		if v >= tr.nG {
 			tr.clusterAlloc.Add(tr.alloc[v])
 		}
