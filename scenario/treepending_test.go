@@ -13,8 +13,25 @@ import (
 )
 
 // treePendingDir holds queue-tree scenarios whose runs need the tree in the
-// scheduler; they move to testdata/scenarios (with a golden) once it is.
-const treePendingDir = "testdata/tree-pending"
+// scheduler; they move to repoScenariosDir (with a golden) once it is.
+const (
+	treePendingDir   = "testdata/tree-pending"
+	repoScenariosDir = "../testdata/scenarios"
+)
+
+// treeScenarioFile is name's path in treePendingDir, or in
+// repoScenariosDir once moved there.
+func treeScenarioFile(t *testing.T, name string) string {
+	t.Helper()
+	for _, dir := range []string{treePendingDir, repoScenariosDir} {
+		p := filepath.Join(dir, name)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	t.Fatalf("%s is in neither %s nor %s", name, treePendingDir, repoScenariosDir)
+	return ""
+}
 
 // TestTreePendingExpectedSharesAreTheTreeShares holds the hand-computed
 // shares of the pending tree scenarios' expect files to the fairness
@@ -39,13 +56,13 @@ func TestTreePendingExpectedSharesAreTheTreeShares(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join(treePendingDir, c.name+".json"))
+			data, err := os.ReadFile(treeScenarioFile(t, c.name+".json"))
 			require.NoError(t, err)
 			f, err := Parse(data)
 			require.NoError(t, err)
 			b, err := f.Build()
 			require.NoError(t, err)
-			edata, err := os.ReadFile(filepath.Join(treePendingDir, c.name+".expect.json"))
+			edata, err := os.ReadFile(treeScenarioFile(t, c.name+".expect.json"))
 			require.NoError(t, err)
 			e, err := ParseExpect(edata)
 			require.NoError(t, err)
