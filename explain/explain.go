@@ -170,6 +170,12 @@ func explainPreempted(b *scenario.Built, d *scenario.Decision, job *flotilla.Job
 				p.Node, job.Queue, share, fair, pf)
 			if p.For != nil {
 				ex.Summary += fmt.Sprintf("; job %s of queue %s took the room", pj.For, pj.ForQueue)
+				if tv := newTreeView(b, d); tv != nil {
+					if kind, name := guaranteeWentFirst(tv, job.Queue, p.For.Queue); kind != "" {
+						pj.WentFirst = kind + " " + name
+						ex.Summary += fmt.Sprintf(" (%s %s, within its guarantee, went first)", kind, name)
+					}
+				}
 			} else {
 				ex.Summary += "; it was not put back (a gang mate was not, its queue's class limit, or its node no longer admits it)"
 			}
@@ -262,6 +268,7 @@ func explainWaiting(b *scenario.Built, d *scenario.Decision, job *flotilla.Job, 
 		ex.State = "unschedulable"
 		ex.Unscheduled = unscheduledOf(b, u.Reason, job)
 		ex.Summary = "not scheduled: " + u.Reason.String()
+		explainQuota(b, d, job, u.Reason, ex)
 		return
 	}
 	ex.State = "not-examined"

@@ -42,9 +42,17 @@ const JSONFields = `  job, queue, jobSet, round     the job and the round explai
                                 nodeGroups: [{nodes, filter, detail} or
                                 {nodes, shortOf, short, whenEmpty}],
                                 gangMember: {job, placedBefore, members}}
+  quota                         the queue tree's node that held it back
+                                (reason limit or lending limit): {kind,
+                                node, nodeKind (queue | group), resource,
+                                limit, guaranteed, lendingLimit, keeps,
+                                held (after the round), asks (its gang's,
+                                whole)}
   preempted                     {node, reason (urgency | fair-share), for,
                                 forQueue, forClass, forClassPriority, share,
-                                fairShare, protectedFraction, requeued}
+                                fairShare, protectedFraction, requeued,
+                                wentFirst: the side of the tree, within its
+                                guarantee, whose job took the room}
   earlier                       {round, event (scheduled | preempted |
                                 finished | cancelled), node, reason}: the
                                 job's last event before round N, if any
@@ -68,8 +76,11 @@ type Explanation struct {
 	QueueShare  *QueueShare  `json:"queueShare,omitempty"`
 	Scheduled   *Scheduled   `json:"scheduled,omitempty"`
 	Unscheduled *Unscheduled `json:"unscheduled,omitempty"`
-	Preempted   *Preempted   `json:"preempted,omitempty"`
-	Earlier     *Earlier     `json:"earlier,omitempty"`
+	// Quota is the queue tree's node that held the job back, when its
+	// reason is a limit or a lending limit.
+	Quota     *Quota     `json:"quota,omitempty"`
+	Preempted *Preempted `json:"preempted,omitempty"`
+	Earlier   *Earlier   `json:"earlier,omitempty"`
 	// header is the text form's first line: "job ID, round N: STATE" when
 	// empty.
 	header string
@@ -127,6 +138,11 @@ type Preempted struct {
 	// ProtectedFraction is the scenario's protectedFractionOfFairShare.
 	ProtectedFraction *float64 `json:"protectedFraction,omitempty"`
 	Requeued          bool     `json:"requeued"`
+	// WentFirst names the queue or group ("group prod") below the two
+	// queues' lowest common ancestor on the side of the job that took the
+	// room, when it held no more than its guarantee after the round: the
+	// tree offers such a side's jobs first.
+	WentFirst string `json:"wentFirst,omitempty"`
 }
 
 // Earlier is the job's last event in a round before the one explained.
@@ -222,6 +238,9 @@ func (ex *Explanation) WriteText(w io.Writer) error {
 	if u := ex.Unscheduled; u != nil {
 		writeUnscheduledText(tw, row, u)
 	}
+	if q := ex.Quota; q != nil {
+		writeQuotaText(row, q)
+	}
 	if pr := ex.Preempted; pr != nil {
 		row("  preempted", "from node %s, reason %s", n(pr.Node), pr.Reason)
 		if pr.For != "" {
@@ -229,6 +248,9 @@ func (ex *Explanation) WriteText(w io.Writer) error {
 		}
 		if pr.Share != nil {
 			row("  victim queue", "share %.3f against fair share %.3f, protected up to %g× it", *pr.Share, *pr.FairShare, *pr.ProtectedFraction)
+		}
+		if pr.WentFirst != "" {
+			row("  went first", "%s, within its guarantee", n(pr.WentFirst))
 		}
 	}
 	if e := ex.Earlier; e != nil {
@@ -294,6 +316,18 @@ func writeUnscheduledText(tw io.Writer, row func(label, format string, a ...any)
 			row(nodes, "no room now: short of %s by at least %s", n(g.ShortOf), g.Short)
 		}
 	}
+}
+
+// writeQuotaText prints the tree node that held the job back.
+func writeQuotaText(row func(label, format string, a ...any), q *Quota) {
+	n := safetext.Name
+	node := q.NodeKind + " " + n(q.Node)
+	if q.Kind == "limit" {
+		row("  limit", "%s: limit %s %s, holds %s after the round, the job asks %s", node, q.Limit, n(q.Resource), q.Held, q.Asks)
+		return
+	}
+	row("  lending limit", "%s: guaranteed %s %s, lends at most %s, keeps %s for itself, holds %s after the round; the job asks %s",
+		node, q.Guaranteed, n(q.Resource), q.LendingLimit, q.Keeps, q.Held, q.Asks)
 }
 
 // quantities prints a resource map as "cpu 1, memory 4Gi", in name order

@@ -26,8 +26,14 @@ type Built struct {
 	PriorityClasses []flotilla.PriorityClass
 	// Nodes in file order, templates expanded by index.
 	Nodes []*flotilla.Node
-	// Queues in file order.
+	// Queues in file order, with their parent and quotas (quota vectors
+	// laid out by Schema, flotilla.Absent where a resource is not given).
 	Queues []*flotilla.Queue
+	// Groups of the queue tree in file order, nil when the file has none.
+	Groups []*flotilla.QueueGroup
+	// Usage seeds each queue's decayed average share at round 0
+	// (queues[].usage), by queue name; nil when no queue gives one.
+	Usage map[string]float64
 	// Start is the time of round 0: always the Unix epoch, UTC.
 	Start time.Time
 	// Rounds, one per file round.
@@ -75,7 +81,15 @@ type Settings struct {
 	Strategy                                  Strategy
 	PriorityHalftime                          time.Duration
 	UseProbabilisticSchedulingForAllResources bool
+	// UsageHalfLife is 0 when usage memory is off. UsageWeight is as the
+	// file gives it: 0 means 1 (the scheduler's reading) when the
+	// half-life is set.
+	UsageHalfLife time.Duration
+	UsageWeight   float64
 }
+
+// UsageOn reports whether the scenario turns usage memory on.
+func (s *Settings) UsageOn() bool { return s.UsageHalfLife > 0 }
 
 // ResourceResolution is an indexed resource with its resolution in the
 // resource's unit of the schema (≥ 1): milli-cpu, bytes of memory.
@@ -135,6 +149,8 @@ func (f *File) build(maxNodes, maxJobs int) (*Built, error) {
 	b.cluster()
 	b.libraryConfig()
 	b.queues()
+	b.groups()
+	b.tree()
 	b.rounds()
 	if len(b.errs) > 0 {
 		return nil, errors.Join(b.errs...)

@@ -136,6 +136,21 @@
 //     limits; each round decays them toward the usage of the jobs running
 //     when it starts. The lottery never preempts and leaves gang members
 //     queued.
+//   - Queue trees: groups[] and the queues' parent, guaranteed, limit,
+//     lendingLimit and usage, with config.usageHalfLife and
+//     config.usageWeight, are judged by fairness.NewTree (the scheduler's
+//     own check) with the file's paths, a problem the queue's own check
+//     already reported (a duplicate name, a priority factor) once. Quota
+//     maps parse with ResourceSchema.ParsePartial: a resource left out is
+//     flotilla.Absent (not given), and a resource no node has is an
+//     ErrUnknownResource, as in requests. usageWeight absent or 0 means 1;
+//     usage seeds are accepted without a half-life and then unused. The
+//     runner hands the groups to every cycle, the seeds to round 0's
+//     Snapshot.Usage (no time passed before it) and each Result.Usage to
+//     the next round. Output: queues[].parent (omitted at the root),
+//     rounds[].groups[] (only when the file has groups: running, queued
+//     and allocated summed over the queues below, shares from
+//     Result.Groups), and usage on queues and groups only with usage on.
 //   - Priority classes: absent or empty means flotilla.DefaultPriorityClasses();
 //     defaultPriorityClass (default "armada-default") must name one.
 //   - Size: at most MaxNodes nodes and MaxJobs jobs after expansion.
@@ -153,5 +168,6 @@
 // round's scheduled and preempted lists (a queue not named means 0) and,
 // when runningAfter is present, the number running per queue at the end of
 // the round (again a queue not named means 0). The numbers of rounds must
-// match.
+// match. A round may also give fairShare and adjustedFairShare by queue or
+// group name, compared with the output's to 3 decimals (ShareTolerance).
 package scenario

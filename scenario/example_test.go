@@ -82,6 +82,24 @@ func ExampleParse_errors() {
 	// first problem at rounds[0].submit[0].queue
 }
 
+// ExampleParse_treeErrors: a queue tree's problems are reported with the
+// rest, each at the field that holds it.
+func ExampleParse_treeErrors() {
+	_, err := scenario.Parse([]byte(`{
+	  "config": {"usageWeight": 2},
+	  "nodes": [{"name": "node", "resources": {"cpu": "8"}}],
+	  "groups": [{"name": "research", "guaranteed": {"cpu": "2"}, "limit": {"cpu": "4"}}],
+	  "queues": [{"name": "nlp", "parent": "research", "guaranteed": {"cpu": "3"}, "usage": 1.5},
+	             {"name": "vision", "parent": "reserch"}]
+	}`))
+	fmt.Println(err)
+	// Output:
+	// config.usageWeight "2": disagrees with another field: usage weight without usageHalfLife
+	// queues[1].parent "reserch": names nothing known: no group has this name
+	// queues[0].usage "1.5": is out of range: must be in [0,1]
+	// groups[0].guaranteed.cpu "2": disagrees with another field: below its children's guarantees, 3
+}
+
 func ExampleExpect_Check() {
 	exp, err := scenario.ParseExpect([]byte(`{"rounds": [{"scheduled": {"A": 2}, "runningAfter": {"A": 2}}]}`))
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 
@@ -13,7 +14,7 @@ import (
 
 // Expect is a NAME.expect.json file: per round, how many jobs of each queue
 // a scenario's run schedules and preempts and, where given, runs at the end
-// of the round.
+// of the round and the fair shares of queues and groups.
 type Expect struct {
 	Rounds []ExpectRound `json:"rounds"`
 }
@@ -28,7 +29,17 @@ type ExpectRound struct {
 	// queues[].running for every queue, a queue not named meaning 0; when
 	// absent (nil) running counts are not checked.
 	RunningAfter map[string]int `json:"runningAfter,omitempty"`
+	// FairShare and AdjustedFairShare give, by queue or group name, the
+	// round's fairShare and adjustedFairShare of that queue or group to 3
+	// decimals (rounded half up): a value matches when it is within
+	// ShareTolerance of the output's. A name not given is not checked.
+	FairShare         map[string]float64 `json:"fairShare,omitempty"`
+	AdjustedFairShare map[string]float64 `json:"adjustedFairShare,omitempty"`
 }
+
+// ShareTolerance is how far an output's share may be from an expected one
+// written to 3 decimals: half the last digit, plus room for float noise.
+const ShareTolerance = 0.0005 + 1e-6
 
 // ErrMismatch is the class of every error Check reports.
 var ErrMismatch = errors.New("outcome differs from the expected one")
@@ -56,6 +67,31 @@ func (m *Mismatch) Error() string {
 // Unwrap returns ErrMismatch.
 func (m *Mismatch) Unwrap() error { return ErrMismatch }
 
+// ShareMismatch is an expected fair share or adjusted fair share that the
+// output does not give to 3 decimals. It wraps ErrMismatch.
+type ShareMismatch struct {
+	Round int
+	// Field is "fairShare" or "adjustedFairShare".
+	Field string
+	// Name is the queue or group.
+	Name string
+	Want float64
+	// Got is the output's value; Missing when the round lists no queue or
+	// group of that name.
+	Got     float64
+	Missing bool
+}
+
+func (m *ShareMismatch) Error() string {
+	if m.Missing {
+		return fmt.Sprintf("rounds[%d].%s.%s: want %.3f, but the round has no queue or group of that name", m.Round, m.Field, m.Name, m.Want)
+	}
+	return fmt.Sprintf("rounds[%d].%s.%s: want %.3f, got %.6f", m.Round, m.Field, m.Name, m.Want, m.Got)
+}
+
+// Unwrap returns ErrMismatch.
+func (m *ShareMismatch) Unwrap() error { return ErrMismatch }
+
 // ParseExpect decodes an expect file strictly (unknown fields are errors,
 // with their JSON path) and checks that every count is ≥ 0 and every queue
 // name non-empty, reporting every problem at once: a value of the wrong
@@ -82,6 +118,21 @@ func ParseExpect(data []byte) (*Expect, error) {
 				}
 			}
 		}
+		for _, part := range []struct {
+			name string
+			m    map[string]float64
+		}{{"fairShare", r.FairShare}, {"adjustedFairShare", r.AdjustedFairShare}} {
+			field := fmt.Sprintf("rounds[%d].%s", i, part.name)
+			for _, q := range slices.Sorted(maps.Keys(part.m)) {
+				if q == "" {
+					errs = append(errs, flotilla.Errorf(field, "", flotilla.ErrRequired, "a queue or group name is empty"))
+				}
+				if v := part.m[q]; !(v >= 0 && v <= 1) {
+					errs = append(errs, flotilla.Errorf(strictjson.JoinKey(field, q), strconv.FormatFloat(v, 'g', -1, 64),
+						flotilla.ErrOutOfRange, "a share is in [0, 1]"))
+				}
+			}
+		}
 	}
 	if err := strictjson.Merge(decodeErr, errors.Join(errs...)); err != nil {
 		return nil, err
@@ -90,7 +141,8 @@ func ParseExpect(data []byte) (*Expect, error) {
 }
 
 // Check compares out with the expectation and reports every difference, as
-// an errors.Join of *Mismatch values ordered by round, field and queue. A
+// an errors.Join of *Mismatch and *ShareMismatch values ordered by round,
+// field and name. A
 // different number of rounds is itself a mismatch; the common rounds are
 // still compared.
 func (e *Expect) Check(out *Output) error {
@@ -141,6 +193,29 @@ func (c *Check) Round(got *RoundOutput) {
 		}
 		c.errs = compareCounts(c.errs, i, "runningAfter", want.RunningAfter, running)
 	}
+	if want.FairShare != nil || want.AdjustedFairShare != nil {
+		fair, adjusted := map[string]float64{}, map[string]float64{}
+		for _, q := range got.Queues {
+			fair[q.Name], adjusted[q.Name] = q.FairShare, q.AdjustedFairShare
+		}
+		for _, g := range got.Groups {
+			fair[g.Name], adjusted[g.Name] = g.FairShare, g.AdjustedFairShare
+		}
+		c.errs = compareShares(c.errs, i, "fairShare", want.FairShare, fair)
+		c.errs = compareShares(c.errs, i, "adjustedFairShare", want.AdjustedFairShare, adjusted)
+	}
+}
+
+// compareShares appends a *ShareMismatch for every name of want whose share
+// in got is missing or more than ShareTolerance away.
+func compareShares(errs []error, round int, field string, want, got map[string]float64) []error {
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		g, ok := got[name]
+		if !ok || math.Abs(g-want[name]) > ShareTolerance {
+			errs = append(errs, &ShareMismatch{Round: round, Field: field, Name: name, Want: want[name], Got: g, Missing: !ok})
+		}
+	}
+	return errs
 }
 
 // Err reports every difference found so far, as Expect.Check does: a

@@ -151,3 +151,85 @@ func TestCheckRoundByRoundKeepsNoRoundAndAgreesWithCheck(t *testing.T) {
 	require.ErrorAs(t, c.Err(), &m, "one round of two so far")
 	assert.Equal(t, Mismatch{Round: -1, Field: "rounds", Want: 2, Got: 1}, *m)
 }
+
+// shareOutput is one round with queues nlp and vision and group research.
+func shareOutput() *Output {
+	return &Output{Rounds: []RoundOutput{{
+		Queues: []QueueReport{
+			{Name: "nlp", Parent: "research", FairShare: 0.26388888, AdjustedFairShare: 0.40625},
+			{Name: "vision", Parent: "research", FairShare: 0.3194444, AdjustedFairShare: 0.1875},
+		},
+		Groups: []GroupReport{{Name: "research", FairShare: 0.5833333, AdjustedFairShare: 0.59375}},
+	}}}
+}
+
+func TestParseExpectShares(t *testing.T) {
+	e, err := ParseExpect([]byte(`{"rounds": [{"fairShare": {"nlp": 0.264, "research": 0.583}, "adjustedFairShare": {"vision": 0.188}}]}`))
+	require.NoError(t, err)
+	assert.Equal(t, &Expect{Rounds: []ExpectRound{{
+		FairShare:         map[string]float64{"nlp": 0.264, "research": 0.583},
+		AdjustedFairShare: map[string]float64{"vision": 0.188},
+	}}}, e)
+	for name, tc := range map[string]struct{ data, field string }{
+		"negative":   {`{"rounds": [{"fairShare": {"A": -0.1}}]}`, "rounds[0].fairShare.A"},
+		"above one":  {`{"rounds": [{}, {"adjustedFairShare": {"A": 1.5}}]}`, "rounds[1].adjustedFairShare.A"},
+		"empty name": {`{"rounds": [{"fairShare": {"": 0.5}}]}`, "rounds[0].fairShare"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e, err := ParseExpect([]byte(tc.data))
+			assert.Nil(t, e)
+			requireAllFieldErrors(t, err)
+			var fe *flotilla.FieldError
+			require.ErrorAs(t, err, &fe)
+			assert.Equal(t, tc.field, fe.Field)
+		})
+	}
+}
+
+// TestCheckSharesByQueueOrGroupTo3Decimals: names are queues or groups;
+// an expected value is the output's rounded half up to 3 decimals, so
+// 0.1875 matches 0.188 and 0.18749 does not.
+func TestCheckSharesByQueueOrGroupTo3Decimals(t *testing.T) {
+	pass := &Expect{Rounds: []ExpectRound{{
+		FairShare:         map[string]float64{"nlp": 0.264, "vision": 0.319, "research": 0.583},
+		AdjustedFairShare: map[string]float64{"nlp": 0.406, "vision": 0.188, "research": 0.594},
+	}}}
+	require.NoError(t, pass.Check(shareOutput()))
+
+	out := shareOutput()
+	out.Rounds[0].Queues[1].AdjustedFairShare = 0.18749
+	out.Rounds[0].Groups[0].FairShare = 0.58
+	fail := &Expect{Rounds: []ExpectRound{{
+		FairShare:         map[string]float64{"research": 0.583, "nobody": 0.1},
+		AdjustedFairShare: map[string]float64{"vision": 0.188, "nlp": 0.406},
+	}}}
+	err := fail.Check(out)
+	require.ErrorIs(t, err, ErrMismatch)
+	var got []string
+	for _, e := range leaves(err) {
+		var m *ShareMismatch
+		require.ErrorAs(t, e, &m)
+		got = append(got, e.Error())
+	}
+	assert.Equal(t, []string{
+		"rounds[0].fairShare.nobody: want 0.100, but the round has no queue or group of that name",
+		"rounds[0].fairShare.research: want 0.583, got 0.580000",
+		"rounds[0].adjustedFairShare.vision: want 0.188, got 0.187490",
+	}, got)
+}
+
+// TestCheckSharesToleranceEdges: within half a unit of the third decimal
+// (plus float noise) matches, beyond it does not, on either side.
+func TestCheckSharesToleranceEdges(t *testing.T) {
+	for _, tc := range []struct {
+		got, want float64
+		ok        bool
+	}{
+		{0.1875, 0.188, true}, {0.1875, 0.187, true}, {0.18749, 0.188, false},
+		{0.1885, 0.188, true}, {0.18851, 0.188, false}, {0, 0, true}, {1, 0.999, false},
+	} {
+		out := &Output{Rounds: []RoundOutput{{Queues: []QueueReport{{Name: "A", FairShare: tc.got}}}}}
+		e := &Expect{Rounds: []ExpectRound{{FairShare: map[string]float64{"A": tc.want}}}}
+		assert.Equal(t, tc.ok, e.Check(out) == nil, "got %v want %v", tc.got, tc.want)
+	}
+}

@@ -56,9 +56,13 @@ type File struct {
 	// flotilla.DefaultPriorityClasses().
 	PriorityClasses []PriorityClass `json:"priorityClasses,omitempty"`
 	// Nodes are node templates; at least one is required.
-	Nodes  []NodeTemplate `json:"nodes"`
-	Queues []QueueSpec    `json:"queues,omitempty"`
-	Rounds []Round        `json:"rounds,omitempty"`
+	Nodes []NodeTemplate `json:"nodes"`
+	// Groups are the inner nodes of the queue tree (queues and groups name
+	// them as parent); absent or empty with no queue naming a parent, and no
+	// quota on any queue, is the flat model.
+	Groups []GroupSpec `json:"groups,omitempty"`
+	Queues []QueueSpec `json:"queues,omitempty"`
+	Rounds []Round     `json:"rounds,omitempty"`
 }
 
 // Config carries the scheduler settings of a scenario. Every field is
@@ -113,6 +117,12 @@ type Config struct {
 	// UseProbabilisticSchedulingForAllResources skips the lottery's slice
 	// round; only valid with "lottery".
 	UseProbabilisticSchedulingForAllResources bool `json:"useProbabilisticSchedulingForAllResources,omitempty"`
+	// UsageHalfLife turns on the queue tree's usage memory: a Go duration
+	// ≥ 0 such as "1h"; empty or 0 means off.
+	UsageHalfLife string `json:"usageHalfLife,omitempty"`
+	// UsageWeight is how far usage moves a weight (k ≥ 0); absent or 0
+	// means 1. Only with usageHalfLife.
+	UsageWeight float64 `json:"usageWeight,omitempty"`
 }
 
 // IndexedResource is one entry of the smallest-fit order.
@@ -171,6 +181,34 @@ type QueueSpec struct {
 	// [0, 1] of the cluster this queue may hold at that class. A resource
 	// no node has is capacity 0: a cap on it is accepted and changes nothing.
 	LimitsByPriorityClass map[string]map[string]float64 `json:"limitsByPriorityClass,omitempty"`
+	// Parent names the group the queue hangs from; empty means the root.
+	Parent string `json:"parent,omitempty"`
+	// Guaranteed, Limit and LendingLimit are the queue's quotas, resource
+	// name → quantity; a resource left out is not given (no guarantee, no
+	// limit, all of the guarantee lendable).
+	Guaranteed   map[string]string `json:"guaranteed,omitempty"`
+	Limit        map[string]string `json:"limit,omitempty"`
+	LendingLimit map[string]string `json:"lendingLimit,omitempty"`
+	// Usage seeds the queue's decayed average share, in [0, 1], at round 0;
+	// it matters only with config.usageHalfLife.
+	Usage float64 `json:"usage,omitempty"`
+}
+
+// GroupSpec is an inner node of the queue tree: it holds no jobs, only the
+// queues and groups that name it as their parent.
+type GroupSpec struct {
+	// Name is required and unique across groups and queues.
+	Name string `json:"name"`
+	// Parent names the enclosing group; empty means the root.
+	Parent string `json:"parent,omitempty"`
+	// PriorityFactor scales the group's claim among its siblings (weight
+	// 1/factor), as for a queue: absent or 0 means 1.
+	PriorityFactor *float64 `json:"priorityFactor,omitempty"`
+	// Guaranteed, Limit and LendingLimit are the group's quotas, as for a
+	// queue; a resource left out of guaranteed is the sum of its children's.
+	Guaranteed   map[string]string `json:"guaranteed,omitempty"`
+	Limit        map[string]string `json:"limit,omitempty"`
+	LendingLimit map[string]string `json:"lendingLimit,omitempty"`
 }
 
 // Round is one step of a scenario: submissions, finishes and cancellations

@@ -41,6 +41,17 @@ func FuzzParse(f *testing.F) {
 		             {"finish": ["g-0"], "cancel": ["g-1"]}]}`,
 		`{"nodes": [{"name": "n", "resources": {"cpu": "4"}}], "config": {"roundDuration": "1h", "seed": 18446744073709551615}}`,
 		`{"nodes": [{"name": "n", "resources": {"cpu": "4", "cpu": "5"}}], "cuont": [[[{}]]]}`,
+		`{"config": {"usageHalfLife": "1h", "usageWeight": 2},
+		  "nodes": [{"name": "n", "count": 2, "resources": {"cpu": "8", "nvidia.com/gpu": "4"}}],
+		  "groups": [{"name": "research", "guaranteed": {"nvidia.com/gpu": "4"}, "limit": {"nvidia.com/gpu": "6", "cpu": "12"},
+		              "lendingLimit": {"nvidia.com/gpu": "2"}},
+		             {"name": "prod", "parent": "research", "priorityFactor": 0.5}],
+		  "queues": [{"name": "nlp", "parent": "research", "guaranteed": {"nvidia.com/gpu": "2"}, "usage": 0.25},
+		             {"name": "serving", "parent": "prod", "limit": {"cpu": "4"}}, {"name": "adhoc"}],
+		  "rounds": [{"submit": [{"id": "a", "queue": "nlp", "count": 6, "requests": {"cpu": "1", "nvidia.com/gpu": "1"}},
+		                         {"id": "s", "queue": "serving", "count": 6, "requests": {"cpu": "1"}}]}, {}]}`,
+		`{"nodes": [{"name": "n", "resources": {"cpu": "4"}}], "groups": [{"name": "g", "parent": "h"}, {"name": "h", "parent": "g"}],
+		  "queues": [{"name": "g", "parent": "q", "limit": {"cpu": "-1"}, "usage": 2}], "config": {"usageWeight": -1}}`,
 	)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file, err := Parse(data)
@@ -66,7 +77,8 @@ func FuzzParse(f *testing.F) {
 }
 
 func FuzzParseExpect(f *testing.F) {
-	addSeeds(f, seedExpect, `{"rounds": [{"scheduled": {"A": -1}}]}`, `{"rounds": null}`, `{`)
+	addSeeds(f, seedExpect, `{"rounds": [{"scheduled": {"A": -1}}]}`, `{"rounds": null}`, `{`,
+		`{"rounds": [{"fairShare": {"A": 0.5, "research": 0.583}, "adjustedFairShare": {"B": 1.5, "": 0}}]}`)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		e, err := ParseExpect(data)
 		if err != nil {
@@ -83,6 +95,8 @@ func FuzzParseOutput(f *testing.F) {
 	require.NoError(f, WriteJSON(&buf, smallOutput()))
 	f.Add(buf.Bytes())
 	f.Add([]byte(`{"rounds": [{"queues": [{"allocated": null}]}]}`))
+	f.Add([]byte(`{"rounds": [{"queues": [{"name": "A", "parent": "g", "usage": 0.5}],
+	  "groups": [{"name": "g", "allocated": null, "usage": 0.5}]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		out, err := ParseOutput(data)
 		if err != nil {
@@ -114,6 +128,15 @@ func FuzzParseRun(f *testing.F) {
 	f.Add([]byte(`{"config": {"strategy": "lottery", "priorityHalftime": "1m"},
 	  "nodes": [{"name": "n", "count": 2, "resources": {"cpu": "4"}}], "queues": [{"name": "A", "priorityFactor": 2}, {"name": "B"}],
 	  "rounds": [{"submit": [{"id": "a", "queue": "A", "count": 8, "requests": {"cpu": "1"}}, {"id": "b", "queue": "B", "count": 8, "requests": {"cpu": "1"}}]}, {}]}`))
+	f.Add([]byte(`{"config": {"usageHalfLife": "1h", "usageWeight": 2},
+		  "nodes": [{"name": "n", "count": 2, "resources": {"cpu": "8", "nvidia.com/gpu": "4"}}],
+		  "groups": [{"name": "research", "guaranteed": {"nvidia.com/gpu": "4"}, "limit": {"nvidia.com/gpu": "6", "cpu": "12"},
+		              "lendingLimit": {"nvidia.com/gpu": "2"}},
+		             {"name": "prod", "parent": "research", "priorityFactor": 0.5}],
+		  "queues": [{"name": "nlp", "parent": "research", "guaranteed": {"nvidia.com/gpu": "2"}, "usage": 0.25},
+		             {"name": "serving", "parent": "prod", "limit": {"cpu": "4"}}, {"name": "adhoc"}],
+		  "rounds": [{"submit": [{"id": "a", "queue": "nlp", "count": 6, "requests": {"cpu": "1", "nvidia.com/gpu": "1"}},
+		                         {"id": "s", "queue": "serving", "count": 6, "requests": {"cpu": "1"}}]}, {}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file, err := Parse(data)
 		if err != nil {

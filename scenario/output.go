@@ -39,6 +39,9 @@ type RoundOutput struct {
 	Unschedulable []Unschedulable `json:"unschedulable"`
 	// Queues lists every queue of the scenario, idle ones too.
 	Queues []QueueReport `json:"queues"`
+	// Groups lists every group of the queue tree, in file order; absent
+	// when the file has no groups.
+	Groups []GroupReport `json:"groups,omitempty"`
 }
 
 // Placement is a job that starts running on a node.
@@ -70,6 +73,8 @@ type Unschedulable struct {
 // QueueReport is a queue's standing at the end of a round.
 type QueueReport struct {
 	Name string `json:"name"`
+	// Parent is the queue's group; empty (and omitted) for the root.
+	Parent string `json:"parent,omitempty"`
 	// Running and Queued count the queue's jobs running and still waiting at
 	// the end of the round.
 	Running int `json:"running"`
@@ -79,6 +84,27 @@ type QueueReport struct {
 	Share             float64           `json:"share"`
 	FairShare         float64           `json:"fairShare"`
 	AdjustedFairShare float64           `json:"adjustedFairShare"`
+	// Usage is the queue's decayed average share after the round; present
+	// only when the scenario turns usage memory on.
+	Usage *float64 `json:"usage,omitempty"`
+}
+
+// GroupReport is a queue group's standing at the end of a round. Running,
+// Queued, Allocated and Share are its queues' sums (every queue below it);
+// FairShare and AdjustedFairShare are its part of its parent's, as for a
+// queue.
+type GroupReport struct {
+	Name string `json:"name"`
+	// Parent is the enclosing group; empty (and omitted) for the root.
+	Parent            string            `json:"parent,omitempty"`
+	Running           int               `json:"running"`
+	Queued            int               `json:"queued"`
+	Allocated         map[string]string `json:"allocated"`
+	Share             float64           `json:"share"`
+	FairShare         float64           `json:"fairShare"`
+	AdjustedFairShare float64           `json:"adjustedFairShare"`
+	// Usage is the sum of its queues' usage, only with usage memory on.
+	Usage *float64 `json:"usage,omitempty"`
 }
 
 // ParseOutput decodes the JSON of WriteJSON strictly (unknown fields are
@@ -122,6 +148,16 @@ func normalizeRound(r RoundOutput) RoundOutput {
 		qs[i] = q
 	}
 	r.Queues = qs
+	if r.Groups != nil {
+		gs := make([]GroupReport, len(r.Groups))
+		for i, g := range r.Groups {
+			if g.Allocated == nil {
+				g.Allocated = map[string]string{}
+			}
+			gs[i] = g
+		}
+		r.Groups = gs
+	}
 	return r
 }
 
@@ -178,13 +214,7 @@ func (ts *TableStream) WriteRound(r *RoundOutput) error {
 	}
 	ew.printf("round %d: %d scheduled, %d preempted, %d unschedulable; %d running, %d queued at the end\n",
 		r.Round, len(r.Scheduled), len(r.Preempted), len(r.Unschedulable), running, queued)
-	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  QUEUE\tRUNNING\tQUEUED\tALLOCATED\tSHARE\tFAIR SHARE\tADJUSTED FAIR SHARE")
-	for _, q := range r.Queues {
-		fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%.3f\t%.3f\t%.3f\n",
-			safetext.Name(q.Name), q.Running, q.Queued, formatAllocated(q.Allocated), q.Share, q.FairShare, q.AdjustedFairShare)
-	}
-	if err := tw.Flush(); err != nil {
+	if err := writeShareTable(ew, r); err != nil {
 		return err
 	}
 	ew.printf("  scheduled:     %s\n", countLine(len(r.Scheduled), func(i int) string { return safetext.Name(r.Scheduled[i].Queue) }))
@@ -194,6 +224,64 @@ func (ts *TableStream) WriteRound(r *RoundOutput) error {
 	ew.printf("  unschedulable: %s\n", countLine(len(r.Unschedulable), func(i int) string { return safetext.Name(r.Unschedulable[i].Queue) }))
 	writeReasons(ew, r.Unschedulable)
 	return ew.err
+}
+
+// writeShareTable writes the round's queues and, for a queue tree, its
+// groups: a flat scenario's table is the queues alone, as it always was; a
+// tree adds each queue's parent and a table of the groups, and usage
+// memory adds a USAGE column to both.
+func writeShareTable(ew *errWriter, r *RoundOutput) error {
+	tree, usage := len(r.Groups) > 0, false
+	for _, q := range r.Queues {
+		tree = tree || q.Parent != ""
+		usage = usage || q.Usage != nil
+	}
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	row := func(name, parent string, running, queued int, alloc map[string]string, share, fair, adjusted float64, u *float64) {
+		fmt.Fprintf(tw, "  %s\t", safetext.Name(name))
+		if tree {
+			fmt.Fprintf(tw, "%s\t", orDash(parent))
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%.3f\t%.3f\t%.3f", running, queued, formatAllocated(alloc), share, fair, adjusted)
+		if usage {
+			v := 0.0
+			if u != nil {
+				v = *u
+			}
+			fmt.Fprintf(tw, "\t%.3f", v)
+		}
+		fmt.Fprintln(tw)
+	}
+	header := func(first string) {
+		fmt.Fprintf(tw, "  %s\t", first)
+		if tree {
+			fmt.Fprint(tw, "PARENT\t")
+		}
+		fmt.Fprint(tw, "RUNNING\tQUEUED\tALLOCATED\tSHARE\tFAIR SHARE\tADJUSTED FAIR SHARE")
+		if usage {
+			fmt.Fprint(tw, "\tUSAGE")
+		}
+		fmt.Fprintln(tw)
+	}
+	header("QUEUE")
+	for _, q := range r.Queues {
+		row(q.Name, q.Parent, q.Running, q.Queued, q.Allocated, q.Share, q.FairShare, q.AdjustedFairShare, q.Usage)
+	}
+	if len(r.Groups) > 0 {
+		header("GROUP")
+		for _, g := range r.Groups {
+			row(g.Name, g.Parent, g.Running, g.Queued, g.Allocated, g.Share, g.FairShare, g.AdjustedFairShare, g.Usage)
+		}
+	}
+	return tw.Flush()
+}
+
+// orDash is a name for a table, "-" when empty.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return safetext.Name(s)
 }
 
 // JSONStream writes the document of WriteJSON one round at a time, byte for
@@ -279,6 +367,11 @@ func (js *JSONStream) writeRound(r *RoundOutput) error {
 	b = append(b, "],"...)
 	if err := field("queues", r.Queues); err != nil {
 		return err
+	}
+	if len(r.Groups) > 0 {
+		if err := field("groups", r.Groups); err != nil {
+			return err
+		}
 	}
 	b = b[:len(b)-1] // the last field's comma
 	b = append(b, "\n    }"...)

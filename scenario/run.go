@@ -3,6 +3,7 @@ package scenario
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/flotilla-sched/flotilla"
@@ -34,6 +35,8 @@ func (b *Built) SchedulerConfig() scheduler.Config {
 	cfg.Strategy = scheduler.Strategy(s.Strategy)
 	cfg.PriorityHalftime = s.PriorityHalftime
 	cfg.UseProbabilisticSchedulingForAllResources = s.UseProbabilisticSchedulingForAllResources
+	cfg.UsageHalfLife = s.UsageHalfLife
+	cfg.UsageWeight = s.UsageWeight
 	return cfg
 }
 
@@ -84,6 +87,9 @@ func runStream(ctx context.Context, b *Built, decided func(*Decision) error, emi
 	st := &runState{b: b, store: store, running: map[string]int{}}
 	var rate scheduler.RateLimitState
 	var prios scheduler.QueuePriorityState
+	// The file's usage seeds at round 0, with no time passed before it;
+	// then each round's Result.Usage.
+	usage := scheduler.UsageState{Usage: maps.Clone(b.Usage)}
 	for ri := range b.Rounds {
 		round := &b.Rounds[ri]
 		if err := st.retire(ri, round); err != nil {
@@ -101,6 +107,8 @@ func runStream(ctx context.Context, b *Built, decided func(*Decision) error, emi
 			Queued:          store,
 			RateLimits:      rate,
 			QueuePriorities: prios,
+			Groups:          b.Groups,
+			Usage:           usage,
 			Seed:            b.Settings.Seed + uint64(ri),
 		}
 		res, err := sched.Schedule(ctx, snap, round.Time)
@@ -109,6 +117,7 @@ func runStream(ctx context.Context, b *Built, decided func(*Decision) error, emi
 		}
 		rate = res.RateLimits
 		prios = res.QueuePriorities
+		usage = res.Usage
 		if decided != nil {
 			if err := decided(&Decision{Round: ri, Snapshot: snap, Store: store, Result: res}); err != nil {
 				return err
@@ -243,17 +252,71 @@ func (st *runState) apply(ri int, round *BuiltRound, res *scheduler.Result) (Rou
 		if a == nil {
 			a = st.b.Schema.Zero()
 		}
-		ro.Queues = append(ro.Queues, QueueReport{
+		qr := QueueReport{
 			Name:              q.Name,
+			Parent:            q.Parent,
 			Running:           running[q.Name],
 			Queued:            st.store.QueueLen(q.Name),
 			Allocated:         st.b.Schema.Format(a),
 			Share:             rep.Share,
 			FairShare:         rep.FairShare,
 			AdjustedFairShare: rep.AdjustedFairShare,
-		})
+		}
+		if st.b.Settings.UsageOn() {
+			u := rep.Usage
+			qr.Usage = &u
+		}
+		ro.Queues = append(ro.Queues, qr)
 	}
+	ro.Groups = st.groupReports(res, ro.Queues, alloc)
 	return ro, nil
+}
+
+// groupReports is the groups' standing at the end of a round: running,
+// queued, allocated and usage summed over the queues below each group (as
+// the round's queue entries give them), the shares from res.Groups (zero
+// when the scheduler reports no groups). Nil when the file has no groups.
+func (st *runState) groupReports(res *scheduler.Result, queues []QueueReport, alloc map[string]flotilla.Resources) []GroupReport {
+	b := st.b
+	if len(b.Groups) == 0 {
+		return nil
+	}
+	index := make(map[string]int, len(b.Groups))
+	for gi, g := range b.Groups {
+		index[g.Name] = gi
+	}
+	out := make([]GroupReport, len(b.Groups))
+	sums := make([]flotilla.Resources, len(b.Groups))
+	usage := make([]float64, len(b.Groups))
+	for gi, g := range b.Groups {
+		out[gi] = GroupReport{Name: g.Name, Parent: g.Parent}
+		sums[gi] = b.Schema.Zero()
+		if gi < len(res.Groups) {
+			r := res.Groups[gi]
+			out[gi].Share, out[gi].FairShare, out[gi].AdjustedFairShare = r.Share, r.FairShare, r.AdjustedFairShare
+		}
+	}
+	for qi, q := range b.Queues {
+		// Build validated the tree: parents name groups and form no cycle.
+		for p, ok := index[q.Parent]; ok; p, ok = index[b.Groups[p].Parent] {
+			out[p].Running += queues[qi].Running
+			out[p].Queued += queues[qi].Queued
+			if a := alloc[q.Name]; a != nil {
+				sums[p].Add(a)
+			}
+			if queues[qi].Usage != nil {
+				usage[p] += *queues[qi].Usage
+			}
+		}
+	}
+	for gi := range out {
+		out[gi].Allocated = b.Schema.Format(sums[gi])
+		if b.Settings.UsageOn() {
+			u := usage[gi]
+			out[gi].Usage = &u
+		}
+	}
+	return out
 }
 
 // examined lists the still-queued jobs the cycle examined and did not place,

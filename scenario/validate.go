@@ -107,6 +107,16 @@ func (b *builder) config() {
 		}
 	}
 	s.UseProbabilisticSchedulingForAllResources = c.UseProbabilisticSchedulingForAllResources
+	s.UsageWeight = c.UsageWeight
+	if c.UsageHalfLife != "" {
+		// A negative half-life is judged by fairness.NewTree (see tree).
+		d, err := time.ParseDuration(c.UsageHalfLife)
+		if err != nil {
+			b.add(flotilla.Errorf(p+"usageHalfLife", c.UsageHalfLife, flotilla.ErrMalformed, `want a Go duration such as "1h"`))
+		} else {
+			s.UsageHalfLife = d
+		}
+	}
 }
 
 // libraryConfig validates the settings and priority classes with the
@@ -307,8 +317,15 @@ func (b *builder) queues() {
 			}
 			limits[pc] = maps.Clone(q.LimitsByPriorityClass[pc])
 		}
-		out := &flotilla.Queue{Name: q.Name, PriorityFactor: factor, LimitsByPriorityClass: limits}
+		out := &flotilla.Queue{Name: q.Name, PriorityFactor: factor, LimitsByPriorityClass: limits, Parent: q.Parent}
 		b.addRenamed(out.Validate(), fmt.Sprintf("queue %q", q.Name), f)
+		out.Guaranteed, out.Limit, out.LendingLimit = b.quotas(f, q.Guaranteed, q.Limit, q.LendingLimit)
+		if q.Usage != 0 {
+			if b.out.Usage == nil {
+				b.out.Usage = map[string]float64{}
+			}
+			b.out.Usage[q.Name] = q.Usage
+		}
 		b.out.Queues = append(b.out.Queues, out)
 	}
 }

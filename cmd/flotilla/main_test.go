@@ -103,6 +103,9 @@ func TestBadInput(t *testing.T) {
 			"rounds": [{"submit": [{"id": "a", "queue": "A", "requests": {"cpu": "2"}}]}, {"finish": ["a"]}]}`,
 			`rounds[1].finish[0] "a"`},
 		{"not-json", `nodes: []`, `(root)`},
+		{"tree", `{"nodes": [{"name": "n", "resources": {"cpu": "4"}}], "groups": [{"name": "g", "limit": {"cpu": "1"}}],
+			"queues": [{"name": "A", "parent": "g", "guaranteed": {"cpu": "2"}}], "rounds": []}`,
+			`groups[0].limit.cpu "1": disagrees with another field: below the guarantee, 2`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
