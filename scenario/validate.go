@@ -170,6 +170,9 @@ func asWritten(err error, c *Config) error {
 			if fe.Field == "priorityHalftime" && c.PriorityHalftime != "" {
 				e = &flotilla.FieldError{Field: fe.Field, Value: c.PriorityHalftime, Err: fe.Err}
 			}
+			if fe.Field == "usageHalfLife" && c.UsageHalfLife != "" {
+				e = &flotilla.FieldError{Field: fe.Field, Value: c.UsageHalfLife, Err: fe.Err}
+			}
 		}
 		out = append(out, e)
 	}

@@ -250,16 +250,16 @@ func (c *Config) validateStrategy() error {
 	default:
 		errs = append(errs, flotilla.Errorf("strategy", string(c.Strategy), flotilla.ErrUnknownName, `want %q or %q`, ProgressiveFilling, Lottery))
 	}
+	// The same problems, classes and words as fairness.NewTree's, which
+	// judges a scenario file's config.usage… fields.
 	switch k := c.UsageWeight; {
-	case math.IsNaN(k) || math.IsInf(k, 0):
-		errs = append(errs, flotilla.Errorf("usageWeight", fmt.Sprint(k), flotilla.ErrOutOfRange, "must be finite"))
-	case k < 0:
-		errs = append(errs, flotilla.Errorf("usageWeight", fmt.Sprint(k), flotilla.ErrNegative, ""))
+	case !(k >= 0) || math.IsInf(k, 0):
+		errs = append(errs, flotilla.Errorf("usageWeight", fmt.Sprint(k), flotilla.ErrOutOfRange, "must be a finite number ≥ 0"))
 	case k != 0 && c.UsageHalfLife == 0:
-		errs = append(errs, flotilla.Errorf("usageWeight", fmt.Sprint(k), flotilla.ErrInconsistent, "usage memory is off: set usageHalfLife"))
+		errs = append(errs, flotilla.Errorf("usageWeight", fmt.Sprint(k), flotilla.ErrInconsistent, "usage weight without usageHalfLife"))
 	}
 	if c.UsageHalfLife < 0 {
-		errs = append(errs, flotilla.Errorf("usageHalfLife", c.UsageHalfLife.String(), flotilla.ErrNegative, ""))
+		errs = append(errs, flotilla.Errorf("usageHalfLife", c.UsageHalfLife.String(), flotilla.ErrOutOfRange, "must not be negative"))
 	}
 	if c.UsageHalfLife != 0 && c.Strategy == Lottery {
 		errs = append(errs, flotilla.Errorf("usageHalfLife", c.UsageHalfLife.String(), flotilla.ErrInconsistent, "the lottery strategy has its own queue priorities (priorityHalftime)"))

@@ -343,8 +343,8 @@ func TestConfigUsageValidation(t *testing.T) {
 		field  string
 		target error
 	}{
-		{"negative half-life", func(c *scheduler.Config) { c.UsageHalfLife = -time.Second }, "usageHalfLife", flotilla.ErrNegative},
-		{"negative weight", func(c *scheduler.Config) { c.UsageHalfLife, c.UsageWeight = time.Hour, -1 }, "usageWeight", flotilla.ErrNegative},
+		{"negative half-life", func(c *scheduler.Config) { c.UsageHalfLife = -time.Second }, "usageHalfLife", flotilla.ErrOutOfRange},
+		{"negative weight", func(c *scheduler.Config) { c.UsageHalfLife, c.UsageWeight = time.Hour, -1 }, "usageWeight", flotilla.ErrOutOfRange},
 		{"weight without half-life", func(c *scheduler.Config) { c.UsageWeight = 2 }, "usageWeight", flotilla.ErrInconsistent},
 		{"infinite weight", func(c *scheduler.Config) { c.UsageHalfLife, c.UsageWeight = time.Hour, math.Inf(1) }, "usageWeight", flotilla.ErrOutOfRange},
 		{"lottery", func(c *scheduler.Config) {
