@@ -23,6 +23,20 @@
 // requirements equal one that already failed this cycle is skipped without a
 // node search (the scheduling-key cache).
 //
+// # Queue trees
+//
+// Snapshot.Groups, Queue.Parent and the queues' and groups' Guaranteed,
+// Limit and LendingLimit make the queues a tree (tree.go; the semantics in
+// the repository's docs/queue-tree.md). Fair shares are then water-filled
+// top down (fairness.TreeShares), progressive filling is a tournament along
+// each queue's path (tournament.go: the guarantee tier, then the key
+// (share + cost − guaranteed part)/weight at every group), limits and
+// lending holds refuse placements (ReasonLimit, ReasonLendingLimit), and a
+// queue holding at most its guarantee is never evicted to fair share.
+// Config.UsageHalfLife adds usage memory, carried from cycle to cycle in
+// Snapshot.Usage and Result.Usage. A snapshot with none of these runs the
+// flat code, unchanged.
+//
 // # Configuration
 //
 // New validates the whole Config at once (Config.Validate), including the
