@@ -66,9 +66,9 @@ type cycle struct {
 	sel    *fairness.Selector
 	// tree is the queue tree (tree.go), nil for a flat list of queues;
 	// tour orders the fill over it (tournament.go), in place of sel.
-	tree *treeState
-	tour *tournament
-	gangs  gangWork
+	tree  *treeState
+	tour  *tournament
+	gangs gangWork
 
 	// pre owns the run table and preemption (evict.go, displace.go,
 	// urgency.go).
