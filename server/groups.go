@@ -221,3 +221,15 @@ func cloneGroup(g flotilla.QueueGroup) flotilla.QueueGroup {
 	g.Guaranteed, g.Limit, g.LendingLimit = backend.CloneQuota(g.Guaranteed), backend.CloneQuota(g.Limit), backend.CloneQuota(g.LendingLimit)
 	return g
 }
+
+// TreeUsage returns the queue tree's usage memory the next cycle starts
+// from (Snapshot.Usage before queues deleted since are dropped): the last
+// cycle's Result.Usage, or after New the one restored from the backend.
+// The caller owns the map.
+func (s *Server) TreeUsage() scheduler.UsageState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := s.st.last.usage
+	u.Usage = maps.Clone(u.Usage)
+	return u
+}

@@ -252,6 +252,7 @@ func TestTreeUsageIsKeptAcrossCyclesAndRestarts(t *testing.T) {
 	}, stored)
 
 	w.restart()
+	require.Equal(t, scheduler.UsageState{Usage: map[string]float64{"vision": 0.25, "adhoc": 0.5}, Time: t0}, w.srv.TreeUsage())
 	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 1, 4)})
 	results = nil
 	seen = spy(w)
