@@ -23,6 +23,15 @@ type Queue struct {
 	// LimitsByPriorityClass caps, per class and resource, the fraction of
 	// the cluster the queue may hold at that class.
 	LimitsByPriorityClass map[string]map[string]float64 `json:"limitsByPriorityClass,omitempty"`
+	// Parent names the group the queue hangs from in the queue tree;
+	// absent is the root.
+	Parent string `json:"parent,omitempty"`
+	// Guaranteed, Limit and LendingLimit are the queue's quotas in the
+	// tree, resource name to quantity; a resource left out is not given
+	// (no guarantee, no limit, all of the guarantee lendable).
+	Guaranteed   map[string]string `json:"guaranteed,omitempty"`
+	Limit        map[string]string `json:"limit,omitempty"`
+	LendingLimit map[string]string `json:"lendingLimit,omitempty"`
 	// Status is filled in by the server on reads and ignored on writes.
 	Status *QueueStatus `json:"status,omitempty"`
 }
@@ -35,11 +44,18 @@ type QueueStatus struct {
 	Share             float64 `json:"share"`
 	FairShare         float64 `json:"fairShare"`
 	AdjustedFairShare float64 `json:"adjustedFairShare"`
+	// Usage is the queue's decayed average share (the scheduler's usage
+	// memory; 0 when it is off).
+	Usage float64 `json:"usage"`
 }
 
-// Definition is the queue definition the server stores.
-func (q *Queue) Definition() flotilla.Queue {
-	return flotilla.Queue{Name: q.Name, PriorityFactor: q.PriorityFactor, LimitsByPriorityClass: q.LimitsByPriorityClass}
+// Definition is the queue definition the server stores, its quotas
+// parsed against schema. Every problem is a *flotilla.FieldError named
+// `queue "NAME".guaranteed.cpu` and the like, all joined.
+func (q *Queue) Definition(schema *flotilla.ResourceSchema) (flotilla.Queue, error) {
+	g, l, ll, err := parseQuotas(schema, fmt.Sprintf("queue %q", q.Name), q.Guaranteed, q.Limit, q.LendingLimit)
+	return flotilla.Queue{Name: q.Name, PriorityFactor: q.PriorityFactor, LimitsByPriorityClass: q.LimitsByPriorityClass,
+		Parent: q.Parent, Guaranteed: g, Limit: l, LendingLimit: ll}, err
 }
 
 // SubmitResponse answers a submission: the job ids in file order.

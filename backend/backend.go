@@ -17,8 +17,9 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrExists: a queue of that name exists already.
 	ErrExists = errors.New("exists already")
-	// ErrNotEmpty: the queue still has live (non-terminal) jobs.
-	ErrNotEmpty = errors.New("has live jobs")
+	// ErrNotEmpty: the queue still has live (non-terminal) jobs, or the
+	// group still has children (queues or groups naming it as parent).
+	ErrNotEmpty = errors.New("is not empty")
 	// ErrDuplicate: a job id, or a client id in its queue, is already
 	// stored or appears twice in one write. It is flotilla.ErrDuplicate,
 	// so one errors.Is test serves validation and storage alike.
@@ -48,6 +49,7 @@ var (
 // called after Close returns ErrClosed.
 type Backend interface {
 	Queues
+	Groups
 	Jobs
 	Executors
 	Usage
@@ -55,7 +57,10 @@ type Backend interface {
 }
 
 // Queues stores the queue definitions. Queues are validated with
-// flotilla.Queue.Validate; a queue read back is a copy the caller owns.
+// flotilla.Queue.Validate and CheckTreeFields; a queue read back is a copy
+// the caller owns, a quota vector with no entry given read back as nil.
+// The queue tree as a whole (parents that exist and are groups, no cycles,
+// guarantees that add up) is the service's to check, not the backend's.
 type Queues interface {
 	// CreateQueue stores a new queue; ErrExists when the name is taken.
 	CreateQueue(ctx context.Context, q flotilla.Queue) error
@@ -71,6 +76,26 @@ type Queues interface {
 	Queue(ctx context.Context, name string) (flotilla.Queue, error)
 	// ListQueues returns every queue, sorted by name.
 	ListQueues(ctx context.Context) ([]flotilla.Queue, error)
+}
+
+// Groups stores the queue tree's groups (flotilla.QueueGroup), in the same
+// name space as queues for the service (the backend does not check that a
+// group's name is not a queue's). A group is validated with
+// ValidateGroup; one read back is a copy the caller owns, a quota vector
+// with no entry given read back as nil.
+type Groups interface {
+	// CreateGroup stores a new group; ErrExists when a group of that name
+	// exists.
+	CreateGroup(ctx context.Context, g flotilla.QueueGroup) error
+	// UpdateGroup replaces a group's definition; ErrNotFound when there is
+	// no group of that name.
+	UpdateGroup(ctx context.Context, g flotilla.QueueGroup) error
+	// DeleteGroup removes a group: ErrNotFound when there is none,
+	// ErrNotEmpty (naming a child) while a queue or a group names it as
+	// its parent.
+	DeleteGroup(ctx context.Context, name string) error
+	// ListGroups returns every group, sorted by name.
+	ListGroups(ctx context.Context) ([]flotilla.QueueGroup, error)
 }
 
 // JobSpec is what was submitted for one job; it never changes after
@@ -192,8 +217,8 @@ type JobLookup interface {
 // queue, executor and usage writes are fenced like Jobs.Commit.
 type Fenced interface {
 	// WithFence returns a view of the backend for the leader holding
-	// token. Its CreateQueue, UpdateQueue, DeleteQueue, PutExecutor and
-	// PutUsage check token against the highest fence applied, atomically
+	// token. Its CreateQueue, UpdateQueue, DeleteQueue, CreateGroup,
+	// UpdateGroup, DeleteGroup, PutExecutor and PutUsage check token against the highest fence applied, atomically
 	// with the write: a token lower than it is refused with an error
 	// wrapping ErrFenced (a *flotilla.FieldError naming "fence") and
 	// nothing is changed; otherwise the write is applied and raises the

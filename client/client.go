@@ -231,6 +231,39 @@ func (c *Client) ListQueues(ctx context.Context) ([]api.Queue, error) {
 	return out, err
 }
 
+// CreateGroup creates a group of the queue tree (admin).
+func (c *Client) CreateGroup(ctx context.Context, g api.Group) (api.Group, error) {
+	var out api.Group
+	err := c.do(ctx, http.MethodPost, "/v1/groups", nil, g, &out)
+	return out, err
+}
+
+// UpdateGroup replaces a group's definition (admin).
+func (c *Client) UpdateGroup(ctx context.Context, g api.Group) (api.Group, error) {
+	var out api.Group
+	err := c.do(ctx, http.MethodPut, "/v1/groups/"+url.PathEscape(g.Name), nil, g, &out)
+	return out, err
+}
+
+// DeleteGroup deletes a group that no queue or group hangs from (admin).
+func (c *Client) DeleteGroup(ctx context.Context, name string) error {
+	return c.do(ctx, http.MethodDelete, "/v1/groups/"+url.PathEscape(name), nil, nil, nil)
+}
+
+// Group returns one group with its status.
+func (c *Client) Group(ctx context.Context, name string) (api.Group, error) {
+	var out api.Group
+	err := c.do(ctx, http.MethodGet, "/v1/groups/"+url.PathEscape(name), nil, nil, &out)
+	return out, err
+}
+
+// ListGroups returns every group with its status, sorted by name.
+func (c *Client) ListGroups(ctx context.Context) ([]api.Group, error) {
+	var out []api.Group
+	err := c.do(ctx, http.MethodGet, "/v1/groups", nil, nil, &out)
+	return out, err
+}
+
 // Submit sends a submit file (SERVICE.md's form) and returns the job ids
 // in file order, once they are stored.
 func (c *Client) Submit(ctx context.Context, file []byte) ([]string, error) {

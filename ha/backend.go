@@ -22,8 +22,8 @@ var (
 
 // termBackend is the backend a leader's server writes through: every
 // write is refused once the term has ended by this process's clock (its
-// lease may have passed to another process), queue, executor and usage
-// writes included. Reads pass through. When the backend implements
+// lease may have passed to another process), queue, group, executor and
+// usage writes included. Reads pass through. When the backend implements
 // backend.Fenced, those writes go through its view for the term's token
 // as well, so the database refuses them once a successor has written,
 // also one that passed the clock check before the process was paused.
@@ -86,6 +86,27 @@ func (b termBackend) DeleteQueue(ctx context.Context, name string) error {
 		return err
 	}
 	return b.Backend.DeleteQueue(ctx, name)
+}
+
+func (b termBackend) CreateGroup(ctx context.Context, g flotilla.QueueGroup) error {
+	if err := b.check(); err != nil {
+		return err
+	}
+	return b.Backend.CreateGroup(ctx, g)
+}
+
+func (b termBackend) UpdateGroup(ctx context.Context, g flotilla.QueueGroup) error {
+	if err := b.check(); err != nil {
+		return err
+	}
+	return b.Backend.UpdateGroup(ctx, g)
+}
+
+func (b termBackend) DeleteGroup(ctx context.Context, name string) error {
+	if err := b.check(); err != nil {
+		return err
+	}
+	return b.Backend.DeleteGroup(ctx, name)
 }
 
 func (b termBackend) PutExecutor(ctx context.Context, e backend.Executor) error {

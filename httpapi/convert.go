@@ -19,14 +19,31 @@ import (
 // handler uses them, and so does an in-process executor
 // (httpapi.Local), so that both speak the same protocol.
 
-// QueueOf is the wire form of a queue with its status.
-func QueueOf(q server.QueueInfo) api.Queue {
+// QueueOf is the wire form of a queue with its status; schema formats
+// its quotas.
+func QueueOf(q server.QueueInfo, schema *flotilla.ResourceSchema) api.Queue {
 	return api.Queue{
 		Name: q.Name, PriorityFactor: q.PriorityFactor, LimitsByPriorityClass: q.LimitsByPriorityClass,
+		Parent: q.Parent, Guaranteed: api.FormatQuota(schema, q.Guaranteed), Limit: api.FormatQuota(schema, q.Limit),
+		LendingLimit: api.FormatQuota(schema, q.LendingLimit),
 		Status: &api.QueueStatus{
 			Queued: q.Queued, Leased: q.Leased, Running: q.Running,
 			Share: q.Report.Share, FairShare: q.Report.FairShare, AdjustedFairShare: q.Report.AdjustedFairShare,
+			Usage: q.Report.Usage,
 		},
+	}
+}
+
+// GroupOf is the wire form of a group with its status; schema formats its
+// quotas.
+func GroupOf(g server.GroupInfo, schema *flotilla.ResourceSchema) api.Group {
+	r := g.Report
+	return api.Group{
+		Name: g.Name, Parent: g.Parent, PriorityFactor: g.PriorityFactor,
+		Guaranteed: api.FormatQuota(schema, g.Guaranteed), Limit: api.FormatQuota(schema, g.Limit),
+		LendingLimit: api.FormatQuota(schema, g.LendingLimit),
+		Status: &api.GroupStatus{Queued: r.Queued, Running: r.Running, Share: r.Share, FairShare: r.FairShare,
+			AdjustedFairShare: r.AdjustedFairShare, Demand: r.Demand, Usage: r.Usage},
 	}
 }
 

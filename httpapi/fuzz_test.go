@@ -5,10 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -18,9 +18,10 @@ import (
 	"github.com/flotilla-sched/flotilla/httpapi"
 )
 
-// FuzzHandlers posts arbitrary bodies to the submit and report routes:
-// the handler never panics nor answers 5xx, a 400 stores nothing, and a
-// 200 submit stores one submitted event per id returned.
+// FuzzHandlers posts arbitrary bodies to the submit, report, cancel,
+// queue and group routes: the handler never panics nor answers 5xx, a 400
+// stores nothing (no event, no queue, no group), and a 200 submit stores
+// one submitted event per id returned.
 func FuzzHandlers(f *testing.F) {
 	f.Add(0, []byte(`{"queue": "A", "jobSet": "s", "jobs": [{"count": 2, "requests": {"cpu": "1"}}]}`))
 	f.Add(0, []byte(`{"queue": "A", "jobSet": "s", "jobs": [{"requests": {"cpu": "1"}, "gang": {"id": "g", "cardinality": 1}, "clientId": "x"}]}`))
@@ -41,14 +42,25 @@ func FuzzHandlers(f *testing.F) {
 	f.Add(0, []byte(`{"queue": "A", "jobSet": "s", "jobs": [{"requests": {"cpu": "1"}, "clientId": "`+strings.Repeat("c", 254)+`"}]}`))
 	f.Add(0, []byte(`{"queue": "A", "jobSet": "s", "jobs": [{"requests": {"cpu": "1"}, "nodeSelector": {"zone": "`+strings.Repeat("z", 64)+`"}}]}`))
 	f.Add(1, []byte(`{"nodes": [{"name": "`+strings.Repeat("n", 254)+`", "resources": {"cpu": "4"}}]}`))
+	// The queue tree: quotas, parents, cycles.
+	f.Add(3, []byte(`{"name": "Q", "parent": "G", "guaranteed": {"cpu": "2"}, "limit": {"cpu": "1"}}`))
+	f.Add(3, []byte(`{"name": "Q", "parent": "A", "lendingLimit": {"gpu": "x"}}`))
+	f.Add(4, []byte(`{"name": "H", "parent": "G", "priorityFactor": 2, "guaranteed": {"cpu": "4", "memory": "1Gi"}}`))
+	f.Add(4, []byte(`{"name": "G", "parent": "G"}`))
+	f.Add(4, []byte(`{"name": "A"}`))
+	f.Add(4, []byte(`{"name": "K", "limit": {"cpu": "-1"}, "priorityFactor": -3}`))
 	f.Fuzz(func(t *testing.T, route int, body []byte) {
 		s := newService(t, httpapi.Options{MaxBodyBytes: 1 << 16})
 		ctx := context.Background()
 		if err := s.srv.CreateQueue(ctx, flotilla.Queue{Name: "A"}); err != nil {
 			t.Fatal(err)
 		}
+		if err := s.srv.CreateGroup(ctx, flotilla.QueueGroup{Name: "G"}); err != nil {
+			t.Fatal(err)
+		}
+		tree := treeOf(t, s)
 		h := httpapi.New(s.srv, httpapi.Options{MaxBodyBytes: 1 << 16})
-		paths := []string{"/v1/jobs", "/v1/clusters/c1/report", "/v1/jobs/cancel", "/v1/queues"}
+		paths := []string{"/v1/jobs", "/v1/clusters/c1/report", "/v1/jobs/cancel", "/v1/queues", "/v1/groups"}
 		path := paths[(route%len(paths)+len(paths))%len(paths)]
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body)))
@@ -63,6 +75,9 @@ func FuzzHandlers(f *testing.F) {
 		case rec.Code == http.StatusBadRequest || rec.Code == http.StatusRequestEntityTooLarge:
 			if len(evs) != 0 {
 				t.Fatalf("%s: refused with %d but stored %d events", path, rec.Code, len(evs))
+			}
+			if after := treeOf(t, s); after != tree {
+				t.Fatalf("%s: refused with %d but changed the tree:\n%s\nthen\n%s", path, rec.Code, tree, after)
 			}
 			var e api.Error
 			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error == "" {
@@ -80,6 +95,27 @@ func FuzzHandlers(f *testing.F) {
 			}
 		}
 	})
+}
+
+// treeOf is the service's queues and groups, as text.
+func treeOf(t *testing.T, s *service) string {
+	t.Helper()
+	qs, err := s.srv.ListQueues(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, err := s.srv.ListGroups(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := ""
+	for _, q := range qs {
+		out += fmt.Sprintf("queue %+v\n", q.Queue)
+	}
+	for _, g := range gs {
+		out += fmt.Sprintf("group %+v\n", g.QueueGroup)
+	}
+	return out
 }
 
 // FuzzParseAuth: any auth file is refused with *flotilla.FieldError
@@ -137,9 +173,10 @@ func FuzzParseAuth(f *testing.F) {
 
 // FuzzQueryRoutes sends arbitrary queue names, query strings and bodies
 // to the routes FuzzHandlers leaves out (job status, a job set's events,
-// and reading, updating and deleting a queue): the handler never panics
-// nor answers 5xx, a refusal is an api.Error, and no read, nor any
-// refused write, changes the service's queues or event log.
+// reading, updating and deleting a queue or a group, listing groups): the
+// handler never panics nor answers 5xx, a refusal is an api.Error, and no
+// read, nor any refused write, changes the service's queues, groups or
+// event log.
 func FuzzQueryRoutes(f *testing.F) {
 	f.Add(0, "A", "id=job-1&explain=true", []byte(nil))
 	f.Add(0, "A", "explain=maybe", []byte(nil))
@@ -155,6 +192,13 @@ func FuzzQueryRoutes(f *testing.F) {
 	f.Add(3, ".", "", []byte(`{"name": "."}`))
 	f.Add(3, "q\xff", "", []byte("{\"name\": \"q\xff\"}"))
 	f.Add(1, "A", "watch=true&from=1", []byte(nil))
+	f.Add(5, "G", "", []byte(nil))
+	f.Add(6, "G", "", []byte(`{"name": "G", "parent": "H"}`))
+	f.Add(6, "H", "", []byte(`{"limit": {"cpu": "1"}, "guaranteed": {"cpu": "2"}}`))
+	f.Add(6, "Z", "", []byte(`{"name": "Z"}`))
+	f.Add(7, "G", "", []byte(nil))
+	f.Add(7, "H", "", []byte(nil))
+	f.Add(8, "", "", []byte(nil))
 	f.Fuzz(func(t *testing.T, route int, name, query string, body []byte) {
 		s := newService(t, httpapi.Options{MaxBodyBytes: 1 << 16})
 		ctx := context.Background()
@@ -164,20 +208,26 @@ func FuzzQueryRoutes(f *testing.F) {
 		if _, err := s.srv.SubmitJSON(ctx, []byte(`{"queue": "A", "jobSet": "s", "jobs": [{"requests": {"cpu": "1"}}]}`)); err != nil {
 			t.Fatal(err)
 		}
+		for _, g := range []flotilla.QueueGroup{{Name: "G"}, {Name: "H", Parent: "G"}} {
+			if err := s.srv.CreateGroup(ctx, g); err != nil {
+				t.Fatal(err)
+			}
+		}
 		before, err := s.be.Events(ctx, "A", "s", 0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		qs, err := s.srv.ListQueues(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tree := treeOf(t, s)
 		routes := []struct{ method, path string }{
 			{http.MethodGet, "/v1/jobs"},
 			{http.MethodGet, "/v1/queues/" + url.PathEscape(name) + "/jobsets/s/events"},
 			{http.MethodGet, "/v1/queues/" + url.PathEscape(name)},
 			{http.MethodPut, "/v1/queues/" + url.PathEscape(name)},
 			{http.MethodDelete, "/v1/queues/" + url.PathEscape(name)},
+			{http.MethodGet, "/v1/groups/" + url.PathEscape(name)},
+			{http.MethodPut, "/v1/groups/" + url.PathEscape(name)},
+			{http.MethodDelete, "/v1/groups/" + url.PathEscape(name)},
+			{http.MethodGet, "/v1/groups"},
 		}
 		rt := routes[(route%len(routes)+len(routes))%len(routes)]
 		req, err := http.NewRequest(rt.method, "http://flotilla"+rt.path+"?"+query, bytes.NewReader(body))
@@ -208,13 +258,9 @@ func FuzzQueryRoutes(f *testing.F) {
 		if len(after) != len(before) {
 			t.Fatalf("%s %s changed the event log: %d events, then %d", rt.method, req.URL, len(before), len(after))
 		}
-		if rt.method == http.MethodGet || rec.Code != http.StatusOK {
-			qs2, err := s.srv.ListQueues(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(qs, qs2) {
-				t.Fatalf("%s %s (%d) changed the queues: %+v, then %+v", rt.method, req.URL, rec.Code, qs, qs2)
+		if rt.method == http.MethodGet || rec.Code >= 300 {
+			if after := treeOf(t, s); after != tree {
+				t.Fatalf("%s %s (%d) changed the queues or groups:\n%s\nthen\n%s", rt.method, req.URL, rec.Code, tree, after)
 			}
 		}
 	})

@@ -116,6 +116,11 @@ func (h *Handler) routes() []route {
 		{"GET /v1/queues/{queue}", h.authed(h.getQueue)},
 		{"PUT /v1/queues/{queue}", h.authed(h.updateQueue)},
 		{"DELETE /v1/queues/{queue}", h.authed(h.deleteQueue)},
+		{"GET /v1/groups", h.authed(h.listGroups)},
+		{"POST /v1/groups", h.authed(h.createGroup)},
+		{"GET /v1/groups/{group}", h.authed(h.getGroup)},
+		{"PUT /v1/groups/{group}", h.authed(h.updateGroup)},
+		{"DELETE /v1/groups/{group}", h.authed(h.deleteGroup)},
 		{"POST /v1/jobs", h.authed(h.submit)},
 		{"POST /v1/jobs/cancel", h.authed(h.cancel)},
 		{"GET /v1/jobs", h.authed(h.status)},
@@ -308,7 +313,7 @@ func (h *Handler) listQueues(w http.ResponseWriter, r *http.Request) {
 	out := make([]api.Queue, 0, len(qs))
 	for _, q := range qs {
 		if p.MayWatch(q.Name) {
-			out = append(out, QueueOf(q))
+			out = append(out, QueueOf(q, h.srv.Schema()))
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -324,7 +329,7 @@ func (h *Handler) getQueue(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err, true)
 		return
 	}
-	writeJSON(w, http.StatusOK, QueueOf(q))
+	writeJSON(w, http.StatusOK, QueueOf(q, h.srv.Schema()))
 }
 
 func (h *Handler) createQueue(w http.ResponseWriter, r *http.Request) {
@@ -336,7 +341,12 @@ func (h *Handler) createQueue(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err, false)
 		return
 	}
-	if err := h.srv.CreateQueue(r.Context(), q.Definition()); err != nil {
+	def, err := q.Definition(h.srv.Schema())
+	if err != nil {
+		h.fail(w, r, err, false)
+		return
+	}
+	if err := h.srv.CreateQueue(r.Context(), def); err != nil {
 		h.fail(w, r, err, false)
 		return
 	}
@@ -360,7 +370,12 @@ func (h *Handler) updateQueue(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, flotilla.Errorf("name", q.Name, flotilla.ErrInconsistent, "the path names queue %q", name), false)
 		return
 	}
-	if err := h.srv.UpdateQueue(r.Context(), q.Definition()); err != nil {
+	def, err := q.Definition(h.srv.Schema())
+	if err != nil {
+		h.fail(w, r, err, false)
+		return
+	}
+	if err := h.srv.UpdateQueue(r.Context(), def); err != nil {
 		h.fail(w, r, err, true)
 		return
 	}
@@ -373,7 +388,7 @@ func (h *Handler) getQueueAfter(w http.ResponseWriter, r *http.Request, name str
 		h.fail(w, r, err, true)
 		return
 	}
-	writeJSON(w, code, QueueOf(q))
+	writeJSON(w, code, QueueOf(q, h.srv.Schema()))
 }
 
 func (h *Handler) deleteQueue(w http.ResponseWriter, r *http.Request) {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
+	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/events"
 	"github.com/flotilla-sched/flotilla/scheduler"
@@ -263,7 +265,35 @@ func (s *state) snapshot(now time.Time) *scheduler.Snapshot {
 	for _, name := range qnames {
 		snap.Queues = append(snap.Queues, s.queues[name])
 	}
+	s.snapshotTree(snap)
 	return snap
+}
+
+// snapshotTree adds the queue tree to snap: the groups, by name, and the
+// usage memory the last cycle left (Result.Usage) for the queues that
+// exist. The definitions are shared, not copied: the service replaces a
+// definition on change, never modifies it.
+func (s *state) snapshotTree(snap *scheduler.Snapshot) {
+	if len(s.groups) > 0 {
+		snap.Groups = make([]*flotilla.QueueGroup, 0, len(s.groups))
+		for _, name := range slices.Sorted(maps.Keys(s.groups)) {
+			snap.Groups = append(snap.Groups, s.groups[name])
+		}
+	}
+	u := s.last.usage
+	for name := range u.Usage {
+		if _, ok := s.queues[name]; !ok { // a queue deleted since: its memory goes
+			kept := make(map[string]float64, len(u.Usage))
+			for name, x := range u.Usage {
+				if _, ok := s.queues[name]; ok {
+					kept[name] = x
+				}
+			}
+			u.Usage = kept
+			break
+		}
+	}
+	snap.Usage = u
 }
 
 // decisionChunk is how many leases, or preemptions, one write of a
@@ -400,6 +430,10 @@ func preemptionReason(p *scheduler.Preemption) string {
 type lastCycle struct {
 	rate scheduler.RateLimitState
 	prio scheduler.QueuePriorityState
+	// usage is the queue tree's usage memory (Result.Usage), for the next
+	// snapshot; the last one a cycle produced, or the one restored from
+	// the backend.
+	usage scheduler.UsageState
 	// cycles counts the cycles decided (cycle n uses Config.Seed + n).
 	cycles uint64
 	// running is set from a cycle's start until its decision is written:
@@ -410,6 +444,7 @@ type lastCycle struct {
 	waiting    map[waitKey]scheduler.Reason
 	notReached map[string]scheduler.QueueRemainder
 	shares     map[string]scheduler.QueueReport
+	groups     map[string]scheduler.GroupReport
 }
 
 type waitKey struct {
@@ -420,6 +455,9 @@ type waitKey struct {
 // remember keeps what the next cycle and Status need of a cycle's result.
 func (l *lastCycle) remember(res *scheduler.Result) {
 	l.rate, l.prio = res.RateLimits, res.QueuePriorities
+	if res.Usage.Usage != nil || !res.Usage.Time.IsZero() {
+		l.usage = res.Usage
+	}
 	l.cycles++
 	l.waiting = make(map[waitKey]scheduler.Reason, len(res.Unscheduled))
 	for _, g := range res.Unscheduled {
@@ -435,5 +473,9 @@ func (l *lastCycle) remember(res *scheduler.Result) {
 	l.shares = make(map[string]scheduler.QueueReport, len(res.Queues))
 	for _, q := range res.Queues {
 		l.shares[q.Name] = q
+	}
+	l.groups = make(map[string]scheduler.GroupReport, len(res.Groups))
+	for _, g := range res.Groups {
+		l.groups[g.Name] = g
 	}
 }

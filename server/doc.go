@@ -15,6 +15,18 @@
 //
 //   - Queues: CreateQueue, UpdateQueue, DeleteQueue (refused while the
 //     queue has jobs that have not ended), Queue, ListQueues.
+//   - The queue tree (QUEUE-TREE.md): groups (CreateGroup, UpdateGroup,
+//     DeleteGroup, refused while a queue or group has the group as parent;
+//     Group, ListGroups) and the queues' Parent, Guaranteed, Limit and
+//     LendingLimit. Every change of a queue or group is checked against the
+//     whole tree (fairness.NewTree's rules: parents that exist and are
+//     groups, no cycle, limits at least and lending limits at most the
+//     guarantee, a group's explicit guarantee covering its children's) and
+//     refused whole, each problem named `queue "NAME".field` or
+//     `group "NAME".field`, before anything is stored. Names are unique
+//     across queues and groups (backend.ErrExists). A change takes effect
+//     at the next cycle, while jobs run: each snapshot carries the groups
+//     (Snapshot.Groups) and the queues as defined then.
 //   - Submit and SubmitJSON apply the submission rules (below) and store
 //     the jobs with their submitted events in one write; a client id used
 //     before in the queue returns the existing job's id. A request costs
@@ -152,7 +164,14 @@
 //     leases as the old one would have (given the same Seed for the same
 //     cycle: cycle n of a process uses Config.Seed + n);
 //   - flux/<user>/<bank>: a flux association's usage (below), At the
-//     cycle's time.
+//     cycle's time;
+//   - share/<queue>: with the scheduler's usage memory on
+//     (scheduler.Config.UsageHalfLife), the queue's decayed average share
+//     u ∈ [0,1] the last cycle left (scheduler.Result.Usage) in entry 0 of
+//     Value, At the usage's time. New restores Snapshot.Usage from these
+//     records, so a restarted service weighs the queues as the old one
+//     would have; in one process each cycle's Result.Usage is the next
+//     cycle's Snapshot.Usage (a cycle that returns none keeps the last).
 //
 // New restores the records and charges the live leases from when they
 // started, or from the record's time when they started before it, so a

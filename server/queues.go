@@ -25,7 +25,8 @@ func (d *deps) validQueue(q *flotilla.Queue) error {
 		return submit.CheckSegment(fmt.Sprintf("queue %q.name", submit.Shown(q.Name)), "queue", q.Name)
 	}
 	cfg := d.sched.Config()
-	errs := []error{q.Validate()}
+	p := fmt.Sprintf("queue %q", q.Name)
+	errs := []error{q.Validate(), backend.CheckTreeFields(cfg.Schema, p, q.Name, q.Parent, q.Guaranteed, q.Limit, q.LendingLimit)}
 	for _, class := range slices.Sorted(maps.Keys(q.LimitsByPriorityClass)) {
 		if class != "" && !slices.ContainsFunc(cfg.PriorityClasses, func(pc flotilla.PriorityClass) bool { return pc.Name == class }) {
 			errs = append(errs, flotilla.Errorf(fmt.Sprintf("queue %q.limitsByPriorityClass", q.Name), class, flotilla.ErrUnknownName,
@@ -63,8 +64,8 @@ func (s *Server) UpdateQueue(ctx context.Context, q flotilla.Queue) error {
 	return s.putQueue(ctx, q, s.st.be.UpdateQueue)
 }
 
-// putQueue validates q, then under the lock stores it with store and
-// keeps it in memory.
+// putQueue validates q, then under the lock checks the queue tree with q
+// in it, stores q with store and keeps it in memory.
 func (s *Server) putQueue(ctx context.Context, q flotilla.Queue, store func(context.Context, flotilla.Queue) error) error {
 	if err := s.st.validQueue(&q); err != nil {
 		return err
@@ -75,9 +76,16 @@ func (s *Server) putQueue(ctx context.Context, q flotilla.Queue, store func(cont
 	return s.st.putQueue(ctx, q, store)
 }
 
-// putQueue stores q, valid, with store and keeps it in memory.
+// putQueue checks the tree with q, valid, in it (a name a group holds is
+// backend.ErrExists), stores q with store and keeps it in memory.
 func (s *state) putQueue(ctx context.Context, q flotilla.Queue, store func(context.Context, flotilla.Queue) error) error {
 	if err := s.fresh(ctx); err != nil {
+		return err
+	}
+	if _, ok := s.groups[q.Name]; ok {
+		return flotilla.Errorf("queue", q.Name, backend.ErrExists, "a group has this name")
+	}
+	if err := s.checkTree(&q, nil); err != nil {
 		return err
 	}
 	if err := store(ctx, q); err != nil {
@@ -171,9 +179,10 @@ func (s *state) queueInfo(q *flotilla.Queue, counts map[string][2]int) QueueInfo
 	return info
 }
 
-// cloneQueue copies a queue's limits so that the caller's maps are not
-// shared.
+// cloneQueue copies a queue's limits and quota vectors so that the
+// caller's maps and slices are not shared.
 func cloneQueue(q flotilla.Queue) flotilla.Queue {
+	q.Guaranteed, q.Limit, q.LendingLimit = backend.CloneQuota(q.Guaranteed), backend.CloneQuota(q.Limit), backend.CloneQuota(q.LendingLimit)
 	if q.LimitsByPriorityClass != nil {
 		m := make(map[string]map[string]float64, len(q.LimitsByPriorityClass))
 		for k, v := range q.LimitsByPriorityClass {

@@ -150,8 +150,10 @@ type Server struct {
 // it.
 type state struct {
 	deps
-	// queues are the queue definitions, by name.
+	// queues are the queue definitions, by name; groups the queue tree's
+	// groups (queues.go, groups.go).
 	queues map[string]*flotilla.Queue
+	groups map[string]*flotilla.QueueGroup
 	// queued holds the queued jobs, and their changes while a cycle reads
 	// them.
 	queued queuedJobs
@@ -281,6 +283,14 @@ func (s *state) loadState(ctx context.Context) error {
 	}
 	for i := range qs {
 		s.queues[qs[i].Name] = &qs[i]
+	}
+	gs, err := s.be.ListGroups(ctx)
+	if err != nil {
+		return fmt.Errorf("server: loading groups: %w", err)
+	}
+	s.groups = make(map[string]*flotilla.QueueGroup, len(gs))
+	for i := range gs {
+		s.groups[gs[i].Name] = &gs[i]
 	}
 	now := s.clock.Now()
 	es, err := s.be.ListExecutors(ctx)

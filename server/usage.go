@@ -33,6 +33,10 @@ const (
 	// UsageKeyFlux + user + "/" + bank: a flux association's decayed
 	// resource × seconds.
 	UsageKeyFlux = "flux/"
+	// UsageKeyShare + queue: the queue tree's usage memory of the queue,
+	// its decayed average share u ∈ [0,1] (scheduler.UsageState), kept in
+	// entry 0 of the record's Value.
+	UsageKeyShare = "share/"
 )
 
 // accrual is the decayed resource × time of one queue or association:
@@ -215,6 +219,7 @@ func (s *state) loadUsage(ctx context.Context, now time.Time) error {
 	}
 	s.usage = u
 	var lottery scheduler.QueuePriorityState
+	var share scheduler.UsageState
 	cpu := lotteryIndex(s.cat.Schema)
 	for _, r := range rs {
 		if len(r.Value) != u.n || slices.ContainsFunc(r.Value, func(x float64) bool { return !(x >= 0) || math.IsInf(x, 0) }) {
@@ -239,10 +244,21 @@ func (s *state) loadUsage(ctx context.Context, now time.Time) error {
 			}
 		case prefix == UsageKeyFlux && len(names) == 2 && u.flux != nil:
 			u.flux.restore(assocKey{user: names[0], bank: names[1]}, r, now)
+		case prefix == UsageKeyShare && len(names) == 1 && r.Value[0] <= 1:
+			if share.Usage == nil {
+				share.Usage = map[string]float64{}
+			}
+			share.Usage[names[0]] = r.Value[0]
+			if r.At.After(share.Time) {
+				share.Time = r.At
+			}
 		}
 	}
 	if lottery.Priorities != nil {
 		s.last.prio = lottery
+	}
+	if share.Usage != nil {
+		s.last.usage = share
 	}
 	// Charge the live leases from when they started (or from the record's
 	// time, when they started before it), in the order they started.
@@ -266,7 +282,8 @@ func (s *state) loadUsage(ctx context.Context, now time.Time) error {
 // the flux tree and re-prioritises queued jobs when Config.Flux is set,
 // and stores every record in one PutUsage: each queue's usage, the
 // lottery's queue priorities (Result.QueuePriorities, when the strategy
-// produced them) and each association's usage. The caller holds mu.
+// produced them), each association's usage and the queue tree's usage
+// memory (Result.Usage, when a cycle produced it). The caller holds mu.
 func (s *state) cycleUsage(ctx context.Context, now time.Time) error {
 	u := s.usage
 	for _, a := range u.queues {
@@ -292,6 +309,13 @@ func (s *state) cycleUsage(ctx context.Context, now time.Time) error {
 		for k, a := range u.flux.assocs {
 			rs = append(rs, backend.UsageRecord{Key: UsageKeyFlux + url.PathEscape(k.user) + "/" + url.PathEscape(k.bank),
 				Value: nonNegative(a.val), At: a.at})
+		}
+	}
+	if share := s.last.usage; !share.Time.IsZero() {
+		for name, x := range share.Usage {
+			v := make([]float64, u.n)
+			v[0] = min(x, 1)
+			rs = append(rs, backend.UsageRecord{Key: UsageKeyShare + url.PathEscape(name), Value: nonNegative(v), At: share.Time})
 		}
 	}
 	if len(rs) == 0 {
@@ -329,7 +353,7 @@ func nonNegative(v []float64) []float64 {
 
 // parseUsageKey splits a record key into its prefix and unescaped names.
 func parseUsageKey(key string) (prefix string, names []string, ok bool) {
-	for _, p := range []string{UsageKeyQueue, UsageKeyLottery, UsageKeyFlux} {
+	for _, p := range []string{UsageKeyQueue, UsageKeyLottery, UsageKeyFlux, UsageKeyShare} {
 		rest, found := strings.CutPrefix(key, p)
 		if !found {
 			continue

@@ -9,7 +9,7 @@ import (
 )
 
 // fencedWrites checks backend.Fenced, where the backend has it: after a
-// write with fence 5, a view's queue, executor and usage writes with
+// write with fence 5, a view's queue, group, executor and usage writes with
 // token 4 are refused with ErrFenced (even one that would be ErrExists)
 // and change nothing; with token 5 or 6 they apply, and an applied one
 // raises the highest fence as a Commit does.
@@ -23,6 +23,11 @@ func fencedWrites(t checker, b backend.Backend) {
 		return []flotilla.Node{{Name: name, Cluster: "c1", Total: flotilla.Resources{cpu, 64 << 30}}}
 	}
 	mustQueue(t, b, "A", "D")
+	for _, g := range []string{"F", "E"} {
+		if err := b.CreateGroup(ctx, flotilla.QueueGroup{Name: g}); err != nil {
+			t.Fatalf("CreateGroup(%s): %v", g, err)
+		}
+	}
 	if err := b.PutExecutor(ctx, backend.Executor{Cluster: "c1", Nodes: node("n1", 1000), Reported: at(1)}); err != nil {
 		t.Fatalf("PutExecutor: %v", err)
 	}
@@ -47,7 +52,14 @@ func fencedWrites(t checker, b backend.Backend) {
 		if err != nil {
 			t.Fatalf("ListUsage: %v", err)
 		}
+		gs, err := b.ListGroups(ctx)
+		if err != nil {
+			t.Fatalf("ListGroups: %v", err)
+		}
 		s := ""
+		for _, g := range gs {
+			s += fmt.Sprintf("group %s %g; ", g.Name, g.PriorityFactor)
+		}
 		for _, q := range qs {
 			s += fmt.Sprintf("queue %s %g; ", q.Name, q.PriorityFactor)
 		}
@@ -68,6 +80,9 @@ func fencedWrites(t checker, b backend.Backend) {
 			"CreateQueue(B)": v.CreateQueue(ctx, flotilla.Queue{Name: "B"}),
 			"UpdateQueue(A)": v.UpdateQueue(ctx, flotilla.Queue{Name: "A", PriorityFactor: float64(k)}),
 			"DeleteQueue(D)": v.DeleteQueue(ctx, "D"),
+			"CreateGroup(G)": v.CreateGroup(ctx, flotilla.QueueGroup{Name: "G"}),
+			"UpdateGroup(F)": v.UpdateGroup(ctx, flotilla.QueueGroup{Name: "F", PriorityFactor: float64(k)}),
+			"DeleteGroup(E)": v.DeleteGroup(ctx, "E"),
 			"PutExecutor(c1)": v.PutExecutor(ctx, backend.Executor{Cluster: "c1", Nodes: node("n2", int64(k)*1000),
 				Reported: at(k)}),
 			"PutUsage(queue/A)": v.PutUsage(ctx, []backend.UsageRecord{{Key: "queue/A", Value: []float64{float64(k), 0}, At: at(k)}}),
@@ -90,7 +105,16 @@ func fencedWrites(t checker, b backend.Backend) {
 	if err := v5.UpdateQueue(ctx, flotilla.Queue{Name: "A", PriorityFactor: 5}); err != nil {
 		t.Errorf("UpdateQueue(A) with fence 5: %v", err)
 	}
+	if err := v5.CreateGroup(ctx, flotilla.QueueGroup{Name: "G"}); err != nil {
+		t.Errorf("CreateGroup(G) with fence 5: %v", err)
+	}
+	if err := v5.UpdateGroup(ctx, flotilla.QueueGroup{Name: "F", PriorityFactor: 5}); err != nil {
+		t.Errorf("UpdateGroup(F) with fence 5: %v", err)
+	}
 	v6 := f.WithFence(6)
+	if err := v6.DeleteGroup(ctx, "E"); err != nil {
+		t.Errorf("DeleteGroup(E) with fence 6: %v", err)
+	}
 	if err := v6.DeleteQueue(ctx, "D"); err != nil {
 		t.Errorf("DeleteQueue(D) with fence 6: %v", err)
 	}
@@ -100,7 +124,7 @@ func fencedWrites(t checker, b backend.Backend) {
 	if err := v6.PutUsage(ctx, []backend.UsageRecord{{Key: "queue/A", Value: []float64{6, 0}, At: at(6)}}); err != nil {
 		t.Errorf("PutUsage(queue/A) with fence 6: %v", err)
 	}
-	want := fmt.Sprintf("queue A 5; queue B 0; executor c1 1 nodes %d; n2 [6000 %d]; usage queue/A [6 0] %d; ",
+	want := fmt.Sprintf("group F 5; group G 0; queue A 5; queue B 0; executor c1 1 nodes %d; n2 [6000 %d]; usage queue/A [6 0] %d; ",
 		at(6).UnixNano(), int64(64<<30), at(6).UnixNano())
 	if got := state(); got != want {
 		t.Errorf("after the writes with fences 5 and 6:\n%s\nwant:\n%s", got, want)
@@ -116,4 +140,5 @@ func fencedWrites(t checker, b backend.Backend) {
 		t.Errorf("the view's Commit with fence 6: %v", err)
 	}
 	wantErr(t, "CreateQueue(B), taken, with fence 6", v6.CreateQueue(ctx, flotilla.Queue{Name: "B"}), backend.ErrExists)
+	wantErr(t, "CreateGroup(G), taken, with fence 6", v6.CreateGroup(ctx, flotilla.QueueGroup{Name: "G"}), backend.ErrExists)
 }

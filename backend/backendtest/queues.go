@@ -193,6 +193,9 @@ func closedRule(t checker, b backend.Backend) {
 	wantErr(t, "ListQueues after Close", err, backend.ErrClosed)
 	_, err = b.Events(ctx, "A", "s", 1, 0)
 	wantErr(t, "Events after Close", err, backend.ErrClosed)
+	_, err = b.ListGroups(ctx)
+	wantErr(t, "ListGroups after Close", err, backend.ErrClosed)
+	wantErr(t, "CreateGroup after Close", b.CreateGroup(ctx, flotilla.QueueGroup{Name: "G"}), backend.ErrClosed)
 }
 
 func queueCreatedAgain(t checker, b backend.Backend) {

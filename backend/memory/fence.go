@@ -10,7 +10,7 @@ import (
 
 var _ backend.Fenced = (*Backend)(nil)
 
-// WithFence returns a view of b whose queue, executor and usage writes are
+// WithFence returns a view of b whose queue, group, executor and usage writes are
 // fenced by token (backend.Fenced): under b's lock, a token below the
 // highest fence applied is refused with backend.ErrFenced and nothing
 // changes; an applied write raises the highest fence to token. The view
@@ -21,7 +21,7 @@ func (b *Backend) WithFence(token uint64) backend.Backend {
 }
 
 // fencedView is WithFence's view. Embedding *Backend keeps every method of
-// b, the optional interfaces too; the five unfenced writes are replaced.
+// b, the optional interfaces too; the eight unfenced writes are replaced.
 type fencedView struct {
 	*Backend
 	token uint64
@@ -37,6 +37,18 @@ func (v fencedView) UpdateQueue(ctx context.Context, q flotilla.Queue) error {
 
 func (v fencedView) DeleteQueue(ctx context.Context, name string) error {
 	return v.deleteQueue(ctx, name, &v.token)
+}
+
+func (v fencedView) CreateGroup(ctx context.Context, g flotilla.QueueGroup) error {
+	return v.putGroup(ctx, g, false, &v.token)
+}
+
+func (v fencedView) UpdateGroup(ctx context.Context, g flotilla.QueueGroup) error {
+	return v.putGroup(ctx, g, true, &v.token)
+}
+
+func (v fencedView) DeleteGroup(ctx context.Context, name string) error {
+	return v.deleteGroup(ctx, name, &v.token)
 }
 
 func (v fencedView) PutExecutor(ctx context.Context, e backend.Executor) error {

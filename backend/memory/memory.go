@@ -28,6 +28,7 @@ type Backend struct {
 	// fence is the highest Write.Fence applied.
 	fence    uint64
 	queues   map[string]flotilla.Queue
+	groups   map[string]flotilla.QueueGroup
 	perQueue map[string]*queueState
 	// recs holds every stored job's record, in the order stored, each at
 	// a fixed address; byID indexes them by job id, by handle (a record's
@@ -59,6 +60,7 @@ func New(schema *flotilla.ResourceSchema) *Backend {
 	return &Backend{
 		schema:    schema,
 		queues:    map[string]flotilla.Queue{},
+		groups:    map[string]flotilla.QueueGroup{},
 		perQueue:  map[string]*queueState{},
 		sets:      map[setKey]*jobSet{},
 		strs:      []string{""},
@@ -139,9 +141,10 @@ func (b *Backend) queueState(name string) *queueState {
 	return qs
 }
 
-// cloneQueue copies q's maps, so that stored and returned queues share
-// nothing with the caller.
+// cloneQueue copies q's maps and quota vectors, so that stored and
+// returned queues share nothing with the caller.
 func cloneQueue(q flotilla.Queue) flotilla.Queue {
+	q.Guaranteed, q.Limit, q.LendingLimit = backend.CloneQuota(q.Guaranteed), backend.CloneQuota(q.Limit), backend.CloneQuota(q.LendingLimit)
 	if q.LimitsByPriorityClass != nil {
 		m := make(map[string]map[string]float64, len(q.LimitsByPriorityClass))
 		for k, v := range q.LimitsByPriorityClass {
@@ -165,7 +168,8 @@ func (b *Backend) UpdateQueue(ctx context.Context, q flotilla.Queue) error {
 // putQueue stores q, which must exist already (update) or not (create),
 // fenced by fence (nil: unfenced).
 func (b *Backend) putQueue(ctx context.Context, q flotilla.Queue, update bool, fence *uint64) error {
-	if err := q.Validate(); err != nil {
+	if err := errors.Join(q.Validate(),
+		backend.CheckTreeFields(b.schema, fmt.Sprintf("queue %q", q.Name), q.Name, q.Parent, q.Guaranteed, q.Limit, q.LendingLimit)); err != nil {
 		return err
 	}
 	b.mu.Lock()

@@ -13,8 +13,8 @@ import (
 
 var _ backend.Fenced = (*Backend)(nil)
 
-// WithFence returns a view of b whose queue, executor and usage writes are
-// fenced by token (backend.Fenced). Each of them is one transaction that
+// WithFence returns a view of b whose queue, group, executor and usage
+// writes are fenced by token (backend.Fenced). Each of them is one transaction that
 // first checks token against the fence row as Commit does (checkFence:
 // refused with backend.ErrFenced below the highest applied fence, the row
 // raised to token when token is above it, else share-locked), then
@@ -26,7 +26,7 @@ func (b *Backend) WithFence(token uint64) backend.Backend {
 }
 
 // fencedView is WithFence's view. Embedding *Backend keeps every method of
-// b, the optional interfaces too; the five unfenced writes are replaced.
+// b, the optional interfaces too; the eight unfenced writes are replaced.
 type fencedView struct {
 	*Backend
 	token uint64
@@ -44,6 +44,18 @@ func (v fencedView) DeleteQueue(ctx context.Context, name string) error {
 	return v.deleteQueue(ctx, name, &v.token)
 }
 
+func (v fencedView) CreateGroup(ctx context.Context, g flotilla.QueueGroup) error {
+	return v.createGroup(ctx, g, &v.token)
+}
+
+func (v fencedView) UpdateGroup(ctx context.Context, g flotilla.QueueGroup) error {
+	return v.updateGroup(ctx, g, &v.token)
+}
+
+func (v fencedView) DeleteGroup(ctx context.Context, name string) error {
+	return v.deleteGroup(ctx, name, &v.token)
+}
+
 func (v fencedView) PutExecutor(ctx context.Context, e backend.Executor) error {
 	return v.putExecutor(ctx, e, &v.token)
 }
@@ -59,7 +71,7 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// write runs fn, a queue, executor or usage write over rows rows (see
+// write runs fn, a queue, group, executor or usage write over rows rows (see
 // bound), with the call's bounded context: on the pool when it is
 // unfenced (fence nil) and needs no transaction (inTx false), else in one
 // transaction, after checkFence when fenced, committed by commitTx (a

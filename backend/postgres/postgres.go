@@ -361,12 +361,16 @@ func unavailable(err error) bool {
 }
 
 // queueProblems validates q for storing.
-func queueProblems(q *flotilla.Queue) error {
-	if err := q.Validate(); err != nil {
+func (b *Backend) queueProblems(q *flotilla.Queue) error {
+	if err := errors.Join(q.Validate(),
+		backend.CheckTreeFields(b.schema, fmt.Sprintf("queue %q", q.Name), q.Name, q.Parent, q.Guaranteed, q.Limit, q.LendingLimit)); err != nil {
 		return err
 	}
 	var errs []error
 	if err := textProblem("queue.name", q.Name); err != nil {
+		errs = append(errs, err)
+	}
+	if err := textProblem("queue.parent", q.Parent); err != nil {
 		errs = append(errs, err)
 	}
 	for c, m := range q.LimitsByPriorityClass {
@@ -382,6 +386,9 @@ func queueProblems(q *flotilla.Queue) error {
 	return errors.Join(errs...)
 }
 
+// queueColumns are a queue row's columns, in scanQueue's order.
+const queueColumns = "name, priority_factor, limits, parent, guaranteed, quota_limit, lending_limit"
+
 // CreateQueue stores a new queue: backend.ErrExists when the name is taken.
 func (b *Backend) CreateQueue(ctx context.Context, q flotilla.Queue) error {
 	return b.createQueue(ctx, q, nil)
@@ -389,8 +396,8 @@ func (b *Backend) CreateQueue(ctx context.Context, q flotilla.Queue) error {
 
 // createQueue is CreateQueue fenced by fence (nil: unfenced).
 func (b *Backend) createQueue(ctx context.Context, q flotilla.Queue, fence *uint64) error {
-	return b.putQueue(ctx, q, fence, "creating queue", `INSERT INTO queues (name, priority_factor, limits) VALUES ($1, $2, $3)
-			ON CONFLICT (name) DO NOTHING`, backend.ErrExists)
+	return b.putQueue(ctx, q, fence, "creating queue", `INSERT INTO queues (`+queueColumns+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (name) DO NOTHING`, backend.ErrExists)
 }
 
 // UpdateQueue replaces a queue: backend.ErrNotFound when there is none.
@@ -401,14 +408,15 @@ func (b *Backend) UpdateQueue(ctx context.Context, q flotilla.Queue) error {
 // updateQueue is UpdateQueue fenced by fence (nil: unfenced).
 func (b *Backend) updateQueue(ctx context.Context, q flotilla.Queue, fence *uint64) error {
 	return b.putQueue(ctx, q, fence, "updating queue",
-		`UPDATE queues SET priority_factor = $2, limits = $3 WHERE name = $1`, backend.ErrNotFound)
+		`UPDATE queues SET priority_factor = $2, limits = $3, parent = $4, guaranteed = $5, quota_limit = $6, lending_limit = $7
+			WHERE name = $1`, backend.ErrNotFound)
 }
 
 // putQueue validates q and runs stmt ($1 name, $2 priority factor, $3
-// limits) fenced by fence; a statement that changes no row is the queue's
-// unchanged error.
+// limits, $4 parent, $5–$7 the quota vectors) fenced by fence; a
+// statement that changes no row is the queue's unchanged error.
 func (b *Backend) putQueue(ctx context.Context, q flotilla.Queue, fence *uint64, what, stmt string, unchanged error) error {
-	if err := queueProblems(&q); err != nil {
+	if err := b.queueProblems(&q); err != nil {
 		return err
 	}
 	if err := b.ready(ctx); err != nil {
@@ -418,8 +426,9 @@ func (b *Backend) putQueue(ctx context.Context, q flotilla.Queue, fence *uint64,
 	if err != nil {
 		return flotilla.Errorf("queue.limitsByPriorityClass", "", flotilla.ErrMalformed, "%v", err)
 	}
+	g, l, ll := encodeQuota(b.schema, q.Guaranteed), encodeQuota(b.schema, q.Limit), encodeQuota(b.schema, q.LendingLimit)
 	return b.write(ctx, what, fence, false, 0, func(ctx context.Context, db querier) error {
-		tag, err := db.Exec(ctx, stmt, q.Name, q.PriorityFactor, limits)
+		tag, err := db.Exec(ctx, stmt, q.Name, q.PriorityFactor, limits, q.Parent, g, l, ll)
 		if err == nil && tag.RowsAffected() == 0 {
 			return flotilla.Errorf("queue", q.Name, unchanged, "")
 		}
@@ -460,11 +469,11 @@ func (b *Backend) deleteQueue(ctx context.Context, name string, fence *uint64) e
 	})
 }
 
-// scanQueue reads a queue row (name, priority_factor, limits).
-func scanQueue(row pgx.CollectableRow) (flotilla.Queue, error) {
+// scanQueue returns the reader of a queue row (queueColumns).
+func (b *Backend) scanQueue(row pgx.CollectableRow) (flotilla.Queue, error) {
 	var q flotilla.Queue
-	var limits []byte
-	if err := row.Scan(&q.Name, &q.PriorityFactor, &limits); err != nil {
+	var limits, g, l, ll []byte
+	if err := row.Scan(&q.Name, &q.PriorityFactor, &limits, &q.Parent, &g, &l, &ll); err != nil {
 		return q, err
 	}
 	if limits != nil {
@@ -472,7 +481,10 @@ func scanQueue(row pgx.CollectableRow) (flotilla.Queue, error) {
 			return q, fmt.Errorf("queue %q: stored limits: %w", q.Name, err)
 		}
 	}
-	return q, nil
+	var err error
+	p := fmt.Sprintf("queue %q", q.Name)
+	q.Guaranteed, q.Limit, q.LendingLimit, err = decodeQuotas(b.schema, p, g, l, ll)
+	return q, err
 }
 
 // Queue returns one queue: backend.ErrNotFound when there is none.
@@ -482,8 +494,8 @@ func (b *Backend) Queue(ctx context.Context, name string) (flotilla.Queue, error
 	}
 	ctx, cancel := b.bound(ctx, 0)
 	defer cancel()
-	rows, _ := b.pool.Query(ctx, "SELECT name, priority_factor, limits FROM queues WHERE name = $1", name)
-	q, err := pgx.CollectExactlyOneRow(rows, scanQueue)
+	rows, _ := b.pool.Query(ctx, "SELECT "+queueColumns+" FROM queues WHERE name = $1", name)
+	q, err := pgx.CollectExactlyOneRow(rows, b.scanQueue)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return flotilla.Queue{}, flotilla.Errorf("queue", name, backend.ErrNotFound, "")
 	}
@@ -500,8 +512,8 @@ func (b *Backend) ListQueues(ctx context.Context) ([]flotilla.Queue, error) {
 	}
 	ctx, cancel := b.bound(ctx, 0)
 	defer cancel()
-	rows, _ := b.pool.Query(ctx, `SELECT name, priority_factor, limits FROM queues ORDER BY name COLLATE "C"`)
-	qs, err := pgx.CollectRows(rows, scanQueue)
+	rows, _ := b.pool.Query(ctx, `SELECT `+queueColumns+` FROM queues ORDER BY name COLLATE "C"`)
+	qs, err := pgx.CollectRows(rows, b.scanQueue)
 	if err != nil {
 		return nil, b.fail(ctx, "listing queues", err)
 	}

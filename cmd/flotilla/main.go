@@ -69,7 +69,10 @@ const usage = `usage:
   flotilla serve    [-listen 127.0.0.1:8080] [-db URL] [-config FILE] [-auth FILE]
                     [-cycle 1s] [-lease-timeout 30s] [-tls-cert FILE -tls-key FILE]
                     [-advertise URL] [-leader-ttl 10s]   # with -db: several servers, one leader
-  flotilla queue    create NAME [-priority-factor F] | list [-o json] | delete NAME
+  flotilla queue    create NAME [-parent G] [-priority-factor F] [-guaranteed Q] [-limit Q]
+                    [-lending-limit Q] | update NAME [the same flags] | list [-o json] | delete NAME
+  flotilla group    create NAME [the same flags] | update NAME [the same flags] | list [-o json]
+                    | delete NAME      # Q: resource=quantity,… (cpu=16,nvidia.com/gpu=4)
   flotilla submit   FILE                 # prints one job id per line, in file order
   flotilla cancel   JOB_ID... | -queue Q -jobset S
   flotilla events   -queue Q -jobset S [-from SEQ] [-o json]
@@ -101,6 +104,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return serve(ctx, args[1:], stdout, stderr)
 	case "queue":
 		return queueCmd(ctx, args[1:], stdout, stderr)
+	case "group":
+		return groupCmd(ctx, args[1:], stdout, stderr)
 	case "submit":
 		return submitCmd(ctx, args[1:], stdout, stderr)
 	case "cancel":

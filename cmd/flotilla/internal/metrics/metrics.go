@@ -57,7 +57,7 @@ func New(srv func() *server.Server, leading func() bool) *Metrics {
 	}
 	m.reg.MustRegister(m.cycleTime, m.cycleErrors, m.leases, m.preemptions, m.expiries, m.deadlines, m.rejections, m.requests,
 		m.overCommitted,
-		newQueueCollector(srv), prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "flotilla_leader",
+		newQueueCollector(sourceOf(srv)), prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "flotilla_leader",
 			Help: "1 while this process leads (runs cycles), 0 while it follows (forwards requests to the leader)."},
 			func() float64 {
 				if leading() {
@@ -99,46 +99,85 @@ func (m *Metrics) Observe(route string, status int, _ time.Duration) {
 	}
 }
 
-// queueCollector reports each queue's jobs and shares at scrape time.
-type queueCollector struct {
-	srv                                             func() *server.Server
-	pending, leased, running, share, fair, adjusted *prometheus.Desc
+// source is what the queue collector reads of the service: its queues
+// and the queue tree's groups with their standing in the last cycle.
+type source interface {
+	ListQueues(ctx context.Context) ([]server.QueueInfo, error)
+	ListGroups(ctx context.Context) ([]server.GroupInfo, error)
 }
 
-func newQueueCollector(srv func() *server.Server) *queueCollector {
-	q := []string{"queue"}
+// sourceOf reads the service srv returns; nil (no source) while it
+// returns nil.
+func sourceOf(srv func() *server.Server) func() source {
+	return func() source {
+		if s := srv(); s != nil {
+			return s
+		}
+		return nil
+	}
+}
+
+// queueCollector reports each queue's jobs, shares and usage, and each
+// group's shares and usage, at scrape time.
+type queueCollector struct {
+	src                                                    func() source
+	pending, leased, running, share, fair, adjusted, usage *prometheus.Desc
+	gShare, gFair, gAdjusted, gUsage                       *prometheus.Desc
+}
+
+func newQueueCollector(src func() source) *queueCollector {
+	q, g := []string{"queue"}, []string{"group"}
 	return &queueCollector{
-		srv:      srv,
+		src:      src,
 		pending:  prometheus.NewDesc("flotilla_queue_pending_jobs", "Jobs queued, waiting for a lease.", q, nil),
 		leased:   prometheus.NewDesc("flotilla_queue_leased_jobs", "Jobs leased, not yet running.", q, nil),
 		running:  prometheus.NewDesc("flotilla_queue_running_jobs", "Jobs running.", q, nil),
 		share:    prometheus.NewDesc("flotilla_queue_share", "The queue's share of the clusters in the last cycle.", q, nil),
 		fair:     prometheus.NewDesc("flotilla_queue_fair_share", "The queue's fair share in the last cycle.", q, nil),
 		adjusted: prometheus.NewDesc("flotilla_queue_adjusted_fair_share", "The queue's demand-adjusted fair share in the last cycle.", q, nil),
+		usage: prometheus.NewDesc("flotilla_queue_usage",
+			"The queue's decayed average share after the last cycle (the scheduler's usage memory; 0 when off).", q, nil),
+		gShare: prometheus.NewDesc("flotilla_group_share", "The queue group's share (its children's summed) in the last cycle.", g, nil),
+		gFair:  prometheus.NewDesc("flotilla_group_fair_share", "The queue group's fair share in the last cycle.", g, nil),
+		gAdjusted: prometheus.NewDesc("flotilla_group_adjusted_fair_share",
+			"The queue group's demand-adjusted fair share in the last cycle.", g, nil),
+		gUsage: prometheus.NewDesc("flotilla_group_usage",
+			"The queue group's decayed average share after the last cycle (its children's summed; 0 when usage memory is off).", g, nil),
 	}
 }
 
 func (d *queueCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, x := range []*prometheus.Desc{d.pending, d.leased, d.running, d.share, d.fair, d.adjusted} {
+	for _, x := range []*prometheus.Desc{d.pending, d.leased, d.running, d.share, d.fair, d.adjusted, d.usage,
+		d.gShare, d.gFair, d.gAdjusted, d.gUsage} {
 		ch <- x
 	}
 }
 
 func (d *queueCollector) Collect(ch chan<- prometheus.Metric) {
-	srv := d.srv()
-	if srv == nil {
+	src := d.src()
+	if src == nil {
 		return // a follower: the leader reports the queues
 	}
-	qs, err := srv.ListQueues(context.Background())
-	if err != nil {
-		return
+	gauge := func(desc *prometheus.Desc, v float64, label string) {
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, label)
 	}
-	for _, q := range qs {
-		ch <- prometheus.MustNewConstMetric(d.pending, prometheus.GaugeValue, float64(q.Queued), q.Name)
-		ch <- prometheus.MustNewConstMetric(d.leased, prometheus.GaugeValue, float64(q.Leased), q.Name)
-		ch <- prometheus.MustNewConstMetric(d.running, prometheus.GaugeValue, float64(q.Running), q.Name)
-		ch <- prometheus.MustNewConstMetric(d.share, prometheus.GaugeValue, q.Report.Share, q.Name)
-		ch <- prometheus.MustNewConstMetric(d.fair, prometheus.GaugeValue, q.Report.FairShare, q.Name)
-		ch <- prometheus.MustNewConstMetric(d.adjusted, prometheus.GaugeValue, q.Report.AdjustedFairShare, q.Name)
+	if qs, err := src.ListQueues(context.Background()); err == nil {
+		for _, q := range qs {
+			gauge(d.pending, float64(q.Queued), q.Name)
+			gauge(d.leased, float64(q.Leased), q.Name)
+			gauge(d.running, float64(q.Running), q.Name)
+			gauge(d.share, q.Report.Share, q.Name)
+			gauge(d.fair, q.Report.FairShare, q.Name)
+			gauge(d.adjusted, q.Report.AdjustedFairShare, q.Name)
+			gauge(d.usage, q.Report.Usage, q.Name)
+		}
+	}
+	if gs, err := src.ListGroups(context.Background()); err == nil {
+		for _, g := range gs {
+			gauge(d.gShare, g.Report.Share, g.Name)
+			gauge(d.gFair, g.Report.FairShare, g.Name)
+			gauge(d.gAdjusted, g.Report.AdjustedFairShare, g.Name)
+			gauge(d.gUsage, g.Report.Usage, g.Name)
+		}
 	}
 }

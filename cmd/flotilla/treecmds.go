@@ -1,0 +1,341 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/flotilla-sched/flotilla/api"
+	"github.com/flotilla-sched/flotilla/client"
+)
+
+// The queue and group commands: the queue tree's nodes (QUEUE-TREE.md).
+
+// treeFlags are the definition flags queue and group share.
+type treeFlags struct {
+	parent                        *string
+	factor                        *float64
+	guaranteed, limit, lendingLim *string
+}
+
+func addTreeFlags(fs *flag.FlagSet, kind string) treeFlags {
+	return treeFlags{
+		parent:     fs.String("parent", "", "the group the "+kind+" hangs from (empty: the root)"),
+		factor:     fs.Float64("priority-factor", 0, "priority factor: the weight among siblings is 1/factor; 0 means 1"),
+		guaranteed: fs.String("guaranteed", "", "what the "+kind+" may always claim: resource=quantity,… (cpu=16,nvidia.com/gpu=4)"),
+		limit:      fs.String("limit", "", "what the "+kind+" may hold at most: resource=quantity,…"),
+		lendingLim: fs.String("lending-limit", "", "how much of its idle guarantee others may borrow: resource=quantity,…"),
+	}
+}
+
+// parseQuota reads a -guaranteed, -limit or -lending-limit value:
+// comma-separated resource=quantity pairs; "" gives none. The quantities
+// are the service's to check (400 naming the field and value).
+func parseQuota(flagName, v string) (map[string]string, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for pair := range strings.SplitSeq(v, ",") {
+		name, q, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		name, q = strings.TrimSpace(name), strings.TrimSpace(q)
+		switch _, dup := out[name]; {
+		case !ok || name == "" || q == "":
+			return nil, fmt.Errorf("-%s %q: %q is not resource=quantity (want e.g. cpu=16,nvidia.com/gpu=4)", flagName, v, pair)
+		case dup:
+			return nil, fmt.Errorf("-%s %q: resource %q given twice", flagName, v, name)
+		}
+		out[name] = q
+	}
+	return out, nil
+}
+
+// node is what queue and group definitions share on the wire.
+type node struct {
+	parent                        *string
+	factor                        *float64
+	guaranteed, limit, lendingLim *map[string]string
+}
+
+// apply sets the fields whose flags were given on the command line (all
+// of them on create), reporting a bad quota flag.
+func (f treeFlags) apply(fs *flag.FlagSet, all bool, n node) error {
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if all || set["parent"] {
+		*n.parent = *f.parent
+	}
+	if all || set["priority-factor"] {
+		*n.factor = *f.factor
+	}
+	for _, q := range []struct {
+		name string
+		v    *string
+		dst  *map[string]string
+	}{{"guaranteed", f.guaranteed, n.guaranteed}, {"limit", f.limit, n.limit}, {"lending-limit", f.lendingLim, n.lendingLim}} {
+		if !all && !set[q.name] {
+			continue
+		}
+		m, err := parseQuota(q.name, *q.v)
+		if err != nil {
+			return err
+		}
+		*q.dst = m
+	}
+	return nil
+}
+
+func queueNode(q *api.Queue) node {
+	return node{&q.Parent, &q.PriorityFactor, &q.Guaranteed, &q.Limit, &q.LendingLimit}
+}
+
+func groupNode(g *api.Group) node {
+	return node{&g.Parent, &g.PriorityFactor, &g.Guaranteed, &g.Limit, &g.LendingLimit}
+}
+
+// treeCmd is what queue and group commands share: flags, output and
+// client, then the subcommand (args[0]) with its positional arguments.
+func treeCmd(ctx context.Context, kind string, args []string, stdout, stderr io.Writer,
+	do func(c cmdIO, cl *client.Client, fs *flag.FlagSet, tf treeFlags, pos []string, asJSON bool) int) int {
+	c := cmdIO{kind, stdout, stderr}
+	if len(args) == 0 {
+		return c.usage("want create NAME, update NAME, list or delete NAME")
+	}
+	fs := flag.NewFlagSet(kind+" "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cf := addClientFlags(fs)
+	tf := addTreeFlags(fs, kind)
+	out := outputFlag(fs)
+	pos, err := parse(fs, args[1:])
+	if err != nil {
+		return flagExit(err)
+	}
+	asJSON, code := checkOutput(c, *out)
+	if code != 0 {
+		return code
+	}
+	switch args[0] {
+	case "create", "update", "delete":
+		if len(pos) != 1 {
+			return c.usage("%s takes one %s name", args[0], kind)
+		}
+	case "list":
+		if len(pos) != 0 {
+			return c.usage("list takes no arguments")
+		}
+	default:
+		return c.usage("unknown subcommand %q: want create, update, list or delete", args[0])
+	}
+	cl, err := cf.client()
+	if err != nil {
+		return c.usage("%v", err)
+	}
+	return do(c, cl, fs, tf, pos, asJSON)
+}
+
+func queueCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return treeCmd(ctx, "queue", args, stdout, stderr, func(c cmdIO, cl *client.Client, fs *flag.FlagSet, tf treeFlags, pos []string, asJSON bool) int {
+		var q api.Queue
+		var err error
+		switch args[0] {
+		case "create", "update":
+			if args[0] == "update" {
+				if q, err = cl.Queue(ctx, pos[0]); err != nil {
+					return c.fail(err)
+				}
+				q.Status = nil
+			}
+			q.Name = pos[0]
+			if err := tf.apply(fs, args[0] == "create", queueNode(&q)); err != nil {
+				return c.usage("%v", err)
+			}
+			if args[0] == "create" {
+				q, err = cl.CreateQueue(ctx, q)
+			} else {
+				q, err = cl.UpdateQueue(ctx, q)
+			}
+			if err != nil {
+				return c.fail(err)
+			}
+			if asJSON {
+				return writeJSONLine(c, q)
+			}
+			fmt.Fprintf(c.stdout, "queue %s %sd\n", q.Name, args[0])
+		case "list":
+			return listTree(ctx, c, cl, asJSON, true)
+		case "delete":
+			if err := cl.DeleteQueue(ctx, pos[0]); err != nil {
+				return c.fail(err)
+			}
+			if !asJSON {
+				fmt.Fprintf(c.stdout, "queue %s deleted\n", pos[0])
+			}
+		}
+		return 0
+	})
+}
+
+func groupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return treeCmd(ctx, "group", args, stdout, stderr, func(c cmdIO, cl *client.Client, fs *flag.FlagSet, tf treeFlags, pos []string, asJSON bool) int {
+		var g api.Group
+		var err error
+		switch args[0] {
+		case "create", "update":
+			if args[0] == "update" {
+				if g, err = cl.Group(ctx, pos[0]); err != nil {
+					return c.fail(err)
+				}
+				g.Status = nil
+			}
+			g.Name = pos[0]
+			if err := tf.apply(fs, args[0] == "create", groupNode(&g)); err != nil {
+				return c.usage("%v", err)
+			}
+			if args[0] == "create" {
+				g, err = cl.CreateGroup(ctx, g)
+			} else {
+				g, err = cl.UpdateGroup(ctx, g)
+			}
+			if err != nil {
+				return c.fail(err)
+			}
+			if asJSON {
+				return writeJSONLine(c, g)
+			}
+			fmt.Fprintf(c.stdout, "group %s %sd\n", g.Name, args[0])
+		case "list":
+			return listTree(ctx, c, cl, asJSON, false)
+		case "delete":
+			if err := cl.DeleteGroup(ctx, pos[0]); err != nil {
+				return c.fail(err)
+			}
+			if !asJSON {
+				fmt.Fprintf(c.stdout, "group %s deleted\n", pos[0])
+			}
+		}
+		return 0
+	})
+}
+
+// treeLine is one node of the tree as listed.
+type treeLine struct {
+	name, parent string
+	group        bool
+	q            *api.Queue
+	g            *api.Group
+}
+
+// listTree prints the queues (queues) or the groups: with -o json the
+// list as the API gives it; for people, the tree depth first, each name
+// indented by its depth, with its shares from the last cycle. The queue
+// list shows the groups too (their names end in /), the group list the
+// groups only, with their quotas.
+func listTree(ctx context.Context, c cmdIO, cl *client.Client, asJSON, queues bool) int {
+	gs, err := cl.ListGroups(ctx)
+	if err != nil {
+		return c.fail(err)
+	}
+	var qs []api.Queue
+	if queues {
+		if qs, err = cl.ListQueues(ctx); err != nil {
+			return c.fail(err)
+		}
+	}
+	if asJSON {
+		if queues {
+			return writeJSONLine(c, qs)
+		}
+		return writeJSONLine(c, gs)
+	}
+	var lines []treeLine
+	for i := range gs {
+		lines = append(lines, treeLine{name: gs[i].Name, parent: gs[i].Parent, group: true, g: &gs[i]})
+	}
+	for i := range qs {
+		lines = append(lines, treeLine{name: qs[i].Name, parent: qs[i].Parent, q: &qs[i]})
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	if queues {
+		fmt.Fprintln(tw, "QUEUE\tFACTOR\tQUEUED\tLEASED\tRUNNING\tSHARE\tFAIR SHARE\tADJUSTED FAIR SHARE\tUSAGE")
+	} else {
+		fmt.Fprintln(tw, "GROUP\tFACTOR\tGUARANTEED\tLIMIT\tLENDING LIMIT\tQUEUED\tRUNNING\tSHARE\tFAIR SHARE\tADJUSTED FAIR SHARE\tUSAGE")
+	}
+	walkTree(lines, func(l treeLine, depth int) {
+		indent := strings.Repeat("  ", depth)
+		switch {
+		case l.q != nil:
+			s := l.q.Status
+			fmt.Fprintf(tw, "%s%s\t%g\t%d\t%d\t%d\t%.3f\t%.3f\t%.3f\t%.3f\n", indent, l.name, factor(l.q.PriorityFactor),
+				s.Queued, s.Leased, s.Running, s.Share, s.FairShare, s.AdjustedFairShare, s.Usage)
+		case queues:
+			s := l.g.Status
+			fmt.Fprintf(tw, "%s%s/\t%g\t%d\t-\t%d\t%.3f\t%.3f\t%.3f\t%.3f\n", indent, l.name, factor(l.g.PriorityFactor),
+				s.Queued, s.Running, s.Share, s.FairShare, s.AdjustedFairShare, s.Usage)
+		default:
+			s := l.g.Status
+			fmt.Fprintf(tw, "%s%s\t%g\t%s\t%s\t%s\t%d\t%d\t%.3f\t%.3f\t%.3f\t%.3f\n", indent, l.name, factor(l.g.PriorityFactor),
+				quotaText(l.g.Guaranteed), quotaText(l.g.Limit), quotaText(l.g.LendingLimit),
+				s.Queued, s.Running, s.Share, s.FairShare, s.AdjustedFairShare, s.Usage)
+		}
+	})
+	_ = tw.Flush()
+	return 0
+}
+
+func factor(f float64) float64 {
+	if f == 0 {
+		return 1
+	}
+	return f
+}
+
+// quotaText is a quota as the flags take it (cpu=16,memory=64Gi), "-"
+// when none is given.
+func quotaText(m map[string]string) string {
+	if len(m) == 0 {
+		return "-"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, k+"="+m[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+// walkTree calls fn with each line depth first from the root, siblings by
+// name; a line whose parent is not listed hangs from the root.
+func walkTree(lines []treeLine, fn func(l treeLine, depth int)) {
+	known := map[string]bool{}
+	for _, l := range lines {
+		if l.group {
+			known[l.name] = true
+		}
+	}
+	children := map[string][]treeLine{}
+	for _, l := range lines {
+		p := l.parent
+		if !known[p] || p == l.name {
+			p = ""
+		}
+		children[p] = append(children[p], l)
+	}
+	seen := map[string]bool{}
+	var walk func(parent string, depth int)
+	walk = func(parent string, depth int) {
+		cs := children[parent]
+		slices.SortFunc(cs, func(a, b treeLine) int { return strings.Compare(a.name, b.name) })
+		for _, l := range cs {
+			fn(l, depth)
+			if l.group && !seen[l.name] {
+				seen[l.name] = true
+				walk(l.name, depth+1)
+			}
+		}
+	}
+	walk("", 0)
+}
