@@ -262,3 +262,34 @@ func TestTreeUsageIsKeptAcrossCyclesAndRestarts(t *testing.T) {
 	w.cycle()
 	require.Equal(t, "usage map[vision:0.25] at "+t0.Format(time.RFC3339), usageOf((*seen)[1]), "a deleted queue's memory leaves the snapshot")
 }
+
+// With the real scheduler: the tree's shares reach the group's status, a
+// limit holds, and usage memory decays toward the queues' shares from
+// cycle to cycle and survives a restart.
+func TestTreeWithTheRealSchedulerReportsSharesLimitsAndUsage(t *testing.T) {
+	w := newWorld(t, func(c *Config) { c.Scheduler.UsageHalfLife = 10 * time.Second })
+	ctx := w.ctx
+	require.NoError(t, w.srv.CreateGroup(ctx, flotilla.QueueGroup{Name: "research", Limit: quota(t, map[string]string{"cpu": "3"})}))
+	require.NoError(t, w.srv.CreateQueue(ctx, flotilla.Queue{Name: "nlp", Parent: "research"}))
+	require.NoError(t, w.srv.CreateQueue(ctx, flotilla.Queue{Name: "adhoc"}))
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 1, 8)})
+	w.submit("nlp", "s", cpuJobs(8, "1"))
+	w.submit("adhoc", "s", cpuJobs(2, "1"))
+	w.cycle()
+	g, err := w.srv.Group(ctx, "research")
+	require.NoError(t, err)
+	require.Equal(t, 3, g.Report.Running, "research's limit of 3 cpu holds")
+	require.InDelta(t, 3.0/8, g.Report.Share, 1e-12)
+	require.InDelta(t, 3.0/8, g.Report.AdjustedFairShare, 1e-12, "its demand is capped by its limit")
+	require.Equal(t, 0.0, w.srv.TreeUsage().Usage["nlp"], "the first cycle starts from no usage")
+	// One half-life later (the leases still live) the usage is half way
+	// to the share held.
+	w.clock.Advance(10 * time.Second)
+	w.cycle()
+	u := w.srv.TreeUsage()
+	require.InDelta(t, 3.0/16, u.Usage["nlp"], 1e-9)
+	require.InDelta(t, 2.0/16, u.Usage["adhoc"], 1e-9)
+	require.Equal(t, w.clock.Now(), u.Time)
+	w.restart()
+	require.InDelta(t, 3.0/16, w.srv.TreeUsage().Usage["nlp"], 1e-9, "kept across a restart")
+}
