@@ -406,8 +406,12 @@ func (p *reportPlan) plan(ctx context.Context, r *Report) error {
 	var seen map[leaseKey]int
 	// The report lists its jobs in id order (an executor's reports do),
 	// and most are live here: they are matched against the cluster's
-	// sorted live jobs in one pass, k the position there; the others are
-	// looked up by id.
+	// sorted live jobs in one pass, k the position there, which moves
+	// forward a few places at most for a job; the others are looked up
+	// by id, and when one is sorted in here the pass goes on from its
+	// place (a report listing its jobs in a few runs each in id order
+	// looks up the first of each run, and of each stretch of other
+	// jobs).
 	var ids []string
 	var live []*job
 	var marks []leaseMark
@@ -443,7 +447,7 @@ func (p *reportPlan) plan(ctx context.Context, r *Report) error {
 		var j *job
 		var m *leaseMark // j's, when it is live
 		here := false    // j is live here (found in c's list)
-		for k < len(ids) && ids[k] < jr.Job {
+		for n := 0; n < maxSkip && k < len(ids) && ids[k] < jr.Job; n++ {
 			k++
 		}
 		if k < len(ids) && ids[k] == jr.Job && live[k] != nil {
@@ -451,11 +455,14 @@ func (p *reportPlan) plan(ctx context.Context, r *Report) error {
 			j, m, here = live[k], &marks[k], true
 			k++
 		} else {
-			// Not sorted in here, or a hole that keeps the id of a
-			// lease that ended.
+			// Further on, before k, not sorted in here, or a hole that
+			// keeps the id of a lease that ended.
 			j = s.jobs.get(jr.Job)
-			if j != nil && j.lease != nil {
-				m = j.lease.cluster.mark(j)
+			if l := lease0(j); l != nil && l.cluster == c && l.sorted {
+				at := c.place(j)
+				m, here, k = &marks[at], true, at+1
+			} else if l != nil {
+				m = l.cluster.mark(j)
 			}
 		}
 		if m != nil && jr.Attempt == int(j.attempts) {
@@ -501,6 +508,18 @@ func (p *reportPlan) plan(ctx context.Context, r *Report) error {
 		return nil // planned again once the ended jobs are read
 	}
 	return errors.Join(errs...)
+}
+
+// maxSkip is how many places a report's pass over its cluster's sorted
+// live jobs moves forward for one job before it looks the job up by id.
+const maxSkip = 16
+
+// lease0 is j's live lease, nil when j is nil or has none.
+func lease0(j *job) *lease {
+	if j == nil {
+		return nil
+	}
+	return j.lease
 }
 
 // planJob plans the i-th job of the report, j (nil when it has ended).
