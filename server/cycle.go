@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/flotilla-sched/flotilla"
@@ -170,7 +171,7 @@ func (s *Server) Drain() {
 
 // expiries plans the lease expiries and deadline failures due at now.
 func (s *state) expiries(now time.Time, rep *CycleReport) *backend.Write {
-	var due []*job
+	var due []dueLease
 	for _, c := range s.clusters {
 		if c.dueKnown && now.Before(c.nextDue) {
 			continue
@@ -178,23 +179,24 @@ func (s *state) expiries(now time.Time, rep *CycleReport) *backend.Write {
 		// The next due time counts the leases due now: if their events
 		// are not stored, the next cycle looks again.
 		next, found := time.Time{}, false
-		for _, j := range c.live {
+		for i, j := range c.live {
 			if j == nil {
 				continue
 			}
-			if now.Sub(j.lease.renewed) >= s.cfg.LeaseTimeout || j.pastDeadline(now) {
-				due = append(due, j)
+			renewed := c.marks[i].renewed
+			if now.Sub(renewed) >= s.cfg.LeaseTimeout || j.pastDeadline(now) {
+				due = append(due, dueLease{j, renewed})
 			}
-			if d := j.due(s.cfg.LeaseTimeout); !found || d.Before(next) {
+			if d := j.due(renewed, s.cfg.LeaseTimeout); !found || d.Before(next) {
 				next, found = d, true
 			}
 		}
 		c.nextDue, c.dueKnown = next, found
 	}
-	sortJobs(due)
+	slices.SortFunc(due, func(a, b dueLease) int { return strings.Compare(a.j.id(), b.j.id()) })
 	w := &backend.Write{}
-	for _, j := range due {
-		l := j.lease
+	for _, d := range due {
+		j, l := d.j, d.j.lease
 		if j.pastDeadline(now) {
 			sj := j.spec
 			w.Events = append(w.Events, events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID,
@@ -204,10 +206,17 @@ func (s *state) expiries(now time.Time, rep *CycleReport) *backend.Write {
 			continue
 		}
 		w.Events = append(w.Events, j.leaseEnd(events.LeaseExpired, now, s.cfg.MaxAttempts,
-			fmt.Sprintf("lease not renewed by cluster %s for %s (lease timeout %s)", l.cluster.name, now.Sub(l.renewed), s.cfg.LeaseTimeout)))
+			fmt.Sprintf("lease not renewed by cluster %s for %s (lease timeout %s)", l.cluster.name, now.Sub(d.renewed), s.cfg.LeaseTimeout)))
 		rep.Expired++
 	}
 	return w
+}
+
+// dueLease is a live job whose lease falls due, and when the lease was
+// last renewed.
+type dueLease struct {
+	j       *job
+	renewed time.Time
 }
 
 // pastDeadline reports whether live job j has passed its active deadline

@@ -280,14 +280,18 @@ type reportPlan struct {
 	cluster string
 	now     time.Time
 	events  []events.Event
-	renew   []*job
+	// renew counts the entries listing a live lease of the cluster as
+	// pending or running: the leases the report renews (marked with
+	// stamp), which the reply renews in its pass over the cluster's live
+	// jobs.
+	renew int
+	// check are the positions of the other entries listed as pending or
+	// running (stale leases, jobs that ended): the reply tells the
+	// executor to kill them.
+	check []int
 	// grace holds the grace period of listed jobs that are no longer in
 	// memory (they ended), for their kill orders.
 	grace map[string]time.Duration
-	// listed holds, at each report entry's index, the job plan found for
-	// it in memory (nil where it found none or did not look): the reply
-	// checks those jobs' leases without looking them up again.
-	listed []*job
 	// stamp marks the live leases the report lists (lease.listedIn).
 	stamp uint64
 	// ended are the records of listed jobs that are not in memory; nil
@@ -300,18 +304,12 @@ type reportPlan struct {
 // before they are). The plan uses the service's buffers until release.
 func (p *reportPlan) start(s *state, c *cluster, r *Report, now time.Time, ended *endedReads) {
 	s.reports++
-	*p = reportPlan{s: s, c: c, cluster: r.Cluster, now: now, stamp: s.reports, renew: s.scratch.renew[:0], ended: ended}
-	p.listed = slices.Grow(s.scratch.listed[:0], len(r.Jobs))[:len(r.Jobs)]
-	clear(p.listed)
+	*p = reportPlan{s: s, c: c, cluster: r.Cluster, now: now, stamp: s.reports, check: s.scratch.check[:0], ended: ended}
 }
 
-// release gives the plan's buffers back to the service, cleared.
+// release gives the plan's buffers back to the service.
 func (p *reportPlan) release() {
-	s := p.s
-	clear(p.renew)
-	s.scratch.renew = p.renew[:0]
-	clear(p.listed)
-	s.scratch.listed = p.listed[:0]
+	p.s.scratch.check = p.check[:0]
 }
 
 // endedReads are the records of the jobs a report lists that were not in
@@ -408,10 +406,15 @@ func (p *reportPlan) plan(ctx context.Context, r *Report) error {
 	var seen map[leaseKey]int
 	// The report lists its jobs in id order (an executor's reports do),
 	// and most are live here: they are matched against the cluster's
-	// sorted live jobs in one pass, k the position there; the others are
-	// looked up by id.
+	// sorted live jobs in one pass, k the position there, which moves
+	// forward a few places at most for a job; the others are looked up
+	// by id, and when one is sorted in here the pass goes on from its
+	// place (a report listing its jobs in a few runs each in id order
+	// looks up the first of each run, and of each stretch of other
+	// jobs).
 	var ids []string
 	var live []*job
+	var marks []leaseMark
 	if c != nil {
 		// Sorting in the leases made since the last sort costs a pass
 		// over the cluster's live list: done once they are an eighth of
@@ -420,7 +423,7 @@ func (p *reportPlan) plan(ctx context.Context, r *Report) error {
 		if unsorted := len(c.live) - c.sorted; unsorted > 64 && unsorted > c.sorted/8 {
 			c.sortLive()
 		}
-		ids, live = c.ids[:c.sorted], c.live[:c.sorted]
+		ids, live, marks = c.ids[:c.sorted], c.live[:c.sorted], c.marks[:c.sorted]
 	}
 	k := 0
 	for i := range r.Jobs {
@@ -442,29 +445,36 @@ func (p *reportPlan) plan(ctx context.Context, r *Report) error {
 			continue
 		}
 		var j *job
-		for k < len(ids) && ids[k] < jr.Job {
+		var m *leaseMark // j's, when it is live
+		here := false    // j is live here (found in c's list)
+		for n := 0; n < maxSkip && k < len(ids) && ids[k] < jr.Job; n++ {
 			k++
 		}
 		if k < len(ids) && ids[k] == jr.Job && live[k] != nil {
-			j = live[k]
+			// Live here: its mark is at the same place.
+			j, m, here = live[k], &marks[k], true
 			k++
 		} else {
-			// Not sorted in here, or a hole that keeps the id of a
-			// lease that ended.
+			// Further on, before k, not sorted in here, or a hole that
+			// keeps the id of a lease that ended.
 			j = s.jobs.get(jr.Job)
+			if l := lease0(j); l != nil && l.cluster == c && l.sorted {
+				at := c.place(j)
+				m, here, k = &marks[at], true, at+1
+			} else if l != nil {
+				m = l.cluster.mark(j)
+			}
 		}
-		p.listed[i] = j
-		if j != nil && j.lease != nil && jr.Attempt == int(j.attempts) {
-			l := j.lease
-			if l.listedIn == p.stamp {
-				errs = append(errs, flotilla.Errorf(jobField(i, "job"), jr.Job, flotilla.ErrDuplicate, "also jobs[%d]", l.listedAt))
+		if m != nil && jr.Attempt == int(j.attempts) {
+			if m.listedIn == p.stamp {
+				errs = append(errs, flotilla.Errorf(jobField(i, "job"), jr.Job, flotilla.ErrDuplicate, "also jobs[%d]", m.listedAt))
 				continue
 			}
-			l.listedIn, l.listedAt = p.stamp, int32(i)
-			if jr.Phase == PhaseRunning && j.state == events.RunningState && l.cluster == c {
+			m.listedIn, m.listedAt = p.stamp, int32(i)
+			if jr.Phase == PhaseRunning && j.state == events.RunningState && (here || j.lease.cluster == c) {
 				// Most of a report: a job still running here. planJob
 				// would only renew it.
-				p.renew = append(p.renew, j)
+				p.renew++
 				continue
 			}
 		} else {
@@ -500,6 +510,18 @@ func (p *reportPlan) plan(ctx context.Context, r *Report) error {
 	return errors.Join(errs...)
 }
 
+// maxSkip is how many places a report's pass over its cluster's sorted
+// live jobs moves forward for one job before it looks the job up by id.
+const maxSkip = 16
+
+// lease0 is j's live lease, nil when j is nil or has none.
+func lease0(j *job) *lease {
+	if j == nil {
+		return nil
+	}
+	return j.lease
+}
+
 // planJob plans the i-th job of the report, j (nil when it has ended).
 func (p *reportPlan) planJob(ctx context.Context, i int, jr *JobReport, j *job) error {
 	c, clusterName, now := p.c, p.cluster, p.now
@@ -525,7 +547,11 @@ func (p *reportPlan) planJob(ctx context.Context, i int, jr *JobReport, j *job) 
 		return flotilla.Errorf(jobField(i, "job"), jr.Job, ErrNotHeld, "its lease %d is cluster %q's", jr.Attempt, j.lease.cluster.name)
 	}
 	if !live {
-		return nil // a stale lease: the reply tells the executor to stop it
+		// A stale lease: the reply tells the executor to stop it.
+		if jr.Phase == PhasePending || jr.Phase == PhaseRunning {
+			p.check = append(p.check, i)
+		}
+		return nil
 	}
 	sj := j.spec
 	ev := func(t events.Type, reason string) events.Event {
@@ -534,9 +560,9 @@ func (p *reportPlan) planJob(ctx context.Context, i int, jr *JobReport, j *job) 
 	}
 	switch jr.Phase {
 	case PhasePending:
-		p.renew = append(p.renew, j)
+		p.renew++
 	case PhaseRunning:
-		p.renew = append(p.renew, j)
+		p.renew++
 		if j.state == events.LeasedState {
 			p.events = append(p.events, ev(events.Running, jr.Reason))
 		}
@@ -597,55 +623,68 @@ func (p *reportPlan) apply(ctx context.Context, r *Report, nodes []flotilla.Node
 		p.c.setNodes(s.nodes, nodes)
 	}
 	p.c.reported = now
-	for _, j := range p.renew {
-		if j.lease != nil {
-			j.lease.renewed = now
-		}
-	}
 	return p.reply(r), nil
 }
 
-// reply lists the cluster's leases the report (of the plan's stamp) did
-// not list, and the jobs to kill: those listed as pending or running whose
-// lease is no longer live (after the report's own events), and those
-// whose cancellation was requested. grace holds the grace periods of
-// listed jobs that ended; listed the jobs plan found for the report's
-// entries.
+// reply renews the leases the report (of the plan's stamp) lists as
+// pending or running that are still live, and answers the report: the
+// cluster's leases the report did not list, and the jobs to kill: those
+// listed as pending or running whose lease is no longer live (after the
+// report's own events), and those whose cancellation was requested. It
+// renews and finds the leases to send in one pass over the cluster's live
+// jobs; the entries it then checks for kills are the stale ones the plan
+// collected (p.check), or every pending or running entry when a lease the
+// report renews ended in its write (another gang member's event).
 func (p *reportPlan) reply(r *Report) *ReportReply {
 	s, c := p.s, p.c
-	stamp, grace := p.stamp, p.grace
+	stamp, now := p.stamp, p.now
 	out := &ReportReply{}
-	for i := range r.Jobs {
-		jr := &r.Jobs[i]
-		if jr.Phase != PhasePending && jr.Phase != PhaseRunning {
+	renewed := 0
+	for i, j := range c.live {
+		if j == nil {
 			continue
 		}
-		// A job found when planning that is still live here needs no
-		// second lookup: a live job is the one in memory under its id.
-		if j := p.listed[i]; j != nil && j.lease != nil && j.lease.cluster == c && int(j.attempts) == jr.Attempt {
-			continue // live here: renewed
+		m := &c.marks[i]
+		if m.listedIn == stamp {
+			if ph := r.Jobs[m.listedAt].Phase; ph == PhasePending || ph == PhaseRunning {
+				m.renewed = now
+				renewed++
+			}
+		}
+		switch {
+		case j.cancelRequested:
+			out.Kill = append(out.Kill, Kill{Job: j.id(), Attempt: int(j.attempts), GracePeriod: j.run.grace,
+				Reason: "cancellation requested"})
+		case m.listedIn != stamp && j.state == events.LeasedState:
+			r := j.run
+			out.Leases = append(out.Leases, Lease{Job: j.spec, Attempt: int(j.attempts), Node: j.lease.node,
+				TerminationGracePeriod: r.grace, ActiveDeadline: r.deadline,
+				Runtime: r.runtime, ExitCode: r.exitCode})
+		}
+	}
+	kill := func(i int) {
+		jr := &r.Jobs[i]
+		if jr.Phase != PhasePending && jr.Phase != PhaseRunning {
+			return
 		}
 		j := s.jobs.get(jr.Job)
 		if j != nil && j.lease != nil && j.lease.cluster == c && int(j.attempts) == jr.Attempt {
-			continue // live here: renewed
+			return // live here: renewed
 		}
-		g := grace[jr.Job]
+		g := p.grace[jr.Job]
 		if j != nil {
 			g = j.run.grace
 		}
 		out.Kill = append(out.Kill, Kill{Job: jr.Job, Attempt: jr.Attempt, GracePeriod: g,
 			Reason: fmt.Sprintf("lease %d is no longer live", jr.Attempt)})
 	}
-	for j := range c.jobs() {
-		switch {
-		case j.cancelRequested:
-			out.Kill = append(out.Kill, Kill{Job: j.id(), Attempt: int(j.attempts), GracePeriod: j.run.grace,
-				Reason: "cancellation requested"})
-		case j.lease.listedIn != stamp && j.state == events.LeasedState:
-			r := j.run
-			out.Leases = append(out.Leases, Lease{Job: j.spec, Attempt: int(j.attempts), Node: j.lease.node,
-				TerminationGracePeriod: r.grace, ActiveDeadline: r.deadline,
-				Runtime: r.runtime, ExitCode: r.exitCode})
+	if renewed == p.renew {
+		for _, i := range p.check {
+			kill(i)
+		}
+	} else {
+		for i := range r.Jobs {
+			kill(i)
 		}
 	}
 	slices.SortFunc(out.Leases, func(a, b Lease) int { return strings.Compare(a.Job.ID, b.Job.ID) })

@@ -750,8 +750,8 @@ func (r *svcRun) fingerprint() string {
 		fmt.Fprintf(&b, "%s reported %s\n", name, c.reported.Format(time.RFC3339Nano))
 	}
 	for _, id := range slices.Sorted(s.st.jobs.ids()) {
-		if l := s.st.jobs.get(id).lease; l != nil {
-			fmt.Fprintf(&b, "%s renewed %s\n", id, l.renewed.Format(time.RFC3339Nano))
+		if j := s.st.jobs.get(id); j.lease != nil {
+			fmt.Fprintf(&b, "%s renewed %s\n", id, j.lease.cluster.mark(j).renewed.Format(time.RFC3339Nano))
 		}
 	}
 	return b.String()

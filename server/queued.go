@@ -86,9 +86,8 @@ type scratch struct {
 	// hashes is room for the hashes of the jobs a write adds or a cycle
 	// decides on (jobTable.hashes).
 	hashes []uint32
-	// renew are a report's leases to renew; listed the jobs found for a
-	// report's entries (reportPlan.listed).
-	renew, listed []*job
+	// check are a report's entries to check for kills (reportPlan.check).
+	check []int
 	// running is the snapshot's buffer of running jobs, kept between
 	// cycles.
 	running []scheduler.Running

@@ -2,7 +2,11 @@ package server
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,4 +108,102 @@ func TestReportListingItsJobsOutOfIDOrderRenewsThemAll(t *testing.T) {
 	require.ErrorAs(t, err, &fe)
 	require.ErrorIs(t, err, flotilla.ErrDuplicate)
 	require.Equal(t, "jobs[6].job", fe.Field)
+}
+
+// TestReportInAnyOrderRenewsExactlyWhatItListsAndAnswersAsInIDOrder
+// checks a report against an oracle, over clusters whose live list has a
+// sorted part with holes and an unsorted tail of new leases: whether it
+// lists its jobs in id order, in a few runs each in id order, or shuffled,
+// it renews exactly the live leases it lists (their marks), sends again
+// exactly the leased jobs it does not list, and kills exactly the stale
+// entries (jobs that ended) it lists as running.
+func TestReportInAnyOrderRenewsExactlyWhatItListsAndAnswersAsInIDOrder(t *testing.T) {
+	runProperty(t, "report in any order = oracle", 40, func(seed int64) string {
+		rng := rand.New(rand.NewPCG(uint64(seed), 11))
+		w := newWorld(t)
+		w.queue("A")
+		w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 10, 40)})
+		w.submit("A", "s1", cpuJobs(100+rng.IntN(150), "1"))
+		w.cycle()
+		ls := w.report(Report{Cluster: "c1"}).Leases
+		// All running (the list is sorted by this report), then some end:
+		// holes in the sorted part.
+		rep := held(PhaseRunning, ls)
+		var ended []JobReport
+		for i := range rep {
+			if rng.IntN(5) == 0 {
+				rep[i].Phase = PhaseSucceeded
+				ended = append(ended, rep[i])
+			}
+		}
+		w.report(Report{Cluster: "c1", Jobs: rep})
+		// New leases, fewer than sort in: the unsorted tail.
+		w.submit("A", "s2", cpuJobs(1+rng.IntN(60), "1"))
+		w.cycle()
+		c := w.srv.st.clusters["c1"]
+		var live []*job
+		for j := range c.jobs() {
+			live = append(live, j)
+		}
+		// The report: a random subset of the live leases, pending or
+		// running, and some ended jobs listed as running.
+		var jobs []JobReport
+		listed := map[*job]bool{}
+		for _, j := range live {
+			if rng.IntN(5) > 0 {
+				listed[j] = true
+				jobs = append(jobs, JobReport{Job: j.id(), Attempt: int(j.attempts), Phase: []JobPhase{PhasePending, PhaseRunning}[rng.IntN(2)]})
+			}
+		}
+		var stale []string
+		for _, e := range ended {
+			if rng.IntN(3) == 0 {
+				jobs = append(jobs, JobReport{Job: e.Job, Attempt: e.Attempt, Phase: PhaseRunning})
+				stale = append(stale, e.Job)
+			}
+		}
+		slices.SortFunc(jobs, func(a, b JobReport) int { return strings.Compare(a.Job, b.Job) })
+		order := "in id order"
+		switch rng.IntN(3) {
+		case 1:
+			// Runs: a random partition, each part in id order.
+			runs := make([][]JobReport, 1+rng.IntN(5))
+			for _, jr := range jobs {
+				k := rng.IntN(len(runs))
+				runs[k] = append(runs[k], jr)
+			}
+			jobs = slices.Concat(runs...)
+			order = strconv.Itoa(len(runs)) + " runs"
+		case 2:
+			rng.Shuffle(len(jobs), func(a, b int) { jobs[a], jobs[b] = jobs[b], jobs[a] })
+			order = "shuffled"
+		}
+		w.clock.Advance(time.Second)
+		now := w.clock.Now()
+		reply, err := w.srv.Report(w.ctx, &Report{Cluster: "c1", Jobs: jobs})
+		if err != nil {
+			return order + ": " + err.Error()
+		}
+		var wantLeases, gotLeases, gotKills []string
+		for _, j := range live {
+			if m := c.mark(j); m.renewed.Equal(now) != listed[j] {
+				return order + ": " + j.id() + " listed " + strconv.FormatBool(listed[j]) + ", renewed " + m.renewed.String()
+			}
+			if !listed[j] && j.state == events.LeasedState {
+				wantLeases = append(wantLeases, j.id())
+			}
+		}
+		slices.Sort(wantLeases)
+		for _, l := range reply.Leases {
+			gotLeases = append(gotLeases, l.Job.ID)
+		}
+		for _, k := range reply.Kill {
+			gotKills = append(gotKills, k.Job)
+		}
+		slices.Sort(stale)
+		if !slices.Equal(gotLeases, wantLeases) || !slices.Equal(gotKills, stale) {
+			return fmt.Sprintf("%s: leases %v kills %v, want %v and %v", order, gotLeases, gotKills, wantLeases, stale)
+		}
+		return ""
+	})
 }

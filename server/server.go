@@ -177,7 +177,7 @@ type state struct {
 	// usage is the usage history (usage.go, flux.go).
 	usage *usageState
 	// reports counts the executors' reports, to stamp the leases each
-	// lists (lease.listedIn).
+	// lists (leaseMark.listedIn).
 	reports uint64
 	// stale: a load began and did not finish (the backend failed during
 	// it), so the in-memory state is partial; fresh loads again before the

@@ -133,7 +133,7 @@ func TestLeaseOnANodeItsClusterNoLongerReportsLeavesTheSnapshotUntilTheNodeIsBac
 // the live jobs, after sortLive the list is them in id order, ids holds
 // the id of every job of live[:sorted] at its place and stays sorted
 // there (holes keep the id that left them), which reports match against,
-// and run and used mirror the live jobs.
+// and run, marks and used mirror the live jobs.
 func TestClusterLiveListMatchesTheSetOfLiveJobsInIDOrder(t *testing.T) {
 	runProperty(t, "cluster live list = live jobs, sorted by id after sortLive", 300, func(seed int64) string {
 		rng := rand.New(rand.NewPCG(uint64(seed), 7))
@@ -142,6 +142,7 @@ func TestClusterLiveListMatchesTheSetOfLiveJobsInIDOrder(t *testing.T) {
 		c := &cluster{name: "c", index: map[string]int{"n": 0, "o": 1}, snap: []*flotilla.Node{{Name: "c/n"}, {Name: "c/o"}}}
 		byName := map[string]nodeRef{} // the snapshot names setNodes keeps
 		oracle := map[string]*job{}
+		renewed := map[*job]time.Time{} // each live job's renewal, distinct
 		var ended []*job
 		next := 0
 		for op := range 400 + rng.IntN(400) {
@@ -150,7 +151,8 @@ func TestClusterLiveListMatchesTheSetOfLiveJobsInIDOrder(t *testing.T) {
 				next++
 				id := "j" + strconv.Itoa(rng.IntN(1_000_000)) + "-" + strconv.Itoa(next)
 				j := newJob(backend.JobSpec{Job: &flotilla.Job{ID: id, Requests: flotilla.Resources{int64(next)}}})
-				c.addLive(j, []string{"n", "o", "m"}[rng.IntN(3)], time.Time{}, time.Time{}, time.Minute)
+				renewed[j] = time.Unix(int64(op), 0)
+				c.addLive(j, []string{"n", "o", "m"}[rng.IntN(3)], time.Time{}, renewed[j], time.Minute)
 				oracle[id] = j
 			case k < 8 && len(oracle) > 0:
 				ids := slices.Sorted(mapKeys(oracle))
@@ -163,7 +165,8 @@ func TestClusterLiveListMatchesTheSetOfLiveJobsInIDOrder(t *testing.T) {
 				i := rng.IntN(len(ended))
 				j := ended[i]
 				ended = slices.Delete(ended, i, i+1)
-				c.addLive(j, "n", time.Time{}, time.Time{}, time.Minute)
+				renewed[j] = time.Unix(int64(op), 0)
+				c.addLive(j, "n", time.Time{}, renewed[j], time.Minute)
 				oracle[j.id()] = j
 			case k == 8:
 				c.compact()
@@ -217,6 +220,16 @@ func TestClusterLiveListMatchesTheSetOfLiveJobsInIDOrder(t *testing.T) {
 				case j == nil:
 				case r.Job != j.sched() || r.NodeIndex != int(j.lease.nodeIdx) || r.NodeIndex >= 0 && r.Node != c.snap[r.NodeIndex].Name:
 					return "op " + strconv.Itoa(op) + ": run[" + strconv.Itoa(p) + "] is not " + j.id() + "'s entry"
+				}
+			}
+			// marks mirror live: each lease's at its place, zero at the
+			// holes.
+			if len(c.marks) != len(c.live) {
+				return "op " + strconv.Itoa(op) + ": " + strconv.Itoa(len(c.marks)) + " marks for " + strconv.Itoa(len(c.live)) + " live places"
+			}
+			for p, j := range c.live {
+				if m := c.marks[p]; j == nil && m != (leaseMark{}) || j != nil && !m.renewed.Equal(renewed[j]) {
+					return "op " + strconv.Itoa(op) + ": marks[" + strconv.Itoa(p) + "] is not the mark of the job there"
 				}
 			}
 			for p, j := range c.live[:c.sorted] {

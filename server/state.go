@@ -37,12 +37,12 @@ type job struct {
 	cancelRequested bool
 }
 
-// lease is a job's live lease.
+// lease is a job's live lease. What a report reads and writes of it is
+// its cluster's (cluster.marks).
 type lease struct {
 	cluster *cluster
 	node    string
 	leased  time.Time // the lease's start
-	renewed time.Time // its last renewal (in memory only)
 	// pos is the job's index in cluster.live while the job is in its
 	// unsorted tail (!sorted); once sortLive sorts it in, its place is
 	// found by its id (cluster.place), so that sorting and compacting
@@ -50,11 +50,21 @@ type lease struct {
 	// in cluster.nodes, -1 when the cluster no longer reports the node.
 	pos, nodeIdx int32
 	sorted       bool
+}
+
+// leaseMark is what the executors' reports read and write of a live
+// lease, kept at the lease's place in its cluster's live list
+// (cluster.marks) so that a report's passes over the cluster's leases
+// read and write dense memory, not one lease after another scattered over
+// the heap.
+type leaseMark struct {
+	// renewed is the lease's last renewal (in memory only).
+	renewed time.Time
 	// listedIn and listedAt say which report listed the job last
 	// (state.reports) and at which index, so that a report finds the
 	// jobs it lists twice and the leases it does not list without maps.
-	listedAt int32
 	listedIn uint64
+	listedAt int32
 }
 
 // runSpec is what the service reads of a job's backend.JobSpec besides
@@ -233,6 +243,9 @@ type cluster struct {
 	// so that a cycle's snapshot copies dense memory rather than visiting
 	// every running job. spareRun is sortLive's buffer.
 	run, spareRun []scheduler.Running
+	// marks hold each live lease's leaseMark at its place in live (zero
+	// at the holes); spareMarks is sortLive's buffer.
+	marks, spareMarks []leaseMark
 	// nextDue, when dueKnown, is no later than the time the first live
 	// lease falls due (expires or passes its job's deadline): until then
 	// a cycle need not look at the cluster's leases. Renewals only delay
@@ -308,19 +321,23 @@ func (c *cluster) addLive(j *job, node string, leased, renewed time.Time, timeou
 	if !ok {
 		idx = -1
 	}
-	j.lease = &lease{cluster: c, node: node, leased: leased, renewed: renewed, pos: int32(len(c.live)), nodeIdx: int32(idx)}
+	j.lease = &lease{cluster: c, node: node, leased: leased, pos: int32(len(c.live)), nodeIdx: int32(idx)}
 	c.live = append(c.live, j)
 	c.ids = append(c.ids, "") // set when sortLive sorts it in
 	c.run = append(c.run, c.runOf(j))
-	if due := j.due(timeout); c.dueKnown && due.Before(c.nextDue) {
+	c.marks = append(c.marks, leaseMark{renewed: renewed})
+	if due := j.due(renewed, timeout); c.dueKnown && due.Before(c.nextDue) {
 		c.nextDue = due
 	}
 }
 
-// due is when j's live lease falls due: it expires unless renewed, or its
-// job passes its active deadline.
-func (j *job) due(timeout time.Duration) time.Time {
-	due := j.lease.renewed.Add(timeout)
+// mark returns live job j's leaseMark.
+func (c *cluster) mark(j *job) *leaseMark { return &c.marks[c.place(j)] }
+
+// due is when j's live lease, last renewed at renewed, falls due: it
+// expires unless renewed, or its job passes its active deadline.
+func (j *job) due(renewed time.Time, timeout time.Duration) time.Time {
+	due := renewed.Add(timeout)
 	if d := j.run.deadline; d > 0 {
 		if dl := j.lease.leased.Add(d); dl.Before(due) {
 			return dl
@@ -355,6 +372,7 @@ func (c *cluster) place(j *job) int {
 func (c *cluster) removeLive(j *job) {
 	p := c.place(j)
 	c.run[p] = scheduler.Running{}
+	c.marks[p] = leaseMark{}
 	c.live[p] = nil
 	c.holes++
 	j.lease = nil
@@ -378,13 +396,14 @@ func (c *cluster) compact() {
 		} else {
 			j.lease.pos = int32(n)
 		}
-		c.live[n], c.ids[n], c.run[n] = j, c.ids[i], c.run[i]
+		c.live[n], c.ids[n], c.run[n], c.marks[n] = j, c.ids[i], c.run[i], c.marks[i]
 		n++
 	}
 	clear(c.live[n:])
 	clear(c.ids[n:])
 	clear(c.run[n:])
-	c.live, c.ids, c.run, c.holes, c.sorted = c.live[:n], c.ids[:n], c.run[:n], 0, sorted
+	clear(c.marks[n:])
+	c.live, c.ids, c.run, c.marks, c.holes, c.sorted = c.live[:n], c.ids[:n], c.run[:n], c.marks[:n], 0, sorted
 }
 
 // sortLive orders live by job id — it closes the holes, sorts the jobs
@@ -401,6 +420,7 @@ func (c *cluster) sortLive() {
 	out := slices.Grow(c.spare[:0], len(head)+len(tail))
 	outIDs := slices.Grow(c.spareIDs[:0], len(head)+len(tail))
 	outRun := slices.Grow(c.spareRun[:0], len(head)+len(tail))
+	outMarks := slices.Grow(c.spareMarks[:0], len(head)+len(tail))
 	// A sorted job keeps no position (place finds it), so the merge
 	// reads and writes dense memory only, but for the new jobs.
 	h, t := 0, 0
@@ -416,11 +436,13 @@ func (c *cluster) sortLive() {
 			l := j.lease
 			outIDs = append(outIDs, j.id())
 			outRun = append(outRun, c.run[l.pos]) // c.run is still the old order
+			outMarks = append(outMarks, c.marks[l.pos])
 			l.sorted = true
 		} else {
 			j = head[h]
 			outIDs = append(outIDs, c.ids[h])
 			outRun = append(outRun, c.run[h])
+			outMarks = append(outMarks, c.marks[h])
 			h++
 		}
 		out = append(out, j)
@@ -431,6 +453,8 @@ func (c *cluster) sortLive() {
 	c.ids, c.spareIDs = outIDs, c.ids[:0]
 	clear(c.run[:cap(c.run)])
 	c.run, c.spareRun = outRun, c.run[:0]
+	clear(c.marks[:cap(c.marks)])
+	c.marks, c.spareMarks = outMarks, c.marks[:0]
 	c.sorted, c.holes = len(c.live), 0
 }
 
