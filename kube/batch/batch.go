@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -89,6 +90,12 @@ type Config struct {
 	Seed uint64
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Dynamic reads the owners of pods (Jobs, JobSets, PyTorchJobs,
+	// MPIJobs, RayClusters, RayJobs) and Kueue's WorkloadPriorityClasses,
+	// as unstructured objects, so that a CRD that is not installed costs
+	// one NotFound per owner. Nil means no owner is read: pods are grouped
+	// by their annotations alone, as bare pods.
+	Dynamic dynamic.Interface
 }
 
 // Scheduler schedules the pods of one cluster. Create it with New, start

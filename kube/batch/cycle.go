@@ -107,6 +107,9 @@ func (s *Scheduler) Cycle(ctx context.Context) (*Report, error) {
 			return nil, err
 		}
 	}
+	s.mu.Unlock()
+	s.resolveOwners(ctx)
+	s.mu.Lock()
 	now := s.cfg.Now()
 	s.releaseNominations(now)
 	s.expireRefusals(now)
@@ -323,6 +326,9 @@ func (s *Scheduler) plan(res *scheduler.Result, snap *scheduler.Snapshot, now ti
 					rep.Blocked++
 					msg += "; " + keptMessage(refs)
 				}
+			}
+			if u.Reason.Code == scheduler.ReasonGangIncomplete && ps.owner != nil && ps.owner.Gang.ID == u.Job.Gang.ID {
+				msg += "; waiting for the rest of its pods to be created (" + ps.owner.GangBy + ")"
 			}
 			p.cond(s, ps.pod, ReasonUnschedulable, msg)
 		}

@@ -22,6 +22,21 @@
 //     affinity) gets PodScheduled=False, reason FlotillaInvalidPod, with
 //     every problem named with its field or annotation and value, and a
 //     Warning event.
+//   - With Config.Dynamic set, a pod of ours whose controller is a
+//     workload (a Job, JobSet, PyTorchJob, MPIJob, RayCluster or RayJob)
+//     is read as a job of that workload (kubeconv.JobOf: its gang, job
+//     set, queue and priority from the owner when the pod has none).
+//     Owner chains are read through the dynamic client at the start of
+//     the cycle after the pod appears, at most Config.BindWorkers reads
+//     in flight and never under the lock, once per controller while any
+//     of its pods exists (a chain that could not be read, or read as a
+//     workload, is read again every cycle), as are Kueue's
+//     WorkloadPriorityClasses by name; until then the pod is neither
+//     queued nor preempted (a running one holds its node's room). A kind
+//     whose CRD is not installed is a NotFound: its pods are bare pods.
+//     A gang whose pods are not all created is reported incomplete by
+//     the scheduler: none is bound, and each pod's Unschedulable message
+//     adds that it waits for the rest of its workload's pods.
 //   - A bound, non-terminal pod of ours is a running job, which Flotilla
 //     may preempt.
 //   - A bound, non-terminal pod of another scheduler, and a pod of ours

@@ -42,6 +42,8 @@ type podState struct {
 	req flotilla.Resources
 	// err is why an invalid pod is not a job.
 	err error
+	// owner is the workload the job was read from, nil for a bare pod.
+	owner *kubeconv.Owner
 }
 
 // state is everything the informers keep up to date between cycles.
@@ -64,6 +66,13 @@ type state struct {
 	// shown is the PodScheduled=False (reason, message) last written per
 	// pod, so an unchanged condition is not written again.
 	shown map[string]shownCondition
+	// owners caches the workload read from each pod controller's chain,
+	// by the controller's UID, and prios the Kueue WorkloadPriorityClass
+	// values by name; unresolved holds the pods waiting for either (see
+	// resolveOwners).
+	owners     map[types.UID]ownerEntry
+	prios      map[string]prioEntry
+	unresolved map[string]bool
 
 	classesDirty bool
 	// classes are the priority classes by name; defClass names the class
@@ -86,6 +95,9 @@ func (st *state) init() {
 	st.nominated = map[string]nomination{}
 	st.refused = map[types.UID]refusal{}
 	st.shown = map[string]shownCondition{}
+	st.owners = map[types.UID]ownerEntry{}
+	st.prios = map[string]prioEntry{}
+	st.unresolved = map[string]bool{}
 }
 
 func podOf(o any) *corev1.Pod {
@@ -142,6 +154,7 @@ func (s *Scheduler) forget(key string) {
 	delete(s.st.evicting, key)
 	delete(s.st.shown, key)
 	delete(s.st.nominated, key)
+	delete(s.st.unresolved, key)
 }
 
 // unqueue removes the pod from the store if it is there.
@@ -196,16 +209,29 @@ func (s *Scheduler) classify(key string, p *corev1.Pod) *podState {
 			// Before the first cycle: the classes are not known yet.
 			return &podState{kind: kindInvalid}
 		}
-		j, err := kubeconv.Job(p, s.schema)
+		w := s.workloadOf(p)
+		if !w.ready {
+			// Its owner is read at the next cycle's start.
+			s.st.unresolved[key] = true
+			return &podState{kind: kindInvalid}
+		}
+		if w.err != nil {
+			return &podState{kind: kindInvalid, err: w.err}
+		}
+		j, err := kubeconv.JobOf(p, s.schema, w.owner, w.kueue)
 		if err != nil {
 			return &podState{kind: kindInvalid, err: err}
 		}
-		return &podState{kind: kindQueued, job: &j}
+		return &podState{kind: kindQueued, job: &j, owner: w.owner}
 	}
 	delete(s.st.bound, key)
 	if s.ours(p) && p.DeletionTimestamp == nil && !s.st.evicting[key] && s.st.store != nil {
-		if j, err := kubeconv.Job(p, s.schema); err == nil && s.classKnown(j.PriorityClass) {
-			return &podState{kind: kindRunning, job: &j, node: p.Spec.NodeName}
+		w := s.workloadOf(p)
+		if !w.ready {
+			// Held (never preempted) until its queue is known.
+			s.st.unresolved[key] = true
+		} else if j, err := kubeconv.JobOf(p, s.schema, w.owner, w.kueue); w.err == nil && err == nil && s.classKnown(j.PriorityClass) {
+			return &podState{kind: kindRunning, job: &j, node: p.Spec.NodeName, owner: w.owner}
 		}
 	}
 	return &podState{kind: kindHeld, node: p.Spec.NodeName, req: kubeconv.PodRequests(p, s.schema)}

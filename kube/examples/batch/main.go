@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -64,6 +65,11 @@ func run() error {
 	rc.QPS, rc.Burst = 5000, 10000 // binding throughput is the apiserver's
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
+		return err
+	}
+	// Owners (Jobs, JobSets, training jobs) and Kueue's priority
+	// classes are read through the dynamic client.
+	if cfg.Dynamic, err = dynamic.NewForConfig(rc); err != nil {
 		return err
 	}
 	s, err := batch.New(client, cfg)
