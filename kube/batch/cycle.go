@@ -315,6 +315,7 @@ func (s *Scheduler) plan(res *scheduler.Result, snap *scheduler.Snapshot, now ti
 		}
 	}
 	rooms := s.budgetRooms(snap)
+	var rejoin []*corev1.Pod
 	for _, u := range res.UnscheduledJobs {
 		if u.Job == nil {
 			continue
@@ -327,11 +328,24 @@ func (s *Scheduler) plan(res *scheduler.Result, snap *scheduler.Snapshot, now ti
 					msg += "; " + keptMessage(refs)
 				}
 			}
-			if u.Reason.Code == scheduler.ReasonGangIncomplete && ps.owner != nil && ps.owner.Gang.ID == u.Job.Gang.ID {
-				msg += "; waiting for the rest of its pods to be created (" + ps.owner.GangBy + ")"
+			if ps.owner != nil && u.Job.Gang.ID != "" && ps.owner.Gang.ID == u.Job.Gang.ID {
+				if s.st.gangRunning[u.Job.Gang.ID] > 0 {
+					// Its gang started since the pod was read (the
+					// scheduler refuses it as a member, or counts it
+					// incomplete): it replaces a member, and is
+					// scheduled alone from the next cycle.
+					rejoin = append(rejoin, ps.pod)
+					continue
+				}
+				if u.Reason.Code == scheduler.ReasonGangIncomplete {
+					msg += "; waiting for the rest of its pods to be created (" + ps.owner.GangBy + ")"
+				}
 			}
 			p.cond(s, ps.pod, ReasonUnschedulable, msg)
 		}
+	}
+	for _, pod := range rejoin {
+		s.sync(pod)
 	}
 	for _, ps := range s.st.pods {
 		if ps.kind == kindInvalid && ps.err != nil {
@@ -584,14 +598,39 @@ func (s *Scheduler) bindUnit(ctx context.Context, b bindUnit) (int, error) {
 		return done, nil
 	}
 	var errs = []error{err}
+	// The members bound are being deleted: held, never running members
+	// of their gang (whose other pods would then be scheduled alone, as
+	// replacements), from before the deletes until the informer shows
+	// them gone.
+	s.mu.Lock()
+	for _, pod := range b.pods[:done] {
+		key := kubeconv.JobID(pod)
+		s.st.evicting[key] = true
+		if ps := s.st.pods[key]; ps != nil {
+			s.sync(ps.pod)
+		}
+	}
+	s.mu.Unlock()
+	var kept []*corev1.Pod
 	for _, pod := range b.pods[:done] {
 		opts := metav1.DeleteOptions{GracePeriodSeconds: pod.Spec.TerminationGracePeriodSeconds}
 		if derr := noretry.DeletePod(ctx, s.client, pod.Namespace, pod.Name, opts); derr != nil {
 			errs = append(errs, fmt.Errorf("delete %s after its gang failed to bind: %w", kubeconv.JobID(pod), derr))
+			kept = append(kept, pod)
+			continue
 		}
 		s.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedScheduling", "deleted: a member of its gang failed to bind: %v", err)
 	}
 	s.mu.Lock()
+	for _, pod := range kept {
+		// Still bound: a running member again (the gang is partly bound,
+		// see Known gaps; its other pods are then scheduled alone).
+		key := kubeconv.JobID(pod)
+		delete(s.st.evicting, key)
+		if ps := s.st.pods[key]; ps != nil {
+			s.sync(ps.pod)
+		}
+	}
 	for _, pod := range b.pods[done:] {
 		key := kubeconv.JobID(pod)
 		delete(s.st.bound, key)

@@ -294,3 +294,90 @@ func TestNoDynamicClientSchedulesPodsAlone(t *testing.T) {
 		t.Fatalf("bound %d", rep.Bound)
 	}
 }
+
+const indexedJob2 = `
+apiVersion: batch/v1
+kind: Job
+metadata: {name: pair, namespace: default, uid: u-pair}
+spec: {completionMode: Indexed, parallelism: 2, completions: 2}`
+
+// A pod the Job controller creates to replace a failed member of a gang
+// that already runs is scheduled alone: waiting for a whole gang would
+// wait forever.
+func TestReplacementPodOfARunningGangIsScheduledAlone(t *testing.T) {
+	owned := ownedBy("batch/v1", "Job", "pair", "u-pair")
+	f := newOwnerFixture(t, []runtime.Object{uobj(t, indexedJob2)}, testNode("n1", "8"),
+		testPod("pair-0", "1", owned), testPod("pair-1", "1", owned))
+	if rep := f.cycle(); rep.Bound != 2 {
+		t.Fatalf("bound %d, want the gang of 2", rep.Bound)
+	}
+	f.until("both running", func(st *state) bool { return st.gangRunning["default/Job/pair@u-pair"] == 2 })
+	// pair-1 failed; its replacement arrives.
+	failed, err := f.cs.CoreV1().Pods("default").Get(context.Background(), "pair-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed.Status.Phase = corev1.PodFailed
+	if _, err := f.cs.CoreV1().Pods("default").UpdateStatus(context.Background(), failed, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.until("one running", func(st *state) bool { return st.gangRunning["default/Job/pair@u-pair"] == 1 })
+	f.createPod(testPod("pair-1-again", "1", owned))
+	rep := f.cycle()
+	if rep.Bound != 1 || rep.Result.Scheduled[0].Job.Gang.ID != "" {
+		t.Fatalf("bound %d: want the replacement bound alone", rep.Bound)
+	}
+}
+
+// A replacement read while its gang was not running yet (the informer
+// showed the pod before its mates' bindings) rejoins as a lone job once
+// the gang runs.
+func TestPendingMemberOfAGangThatStartedRejoinsAlone(t *testing.T) {
+	owned := ownedBy("batch/v1", "Job", "pair", "u-pair")
+	f := newOwnerFixture(t, []runtime.Object{uobj(t, indexedJob2)}, testNode("n1", "8"), testPod("late", "1", owned))
+	f.cycle() // reads the owner; "late" waits as 1 of 2
+	// Its gang is found running (bound by another replica, say).
+	for i := range 2 {
+		f.createPod(testPod(fmt.Sprintf("pair-%d", i), "1", both(owned, func(p *corev1.Pod) { p.Spec.NodeName = "n1" })))
+	}
+	f.until("the gang running", func(st *state) bool { return st.gangRunning["default/Job/pair@u-pair"] == 2 })
+	// Read again as a gang member, as the informer may leave it.
+	f.s.mu.Lock()
+	ps := f.s.st.pods["default/late"]
+	f.s.unqueue("default/late")
+	j := *ps.job
+	j.Gang = ps.owner.Gang
+	ps.job = &j
+	if err := f.s.st.store.Add(ps.job); err != nil {
+		t.Fatal(err)
+	}
+	f.s.mu.Unlock()
+	f.cycle() // the scheduler refuses it as a member of a running gang: it rejoins alone
+	if rep := f.cycle(); rep.Bound != 1 || f.binds[0] != "late@n1" {
+		t.Fatalf("bound %d (%v): want late bound alone", rep.Bound, f.binds)
+	}
+}
+
+// A gang whose binding fails midway: the members bound are being deleted,
+// never counted as its running members, so the others still wait as a
+// gang and are not bound alone as replacements.
+func TestRolledBackMembersDoNotMakeTheRestLoneJobs(t *testing.T) {
+	owned := ownedBy("batch/v1", "Job", "pair", "u-pair")
+	f := newOwnerFixture(t, []runtime.Object{uobj(t, indexedJob2)}, testNode("n1", "8"),
+		testPod("pair-0", "1", owned), testPod("pair-1", "1", owned))
+	// Deletes take their grace period: the pod stays, bound.
+	f.cs.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, nil })
+	f.failOn["pair-1"] = true
+	rep := f.cycle()
+	if rep.Bound != 0 || len(f.binds) != 1 || f.binds[0] != "pair-0@n1" {
+		t.Fatalf("bound %d, binds %v: want pair-0 bound then rolled back", rep.Bound, f.binds)
+	}
+	f.until("pair-0 bound in the informer", func(st *state) bool { return st.pods["default/pair-0"].pod.Spec.NodeName == "n1" })
+	delete(f.failOn, "pair-1")
+	for range 3 {
+		f.cycle()
+	}
+	if len(f.binds) != 1 {
+		t.Fatalf("binds %v: pair-1 was bound alone while its gang mate was being deleted", f.binds)
+	}
+}

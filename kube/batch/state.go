@@ -44,6 +44,9 @@ type podState struct {
 	err error
 	// owner is the workload the job was read from, nil for a bare pod.
 	owner *kubeconv.Owner
+	// counted is the workload gang whose running members
+	// (state.gangRunning) count this running pod, "" when none.
+	counted string
 }
 
 // state is everything the informers keep up to date between cycles.
@@ -73,6 +76,10 @@ type state struct {
 	owners     map[types.UID]ownerEntry
 	prios      map[string]prioEntry
 	unresolved map[string]bool
+	// gangRunning counts, per workload gang ID, its running pods: a pod
+	// of a gang that already runs (a Job controller's replacement for a
+	// failed member) is scheduled alone.
+	gangRunning map[string]int
 
 	classesDirty bool
 	// classes are the priority classes by name; defClass names the class
@@ -98,6 +105,7 @@ func (st *state) init() {
 	st.owners = map[types.UID]ownerEntry{}
 	st.prios = map[string]prioEntry{}
 	st.unresolved = map[string]bool{}
+	st.gangRunning = map[string]int{}
 }
 
 func podOf(o any) *corev1.Pod {
@@ -149,6 +157,7 @@ func (s *Scheduler) onNode(o any, deleted bool) {
 // forget drops a deleted pod.
 func (s *Scheduler) forget(key string) {
 	s.unqueue(key)
+	s.uncount(s.st.pods[key])
 	delete(s.st.pods, key)
 	delete(s.st.bound, key)
 	delete(s.st.evicting, key)
@@ -175,6 +184,7 @@ func terminal(p *corev1.Pod) bool {
 func (s *Scheduler) sync(p *corev1.Pod) {
 	key := kubeconv.JobID(p)
 	s.unqueue(key)
+	s.uncount(s.st.pods[key])
 	st := s.classify(key, p)
 	if st == nil {
 		delete(s.st.pods, key)
@@ -182,6 +192,10 @@ func (s *Scheduler) sync(p *corev1.Pod) {
 	}
 	st.pod = p
 	s.st.pods[key] = st
+	if st.kind == kindRunning && st.owner != nil && st.owner.Gang.ID != "" && st.job.Gang.ID == st.owner.Gang.ID {
+		st.counted = st.job.Gang.ID
+		s.st.gangRunning[st.counted]++
+	}
 	if st.kind == kindQueued {
 		if err := s.st.store.Add(st.job); err != nil {
 			st.kind, st.job, st.err = kindInvalid, nil, err
@@ -222,6 +236,10 @@ func (s *Scheduler) classify(key string, p *corev1.Pod) *podState {
 		if err != nil {
 			return &podState{kind: kindInvalid, err: err}
 		}
+		if w.owner != nil && j.Gang.ID != "" && j.Gang.ID == w.owner.Gang.ID && s.st.gangRunning[j.Gang.ID] > 0 {
+			// Its gang already runs: this pod replaces a member.
+			j.Gang = flotilla.Gang{}
+		}
 		return &podState{kind: kindQueued, job: &j, owner: w.owner}
 	}
 	delete(s.st.bound, key)
@@ -235,6 +253,17 @@ func (s *Scheduler) classify(key string, p *corev1.Pod) *podState {
 		}
 	}
 	return &podState{kind: kindHeld, node: p.Spec.NodeName, req: kubeconv.PodRequests(p, s.schema)}
+}
+
+// uncount takes a running pod out of its workload gang's count.
+func (s *Scheduler) uncount(ps *podState) {
+	if ps == nil || ps.counted == "" {
+		return
+	}
+	if s.st.gangRunning[ps.counted]--; s.st.gangRunning[ps.counted] <= 0 {
+		delete(s.st.gangRunning, ps.counted)
+	}
+	ps.counted = ""
 }
 
 func (s *Scheduler) classKnown(name string) bool {
