@@ -110,6 +110,7 @@ func (s *Scheduler) Cycle(ctx context.Context) (*Report, error) {
 	s.mu.Unlock()
 	s.resolveOwners(ctx)
 	s.mu.Lock()
+	s.rejoinRunningGangs()
 	now := s.cfg.Now()
 	s.releaseNominations(now)
 	s.expireRefusals(now)
@@ -315,7 +316,6 @@ func (s *Scheduler) plan(res *scheduler.Result, snap *scheduler.Snapshot, now ti
 		}
 	}
 	rooms := s.budgetRooms(snap)
-	var rejoin []*corev1.Pod
 	for _, u := range res.UnscheduledJobs {
 		if u.Job == nil {
 			continue
@@ -328,24 +328,11 @@ func (s *Scheduler) plan(res *scheduler.Result, snap *scheduler.Snapshot, now ti
 					msg += "; " + keptMessage(refs)
 				}
 			}
-			if ps.owner != nil && u.Job.Gang.ID != "" && ps.owner.Gang.ID == u.Job.Gang.ID {
-				if s.st.gangRunning[u.Job.Gang.ID] > 0 {
-					// Its gang started since the pod was read (the
-					// scheduler refuses it as a member, or counts it
-					// incomplete): it replaces a member, and is
-					// scheduled alone from the next cycle.
-					rejoin = append(rejoin, ps.pod)
-					continue
-				}
-				if u.Reason.Code == scheduler.ReasonGangIncomplete {
-					msg += "; waiting for the rest of its pods to be created (" + ps.owner.GangBy + ")"
-				}
+			if u.Reason.Code == scheduler.ReasonGangIncomplete && ps.owner != nil && ps.owner.Gang.ID == u.Job.Gang.ID {
+				msg += "; waiting for the rest of its pods to be created (" + ps.owner.GangBy + ")"
 			}
 			p.cond(s, ps.pod, ReasonUnschedulable, msg)
 		}
-	}
-	for _, pod := range rejoin {
-		s.sync(pod)
 	}
 	for _, ps := range s.st.pods {
 		if ps.kind == kindInvalid && ps.err != nil {

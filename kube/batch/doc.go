@@ -134,6 +134,11 @@
 //
 // # Replicas
 //
+// A gang left partly bound (a leader lost its lease between two
+// members' bindings, or its rollback deletes failed) is finished by the
+// next cycle, of the same leader or the next: its pending members are
+// queued alone, as a gang's members are once any member runs.
+//
 // RunWithLeaderElection cycles only while the replica holds a
 // coordination.k8s.io Lease (client-go's leaderelection with a
 // resourcelock.LeaseLock, released when its context ends); every replica

@@ -329,9 +329,9 @@ func TestReplacementPodOfARunningGangIsScheduledAlone(t *testing.T) {
 	}
 }
 
-// A replacement read while its gang was not running yet (the informer
-// showed the pod before its mates' bindings) rejoins as a lone job once
-// the gang runs.
+// A member read while its gang was not running yet (the informer showed
+// the pod before its mates' bindings) is scheduled alone by the first
+// cycle once the gang runs.
 func TestPendingMemberOfAGangThatStartedRejoinsAlone(t *testing.T) {
 	owned := ownedBy("batch/v1", "Job", "pair", "u-pair")
 	f := newOwnerFixture(t, []runtime.Object{uobj(t, indexedJob2)}, testNode("n1", "8"), testPod("late", "1", owned))
@@ -352,7 +352,6 @@ func TestPendingMemberOfAGangThatStartedRejoinsAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.s.mu.Unlock()
-	f.cycle() // the scheduler refuses it as a member of a running gang: it rejoins alone
 	if rep := f.cycle(); rep.Bound != 1 || f.binds[0] != "late@n1" {
 		t.Fatalf("bound %d (%v): want late bound alone", rep.Bound, f.binds)
 	}
@@ -379,5 +378,22 @@ func TestRolledBackMembersDoNotMakeTheRestLoneJobs(t *testing.T) {
 	}
 	if len(f.binds) != 1 {
 		t.Fatalf("binds %v: pair-1 was bound alone while its gang mate was being deleted", f.binds)
+	}
+}
+
+// A gang left partly bound (the last leader bound one member, then lost
+// its lease) is finished by the first cycle that sees it: the members
+// still pending are bound alone, never left waiting for a whole gang
+// that cannot form again.
+func TestPartlyBoundGangIsFinishedAtTheFirstCycle(t *testing.T) {
+	gang := func(p *corev1.Pod) {
+		p.Annotations = map[string]string{kubeconv.AnnotationGangID: "g", kubeconv.AnnotationGangCardinality: "3"}
+	}
+	f := newFixture(t, testNode("n1", "8"),
+		testPod("g-0", "1", both(gang, func(p *corev1.Pod) { p.Spec.NodeName = "n1" })),
+		testPod("g-1", "1", gang), testPod("g-2", "1", gang))
+	rep := f.cycle()
+	if rep.Bound != 2 || len(f.binds) != 2 {
+		t.Fatalf("bound %d (%v): want the 2 pending members bound at the first cycle", rep.Bound, f.binds)
 	}
 }

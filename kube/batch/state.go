@@ -44,7 +44,7 @@ type podState struct {
 	err error
 	// owner is the workload the job was read from, nil for a bare pod.
 	owner *kubeconv.Owner
-	// counted is the workload gang whose running members
+	// counted is the gang whose running members
 	// (state.gangRunning) count this running pod, "" when none.
 	counted string
 }
@@ -76,9 +76,9 @@ type state struct {
 	owners     map[types.UID]ownerEntry
 	prios      map[string]prioEntry
 	unresolved map[string]bool
-	// gangRunning counts, per workload gang ID, its running pods: a pod
-	// of a gang that already runs (a Job controller's replacement for a
-	// failed member) is scheduled alone.
+	// gangRunning counts, per gang ID, its running pods: a pod of a gang
+	// that already runs (a Job controller's replacement for a failed
+	// member, the rest of a gang left partly bound) is scheduled alone.
 	gangRunning map[string]int
 
 	classesDirty bool
@@ -192,7 +192,7 @@ func (s *Scheduler) sync(p *corev1.Pod) {
 	}
 	st.pod = p
 	s.st.pods[key] = st
-	if st.kind == kindRunning && st.owner != nil && st.owner.Gang.ID != "" && st.job.Gang.ID == st.owner.Gang.ID {
+	if st.kind == kindRunning && st.job.Gang.ID != "" {
 		st.counted = st.job.Gang.ID
 		s.st.gangRunning[st.counted]++
 	}
@@ -236,8 +236,10 @@ func (s *Scheduler) classify(key string, p *corev1.Pod) *podState {
 		if err != nil {
 			return &podState{kind: kindInvalid, err: err}
 		}
-		if w.owner != nil && j.Gang.ID != "" && j.Gang.ID == w.owner.Gang.ID && s.st.gangRunning[j.Gang.ID] > 0 {
-			// Its gang already runs: this pod replaces a member.
+		if j.Gang.ID != "" && s.st.gangRunning[j.Gang.ID] > 0 {
+			// Its gang already runs: this pod replaces a member, or
+			// finishes a gang left partly bound (a binding cut short
+			// by a lost lease): it is scheduled alone.
 			j.Gang = flotilla.Gang{}
 		}
 		return &podState{kind: kindQueued, job: &j, owner: w.owner}
@@ -255,7 +257,7 @@ func (s *Scheduler) classify(key string, p *corev1.Pod) *podState {
 	return &podState{kind: kindHeld, node: p.Spec.NodeName, req: kubeconv.PodRequests(p, s.schema)}
 }
 
-// uncount takes a running pod out of its workload gang's count.
+// uncount takes a running pod out of its gang's count.
 func (s *Scheduler) uncount(ps *podState) {
 	if ps == nil || ps.counted == "" {
 		return
@@ -264,6 +266,26 @@ func (s *Scheduler) uncount(ps *podState) {
 		delete(s.st.gangRunning, ps.counted)
 	}
 	ps.counted = ""
+}
+
+// rejoinRunningGangs queues alone the pending members of gangs that have
+// running members, read as members before their gang started (the
+// informer showed them first): a gang is never left partly bound, and a
+// new leader finishes one the last left at its first cycle. Called with
+// mu held.
+func (s *Scheduler) rejoinRunningGangs() {
+	if len(s.st.gangRunning) == 0 {
+		return
+	}
+	var again []*corev1.Pod
+	for _, ps := range s.st.pods {
+		if ps.kind == kindQueued && ps.job.Gang.ID != "" && s.st.gangRunning[ps.job.Gang.ID] > 0 {
+			again = append(again, ps.pod)
+		}
+	}
+	for _, p := range again {
+		s.sync(p)
+	}
 }
 
 func (s *Scheduler) classKnown(name string) bool {

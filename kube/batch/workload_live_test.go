@@ -320,3 +320,35 @@ spec:
 		}
 	}
 }
+
+// A scheduler that lost its lease midway through binding a gang leaves it
+// partly bound (here: one of three members bound through the Binding API,
+// as the last leader did before it died); the next leader's first cycle
+// binds the rest.
+func TestLivePartlyBoundGangFinishedByTheNextLeadersFirstCycle(t *testing.T) {
+	l := newLive(t)
+	l.node("n1", "4")
+	gang := func(p *corev1.Pod) {
+		p.Annotations = map[string]string{kubeconv.AnnotationGangID: "g", kubeconv.AnnotationGangCardinality: "3"}
+	}
+	for i := range 3 {
+		l.pod(testPod(fmt.Sprintf("g%d", i), "1", gang))
+	}
+	b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "g0", Namespace: "default"}, Target: corev1.ObjectReference{Kind: "Node", Name: "n1"}}
+	if err := l.cs.CoreV1().Pods("default").Bind(l.ctx, b, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s := l.scheduler(Config{})
+	rep, err := s.Cycle(l.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Bound != 2 {
+		t.Fatalf("first cycle bound %d (errors %v, unscheduled %+v): want the 2 pending members", rep.Bound, rep.Errors, rep.Result.UnscheduledJobs)
+	}
+	for i := range 3 {
+		if n := l.get(fmt.Sprintf("g%d", i)).Spec.NodeName; n != "n1" {
+			t.Fatalf("g%d on %q, want n1", i, n)
+		}
+	}
+}
