@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,6 +50,9 @@ type Report struct {
 	Waiting int
 	// Conditions counts the PodScheduled=False conditions written.
 	Conditions int
+	// Admitted counts the suspended Jobs unsuspended (AdmitFailed those
+	// whose patch failed: they are queued again).
+	Admitted, AdmitFailed int
 	// EvictionsTook is how long, from the start of the cycle's API calls,
 	// the last eviction took to return (evictions are issued first).
 	EvictionsTook time.Duration
@@ -94,6 +98,10 @@ type plan struct {
 	binds  []bindUnit
 	evicts []evictTask
 	conds  []condTask
+	// admits are the suspended Jobs to unsuspend; notAdmitted the
+	// events saying why others stay suspended.
+	admits      []*batchv1.Job
+	notAdmitted []jobEvent
 }
 
 // Cycle runs one scheduling cycle: it snapshots the informers' state,
@@ -113,6 +121,7 @@ func (s *Scheduler) Cycle(ctx context.Context) (*Report, error) {
 	s.rejoinRunningGangs()
 	now := s.cfg.Now()
 	s.releaseNominations(now)
+	admitted := s.releaseAdmissions(now)
 	s.expireRefusals(now)
 	snap, protected := s.snapshot()
 	res, err := s.st.sched.Schedule(ctx, snap, now)
@@ -124,6 +133,7 @@ func (s *Scheduler) Cycle(ctx context.Context) (*Report, error) {
 	s.st.seed++
 	rep := &Report{Result: res, EvictDeferred: protected}
 	p := s.plan(res, snap, now, rep)
+	p.binds = append(admitted, p.binds...)
 	s.mu.Unlock()
 	s.execute(ctx, p, rep)
 	return rep, nil
@@ -155,6 +165,12 @@ func (s *Scheduler) snapshot() (*scheduler.Snapshot, int) {
 			if ps.req != nil {
 				addTo(held, ps.node, ps.req, s.schema)
 			}
+		}
+	}
+	for _, ps := range s.st.virtual {
+		// The room of admitted Jobs, until their pods exist.
+		if _, ok := s.st.nodes[ps.node]; ok && ps.kind == kindHeld {
+			addTo(held, ps.node, ps.req, s.schema)
 		}
 	}
 	slices.SortFunc(running, func(a, b scheduler.Running) int { return cmp.Compare(a.Job.ID, b.Job.ID) })
@@ -262,7 +278,7 @@ func (s *Scheduler) plan(res *scheduler.Result, snap *scheduler.Snapshot, now ti
 	// Group the assignments into units: a gang's members together.
 	var units [][]scheduler.Assignment
 	gangAt := map[string]int{}
-	for _, a := range res.Scheduled {
+	for _, a := range s.planAdmissions(res, now, p) {
 		if id := a.Job.Gang.ID; id != "" {
 			if i, ok := gangAt[id]; ok {
 				units[i] = append(units[i], a)
@@ -460,7 +476,7 @@ func (s *Scheduler) execute(ctx context.Context, p *plan, rep *Report) {
 		}
 		return work
 	}
-	work := workers(len(p.binds) + len(p.evicts))
+	work := workers(len(p.binds) + len(p.evicts) + len(p.admits))
 	fail := func(counter *int, err error) {
 		mu.Lock()
 		*counter++
@@ -496,8 +512,22 @@ func (s *Scheduler) execute(ctx context.Context, p *plan, rep *Report) {
 			rep.Bound += n
 		}
 	}
+	for _, j := range p.admits {
+		work <- func() {
+			if err := s.admit(ctx, j); err != nil {
+				fail(&rep.AdmitFailed, err)
+				return
+			}
+			mu.Lock()
+			rep.Admitted++
+			mu.Unlock()
+		}
+	}
 	close(work)
 	wg.Wait()
+	for _, e := range p.notAdmitted {
+		s.recorder.Event(e.job, corev1.EventTypeWarning, EventNotAdmitted, e.message)
+	}
 	if len(p.evicts) > 0 {
 		p.conds = s.refusedVictims(p.conds, rep)
 	}

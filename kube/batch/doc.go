@@ -132,6 +132,21 @@
 // the deletion), so the next cycle neither offers it again nor uses its
 // room; a failed call returns the pod to its previous state.
 //
+// # Suspended Jobs
+//
+// With Config.AdmitSuspended, a batch/v1 Job created suspended, whose pod
+// template names this scheduler and which carries a queue label, is
+// admitted Kueue's way: its pods' placeholders (one gang of
+// min(parallelism, completions), read from the template as a pod would
+// be, IDs "namespace/job#admit-i") are queued; a cycle that places them
+// holds them on their nodes and unsuspends the Job (a merge patch, one
+// request; a failure queues them again). The first cycle that finds all
+// the Job's pods pending binds them into the held room (pod i on
+// placeholder i's node, when its request fits); after AdmitHold, or when
+// a pod asks more, the room is let go and the pods are queued as any.
+// Until admitted, a Warning event (EventNotAdmitted) on the Job gives the
+// reason when it changes. Other kinds use the pods path only.
+//
 // # Replicas
 //
 // A gang left partly bound (a leader lost its lease between two

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -123,6 +124,27 @@ func (s *Scheduler) resolveOwners(ctx context.Context) {
 			}
 		}
 	}
+	var waiting []*batchv1.Job
+	for _, sj := range s.st.suspended {
+		for _, key := range sj.keys {
+			// A placeholder waiting for its Kueue priority class (not
+			// read yet, or forgotten after a transient error).
+			ps := s.st.virtual[key]
+			if ps == nil || ps.kind != kindInvalid {
+				continue
+			}
+			class := kubeconv.KueuePriorityClass(ps.pod, ps.owner)
+			if _, cached := s.st.prios[class]; class == "" || cached {
+				continue
+			}
+			waiting = append(waiting, sj.job)
+			if !seenClass[class] {
+				seenClass[class] = true
+				todo = append(todo, &ownerFetch{class: class})
+			}
+			break
+		}
+	}
 	s.mu.Unlock()
 	if len(todo) > 0 {
 		s.fetchOwners(ctx, todo)
@@ -135,6 +157,9 @@ func (s *Scheduler) resolveOwners(ctx context.Context) {
 		} else {
 			s.st.owners[f.ref.UID] = f.entry
 		}
+	}
+	for _, j := range waiting {
+		s.syncJob(j, false)
 	}
 	keys := make([]string, 0, len(s.st.unresolved))
 	for key := range s.st.unresolved {
@@ -170,6 +195,11 @@ func (s *Scheduler) sweepOwners() {
 			if e, ok := s.st.prios[c]; ok && e.transient {
 				s.st.unresolved[key] = true
 			}
+		}
+	}
+	for _, ps := range s.st.virtual {
+		if c := kubeconv.KueuePriorityClass(ps.pod, ps.owner); c != "" {
+			usedClass[c] = true
 		}
 	}
 	for uid, e := range s.st.owners {

@@ -44,6 +44,9 @@ type podState struct {
 	err error
 	// owner is the workload the job was read from, nil for a bare pod.
 	owner *kubeconv.Owner
+	// admit is the UID of the suspended Job a placeholder stands for
+	// (state.virtual), empty for a pod.
+	admit types.UID
 	// counted is the gang whose running members
 	// (state.gangRunning) count this running pod, "" when none.
 	counted string
@@ -80,6 +83,11 @@ type state struct {
 	// that already runs (a Job controller's replacement for a failed
 	// member, the rest of a gang left partly bound) is scheduled alone.
 	gangRunning map[string]int
+	// suspended holds the suspended Jobs of ours (Config.AdmitSuspended)
+	// by UID; virtual their placeholder jobs by ID, queued in the store
+	// until admitted, then held on their nodes until the Job's pods exist.
+	suspended map[types.UID]*suspendedJob
+	virtual   map[string]*podState
 
 	classesDirty bool
 	// classes are the priority classes by name; defClass names the class
@@ -106,6 +114,8 @@ func (st *state) init() {
 	st.prios = map[string]prioEntry{}
 	st.unresolved = map[string]bool{}
 	st.gangRunning = map[string]int{}
+	st.suspended = map[types.UID]*suspendedJob{}
+	st.virtual = map[string]*podState{}
 }
 
 func podOf(o any) *corev1.Pod {
@@ -323,6 +333,14 @@ func (s *Scheduler) rebuildClasses() error {
 	}
 	for _, p := range s.listPods() {
 		s.sync(p)
+	}
+	for _, ps := range s.st.virtual {
+		if ps.kind == kindQueued {
+			ps.kind = kindInvalid // gone with the old store
+		}
+	}
+	for _, j := range s.listJobs() {
+		s.syncJob(j, false)
 	}
 	return nil
 }

@@ -352,3 +352,49 @@ func TestLivePartlyBoundGangFinishedByTheNextLeadersFirstCycle(t *testing.T) {
 		}
 	}
 }
+
+// A suspended Indexed Job of 4 with a queue label (Kueue's way): with
+// room for 3 it stays suspended, so the Job controller creates no pod;
+// once a node adds the room it is unsuspended, the real Job controller
+// creates its 4 pods, and they are bound into the room its admission held.
+func TestLiveSuspendedJobAdmittedWholeThenItsPodsBound(t *testing.T) {
+	l := newLive(t)
+	l.c.Controllers(t, "job")
+	l.node("n1", "3")
+	s := l.scheduler(Config{Dynamic: l.dynamic(), AdmitSuspended: true})
+	j := jobOf("train", 4, 4, true, "1")
+	yes := true
+	j.Spec.Suspend = &yes
+	j.Labels = map[string]string{kubeconv.LabelKueueQueue: "research"}
+	if _, err := l.cs.BatchV1().Jobs("default").Create(l.ctx, j, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		rep, err := s.Cycle(l.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Admitted != 0 {
+			t.Fatal("admitted with room for 3 of 4")
+		}
+		time.Sleep(50 * time.Millisecond) // the Job controller's chance to (wrongly) act
+	}
+	got, err := l.cs.BatchV1().Jobs("default").Get(l.ctx, "train", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.Suspend == nil || !*got.Spec.Suspend || len(l.podsOfJob("train")) != 0 {
+		t.Fatalf("suspend %v, %d pods: want suspended and no pods", got.Spec.Suspend, len(l.podsOfJob("train")))
+	}
+	l.node("n2", "1")
+	l.cycleCollect(s, "the Job admitted and its 4 pods bound", func() bool {
+		pods := l.podsOfJob("train")
+		n := 0
+		for _, p := range pods {
+			if p.Spec.NodeName != "" {
+				n++
+			}
+		}
+		return len(pods) == 4 && n == 4
+	}, nil)
+}

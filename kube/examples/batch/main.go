@@ -38,6 +38,7 @@ func run() error {
 	leNamespace := flag.String("leader-elect-namespace", "", "namespace of the leader-election Lease; empty means no leader election")
 	leName := flag.String("leader-elect-name", "flotilla-batch", "name of the leader-election Lease")
 	id := flag.String("id", "", "this replica's identity for leader election; empty means the host name")
+	admit := flag.Bool("admit-suspended", true, "admit suspended Jobs with a queue label by unsuspending them once their pods fit whole (needs list/watch/patch on jobs)")
 	flag.Parse()
 
 	var cfg batch.Config
@@ -50,7 +51,7 @@ func run() error {
 			return fmt.Errorf("%s: %w", *config, err)
 		}
 	}
-	cfg.SchedulerName, cfg.Period = *name, *period
+	cfg.SchedulerName, cfg.Period, cfg.AdmitSuspended = *name, *period, *admit
 
 	var rc *rest.Config
 	var err error
