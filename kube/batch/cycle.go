@@ -50,6 +50,11 @@ type Report struct {
 	Waiting int
 	// Conditions counts the PodScheduled=False conditions written.
 	Conditions int
+	// Owners, Decided and Acted split the cycle's time, by the configured
+	// clock: reading the owners of new pods (API calls), deciding (the
+	// snapshot, the scheduler, the plan: no API call), and acting (the
+	// cycle's API calls).
+	Owners, Decided, Acted time.Duration
 	// Admitted counts the suspended Jobs unsuspended (AdmitFailed those
 	// whose patch failed: they are queued again).
 	Admitted, AdmitFailed int
@@ -116,6 +121,7 @@ func (s *Scheduler) Cycle(ctx context.Context) (*Report, error) {
 		}
 	}
 	s.mu.Unlock()
+	start := s.cfg.Now()
 	s.resolveOwners(ctx)
 	s.mu.Lock()
 	s.rejoinRunningGangs()
@@ -135,7 +141,10 @@ func (s *Scheduler) Cycle(ctx context.Context) (*Report, error) {
 	p := s.plan(res, snap, now, rep)
 	p.binds = append(admitted, p.binds...)
 	s.mu.Unlock()
+	acting := s.cfg.Now()
+	rep.Owners, rep.Decided = now.Sub(start), acting.Sub(now)
 	s.execute(ctx, p, rep)
+	rep.Acted = s.cfg.Now().Sub(acting)
 	return rep, nil
 }
 

@@ -263,7 +263,7 @@ current-context: test
 	cmd, err := c.start(path, "controller-manager.log",
 		"--kubeconfig", kubeconfig, "--controllers", strings.Join(names, ","),
 		"--leader-elect=false", "--secure-port=0", "--concurrent-job-syncs=20",
-		"--kube-api-qps=500", "--kube-api-burst=1000")
+		"--kube-api-qps=5000", "--kube-api-burst=10000")
 	if err != nil {
 		t.Fatal(err)
 	}
