@@ -60,6 +60,9 @@ func OwnerResource(ref metav1.OwnerReference) (schema.GroupVersionResource, bool
 	return gv.WithResource(res), true
 }
 
+// maxGang bounds a workload's gang, and every count read from a spec.
+const maxGang = 1 << 20
+
 // MaxOwnerDepth is the longest owner chain read above a pod (a pod, its
 // Job, the Job's JobSet or RayJob: 2; one more for slack).
 const MaxOwnerDepth = 3
@@ -156,6 +159,9 @@ func OwnerOf(pod *corev1.Pod, chain []*unstructured.Unstructured) (*Owner, error
 	case "ray.io/RayCluster":
 		n, by = rayGang(&r)
 	}
+	if n > maxGang {
+		r.fail(by, strconv.Itoa(n), flotilla.ErrOutOfRange, "a gang of at most %d pods", maxGang)
+	}
 	if len(r.errs) > 0 {
 		return nil, errors.Join(r.errs...)
 	}
@@ -220,8 +226,8 @@ func (r *specReader) count(m map[string]any, field string, def int64, path ...st
 		r.fail(field, strconv.FormatInt(n, 10), flotilla.ErrNegative, "")
 		return def
 	}
-	if n > 1<<20 {
-		r.fail(field, strconv.FormatInt(n, 10), flotilla.ErrOutOfRange, "want at most %d", 1<<20)
+	if n > maxGang {
+		r.fail(field, strconv.FormatInt(n, 10), flotilla.ErrOutOfRange, "want at most %d", maxGang)
 		return def
 	}
 	return n
@@ -351,9 +357,8 @@ func jobSetGang(r *specReader, pod *corev1.Pod, chain []*unstructured.Unstructur
 		r.fail("spec.replicatedJobs", mine, flotilla.ErrInconsistent, "no replicated job of that name (the pod's %s label)", LabelJobSetReplicatedJob)
 		return 0, "", ""
 	}
-	if total > 1<<20 {
-		r.fail("spec.replicatedJobs", strconv.FormatInt(total, 10), flotilla.ErrOutOfRange, "want at most %d pods", 1<<20)
-		return 0, "", ""
+	if total > maxGang {
+		return int(min(total, maxGang+1)), "Σ spec.replicatedJobs[*] replicas × pods per Job", ""
 	}
 	if inOrder {
 		return int(total), "replicated job " + mine + " (startupPolicyOrder InOrder): replicas × pods per Job", "/" + mine
