@@ -2,6 +2,7 @@ package batch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -9,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
@@ -40,7 +42,7 @@ const admitSep = "#admit-"
 // placeholders queued), or admitted and holding its room until its pods
 // exist.
 type suspendedJob struct {
-	job      *batchv1.Job
+	w        suspendable
 	keys     []string
 	admitted bool
 	until    time.Time
@@ -51,15 +53,59 @@ type suspendedJob struct {
 	shown string
 }
 
-// admissible reports whether a Job takes the suspend path: suspended,
-// its pods ours, a queue label (flotilla.dev/queue or Kueue's) on it, not
-// being deleted.
-func (s *Scheduler) admissible(j *batchv1.Job) bool {
-	if j.DeletionTimestamp != nil || j.Spec.Suspend == nil || !*j.Spec.Suspend || j.Spec.Template.Spec.SchedulerName != s.cfg.SchedulerName {
+// suspendable is what the suspend path reads of a workload: a Job or a
+// JobSet.
+type suspendable struct {
+	kind, namespace, name string
+	uid                   types.UID
+	labels, annotations   map[string]string
+	created               metav1.Time
+	suspended, deleting   bool
+	// groups are its pods by template: n pods of each.
+	groups []podGroup
+	// err is why its spec could not be read (a JobSet's).
+	err error
+	// obj is the object, for events.
+	obj runtime.Object
+}
+
+type podGroup struct {
+	template corev1.PodTemplateSpec
+	n        int64
+}
+
+// pods is how many pods the workload runs at once.
+func (w *suspendable) pods() int64 {
+	var n int64
+	for _, g := range w.groups {
+		n += g.n
+	}
+	return n
+}
+
+func fromJob(j *batchv1.Job) suspendable {
+	return suspendable{
+		kind: "Job", namespace: j.Namespace, name: j.Name, uid: j.UID,
+		labels: j.Labels, annotations: j.Annotations, created: j.CreationTimestamp,
+		suspended: j.Spec.Suspend != nil && *j.Spec.Suspend, deleting: j.DeletionTimestamp != nil,
+		groups: []podGroup{{template: j.Spec.Template, n: int64(podsAtOnce(j))}}, obj: j,
+	}
+}
+
+// admissible reports whether a workload takes the suspend path:
+// suspended, every pod of it ours, a queue label (flotilla.dev/queue or
+// Kueue's) on it, not being deleted.
+func (s *Scheduler) admissible(w *suspendable) bool {
+	if w.deleting || !w.suspended || len(w.groups) == 0 && w.err == nil {
 		return false
 	}
-	_, flo := j.Labels[kubeconv.LabelQueue]
-	_, kueue := j.Labels[kubeconv.LabelKueueQueue]
+	for _, g := range w.groups {
+		if g.template.Spec.SchedulerName != s.cfg.SchedulerName {
+			return false
+		}
+	}
+	_, flo := w.labels[kubeconv.LabelQueue]
+	_, kueue := w.labels[kubeconv.LabelKueueQueue]
 	return flo || kueue
 }
 
@@ -73,79 +119,101 @@ func (s *Scheduler) onJob(o any, deleted bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.syncJob(j, deleted)
+	s.syncWorkload(fromJob(j), deleted)
 }
 
-// syncJob keeps a Job's placeholders up to date. Called with mu held.
-func (s *Scheduler) syncJob(j *batchv1.Job, deleted bool) {
-	sj := s.st.suspended[j.UID]
+// syncWorkload keeps a suspended workload's placeholders up to date.
+// Called with mu held.
+func (s *Scheduler) syncWorkload(w suspendable, deleted bool) {
+	sj := s.st.suspended[w.uid]
 	if sj != nil && sj.admitted && !deleted {
-		if sj.released && (j.Spec.Suspend == nil || !*j.Spec.Suspend) {
+		if sj.released && !w.suspended {
 			// Seen unsuspended: a later suspension is a new admission.
-			delete(s.st.suspended, j.UID)
+			delete(s.st.suspended, w.uid)
 			return
 		}
 		// Its pods are coming (releaseAdmissions lets go), or the
 		// informer still shows it suspended: never admitted twice.
-		sj.job = j
+		sj.w = w
 		return
 	}
 	if sj != nil {
 		s.dropPlaceholders(sj)
-		delete(s.st.suspended, j.UID)
+		delete(s.st.suspended, w.uid)
 	}
-	n := int64(podsAtOnce(j))
-	if deleted || !s.admissible(j) || s.st.store == nil || n <= 0 {
+	n := w.pods()
+	if n > maxPlaceholders && w.err == nil {
+		w.err = errors.Join(flotilla.Errorf(w.kind+" "+w.namespace+"/"+w.name+" spec.parallelism", strconv.FormatInt(n, 10), flotilla.ErrOutOfRange,
+			"the suspend path admits at most %d pods at once", maxPlaceholders))
+	}
+	if deleted || !s.admissible(&w) || s.st.store == nil || (n <= 0 && w.err == nil) {
 		return
 	}
-	sj = &suspendedJob{job: j}
-	s.st.suspended[j.UID] = sj
+	sj = &suspendedJob{w: w}
+	s.st.suspended[w.uid] = sj
 	owner := &kubeconv.Owner{
-		Kind: "Job", Namespace: j.Namespace, Name: j.Name, UID: j.UID,
-		Labels: j.Labels, Annotations: j.Annotations, JobSet: j.Namespace + "/Job/" + j.Name,
+		Kind: w.kind, Namespace: w.namespace, Name: w.name, UID: w.uid,
+		Labels: w.labels, Annotations: w.annotations, JobSet: w.namespace + "/" + w.kind + "/" + w.name,
 	}
 	if n > 1 {
 		// Admitted whole (Kueue's way), whatever its pods are then.
-		owner.Gang = flotilla.Gang{ID: owner.JobSet + "@" + string(j.UID) + "#admit", Cardinality: int(n)}
+		owner.Gang = flotilla.Gang{ID: owner.JobSet + "@" + string(w.uid) + "#admit", Cardinality: int(n)}
 	}
-	for i := range n {
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: j.Name + admitSep + strconv.FormatInt(i, 10), Namespace: j.Namespace,
-				Labels: j.Spec.Template.Labels, Annotations: j.Spec.Template.Annotations,
-				CreationTimestamp: j.CreationTimestamp,
-			},
-			Spec: j.Spec.Template.Spec,
-		}
-		key := kubeconv.JobID(p)
+	if w.err != nil {
+		// One placeholder carries the problem, for the event.
+		key := w.namespace + "/" + w.name + admitSep + "0"
 		sj.keys = append(sj.keys, key)
-		ps := &podState{pod: p, owner: owner, admit: j.UID}
-		s.st.virtual[key] = ps
-		var kueue *int32
-		if class := kubeconv.KueuePriorityClass(p, owner); class != "" && s.cfg.Dynamic != nil {
-			e, ok := s.st.prios[class]
-			if !ok {
-				ps.kind = kindInvalid // read at the next cycle's start
-				continue
-			}
-			if e.err != nil {
-				ps.kind, ps.err = kindInvalid, e.err
-				continue
-			}
-			kueue = &e.value
-		}
-		job, err := kubeconv.JobOf(p, s.schema, owner, kueue)
-		if err != nil {
-			ps.kind, ps.err = kindInvalid, err
-			continue
-		}
-		job.Gang = flotilla.Gang{ID: owner.Gang.ID, Cardinality: owner.Gang.Cardinality, NodeUniformityLabel: job.Gang.NodeUniformityLabel}
-		if err := s.st.store.Add(&job); err != nil {
-			ps.kind, ps.err = kindInvalid, err
-			continue
-		}
-		ps.kind, ps.job = kindQueued, &job
+		s.st.virtual[key] = &podState{pod: &corev1.Pod{}, owner: owner, admit: w.uid, kind: kindInvalid, err: w.err}
+		return
 	}
+	i := 0
+	for _, g := range w.groups {
+		for range g.n {
+			s.addPlaceholder(sj, owner, g.template, i)
+			i++
+		}
+	}
+}
+
+// addPlaceholder queues the i-th placeholder of a suspended workload.
+// Called with mu held.
+func (s *Scheduler) addPlaceholder(sj *suspendedJob, owner *kubeconv.Owner, t corev1.PodTemplateSpec, i int) {
+	w := &sj.w
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: w.name + admitSep + strconv.Itoa(i), Namespace: w.namespace,
+			Labels: t.Labels, Annotations: t.Annotations, CreationTimestamp: w.created,
+		},
+		Spec: t.Spec,
+	}
+	key := kubeconv.JobID(p)
+	sj.keys = append(sj.keys, key)
+	ps := &podState{pod: p, owner: owner, admit: w.uid}
+	s.st.virtual[key] = ps
+	var kueue *int32
+	if class := kubeconv.KueuePriorityClass(p, owner); class != "" && s.cfg.Dynamic != nil {
+		e, ok := s.st.prios[class]
+		if !ok {
+			ps.kind = kindInvalid // read at the next cycle's start
+			return
+		}
+		if e.err != nil {
+			ps.kind, ps.err = kindInvalid, e.err
+			return
+		}
+		kueue = &e.value
+	}
+	job, err := kubeconv.JobOf(p, s.schema, owner, kueue)
+	if err != nil {
+		ps.kind, ps.err = kindInvalid, err
+		return
+	}
+	job.Gang = flotilla.Gang{ID: owner.Gang.ID, Cardinality: owner.Gang.Cardinality, NodeUniformityLabel: job.Gang.NodeUniformityLabel}
+	if err := s.st.store.Add(&job); err != nil {
+		ps.kind, ps.err = kindInvalid, err
+		return
+	}
+	ps.kind, ps.job = kindQueued, &job
 }
 
 // dropPlaceholders removes a Job's placeholders. Called with mu held.
@@ -178,10 +246,18 @@ func (s *Scheduler) releaseAdmissions(now time.Time) []bindUnit {
 	}
 	pods := map[types.UID][]*podState{}
 	for _, ps := range s.st.pods {
-		if ref := kubeconv.ControllerRef(ps.pod.OwnerReferences); ref != nil && ps.kind == kindQueued {
-			if sj := s.st.suspended[ref.UID]; sj != nil && sj.admitted && !sj.released {
-				pods[ref.UID] = append(pods[ref.UID], ps)
-			}
+		if ps.kind != kindQueued {
+			continue
+		}
+		// A JobSet's pods are its child Jobs': their read owner names it.
+		var uid types.UID
+		if ps.owner != nil {
+			uid = ps.owner.UID
+		} else if ref := kubeconv.ControllerRef(ps.pod.OwnerReferences); ref != nil {
+			uid = ref.UID
+		}
+		if sj := s.st.suspended[uid]; uid != "" && sj != nil && sj.admitted && !sj.released {
+			pods[uid] = append(pods[uid], ps)
 		}
 	}
 	var binds []bindUnit
@@ -209,18 +285,24 @@ func (s *Scheduler) releaseAdmissions(now time.Time) []bindUnit {
 // placeholder holds. Called with mu held.
 func (s *Scheduler) bindIntoHeld(sj *suspendedJob, pods []*podState) (bindUnit, bool) {
 	var b bindUnit
-	for i, ps := range pods {
-		held := s.st.virtual[sj.keys[i]]
-		if held == nil || held.kind != kindHeld {
+	used := make([]bool, len(sj.keys))
+	for _, ps := range pods {
+		// The first placeholder not taken whose room holds the pod (a
+		// JobSet's templates differ).
+		found := false
+		for i, key := range sj.keys {
+			held := s.st.virtual[key]
+			if used[i] || held == nil || held.kind != kindHeld || !fitsIn(ps.job.Requests, held.req) {
+				continue
+			}
+			used[i], found = true, true
+			b.pods = append(b.pods, ps.pod)
+			b.nodes = append(b.nodes, held.node)
+			break
+		}
+		if !found {
 			return bindUnit{}, false
 		}
-		for r, v := range ps.job.Requests {
-			if v > held.req[r] {
-				return bindUnit{}, false
-			}
-		}
-		b.pods = append(b.pods, ps.pod)
-		b.nodes = append(b.nodes, held.node)
 	}
 	for i, ps := range pods {
 		key := kubeconv.JobID(ps.pod)
@@ -229,6 +311,15 @@ func (s *Scheduler) bindIntoHeld(sj *suspendedJob, pods []*podState) (bindUnit, 
 		ps.kind, ps.node, ps.req = kindHeld, b.nodes[i], ps.job.Requests
 	}
 	return b, true
+}
+
+func fitsIn(r, room flotilla.Resources) bool {
+	for i, v := range r {
+		if v > room[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // planAdmissions takes the placeholders out of the result: the Jobs whose
@@ -254,7 +345,7 @@ func (s *Scheduler) planAdmissions(res *scheduler.Result, now time.Time, p *plan
 		ps.kind, ps.node, ps.req = kindHeld, a.Node, a.Job.Requests
 		if !sj.admitted {
 			sj.admitted, sj.until = true, now.Add(AdmitHold)
-			p.admits = append(p.admits, sj.job)
+			p.admits = append(p.admits, sj.w)
 		}
 	}
 	for _, u := range res.UnscheduledJobs {
@@ -281,28 +372,36 @@ func (s *Scheduler) notAdmitted(ps *podState, msg string, p *plan) {
 		return
 	}
 	sj.shown = msg
-	p.notAdmitted = append(p.notAdmitted, jobEvent{job: sj.job, message: msg})
+	p.notAdmitted = append(p.notAdmitted, jobEvent{obj: sj.w.obj, message: msg})
 }
 
 type jobEvent struct {
-	job     *batchv1.Job
+	obj     runtime.Object
 	message string
 }
 
-// admit unsuspends a Job (one request). On failure its placeholders are
-// queued again, for a later cycle.
-func (s *Scheduler) admit(ctx context.Context, j *batchv1.Job) error {
-	err := noretry.PatchJob(ctx, s.client, j.Namespace, j.Name, types.MergePatchType, []byte(`{"spec":{"suspend":false}}`))
+// admit unsuspends a workload (a merge patch). On failure its
+// placeholders are queued again, for a later cycle.
+func (s *Scheduler) admit(ctx context.Context, w suspendable) error {
+	patch := []byte(`{"spec":{"suspend":false}}`)
+	var err error
+	if w.kind == "Job" {
+		err = noretry.PatchJob(ctx, s.client, w.namespace, w.name, types.MergePatchType, patch)
+	} else {
+		// The dynamic client has no way to turn client-go's retries
+		// off: a 429 with Retry-After may be slept through here.
+		_, err = s.cfg.Dynamic.Resource(jobSets).Namespace(w.namespace).Patch(ctx, w.name, types.MergePatchType, patch, metav1.PatchOptions{})
+	}
 	if err != nil {
 		s.mu.Lock()
-		if sj := s.st.suspended[j.UID]; sj != nil {
+		if sj := s.st.suspended[w.uid]; sj != nil {
 			sj.admitted = false
-			s.syncJob(sj.job, false)
+			s.syncWorkload(sj.w, false)
 		}
 		s.mu.Unlock()
-		return fmt.Errorf("unsuspend Job %s/%s: %w", j.Namespace, j.Name, err)
+		return fmt.Errorf("unsuspend %s %s/%s: %w", w.kind, w.namespace, w.name, err)
 	}
-	s.recorder.Eventf(j, corev1.EventTypeNormal, EventAdmitted, "admitted by %s: its %d pods fit", s.cfg.SchedulerName, podsAtOnce(j))
+	s.recorder.Eventf(w.obj, corev1.EventTypeNormal, EventAdmitted, "admitted by %s: its %d pods fit", s.cfg.SchedulerName, w.pods())
 	return nil
 }
 

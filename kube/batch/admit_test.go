@@ -9,8 +9,10 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/flotilla-sched/flotilla"
@@ -33,7 +35,7 @@ func suspendedJobObj(name string, n int32, mod func(*batchv1.Job)) *batchv1.Job 
 
 func newAdmitFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	t.Helper()
-	return newFixtureConfig(t, func(c *Config) { c.AdmitSuspended = true }, objs...)
+	return newFixtureConfig(t, func(_ *fixture, c *Config) { c.AdmitSuspended = true }, objs...)
 }
 
 func (f *fixture) jobSuspended(name string) bool {
@@ -170,5 +172,123 @@ func TestSuspendedJobWithABadTemplateStaysSuspended(t *testing.T) {
 	ps := f.s.st.virtual["default/bad"+admitSep+"0"]
 	if ps == nil || ps.kind != kindInvalid || !errors.Is(ps.err, flotilla.ErrOutOfRange) {
 		t.Fatalf("placeholder %+v: want invalid, naming the priority", ps)
+	}
+}
+
+const suspendedJobSet = `
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: js, namespace: default, uid: u-js, labels: {kueue.x-k8s.io/queue-name: research}}
+spec:
+  suspend: true
+  replicatedJobs:
+  - name: driver
+    template:
+      spec:
+        parallelism: 1
+        completions: 1
+        template:
+          spec:
+            schedulerName: flotilla
+            restartPolicy: Never
+            containers: [{name: c, image: busybox, resources: {requests: {cpu: "2"}}}]
+  - name: w
+    replicas: 2
+    template:
+      spec:
+        completionMode: Indexed
+        parallelism: 4
+        completions: 4
+        template:
+          spec:
+            schedulerName: flotilla
+            restartPolicy: Never
+            containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]`
+
+// newJobSetFixture serves JobSets (discovery and the dynamic client) and
+// turns the suspend path on.
+func newJobSetFixture(t *testing.T, dyn []runtime.Object, objs ...runtime.Object) *ownerFixture {
+	t.Helper()
+	of := &ownerFixture{dyn: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, dyn...)}
+	of.fixture = newFixtureConfig(t, func(f *fixture, c *Config) {
+		f.cs.Resources = []*metav1.APIResourceList{{GroupVersion: "jobset.x-k8s.io/v1alpha2", APIResources: []metav1.APIResource{{Name: "jobsets", Namespaced: true, Kind: "JobSet"}}}}
+		c.Dynamic, c.AdmitSuspended = of.dyn, true
+	}, objs...)
+	return of
+}
+
+func (of *ownerFixture) jobSetSuspended(name string) bool {
+	of.t.Helper()
+	u, err := of.dyn.Resource(jobSets).Namespace("default").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		of.t.Fatal(err)
+	}
+	v, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend")
+	return v
+}
+
+// A suspended JobSet is admitted whole: its driver (2 cpu) and 2 × 4
+// workers (1 cpu) are one gang of 9 placeholders of 10 cpu; with 9 cpu it
+// stays suspended, with 10 it is unsuspended, and its pods (owned by its
+// child Jobs) are bound into the room held, each where a placeholder of
+// its size was.
+func TestSuspendedJobSetAdmittedWholeThenItsPodsBound(t *testing.T) {
+	child := func(rj string, i int) *unstructured.Unstructured {
+		return uobj(t, fmt.Sprintf(`
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: js-%s-%d
+  namespace: default
+  uid: u-%s-%d
+  ownerReferences: [{apiVersion: jobset.x-k8s.io/v1alpha2, kind: JobSet, name: js, uid: u-js, controller: true}]
+spec: {completionMode: Indexed, parallelism: 4, completions: 4}`, rj, i, rj, i))
+	}
+	f := newJobSetFixture(t, []runtime.Object{uobj(t, suspendedJobSet), child("driver", 0), child("w", 0), child("w", 1)},
+		testNode("n1", "5"), testNode("n2", "4"))
+	if rep := f.cycle(); rep.Admitted != 0 || !f.jobSetSuspended("js") {
+		t.Fatalf("admitted %d with 9 of 10 cpu", rep.Admitted)
+	}
+	f.addNode(testNode("n3", "1"))
+	if rep := f.cycle(); rep.Admitted != 1 || f.jobSetSuspended("js") {
+		t.Fatalf("admitted %d (%v): want the JobSet unsuspended", rep.Admitted, rep.Errors)
+	}
+	yes := true
+	owned := func(job string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job, UID: types.UID("u-" + job[3:]), Controller: &yes}}
+		}
+	}
+	f.createPod(testPod("js-driver-0-0", "2", owned("js-driver-0")))
+	for r := range 2 {
+		for i := range 4 {
+			f.createPod(testPod(fmt.Sprintf("js-w-%d-%d", r, i), "1", owned(fmt.Sprintf("js-w-%d", r))))
+		}
+	}
+	rep := f.cycle() // reads the child Jobs' owner, binds into the held room
+	if rep.Bound != 9 {
+		rep2 := f.cycle()
+		t.Fatalf("bound %d then %d (%v), want the 9 pods at once", rep.Bound, rep2.Bound, f.binds)
+	}
+}
+
+// A JobSet whose spec the suspend path cannot read stays suspended.
+func TestSuspendedJobSetWithABadSpecStaysSuspended(t *testing.T) {
+	bad := uobj(t, `
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: js, namespace: default, uid: u-js, labels: {flotilla.dev/queue: q}}
+spec:
+  suspend: true
+  replicatedJobs: [{name: w, replicas: -1, template: {spec: {template: {spec: {schedulerName: flotilla}}}}}]`)
+	f := newJobSetFixture(t, []runtime.Object{bad}, testNode("n1", "64"))
+	if rep := f.cycle(); rep.Admitted != 0 || !f.jobSetSuspended("js") {
+		t.Fatalf("admitted %d", rep.Admitted)
+	}
+	f.s.mu.Lock()
+	defer f.s.mu.Unlock()
+	ps := f.s.st.virtual["default/js"+admitSep+"0"]
+	if ps == nil || ps.err == nil || !errors.Is(ps.err, flotilla.ErrOutOfRange) {
+		t.Fatalf("placeholder %+v: want the replicas' error", ps)
 	}
 }

@@ -105,7 +105,9 @@ type Config struct {
 	// (one gang of min(parallelism, completions)) and unsuspended once
 	// they fit whole; its room is held until its pods exist (at most
 	// AdmitHold), which are then scheduled as any pod. It watches Jobs
-	// (list/watch and patch on jobs).
+	// (list/watch and patch on jobs). With Dynamic set, JobSets take the
+	// same path (one gang of all their replicated jobs' pods) when the
+	// apiserver serves them at Start.
 	AdmitSuspended bool
 }
 
@@ -124,6 +126,9 @@ type Scheduler struct {
 	events   record.EventBroadcaster
 	synced   []cache.InformerSynced
 	jobs     batchlisters.JobLister
+	// jobSetStore is the JobSet informer's cache (startJobSets), nil
+	// when JobSets are not watched.
+	jobSetStore cache.Store
 
 	mu sync.Mutex
 	st state
@@ -240,7 +245,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.mu.Lock()
 	s.st.classesDirty = true
 	s.mu.Unlock()
-	return nil
+	return s.startJobSets(ctx)
 }
 
 // Run cycles every Config.Period until ctx ends, and returns ctx's error.

@@ -74,8 +74,9 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	return newFixtureConfig(t, nil, objs...)
 }
 
-// newFixtureConfig is newFixture with mod applied to the Config.
-func newFixtureConfig(t *testing.T, mod func(*Config), objs ...runtime.Object) *fixture {
+// newFixtureConfig is newFixture with mod applied to the Config before
+// the scheduler starts (it may also set up the fixture's clientset).
+func newFixtureConfig(t *testing.T, mod func(*fixture, *Config), objs ...runtime.Object) *fixture {
 	t.Helper()
 	f := &fixture{t: t, cs: fake.NewClientset(objs...), failOn: map[string]bool{}, refuse: map[string]error{}}
 	f.clock.Store(1000)
@@ -111,7 +112,7 @@ func newFixtureConfig(t *testing.T, mod func(*Config), objs ...runtime.Object) *
 	})
 	cfg := Config{Now: func() time.Time { return time.Unix(f.clock.Load(), 0) }}
 	if mod != nil {
-		mod(&cfg)
+		mod(f, &cfg)
 	}
 	s, err := New(f.cs, cfg)
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -105,7 +104,7 @@ type plan struct {
 	conds  []condTask
 	// admits are the suspended Jobs to unsuspend; notAdmitted the
 	// events saying why others stay suspended.
-	admits      []*batchv1.Job
+	admits      []suspendable
 	notAdmitted []jobEvent
 }
 
@@ -535,7 +534,7 @@ func (s *Scheduler) execute(ctx context.Context, p *plan, rep *Report) {
 	close(work)
 	wg.Wait()
 	for _, e := range p.notAdmitted {
-		s.recorder.Event(e.job, corev1.EventTypeWarning, EventNotAdmitted, e.message)
+		s.recorder.Event(e.obj, corev1.EventTypeWarning, EventNotAdmitted, e.message)
 	}
 	if len(p.evicts) > 0 {
 		p.conds = s.refusedVictims(p.conds, rep)

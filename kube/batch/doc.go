@@ -145,7 +145,11 @@
 // placeholder i's node, when its request fits); after AdmitHold, or when
 // a pod asks more, the room is let go and the pods are queued as any.
 // Until admitted, a Warning event (EventNotAdmitted) on the Job gives the
-// reason when it changes. Other kinds use the pods path only.
+// reason when it changes. With Config.Dynamic set, JobSets (when the
+// apiserver serves jobset.x-k8s.io/v1alpha2 at Start) take the same path:
+// one gang of all their replicated jobs' pods, each pod later bound into
+// the first held placeholder its request fits. Other kinds use the pods
+// path only.
 //
 // # Replicas
 //

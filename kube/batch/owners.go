@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -124,7 +123,7 @@ func (s *Scheduler) resolveOwners(ctx context.Context) {
 			}
 		}
 	}
-	var waiting []*batchv1.Job
+	var waiting []suspendable
 	for _, sj := range s.st.suspended {
 		for _, key := range sj.keys {
 			// A placeholder waiting for its Kueue priority class (not
@@ -137,7 +136,7 @@ func (s *Scheduler) resolveOwners(ctx context.Context) {
 			if _, cached := s.st.prios[class]; class == "" || cached {
 				continue
 			}
-			waiting = append(waiting, sj.job)
+			waiting = append(waiting, sj.w)
 			if !seenClass[class] {
 				seenClass[class] = true
 				todo = append(todo, &ownerFetch{class: class})
@@ -158,8 +157,8 @@ func (s *Scheduler) resolveOwners(ctx context.Context) {
 			s.st.owners[f.ref.UID] = f.entry
 		}
 	}
-	for _, j := range waiting {
-		s.syncJob(j, false)
+	for _, w := range waiting {
+		s.syncWorkload(w, false)
 	}
 	keys := make([]string, 0, len(s.st.unresolved))
 	for key := range s.st.unresolved {

@@ -60,7 +60,7 @@ func newOwnerFixture(t *testing.T, dyn []runtime.Object, objs ...runtime.Object)
 		of.gets.Add(1)
 		return false, nil, nil
 	})
-	of.fixture = newFixtureConfig(t, func(c *Config) { c.Dynamic = of.dyn }, objs...)
+	of.fixture = newFixtureConfig(t, func(_ *fixture, c *Config) { c.Dynamic = of.dyn }, objs...)
 	return of
 }
 

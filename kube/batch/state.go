@@ -340,7 +340,10 @@ func (s *Scheduler) rebuildClasses() error {
 		}
 	}
 	for _, j := range s.listJobs() {
-		s.syncJob(j, false)
+		s.syncWorkload(fromJob(j), false)
+	}
+	for _, w := range s.listJobSets() {
+		s.syncWorkload(w, false)
 	}
 	return nil
 }

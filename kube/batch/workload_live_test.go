@@ -398,3 +398,77 @@ func TestLiveSuspendedJobAdmittedWholeThenItsPodsBound(t *testing.T) {
 		return len(pods) == 4 && n == 4
 	}, nil)
 }
+
+// A suspended JobSet of 2 × 4 pods with a Kueue queue label stays
+// suspended while 7 fit, is unsuspended once 8 do, and the pods its
+// controller would create (here the test, with its child Jobs) are bound.
+func TestLiveSuspendedJobSetAdmittedWhole(t *testing.T) {
+	l := newLive(t)
+	l.installCRDs("jobset.x-k8s.io_jobsets.yaml")
+	l.node("n1", "4")
+	l.node("n2", "3")
+	s := l.scheduler(Config{Dynamic: l.dynamic(), AdmitSuspended: true})
+	js := l.create(jobSets, `
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: js, namespace: default, labels: {kueue.x-k8s.io/queue-name: research}}
+spec:
+  suspend: true
+  replicatedJobs:
+  - name: w
+    replicas: 2
+    template:
+      spec:
+        completionMode: Indexed
+        parallelism: 4
+        completions: 4
+        template:
+          spec:
+            schedulerName: flotilla
+            restartPolicy: Never
+            containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]`)
+	suspended := func() bool {
+		u, err := l.dynamic().Resource(jobSets).Namespace("default").Get(l.ctx, "js", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend")
+		return v
+	}
+	for range 5 {
+		if rep, err := s.Cycle(l.ctx); err != nil || rep.Admitted != 0 {
+			t.Fatalf("cycle: %v, admitted %v with room for 7 of 8", err, rep)
+		}
+	}
+	if !suspended() {
+		t.Fatal("unsuspended with room for 7 of 8")
+	}
+	l.node("n3", "1")
+	l.cycleCollect(s, "the JobSet unsuspended", func() bool { return !suspended() }, nil)
+	yes := true
+	var names []string
+	for r := range 2 {
+		child := jobOf(fmt.Sprintf("js-w-%d", r), 4, 4, true, "1")
+		child.Spec.Suspend = &yes // no Job controller runs; suspended all the same
+		child.OwnerReferences = []metav1.OwnerReference{{APIVersion: "jobset.x-k8s.io/v1alpha2", Kind: "JobSet", Name: "js", UID: js.GetUID(), Controller: &yes}}
+		got, err := l.cs.BatchV1().Jobs("default").Create(l.ctx, child, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 4 {
+			p := testPod(fmt.Sprintf("js-w-%d-%d", r, i), "1", func(p *corev1.Pod) {
+				p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: got.Name, UID: got.UID, Controller: &yes}}
+			})
+			l.pod(p)
+			names = append(names, p.Name)
+		}
+	}
+	l.cycleCollect(s, "the JobSet's 8 pods bound", func() bool {
+		for _, name := range names {
+			if l.get(name).Spec.NodeName == "" {
+				return false
+			}
+		}
+		return true
+	}, nil)
+}
