@@ -12,6 +12,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -471,4 +472,68 @@ spec:
 		}
 		return true
 	}, nil)
+}
+
+// Fair share, expressed as Jobs: queue a's Job holds all 8 cpu; queue b's
+// Job (labelled for Kueue) arrives and gets its half through evictions of
+// a's pods (deleted here as a kubelet would once evicted); the real Job
+// controller replaces a's evicted pods, which wait at a's share. In the
+// end each queue runs 4 pods.
+func TestLiveFairShareRebalanceBetweenJobs(t *testing.T) {
+	l := newLive(t)
+	l.c.Controllers(t, "job")
+	l.node("n1", "4")
+	l.node("n2", "4")
+	s := l.scheduler(Config{Dynamic: l.dynamic(), Queues: []*flotilla.Queue{{Name: "a"}, {Name: "b"}}})
+	a := jobOf("a", 8, 8, false, "1")
+	a.Labels = map[string]string{kubeconv.LabelQueue: "a"}
+	if _, err := l.cs.BatchV1().Jobs("default").Create(l.ctx, a, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	running := func(job string) int {
+		n := 0
+		for _, p := range l.podsOfJob(job) {
+			if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+				n++
+			}
+		}
+		return n
+	}
+	l.cycleCollect(s, "a's 8 pods bound", func() bool { return running("a") == 8 }, nil)
+	b := jobOf("b", 4, 4, false, "1")
+	b.Labels = map[string]string{kubeconv.LabelKueueQueue: "b"}
+	if _, err := l.cs.BatchV1().Jobs("default").Create(l.ctx, b, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	zero := int64(0)
+	kubelet := func() error {
+		// Evicted pods terminate: deleted at once, as a kubelet would.
+		for _, p := range l.podsOfJob("a") {
+			if p.DeletionTimestamp != nil {
+				err := l.cs.CoreV1().Pods("default").Delete(l.ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+				if err != nil && !apierrors.IsNotFound(err) {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	jobs := l.cycleCollect(s, "4 pods of each queue running", func() bool { return running("a") == 4 && running("b") == 4 }, kubelet)
+	for id, j := range jobs {
+		if strings.HasPrefix(id, "default/b-") && (j.Queue != "b" || j.JobSet != "default/Job/b") {
+			t.Fatalf("job %+v: want queue b, set default/Job/b", j)
+		}
+	}
+	// Stable: a's replacements wait at its share.
+	for range 5 {
+		if _, err := s.Cycle(l.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := kubelet(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ra, rb := running("a"), running("b"); ra != 4 || rb != 4 {
+		t.Fatalf("running a %d, b %d after more cycles: want 4 and 4", ra, rb)
+	}
 }
