@@ -7,13 +7,16 @@ import (
 	"sync"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	schedlisters "k8s.io/client-go/listers/scheduling/v1"
 	"k8s.io/client-go/tools/cache"
@@ -89,6 +92,23 @@ type Config struct {
 	Seed uint64
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Dynamic reads the owners of pods (Jobs, JobSets, PyTorchJobs,
+	// MPIJobs, RayClusters, RayJobs) and Kueue's WorkloadPriorityClasses,
+	// as unstructured objects, so that a CRD that is not installed costs
+	// one NotFound per owner. Nil means no owner is read: pods are grouped
+	// by their annotations alone, as bare pods.
+	Dynamic dynamic.Interface
+	// AdmitSuspended turns on the suspend path (Kueue's way): a batch/v1
+	// Job created with spec.suspend true, whose pod template names this
+	// scheduler and which carries a queue label (flotilla.dev/queue or
+	// kueue.x-k8s.io/queue-name), is queued as placeholders of its pods
+	// (one gang of min(parallelism, completions)) and unsuspended once
+	// they fit whole; its room is held until its pods exist (at most
+	// AdmitHold), which are then scheduled as any pod. It watches Jobs
+	// (list/watch and patch on jobs). With Dynamic set, JobSets take the
+	// same path (one gang of all their replicated jobs' pods) when the
+	// apiserver serves them at Start.
+	AdmitSuspended bool
 }
 
 // Scheduler schedules the pods of one cluster. Create it with New, start
@@ -105,6 +125,10 @@ type Scheduler struct {
 	recorder record.EventRecorder
 	events   record.EventBroadcaster
 	synced   []cache.InformerSynced
+	jobs     batchlisters.JobLister
+	// jobSetStore is the JobSet informer's cache (startJobSets), nil
+	// when JobSets are not watched.
+	jobSetStore cache.Store
 
 	mu sync.Mutex
 	st state
@@ -191,6 +215,16 @@ func New(client kubernetes.Interface, cfg Config) (*Scheduler, error) {
 		UpdateFunc: func(_, _ any) { s.onClass() },
 		DeleteFunc: func(any) { s.onClass() },
 	})
+	if cfg.AdmitSuspended {
+		jobInf := s.factory.Batch().V1().Jobs()
+		s.jobs = jobInf.Lister()
+		s.synced = append(s.synced, jobInf.Informer().HasSynced)
+		_, _ = jobInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(o any) { s.onJob(o, false) },
+			UpdateFunc: func(_, o any) { s.onJob(o, false) },
+			DeleteFunc: func(o any) { s.onJob(o, true) },
+		})
+	}
 	s.events = record.NewBroadcaster()
 	s.recorder = s.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: cfg.SchedulerName})
 	return s, nil
@@ -211,7 +245,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.mu.Lock()
 	s.st.classesDirty = true
 	s.mu.Unlock()
-	return nil
+	return s.startJobSets(ctx)
 }
 
 // Run cycles every Config.Period until ctx ends, and returns ctx's error.
@@ -321,6 +355,16 @@ func (s *Scheduler) priorityClasses() []*schedulingv1.PriorityClass {
 func (s *Scheduler) listPods() []*corev1.Pod {
 	pods, _ := s.pods.List(labels.Everything())
 	return pods
+}
+
+// listJobs lists every Job in the informer's cache (none without
+// Config.AdmitSuspended).
+func (s *Scheduler) listJobs() []*batchv1.Job {
+	if s.jobs == nil {
+		return nil
+	}
+	jobs, _ := s.jobs.List(labels.Everything())
+	return jobs
 }
 
 // newStore builds an empty store and scheduler for classes.

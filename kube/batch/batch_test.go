@@ -71,6 +71,13 @@ type fixture struct {
 
 func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	t.Helper()
+	return newFixtureConfig(t, nil, objs...)
+}
+
+// newFixtureConfig is newFixture with mod applied to the Config before
+// the scheduler starts (it may also set up the fixture's clientset).
+func newFixtureConfig(t *testing.T, mod func(*fixture, *Config), objs ...runtime.Object) *fixture {
+	t.Helper()
 	f := &fixture{t: t, cs: fake.NewClientset(objs...), failOn: map[string]bool{}, refuse: map[string]error{}}
 	f.clock.Store(1000)
 	f.cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -103,7 +110,11 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		}
 		return false, nil, nil
 	})
-	s, err := New(f.cs, Config{Now: func() time.Time { return time.Unix(f.clock.Load(), 0) }})
+	cfg := Config{Now: func() time.Time { return time.Unix(f.clock.Load(), 0) }}
+	if mod != nil {
+		mod(f, &cfg)
+	}
+	s, err := New(f.cs, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

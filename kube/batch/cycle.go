@@ -49,6 +49,14 @@ type Report struct {
 	Waiting int
 	// Conditions counts the PodScheduled=False conditions written.
 	Conditions int
+	// Owners, Decided and Acted split the cycle's time, by the configured
+	// clock: reading the owners of new pods (API calls), deciding (the
+	// snapshot, the scheduler, the plan: no API call), and acting (the
+	// cycle's API calls).
+	Owners, Decided, Acted time.Duration
+	// Admitted counts the suspended Jobs unsuspended (AdmitFailed those
+	// whose patch failed: they are queued again).
+	Admitted, AdmitFailed int
 	// EvictionsTook is how long, from the start of the cycle's API calls,
 	// the last eviction took to return (evictions are issued first).
 	EvictionsTook time.Duration
@@ -94,6 +102,10 @@ type plan struct {
 	binds  []bindUnit
 	evicts []evictTask
 	conds  []condTask
+	// admits are the suspended Jobs to unsuspend; notAdmitted the
+	// events saying why others stay suspended.
+	admits      []suspendable
+	notAdmitted []jobEvent
 }
 
 // Cycle runs one scheduling cycle: it snapshots the informers' state,
@@ -107,8 +119,14 @@ func (s *Scheduler) Cycle(ctx context.Context) (*Report, error) {
 			return nil, err
 		}
 	}
+	s.mu.Unlock()
+	start := s.cfg.Now()
+	s.resolveOwners(ctx)
+	s.mu.Lock()
+	s.rejoinRunningGangs()
 	now := s.cfg.Now()
 	s.releaseNominations(now)
+	admitted := s.releaseAdmissions(now)
 	s.expireRefusals(now)
 	snap, protected := s.snapshot()
 	res, err := s.st.sched.Schedule(ctx, snap, now)
@@ -120,8 +138,12 @@ func (s *Scheduler) Cycle(ctx context.Context) (*Report, error) {
 	s.st.seed++
 	rep := &Report{Result: res, EvictDeferred: protected}
 	p := s.plan(res, snap, now, rep)
+	p.binds = append(admitted, p.binds...)
 	s.mu.Unlock()
+	acting := s.cfg.Now()
+	rep.Owners, rep.Decided = now.Sub(start), acting.Sub(now)
 	s.execute(ctx, p, rep)
+	rep.Acted = s.cfg.Now().Sub(acting)
 	return rep, nil
 }
 
@@ -151,6 +173,12 @@ func (s *Scheduler) snapshot() (*scheduler.Snapshot, int) {
 			if ps.req != nil {
 				addTo(held, ps.node, ps.req, s.schema)
 			}
+		}
+	}
+	for _, ps := range s.st.virtual {
+		// The room of admitted Jobs, until their pods exist.
+		if _, ok := s.st.nodes[ps.node]; ok && ps.kind == kindHeld {
+			addTo(held, ps.node, ps.req, s.schema)
 		}
 	}
 	slices.SortFunc(running, func(a, b scheduler.Running) int { return cmp.Compare(a.Job.ID, b.Job.ID) })
@@ -258,7 +286,7 @@ func (s *Scheduler) plan(res *scheduler.Result, snap *scheduler.Snapshot, now ti
 	// Group the assignments into units: a gang's members together.
 	var units [][]scheduler.Assignment
 	gangAt := map[string]int{}
-	for _, a := range res.Scheduled {
+	for _, a := range s.planAdmissions(res, now, p) {
 		if id := a.Job.Gang.ID; id != "" {
 			if i, ok := gangAt[id]; ok {
 				units[i] = append(units[i], a)
@@ -323,6 +351,9 @@ func (s *Scheduler) plan(res *scheduler.Result, snap *scheduler.Snapshot, now ti
 					rep.Blocked++
 					msg += "; " + keptMessage(refs)
 				}
+			}
+			if u.Reason.Code == scheduler.ReasonGangIncomplete && ps.owner != nil && ps.owner.Gang.ID == u.Job.Gang.ID {
+				msg += "; waiting for the rest of its pods to be created (" + ps.owner.GangBy + ")"
 			}
 			p.cond(s, ps.pod, ReasonUnschedulable, msg)
 		}
@@ -453,7 +484,7 @@ func (s *Scheduler) execute(ctx context.Context, p *plan, rep *Report) {
 		}
 		return work
 	}
-	work := workers(len(p.binds) + len(p.evicts))
+	work := workers(len(p.binds) + len(p.evicts) + len(p.admits))
 	fail := func(counter *int, err error) {
 		mu.Lock()
 		*counter++
@@ -489,8 +520,22 @@ func (s *Scheduler) execute(ctx context.Context, p *plan, rep *Report) {
 			rep.Bound += n
 		}
 	}
+	for _, j := range p.admits {
+		work <- func() {
+			if err := s.admit(ctx, j); err != nil {
+				fail(&rep.AdmitFailed, err)
+				return
+			}
+			mu.Lock()
+			rep.Admitted++
+			mu.Unlock()
+		}
+	}
 	close(work)
 	wg.Wait()
+	for _, e := range p.notAdmitted {
+		s.recorder.Event(e.obj, corev1.EventTypeWarning, EventNotAdmitted, e.message)
+	}
 	if len(p.evicts) > 0 {
 		p.conds = s.refusedVictims(p.conds, rep)
 	}
@@ -578,14 +623,39 @@ func (s *Scheduler) bindUnit(ctx context.Context, b bindUnit) (int, error) {
 		return done, nil
 	}
 	var errs = []error{err}
+	// The members bound are being deleted: held, never running members
+	// of their gang (whose other pods would then be scheduled alone, as
+	// replacements), from before the deletes until the informer shows
+	// them gone.
+	s.mu.Lock()
+	for _, pod := range b.pods[:done] {
+		key := kubeconv.JobID(pod)
+		s.st.evicting[key] = true
+		if ps := s.st.pods[key]; ps != nil {
+			s.sync(ps.pod)
+		}
+	}
+	s.mu.Unlock()
+	var kept []*corev1.Pod
 	for _, pod := range b.pods[:done] {
 		opts := metav1.DeleteOptions{GracePeriodSeconds: pod.Spec.TerminationGracePeriodSeconds}
 		if derr := noretry.DeletePod(ctx, s.client, pod.Namespace, pod.Name, opts); derr != nil {
 			errs = append(errs, fmt.Errorf("delete %s after its gang failed to bind: %w", kubeconv.JobID(pod), derr))
+			kept = append(kept, pod)
+			continue
 		}
 		s.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedScheduling", "deleted: a member of its gang failed to bind: %v", err)
 	}
 	s.mu.Lock()
+	for _, pod := range kept {
+		// Still bound: a running member again (the gang is partly bound,
+		// see Known gaps; its other pods are then scheduled alone).
+		key := kubeconv.JobID(pod)
+		delete(s.st.evicting, key)
+		if ps := s.st.pods[key]; ps != nil {
+			s.sync(ps.pod)
+		}
+	}
 	for _, pod := range b.pods[done:] {
 		key := kubeconv.JobID(pod)
 		delete(s.st.bound, key)

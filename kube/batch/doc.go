@@ -22,6 +22,26 @@
 //     affinity) gets PodScheduled=False, reason FlotillaInvalidPod, with
 //     every problem named with its field or annotation and value, and a
 //     Warning event.
+//   - With Config.Dynamic set, a pod of ours whose controller is a
+//     workload (a Job, JobSet, PyTorchJob, MPIJob, RayCluster or RayJob)
+//     is read as a job of that workload (kubeconv.JobOf: its gang, job
+//     set, queue and priority from the owner when the pod has none).
+//     Owner chains are read through the dynamic client at the start of
+//     the cycle after the pod appears, at most Config.BindWorkers reads
+//     in flight and never under the lock, once per controller while any
+//     of its pods exists (a chain that could not be read, or read as a
+//     workload, is read again every cycle), as are Kueue's
+//     WorkloadPriorityClasses by name; until then the pod is neither
+//     queued nor preempted (a running one holds its node's room). A kind
+//     whose CRD is not installed is a NotFound: its pods are bare pods.
+//     A gang whose pods are not all created is reported incomplete by
+//     the scheduler: none is bound, and each pod's Unschedulable message
+//     adds that it waits for the rest of its workload's pods. A pod of a
+//     workload gang that already has running pods of ours (not being
+//     deleted) replaces a member and is queued alone; a pod read as a
+//     member before its gang started rejoins alone at the next cycle.
+//     The members a failed gang binding deletes are held, not running,
+//     from before the deletes, so they never make the rest lone jobs.
 //   - A bound, non-terminal pod of ours is a running job, which Flotilla
 //     may preempt.
 //   - A bound, non-terminal pod of another scheduler, and a pod of ours
@@ -112,7 +132,31 @@
 // the deletion), so the next cycle neither offers it again nor uses its
 // room; a failed call returns the pod to its previous state.
 //
+// # Suspended Jobs
+//
+// With Config.AdmitSuspended, a batch/v1 Job created suspended, whose pod
+// template names this scheduler and which carries a queue label, is
+// admitted Kueue's way: its pods' placeholders (one gang of
+// min(parallelism, completions), read from the template as a pod would
+// be, IDs "namespace/job#admit-i") are queued; a cycle that places them
+// holds them on their nodes and unsuspends the Job (a merge patch, one
+// request; a failure queues them again). The first cycle that finds all
+// the Job's pods pending binds them into the held room (pod i on
+// placeholder i's node, when its request fits); after AdmitHold, or when
+// a pod asks more, the room is let go and the pods are queued as any.
+// Until admitted, a Warning event (EventNotAdmitted) on the Job gives the
+// reason when it changes. With Config.Dynamic set, JobSets (when the
+// apiserver serves jobset.x-k8s.io/v1alpha2 at Start) take the same path:
+// one gang of all their replicated jobs' pods, each pod later bound into
+// the first held placeholder its request fits. Other kinds use the pods
+// path only.
+//
 // # Replicas
+//
+// A gang left partly bound (a leader lost its lease between two
+// members' bindings, or its rollback deletes failed) is finished by the
+// next cycle, of the same leader or the next: its pending members are
+// queued alone, as a gang's members are once any member runs.
 //
 // RunWithLeaderElection cycles only while the replica holds a
 // coordination.k8s.io Lease (client-go's leaderelection with a

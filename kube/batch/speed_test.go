@@ -12,6 +12,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -204,4 +205,99 @@ func BenchmarkLiveFairShareRebalanceEvictsAThousandPods(b *testing.B) {
 	}
 	b.ReportMetric(rep.EvictionsTook.Seconds(), "s-evicting")
 	b.ReportMetric(d.Seconds(), "s-cycle")
+}
+
+// BenchmarkLiveThousandJobsOfTenPods creates 1,000 Node objects and then
+// 1,000 Indexed Jobs of 10 pods (each one gang), which a real Job
+// controller turns into 10,000 pods, and reports how long after the last
+// Job's creation every pod is bound (issue 21's goal: within 20 s), with
+// the cycles' own time (deciding) apart from the API's (owner reads,
+// binds). Scheduling runs cycle after cycle from before the first Job.
+// FLOTILLA_KUBE_SPEED_JOBS and _NODES scale it; run with -benchtime 1x.
+func BenchmarkLiveThousandJobsOfTenPods(b *testing.B) {
+	t := b
+	nodes, jobs, per := 1000, 1000, int32(10)
+	if v, err := strconv.Atoi(os.Getenv("FLOTILLA_KUBE_SPEED_NODES")); err == nil {
+		nodes = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("FLOTILLA_KUBE_SPEED_JOBS")); err == nil {
+		jobs = v
+	}
+	l := newLive(t)
+	l.c.Controllers(t, "job")
+	rc := *l.c.Config
+	rc.QPS, rc.Burst = 10000, 20000
+	cs, err := kubernetes.NewForConfig(&rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(&rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := parallel(nodes, 32, func(i int) error { return createNode(ctx, cs, fmt.Sprintf("n%04d", i), "32") }); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(cs, Config{Dynamic: dyn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := s.Start(sctx); err != nil {
+		t.Fatal(err)
+	}
+	var bound, cycles atomic.Int64
+	var owners, decided, acted atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for sctx.Err() == nil {
+			rep, err := s.Cycle(sctx)
+			if err != nil {
+				return
+			}
+			bound.Add(int64(rep.Bound))
+			cycles.Add(1)
+			owners.Add(int64(rep.Owners))
+			decided.Add(int64(rep.Decided))
+			acted.Add(int64(rep.Acted))
+		}
+	}()
+	created := time.Now()
+	err = parallel(jobs, 32, func(i int) error {
+		_, err := cs.BatchV1().Jobs("default").Create(ctx, jobOf(fmt.Sprintf("j%04d", i), per, per, true, "1"), metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := time.Now()
+	t.Logf("created %d nodes and %d Jobs of %d pods (Jobs in %v)", nodes, jobs, per, last.Sub(created))
+	want := int64(jobs) * int64(per)
+	var allCreated time.Duration // when the informer held every pod
+	for bound.Load() < want && time.Since(last) < 3*time.Minute {
+		if allCreated == 0 {
+			s.mu.Lock()
+			n := len(s.st.pods) // every pod here is a Job's (no kubelet ends one)
+			s.mu.Unlock()
+			if int64(n) >= want {
+				allCreated = time.Since(last)
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	d := time.Since(last)
+	t.Logf("the Job controller had created every pod %v after the last Job's creation (0: not before the last bind)", allCreated)
+	cancel()
+	<-done
+	t.Logf("bound %d of %d pods %v after the last Job's creation (%v after the first), %d cycles: owners %v, deciding %v, acting %v in all",
+		bound.Load(), want, d, time.Since(created), cycles.Load(), time.Duration(owners.Load()), time.Duration(decided.Load()), time.Duration(acted.Load()))
+	if bound.Load() < want {
+		t.Fatalf("bound %d of %d pods", bound.Load(), want)
+	}
+	b.ReportMetric(d.Seconds(), "s-after-last-job")
+	b.ReportMetric(time.Duration(decided.Load()).Seconds(), "s-deciding")
+	b.ReportMetric(time.Duration(acted.Load()).Seconds(), "s-acting")
 }

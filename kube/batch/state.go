@@ -42,6 +42,14 @@ type podState struct {
 	req flotilla.Resources
 	// err is why an invalid pod is not a job.
 	err error
+	// owner is the workload the job was read from, nil for a bare pod.
+	owner *kubeconv.Owner
+	// admit is the UID of the suspended Job a placeholder stands for
+	// (state.virtual), empty for a pod.
+	admit types.UID
+	// counted is the gang whose running members
+	// (state.gangRunning) count this running pod, "" when none.
+	counted string
 }
 
 // state is everything the informers keep up to date between cycles.
@@ -64,6 +72,22 @@ type state struct {
 	// shown is the PodScheduled=False (reason, message) last written per
 	// pod, so an unchanged condition is not written again.
 	shown map[string]shownCondition
+	// owners caches the workload read from each pod controller's chain,
+	// by the controller's UID, and prios the Kueue WorkloadPriorityClass
+	// values by name; unresolved holds the pods waiting for either (see
+	// resolveOwners).
+	owners     map[types.UID]ownerEntry
+	prios      map[string]prioEntry
+	unresolved map[string]bool
+	// gangRunning counts, per gang ID, its running pods: a pod of a gang
+	// that already runs (a Job controller's replacement for a failed
+	// member, the rest of a gang left partly bound) is scheduled alone.
+	gangRunning map[string]int
+	// suspended holds the suspended Jobs of ours (Config.AdmitSuspended)
+	// by UID; virtual their placeholder jobs by ID, queued in the store
+	// until admitted, then held on their nodes until the Job's pods exist.
+	suspended map[types.UID]*suspendedJob
+	virtual   map[string]*podState
 
 	classesDirty bool
 	// classes are the priority classes by name; defClass names the class
@@ -86,6 +110,12 @@ func (st *state) init() {
 	st.nominated = map[string]nomination{}
 	st.refused = map[types.UID]refusal{}
 	st.shown = map[string]shownCondition{}
+	st.owners = map[types.UID]ownerEntry{}
+	st.prios = map[string]prioEntry{}
+	st.unresolved = map[string]bool{}
+	st.gangRunning = map[string]int{}
+	st.suspended = map[types.UID]*suspendedJob{}
+	st.virtual = map[string]*podState{}
 }
 
 func podOf(o any) *corev1.Pod {
@@ -137,11 +167,13 @@ func (s *Scheduler) onNode(o any, deleted bool) {
 // forget drops a deleted pod.
 func (s *Scheduler) forget(key string) {
 	s.unqueue(key)
+	s.uncount(s.st.pods[key])
 	delete(s.st.pods, key)
 	delete(s.st.bound, key)
 	delete(s.st.evicting, key)
 	delete(s.st.shown, key)
 	delete(s.st.nominated, key)
+	delete(s.st.unresolved, key)
 }
 
 // unqueue removes the pod from the store if it is there.
@@ -162,6 +194,7 @@ func terminal(p *corev1.Pod) bool {
 func (s *Scheduler) sync(p *corev1.Pod) {
 	key := kubeconv.JobID(p)
 	s.unqueue(key)
+	s.uncount(s.st.pods[key])
 	st := s.classify(key, p)
 	if st == nil {
 		delete(s.st.pods, key)
@@ -169,6 +202,10 @@ func (s *Scheduler) sync(p *corev1.Pod) {
 	}
 	st.pod = p
 	s.st.pods[key] = st
+	if st.kind == kindRunning && st.job.Gang.ID != "" {
+		st.counted = st.job.Gang.ID
+		s.st.gangRunning[st.counted]++
+	}
 	if st.kind == kindQueued {
 		if err := s.st.store.Add(st.job); err != nil {
 			st.kind, st.job, st.err = kindInvalid, nil, err
@@ -196,19 +233,69 @@ func (s *Scheduler) classify(key string, p *corev1.Pod) *podState {
 			// Before the first cycle: the classes are not known yet.
 			return &podState{kind: kindInvalid}
 		}
-		j, err := kubeconv.Job(p, s.schema)
+		w := s.workloadOf(p)
+		if !w.ready {
+			// Its owner is read at the next cycle's start.
+			s.st.unresolved[key] = true
+			return &podState{kind: kindInvalid}
+		}
+		if w.err != nil {
+			return &podState{kind: kindInvalid, err: w.err}
+		}
+		j, err := kubeconv.JobOf(p, s.schema, w.owner, w.kueue)
 		if err != nil {
 			return &podState{kind: kindInvalid, err: err}
 		}
-		return &podState{kind: kindQueued, job: &j}
+		if j.Gang.ID != "" && s.st.gangRunning[j.Gang.ID] > 0 {
+			// Its gang already runs: this pod replaces a member, or
+			// finishes a gang left partly bound (a binding cut short
+			// by a lost lease): it is scheduled alone.
+			j.Gang = flotilla.Gang{}
+		}
+		return &podState{kind: kindQueued, job: &j, owner: w.owner}
 	}
 	delete(s.st.bound, key)
 	if s.ours(p) && p.DeletionTimestamp == nil && !s.st.evicting[key] && s.st.store != nil {
-		if j, err := kubeconv.Job(p, s.schema); err == nil && s.classKnown(j.PriorityClass) {
-			return &podState{kind: kindRunning, job: &j, node: p.Spec.NodeName}
+		w := s.workloadOf(p)
+		if !w.ready {
+			// Held (never preempted) until its queue is known.
+			s.st.unresolved[key] = true
+		} else if j, err := kubeconv.JobOf(p, s.schema, w.owner, w.kueue); w.err == nil && err == nil && s.classKnown(j.PriorityClass) {
+			return &podState{kind: kindRunning, job: &j, node: p.Spec.NodeName, owner: w.owner}
 		}
 	}
 	return &podState{kind: kindHeld, node: p.Spec.NodeName, req: kubeconv.PodRequests(p, s.schema)}
+}
+
+// uncount takes a running pod out of its gang's count.
+func (s *Scheduler) uncount(ps *podState) {
+	if ps == nil || ps.counted == "" {
+		return
+	}
+	if s.st.gangRunning[ps.counted]--; s.st.gangRunning[ps.counted] <= 0 {
+		delete(s.st.gangRunning, ps.counted)
+	}
+	ps.counted = ""
+}
+
+// rejoinRunningGangs queues alone the pending members of gangs that have
+// running members, read as members before their gang started (the
+// informer showed them first): a gang is never left partly bound, and a
+// new leader finishes one the last left at its first cycle. Called with
+// mu held.
+func (s *Scheduler) rejoinRunningGangs() {
+	if len(s.st.gangRunning) == 0 {
+		return
+	}
+	var again []*corev1.Pod
+	for _, ps := range s.st.pods {
+		if ps.kind == kindQueued && ps.job.Gang.ID != "" && s.st.gangRunning[ps.job.Gang.ID] > 0 {
+			again = append(again, ps.pod)
+		}
+	}
+	for _, p := range again {
+		s.sync(p)
+	}
 }
 
 func (s *Scheduler) classKnown(name string) bool {
@@ -246,6 +333,17 @@ func (s *Scheduler) rebuildClasses() error {
 	}
 	for _, p := range s.listPods() {
 		s.sync(p)
+	}
+	for _, ps := range s.st.virtual {
+		if ps.kind == kindQueued {
+			ps.kind = kindInvalid // gone with the old store
+		}
+	}
+	for _, j := range s.listJobs() {
+		s.syncWorkload(fromJob(j), false)
+	}
+	for _, w := range s.listJobSets() {
+		s.syncWorkload(w, false)
 	}
 	return nil
 }

@@ -41,6 +41,25 @@
 // (armadaproject.io/gangNodeUniformityLabel). A gang's ID is namespaced
 // ("namespace/gangId"): a gang never spans namespaces.
 //
+// # Workloads
+//
+// JobOf converts a pod of a workload: the Owner that OwnerOf reads from the
+// pod's owner chain (a Job, a JobSet over its child Jobs, a PyTorchJob or
+// MPIJob, a RayCluster possibly under a RayJob, as unstructured objects, so
+// no CRD's Go types are needed) gives the gang (an Indexed Job with
+// parallelism = completions; a JobSet's replicated jobs together, or each
+// alone under startupPolicyOrder InOrder; a training job's replica specs;
+// a RayCluster's head and minimum workers), and the job set
+// "namespace/Kind/name" of the top owner. The queue is LabelQueue on the
+// pod, else Kueue's LabelKueueQueue on the pod, else either on the top
+// owner, else the namespace; the priority is AnnotationPriority on the pod,
+// else on the owner, else the value of the Kueue WorkloadPriorityClass
+// that LabelKueuePriorityClass names (KueuePriority: higher Kueue values
+// become lower Flotilla priorities, order kept over all of int32). Armada's
+// gang annotations on the pod win over the owner's gang. A spec OwnerOf
+// cannot read is an error naming the owner and the field
+// ("Job ml/train spec.parallelism").
+//
 // Every problem of a pod is reported at once, as an errors.Join of
 // *flotilla.FieldError whose Field names the pod field or annotation
 // ("metadata.annotations[armadaproject.io/gangCardinality]") and whose

@@ -164,6 +164,29 @@ func lookup(p *corev1.Pod, key string) (string, bool) {
 
 func annotationField(key string) string { return "metadata.annotations[" + key + "]" }
 
+// queueOf is the pod's queue and the field it comes from: LabelQueue on
+// the pod, LabelKueueQueue on the pod, LabelQueue on the owner,
+// LabelKueueQueue on the owner, first found; false when none is set.
+func queueOf(p *corev1.Pod, o *Owner) (q, field string, ok bool) {
+	if q, ok := lookup(p, LabelQueue); ok {
+		return q, annotationField(LabelQueue), true
+	}
+	if q, ok := p.Labels[LabelKueueQueue]; ok {
+		return q, "metadata.labels[" + LabelKueueQueue + "]", true
+	}
+	if o == nil {
+		return "", "", false
+	}
+	where := o.Kind + " " + o.Namespace + "/" + o.Name + " "
+	if q, ok := ownerLookup(o, LabelQueue); ok {
+		return q, where + annotationField(LabelQueue), true
+	}
+	if q, ok := o.Labels[LabelKueueQueue]; ok {
+		return q, where + "metadata.labels[" + LabelKueueQueue + "]", true
+	}
+	return "", "", false
+}
+
 // parsePriority reads AnnotationPriority's value: a uint32 in decimal.
 func parsePriority(v string) (uint32, error) {
 	n, err := strconv.ParseUint(v, 10, 32)
@@ -184,6 +207,27 @@ func parsePriority(v string) (uint32, error) {
 // once as *flotilla.FieldError values naming the pod's field or annotation
 // and the value found; on any problem the job is the zero Job.
 func Job(p *corev1.Pod, schema *flotilla.ResourceSchema) (flotilla.Job, error) {
+	return JobOf(p, schema, nil, nil)
+}
+
+// ownerLookup returns the owner's label, or else annotation, named key.
+func ownerLookup(o *Owner, key string) (string, bool) {
+	if o == nil {
+		return "", false
+	}
+	if v, ok := o.Labels[key]; ok {
+		return v, true
+	}
+	v, ok := o.Annotations[key]
+	return v, ok
+}
+
+// JobOf converts a pod of a workload into its job: as Job, with the
+// owner's queue, job set, priority and gang where the pod carries none
+// (see the package documentation for the order). owner may be nil (a bare
+// pod); kueuePriority is the value of the WorkloadPriorityClass that
+// KueuePriorityClass names, nil without one.
+func JobOf(p *corev1.Pod, schema *flotilla.ResourceSchema, owner *Owner, kueuePriority *int32) (flotilla.Job, error) {
 	if p == nil {
 		return flotilla.Job{}, errors.Join(flotilla.Errorf("pod", "", flotilla.ErrRequired, "nil pod"))
 	}
@@ -196,11 +240,17 @@ func Job(p *corev1.Pod, schema *flotilla.ResourceSchema) (flotilla.Job, error) {
 		Requests:      PodRequests(p, schema),
 		NodeSelector:  p.Spec.NodeSelector,
 	}
-	if q, ok := lookup(p, LabelQueue); ok {
+	if q, field, ok := queueOf(p, owner); ok {
 		if q == "" {
-			errs = append(errs, flotilla.Errorf(annotationField(LabelQueue), q, flotilla.ErrRequired, "a queue name must not be empty"))
+			errs = append(errs, flotilla.Errorf(field, q, flotilla.ErrRequired, "a queue name must not be empty"))
 		}
 		j.Queue = q
+	}
+	if owner != nil {
+		j.JobSet = owner.JobSet
+	}
+	if s, ok := ownerLookup(owner, LabelJobSet); ok {
+		j.JobSet = s
 	}
 	if s, ok := lookup(p, LabelJobSet); ok {
 		j.JobSet = s
@@ -211,6 +261,17 @@ func Job(p *corev1.Pod, schema *flotilla.ResourceSchema) (flotilla.Job, error) {
 			errs = append(errs, err)
 		}
 		j.Priority = prio
+	} else if v, ok := ownerLookup(owner, AnnotationPriority); ok {
+		prio, err := parsePriority(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s %s/%s: %w", owner.Kind, owner.Namespace, owner.Name, err))
+		}
+		j.Priority = prio
+	} else if kueuePriority != nil {
+		j.Priority = KueuePriority(*kueuePriority)
+	}
+	if _, armada := p.Annotations[AnnotationGangID]; !armada && owner != nil {
+		j.Gang = owner.Gang
 	}
 	if id, ok := p.Annotations[AnnotationGangID]; ok {
 		if id == "" {

@@ -1,8 +1,10 @@
-// Command tools pins the kube-apiserver and etcd that the Kubernetes
-// adapter's integration tests run against. It is never run itself:
-// scripts/kube builds the two servers from this module's dependencies
+// Command tools pins the kube-apiserver, kube-controller-manager and etcd
+// that the Kubernetes adapter's integration tests run against. It is never
+// run itself: scripts/kube builds the three from this module's
+// dependencies
 //
 //	go build k8s.io/kubernetes/cmd/kube-apiserver
+//	go build k8s.io/kubernetes/cmd/kube-controller-manager
 //	go build go.etcd.io/etcd/server/v3
 //
 // so that they come from the Go module proxy alone, at the versions go.sum
@@ -13,6 +15,7 @@ package main
 import (
 	_ "go.etcd.io/etcd/server/v3/etcdmain"
 	_ "k8s.io/kubernetes/cmd/kube-apiserver/app"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 )
 
 func main() {}

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -37,6 +38,7 @@ func run() error {
 	leNamespace := flag.String("leader-elect-namespace", "", "namespace of the leader-election Lease; empty means no leader election")
 	leName := flag.String("leader-elect-name", "flotilla-batch", "name of the leader-election Lease")
 	id := flag.String("id", "", "this replica's identity for leader election; empty means the host name")
+	admit := flag.Bool("admit-suspended", true, "admit suspended Jobs with a queue label by unsuspending them once their pods fit whole (needs list/watch/patch on jobs)")
 	flag.Parse()
 
 	var cfg batch.Config
@@ -49,7 +51,7 @@ func run() error {
 			return fmt.Errorf("%s: %w", *config, err)
 		}
 	}
-	cfg.SchedulerName, cfg.Period = *name, *period
+	cfg.SchedulerName, cfg.Period, cfg.AdmitSuspended = *name, *period, *admit
 
 	var rc *rest.Config
 	var err error
@@ -64,6 +66,11 @@ func run() error {
 	rc.QPS, rc.Burst = 5000, 10000 // binding throughput is the apiserver's
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
+		return err
+	}
+	// Owners (Jobs, JobSets, training jobs) and Kueue's priority
+	// classes are read through the dynamic client.
+	if cfg.Dynamic, err = dynamic.NewForConfig(rc); err != nil {
 		return err
 	}
 	s, err := batch.New(client, cfg)

@@ -4,10 +4,12 @@
 //
 // Each Cluster is a pair of processes of its own: fresh data in a
 // temporary directory, free loopback ports, a static admin token, and no
-// controller-manager, scheduler or kubelet. Nothing runs pods: tests set a
-// pod's phase by updating its status. Stop ends both processes by PID and
-// removes the directory; a test process that dies takes them with it (on
-// Linux, through the parent-death signal).
+// scheduler or kubelet. Nothing runs pods: tests set a pod's phase by
+// updating its status. A test that needs controllers (the Job controller,
+// to create the pods of Jobs) starts kube-controller-manager with only
+// those (Cluster.Controllers). Stop ends every process by PID and removes
+// the directory; a test process that dies takes them with it (on Linux,
+// through the parent-death signal).
 package kubetest
 
 import (
@@ -48,7 +50,8 @@ type Cluster struct {
 	// Dir holds the servers' data, certificates and logs.
 	Dir string
 
-	etcd, apiserver *exec.Cmd
+	etcd, apiserver, controllers *exec.Cmd
+	bin                          string
 }
 
 // Start starts etcd and then kube-apiserver from the binaries in bin, and
@@ -64,7 +67,7 @@ func Start(ctx context.Context, bin string) (c *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c = &Cluster{Dir: dir}
+	c = &Cluster{Dir: dir, bin: bin}
 	defer func() {
 		if err != nil {
 			c.Stop()
@@ -173,13 +176,13 @@ func (c *Cluster) tail(name string) string {
 // seconds), and removes the directory. It may be called more than once.
 func (c *Cluster) Stop() error {
 	var errs []error
-	for _, cmd := range []*exec.Cmd{c.apiserver, c.etcd} {
+	for _, cmd := range []*exec.Cmd{c.controllers, c.apiserver, c.etcd} {
 		if cmd == nil || cmd.Process == nil {
 			continue
 		}
 		stop(cmd)
 	}
-	c.apiserver, c.etcd = nil, nil
+	c.controllers, c.apiserver, c.etcd = nil, nil, nil
 	if c.Dir != "" {
 		errs = append(errs, os.RemoveAll(c.Dir))
 		c.Dir = ""
@@ -228,6 +231,48 @@ func New(t testing.TB) *Cluster {
 	t.Cleanup(func() { c.Stop() })
 	return c
 }
+
+// Controllers starts kube-controller-manager against the cluster with only
+// the named controllers ("job": the Job controller), no leader election
+// and no serving port; Stop stops it first. Without the binary (a
+// FLOTILLA_KUBE_BIN built before scripts/kube built it) the test is
+// skipped, unless CI=true, where it fails.
+func (c *Cluster) Controllers(t testing.TB, names ...string) {
+	t.Helper()
+	path := filepath.Join(c.bin, "kube-controller-manager")
+	if _, err := os.Stat(path); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("kube-controller-manager not built in %s (CI=true: not skipping): %v", c.bin, err)
+		}
+		t.Skipf("kube-controller-manager not built in %s: run scripts/kube build again", c.bin)
+	}
+	if c.controllers != nil {
+		t.Fatal("kubetest: controllers already started")
+	}
+	kubeconfig := filepath.Join(c.Dir, "kubeconfig")
+	conf := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: test, cluster: {server: %q, certificate-authority: %q}}]
+users: [{name: admin, user: {token: %q}}]
+contexts: [{name: test, context: {cluster: test, user: admin}}]
+current-context: test
+`, c.Config.Host, c.Config.TLSClientConfig.CAFile, token)
+	if err := os.WriteFile(kubeconfig, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd, err := c.start(path, "controller-manager.log",
+		"--kubeconfig", kubeconfig, "--controllers", strings.Join(names, ","),
+		"--leader-elect=false", "--secure-port=0", "--concurrent-job-syncs=20",
+		"--kube-api-qps=5000", "--kube-api-burst=10000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.controllers = cmd
+}
+
+// Log returns the end of one server's log ("apiserver.log", "etcd.log",
+// "controller-manager.log"), for a failing test's message.
+func (c *Cluster) Log(name string) string { return c.tail(name) }
 
 // Clientset returns a clientset for the cluster's admin.
 func (c *Cluster) Clientset(t testing.TB) kubernetes.Interface {

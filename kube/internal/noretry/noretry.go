@@ -106,3 +106,15 @@ func GetPod(ctx context.Context, cs kubernetes.Interface, namespace, name string
 	}
 	return p, nil
 }
+
+// PatchJob patches a batch/v1 Job (its spec: unsuspending it) in one
+// request.
+func PatchJob(ctx context.Context, cs kubernetes.Interface, namespace, name string, pt types.PatchType, data []byte) error {
+	rc := restOf(cs.BatchV1().RESTClient())
+	if rc == nil {
+		_, err := cs.BatchV1().Jobs(namespace).Patch(ctx, name, pt, data, metav1.PatchOptions{})
+		return err
+	}
+	return rc.Patch(pt).Namespace(namespace).Resource("jobs").Name(name).
+		VersionedParams(&metav1.PatchOptions{}, scheme.ParameterCodec).Body(data).MaxRetries(0).Do(ctx).Error()
+}

@@ -82,6 +82,9 @@ func calls() []struct {
 			_, err := GetPod(ctx, cs, "ns", "p")
 			return err
 		}},
+		{"PATCH /apis/batch/v1/namespaces/ns/jobs/j", func(ctx context.Context, cs kubernetes.Interface) error {
+			return PatchJob(ctx, cs, "ns", "j", types.MergePatchType, []byte(`{"spec":{"suspend":false}}`))
+		}},
 	}
 }
 
