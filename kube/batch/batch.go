@@ -81,8 +81,13 @@ type Config struct {
 	// always come from the PriorityClass object).
 	ClassLimits map[string]map[string]float64
 	// Queues are the configured queues; a pod's queue not listed is a
-	// queue of priority factor 1.
+	// queue of priority factor 1 at the root of the queue tree.
 	Queues []*flotilla.Queue
+	// Groups are the queue tree's groups (flotilla.QueueGroup): a queue's
+	// Parent names one. With groups, parents or quotas, a waiting pod's
+	// condition also gives its queue's and groups' fair shares, and a pod
+	// held back by a limit names the level and the resource.
+	Groups []*flotilla.QueueGroup
 	// Period is the time between cycles; 0 means one second.
 	Period time.Duration
 	// BindWorkers bounds the API calls (binds, evictions, status
@@ -176,6 +181,17 @@ func New(client kubernetes.Interface, cfg Config) (*Scheduler, error) {
 			errs = append(errs, flotilla.Errorf(f+".name", q.Name, flotilla.ErrDuplicate, ""))
 		}
 		seen[q.Name] = true
+	}
+	for i, g := range cfg.Groups {
+		if g == nil {
+			errs = append(errs, flotilla.Errorf(fmt.Sprintf("groups[%d]", i), "<nil>", flotilla.ErrRequired, ""))
+		}
+	}
+	if len(errs) == 0 && (len(cfg.Groups) > 0 || hasTree(cfg.Queues)) {
+		// The tree is judged as every cycle will judge it, at once.
+		if err := checkTree(cfg); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	sc := scheduler.DefaultConfig(cfg.Schema)
 	if cfg.Scheduler != nil {

@@ -10,8 +10,8 @@ import (
 )
 
 // ParseConfig reads a queue configuration file: a JSON document with the
-// `config`, `queues` and `priorityClasses` blocks of a scenario file
-// (shared/SCENARIOS.md), parsed and validated by package scenario, so
+// `config`, `groups`, `queues` and `priorityClasses` blocks of a scenario
+// file (docs/scenarios.md), parsed and validated by package scenario, so
 // every problem is reported at once with its path in the file. A `nodes`
 // block, if present, is validated and ignored (the cluster's Node objects
 // are the nodes); `rounds` must be absent.
@@ -21,7 +21,10 @@ import (
 // round and rate limits, strategy) and the seed; defaultPriorityClass,
 // requeuePreempted and roundDuration are ignored (the PriorityClass
 // objects name the default class; a preempted pod's owner recreates it).
-// From `queues` it takes the queues. From `priorityClasses` it takes only
+// From `queues` and `groups` it takes the queue tree (parents, priority
+// factors, guarantees, limits, lending limits; config.usageHalfLife and
+// usageWeight turn on usage memory), its quotas laid out by the cluster's
+// resources. From `priorityClasses` it takes only
 // each class's maximumResourceFractionPerQueue, applied to the
 // PriorityClass object of the same name: the priority and preemptibility
 // always come from the object (kubeconv.PriorityClass).
@@ -55,7 +58,15 @@ func ParseConfig(data []byte) (Config, error) {
 	sc := b.SchedulerConfig()
 	schema := kubeconv.Schema()
 	sc.Schema = schema
-	cfg := Config{Schema: schema, Scheduler: &sc, Queues: b.Queues, Seed: b.Settings.Seed}
+	// Quotas were laid out by the file's resources; the cluster's are
+	// kubeconv.Schema()'s.
+	for _, q := range b.Queues {
+		q.Guaranteed, q.Limit, q.LendingLimit = relay(q.Guaranteed, b.Schema, schema), relay(q.Limit, b.Schema, schema), relay(q.LendingLimit, b.Schema, schema)
+	}
+	for _, g := range b.Groups {
+		g.Guaranteed, g.Limit, g.LendingLimit = relay(g.Guaranteed, b.Schema, schema), relay(g.Limit, b.Schema, schema), relay(g.LendingLimit, b.Schema, schema)
+	}
+	cfg := Config{Schema: schema, Scheduler: &sc, Queues: b.Queues, Groups: b.Groups, Seed: b.Settings.Seed}
 	for _, pc := range b.PriorityClasses {
 		if pc.MaximumResourceFractionPerQueue != nil {
 			if cfg.ClassLimits == nil {

@@ -135,6 +135,7 @@ func (s *Scheduler) Cycle(ctx context.Context) (*Report, error) {
 		return nil, err
 	}
 	s.st.rateLimits = res.RateLimits
+	s.st.usage = res.Usage
 	s.st.seed++
 	rep := &Report{Result: res, EvictDeferred: protected}
 	p := s.plan(res, snap, now, rep)
@@ -219,8 +220,8 @@ func (s *Scheduler) snapshot() (*scheduler.Snapshot, int) {
 		qs = append(qs, &flotilla.Queue{Name: q, PriorityFactor: 1})
 	}
 	return &scheduler.Snapshot{
-		Nodes: nodes, Queues: qs, Running: running, Queued: s.st.store,
-		RateLimits: s.st.rateLimits, Seed: s.cfg.Seed + s.st.seed,
+		Nodes: nodes, Groups: s.cfg.Groups, Queues: qs, Running: running, Queued: s.st.store,
+		RateLimits: s.st.rateLimits, Usage: s.st.usage, Seed: s.cfg.Seed + s.st.seed,
 	}, protected
 }
 
@@ -340,6 +341,7 @@ func (s *Scheduler) plan(res *scheduler.Result, snap *scheduler.Snapshot, now ti
 		}
 	}
 	rooms := s.budgetRooms(snap)
+	tv := s.newTreeView(res)
 	for _, u := range res.UnscheduledJobs {
 		if u.Job == nil {
 			continue
@@ -355,6 +357,7 @@ func (s *Scheduler) plan(res *scheduler.Result, snap *scheduler.Snapshot, now ti
 			if u.Reason.Code == scheduler.ReasonGangIncomplete && ps.owner != nil && ps.owner.Gang.ID == u.Job.Gang.ID {
 				msg += "; waiting for the rest of its pods to be created (" + ps.owner.GangBy + ")"
 			}
+			msg = tv.message(msg, u)
 			p.cond(s, ps.pod, ReasonUnschedulable, msg)
 		}
 	}

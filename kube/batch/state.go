@@ -97,6 +97,8 @@ type state struct {
 	store      *queue.Store
 	sched      *scheduler.Scheduler
 	rateLimits scheduler.RateLimitState
+	// usage is the queue tree's usage memory, carried from cycle to cycle.
+	usage scheduler.UsageState
 	seed       uint64
 }
 
