@@ -99,7 +99,7 @@ type state struct {
 	rateLimits scheduler.RateLimitState
 	// usage is the queue tree's usage memory, carried from cycle to cycle.
 	usage scheduler.UsageState
-	seed       uint64
+	seed  uint64
 }
 
 type shownCondition struct{ reason, message string }
