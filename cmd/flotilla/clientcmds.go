@@ -200,6 +200,9 @@ func eventLine(e events.Event) string {
 	if e.Type == events.Succeeded || e.Type == events.Failed {
 		fmt.Fprintf(&b, " exit %d", e.ExitCode)
 	}
+	if e.Type == events.Reprioritized {
+		fmt.Fprintf(&b, " priority %d", e.Priority)
+	}
 	if e.Requeued {
 		b.WriteString(" (requeued)")
 	}

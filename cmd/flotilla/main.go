@@ -75,6 +75,7 @@ const usage = `usage:
                     | delete NAME      # Q: resource=quantity,… (cpu=16,nvidia.com/gpu=4)
   flotilla submit   FILE                 # prints one job id per line, in file order
   flotilla cancel   JOB_ID... | -queue Q -jobset S
+  flotilla reprioritize -priority N (JOB_ID... | -queue Q -jobset S)   # queued jobs only
   flotilla events   -queue Q -jobset S [-from SEQ] [-o json]
   flotilla watch    -queue Q -jobset S [-from SEQ] [-until-done] [-o json]
   flotilla status   JOB_ID... [-v] [-o json]
@@ -110,6 +111,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return submitCmd(ctx, args[1:], stdout, stderr)
 	case "cancel":
 		return cancelCmd(ctx, args[1:], stdout, stderr)
+	case "reprioritize":
+		return reprioritizeCmd(ctx, args[1:], stdout, stderr)
 	case "events":
 		return eventsCmd(ctx, args[1:], stdout, stderr)
 	case "watch":

@@ -1,0 +1,33 @@
+package api
+
+import (
+	"github.com/flotilla-sched/flotilla"
+)
+
+// ReprioritizeRequest gives queued jobs a new per-job priority: JobIDs,
+// or every job of Queue and JobSet (not both). Priority is required
+// (lower runs first within a class, as at submit).
+type ReprioritizeRequest struct {
+	JobIDs   []string `json:"jobIds,omitempty"`
+	Queue    string   `json:"queue,omitempty"`
+	JobSet   string   `json:"jobSet,omitempty"`
+	Priority *uint32  `json:"priority"`
+}
+
+// Validate checks that the request gives a priority; the service checks
+// how it names jobs.
+func (r *ReprioritizeRequest) Validate() error {
+	if r.Priority == nil {
+		return flotilla.Errorf("priority", "", flotilla.ErrRequired, "the new priority, a number ≥ 0")
+	}
+	return nil
+}
+
+// ReprioritizeResponse says what a reprioritization did
+// (server.ReprioritizeResult): the queued jobs that got the priority, the
+// leased or running ones left alone, those that had ended.
+type ReprioritizeResponse struct {
+	Reprioritized []string `json:"reprioritized"`
+	Live          []string `json:"live"`
+	Finished      []string `json:"finished"`
+}

@@ -1,0 +1,87 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"testing"
+
+	"github.com/flotilla-sched/flotilla/api"
+	"github.com/flotilla-sched/flotilla/events"
+	"github.com/flotilla-sched/flotilla/httpapi"
+)
+
+// opsRoutes are the operator's routes FuzzOperatorHandlers posts to.
+var opsRoutes = []string{"/v1/jobs/reprioritize"}
+
+// FuzzOperatorHandlers posts arbitrary bodies to the operator's routes
+// over a service with queued and running jobs: the handler never panics
+// nor answers 5xx; a 4xx changes nothing (no event); a 200 reprioritize
+// wrote one reprioritized event with the priority asked for each job it
+// lists as reprioritized, and none for the others.
+func FuzzOperatorHandlers(f *testing.F) {
+	f.Add(0, []byte(`{"jobIds": ["job-1", "job-3"], "priority": 4}`))
+	f.Add(0, []byte(`{"queue": "A", "jobSet": "s", "priority": 0}`))
+	f.Add(0, []byte(`{"queue": "A", "priority": 1}`))
+	f.Add(0, []byte(`{"jobIds": ["job-1"], "priority": -1}`))
+	f.Add(0, []byte(`{"jobIds": ["job-1"], "priority": 4294967296}`))
+	f.Add(0, []byte(`{"jobIds": [], "priority": 2, "x": 1}`))
+	f.Add(0, []byte(`{"jobSet": "s", "priority": 2}`))
+	f.Fuzz(func(t *testing.T, route int, body []byte) {
+		s := opsService(t)
+		ctx := context.Background()
+		if _, err := s.srv.Cycle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.srv.SubmitJSON(ctx, []byte(`{"queue": "A", "jobSet": "s", "jobs": [{"requests": {"cpu": "9"}}]}`)); err != nil {
+			t.Fatal(err)
+		}
+		before := s.allEvents(t)
+		h := httpapi.New(s.srv, httpapi.Options{})
+		path := opsRoutes[(route%len(opsRoutes)+len(opsRoutes))%len(opsRoutes)]
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body)))
+		after := s.allEvents(t)
+		switch {
+		case rec.Code >= 500:
+			t.Fatalf("%s: %d %s", path, rec.Code, rec.Body)
+		case rec.Code >= 400:
+			if !slices.Equal(before, after) {
+				t.Fatalf("%s: refused with %d but wrote %d events", path, rec.Code, len(after)-len(before))
+			}
+		case path == "/v1/jobs/reprioritize":
+			var req api.ReprioritizeRequest
+			var res api.ReprioritizeResponse
+			if json.Unmarshal(body, &req) != nil || req.Priority == nil || json.Unmarshal(rec.Body.Bytes(), &res) != nil {
+				t.Fatalf("200 for %q: %s", body, rec.Body)
+			}
+			var got []string
+			for _, e := range after {
+				if e.Seq > lastSeq(before, e.Queue) {
+					if e.Type != events.Reprioritized || e.Priority != *req.Priority {
+						t.Fatalf("wrote %+v for %q", e, body)
+					}
+					got = append(got, e.Job)
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, res.Reprioritized) {
+				t.Fatalf("events for %v, answer lists %v", got, res.Reprioritized)
+			}
+		}
+	})
+}
+
+// lastSeq is the last sequence number of queue's job set s in evs.
+func lastSeq(evs []events.Event, queue string) uint64 {
+	var n uint64
+	for _, e := range evs {
+		if e.Queue == queue {
+			n = max(n, e.Seq)
+		}
+	}
+	return n
+}
