@@ -31,3 +31,25 @@ type ReprioritizeResponse struct {
 	Live          []string `json:"live"`
 	Finished      []string `json:"finished"`
 }
+
+// PreemptRequest names the leased or running jobs to preempt: JobIDs, or
+// the jobs of Queue (of JobSet only when set), or those leased on Cluster
+// (on Node only when set); one way. Reason is the operator's, kept on
+// the events.
+type PreemptRequest struct {
+	JobIDs  []string `json:"jobIds,omitempty"`
+	Queue   string   `json:"queue,omitempty"`
+	JobSet  string   `json:"jobSet,omitempty"`
+	Cluster string   `json:"cluster,omitempty"`
+	Node    string   `json:"node,omitempty"`
+	Reason  string   `json:"reason,omitempty"`
+}
+
+// PreemptResponse says what a preemption did (server.PreemptResult): the
+// jobs preempted (gang mates included), the queued ones named (nothing to
+// preempt), those that had ended.
+type PreemptResponse struct {
+	Preempted []string `json:"preempted"`
+	Queued    []string `json:"queued"`
+	Finished  []string `json:"finished"`
+}

@@ -14,3 +14,11 @@ func (c *Client) Reprioritize(ctx context.Context, req api.ReprioritizeRequest) 
 	err := c.do(ctx, http.MethodPost, "/v1/jobs/reprioritize", nil, req, &out)
 	return out, err
 }
+
+// Preempt ends the leased and running jobs req names as a cycle's
+// preemption would.
+func (c *Client) Preempt(ctx context.Context, req api.PreemptRequest) (api.PreemptResponse, error) {
+	var out api.PreemptResponse
+	err := c.do(ctx, http.MethodPost, "/v1/jobs/preempt", nil, req, &out)
+	return out, err
+}

@@ -124,6 +124,7 @@ func (h *Handler) routes() []route {
 		{"POST /v1/jobs", h.authed(h.submit)},
 		{"POST /v1/jobs/cancel", h.authed(h.cancel)},
 		{"POST /v1/jobs/reprioritize", h.authed(h.reprioritize)},
+		{"POST /v1/jobs/preempt", h.authed(h.preempt)},
 		{"GET /v1/jobs", h.authed(h.status)},
 		{"GET /v1/queues/{queue}/jobsets/{jobSet}/events", h.authed(h.events)},
 		{"POST /v1/clusters/{cluster}/report", h.authed(h.report)},

@@ -56,3 +56,29 @@ func (h *Handler) reprioritize(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, api.ReprioritizeResponse{Reprioritized: nonNil(res.Reprioritized), Live: nonNil(res.Live),
 		Finished: nonNil(res.Finished)})
 }
+
+func (h *Handler) preempt(w http.ResponseWriter, r *http.Request) {
+	var req api.PreemptRequest
+	if err := decode(r, &req); err != nil {
+		h.fail(w, r, err, false)
+		return
+	}
+	p := principal(r)
+	if (req.Cluster != "" || req.Node != "") && h.forbid(w, r, p.Admin(), "preempt by cluster or node") {
+		return
+	}
+	if req.Queue != "" && h.forbid(w, r, p.MayCancel(req.Queue), "preempt in queue "+req.Queue) {
+		return
+	}
+	if !h.mayChangeJobs(w, r, req.JobIDs, "preempt") {
+		return
+	}
+	res, err := h.srv.Preempt(r.Context(), server.Selection{IDs: req.JobIDs, Queue: req.Queue, JobSet: req.JobSet,
+		Cluster: req.Cluster, Node: req.Node}, p.Name, req.Reason)
+	if err != nil {
+		h.fail(w, r, err, true)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.PreemptResponse{Preempted: nonNil(res.Preempted), Queued: nonNil(res.Queued),
+		Finished: nonNil(res.Finished)})
+}

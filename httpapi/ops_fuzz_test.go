@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/flotilla-sched/flotilla/api"
@@ -15,13 +16,15 @@ import (
 )
 
 // opsRoutes are the operator's routes FuzzOperatorHandlers posts to.
-var opsRoutes = []string{"/v1/jobs/reprioritize"}
+var opsRoutes = []string{"/v1/jobs/reprioritize", "/v1/jobs/preempt"}
 
 // FuzzOperatorHandlers posts arbitrary bodies to the operator's routes
 // over a service with queued and running jobs: the handler never panics
 // nor answers 5xx; a 4xx changes nothing (no event); a 200 reprioritize
 // wrote one reprioritized event with the priority asked for each job it
-// lists as reprioritized, and none for the others.
+// lists as reprioritized, and none for the others; a 200 preempt wrote
+// one preempted event (with the reason asked) for each job it lists as
+// preempted, each of which had been leased or running, and nothing else.
 func FuzzOperatorHandlers(f *testing.F) {
 	f.Add(0, []byte(`{"jobIds": ["job-1", "job-3"], "priority": 4}`))
 	f.Add(0, []byte(`{"queue": "A", "jobSet": "s", "priority": 0}`))
@@ -30,6 +33,12 @@ func FuzzOperatorHandlers(f *testing.F) {
 	f.Add(0, []byte(`{"jobIds": ["job-1"], "priority": 4294967296}`))
 	f.Add(0, []byte(`{"jobIds": [], "priority": 2, "x": 1}`))
 	f.Add(0, []byte(`{"jobSet": "s", "priority": 2}`))
+	f.Add(1, []byte(`{"jobIds": ["job-1", "job-5"], "reason": "runaway"}`))
+	f.Add(1, []byte(`{"queue": "B"}`))
+	f.Add(1, []byte(`{"cluster": "c1", "node": "n1"}`))
+	f.Add(1, []byte(`{"cluster": "c1", "node": "n2"}`))
+	f.Add(1, []byte(`{"node": "n1"}`))
+	f.Add(1, []byte(`{"queue": "A", "cluster": "c1"}`))
 	f.Fuzz(func(t *testing.T, route int, body []byte) {
 		s := opsService(t)
 		ctx := context.Background()
@@ -70,6 +79,25 @@ func FuzzOperatorHandlers(f *testing.F) {
 			slices.Sort(got)
 			if !slices.Equal(got, res.Reprioritized) {
 				t.Fatalf("events for %v, answer lists %v", got, res.Reprioritized)
+			}
+		default:
+			var req api.PreemptRequest
+			var res api.PreemptResponse
+			if json.Unmarshal(body, &req) != nil || json.Unmarshal(rec.Body.Bytes(), &res) != nil {
+				t.Fatalf("200 for %q: %s", body, rec.Body)
+			}
+			var got []string
+			for _, e := range after {
+				if e.Seq > lastSeq(before, e.Queue) {
+					if e.Type != events.Preempted || !strings.HasSuffix(e.Reason, req.Reason) || e.Cluster != "c1" {
+						t.Fatalf("wrote %+v for %q", e, body)
+					}
+					got = append(got, e.Job)
+				}
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, res.Preempted) {
+				t.Fatalf("events for %v, answer lists %v", got, res.Preempted)
 			}
 		}
 	})

@@ -58,6 +58,10 @@ func TestOperatorVerbsRightsAndRefusalsChangeNothing(t *testing.T) {
 	reprio := func(c *client.Client, req api.ReprioritizeRequest) func() error {
 		return func() error { _, err := c.Reprioritize(ctx, req); return err }
 	}
+	preempt := func(c *client.Client, req api.PreemptRequest) func() error {
+		return func() error { _, err := c.Preempt(ctx, req); return err }
+	}
+
 	cases := []struct {
 		name string
 		call func() error
@@ -75,8 +79,25 @@ func TestOperatorVerbsRightsAndRefusalsChangeNothing(t *testing.T) {
 		{"reprioritize its queue's job", reprio(alice, api.ReprioritizeRequest{JobIDs: []string{"job-1"}, Priority: prio(1)}), nil},
 		{"reprioritize its queue's job set", reprio(alice, api.ReprioritizeRequest{Queue: "A", JobSet: "s", Priority: prio(2)}), nil},
 		{"admin reprioritizes every queue", reprio(ops, api.ReprioritizeRequest{JobIDs: []string{"job-3"}, Priority: prio(0)}), nil},
+		{"preempt without a token", preempt(nobody, api.PreemptRequest{JobIDs: []string{"job-1"}}), client.ErrUnauthorized},
+		{"preempt by a watcher", preempt(bob, api.PreemptRequest{JobIDs: []string{"job-3"}}), client.ErrForbidden},
+		{"preempt by an executor", preempt(exec, api.PreemptRequest{Cluster: "c1"}), client.ErrForbidden},
+		{"preempt another queue's job", preempt(alice, api.PreemptRequest{JobIDs: []string{"job-1", "job-3"}}), client.ErrForbidden},
+		{"preempt another queue", preempt(alice, api.PreemptRequest{Queue: "B"}), client.ErrForbidden},
+		{"preempt a cluster without admin", preempt(alice, api.PreemptRequest{Cluster: "c1"}), client.ErrForbidden},
+		{"preempt a node without admin", preempt(alice, api.PreemptRequest{Cluster: "c1", Node: "n1"}), client.ErrForbidden},
+		{"preempt ids and a queue", preempt(ops, api.PreemptRequest{JobIDs: []string{"job-1"}, Queue: "A"}), client.ErrBadRequest},
+		{"preempt an unknown node", preempt(ops, api.PreemptRequest{Cluster: "c1", Node: "n9"}), client.ErrNotFound},
+		{"preempt an unknown cluster", preempt(ops, api.PreemptRequest{Cluster: "c9"}), client.ErrNotFound},
+		{"preempt its queue's job", preempt(alice, api.PreemptRequest{JobIDs: []string{"job-1"}, Reason: "runaway"}), nil},
+		{"preempt its queue", preempt(alice, api.PreemptRequest{Queue: "A"}), nil},
+		{"admin preempts a node", preempt(ops, api.PreemptRequest{Cluster: "c1", Node: "n1"}), nil},
 	}
 	for _, c := range cases {
+		if c.name == "preempt without a token" {
+			_, err := s.srv.Cycle(ctx) // job-1 … job-4 are leased on c1/n1
+			require.NoError(t, err)
+		}
 		before := s.allEvents(t)
 		err := c.call()
 		if c.want == nil {
@@ -117,4 +138,26 @@ func TestReprioritizeThroughTheAPI(t *testing.T) {
 		require.Equal(t, uint32(3), e.Priority)
 		require.Contains(t, e.Reason, "ops")
 	}
+}
+
+// Preempt through the API: the events name the principal and the reason;
+// a queued job named is reported and left alone.
+func TestPreemptThroughTheAPI(t *testing.T) {
+	ctx := context.Background()
+	s := opsService(t)
+	_, err := s.srv.SubmitJSON(ctx, []byte(`{"queue": "A", "jobSet": "s", "jobs": [{"requests": {"cpu": "9"}}]}`))
+	require.NoError(t, err)
+	_, err = s.srv.Cycle(ctx)
+	require.NoError(t, err)
+	res, err := s.client(t, "t-alice").Preempt(ctx, api.PreemptRequest{JobIDs: []string{"job-1", "job-5"}, Reason: "runaway"})
+	require.NoError(t, err)
+	require.Equal(t, api.PreemptResponse{Preempted: []string{"job-1"}, Queued: []string{"job-5"}, Finished: []string{}}, res)
+	evs, err := s.client(t, "t-alice").Events(ctx, "A", "s", 0, 0)
+	require.NoError(t, err)
+	last := evs[len(evs)-1]
+	require.Equal(t, events.Preempted, last.Type)
+	require.Equal(t, "job-1", last.Job)
+	require.Equal(t, "preempted by alice: runaway", last.Reason)
+	require.Equal(t, "c1", last.Cluster)
+	require.Equal(t, "n1", last.Node)
 }

@@ -209,3 +209,71 @@ func (j *job) withPriority(p uint32) {
 	c.Priority = p
 	j.own = &c
 }
+
+// PreemptResult says what a preemption did.
+type PreemptResult struct {
+	// Preempted are the leased or running jobs preempted: those named and
+	// their gang mates (a gang is preempted whole, as a cycle does).
+	Preempted []string
+	// Queued are queued jobs named: there is nothing to preempt.
+	Queued []string
+	// Finished are jobs that had ended; nothing changed for them.
+	Finished []string
+}
+
+// Preempt ends the leased and running jobs sel names as a cycle's
+// preemption would: one preempted event each (with the lease's cluster,
+// node and attempt; requeued when Config.RequeuePreempted says so and
+// the job's cancellation was not requested), their gang mates' too, in one
+// write; the executor is told to kill them (with their grace period) in
+// its next report's answer, as for a cycle's preemptions. The events'
+// reason names by and reason. sel may name a queue without a job set,
+// and a cluster (with or without a node). An unknown job, queue, cluster
+// or node is backend.ErrNotFound and changes nothing.
+func (s *Server) Preempt(ctx context.Context, sel Selection, by, reason string) (PreemptResult, error) {
+	if err := sel.check(false); err != nil {
+		return PreemptResult{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st.preempt(ctx, &sel, by, reason)
+}
+
+// preempt is Preempt under the lock.
+func (s *state) preempt(ctx context.Context, sel *Selection, by, reason string) (PreemptResult, error) {
+	if err := s.fresh(ctx); err != nil {
+		return PreemptResult{}, err
+	}
+	js, ended, err := s.selected(ctx, sel)
+	if err != nil {
+		return PreemptResult{}, err
+	}
+	res := PreemptResult{Finished: ended}
+	why := "preempted by " + principalName(by)
+	if reason != "" {
+		why += ": " + reason
+	}
+	now := s.clock.Now()
+	w := &backend.Write{}
+	for _, j := range js {
+		if !j.state.Live() {
+			res.Queued = append(res.Queued, j.id())
+			continue
+		}
+		sj := j.spec
+		w.Events = append(w.Events, events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID,
+			Type: events.Preempted, Cluster: j.lease.cluster.name, Node: j.lease.node, Attempt: int(j.attempts),
+			Reason: why, Requeued: s.cfg.RequeuePreempted && !j.cancelRequested})
+	}
+	s.followGangs(w, now)
+	stored, err := s.commit(ctx, w)
+	if err != nil {
+		return PreemptResult{}, err
+	}
+	for _, e := range stored {
+		if e.Type == events.Preempted {
+			res.Preempted = append(res.Preempted, e.Job)
+		}
+	}
+	return res, nil
+}

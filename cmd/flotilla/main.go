@@ -76,6 +76,7 @@ const usage = `usage:
   flotilla submit   FILE                 # prints one job id per line, in file order
   flotilla cancel   JOB_ID... | -queue Q -jobset S
   flotilla reprioritize -priority N (JOB_ID... | -queue Q -jobset S)   # queued jobs only
+  flotilla preempt  JOB_ID... | -queue Q [-jobset S] | -cluster C [-node N]   [-reason TEXT]
   flotilla events   -queue Q -jobset S [-from SEQ] [-o json]
   flotilla watch    -queue Q -jobset S [-from SEQ] [-until-done] [-o json]
   flotilla status   JOB_ID... [-v] [-o json]
@@ -113,6 +114,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cancelCmd(ctx, args[1:], stdout, stderr)
 	case "reprioritize":
 		return reprioritizeCmd(ctx, args[1:], stdout, stderr)
+	case "preempt":
+		return preemptCmd(ctx, args[1:], stdout, stderr)
 	case "events":
 		return eventsCmd(ctx, args[1:], stdout, stderr)
 	case "watch":

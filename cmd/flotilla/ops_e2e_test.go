@@ -104,3 +104,43 @@ func TestReprioritizeCommandAgainstServe(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "reprioritized    "+s.ids[2]+" priority 1: priority 1 given by alice")
 }
+
+// The preempt command through a real serve: the running job is preempted
+// (the event names the principal and the reason), the executor kills it,
+// and its node goes to the next job; -cluster needs admin; bad input
+// exits 2, a refusal 1.
+func TestPreemptCommandAgainstServe(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s := newOpsServe(t, ctx)
+	for _, bad := range [][]string{
+		{"preempt"},
+		{"preempt", s.ids[0], "-queue", "A"},
+		{"preempt", "-jobset", "s"},
+		{"preempt", "-node", "n-0"},
+	} {
+		code, _, _ := s.ops(bad...)
+		require.Equal(t, 2, code, "%v", bad)
+	}
+	code, _, errOut := s.as("t-alice", "preempt", "-cluster", "c1")
+	require.Equal(t, 1, code, errOut)
+	require.Contains(t, errOut, "403")
+	code, _, errOut = s.ops("preempt", "-cluster", "c1", "-node", "nope")
+	require.Equal(t, 1, code, errOut)
+
+	code, out, errOut := s.as("t-alice", "preempt", s.ids[0], s.ids[1], "-reason", "runaway")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, s.ids[0]+" preempted\n"+s.ids[1]+" is queued: nothing to preempt\n", out)
+	evs := s.until(events.Preempted, s.ids[0])
+	last := evs[len(evs)-1]
+	require.Equal(t, "preempted by alice: runaway", last.Reason)
+	require.Equal(t, "c1", last.Cluster)
+	s.until(events.Running, s.ids[1]) // the executor stopped it: its node runs the next job
+
+	code, out, errOut = s.ops("preempt", "-cluster", "c1", "-node", "n-0")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, s.ids[1]+" preempted\n", out)
+	code, out, errOut = s.ops("status", "-o", "json", s.ids[0])
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, `"state":"preempted"`)
+}

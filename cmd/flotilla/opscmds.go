@@ -56,3 +56,53 @@ func reprioritizeCmd(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	return 0
 }
+
+// preemptCmd is `flotilla preempt JOB_ID... | -queue Q [-jobset S] |
+// -cluster C [-node N] [-reason TEXT]`.
+func preemptCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := cmdIO{"preempt", stdout, stderr}
+	fs := flag.NewFlagSet("preempt", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cf := addClientFlags(fs)
+	queue := fs.String("queue", "", "preempt the leased and running jobs of this queue")
+	jobSet := fs.String("jobset", "", "only those of this job set (with -queue)")
+	cluster := fs.String("cluster", "", "preempt the jobs leased on this cluster (admin)")
+	node := fs.String("node", "", "only those on this node (with -cluster)")
+	reason := fs.String("reason", "", "why, kept on the preempted events")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	ways := 0
+	for _, given := range []bool{len(pos) > 0, *queue != "" || *jobSet != "", *cluster != "" || *node != ""} {
+		if given {
+			ways++
+		}
+	}
+	switch {
+	case ways != 1:
+		return c.usage("want JOB_ID..., -queue Q [-jobset S] or -cluster C [-node N]")
+	case *jobSet != "" && *queue == "":
+		return c.usage("-jobset needs -queue")
+	case *node != "" && *cluster == "":
+		return c.usage("-node needs -cluster")
+	}
+	cl, err := cf.client()
+	if err != nil {
+		return c.usage("%v", err)
+	}
+	res, err := cl.Preempt(ctx, api.PreemptRequest{JobIDs: pos, Queue: *queue, JobSet: *jobSet, Cluster: *cluster, Node: *node, Reason: *reason})
+	if err != nil {
+		return c.fail(err)
+	}
+	for _, id := range res.Preempted {
+		fmt.Fprintf(stdout, "%s preempted\n", id)
+	}
+	for _, id := range res.Queued {
+		fmt.Fprintf(stdout, "%s is queued: nothing to preempt\n", id)
+	}
+	for _, id := range res.Finished {
+		fmt.Fprintf(stdout, "%s had ended\n", id)
+	}
+	return 0
+}
