@@ -1,6 +1,8 @@
 package api
 
 import (
+	"time"
+
 	"github.com/flotilla-sched/flotilla"
 )
 
@@ -52,4 +54,21 @@ type PreemptResponse struct {
 	Preempted []string `json:"preempted"`
 	Queued    []string `json:"queued"`
 	Finished  []string `json:"finished"`
+}
+
+// Cluster is one executor's cluster as the service knows it (GET
+// /v1/clusters).
+type Cluster struct {
+	Name string `json:"name"`
+	// Nodes counts the nodes last reported.
+	Nodes int `json:"nodes"`
+	// Reported is when its executor last reported to the serving process
+	// (absent when it has not since the process started); Alive whether
+	// that was within the lease timeout (the cluster takes part in cycles).
+	Reported *time.Time `json:"reported,omitempty"`
+	Alive    bool       `json:"alive"`
+	// Cordoned: no new leases go to it.
+	Cordoned bool `json:"cordoned"`
+	Leased   int  `json:"leased"`
+	Running  int  `json:"running"`
 }

@@ -47,6 +47,9 @@ type QueueStatus struct {
 	// Usage is the queue's decayed average share (the scheduler's usage
 	// memory; 0 when it is off).
 	Usage float64 `json:"usage"`
+	// Cordoned: an operator cordoned the queue; its queued jobs are not
+	// leased until it is uncordoned.
+	Cordoned bool `json:"cordoned,omitempty"`
 }
 
 // Definition is the queue definition the server stores, its quotas
@@ -177,6 +180,9 @@ type Kill struct {
 type ReportReply struct {
 	Leases []Lease `json:"leases"`
 	Kill   []Kill  `json:"kill"`
+	// Cordoned: an operator cordoned the cluster; it gets no new lease
+	// until it is uncordoned (its running jobs go on).
+	Cordoned bool `json:"cordoned,omitempty"`
 }
 
 // CycleReport is what a cycle did, for operators.

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"net/http"
+	"net/url"
 
 	"github.com/flotilla-sched/flotilla/api"
 )
@@ -20,5 +21,22 @@ func (c *Client) Reprioritize(ctx context.Context, req api.ReprioritizeRequest) 
 func (c *Client) Preempt(ctx context.Context, req api.PreemptRequest) (api.PreemptResponse, error) {
 	var out api.PreemptResponse
 	err := c.do(ctx, http.MethodPost, "/v1/jobs/preempt", nil, req, &out)
+	return out, err
+}
+
+// Cordon cordons (on) or uncordons a queue (kind "queue") or a cluster
+// (kind "cluster"): admin only.
+func (c *Client) Cordon(ctx context.Context, kind, name string, on bool) error {
+	verb := "/cordon"
+	if !on {
+		verb = "/uncordon"
+	}
+	return c.do(ctx, http.MethodPost, "/v1/"+kind+"s/"+url.PathEscape(name)+verb, nil, nil, nil)
+}
+
+// ListClusters lists the clusters, sorted by name.
+func (c *Client) ListClusters(ctx context.Context) ([]api.Cluster, error) {
+	var out []api.Cluster
+	err := c.do(ctx, http.MethodGet, "/v1/clusters", nil, nil, &out)
 	return out, err
 }

@@ -42,6 +42,7 @@ func TestOpenAPIOperatorSchemasMatchTheAPITypes(t *testing.T) {
 		"CancelRequest": api.CancelRequest{}, "CancelResponse": api.CancelResponse{},
 		"ReprioritizeRequest": api.ReprioritizeRequest{}, "ReprioritizeResponse": api.ReprioritizeResponse{},
 		"PreemptRequest": api.PreemptRequest{}, "PreemptResponse": api.PreemptResponse{},
+		"Cluster": api.Cluster{}, "ReportReply": api.ReportReply{},
 	} {
 		s, ok := doc.Components.Schemas[name]
 		require.True(t, ok, "schema %s is documented", name)

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/flotilla-sched/flotilla/api"
+	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/server"
 )
 
@@ -81,4 +82,46 @@ func (h *Handler) preempt(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, api.PreemptResponse{Preempted: nonNil(res.Preempted), Queued: nonNil(res.Queued),
 		Finished: nonNil(res.Finished)})
+}
+
+// cordon answers POST /v1/queues/{queue}/cordon and …/uncordon, and the
+// same under /v1/clusters/{cluster}: admin only; 204 when done.
+func (h *Handler) cordon(kind backend.CordonKind, on bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		verb := "cordon"
+		if !on {
+			verb = "uncordon"
+		}
+		if h.forbid(w, r, principal(r).Admin(), verb+" a "+string(kind)) {
+			return
+		}
+		name := r.PathValue(string(kind))
+		if err := h.srv.Cordon(r.Context(), backend.Cordon{Kind: kind, Name: name}, on); err != nil {
+			h.fail(w, r, err, true)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// listClusters answers GET /v1/clusters: for an admin, or a principal
+// that may list queues.
+func (h *Handler) listClusters(w http.ResponseWriter, r *http.Request) {
+	if h.forbid(w, r, principal(r).MayList(), "list clusters") {
+		return
+	}
+	cs, err := h.srv.ListClusters(r.Context())
+	if err != nil {
+		h.fail(w, r, err, false)
+		return
+	}
+	out := make([]api.Cluster, len(cs))
+	for i, c := range cs {
+		out[i] = api.Cluster{Name: c.Name, Nodes: len(c.Nodes), Alive: c.Alive, Cordoned: c.Cordoned, Leased: c.Leased, Running: c.Running}
+		if !c.Reported.IsZero() {
+			t := c.Reported.UTC()
+			out[i].Reported = &t
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
 }

@@ -4,19 +4,22 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/flotilla-sched/flotilla/api"
+	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/events"
 	"github.com/flotilla-sched/flotilla/httpapi"
 )
 
 // opsRoutes are the operator's routes FuzzOperatorHandlers posts to.
-var opsRoutes = []string{"/v1/jobs/reprioritize", "/v1/jobs/preempt"}
+var opsRoutes = []string{"/v1/jobs/reprioritize", "/v1/jobs/preempt", "/v1/queues/%s/cordon", "/v1/clusters/%s/cordon"}
 
 // FuzzOperatorHandlers posts arbitrary bodies to the operator's routes
 // over a service with queued and running jobs: the handler never panics
@@ -24,7 +27,9 @@ var opsRoutes = []string{"/v1/jobs/reprioritize", "/v1/jobs/preempt"}
 // wrote one reprioritized event with the priority asked for each job it
 // lists as reprioritized, and none for the others; a 200 preempt wrote
 // one preempted event (with the reason asked) for each job it lists as
-// preempted, each of which had been leased or running, and nothing else.
+// preempted, each of which had been leased or running, and nothing else;
+// a cordon (the fuzzed bytes are the name in the path) stores one cordon
+// of a queue or cluster that exists, or is refused and stores none.
 func FuzzOperatorHandlers(f *testing.F) {
 	f.Add(0, []byte(`{"jobIds": ["job-1", "job-3"], "priority": 4}`))
 	f.Add(0, []byte(`{"queue": "A", "jobSet": "s", "priority": 0}`))
@@ -39,6 +44,10 @@ func FuzzOperatorHandlers(f *testing.F) {
 	f.Add(1, []byte(`{"cluster": "c1", "node": "n2"}`))
 	f.Add(1, []byte(`{"node": "n1"}`))
 	f.Add(1, []byte(`{"queue": "A", "cluster": "c1"}`))
+	f.Add(2, []byte("A"))
+	f.Add(2, []byte("Z"))
+	f.Add(3, []byte("c1"))
+	f.Add(3, []byte("c1/../x"))
 	f.Fuzz(func(t *testing.T, route int, body []byte) {
 		s := opsService(t)
 		ctx := context.Background()
@@ -51,15 +60,31 @@ func FuzzOperatorHandlers(f *testing.F) {
 		before := s.allEvents(t)
 		h := httpapi.New(s.srv, httpapi.Options{})
 		path := opsRoutes[(route%len(opsRoutes)+len(opsRoutes))%len(opsRoutes)]
+		cordon := strings.Contains(path, "%s")
+		if cordon { // the body is the name in the path
+			path = fmt.Sprintf(path, url.PathEscape(string(body)))
+			body = nil
+		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body)))
 		after := s.allEvents(t)
+		cs, err := s.be.ListCordons(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
 		switch {
 		case rec.Code >= 500:
 			t.Fatalf("%s: %d %s", path, rec.Code, rec.Body)
-		case rec.Code >= 400:
-			if !slices.Equal(before, after) {
-				t.Fatalf("%s: refused with %d but wrote %d events", path, rec.Code, len(after)-len(before))
+		case rec.Code >= 300: // a refusal, or the mux's redirect of an unclean path
+			if !slices.Equal(before, after) || len(cs) != 0 {
+				t.Fatalf("%s: refused with %d but wrote %d events, cordons %v", path, rec.Code, len(after)-len(before), cs)
+			}
+		case cordon:
+			if rec.Code != http.StatusNoContent || len(cs) != 1 || !slices.Equal(before, after) {
+				t.Fatalf("%s: %d, cordons %v", path, rec.Code, cs)
+			}
+			if q := cs[0]; q.Kind == backend.CordonQueue && q.Name != "A" && q.Name != "B" || q.Kind == backend.CordonCluster && q.Name != "c1" {
+				t.Fatalf("%s cordoned %v, which does not exist", path, q)
 			}
 		case path == "/v1/jobs/reprioritize":
 			var req api.ReprioritizeRequest

@@ -161,3 +161,60 @@ func TestPreemptThroughTheAPI(t *testing.T) {
 	require.Equal(t, "c1", last.Cluster)
 	require.Equal(t, "n1", last.Node)
 }
+
+// Cordons are admin's: anyone else is refused and nothing is stored; an
+// admin cordons and uncordons a queue and a cluster, which the queue's
+// status, the cluster list and the executor's report answer show.
+func TestCordonRightsAndWhatItShows(t *testing.T) {
+	ctx := context.Background()
+	s := opsService(t)
+	ops, alice, bob, exec, nobody := s.client(t, "t-ops"), s.client(t, "t-alice"), s.client(t, "t-bob"), s.client(t, "t-exec"), s.client(t, "")
+	for _, c := range []struct {
+		name string
+		cl   *client.Client
+		kind string
+		obj  string
+		want error
+	}{
+		{"no token", nobody, "queue", "A", client.ErrUnauthorized},
+		{"a submitter cordons its queue", alice, "queue", "A", client.ErrForbidden},
+		{"a watcher", bob, "queue", "B", client.ErrForbidden},
+		{"an executor cordons its cluster", exec, "cluster", "c1", client.ErrForbidden},
+		{"a submitter cordons a cluster", alice, "cluster", "c1", client.ErrForbidden},
+		{"an unknown queue", ops, "queue", "Z", client.ErrNotFound},
+		{"an unknown cluster", ops, "cluster", "c9", client.ErrNotFound},
+	} {
+		for _, on := range []bool{true, false} {
+			err := c.cl.Cordon(ctx, c.kind, c.obj, on)
+			require.True(t, errors.Is(err, c.want), "%s (%v): %v", c.name, on, err)
+		}
+		cs, err := s.be.ListCordons(ctx)
+		require.NoError(t, err)
+		require.Empty(t, cs, "%s: a refusal stores nothing", c.name)
+	}
+	require.NoError(t, ops.Cordon(ctx, "queue", "A", true))
+	require.NoError(t, ops.Cordon(ctx, "cluster", "c1", true))
+	q, err := alice.Queue(ctx, "A")
+	require.NoError(t, err)
+	require.True(t, q.Status.Cordoned)
+	reply, err := exec.Report(ctx, "c1", api.Report{})
+	require.NoError(t, err)
+	require.True(t, reply.Cordoned)
+	_, err = exec.ListClusters(ctx)
+	require.True(t, errors.Is(err, client.ErrForbidden), "an executor lists no clusters: %v", err)
+	cs, err := alice.ListClusters(ctx)
+	require.NoError(t, err)
+	require.Len(t, cs, 1)
+	require.Equal(t, "c1", cs[0].Name)
+	require.True(t, cs[0].Cordoned)
+	require.True(t, cs[0].Alive)
+	require.Equal(t, 1, cs[0].Nodes)
+	require.NoError(t, ops.Cordon(ctx, "cluster", "c1", false))
+	require.NoError(t, ops.Cordon(ctx, "queue", "A", false))
+	q, err = alice.Queue(ctx, "A")
+	require.NoError(t, err)
+	require.False(t, q.Status.Cordoned)
+	reply, err = exec.Report(ctx, "c1", api.Report{})
+	require.NoError(t, err)
+	require.False(t, reply.Cordoned)
+}

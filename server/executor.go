@@ -108,6 +108,9 @@ type ReportReply struct {
 	// cancellation was requested, or their lease is no longer live
 	// (preempted, expired, failed on a deadline, or leased again since).
 	Kill []Kill
+	// Cordoned: an operator cordoned the cluster; it gets no new lease
+	// until it is uncordoned (its running jobs go on).
+	Cordoned bool
 }
 
 // Report takes an executor's report: it stores the cluster's nodes when
@@ -614,7 +617,7 @@ func (p *reportPlan) apply(ctx context.Context, r *Report, nodes []flotilla.Node
 func (p *reportPlan) reply(r *Report) *ReportReply {
 	s, c := p.s, p.c
 	stamp, grace := p.stamp, p.grace
-	out := &ReportReply{}
+	out := &ReportReply{Cordoned: c.cordoned}
 	for i := range r.Jobs {
 		jr := &r.Jobs[i]
 		if jr.Phase != PhasePending && jr.Phase != PhaseRunning {

@@ -377,6 +377,9 @@ func (s *state) whyQueued(id string) (string, *scheduler.Reason) {
 		return "", nil
 	}
 	q := j.spec.Queue
+	if s.cordonedQueues[q] {
+		return fmt.Sprintf("queue %s is cordoned: its jobs are not leased until it is uncordoned", q), nil
+	}
 	if !s.queued.cycling {
 		if e, ok := s.queued.store.Get(id); ok {
 			if r, ok := s.last.waiting[waitKey{q, e.Key}]; ok {

@@ -247,6 +247,8 @@ type cluster struct {
 	// due times, so it stays a bound; addLive lowers it.
 	nextDue  time.Time
 	dueKnown bool
+	// cordoned: an operator cordoned the cluster; it gets no new lease.
+	cordoned bool
 }
 
 // nodeRef resolves a snapshot node name.

@@ -80,6 +80,7 @@ func rules() []rule {
 		{"CancelledContextAppliesNothing", cancelledContext},
 		{"ExecutorsPutReplacesAndListSortsByCluster", executorsRule},
 		{"UsagePutIsAtomicAndListSortsByKey", usageRule},
+		{"CordonsPutIdempotentlyAndListSortedByKindAndName", cordonsRule},
 		{"ClosedBackendReturnsErrClosed", closedRule},
 	}
 }

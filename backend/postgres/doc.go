@@ -36,6 +36,8 @@
 //   - events (queue, job_set, seq, time, job, type, cluster, node,
 //     attempt, reason, exit_code, requeued, priority), keyed by (queue, job_set,
 //     seq).
+//   - cordons (kind, name): the queues and clusters an operator
+//     cordoned.
 //   - job_sets (queue, name, last_seq): each job set's last sequence
 //     number, kept when its queue is deleted so that a queue created again
 //     continues its logs.

@@ -143,3 +143,29 @@ func TestReprioritizedJobsReplayExactlyAfterARestart(t *testing.T) {
 	w.finish(w.ids[0])
 	w.leaseNext(w.ids[2]) // priority 1 before ids[1]'s 7
 }
+
+// Cordons are stored: a service restarted on PostgreSQL still leases
+// nothing of a cordoned queue and nothing to a cordoned cluster.
+func TestCordonsHoldAcrossARestartOnPostgreSQL(t *testing.T) {
+	w := newOperatorWorld(t)
+	w.must(w.srv.Cordon(w.ctx, backend.Cordon{Kind: backend.CordonQueue, Name: "A"}, true))
+	w.must(w.srv.Cordon(w.ctx, backend.Cordon{Kind: backend.CordonCluster, Name: "c1"}, true))
+	w.restart()
+	q, err := w.srv.Queue(w.ctx, "A")
+	w.must(err)
+	cs, err := w.srv.ListClusters(w.ctx)
+	w.must(err)
+	if !q.Cordoned || len(cs) != 1 || !cs[0].Cordoned {
+		t.Fatalf("after the restart: queue %+v, clusters %+v; want both cordoned", q, cs)
+	}
+	w.finish(w.ids[0])
+	w.must(w.srv.Cordon(w.ctx, backend.Cordon{Kind: backend.CordonQueue, Name: "A"}, false))
+	w.clock.now = w.clock.now.Add(time.Second)
+	rep, err := w.srv.Cycle(w.ctx)
+	w.must(err)
+	if rep.Leased != 0 {
+		t.Fatalf("a cycle leased %d jobs to the cordoned cluster", rep.Leased)
+	}
+	w.must(w.srv.Cordon(w.ctx, backend.Cordon{Kind: backend.CordonCluster, Name: "c1"}, false))
+	w.leaseNext(w.ids[1])
+}

@@ -144,3 +144,56 @@ func TestPreemptCommandAgainstServe(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, `"state":"preempted"`)
 }
+
+// Cordons through a real serve: only an admin cordons; a cordoned queue's
+// jobs wait (queue list and status say so) while its running job goes on;
+// a cordoned cluster's executor logs the cordon, gets no new lease, and
+// cluster list shows it; uncordoned, leasing resumes.
+func TestCordonCommandsAgainstServe(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s := newOpsServe(t, ctx)
+	for _, args := range [][]string{{"queue", "cordon", "A"}, {"cluster", "cordon", "c1"}} {
+		code, _, errOut := s.as("t-alice", args...)
+		require.Equal(t, 1, code, errOut)
+		require.Contains(t, errOut, "403")
+	}
+	code, _, _ := s.ops("cluster", "cordon")
+	require.Equal(t, 2, code)
+	code, _, _ = s.ops("cluster", "drain", "c1")
+	require.Equal(t, 2, code)
+	code, _, errOut := s.ops("queue", "cordon", "Z")
+	require.Equal(t, 1, code, errOut)
+
+	code, out, errOut := s.ops("queue", "cordon", "A")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "queue A cordoned\n", out)
+	code, out, errOut = s.ops("preempt", s.ids[0])
+	require.Equal(t, 0, code, errOut)
+	code, out, errOut = s.ops("queue", "list")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "A (cordoned)")
+	code, out, errOut = s.ops("status", "-o", "json", s.ids[1])
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "queue A is cordoned")
+
+	code, out, errOut = s.ops("cluster", "cordon", "c1")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "cluster c1 cordoned\n", out)
+	code, _, errOut = s.ops("queue", "uncordon", "A")
+	require.Equal(t, 0, code, errOut)
+	code, out, errOut = s.ops("cluster", "list", "-o", "json")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, `"name":"c1"`)
+	require.Contains(t, out, `"cordoned":true`)
+	code, out, errOut = s.ops("status", "-o", "json", s.ids[1])
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, `"state":"queued"`, "a cordoned cluster takes no lease")
+
+	code, _, errOut = s.ops("cluster", "uncordon", "c1")
+	require.Equal(t, 0, code, errOut)
+	s.until(events.Running, s.ids[1])
+	code, out, errOut = s.ops("cluster", "list")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `c1 +1 +true +false +0 +1 `, out)
+}

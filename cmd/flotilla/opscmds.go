@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"text/tabwriter"
+	"time"
 
 	"github.com/flotilla-sched/flotilla/api"
 )
@@ -103,6 +105,86 @@ func preemptCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	for _, id := range res.Finished {
 		fmt.Fprintf(stdout, "%s had ended\n", id)
+	}
+	return 0
+}
+
+// cordonCmd is `flotilla queue|cluster cordon|uncordon NAME` (admin).
+func cordonCmd(ctx context.Context, kind string, args []string, stdout, stderr io.Writer) int {
+	c := cmdIO{kind + " " + args[0], stdout, stderr}
+	fs := flag.NewFlagSet(kind+" "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cf := addClientFlags(fs)
+	pos, err := parse(fs, args[1:])
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) != 1 {
+		return c.usage("%s takes one %s name", args[0], kind)
+	}
+	cl, err := cf.client()
+	if err != nil {
+		return c.usage("%v", err)
+	}
+	if err := cl.Cordon(ctx, kind, pos[0], args[0] == "cordon"); err != nil {
+		return c.fail(err)
+	}
+	fmt.Fprintf(stdout, "%s %s %sed\n", kind, pos[0], args[0])
+	return 0
+}
+
+// clusterCmd is `flotilla cluster list [-o json] | cordon NAME |
+// uncordon NAME`.
+func clusterCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := cmdIO{"cluster", stdout, stderr}
+	if len(args) == 0 {
+		return c.usage("want list, cordon NAME or uncordon NAME")
+	}
+	switch args[0] {
+	case "cordon", "uncordon":
+		return cordonCmd(ctx, "cluster", args, stdout, stderr)
+	case "list":
+	default:
+		return c.usage("unknown subcommand %q: want list, cordon or uncordon", args[0])
+	}
+	fs := flag.NewFlagSet("cluster list", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cf := addClientFlags(fs)
+	out := outputFlag(fs)
+	pos, err := parse(fs, args[1:])
+	if err != nil {
+		return flagExit(err)
+	}
+	asJSON, code := checkOutput(c, *out)
+	if code != 0 {
+		return code
+	}
+	if len(pos) != 0 {
+		return c.usage("list takes no arguments")
+	}
+	cl, err := cf.client()
+	if err != nil {
+		return c.usage("%v", err)
+	}
+	cs, err := cl.ListClusters(ctx)
+	if err != nil {
+		return c.fail(err)
+	}
+	if asJSON {
+		return writeJSONLine(c, cs)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLUSTER\tNODES\tALIVE\tCORDONED\tLEASED\tRUNNING\tREPORTED")
+	for _, x := range cs {
+		reported := "-"
+		if x.Reported != nil {
+			reported = x.Reported.Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%v\t%v\t%d\t%d\t%s\n", x.Name, x.Nodes, x.Alive, x.Cordoned, x.Leased, x.Running, reported)
+	}
+	if err := tw.Flush(); err != nil {
+		fmt.Fprintf(stderr, "flotilla cluster: %v\n", err)
+		return 1
 	}
 	return 0
 }
