@@ -66,8 +66,8 @@ type SubmitResponse struct {
 	JobIDs []string `json:"jobIds"`
 }
 
-// CancelRequest names the jobs to cancel: JobIDs, or every job of
-// Queue/JobSet (not both).
+// CancelRequest names the jobs to cancel: JobIDs, or every job of Queue
+// (of JobSet only when it is set), not both.
 type CancelRequest struct {
 	JobIDs []string `json:"jobIds,omitempty"`
 	Queue  string   `json:"queue,omitempty"`
@@ -78,16 +78,9 @@ type CancelRequest struct {
 func (r *CancelRequest) Validate() error {
 	switch {
 	case len(r.JobIDs) > 0 && (r.Queue != "" || r.JobSet != ""):
-		return flotilla.Errorf("jobIds", fmt.Sprint(r.JobIDs), flotilla.ErrInconsistent, "name jobs by id or by queue and job set, not both")
-	case len(r.JobIDs) == 0 && (r.Queue == "" || r.JobSet == ""):
-		var errs []error
-		if r.Queue == "" {
-			errs = append(errs, flotilla.Errorf("queue", "", flotilla.ErrRequired, "without jobIds, queue and jobSet name the jobs"))
-		}
-		if r.JobSet == "" {
-			errs = append(errs, flotilla.Errorf("jobSet", "", flotilla.ErrRequired, "without jobIds, queue and jobSet name the jobs"))
-		}
-		return errors.Join(errs...)
+		return flotilla.Errorf("jobIds", fmt.Sprint(r.JobIDs), flotilla.ErrInconsistent, "name jobs by id or by queue (and job set), not both")
+	case len(r.JobIDs) == 0 && r.Queue == "":
+		return flotilla.Errorf("queue", "", flotilla.ErrRequired, "without jobIds, a queue (and a job set) names the jobs")
 	}
 	return nil
 }

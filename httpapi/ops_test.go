@@ -58,6 +58,9 @@ func TestOperatorVerbsRightsAndRefusalsChangeNothing(t *testing.T) {
 	reprio := func(c *client.Client, req api.ReprioritizeRequest) func() error {
 		return func() error { _, err := c.Reprioritize(ctx, req); return err }
 	}
+	// job-5 never fits: it stays queued until B is cancelled whole.
+	_, err := s.srv.SubmitJSON(ctx, []byte(`{"queue": "B", "jobSet": "s", "jobs": [{"requests": {"cpu": "9"}}]}`))
+	require.NoError(t, err)
 	preempt := func(c *client.Client, req api.PreemptRequest) func() error {
 		return func() error { _, err := c.Preempt(ctx, req); return err }
 	}
@@ -92,6 +95,9 @@ func TestOperatorVerbsRightsAndRefusalsChangeNothing(t *testing.T) {
 		{"preempt its queue's job", preempt(alice, api.PreemptRequest{JobIDs: []string{"job-1"}, Reason: "runaway"}), nil},
 		{"preempt its queue", preempt(alice, api.PreemptRequest{Queue: "A"}), nil},
 		{"admin preempts a node", preempt(ops, api.PreemptRequest{Cluster: "c1", Node: "n1"}), nil},
+		{"cancel another queue whole", func() error { _, err := alice.CancelJobSet(ctx, "B", ""); return err }, client.ErrForbidden},
+		{"cancel a job set of no queue", func() error { _, err := ops.CancelJobSet(ctx, "", "s"); return err }, client.ErrBadRequest},
+		{"admin cancels a queue whole", func() error { _, err := ops.CancelJobSet(ctx, "B", ""); return err }, nil},
 	}
 	for _, c := range cases {
 		if c.name == "preempt without a token" {

@@ -211,3 +211,17 @@ func TestPreemptRefusalsChangeNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, before, after)
 }
+
+// Cancelling a queue (job set "") cancels its queued jobs of every job
+// set and asks its running ones to stop; another queue's jobs are left.
+func TestCancelJobSetWithoutASetCancelsTheWholeQueue(t *testing.T) {
+	w, ids, _ := oneSlot(t)
+	w.queue("B")
+	other := w.submit("A", "t", cpuJob())
+	b := w.submit("B", "s", cpuJob())
+	res, err := w.srv.CancelJobSet(w.ctx, "A", "")
+	require.NoError(t, err)
+	require.ElementsMatch(t, append(ids[1:], other...), res.Cancelled)
+	require.Equal(t, []string{ids[0]}, res.Requested)
+	require.Equal(t, events.Queued, w.state(b[0]))
+}

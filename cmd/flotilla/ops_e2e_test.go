@@ -196,4 +196,14 @@ func TestCordonCommandsAgainstServe(t *testing.T) {
 	code, out, errOut = s.ops("cluster", "list")
 	require.Equal(t, 0, code, errOut)
 	require.Regexp(t, `c1 +1 +true +false +0 +1 `, out)
+
+	// cancel -queue Q: the whole queue.
+	code, _, _ = s.ops("cancel", "-jobset", "s")
+	require.Equal(t, 2, code, "a job set is named within its queue")
+	code, _, errOut = s.as("t-exec", "cancel", "-queue", "A")
+	require.Equal(t, 1, code, errOut)
+	code, out, errOut = s.ops("cancel", "-queue", "A")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, s.ids[2]+" cancelled\n"+s.ids[1]+" cancel requested\n", out, "ended jobs are not named")
+	s.until(events.Cancelled, s.ids[1])
 }
