@@ -47,6 +47,9 @@ type QueueStatus struct {
 	// Usage is the queue's decayed average share (the scheduler's usage
 	// memory; 0 when it is off).
 	Usage float64 `json:"usage"`
+	// Cordoned: an operator cordoned the queue; its queued jobs are not
+	// leased until it is uncordoned.
+	Cordoned bool `json:"cordoned,omitempty"`
 }
 
 // Definition is the queue definition the server stores, its quotas
@@ -63,8 +66,8 @@ type SubmitResponse struct {
 	JobIDs []string `json:"jobIds"`
 }
 
-// CancelRequest names the jobs to cancel: JobIDs, or every job of
-// Queue/JobSet (not both).
+// CancelRequest names the jobs to cancel: JobIDs, or every job of Queue
+// (of JobSet only when it is set), not both.
 type CancelRequest struct {
 	JobIDs []string `json:"jobIds,omitempty"`
 	Queue  string   `json:"queue,omitempty"`
@@ -75,16 +78,9 @@ type CancelRequest struct {
 func (r *CancelRequest) Validate() error {
 	switch {
 	case len(r.JobIDs) > 0 && (r.Queue != "" || r.JobSet != ""):
-		return flotilla.Errorf("jobIds", fmt.Sprint(r.JobIDs), flotilla.ErrInconsistent, "name jobs by id or by queue and job set, not both")
-	case len(r.JobIDs) == 0 && (r.Queue == "" || r.JobSet == ""):
-		var errs []error
-		if r.Queue == "" {
-			errs = append(errs, flotilla.Errorf("queue", "", flotilla.ErrRequired, "without jobIds, queue and jobSet name the jobs"))
-		}
-		if r.JobSet == "" {
-			errs = append(errs, flotilla.Errorf("jobSet", "", flotilla.ErrRequired, "without jobIds, queue and jobSet name the jobs"))
-		}
-		return errors.Join(errs...)
+		return flotilla.Errorf("jobIds", fmt.Sprint(r.JobIDs), flotilla.ErrInconsistent, "name jobs by id or by queue (and job set), not both")
+	case len(r.JobIDs) == 0 && r.Queue == "":
+		return flotilla.Errorf("queue", "", flotilla.ErrRequired, "without jobIds, a queue (and a job set) names the jobs")
 	}
 	return nil
 }
@@ -177,6 +173,9 @@ type Kill struct {
 type ReportReply struct {
 	Leases []Lease `json:"leases"`
 	Kill   []Kill  `json:"kill"`
+	// Cordoned: an operator cordoned the cluster; it gets no new lease
+	// until it is uncordoned (its running jobs go on).
+	Cordoned bool `json:"cordoned,omitempty"`
 }
 
 // CycleReport is what a cycle did, for operators.

@@ -53,6 +53,7 @@ type Backend interface {
 	Jobs
 	Executors
 	Usage
+	Cordons
 	Close() error
 }
 

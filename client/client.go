@@ -281,7 +281,8 @@ func (c *Client) Cancel(ctx context.Context, ids ...string) (api.CancelResponse,
 	return out, err
 }
 
-// CancelJobSet cancels every job of a job set that has not ended.
+// CancelJobSet cancels every job of a job set that has not ended; with
+// jobSet "", every job of the queue.
 func (c *Client) CancelJobSet(ctx context.Context, queue, jobSet string) (api.CancelResponse, error) {
 	var out api.CancelResponse
 	err := c.do(ctx, http.MethodPost, "/v1/jobs/cancel", nil, api.CancelRequest{Queue: queue, JobSet: jobSet}, &out)

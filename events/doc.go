@@ -18,6 +18,7 @@
 //	queued           cancelled                   cancelled
 //	leased, running  cancel-requested            unchanged, cancel pending
 //	leased, running  cancelled (cancel pending)  cancelled
+//	queued           reprioritized (priority)    queued, with the new priority
 //
 // succeeded, failed, cancelled and preempted are terminal. Anything else is
 // refused with a *TransitionError (errors.Is(err, ErrRefused)) and changes

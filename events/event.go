@@ -21,7 +21,12 @@ const (
 	LeaseExpired
 	LeaseReturned
 	CancelRequested
+	// Reprioritized changes a queued job's priority (Event.Priority).
+	Reprioritized
 )
+
+// lastType is the last declared type.
+const lastType = Reprioritized
 
 var typeNames = [...]string{
 	Submitted:       "submitted",
@@ -34,19 +39,20 @@ var typeNames = [...]string{
 	LeaseExpired:    "lease-expired",
 	LeaseReturned:   "lease-returned",
 	CancelRequested: "cancel-requested",
+	Reprioritized:   "reprioritized",
 }
 
 // Types lists every valid Type in declaration order.
 func Types() []Type {
 	ts := make([]Type, 0, len(typeNames)-1)
-	for t := Submitted; t <= CancelRequested; t++ {
+	for t := Submitted; t <= lastType; t++ {
 		ts = append(ts, t)
 	}
 	return ts
 }
 
 // Valid reports whether t is one of the declared types.
-func (t Type) Valid() bool { return t >= Submitted && t <= CancelRequested }
+func (t Type) Valid() bool { return t >= Submitted && t <= lastType }
 
 // String is the type's wire name ("lease-expired"), or "type(N)" for an
 // invalid value.
@@ -59,7 +65,7 @@ func (t Type) String() string {
 
 // ParseType returns the Type with this wire name.
 func ParseType(s string) (Type, error) {
-	for t := Submitted; t <= CancelRequested; t++ {
+	for t := Submitted; t <= lastType; t++ {
 		if typeNames[t] == s {
 			return t, nil
 		}
@@ -109,6 +115,9 @@ type Event struct {
 	// Requeued is set on preempted, lease-expired and lease-returned when
 	// the job goes back to its queue rather than ending.
 	Requeued bool
+	// Priority is the job's new priority, on reprioritized (lower runs
+	// first within a class, as Job.Priority at submit).
+	Priority uint32
 }
 
 // timeLayout is RFC 3339 with milliseconds, as in SERVICE.md.
@@ -117,18 +126,19 @@ const timeLayout = "2006-01-02T15:04:05.000Z07:00"
 // wire is the JSON form of an Event (SERVICE.md): fields that do not apply
 // are omitted.
 type wire struct {
-	Seq      uint64 `json:"seq"`
-	Time     string `json:"time"`
-	Queue    string `json:"queue"`
-	JobSet   string `json:"jobSet"`
-	Job      string `json:"job"`
-	Type     Type   `json:"type"`
-	Cluster  string `json:"cluster,omitempty"`
-	Node     string `json:"node,omitempty"`
-	Attempt  int    `json:"attempt,omitempty"`
-	Reason   string `json:"reason,omitempty"`
-	ExitCode *int   `json:"exitCode,omitempty"`
-	Requeued bool   `json:"requeued,omitempty"`
+	Seq      uint64  `json:"seq"`
+	Time     string  `json:"time"`
+	Queue    string  `json:"queue"`
+	JobSet   string  `json:"jobSet"`
+	Job      string  `json:"job"`
+	Type     Type    `json:"type"`
+	Cluster  string  `json:"cluster,omitempty"`
+	Node     string  `json:"node,omitempty"`
+	Attempt  int     `json:"attempt,omitempty"`
+	Reason   string  `json:"reason,omitempty"`
+	ExitCode *int    `json:"exitCode,omitempty"`
+	Requeued bool    `json:"requeued,omitempty"`
+	Priority *uint32 `json:"priority,omitempty"`
 }
 
 // fourDigitYear reports whether t, in UTC, has a year the time form can
@@ -139,7 +149,8 @@ func fourDigitYear(t time.Time) bool {
 }
 
 // MarshalJSON writes SERVICE.md's form of one event, time in UTC with
-// milliseconds; exitCode appears on succeeded and failed events only. A
+// milliseconds; exitCode appears on succeeded and failed events only,
+// priority on reprioritized events only. A
 // time whose year in UTC is outside 0 to 9999 is an error.
 func (e Event) MarshalJSON() ([]byte, error) {
 	if !fourDigitYear(e.Time) {
@@ -154,6 +165,10 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	if e.Type == Succeeded || e.Type == Failed {
 		code := e.ExitCode
 		w.ExitCode = &code
+	}
+	if e.Type == Reprioritized {
+		p := e.Priority
+		w.Priority = &p
 	}
 	return json.Marshal(w)
 }
@@ -185,6 +200,9 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 	}
 	if w.ExitCode != nil {
 		e.ExitCode = *w.ExitCode
+	}
+	if w.Priority != nil && w.Type == Reprioritized {
+		e.Priority = *w.Priority
 	}
 	return nil
 }

@@ -30,6 +30,9 @@ func (st step) event(s *JobSet) Event {
 	id := fmt.Sprintf("j%d", st.job)
 	e := Event{Seq: s.Next(), Time: t0.Add(time.Duration(s.Next()) * time.Second), Queue: "A", JobSet: "s",
 		Job: id, Type: st.typ, Requeued: st.requeued, ExitCode: st.exitCode}
+	if st.typ == Reprioritized {
+		e.Priority = uint32(st.cluster) // 0, 1 or 2
+	}
 	j, _ := s.Job(id)
 	cluster := fmt.Sprintf("c%d", st.cluster)
 	switch {
@@ -57,7 +60,7 @@ func TestPropertyReplayEqualsLiveAndEveryTransitionIsInTheTable(t *testing.T) {
 	params.Rng.Seed(9)
 	props := gopter.NewProperties(params)
 	stepGen := gopter.CombineGens(
-		gen.IntRange(0, 3), gen.IntRange(int(Submitted), int(CancelRequested)), gen.Bool(),
+		gen.IntRange(0, 3), gen.IntRange(int(Submitted), int(lastType)), gen.Bool(),
 		gen.IntRange(-1, 1), gen.IntRange(0, 2), gen.OneConstOf(0, 0, 0, 1),
 	).Map(func(v []any) step {
 		return step{v[0].(int), Type(v[1].(int)), v[2].(bool), v[3].(int), v[4].(int), v[5].(int)}
@@ -122,7 +125,8 @@ func jobEqual(a, b Job) bool {
 	return a.ID == b.ID && a.Queue == b.Queue && a.JobSet == b.JobSet && a.State == b.State &&
 		a.Attempts == b.Attempts && a.CancelRequested == b.CancelRequested && a.Cluster == b.Cluster &&
 		a.Node == b.Node && slices.Equal(a.FailedClusters, b.FailedClusters) && a.Submitted.Equal(b.Submitted) &&
-		a.Leased.Equal(b.Leased) && a.Finished.Equal(b.Finished) && a.Reason == b.Reason && a.ExitCode == b.ExitCode
+		a.Leased.Equal(b.Leased) && a.Finished.Equal(b.Finished) && a.Reason == b.Reason && a.ExitCode == b.ExitCode &&
+		a.Reprioritized == b.Reprioritized && a.Priority == b.Priority
 }
 
 func TestJobSetRefusesGapsRepeatsAndOtherLogs(t *testing.T) {

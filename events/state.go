@@ -90,6 +90,11 @@ type Job struct {
 	// Reason and ExitCode are the last event's that carried them.
 	Reason   string
 	ExitCode int
+	// Reprioritized is set once a reprioritized event changed the job's
+	// priority; Priority is then the priority it gave, which replaces the
+	// one submitted (the spec's, which never changes).
+	Reprioritized bool
+	Priority      uint32
 }
 
 // ErrRefused classifies every refused transition: errors.Is(err,
@@ -138,6 +143,9 @@ func Transition(j Job, e Event) (Job, error) {
 		if e.Node != "" && e.Node != j.Node {
 			return refuse("node %q does not hold the lease (%q does)", e.Node, j.Node)
 		}
+	}
+	if e.Priority != 0 && e.Type != Reprioritized {
+		return refuse("only a reprioritized event carries a priority")
 	}
 	if e.Requeued && e.Type != Preempted && e.Type != LeaseExpired && e.Type != LeaseReturned {
 		return refuse("only preempted, lease-expired and lease-returned events requeue")
@@ -224,6 +232,11 @@ func Transition(j Job, e Event) (Job, error) {
 			return refuse("cancellation was requested already")
 		}
 		n.CancelRequested = true
+	case Reprioritized:
+		if j.State != Queued {
+			return refuse("only a queued job is reprioritized")
+		}
+		n.Reprioritized, n.Priority = true, e.Priority
 	default:
 		return refuse("unknown event type")
 	}

@@ -32,6 +32,7 @@ var serviceTable = map[cell]State{
 	{RunningState, Cancelled, false, true}:        CancelledState,
 	{LeasedState, CancelRequested, false, false}:  LeasedState,
 	{RunningState, CancelRequested, false, false}: RunningState,
+	{Queued, Reprioritized, false, false}:         Queued,
 }
 
 func init() {
@@ -71,6 +72,9 @@ func eventOf(t Type, requeued bool) Event {
 	e := Event{Queue: "A", JobSet: "s", Job: "j", Type: t, Requeued: requeued}
 	if t == Leased {
 		e.Cluster, e.Node, e.Attempt = "c2", "n2", 1
+	}
+	if t == Reprioritized {
+		e.Priority = 7
 	}
 	return e
 }
@@ -215,4 +219,30 @@ func TestTransitionRefusesAnEventOnAnotherNodeThanTheLease(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A reprioritized event changes a queued job's priority and nothing else;
+// the job stays queued, and a priority on another event is refused.
+func TestTransitionReprioritizedSetsThePriorityOfAQueuedJobOnly(t *testing.T) {
+	q := jobIn(Queued, false)
+	e := eventOf(Reprioritized, false)
+	e.Priority = 0
+	j, err := Transition(q, e)
+	require.NoError(t, err)
+	assert.Equal(t, Queued, j.State)
+	assert.True(t, j.Reprioritized, "priority 0 is a priority too")
+	assert.Equal(t, uint32(0), j.Priority)
+	e.Priority = 9
+	j, err = Transition(j, e)
+	require.NoError(t, err)
+	assert.Equal(t, uint32(9), j.Priority, "the last reprioritization wins")
+	assert.Equal(t, q.Attempts, j.Attempts)
+	for _, s := range []State{LeasedState, RunningState, SucceededState, CancelledState} {
+		_, err := Transition(jobIn(s, false), e)
+		assert.ErrorIs(t, err, ErrRefused, "%s", s)
+	}
+	l := eventOf(Leased, false)
+	l.Priority = 3
+	_, err = Transition(q, l)
+	assert.ErrorIs(t, err, ErrRefused, "only reprioritized carries a priority")
 }

@@ -41,6 +41,11 @@ type Config struct {
 	// LeaseTimeout is the service's lease timeout, which bounds how long
 	// Run lets a report take (Loop); 0 means api.DefaultLeaseTimeout.
 	LeaseTimeout time.Duration
+	// OnCordon, when set, hears when the service's answer says the
+	// cluster was cordoned (true: no new leases until it is uncordoned)
+	// or uncordoned (false), once per change (the first answer that says
+	// cordoned is a change).
+	OnCordon func(cordoned bool)
 }
 
 // Clock tells the time (a service's server.Clock is one).
@@ -75,6 +80,8 @@ type Executor struct {
 	jobs []api.JobReport
 	// registered: the service has the cluster's nodes.
 	registered bool
+	// cordoned: the service's last answer said the cluster is cordoned.
+	cordoned bool
 	// Finished counts the jobs the executor reported ended, by phase.
 	finished map[api.JobPhase]int
 }
@@ -211,6 +218,12 @@ func (e *Executor) Step(ctx context.Context) (api.ReportReply, error) {
 		return api.ReportReply{}, err
 	}
 	e.registered = true
+	if reply.Cordoned != e.cordoned {
+		e.cordoned = reply.Cordoned
+		if e.cfg.OnCordon != nil {
+			e.cfg.OnCordon(reply.Cordoned)
+		}
+	}
 	if ended > 0 {
 		kept := e.tasks[:0]
 		for _, t := range e.tasks {
@@ -338,6 +351,10 @@ func orZero(s string) string {
 	}
 	return s
 }
+
+// Cordoned reports whether the service's last answer said the cluster is
+// cordoned (no new leases until it is uncordoned).
+func (e *Executor) Cordoned() bool { return e.cordoned }
 
 // Run calls Step every Renew period until ctx ends, and returns ctx's
 // error. A report may run until shortly before the oldest lease it

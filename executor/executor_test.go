@@ -10,6 +10,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/api"
+	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/backend/memory"
 	"github.com/flotilla-sched/flotilla/events"
 	"github.com/flotilla-sched/flotilla/executor"
@@ -137,4 +138,31 @@ func TestExecutorWhoseJobsTheServiceLostStopsThemAndLeasesAgain(t *testing.T) {
 	_, err = ex.Step(ctx)
 	require.NoError(t, err)
 	require.Equal(t, ids, ex.Held())
+}
+
+// The executor hears of its cluster's cordon in the service's answers:
+// OnCordon is called once per change, Cordoned follows the last answer.
+func TestExecutorIsToldOfItsClustersCordonOncePerChange(t *testing.T) {
+	ctx := context.Background()
+	schema := flotilla.MustResourceSchema("cpu", "memory")
+	clk := fakeclock.New(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
+	srv, err := server.New(ctx, server.Config{Scheduler: scheduler.DefaultConfig(schema), Backend: memory.New(schema), Clock: clk})
+	require.NoError(t, err)
+	var heard []bool
+	ex, err := executor.New(executor.Config{Cluster: "c1", Nodes: nodes("c1", 1), Service: &httpapi.Local{Server: srv}, Clock: clk,
+		OnCordon: func(c bool) { heard = append(heard, c) }})
+	require.NoError(t, err)
+	step := func() {
+		_, err := ex.Step(ctx)
+		require.NoError(t, err)
+	}
+	step()
+	require.NoError(t, srv.Cordon(ctx, backend.Cordon{Kind: backend.CordonCluster, Name: "c1"}, true))
+	step()
+	step()
+	require.True(t, ex.Cordoned())
+	require.NoError(t, srv.Cordon(ctx, backend.Cordon{Kind: backend.CordonCluster, Name: "c1"}, false))
+	step()
+	require.False(t, ex.Cordoned())
+	require.Equal(t, []bool{true, false}, heard)
 }

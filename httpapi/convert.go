@@ -29,7 +29,7 @@ func QueueOf(q server.QueueInfo, schema *flotilla.ResourceSchema) api.Queue {
 		Status: &api.QueueStatus{
 			Queued: q.Queued, Leased: q.Leased, Running: q.Running,
 			Share: q.Report.Share, FairShare: q.Report.FairShare, AdjustedFairShare: q.Report.AdjustedFairShare,
-			Usage: q.Report.Usage,
+			Usage: q.Report.Usage, Cordoned: q.Cordoned,
 		},
 	}
 }
@@ -105,7 +105,7 @@ func ServerReportReusing(r *api.Report, cluster string, schema *flotilla.Resourc
 
 // ReportReplyOf is the wire form of the answer to a report.
 func ReportReplyOf(r *server.ReportReply, schema *flotilla.ResourceSchema) api.ReportReply {
-	out := api.ReportReply{Leases: make([]api.Lease, len(r.Leases)), Kill: make([]api.Kill, len(r.Kill))}
+	out := api.ReportReply{Leases: make([]api.Lease, len(r.Leases)), Kill: make([]api.Kill, len(r.Kill)), Cordoned: r.Cordoned}
 	for i, l := range r.Leases {
 		out.Leases[i] = api.Lease{
 			Job: l.Job.ID, Queue: l.Job.Queue, JobSet: l.Job.JobSet, Attempt: l.Attempt, Node: l.Node,

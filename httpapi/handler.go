@@ -116,6 +116,8 @@ func (h *Handler) routes() []route {
 		{"GET /v1/queues/{queue}", h.authed(h.getQueue)},
 		{"PUT /v1/queues/{queue}", h.authed(h.updateQueue)},
 		{"DELETE /v1/queues/{queue}", h.authed(h.deleteQueue)},
+		{"POST /v1/queues/{queue}/cordon", h.authed(h.cordon(backend.CordonQueue, true))},
+		{"POST /v1/queues/{queue}/uncordon", h.authed(h.cordon(backend.CordonQueue, false))},
 		{"GET /v1/groups", h.authed(h.listGroups)},
 		{"POST /v1/groups", h.authed(h.createGroup)},
 		{"GET /v1/groups/{group}", h.authed(h.getGroup)},
@@ -123,9 +125,14 @@ func (h *Handler) routes() []route {
 		{"DELETE /v1/groups/{group}", h.authed(h.deleteGroup)},
 		{"POST /v1/jobs", h.authed(h.submit)},
 		{"POST /v1/jobs/cancel", h.authed(h.cancel)},
+		{"POST /v1/jobs/reprioritize", h.authed(h.reprioritize)},
+		{"POST /v1/jobs/preempt", h.authed(h.preempt)},
 		{"GET /v1/jobs", h.authed(h.status)},
 		{"GET /v1/queues/{queue}/jobsets/{jobSet}/events", h.authed(h.events)},
 		{"POST /v1/clusters/{cluster}/report", h.authed(h.report)},
+		{"GET /v1/clusters", h.authed(h.listClusters)},
+		{"POST /v1/clusters/{cluster}/cordon", h.authed(h.cordon(backend.CordonCluster, true))},
+		{"POST /v1/clusters/{cluster}/uncordon", h.authed(h.cordon(backend.CordonCluster, false))},
 	}
 }
 

@@ -233,7 +233,7 @@ func (j *job) pastDeadline(now time.Time) bool {
 // not on the order of the changes that made it.
 func (s *state) snapshot(now time.Time) *scheduler.Snapshot {
 	snap := &scheduler.Snapshot{
-		Queued:          s.queued.store,
+		Queued:          s.snapshotQueued(),
 		RateLimits:      s.last.rate,
 		QueuePriorities: s.last.prio,
 		Seed:            s.cfg.Seed + s.last.cycles,
@@ -264,7 +264,11 @@ func (s *state) snapshot(now time.Time) *scheduler.Snapshot {
 			r.NodeIndex += base
 			snap.Running = append(snap.Running, r)
 		}
-		snap.Nodes = append(snap.Nodes, c.snap...)
+		if c.cordoned {
+			snap.Nodes = append(snap.Nodes, cordonedNodes(c.snap)...)
+		} else {
+			snap.Nodes = append(snap.Nodes, c.snap...)
+		}
 	}
 	qnames := make([]string, 0, len(s.queues))
 	for name := range s.queues {

@@ -108,6 +108,9 @@ type ReportReply struct {
 	// cancellation was requested, or their lease is no longer live
 	// (preempted, expired, failed on a deadline, or leased again since).
 	Kill []Kill
+	// Cordoned: an operator cordoned the cluster; it gets no new lease
+	// until it is uncordoned (its running jobs go on).
+	Cordoned bool
 }
 
 // Report takes an executor's report: it stores the cluster's nodes when
@@ -638,7 +641,7 @@ func (p *reportPlan) apply(ctx context.Context, r *Report, nodes []flotilla.Node
 func (p *reportPlan) reply(r *Report) *ReportReply {
 	s, c := p.s, p.c
 	stamp, now := p.stamp, p.now
-	out := &ReportReply{}
+	out := &ReportReply{Cordoned: c.cordoned}
 	renewed := 0
 	for i, j := range c.live {
 		if j == nil {

@@ -305,7 +305,7 @@ func (f *fluxState) reprioritize(jobs *jobTable, q *queuedJobs, all bool) int {
 	}
 	n := 0
 	for j := range jobs.all() {
-		if j.state != events.Queued {
+		if j.state != events.Queued || j.reprioritized {
 			continue
 		}
 		user := j.run.principal

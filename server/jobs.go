@@ -249,7 +249,8 @@ func (s *state) cancelIDs(ctx context.Context, ids []string) (CancelResult, erro
 	return s.cancel(ctx, js, res)
 }
 
-// CancelJobSet cancels every job of a job set that has not ended.
+// CancelJobSet cancels every job of a job set that has not ended; with
+// jobSet "", every job of the queue (SERVICE.md's cancel -queue Q).
 // backend.ErrNotFound (field "queue") when the queue does not exist.
 func (s *Server) CancelJobSet(ctx context.Context, queueName, jobSet string) (CancelResult, error) {
 	s.mu.Lock()
@@ -267,7 +268,7 @@ func (s *state) cancelJobSet(ctx context.Context, queueName, jobSet string) (Can
 	}
 	var js []*job
 	for j := range s.jobs.all() {
-		if j.spec.Queue == queueName && j.spec.JobSet == jobSet {
+		if j.spec.Queue == queueName && (jobSet == "" || j.spec.JobSet == jobSet) {
 			js = append(js, j)
 		}
 	}
@@ -377,6 +378,9 @@ func (s *state) whyQueued(id string) (string, *scheduler.Reason) {
 		return "", nil
 	}
 	q := j.spec.Queue
+	if s.cordonedQueues[q] {
+		return fmt.Sprintf("queue %s is cordoned: its jobs are not leased until it is uncordoned", q), nil
+	}
 	if !s.queued.cycling {
 		if e, ok := s.queued.store.Get(id); ok {
 			if r, ok := s.last.waiting[waitKey{q, e.Key}]; ok {

@@ -113,6 +113,14 @@ func (s *state) deleteQueue(ctx context.Context, name string) error {
 		return err
 	}
 	delete(s.queues, name)
+	if s.cordonedQueues[name] {
+		// A queue created again under the name starts uncordoned.
+		c := backend.Cordon{Kind: backend.CordonQueue, Name: name}
+		if err := s.be.PutCordon(ctx, c, false); err != nil {
+			return err
+		}
+		s.setCordon(c, false)
+	}
 	return nil
 }
 
@@ -128,6 +136,8 @@ type QueueInfo struct {
 	Report scheduler.QueueReport
 	// Usage is the queue's usage history now (see Server.QueueUsage).
 	Usage []float64
+	// Cordoned: its queued jobs are not leased until it is uncordoned.
+	Cordoned bool
 }
 
 // Queue returns one queue with its counts; backend.ErrNotFound when there
@@ -176,6 +186,7 @@ func (s *state) queueInfo(q *flotilla.Queue, counts map[string][2]int) QueueInfo
 	info := QueueInfo{Queue: cloneQueue(*q), Queued: s.queued.store.QueueLen(q.Name), Leased: n[0], Running: n[1]}
 	info.Report = s.last.shares[q.Name]
 	info.Usage = s.usage.value(q.Name, s.clock.Now())
+	info.Cordoned = s.cordonedQueues[q.Name]
 	return info
 }
 

@@ -154,6 +154,8 @@ type state struct {
 	// groups (queues.go, groups.go).
 	queues map[string]*flotilla.Queue
 	groups map[string]*flotilla.QueueGroup
+	// cordonedQueues are the queues an operator cordoned (cordon.go).
+	cordonedQueues map[string]bool
 	// queued holds the queued jobs, and their changes while a cycle reads
 	// them.
 	queued queuedJobs
@@ -303,6 +305,9 @@ func (s *state) loadState(ctx context.Context) error {
 		// once its executor reports to this process: a cluster that died
 		// before the restart gets no leases.
 		c.setNodes(s.nodes, e.Nodes)
+	}
+	if err := s.loadCordons(ctx); err != nil {
+		return fmt.Errorf("server: loading cordons: %w", err)
 	}
 	err = s.be.LiveJobs(ctx, func(r backend.Record) error {
 		j := newJob(r.Spec)

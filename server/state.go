@@ -35,6 +35,9 @@ type job struct {
 	state    events.State
 	// cancelRequested: a live job was asked to stop.
 	cancelRequested bool
+	// reprioritized: an operator gave the job its priority (a
+	// reprioritized event); flux re-prioritisation leaves it.
+	reprioritized bool
 }
 
 // lease is a job's live lease. What a report reads and writes of it is
@@ -115,6 +118,9 @@ func gangKey(j *flotilla.Job) string { return j.Queue + "\x00" + j.Gang.ID }
 func (j *job) restore(s *state, st events.Job, now time.Time) {
 	j.state, j.attempts, j.cancelRequested = st.State, int32(st.Attempts), st.CancelRequested
 	j.setFailed(slices.Clone(st.FailedClusters))
+	if st.Reprioritized {
+		j.withPriority(st.Priority) // before it joins its queue
+	}
 	s.jobs.put(j)
 	if j.spec.IsGang() {
 		s.gangs.add(j)
@@ -179,6 +185,8 @@ func (s *state) apply(e *events.Event, specs *writeSpecs) {
 		j.state = events.RunningState
 	case events.CancelRequested:
 		j.cancelRequested = true
+	case events.Reprioritized:
+		s.setPriority(j, e.Priority)
 	case events.LeaseExpired, events.LeaseReturned:
 		if l := j.lease; l != nil && !slices.Contains(j.failed(), l.cluster.name) {
 			j.setFailed(append(slices.Clip(j.failed()), l.cluster.name))
@@ -252,6 +260,8 @@ type cluster struct {
 	// due times, so it stays a bound; addLive lowers it.
 	nextDue  time.Time
 	dueKnown bool
+	// cordoned: an operator cordoned the cluster; it gets no new lease.
+	cordoned bool
 }
 
 // nodeRef resolves a snapshot node name.

@@ -119,7 +119,16 @@ func lifeCycles() []*backend.Write {
 			ev(A, "s1", "j2", events.CancelRequested, 22), ev(A, "s1", "j2", events.Cancelled, 23),
 			lease(A, "s2", "j4", "c1", "n4", 2, 21), failed,
 		}},
+		{Events: []events.Event{reprio(A, "s1", "j3", 1, 24), reprio(A, "s1", "j3", 0, 25),
+			reprio(B, "s1", "j6", 5, 24), lease(B, "s1", "j6", "c1", "n1", 1, 26)}},
 	}
+}
+
+// reprio is a reprioritized event giving job j priority p.
+func reprio(q, s, j string, p uint32, k int) events.Event {
+	e := ev(q, s, j, events.Reprioritized, k)
+	e.Priority, e.Reason = p, "reprioritized by ops"
+	return e
 }
 
 // oracle applies writes' events with events.Transition, numbering each

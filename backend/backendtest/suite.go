@@ -80,6 +80,7 @@ func rules() []rule {
 		{"CancelledContextAppliesNothing", cancelledContext},
 		{"ExecutorsPutReplacesAndListSortsByCluster", executorsRule},
 		{"UsagePutIsAtomicAndListSortsByKey", usageRule},
+		{"CordonsPutIdempotentlyAndListSortedByKindAndName", cordonsRule},
 		{"ClosedBackendReturnsErrClosed", closedRule},
 	}
 }
@@ -223,7 +224,7 @@ func sameJob(a, b events.Job) string {
 		a.Attempts == b.Attempts && a.CancelRequested == b.CancelRequested &&
 		a.Cluster == b.Cluster && a.Node == b.Node && slices.Equal(a.FailedClusters, b.FailedClusters) &&
 		a.Submitted.Equal(b.Submitted) && a.Leased.Equal(b.Leased) && a.Finished.Equal(b.Finished) &&
-		a.Reason == b.Reason && a.ExitCode == b.ExitCode
+		a.Reason == b.Reason && a.ExitCode == b.ExitCode && a.Reprioritized == b.Reprioritized && a.Priority == b.Priority
 	if ok {
 		return ""
 	}

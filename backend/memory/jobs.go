@@ -36,6 +36,7 @@ type event struct {
 	job                   uint32
 	cluster, node, reason uint32
 	exitCode              int32
+	priority              uint32 // reprioritized's
 	attempt               uint16
 	typ                   events.Type
 	requeued              bool
@@ -95,6 +96,9 @@ func (b *Backend) runOf(s *backend.JobSpec) uint32 {
 type recExtra struct {
 	reason string
 	failed []uint32
+	// reprioritized and priority are events.Job's.
+	reprioritized bool
+	priority      uint32
 }
 
 // Unix nanoseconds cover 1678 to 2262; the zero time is stored as
@@ -138,6 +142,7 @@ func (b *Backend) state(r *jobRec) events.Job {
 	}
 	if x := r.extra; x != nil {
 		j.Reason = x.reason
+		j.Reprioritized, j.Priority = x.reprioritized, x.priority
 		if len(x.failed) > 0 {
 			j.FailedClusters = make([]string, len(x.failed))
 			for i, c := range x.failed {
@@ -154,7 +159,7 @@ func (b *Backend) setState(r *jobRec, j *events.Job) {
 	r.cluster, r.node = b.intern(j.Cluster), b.intern(j.Node)
 	r.submitted, r.leased, r.finished = encodeTime(j.Submitted), encodeTime(j.Leased), encodeTime(j.Finished)
 	r.exitCode = int32(j.ExitCode)
-	if j.Reason == "" && len(j.FailedClusters) == 0 {
+	if j.Reason == "" && len(j.FailedClusters) == 0 && !j.Reprioritized {
 		r.extra = nil
 		return
 	}
@@ -163,6 +168,7 @@ func (b *Backend) setState(r *jobRec, j *events.Job) {
 	}
 	x := r.extra
 	x.reason = j.Reason
+	x.reprioritized, x.priority = j.Reprioritized, j.Priority
 	if len(j.FailedClusters) != len(x.failed) {
 		x.failed = x.failed[:0]
 		for _, c := range j.FailedClusters {
@@ -316,6 +322,7 @@ func (b *Backend) Events(ctx context.Context, queue, jobSet string, from uint64,
 			Seq: uint64(k + 1), Time: decodeTime(ev.time), Queue: s.queue, JobSet: s.name,
 			Job: b.rec(*s.jobs.at(int(ev.job))).job.ID, Type: ev.typ, Cluster: b.strs[ev.cluster], Node: b.strs[ev.node],
 			Attempt: int(ev.attempt), Reason: s.reasons[ev.reason], ExitCode: int(ev.exitCode), Requeued: ev.requeued,
+			Priority: ev.priority,
 		})
 	}
 	return out, nil

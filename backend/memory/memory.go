@@ -41,6 +41,7 @@ type Backend struct {
 	strs      []string
 	strIndex  map[string]uint32
 	executors map[string]backend.Executor
+	cordons   map[backend.Cordon]bool
 	usage     map[string]backend.UsageRecord
 	scratch   scratch
 	lease     leader
@@ -66,6 +67,7 @@ func New(schema *flotilla.ResourceSchema) *Backend {
 		strs:      []string{""},
 		strIndex:  map[string]uint32{"": 0},
 		executors: map[string]backend.Executor{},
+		cordons:   map[backend.Cordon]bool{},
 		usage:     map[string]backend.UsageRecord{},
 	}
 }

@@ -28,13 +28,16 @@
 //     gang_uniformity, client_id, principal, grace, deadline, runtime,
 //     spec_exit_code) and the state its events left it in (state,
 //     attempts, cancel_requested, cluster, node, failed_clusters,
-//     submitted, leased, finished, reason, exit_code) with live, true
+//     submitted, leased, finished, reason, exit_code, priority_now: the
+//     priority a reprioritized event gave, NULL when none did) with live, true
 //     while the state is not terminal. A unique index on (queue,
 //     client_id) makes client ids unique per queue; a partial index on
 //     (queue, id) of the live jobs serves LiveJobs and DeleteQueue.
 //   - events (queue, job_set, seq, time, job, type, cluster, node,
-//     attempt, reason, exit_code, requeued), keyed by (queue, job_set,
+//     attempt, reason, exit_code, requeued, priority), keyed by (queue, job_set,
 //     seq).
+//   - cordons (kind, name): the queues and clusters an operator
+//     cordoned.
 //   - job_sets (queue, name, last_seq): each job set's last sequence
 //     number, kept when its queue is deleted so that a queue created again
 //     continues its logs.

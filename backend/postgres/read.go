@@ -17,7 +17,7 @@ import (
 
 // stateColumns are the columns scanState reads.
 const stateColumns = `id, queue, job_set, state, attempts, cancel_requested, cluster, node, failed_clusters,
-	submitted, leased, finished, reason, exit_code`
+	submitted, leased, finished, reason, exit_code, priority_now`
 
 // specColumns are the columns scanRecord reads after stateColumns.
 const specColumns = `priority_class, priority, submit_time, requests, node_selector, tolerations, avoid_clusters,
@@ -31,17 +31,21 @@ type stateDest struct {
 	failed                      []byte
 	submitted, leased, finished *int64
 	exit                        int64
+	prio                        *int64
 }
 
 func (d *stateDest) targets() []any {
 	return []any{&d.j.ID, &d.j.Queue, &d.j.JobSet, &d.state, &d.attempts, &d.j.CancelRequested, &d.j.Cluster, &d.j.Node,
-		&d.failed, &d.submitted, &d.leased, &d.finished, &d.j.Reason, &d.exit}
+		&d.failed, &d.submitted, &d.leased, &d.finished, &d.j.Reason, &d.exit, &d.prio}
 }
 
 func (d *stateDest) job() (events.Job, error) {
 	j := d.j
 	j.State, j.Attempts, j.ExitCode = events.State(d.state), int(d.attempts), int(d.exit)
 	j.Submitted, j.Leased, j.Finished = decodeTime(d.submitted), decodeTime(d.leased), decodeTime(d.finished)
+	if d.prio != nil {
+		j.Reprioritized, j.Priority = true, uint32(*d.prio)
+	}
 	if d.failed != nil {
 		// Into a local: &j.FailedClusters would move j to the heap for
 		// every job.
@@ -258,19 +262,20 @@ func (b *Backend) events(ctx context.Context, queue, jobSet string, from uint64,
 	}
 	ctx, cancel := b.bound(ctx, limit)
 	defer cancel()
-	rows, _ := b.pool.Query(ctx, `SELECT seq, time, job, type, cluster, node, attempt, reason, exit_code, requeued
+	rows, _ := b.pool.Query(ctx, `SELECT seq, time, job, type, cluster, node, attempt, reason, exit_code, requeued, priority
 		FROM events WHERE queue = $1 AND job_set = $2 AND seq >= $3 ORDER BY seq LIMIT $4`,
 		queue, jobSet, int64(max(from, 1)), int64(limit))
 	out, err := pgx.AppendRows(out, rows, func(row pgx.CollectableRow) (events.Event, error) {
 		e := events.Event{Queue: queue, JobSet: jobSet}
-		var seq, exit int64
+		var seq, exit, prio int64
 		var t *int64
 		var typ int16
 		var attempt int32
-		if err := row.Scan(&seq, &t, &e.Job, &typ, &e.Cluster, &e.Node, &attempt, &e.Reason, &exit, &e.Requeued); err != nil {
+		if err := row.Scan(&seq, &t, &e.Job, &typ, &e.Cluster, &e.Node, &attempt, &e.Reason, &exit, &e.Requeued, &prio); err != nil {
 			return e, err
 		}
 		e.Seq, e.Time, e.Type, e.Attempt, e.ExitCode = uint64(seq), decodeTime(t), events.Type(typ), int(attempt), int(exit)
+		e.Priority = uint32(prio)
 		return e, nil
 	})
 	if err != nil {

@@ -154,13 +154,13 @@ func cancelCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.SetOutput(stderr)
 	cf := addClientFlags(fs)
 	queue := fs.String("queue", "", "the job set's queue")
-	jobSet := fs.String("jobset", "", "cancel every job of this job set")
+	jobSet := fs.String("jobset", "", "cancel every job of this job set (without it: every job of the queue)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return flagExit(err)
 	}
-	if (len(pos) == 0) == (*queue == "" && *jobSet == "") || (len(pos) == 0 && (*queue == "" || *jobSet == "")) {
-		return c.usage("want JOB_ID... or -queue Q -jobset S")
+	if (len(pos) == 0) == (*queue == "" && *jobSet == "") || (len(pos) == 0 && *queue == "") {
+		return c.usage("want JOB_ID... or -queue Q [-jobset S]")
 	}
 	cl, err := cf.client()
 	if err != nil {
@@ -199,6 +199,9 @@ func eventLine(e events.Event) string {
 	}
 	if e.Type == events.Succeeded || e.Type == events.Failed {
 		fmt.Fprintf(&b, " exit %d", e.ExitCode)
+	}
+	if e.Type == events.Reprioritized {
+		fmt.Fprintf(&b, " priority %d", e.Priority)
 	}
 	if e.Requeued {
 		b.WriteString(" (requeued)")

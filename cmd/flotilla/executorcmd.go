@@ -53,11 +53,19 @@ func executorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if err != nil {
 		return c.usage("%v", err)
 	}
-	ex, err := executor.New(executor.Config{Cluster: *cluster, Nodes: nodes, Service: cl, Clock: server.SystemClock{}, Renew: *renew, LeaseTimeout: *leaseTimeout})
+	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("cluster", *cluster)
+	onCordon := func(cordoned bool) {
+		if cordoned {
+			log.Warn("cluster cordoned: no new leases until it is uncordoned; running jobs go on")
+		} else {
+			log.Info("cluster uncordoned: leases resume")
+		}
+	}
+	ex, err := executor.New(executor.Config{Cluster: *cluster, Nodes: nodes, Service: cl, Clock: server.SystemClock{}, Renew: *renew,
+		LeaseTimeout: *leaseTimeout, OnCordon: onCordon})
 	if err != nil {
 		return c.usage("%v", err)
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("cluster", *cluster)
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	fmt.Fprintf(stdout, "executor %s: %d nodes, reporting to %s every %s\n", *cluster, len(nodes), *cf.server, *renew)

@@ -71,14 +71,19 @@ const usage = `usage:
                     [-advertise URL] [-leader-ttl 10s]   # with -db: several servers, one leader
   flotilla queue    create NAME [-parent G] [-priority-factor F] [-guaranteed Q] [-limit Q]
                     [-lending-limit Q] | update NAME [the same flags] | list [-o json] | delete NAME
+                    | cordon NAME | uncordon NAME       # admin: its queued jobs are not leased
   flotilla group    create NAME [the same flags] | update NAME [the same flags] | list [-o json]
                     | delete NAME      # Q: resource=quantity,… (cpu=16,nvidia.com/gpu=4)
   flotilla submit   FILE                 # prints one job id per line, in file order
-  flotilla cancel   JOB_ID... | -queue Q -jobset S
+  flotilla cancel   JOB_ID... | -queue Q [-jobset S]          # without -jobset: the whole queue
+  flotilla reprioritize -priority N (JOB_ID... | -queue Q -jobset S)   # queued jobs only
+  flotilla preempt  JOB_ID... | -queue Q [-jobset S] | -cluster C [-node N]   [-reason TEXT]
+  flotilla cluster  list [-o json] | cordon NAME | uncordon NAME   # cordon: admin; no new leases
   flotilla events   -queue Q -jobset S [-from SEQ] [-o json]
   flotilla watch    -queue Q -jobset S [-from SEQ] [-until-done] [-o json]
   flotilla status   JOB_ID... [-v] [-o json]
   flotilla executor -cluster NAME -nodes FILE [-renew 5s]
+  flotilla version                       # the version and the commit it was built from
       the queueing service, its clients and a fake executor (SERVICE.md); clients
       take -server URL[,URL...] (or $FLOTILLA_SERVER) and -token T (or $FLOTILLA_TOKEN)
 
@@ -110,6 +115,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return submitCmd(ctx, args[1:], stdout, stderr)
 	case "cancel":
 		return cancelCmd(ctx, args[1:], stdout, stderr)
+	case "reprioritize":
+		return reprioritizeCmd(ctx, args[1:], stdout, stderr)
+	case "preempt":
+		return preemptCmd(ctx, args[1:], stdout, stderr)
+	case "cluster":
+		return clusterCmd(ctx, args[1:], stdout, stderr)
 	case "events":
 		return eventsCmd(ctx, args[1:], stdout, stderr)
 	case "watch":
@@ -122,6 +133,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return simulate(ctx, args[1:], stdout, stderr)
 	case "explain":
 		return explainCmd(ctx, args[1:], stdout, stderr)
+	case "version":
+		return versionCmd(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

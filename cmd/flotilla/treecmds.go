@@ -139,6 +139,9 @@ func treeCmd(ctx context.Context, kind string, args []string, stdout, stderr io.
 }
 
 func queueCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "cordon" || args[0] == "uncordon") {
+		return cordonCmd(ctx, "queue", args, stdout, stderr)
+	}
 	return treeCmd(ctx, "queue", args, stdout, stderr, func(c cmdIO, cl *client.Client, fs *flag.FlagSet, tf treeFlags, pos []string, asJSON bool) int {
 		var q api.Queue
 		var err error
@@ -270,7 +273,11 @@ func listTree(ctx context.Context, c cmdIO, cl *client.Client, asJSON, queues bo
 		switch {
 		case l.q != nil:
 			s := l.q.Status
-			fmt.Fprintf(tw, "%s%s\t%g\t%d\t%d\t%d\t%.3f\t%.3f\t%.3f\t%.3f\n", indent, l.name, factor(l.q.PriorityFactor),
+			name := l.name
+			if s.Cordoned {
+				name += " (cordoned)"
+			}
+			fmt.Fprintf(tw, "%s%s\t%g\t%d\t%d\t%d\t%.3f\t%.3f\t%.3f\t%.3f\n", indent, name, factor(l.q.PriorityFactor),
 				s.Queued, s.Leased, s.Running, s.Share, s.FairShare, s.AdjustedFairShare, s.Usage)
 		case queues:
 			s := l.g.Status
