@@ -19,8 +19,8 @@ type Output struct {
 	// the cycle's snapshot order.
 	Queues []QueueRow
 	// Groups has one row per cycle and group of the queue tree, in cycle
-	// order, groups in the workload's order (the scheduler's
-	// Result.Groups); none for a flat workload.
+	// order, groups by name (the scheduler's Result.Groups, as the service
+	// orders its snapshot); none for a flat workload.
 	Groups []GroupRow
 	// Tree is whether the workload has a queue tree or usage memory
 	// (Workload.HasTree): the queue files then have parent and usage

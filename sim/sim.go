@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/flotilla-sched/flotilla"
@@ -173,10 +175,10 @@ type run struct {
 	observe func(now time.Duration, res *scheduler.Result)
 }
 
-// tree gives a cycle's snapshot the queue tree's groups and the usage
-// memory the last cycle left (its time the virtual clock's): the service
-// keeps neither yet, so the run carries them from cycle to cycle, as the
-// service carries rate limits.
+// tree gives a cycle's snapshot the queue tree's groups (by name, as the
+// snapshot's queues are) and the usage memory the last cycle left (its
+// time the virtual clock's): the service keeps neither yet, so the run
+// carries them from cycle to cycle, as the service carries rate limits.
 func (r *run) tree(snap *scheduler.Snapshot) {
 	snap.Groups = r.groups
 	snap.Usage = r.usage
@@ -259,6 +261,7 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 		cfg.MaxTime = DefaultMaxTime
 	}
 
+	slices.SortFunc(groups, func(a, b *flotilla.QueueGroup) int { return strings.Compare(a.Name, b.Name) })
 	r := &run{cfg: cfg, clk: fakeclock.New(Start), schema: schema, jobs: map[string]*jobRec{}, groups: groups,
 		rng: rand.New(rand.NewPCG(w.Seed, 0x51a7e5eed)), out: &Output{Resources: schema.Names(), Tree: w.HasTree()}}
 	if w.Duration != "" {
