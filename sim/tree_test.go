@@ -308,3 +308,25 @@ func TestDecayedUsageLetsTheLightUserCatchUp(t *testing.T) {
 	t.Logf("hours 9-11 with usage: product %.3f research %.3f; without: %.3f %.3f; hours 8-24 product %.3f vs %.3f",
 		wm["product"][0], wm["research"][0], wom["product"][0], wom["research"][0], wd["product"][0], wod["product"][0])
 }
+
+// TestGroupsListedBeforeTheirParentsRun: a workload may list a group
+// before its parent (the tree is judged whole); the run sets the tree up
+// and reports every group, the child under its parent.
+func TestGroupsListedBeforeTheirParentsRun(t *testing.T) {
+	w, err := sim.ParseWorkload([]byte(treeWorkload(``,
+		`{"name": "leaf-group", "parent": "mid"}, {"name": "mid", "parent": "top"}, {"name": "top"}`,
+		`{"name": "A", "parent": "leaf-group"}`)))
+	require.NoError(t, err)
+	c, err := sim.ParseClusters([]byte(`{"clusters": [{"name": "c", "nodes": [{"name": "n", "resources": {"cpu": "4"}}]}]}`))
+	require.NoError(t, err)
+	out, err := sim.Run(context.Background(), sim.Config{Workload: w, Clusters: c})
+	require.NoError(t, err)
+	parents := map[string]string{}
+	for _, g := range out.Groups {
+		if g.Cycle == 0 {
+			parents[g.Group] = g.Parent
+			assert.InDelta(t, 0.25, g.Share, 1e-9, "group %s holds A's one cpu of four", g.Group)
+		}
+	}
+	assert.Equal(t, map[string]string{"leaf-group": "mid", "mid": "top", "top": ""}, parents)
+}
