@@ -286,18 +286,8 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 			return nil, err
 		}
 	}
-	for _, cl := range cfg.Clusters.Clusters {
-		var nodes []api.Node
-		for _, nt := range cl.Nodes {
-			for _, name := range nt.names() {
-				nodes = append(nodes, api.Node{Name: name, Resources: nt.Resources, Labels: nt.Labels, Unschedulable: nt.Unschedulable, Taints: nt.Taints})
-			}
-		}
-		ex, err := executor.New(executor.Config{Cluster: cl.Name, Nodes: nodes, Service: &httpapi.Local{Server: srv}, Clock: r.clk, Renew: cfg.Renew})
-		if err != nil {
-			return nil, err
-		}
-		r.exs = append(r.exs, ex)
+	if err := r.executors(); err != nil {
+		return nil, err
 	}
 	r.tpls = make([]template, len(w.JobTemplates))
 	byID := map[string]int{}
@@ -340,6 +330,25 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 		}
 	}
 	return r, nil
+}
+
+// executors makes one fake executor per cluster, talking to the service
+// in process.
+func (r *run) executors() error {
+	for _, cl := range r.cfg.Clusters.Clusters {
+		var nodes []api.Node
+		for _, nt := range cl.Nodes {
+			for _, name := range nt.names() {
+				nodes = append(nodes, api.Node{Name: name, Resources: nt.Resources, Labels: nt.Labels, Unschedulable: nt.Unschedulable, Taints: nt.Taints})
+			}
+		}
+		ex, err := executor.New(executor.Config{Cluster: cl.Name, Nodes: nodes, Service: &httpapi.Local{Server: r.srv}, Clock: r.clk, Renew: r.cfg.Renew})
+		if err != nil {
+			return err
+		}
+		r.exs = append(r.exs, ex)
+	}
+	return nil
 }
 
 func orZero(s string) string {
