@@ -39,6 +39,24 @@
 //	{"clusters": [{"name": "c1", "nodes": [
 //	   {"name": "node", "count": 10, "resources": {"cpu": "32", "memory": "256Gi"}}]}]}
 //
+// A workload may also have a queue tree (QUEUE-TREE.md): groups, each with
+// a parent, a weight and quotas, queues with a parent and quotas, and
+// usage memory (usageHalfLife, usageWeight; they set the scheduler's
+// Config.UsageHalfLife and UsageWeight, and a scheduler configuration
+// that sets them otherwise is refused). Quotas map resource names of the
+// cluster file to quantities. The tree is judged as the scheduler judges
+// it (fairness.NewTree), every problem at its path with the value as
+// written:
+//
+//	{"usageHalfLife": "3h", "usageWeight": 1,
+//	 "groups": [{"name": "research", "weight": 2,
+//	   "guaranteed": {"cpu": "64"}, "limit": {"cpu": "256"}, "lendingLimit": {"cpu": "32"}}],
+//	 "queues": [{"name": "nlp", "parent": "research", "guaranteed": {"cpu": "16"}}], ...}
+//
+// The service does not keep groups or usage memory yet: the run gives
+// every cycle's snapshot the groups and the usage memory the previous
+// cycle left (server.Config.BeforeSchedule), its time the virtual clock's.
+//
 // A template may also carry a priority (lower runs first within its
 // queue and class), a node selector and tolerations (judged by
 // flotilla.Job's rules) and, for a gang, a node-uniformity label. Not
@@ -64,5 +82,11 @@
 // queued, scheduled, preempted, allocated.<resource> (in the schema's
 // units: milli-cpu, bytes, whole units); and job, queue, jobSet,
 // submitted, leased, finished (virtual seconds; empty in CSV, null in
-// JSON, when it never happened), state, attempts, preemptions.
+// JSON, when it never happened), state, attempts, preemptions. With a
+// queue tree or usage memory (Output.Tree), queue rows add parent (after
+// queue) and usage (after adjustedFairShare), and Output has one GroupRow
+// per cycle and group (the scheduler's scheduler.GroupReport), written as
+// groups.csv and groups.jsonl: time, cycle, group, parent, share,
+// fairShare, adjustedFairShare, usage, demand, running, queued,
+// allocated.<resource>.
 package sim

@@ -18,6 +18,14 @@ type Output struct {
 	// Queues has one row per cycle and queue, in cycle order, queues in
 	// the cycle's snapshot order.
 	Queues []QueueRow
+	// Groups has one row per cycle and group of the queue tree, in cycle
+	// order, groups by name (the scheduler's Result.Groups, as the service
+	// orders its snapshot); none for a flat workload.
+	Groups []GroupRow
+	// Tree is whether the workload has a queue tree or usage memory
+	// (Workload.HasTree): the queue files then have parent and usage
+	// columns, and groups.csv and groups.jsonl are written.
+	Tree bool
 	// Jobs has one row per job, in submission order.
 	Jobs []JobRow
 	// End is the virtual time (seconds) the run stopped at.
@@ -32,15 +40,32 @@ type QueueRow struct {
 	Time  float64
 	Cycle int
 	Queue string
-	// Share, FairShare and AdjustedFairShare are the scheduler's
+	// Parent is the queue's group ("" for the root).
+	Parent string
+	// Share, FairShare, AdjustedFairShare and Usage (the decayed average
+	// share, 0 without usage memory) are the scheduler's
 	// (scheduler.QueueReport).
-	Share, FairShare, AdjustedFairShare float64
+	Share, FairShare, AdjustedFairShare, Usage float64
 	// Running and Queued count the queue's jobs after the cycle;
 	// Scheduled and Preempted what the cycle did to them.
 	Running, Queued, Scheduled, Preempted int
 	// Allocated is what the queue's jobs on nodes request, in the
 	// schema's units (milli-cpu, bytes, whole units), laid out as
 	// Output.Resources.
+	Allocated []int64
+}
+
+// GroupRow is one group of the queue tree after one cycle: the
+// scheduler's scheduler.GroupReport. Share, Usage, Demand, Running, Queued
+// and Allocated are its children's sums; FairShare and AdjustedFairShare
+// its part of its parent's.
+type GroupRow struct {
+	Time                                               float64
+	Cycle                                              int
+	Group, Parent                                      string
+	Share, FairShare, AdjustedFairShare, Usage, Demand float64
+	Running, Queued                                    int
+	// Allocated is laid out as Output.Resources.
 	Allocated []int64
 }
 
@@ -81,9 +106,24 @@ func seconds(t time.Time) *float64 {
 
 // QueueColumns are the column names of the queue rows: time, cycle,
 // queue, share, fairShare, adjustedFairShare, running, queued, scheduled,
-// preempted, then allocated.<resource> per resource.
+// preempted, then allocated.<resource> per resource; with a tree
+// (Output.Tree), parent after queue and usage after adjustedFairShare.
 func (o *Output) QueueColumns() []string {
 	cols := []string{"time", "cycle", "queue", "share", "fairShare", "adjustedFairShare", "running", "queued", "scheduled", "preempted"}
+	if o.Tree {
+		cols = []string{"time", "cycle", "queue", "parent", "share", "fairShare", "adjustedFairShare", "usage", "running", "queued", "scheduled", "preempted"}
+	}
+	for _, r := range o.Resources {
+		cols = append(cols, "allocated."+r)
+	}
+	return cols
+}
+
+// GroupColumns are the column names of the group rows: time, cycle,
+// group, parent, share, fairShare, adjustedFairShare, usage, demand,
+// running, queued, then allocated.<resource> per resource.
+func (o *Output) GroupColumns() []string {
+	cols := []string{"time", "cycle", "group", "parent", "share", "fairShare", "adjustedFairShare", "usage", "demand", "running", "queued"}
 	for _, r := range o.Resources {
 		cols = append(cols, "allocated."+r)
 	}
@@ -106,7 +146,20 @@ func optNum(v *float64) string {
 func (o *Output) queueFields(q *QueueRow) []string {
 	f := []string{num(q.Time), strconv.Itoa(q.Cycle), q.Queue, num(q.Share), num(q.FairShare), num(q.AdjustedFairShare),
 		strconv.Itoa(q.Running), strconv.Itoa(q.Queued), strconv.Itoa(q.Scheduled), strconv.Itoa(q.Preempted)}
+	if o.Tree {
+		f = []string{num(q.Time), strconv.Itoa(q.Cycle), q.Queue, q.Parent, num(q.Share), num(q.FairShare), num(q.AdjustedFairShare), num(q.Usage),
+			strconv.Itoa(q.Running), strconv.Itoa(q.Queued), strconv.Itoa(q.Scheduled), strconv.Itoa(q.Preempted)}
+	}
 	for _, a := range q.Allocated {
+		f = append(f, strconv.FormatInt(a, 10))
+	}
+	return f
+}
+
+func groupFields(g *GroupRow) []string {
+	f := []string{num(g.Time), strconv.Itoa(g.Cycle), g.Group, g.Parent, num(g.Share), num(g.FairShare), num(g.AdjustedFairShare),
+		num(g.Usage), num(g.Demand), strconv.Itoa(g.Running), strconv.Itoa(g.Queued)}
+	for _, a := range g.Allocated {
 		f = append(f, strconv.FormatInt(a, 10))
 	}
 	return f
@@ -125,6 +178,21 @@ func (o *Output) WriteQueuesCSV(w io.Writer) error {
 	}
 	for i := range o.Queues {
 		if err := c.Write(o.queueFields(&o.Queues[i])); err != nil {
+			return err
+		}
+	}
+	c.Flush()
+	return c.Error()
+}
+
+// WriteGroupsCSV writes the group rows as CSV with a header row.
+func (o *Output) WriteGroupsCSV(w io.Writer) error {
+	c := csv.NewWriter(w)
+	if err := c.Write(o.GroupColumns()); err != nil {
+		return err
+	}
+	for i := range o.Groups {
+		if err := c.Write(groupFields(&o.Groups[i])); err != nil {
 			return err
 		}
 	}
@@ -186,7 +254,17 @@ func writeJSONL(w io.Writer, cols []string, text []bool, rows int, fields func(i
 // row with the columns of QueueColumns as keys.
 func (o *Output) WriteQueuesJSONL(w io.Writer) error {
 	text := []bool{2: true}
+	if o.Tree {
+		text = []bool{2: true, 3: true}
+	}
 	return writeJSONL(w, o.QueueColumns(), text, len(o.Queues), func(i int) []string { return o.queueFields(&o.Queues[i]) })
+}
+
+// WriteGroupsJSONL writes the group rows as JSON lines with the keys of
+// GroupColumns.
+func (o *Output) WriteGroupsJSONL(w io.Writer) error {
+	text := []bool{2: true, 3: true}
+	return writeJSONL(w, o.GroupColumns(), text, len(o.Groups), func(i int) []string { return groupFields(&o.Groups[i]) })
 }
 
 // WriteJobsJSONL writes the job rows as JSON lines with the keys of
@@ -197,12 +275,18 @@ func (o *Output) WriteJobsJSONL(w io.Writer) error {
 }
 
 // WriteDir writes queues.csv, jobs.csv, queues.jsonl and jobs.jsonl into
-// dir, which must exist.
+// dir, which must exist, and with a tree (Output.Tree) groups.csv and
+// groups.jsonl.
 func (o *Output) WriteDir(dir string) error {
-	for _, f := range []struct {
+	type file struct {
 		name  string
 		write func(io.Writer) error
-	}{{"queues.csv", o.WriteQueuesCSV}, {"jobs.csv", o.WriteJobsCSV}, {"queues.jsonl", o.WriteQueuesJSONL}, {"jobs.jsonl", o.WriteJobsJSONL}} {
+	}
+	files := []file{{"queues.csv", o.WriteQueuesCSV}, {"jobs.csv", o.WriteJobsCSV}, {"queues.jsonl", o.WriteQueuesJSONL}, {"jobs.jsonl", o.WriteJobsJSONL}}
+	if o.Tree {
+		files = append(files, file{"groups.csv", o.WriteGroupsCSV}, file{"groups.jsonl", o.WriteGroupsJSONL})
+	}
+	for _, f := range files {
 		fh, err := os.Create(filepath.Join(dir, f.name))
 		if err != nil {
 			return err

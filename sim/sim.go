@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/flotilla-sched/flotilla"
@@ -165,6 +167,21 @@ type run struct {
 	pending   int           // templates not started yet
 	lastLease int           // leases of the last cycle
 	live      int           // jobs holding a lease
+	// groups are the queue tree's groups, and usage the usage memory the
+	// last cycle left: every cycle's snapshot gets them (tree).
+	groups []*flotilla.QueueGroup
+	usage  scheduler.UsageState
+	// observe, when a test sets it, sees every cycle's result.
+	observe func(now time.Duration, res *scheduler.Result)
+}
+
+// tree gives a cycle's snapshot the queue tree's groups (by name, as the
+// snapshot's queues are) and the usage memory the last cycle left (its
+// time the virtual clock's): the service keeps neither yet, so the run
+// carries them from cycle to cycle, as the service carries rate limits.
+func (r *run) tree(snap *scheduler.Snapshot) {
+	snap.Groups = r.groups
+	snap.Usage = r.usage
 }
 
 // jobSetLog is a (queue, job set) whose events the run follows.
@@ -220,6 +237,9 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 			errs = append(errs, flotilla.Errorf(f+".priorityClass", t.PriorityClass, flotilla.ErrUnknownName, "not a priority class of the configuration"))
 		}
 	}
+	groups, quotas, treeErrs := w.tree(schema, map[string]bool{})
+	errs = append(errs, flotilla.RenameFields(errors.Join(treeErrs...), prefix("workload.")))
+	errs = append(errs, w.usageConfig(&sc)...)
 	for _, d := range []struct {
 		f string
 		v time.Duration
@@ -228,8 +248,8 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 			errs = append(errs, flotilla.Errorf(d.f, d.v.String(), flotilla.ErrNegative, ""))
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	if cfg.CycleInterval == 0 {
 		cfg.CycleInterval = DefaultCycleInterval
@@ -241,40 +261,33 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 		cfg.MaxTime = DefaultMaxTime
 	}
 
-	r := &run{cfg: cfg, clk: fakeclock.New(Start), schema: schema, jobs: map[string]*jobRec{},
-		rng: rand.New(rand.NewPCG(w.Seed, 0x51a7e5eed)), out: &Output{Resources: schema.Names()}}
+	slices.SortFunc(groups, func(a, b *flotilla.QueueGroup) int { return strings.Compare(a.Name, b.Name) })
+	r := &run{cfg: cfg, clk: fakeclock.New(Start), schema: schema, jobs: map[string]*jobRec{}, groups: groups,
+		rng: rand.New(rand.NewPCG(w.Seed, 0x51a7e5eed)), out: &Output{Resources: schema.Names(), Tree: w.HasTree()}}
 	if w.Duration != "" {
 		r.end, _ = time.ParseDuration(w.Duration)
 	}
 	n := 0
 	ids := func() string { n++; return fmt.Sprintf("job-%07d", n) }
 	srv, err := server.New(ctx, server.Config{Scheduler: sc, Backend: memory.New(schema), Clock: r.clk,
-		NewID: ids, LeaseTimeout: cfg.LeaseTimeout, Seed: w.Seed, RequeuePreempted: cfg.RequeuePreempted})
+		NewID: ids, LeaseTimeout: cfg.LeaseTimeout, Seed: w.Seed, RequeuePreempted: cfg.RequeuePreempted,
+		BeforeSchedule: r.tree})
 	if err != nil {
 		return nil, err // the scheduler's problems, under scheduler.
 	}
 	r.srv = srv
-	for _, q := range w.Queues {
+	for i, q := range w.Queues {
 		pf := 1.0
 		if q.Weight != nil {
 			pf = 1 / *q.Weight
 		}
-		if err := srv.CreateQueue(ctx, flotilla.Queue{Name: q.Name, PriorityFactor: pf}); err != nil {
+		if err := srv.CreateQueue(ctx, flotilla.Queue{Name: q.Name, PriorityFactor: pf, Parent: q.Parent,
+			Guaranteed: quotas[i][0], Limit: quotas[i][1], LendingLimit: quotas[i][2]}); err != nil {
 			return nil, err
 		}
 	}
-	for _, cl := range cfg.Clusters.Clusters {
-		var nodes []api.Node
-		for _, nt := range cl.Nodes {
-			for _, name := range nt.names() {
-				nodes = append(nodes, api.Node{Name: name, Resources: nt.Resources, Labels: nt.Labels, Unschedulable: nt.Unschedulable, Taints: nt.Taints})
-			}
-		}
-		ex, err := executor.New(executor.Config{Cluster: cl.Name, Nodes: nodes, Service: &httpapi.Local{Server: srv}, Clock: r.clk, Renew: cfg.Renew})
-		if err != nil {
-			return nil, err
-		}
-		r.exs = append(r.exs, ex)
+	if err := r.executors(); err != nil {
+		return nil, err
 	}
 	r.tpls = make([]template, len(w.JobTemplates))
 	byID := map[string]int{}
@@ -317,6 +330,25 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 		}
 	}
 	return r, nil
+}
+
+// executors makes one fake executor per cluster, talking to the service
+// in process.
+func (r *run) executors() error {
+	for _, cl := range r.cfg.Clusters.Clusters {
+		var nodes []api.Node
+		for _, nt := range cl.Nodes {
+			for _, name := range nt.names() {
+				nodes = append(nodes, api.Node{Name: name, Resources: nt.Resources, Labels: nt.Labels, Unschedulable: nt.Unschedulable, Taints: nt.Taints})
+			}
+		}
+		ex, err := executor.New(executor.Config{Cluster: cl.Name, Nodes: nodes, Service: &httpapi.Local{Server: r.srv}, Clock: r.clk, Renew: r.cfg.Renew})
+		if err != nil {
+			return err
+		}
+		r.exs = append(r.exs, ex)
+	}
+	return nil
 }
 
 func orZero(s string) string {
@@ -462,6 +494,7 @@ func (r *run) runCycle(ctx context.Context, now time.Duration) error {
 	}
 	r.lastLease = rep.Leased
 	if res := rep.Result; res != nil {
+		r.usage = res.Usage
 		sched := map[string]int{}
 		pre := map[string]int{}
 		for _, a := range res.Scheduled {
@@ -471,10 +504,18 @@ func (r *run) runCycle(ctx context.Context, now time.Duration) error {
 			pre[p.Job.Queue]++
 		}
 		for _, q := range res.Queues {
-			r.out.Queues = append(r.out.Queues, QueueRow{Time: now.Seconds(), Cycle: r.cycle, Queue: q.Name,
-				Share: q.Share, FairShare: q.FairShare, AdjustedFairShare: q.AdjustedFairShare,
+			r.out.Queues = append(r.out.Queues, QueueRow{Time: now.Seconds(), Cycle: r.cycle, Queue: q.Name, Parent: q.Parent,
+				Share: q.Share, FairShare: q.FairShare, AdjustedFairShare: q.AdjustedFairShare, Usage: q.Usage,
 				Running: q.Running, Queued: q.Queued, Scheduled: sched[q.Name], Preempted: pre[q.Name],
 				Allocated: append([]int64(nil), q.Allocated...)})
+		}
+		for _, g := range res.Groups {
+			r.out.Groups = append(r.out.Groups, GroupRow{Time: now.Seconds(), Cycle: r.cycle, Group: g.Name, Parent: g.Parent,
+				Share: g.Share, FairShare: g.FairShare, AdjustedFairShare: g.AdjustedFairShare, Usage: g.Usage, Demand: g.Demand,
+				Running: g.Running, Queued: g.Queued, Allocated: append([]int64(nil), g.Allocated...)})
+		}
+		if r.observe != nil {
+			r.observe(now, res)
 		}
 	}
 	r.cycle++

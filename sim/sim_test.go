@@ -34,7 +34,11 @@ func files(t testing.TB, out *sim.Output) map[string][]byte {
 	dir := t.TempDir()
 	require.NoError(t, out.WriteDir(dir))
 	got := map[string][]byte{}
-	for _, n := range []string{"queues.csv", "jobs.csv", "queues.jsonl", "jobs.jsonl"} {
+	names := []string{"queues.csv", "jobs.csv", "queues.jsonl", "jobs.jsonl"}
+	if out.Tree {
+		names = append(names, "groups.csv", "groups.jsonl")
+	}
+	for _, n := range names {
 		b, err := os.ReadFile(filepath.Join(dir, n))
 		require.NoError(t, err)
 		got[n] = b
@@ -46,10 +50,24 @@ func files(t testing.TB, out *sim.Output) map[string][]byte {
 // compares its four output files with testdata/golden (-update rewrites
 // them).
 func TestSmallSimulationMatchesGoldenFiles(t *testing.T) {
-	out, err := sim.Run(context.Background(), load(t, "small.workload.json", "small.clusters.json"))
+	golden(t, "small.workload.json", "golden")
+}
+
+// TestSmallTreeSimulationMatchesGoldenFiles: the same for a workload
+// with a queue tree (three levels, quotas) and usage memory, whose queue
+// files carry parent and usage, and whose group files are written.
+func TestSmallTreeSimulationMatchesGoldenFiles(t *testing.T) {
+	golden(t, "small-tree.workload.json", "golden-tree")
+}
+
+// golden runs a workload on the small clusters and compares its output
+// files with testdata/DIR (-update rewrites them).
+func golden(t *testing.T, workload, dir string) {
+	t.Helper()
+	out, err := sim.Run(context.Background(), load(t, workload, "small.clusters.json"))
 	require.NoError(t, err)
 	for name, b := range files(t, out) {
-		path := filepath.Join("testdata", "golden", name)
+		path := filepath.Join("testdata", dir, name)
 		if *update {
 			require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 			require.NoError(t, os.WriteFile(path, b, 0o644))

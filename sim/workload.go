@@ -21,8 +21,19 @@ type Workload struct {
 	// duration, e.g. "4h"); absent means when every job has ended or
 	// nothing can change any more.
 	Duration string `json:"duration,omitempty"`
+	// Groups are the inner nodes of the queue tree (QUEUE-TREE.md): queues
+	// and groups name them as parent. None, with no queue naming a parent
+	// or giving a quota, is the flat model.
+	Groups []GroupSpec `json:"groups,omitempty"`
 	// Queues are created before anything is submitted; at least one.
 	Queues []QueueSpec `json:"queues"`
+	// UsageHalfLife turns on the queue tree's usage memory (QUEUE-TREE.md
+	// §8): a Go duration ≥ 0 such as "3h"; empty or 0 means off. It sets
+	// the scheduler's Config.UsageHalfLife.
+	UsageHalfLife string `json:"usageHalfLife,omitempty"`
+	// UsageWeight is how far usage moves a weight (k ≥ 0); absent or 0
+	// means 1. Only with usageHalfLife.
+	UsageWeight float64 `json:"usageWeight,omitempty"`
 	// JobTemplates are the jobs; at least one.
 	JobTemplates []JobTemplate `json:"jobTemplates"`
 }
@@ -33,6 +44,13 @@ type QueueSpec struct {
 	Name string `json:"name"`
 	// Weight is positive; absent means 1.
 	Weight *float64 `json:"weight,omitempty"`
+	// Parent names the group the queue hangs from; empty means the root.
+	Parent string `json:"parent,omitempty"`
+	// Guaranteed, Limit and LendingLimit are the queue's quotas, as a
+	// group's (GroupSpec).
+	Guaranteed   map[string]string `json:"guaranteed,omitempty"`
+	Limit        map[string]string `json:"limit,omitempty"`
+	LendingLimit map[string]string `json:"lendingLimit,omitempty"`
 }
 
 // JobTemplate is Count jobs submitted together (or at Arrival.Rate), and
@@ -196,12 +214,20 @@ func duration(errs *[]error, field, s string) time.Duration {
 }
 
 // Validate reports every problem of w that needs no cluster file: names,
-// counts, durations, gangs and dependencies (unknown or cyclic). Resource
-// names and priority classes are checked by Run against the clusters and
-// the scheduler's configuration.
+// counts, durations, gangs, dependencies (unknown or cyclic) and the queue
+// tree (fairness.NewTree's rules: parents, cycles, names unique across
+// groups and queues, quotas against each other, the usage settings).
+// Resource names and priority classes are checked by Run against the
+// clusters and the scheduler's configuration.
 func (w *Workload) Validate() error {
 	var errs []error
 	duration(&errs, "duration", w.Duration)
+	duration(&errs, "usageHalfLife", w.UsageHalfLife)
+	for i, g := range w.Groups {
+		if g.Weight != nil && !(*g.Weight > 0 && !math.IsInf(*g.Weight, 1)) {
+			errs = append(errs, flotilla.Errorf(fmt.Sprintf("groups[%d].weight", i), fmt.Sprint(*g.Weight), flotilla.ErrOutOfRange, "want a positive finite weight"))
+		}
+	}
 	if len(w.Queues) == 0 {
 		errs = append(errs, flotilla.Errorf("queues", "", flotilla.ErrRequired, "at least one queue"))
 	}
@@ -294,6 +320,15 @@ func (w *Workload) Validate() error {
 		errs = append(errs, flotilla.Errorf("jobTemplates", fmt.Sprint(total), flotilla.ErrOutOfRange, "%d jobs with repetitions; at most %d", total, MaxJobs))
 	}
 	errs = append(errs, w.cycles(ids)...)
+	reported := map[string]bool{}
+	for _, e := range errs {
+		var fe *flotilla.FieldError
+		if errors.As(e, &fe) {
+			reported[fe.Field] = true
+		}
+	}
+	_, _, treeErrs := w.tree(w.quotaSchema(), reported)
+	errs = append(errs, treeErrs...)
 	return errors.Join(errs...)
 }
 

@@ -140,6 +140,52 @@ func TestSimulateIsDeterministicForASeed(t *testing.T) {
 	assert.NotEqual(t, string(x), string(y), "-seed 12 gave seed 11's jobs")
 }
 
+// TestSimulateTreeWritesGroupTablesPlotAndIndex: a workload with a queue
+// tree and usage memory gets groups.csv and groups.jsonl, queue tables
+// with parent and usage, the groups plot with a share, fair share and
+// usage line per group, and a row per group in index.html.
+func TestSimulateTreeWritesGroupTablesPlotAndIndex(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	code, _, stderr := runCmd("simulate", "-cluster", filepath.Join(simData, "small.clusters.json"),
+		"-workload", filepath.Join(simData, "tree.workload.json"), "-o", dir)
+	require.Equal(t, 0, code, stderr)
+	groups, err := os.ReadFile(filepath.Join(dir, "groups.csv"))
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(groups)), "\n")
+	require.Equal(t, "time,cycle,group,parent,share,fairShare,adjustedFairShare,usage,demand,running,queued,allocated.cpu,allocated.memory", lines[0])
+	require.Equal(t, []string{"0,0,ops,org,", "0,0,org,,", "0,0,research,org,"}, []string{lines[1][:12], lines[2][:9], lines[3][:17]}, "groups by name")
+	queues, err := os.ReadFile(filepath.Join(dir, "queues.csv"))
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(queues), "time,cycle,queue,parent,share,fairShare,adjustedFairShare,usage,"), "%.120s", queues)
+	_, err = os.Stat(filepath.Join(dir, "groups.jsonl"))
+	require.NoError(t, err)
+
+	f, err := os.Open(filepath.Join(dir, simreport.GroupPlot+".png"))
+	require.NoError(t, err)
+	_, err = png.Decode(f)
+	f.Close()
+	require.NoError(t, err)
+	texts := svgTexts(t, filepath.Join(dir, simreport.GroupPlot+".svg"))
+	for _, g := range []string{"org", "research", "ops"} {
+		for _, line := range []string{" share", " fair share", " usage"} {
+			n := 0
+			for _, x := range texts {
+				if x == g+line {
+					n++
+				}
+			}
+			assert.Equal(t, 1, n, "groups.svg legend %q in %q", g+line, texts)
+		}
+	}
+	html, err := os.ReadFile(filepath.Join(dir, "index.html"))
+	require.NoError(t, err)
+	assert.Contains(t, string(html), `src="groups.svg"`)
+	assert.Contains(t, string(html), `href="groups.csv"`)
+	for _, g := range []string{"org", "research", "ops"} {
+		assert.Regexp(t, regexp.MustCompile(`<tr><td>`+g+`</td>(<td>[^<]*</td>){5}</tr>`), string(html))
+	}
+}
+
 func TestSimulateConfigPriorityClassesReachTheSimulation(t *testing.T) {
 	// fpga.config.json defines the workload's priority classes (urgent,
 	// batch), which the default configuration lacks.
@@ -167,6 +213,10 @@ func TestSimulateBadInputExitsTwoNamingFieldAndValue(t *testing.T) {
 	resCfg := write("res.config.json", `{"config":{},"resources":["cpu"]}`)
 	badCfg := write("bad.config.json", `{"config":{"defaultPriorityClass":"nope"}}`)
 	fpgaCfg := filepath.Join(simData, "fpga.config.json")
+	treeWl := filepath.Join(simData, "tree.workload.json")
+	badTree := write("badtree.workload.json", `{"groups":[{"name":"g","parent":"nowhere","guaranteed":{"cpu":"4"},"limit":{"cpu":"2"}}],
+		"queues":[{"name":"A","parent":"g","weight":1e300}],"jobTemplates":[{"id":"a","queue":"A","count":1,"requests":{"cpu":"1"}}]}`)
+	usageCfg := write("usage.config.json", `{"config":{"usageHalfLife":"1h"}}`)
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -177,6 +227,10 @@ func TestSimulateBadInputExitsTwoNamingFieldAndValue(t *testing.T) {
 		{"workload file", []string{"-cluster", cl, "-workload", badWl}, []string{
 			`queues[0].weight "-1"`, `jobTemplates[0].queue "Z"`}},
 		{"seed", []string{"-cluster", cl, "-workload", wl, "-seed", "x"}, []string{`seed "x"`}},
+		{"queue tree", []string{"-cluster", cl, "-workload", badTree}, []string{
+			`groups[0].parent "nowhere"`, `groups[0].limit.cpu "2"`, `queues[0].weight "1e+300"`}},
+		{"usage half-life set twice", []string{"-cluster", cl, "-workload", treeWl, "-config", usageCfg}, []string{
+			`workload.usageHalfLife "2m"`}},
 		{"config resources", []string{"-cluster", cl, "-workload", wl, "-config", resCfg}, []string{`resources "cpu"`}},
 		{"config", []string{"-cluster", cl, "-workload", wl, "-config", badCfg}, []string{`"nope"`}},
 		{"class the config lacks", []string{"-cluster", cl, "-workload", wl, "-config", fpgaCfg}, []string{

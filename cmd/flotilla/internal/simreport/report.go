@@ -20,6 +20,113 @@ import (
 // PlotNames are the plots simulate writes, each as NAME.png and NAME.svg.
 func PlotNames() []string { return []string{"share", "utilisation", "delay", "preemptions"} }
 
+// GroupPlot is the plot simulate writes besides PlotNames for a run with
+// queue groups (sim.Output.Groups), as GroupPlot.png and .svg: each
+// group's share against its fair share over time, and its usage.
+const GroupPlot = "groups"
+
+// plotNames are the plots of out: PlotNames, and GroupPlot when out has
+// group rows.
+func plotNames(out *sim.Output) []string {
+	names := PlotNames()
+	if len(out.Groups) > 0 {
+		names = append(names, GroupPlot)
+	}
+	return names
+}
+
+// groupSummary is one group's row of index.html's group table: means over
+// the cycles of the run.
+type groupSummary struct {
+	Name, Parent                                      string
+	MeanShare, MeanFairShare, MeanAdjusted, MeanUsage float64
+}
+
+// summariseGroups computes the per-group means, groups in the workload's
+// order.
+func summariseGroups(w *sim.Workload, out *sim.Output) []groupSummary {
+	sums := make([]groupSummary, len(w.Groups))
+	idx := make(map[string]int, len(w.Groups))
+	for i, g := range w.Groups {
+		sums[i].Name, sums[i].Parent = g.Name, g.Parent
+		idx[g.Name] = i
+	}
+	rows := make([]int, len(sums))
+	for _, r := range out.Groups {
+		i, ok := idx[r.Group]
+		if !ok {
+			continue
+		}
+		rows[i]++
+		s := &sums[i]
+		s.MeanShare += r.Share
+		s.MeanFairShare += r.FairShare
+		s.MeanAdjusted += r.AdjustedFairShare
+		s.MeanUsage += r.Usage
+	}
+	for i := range sums {
+		if n := float64(rows[i]); n > 0 {
+			s := &sums[i]
+			s.MeanShare, s.MeanFairShare, s.MeanAdjusted, s.MeanUsage = s.MeanShare/n, s.MeanFairShare/n, s.MeanAdjusted/n, s.MeanUsage/n
+		}
+	}
+	return sums
+}
+
+// groupSeries is one group's value at every cycle of out, with each
+// cycle's time as X.
+func groupSeries(out *sim.Output, group string, value func(*sim.GroupRow) float64) plotter.XYs {
+	var xys plotter.XYs
+	for i := range out.Groups {
+		if r := &out.Groups[i]; r.Group == group {
+			xys = append(xys, plotter.XY{X: r.Time, Y: value(r)})
+		}
+	}
+	return xys
+}
+
+// groupPlot draws each group's share (solid), fair share (dashed) and,
+// with usage memory, usage (dotted) over time; hours on the X axis when
+// the run lasts over three hours.
+func groupPlot(out *sim.Output, groups []groupSummary) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text, p.Y.Label.Text = "Share against fair share per group", "share of the cluster"
+	p.Legend.Top = true
+	p.Add(plotter.NewGrid())
+	scale, unit := 1.0, "virtual time (s)"
+	if out.End > 3*3600 {
+		scale, unit = 3600, "virtual time (h)"
+	}
+	p.X.Label.Text = unit
+	usage := false
+	for _, r := range out.Groups {
+		usage = usage || r.Usage > 0
+	}
+	for i, g := range groups {
+		lines := []struct {
+			name  string
+			value func(*sim.GroupRow) float64
+		}{{" share", func(r *sim.GroupRow) float64 { return r.Share }}, {" fair share", func(r *sim.GroupRow) float64 { return r.FairShare }}}
+		if usage {
+			lines = append(lines, struct {
+				name  string
+				value func(*sim.GroupRow) float64
+			}{" usage", func(r *sim.GroupRow) float64 { return r.Usage }})
+		}
+		for k, l := range lines {
+			xys := groupSeries(out, g.Name, l.value)
+			for j := range xys {
+				xys[j].X /= scale
+			}
+			if err := addLine(p, xys, g.Name+l.name, i, k); err != nil {
+				return nil, err
+			}
+		}
+	}
+	p.Y.Min, p.Y.Max = 0, max(p.Y.Max*1.25, 1)
+	return p, nil
+}
+
 // delayPercentiles are the queueing-delay percentiles the delay plot shows.
 func delayPercentiles() []float64 { return []float64{50, 90, 95, 99} }
 
@@ -231,6 +338,13 @@ func makePlots(cfg sim.Config, out *sim.Output, sums []queueSummary) (map[string
 	for _, p := range []*plot.Plot{share, util, pre} {
 		p.Y.Min, p.Y.Max = 0, max(p.Y.Max*1.2, 1)
 	}
+	if len(out.Groups) > 0 {
+		p, err := groupPlot(out, summariseGroups(cfg.Workload, out))
+		if err != nil {
+			return nil, err
+		}
+		plots[GroupPlot] = p
+	}
 	return plots, nil
 }
 
@@ -241,7 +355,7 @@ func Write(dir string, cfg sim.Config, out *sim.Output) error {
 	if err != nil {
 		return err
 	}
-	for _, name := range PlotNames() {
+	for _, name := range plotNames(out) {
 		for _, ext := range []string{".png", ".svg"} {
 			if err := plots[name].Save(8*vg.Inch, 4.5*vg.Inch, filepath.Join(dir, name+ext)); err != nil {
 				return err
@@ -252,12 +366,18 @@ func Write(dir string, cfg sim.Config, out *sim.Output) error {
 	if err != nil {
 		return err
 	}
+	var groups []groupSummary
+	if len(out.Groups) > 0 {
+		groups = summariseGroups(cfg.Workload, out)
+	}
 	err = indexHTML.Execute(f, struct {
 		End    float64
 		Jobs   int
 		Plots  []string
 		Queues []queueSummary
-	}{out.End, len(out.Jobs), PlotNames(), sums})
+		Groups []groupSummary
+		Tree   bool
+	}{out.End, len(out.Jobs), plotNames(out), sums, groups, out.Tree})
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -279,12 +399,16 @@ var indexHTML = template.Must(template.New("index").Funcs(template.FuncMap{"num"
 </head>
 <body>
 <h1>flotilla simulate</h1>
-<p>{{.Jobs}} jobs over {{num .End}} s of virtual time. Tables: <a href="queues.csv">queues.csv</a>, <a href="jobs.csv">jobs.csv</a>, <a href="queues.jsonl">queues.jsonl</a>, <a href="jobs.jsonl">jobs.jsonl</a>.</p>
+<p>{{.Jobs}} jobs over {{num .End}} s of virtual time. Tables: <a href="queues.csv">queues.csv</a>, <a href="jobs.csv">jobs.csv</a>, <a href="queues.jsonl">queues.jsonl</a>, <a href="jobs.jsonl">jobs.jsonl</a>{{if .Tree}}, <a href="groups.csv">groups.csv</a>, <a href="groups.jsonl">groups.jsonl</a>{{end}}.</p>
 <table>
 <tr><th>queue</th><th>mean share</th><th>mean fair share</th><th>mean adjusted fair share</th><th>p50 queueing delay (s)</th><th>p95 queueing delay (s)</th><th>preemptions</th><th>jobs</th><th>leased</th></tr>
 {{range .Queues}}<tr><td>{{.Name}}</td><td>{{num .MeanShare}}</td><td>{{num .MeanFairShare}}</td><td>{{num .MeanAdjusted}}</td><td>{{num .P50}}</td><td>{{num .P95}}</td><td>{{.Preemptions}}</td><td>{{.Jobs}}</td><td>{{.Leased}}</td></tr>
 {{end}}</table>
-{{range .Plots}}<h2>{{.}}</h2>
+{{if .Groups}}<table>
+<tr><th>group</th><th>parent</th><th>mean share</th><th>mean fair share</th><th>mean adjusted fair share</th><th>mean usage</th></tr>
+{{range .Groups}}<tr><td>{{.Name}}</td><td>{{.Parent}}</td><td>{{num .MeanShare}}</td><td>{{num .MeanFairShare}}</td><td>{{num .MeanAdjusted}}</td><td>{{num .MeanUsage}}</td></tr>
+{{end}}</table>
+{{end}}{{range .Plots}}<h2>{{.}}</h2>
 <p><img src="{{.}}.svg" alt="{{.}}"> <a href="{{.}}.png">PNG</a></p>
 {{end}}</body>
 </html>

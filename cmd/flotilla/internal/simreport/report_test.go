@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
 
 	"github.com/flotilla-sched/flotilla/sim"
 )
@@ -50,6 +52,59 @@ func TestSummaryMeansOverCyclesAndDelaysOverLeasedJobs(t *testing.T) {
 	assert.Equal(t, 2, sums[0].Leased)
 	assert.True(t, math.IsNaN(sums[1].P50), "B has no leased job")
 	assert.Equal(t, 1, sums[1].Jobs)
+}
+
+func TestGroupSummaryMeansOverCyclesInTheWorkloadsOrder(t *testing.T) {
+	w := &sim.Workload{Groups: []sim.GroupSpec{{Name: "g"}, {Name: "h", Parent: "g"}}}
+	out := &sim.Output{Groups: []sim.GroupRow{
+		{Cycle: 0, Group: "h", Parent: "g", Share: 0.2, FairShare: 0.4, AdjustedFairShare: 0.3, Usage: 0},
+		{Cycle: 0, Group: "g", Share: 1, FairShare: 1, AdjustedFairShare: 1, Usage: 0.5},
+		{Cycle: 1, Group: "h", Parent: "g", Share: 0.6, FairShare: 0.4, AdjustedFairShare: 0.5, Usage: 0.1},
+		{Cycle: 1, Group: "g", Share: 0.5, FairShare: 1, AdjustedFairShare: 0.5, Usage: 0.7},
+		{Cycle: 1, Group: "stranger", Share: 1},
+	}}
+	sums := summariseGroups(w, out)
+	require.Len(t, sums, 2)
+	assert.Equal(t, "g", sums[0].Name)
+	assert.Equal(t, "g", sums[1].Parent)
+	assert.InDelta(t, 0.75, sums[0].MeanShare, 1e-12)
+	assert.InDelta(t, 0.75, sums[0].MeanAdjusted, 1e-12)
+	assert.InDelta(t, 0.6, sums[0].MeanUsage, 1e-12)
+	assert.InDelta(t, 0.4, sums[1].MeanShare, 1e-12)
+	assert.InDelta(t, 0.4, sums[1].MeanFairShare, 1e-12)
+	assert.InDelta(t, 0.05, sums[1].MeanUsage, 1e-12)
+	assert.Equal(t, []string{"share", "utilisation", "delay", "preemptions", "groups"}, plotNames(out))
+	assert.Equal(t, PlotNames(), plotNames(&sim.Output{}), "a flat run has no group plot")
+}
+
+func TestGroupPlotHoursAfterThreeHoursAndUsageOnlyWithUsage(t *testing.T) {
+	rows := func(end float64, usage float64) *sim.Output {
+		out := &sim.Output{End: end}
+		for c, at := range []float64{0, end} {
+			out.Groups = append(out.Groups, sim.GroupRow{Time: at, Cycle: c, Group: "g", Share: 0.5, FairShare: 1, Usage: usage})
+		}
+		return out
+	}
+	groups := []groupSummary{{Name: "g"}}
+	svg := func(p *plot.Plot) string {
+		wt, err := p.WriterTo(4*vg.Inch, 3*vg.Inch, "svg")
+		require.NoError(t, err)
+		var b bytes.Buffer
+		_, err = wt.WriteTo(&b)
+		require.NoError(t, err)
+		return b.String()
+	}
+	p, err := groupPlot(rows(4*3600, 0.3), groups)
+	require.NoError(t, err)
+	assert.Equal(t, "virtual time (h)", p.X.Label.Text)
+	assert.InDelta(t, 4, p.X.Max, 1e-9)
+	assert.Contains(t, svg(p), ">g usage<")
+	assert.Contains(t, svg(p), ">g fair share<")
+	p, err = groupPlot(rows(600, 0), groups)
+	require.NoError(t, err)
+	assert.Equal(t, "virtual time (s)", p.X.Label.Text)
+	assert.NotContains(t, svg(p), ">g usage<", "no usage line without usage memory")
+	assert.Contains(t, svg(p), ">g share<")
 }
 
 func TestProgressLineStartsAfterTwoSecondsAndIsThrottled(t *testing.T) {
