@@ -67,9 +67,6 @@ func (s *Server) Cycle(ctx context.Context) (*CycleReport, error) {
 		return rep, err
 	}
 
-	if s.st.cfg.BeforeSchedule != nil {
-		s.st.cfg.BeforeSchedule(snap)
-	}
 	res, err := s.st.schedule(ctx, snap, rep.Time)
 
 	s.mu.Lock()

@@ -77,12 +77,6 @@ type Config struct {
 	// multi-factor priority and charges their usage to flux associations
 	// (see FluxConfig).
 	Flux *FluxConfig
-	// BeforeSchedule, when set, is called with every cycle's snapshot
-	// just before the scheduler decides, with the service's lock
-	// released; it may set the snapshot's Groups and Usage, which the
-	// service does not keep itself (package sim gives the simulated queue
-	// tree this way), and must not keep the snapshot.
-	BeforeSchedule func(*scheduler.Snapshot)
 }
 
 func (c Config) withDefaults() Config {

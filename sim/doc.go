@@ -53,9 +53,9 @@
 //	   "guaranteed": {"cpu": "64"}, "limit": {"cpu": "256"}, "lendingLimit": {"cpu": "32"}}],
 //	 "queues": [{"name": "nlp", "parent": "research", "guaranteed": {"cpu": "16"}}], ...}
 //
-// The service does not keep groups or usage memory yet: the run gives
-// every cycle's snapshot the groups and the usage memory the previous
-// cycle left (server.Config.BeforeSchedule), its time the virtual clock's.
+// Run creates the groups in the service (parents first) before the
+// queues; the service carries the usage memory from cycle to cycle, its
+// time the virtual clock's.
 //
 // A template may also carry a priority (lower runs first within its
 // queue and class), a node selector and tolerations (judged by

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/flotilla-sched/flotilla"
@@ -167,21 +165,8 @@ type run struct {
 	pending   int           // templates not started yet
 	lastLease int           // leases of the last cycle
 	live      int           // jobs holding a lease
-	// groups are the queue tree's groups, and usage the usage memory the
-	// last cycle left: every cycle's snapshot gets them (tree).
-	groups []*flotilla.QueueGroup
-	usage  scheduler.UsageState
 	// observe, when a test sets it, sees every cycle's result.
 	observe func(now time.Duration, res *scheduler.Result)
-}
-
-// tree gives a cycle's snapshot the queue tree's groups (by name, as the
-// snapshot's queues are) and the usage memory the last cycle left (its
-// time the virtual clock's): the service keeps neither yet, so the run
-// carries them from cycle to cycle, as the service carries rate limits.
-func (r *run) tree(snap *scheduler.Snapshot) {
-	snap.Groups = r.groups
-	snap.Usage = r.usage
 }
 
 // jobSetLog is a (queue, job set) whose events the run follows.
@@ -261,8 +246,7 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 		cfg.MaxTime = DefaultMaxTime
 	}
 
-	slices.SortFunc(groups, func(a, b *flotilla.QueueGroup) int { return strings.Compare(a.Name, b.Name) })
-	r := &run{cfg: cfg, clk: fakeclock.New(Start), schema: schema, jobs: map[string]*jobRec{}, groups: groups,
+	r := &run{cfg: cfg, clk: fakeclock.New(Start), schema: schema, jobs: map[string]*jobRec{},
 		rng: rand.New(rand.NewPCG(w.Seed, 0x51a7e5eed)), out: &Output{Resources: schema.Names(), Tree: w.HasTree()}}
 	if w.Duration != "" {
 		r.end, _ = time.ParseDuration(w.Duration)
@@ -270,12 +254,17 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 	n := 0
 	ids := func() string { n++; return fmt.Sprintf("job-%07d", n) }
 	srv, err := server.New(ctx, server.Config{Scheduler: sc, Backend: memory.New(schema), Clock: r.clk,
-		NewID: ids, LeaseTimeout: cfg.LeaseTimeout, Seed: w.Seed, RequeuePreempted: cfg.RequeuePreempted,
-		BeforeSchedule: r.tree})
+		NewID: ids, LeaseTimeout: cfg.LeaseTimeout, Seed: w.Seed, RequeuePreempted: cfg.RequeuePreempted})
 	if err != nil {
 		return nil, err // the scheduler's problems, under scheduler.
 	}
 	r.srv = srv
+	// The service checks the whole tree at every change: parents first.
+	for _, g := range byDepth(groups) {
+		if err := srv.CreateGroup(ctx, *g); err != nil {
+			return nil, err
+		}
+	}
 	for i, q := range w.Queues {
 		pf := 1.0
 		if q.Weight != nil {
@@ -494,7 +483,6 @@ func (r *run) runCycle(ctx context.Context, now time.Duration) error {
 	}
 	r.lastLease = rep.Leased
 	if res := rep.Result; res != nil {
-		r.usage = res.Usage
 		sched := map[string]int{}
 		pre := map[string]int{}
 		for _, a := range res.Scheduled {

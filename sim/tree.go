@@ -240,3 +240,22 @@ func (w *Workload) usageConfig(sc *scheduler.Config) []error {
 	}
 	return errs
 }
+
+// byDepth orders groups (an acyclic tree, Validate has judged it) so that
+// every group comes after its parent, each level in the given order.
+func byDepth(groups []*flotilla.QueueGroup) []*flotilla.QueueGroup {
+	index := make(map[string]*flotilla.QueueGroup, len(groups))
+	for _, g := range groups {
+		index[g.Name] = g
+	}
+	depth := func(g *flotilla.QueueGroup) int {
+		d := 0
+		for p := index[g.Parent]; p != nil && d <= len(groups); p = index[p.Parent] {
+			d++
+		}
+		return d
+	}
+	out := slices.Clone(groups)
+	slices.SortStableFunc(out, func(a, b *flotilla.QueueGroup) int { return depth(a) - depth(b) })
+	return out
+}
