@@ -45,6 +45,14 @@ type Job struct {
 	// avoided clusters goes straight to every node, even if a preemption
 	// later in the cycle freed room elsewhere.
 	AvoidClusters []string
+	// AvoidNodes names nodes (Node.Name) the job should not be placed on: a
+	// service lists the node where its last run failed (a retry policy's
+	// avoidSameNode). A preference, as AvoidClusters is and together with
+	// it: the job goes to an avoided node only when no other node can take
+	// it in that cycle by any search it may make. A gang avoids every node
+	// any member avoids. A set; a name no node carries changes nothing; ""
+	// cannot be listed. Nil means no preference.
+	AvoidNodes []string
 }
 
 // Gang groups jobs that must be placed all together or not at all. The zero

@@ -92,6 +92,11 @@ func (j *Job) report(schema *ResourceSchema) error {
 			v.add(Errorf(fmt.Sprintf("%s.avoidClusters[%d]", p, i), "", ErrRequired, "a cluster name; the default cluster \"\" cannot be avoided"))
 		}
 	}
+	for i, n := range j.AvoidNodes {
+		if n == "" {
+			v.add(Errorf(fmt.Sprintf("%s.avoidNodes[%d]", p, i), "", ErrRequired, "a node name"))
+		}
+	}
 	return v.err()
 }
 
@@ -133,6 +138,11 @@ func (j *Job) valid(schema *ResourceSchema) bool {
 	}
 	for _, c := range j.AvoidClusters {
 		if c == "" {
+			return false
+		}
+	}
+	for _, n := range j.AvoidNodes {
+		if n == "" {
 			return false
 		}
 	}

@@ -102,6 +102,8 @@ func TestJobValidate(t *testing.T) {
 		{"avoided clusters repeated", func(j *Job) { j.AvoidClusters = []string{"c1", "c1"} }, nil},
 		{"avoided cluster unnamed", func(j *Job) { j.AvoidClusters = []string{"c1", "", "c2", ""} }, []problem{
 			{`job "a-1".avoidClusters[1]`, ErrRequired}, {`job "a-1".avoidClusters[3]`, ErrRequired}}},
+		{"avoided nodes", func(j *Job) { j.AvoidNodes = []string{"n1", "n1"} }, nil},
+		{"avoided node unnamed", func(j *Job) { j.AvoidNodes = []string{"n1", ""} }, []problem{{`job "a-1".avoidNodes[1]`, ErrRequired}}},
 		{"every problem at once", func(j *Job) {
 			j.ID, j.Queue = "", ""
 			j.Requests = Resources{-1, 0, -2}

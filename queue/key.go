@@ -100,8 +100,9 @@ func (h hasher) selector(m map[string]string) hasher {
 // selector's pairs in key order, the tolerations (in their order, an empty
 // operator read as Equal), the gang's node-uniformity label and, when
 // there are any, the clusters the job avoids (Job.AvoidClusters, as a set:
-// in any order, though a repeated name counts again). A job that avoids no
-// cluster has the key it would have without the field. Jobs with
+// in any order, though a repeated name counts again) and likewise the nodes
+// it avoids (Job.AvoidNodes). A job that avoids no cluster and no node has
+// the key it would have without the fields. Jobs with
 // equal requirements have equal keys. It is a hash, not an identity: two
 // different requirements share a key with a chance of about 2^-64 per pair,
 // and a scheduler that caches failures by key would then skip a job that
@@ -134,6 +135,14 @@ func SchedulingKey(j *flotilla.Job, classPriority int32) uint64 {
 			set += hasher(fnvOffset).str(c).sum()
 		}
 		h = h.u64(uint64(len(j.AvoidClusters))).u64(set)
+	}
+	if len(j.AvoidNodes) > 0 {
+		// Tagged, so that avoiding node x and avoiding cluster x differ.
+		var set uint64
+		for _, n := range j.AvoidNodes {
+			set += hasher(fnvOffset).str("node").str(n).sum()
+		}
+		h = h.u64(uint64(len(j.AvoidNodes))).u64(set)
 	}
 	return h.sum()
 }

@@ -337,7 +337,8 @@ func sameRequirements(a, b *flotilla.Job) bool {
 		a.Gang.NodeUniformityLabel == b.Gang.NodeUniformityLabel &&
 		sameTolerations(a.Tolerations, b.Tolerations) &&
 		sameSelector(a.NodeSelector, b.NodeSelector) &&
-		slices.Equal(a.AvoidClusters, b.AvoidClusters)
+		slices.Equal(a.AvoidClusters, b.AvoidClusters) &&
+		slices.Equal(a.AvoidNodes, b.AvoidNodes)
 }
 
 // sameSelector is maps.Equal, answered at once for one map twice (the

@@ -480,6 +480,18 @@ func TestSchedulingKey(t *testing.T) {
 // is a set for the key (order does not matter), a repeat still counts, and
 // a job that avoids nothing keeps the key it had before AvoidClusters
 // existed (nil and empty alike).
+func TestSchedulingKeyTellsAvoidedNodesApart(t *testing.T) {
+	key := func(clusters, nodes []string) uint64 {
+		return SchedulingKey(&flotilla.Job{Requests: flotilla.Resources{1000, 2000, 0}, AvoidClusters: clusters, AvoidNodes: nodes}, 30000)
+	}
+	none := key(nil, nil)
+	assert.Equal(t, none, key(nil, []string{}), "empty is nil")
+	assert.Equal(t, key(nil, []string{"n1", "n2"}), key(nil, []string{"n2", "n1"}), "order does not matter")
+	assert.NotEqual(t, none, key(nil, []string{"n1"}))
+	assert.NotEqual(t, key(nil, []string{"x"}), key([]string{"x"}, nil), "node x is not cluster x")
+	assert.NotEqual(t, key(nil, []string{"n1"}), key(nil, []string{"n2"}))
+}
+
 func TestSchedulingKeyTellsAvoidedClustersApart(t *testing.T) {
 	key := func(avoid ...string) uint64 {
 		return SchedulingKey(&flotilla.Job{Requests: flotilla.Resources{1000, 2000, 0}, AvoidClusters: avoid}, 30000)
