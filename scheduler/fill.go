@@ -337,7 +337,7 @@ func (c *cycle) try(qi int) {
 		node           int
 		ok, displacing bool
 	)
-	if len(j.AvoidClusters) > 0 {
+	if len(j.AvoidClusters) > 0 || len(j.AvoidNodes) > 0 {
 		node, ok, displacing = c.searchAvoiding(e, ci)
 	} else {
 		node, ok, displacing = c.search(j, ci)
@@ -406,9 +406,10 @@ func (c *cycle) search(j *flotilla.Job, ci int) (node int, ok, displacing bool) 
 	return node, ok, displacing
 }
 
-// searchAvoiding is search for a job with AvoidClusters: the whole search
-// (free capacity, evicted jobs' capacity, urgency) confined to the nodes
-// outside the avoided clusters, then, only if that finds nothing, the
+// searchAvoiding is search for a job with AvoidClusters or AvoidNodes: the
+// whole search (free capacity, evicted jobs' capacity, urgency) confined
+// to the nodes outside the avoided clusters and other than the avoided
+// nodes, then, only if that finds nothing, the
 // whole search over every node. A job of a class that may not preempt
 // does not preempt to keep out of an avoided cluster; one that may, does
 // (another cluster can take it). A search confined in vain is remembered
@@ -418,7 +419,7 @@ func (c *cycle) search(j *flotilla.Job, ci int) (node int, ok, displacing bool) 
 func (c *cycle) searchAvoiding(e *queue.Entry, ci int) (node int, ok, displacing bool) {
 	j := e.Job
 	base := c.query.Constraint
-	if pref := c.db.Avoid(base, j.AvoidClusters); pref != base {
+	if pref := c.db.AvoidNodes(c.db.Avoid(base, j.AvoidClusters), j.AvoidNodes); pref != base {
 		if _, vain := c.memo.avoidVain[e.Key]; !vain {
 			c.query.Constraint = pref
 			if node, ok, displacing = c.search(j, ci); ok {
