@@ -68,6 +68,7 @@ func (db *DB) Restrict(id ConstraintID, r Restriction) ConstraintID {
 	base := &db.cons[id]
 	c := constraint{
 		selector:    base.selector,
+		affinity:    base.affinity,
 		tolerations: base.tolerations,
 		bits:        make([]uint64, len(base.bits)),
 	}
@@ -151,6 +152,7 @@ func (db *DB) avoid(id ConstraintID, set []string, byNode bool) ConstraintID {
 	base := &db.cons[id]
 	c := constraint{
 		selector:    base.selector,
+		affinity:    base.affinity,
 		tolerations: base.tolerations,
 		bits:        make([]uint64, len(base.bits)),
 	}

@@ -317,7 +317,7 @@ func (p *Placer) PlaceWithin(db *binpack.DB, g *Gang, q int, levels []int, searc
 	avoidNodes := within == UnavoidedDomains && p.nodeSet(g)
 	for i, e := range g.Members {
 		p.order[i] = i
-		p.cons[i] = db.Constraints(e.Job.NodeSelector, e.Job.Tolerations)
+		p.cons[i] = db.JobConstraints(e.Job)
 		if avoidNodes {
 			p.cons[i] = db.AvoidNodes(p.cons[i], p.avoidNodes)
 		}

@@ -394,3 +394,39 @@ func TestGangKeepsOffANodeAMemberAvoids(t *testing.T) {
 		})
 	}
 }
+
+// Job.NodeAffinity: a required node affinity confines the job to matching
+// nodes, and a job no node matches says which filter held it back.
+func TestJobWithRequiredNodeAffinityGoesOnlyToMatchingNodes(t *testing.T) {
+	w := newWorld(t)
+	clusterNode(w, "a100-1", "", "4", map[string]string{"gpu": "a100"})
+	clusterNode(w, "h100-1", "", "8", map[string]string{"gpu": "h100"})
+	clusterNode(w, "cpu-1", "", "8", nil)
+	w.addQueue("B", 1)
+	in := func(values ...string) func(*flotilla.Job) {
+		return func(j *flotilla.Job) {
+			j.NodeAffinity = []flotilla.NodeSelectorTerm{{MatchExpressions: []flotilla.NodeSelectorRequirement{
+				{Key: "gpu", Operator: flotilla.NodeSelectorIn, Values: values}}}}
+		}
+	}
+	notGPU := func(j *flotilla.Job) {
+		j.NodeAffinity = []flotilla.NodeSelectorTerm{{MatchExpressions: []flotilla.NodeSelectorRequirement{
+			{Key: "gpu", Operator: flotilla.NodeSelectorDoesNotExist}}}}
+	}
+	h := w.submit("B", 1, "3", in("h100"))[0]
+	cpu := w.submit("B", 1, "3", notGPU)[0]
+	none := w.submit("B", 1, "3", in("mi300"))[0]
+	res := w.schedule()
+	on := placedOn(res)
+	assert.Equal(t, "h100-1", on[h.ID], "smallest fit alone would take a100-1")
+	assert.Equal(t, "cpu-1", on[cpu.ID])
+	require.NotContains(t, on, none.ID)
+	var why scheduler.Reason
+	for _, u := range res.UnscheduledJobs {
+		if u.Job.ID == none.ID {
+			why = u.Reason
+		}
+	}
+	assert.Equal(t, scheduler.ReasonNeverFits, why.Code)
+	assert.Contains(t, why.Message, "node affinity", why.String())
+}

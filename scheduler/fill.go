@@ -457,7 +457,7 @@ func (c *cycle) makeQuery(j *flotilla.Job, qi, level int) binpack.Query {
 		Requests:   j.Requests,
 		Level:      level,
 		Queue:      qi,
-		Constraint: c.db.Constraints(j.NodeSelector, j.Tolerations),
+		Constraint: c.db.JobConstraints(j),
 		OnlyNode:   -1,
 	}
 }
