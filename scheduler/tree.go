@@ -217,7 +217,8 @@ func (ts *treeState) evictable(c *cycle, share []float64, out []bool) bool {
 // anyStarved reports whether some queue with a guarantee has a queued head
 // that keeps it within the guarantee (rule 8). The head is the queue's
 // first stored job; a gang member stands for its whole gang (its requests
-// times the gang's cardinality). The head read is kept for the fill.
+// times the gang's cardinality); an invalid head starves nothing. The head
+// read is kept for the fill.
 func (ts *treeState) anyStarved(c *cycle) bool {
 	for qi := range c.queues {
 		qs := &c.queues[qi]
@@ -229,17 +230,14 @@ func (ts *treeState) anyStarved(c *cycle) bool {
 			continue // the fill reports the error
 		}
 		if qs.peeked == nil {
-			e, ok := c.readNext(qs)
-			if !ok || e == nil || e.Job == nil || len(e.Job.Requests) != len(qs.alloc) {
-				qs.peeked = e
-				continue
-			}
-			qs.peeked = e
+			qs.peeked, _ = c.readNext(qs)
 		}
-		j := qs.peeked.Job
-		if j == nil || len(j.Requests) != len(qs.alloc) {
+		// A job the fill will report invalid (and never place) starves
+		// nothing.
+		if _, bad := c.s.invalidJob(qs.q.Name, qs.peeked); bad {
 			continue
 		}
+		j := qs.peeked.Job
 		n := int64(1)
 		if j.IsGang() && j.Gang.Cardinality > 1 {
 			n = int64(j.Gang.Cardinality)

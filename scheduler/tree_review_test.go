@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/queue"
+	"github.com/flotilla-sched/flotilla/scheduler"
 )
 
 // submitJob queues one job of queue q with the given requests and class.
@@ -57,4 +59,52 @@ func TestTreeLimitAndHoldOnlyCheckRequestedResources(t *testing.T) {
 		require.Empty(t, res.Scheduled[0].Job.Requests[2])
 		require.Equal(t, "lending limit: lender", reasonsOf(res)["borrower"])
 	})
+}
+
+// Rule 8 reads each guaranteed queue's first stored job before the fill: a
+// job the store should not have handed out (the fill reports it invalid
+// and never places it) does not make its queue starved, so it cannot
+// lower protectedFraction and cost others their jobs. big holds the whole
+// cluster, above its adjusted share (3/4) but within twice it: only a
+// starved g makes it evictable, and then other takes a place.
+func TestTreeInvalidHeadDoesNotStarve(t *testing.T) {
+	bundle := map[string]string{"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": "1"}
+	for _, tc := range []struct {
+		name      string
+		bad       func(e *queue.Entry)
+		preempted bool
+	}{
+		{"valid head", func(*queue.Entry) {}, true},
+		{"unknown class", func(e *queue.Entry) { e.Job.PriorityClass = "gold" }, false},
+		{"wrong class priority", func(e *queue.Entry) { e.ClassPriority = 99999 }, false},
+		{"negative request", func(e *queue.Entry) { e.Job.Requests[2] = -1 }, false},
+		{"wrong queue", func(e *queue.Entry) { e.Job.Queue = "big" }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newTreeWorld(t, 1) // 8 bundles
+			w.cfg.ProtectedFractionOfFairShare = 2
+			w.queue("big", "", 0, nil, nil)
+			w.queue("g", "", 0, w.bundles(2), nil)
+			w.queue("other", "", 0, nil, nil)
+			l := newListQueued(w.cfg)
+			for i := range 8 {
+				j := &flotilla.Job{ID: fmt.Sprintf("big-%d", i), Queue: "big", PriorityClass: flotilla.ArmadaPreemptible,
+					Requests: w.schema.MustParse(bundle), SubmitTime: t0}
+				w.snap.Running = append(w.snap.Running, scheduler.Running{Job: j, Node: "node-0", Start: t0})
+			}
+			l.addJob(&flotilla.Job{ID: "other-0", Queue: "other", PriorityClass: flotilla.ArmadaPreemptible,
+				Requests: w.schema.MustParse(bundle), SubmitTime: t0})
+			tc.bad(l.addJob(&flotilla.Job{ID: "g-0", Queue: "g", PriorityClass: flotilla.ArmadaPreemptible,
+				Requests: w.schema.MustParse(bundle), SubmitTime: t0}))
+			w.snap.Queued = l
+			s, err := scheduler.New(w.cfg)
+			require.NoError(t, err)
+			res, err := s.Schedule(context.Background(), w.snap, t0)
+			require.NoError(t, err)
+			require.Equal(t, tc.preempted, len(res.Preempted) > 0, "preempted %v", countPreempted(res))
+			if !tc.preempted {
+				require.Equal(t, scheduler.ReasonInvalid, groupsOf(res, scheduler.ReasonInvalid)[0].Reason.Code)
+			}
+		})
+	}
 }
