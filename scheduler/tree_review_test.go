@@ -3,7 +3,10 @@ package scheduler_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -106,5 +109,102 @@ func TestTreeInvalidHeadDoesNotStarve(t *testing.T) {
 				require.Equal(t, scheduler.ReasonInvalid, groupsOf(res, scheduler.ReasonInvalid)[0].Reason.Code)
 			}
 		})
+	}
+}
+
+// checkedBooksRound is one round of w through ScheduleChecked; it applies
+// the result and requeues the preempted jobs.
+func (w *randomTreeWorld) checkedBooksRound() (*scheduler.Result, string) {
+	s, err := scheduler.New(w.cfg)
+	require.NoError(w.t, err)
+	res, msg, err := scheduler.ScheduleChecked(s, context.Background(), w.snap, w.now)
+	require.NoError(w.t, err)
+	w.snap.Running = applyResult(w.t, w.snap, res)
+	w.snap.Usage = res.Usage
+	for n, held := range w.gpusHeld(w.snap.Running) {
+		if l := w.limit[n]; l > 0 && held > int64(l) && msg == "" {
+			msg = fmt.Sprintf("%s holds %d GPUs over its limit %d", n, held, l)
+		}
+	}
+	store := w.snap.Queued.(*queue.Store)
+	for _, p := range res.Preempted {
+		j := *p.Job
+		require.NoError(w.t, store.Add(&j))
+	}
+	return res, msg
+}
+
+// The tournament's books (each node's allocation and share, the lending
+// holds, the cluster's allocation) stay in step with the queues' through
+// every path that changes an allocation: lone jobs and gangs, evicted
+// units going back in the fill and late, urgency victims (running jobs,
+// and jobs placed earlier in the cycle, offered again), displacement and
+// gangs preempted whole; and no limit is ever exceeded. Random trees with
+// two priority classes (non-preemptible jobs preempt by urgency), gangs,
+// limits, lending limits and usage memory. FLOTILLA_SOAK=N runs N worlds;
+// the figures logged say how often each path was taken.
+func TestTreeBooksStayInStepOnEveryPath(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("FLOTILLA_SOAK"))
+	switch {
+	case n > 0:
+	case testing.Short():
+		n = 25
+	default:
+		n = 100
+	}
+	stats := map[string]int{}
+	defer func() { t.Log(stats) }()
+	for seed := uint64(1); seed <= uint64(n); seed++ {
+		w := newRandomTreeWorld(t, seed, false)
+		if seed%3 == 0 {
+			w.cfg.UsageHalfLife = time.Hour
+		}
+		if seed%4 == 0 {
+			w.cfg.EnablePreferLargeJobOrdering = true
+		}
+		for round := range 6 {
+			if round < 4 {
+				w.submitMixed(4 + w.rng.IntN(8*len(w.snap.Nodes)))
+			}
+			w.now = w.now.Add(10 * time.Minute)
+			res, msg := w.checkedBooksRound()
+			if msg != "" {
+				t.Fatalf("seed %d round %d: %s", seed, round, msg)
+			}
+			for _, p := range res.Preempted {
+				stats[fmt.Sprint("preempted ", p.Reason, p.For != nil)]++
+			}
+			for _, u := range res.Unscheduled {
+				stats[u.Reason.Code.String()] += u.Count
+			}
+			stats["scheduled"] += len(res.Scheduled)
+		}
+	}
+}
+
+// submitMixed is submitRandom with a quarter of the units urgent (the
+// default class: not preemptible, it preempts preemptible jobs).
+func (w *randomTreeWorld) submitMixed(n int) {
+	store := w.snap.Queued.(*queue.Store)
+	for range n {
+		q := w.queues[w.rng.IntN(len(w.queues))]
+		size, members := 1+w.rng.IntN(2), 1
+		if w.rng.IntN(6) == 0 {
+			members = 2 + w.rng.IntN(2)
+		}
+		class := flotilla.ArmadaPreemptible
+		if w.rng.IntN(4) == 0 {
+			class = flotilla.ArmadaDefault
+		}
+		w.seq++
+		for m := range members {
+			j := &flotilla.Job{ID: fmt.Sprintf("%s-%04d-%d", q, w.seq, m), Queue: q, SubmitTime: w.now, PriorityClass: class,
+				Requests: w.schema.MustParse(map[string]string{"cpu": fmt.Sprint(8 * size),
+					"memory": fmt.Sprintf("%dGi", 64*size), "nvidia.com/gpu": fmt.Sprint(size)})}
+			if members > 1 {
+				j.Gang = flotilla.Gang{ID: fmt.Sprintf("gang-%d", w.seq), Cardinality: members}
+			}
+			require.NoError(w.t, store.Add(j))
+		}
 	}
 }
