@@ -111,6 +111,9 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 			lastGroup:    -1,
 		}
 	}
+	// The tree needs sound queues; the nodes' problems are reported with
+	// its own.
+	queuesOK := len(errs) == 0
 	for i, n := range snap.Nodes {
 		if n == nil {
 			errs = append(errs, flotilla.Errorf(fmt.Sprintf("nodes[%d]", i), "<nil>", flotilla.ErrRequired, ""))
@@ -124,7 +127,7 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 			errs = append(errs, flotilla.Errorf(fmt.Sprintf("nodes[%d].total", i), n.Name, flotilla.ErrOutOfRange, "cluster total overflows"))
 		}
 	}
-	if len(errs) == 0 {
+	if queuesOK {
 		var err error
 		if c.tree, err = newTreeState(s, snap); err != nil {
 			errs = append(errs, err)
@@ -172,9 +175,7 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 	if c.tree == nil {
 		setShares(c.model, c.queues)
 	} else {
-		if err := c.tree.decayUsage(c); err != nil {
-			return nil, err
-		}
+		c.tree.decayUsage(c)
 		c.tree.setShares(c)
 	}
 	c.tokens = newRateTokens(&c.s.cfg, snap.RateLimits, now, c.queues)

@@ -72,9 +72,14 @@ func newTreeState(s *Scheduler, snap *Snapshot) (*treeState, error) {
 		}
 	}
 	var errs []error
+	if spec.UsageHalfLife > 0 {
+		errs = checkUsage(snap.Usage)
+	}
+	nilGroup := false
 	for i, g := range snap.Groups {
 		if g == nil {
 			errs = append(errs, flotilla.Errorf(fmt.Sprintf("groups[%d]", i), "<nil>", flotilla.ErrRequired, ""))
+			nilGroup = true
 			continue
 		}
 		spec.Groups[i] = fairness.NodeSpec{Name: g.Name, Parent: g.Parent, PriorityFactor: g.PriorityFactor,
@@ -84,12 +89,12 @@ func newTreeState(s *Scheduler, snap *Snapshot) (*treeState, error) {
 		spec.Queues[i] = fairness.NodeSpec{Name: q.Name, Parent: q.Parent, PriorityFactor: q.PriorityFactor,
 			Guaranteed: q.Guaranteed, Limit: q.Limit, LendingLimit: q.LendingLimit}
 	}
-	if len(errs) > 0 {
+	if nilGroup { // the tree's own checks would name its children's parent unknown
 		return nil, errors.Join(errs...)
 	}
 	t, err := fairness.NewTree(s.cfg.Schema, spec)
-	if err != nil {
-		return nil, err
+	if err != nil || len(errs) > 0 {
+		return nil, errors.Join(append(errs, err)...)
 	}
 	ts := &treeState{t: t, guar: make([]flotilla.Resources, t.NumNodes()), childPos: make([]int32, t.NumNodes())}
 	for v := range t.NumNodes() {
@@ -105,25 +110,29 @@ func newTreeState(s *Scheduler, snap *Snapshot) (*treeState, error) {
 	return ts, nil
 }
 
+// checkUsage reports every usage value outside [0, 1] (newTreeState, with
+// the tree's problems).
+func checkUsage(us UsageState) []error {
+	var errs []error
+	for _, name := range sortedKeys(us.Usage) {
+		if u := us.Usage[name]; !(u >= 0 && u <= 1) {
+			errs = append(errs, flotilla.Errorf("usage.usage."+name, fmt.Sprint(u), flotilla.ErrOutOfRange, "want a share in [0, 1]"))
+		}
+	}
+	return errs
+}
+
 // queueNode is queue qi's node in the tree.
 func (ts *treeState) queueNode(qi int) int { return ts.t.QueueNode(qi) }
 
 // decayUsage sets ts.usage: each queue's u from the snapshot, decayed from
-// its time to now toward the queue's share at the start of the cycle.
-func (ts *treeState) decayUsage(c *cycle) error {
+// its time to now toward the queue's share at the start of the cycle
+// (newTreeState has checked the values).
+func (ts *treeState) decayUsage(c *cycle) {
 	if ts.t.UsageHalfLife() == 0 {
-		return nil
+		return
 	}
 	prev := c.snap.Usage
-	var errs []error
-	for _, name := range sortedKeys(prev.Usage) {
-		if u := prev.Usage[name]; !(u >= 0 && u <= 1) {
-			errs = append(errs, flotilla.Errorf("usage.usage."+name, fmt.Sprint(u), flotilla.ErrOutOfRange, "want a share in [0, 1]"))
-		}
-	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
 	var dt float64
 	if !prev.Time.IsZero() {
 		dt = float64(c.now.Sub(prev.Time))
@@ -137,7 +146,6 @@ func (ts *treeState) decayUsage(c *cycle) error {
 		u := prev.Usage[c.queues[qi].q.Name]
 		ts.usage[qi] = min(1, max(0, beta*u+(1-beta)*c.model.Share(c.queues[qi].alloc)))
 	}
-	return nil
 }
 
 // setShares computes the tree's fair shares for the cycle (rule 4, with

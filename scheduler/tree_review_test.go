@@ -208,3 +208,21 @@ func (w *randomTreeWorld) submitMixed(n int) {
 		}
 	}
 }
+
+// The snapshot's problems are reported at once: the tree's (a group's
+// unknown parent) and its usage's (a value outside [0, 1]) with a bad
+// node's, and with each other.
+func TestTreeProblemsReportedWithTheSnapshotsOthers(t *testing.T) {
+	w := newTreeWorld(t, 1)
+	w.cfg.UsageHalfLife = time.Hour
+	w.group("g", "nowhere", nil, nil)
+	w.queue("q", "g", 0, nil, nil)
+	w.snap.Nodes = append(w.snap.Nodes, nil)
+	w.snap.Usage.Usage = map[string]float64{"q": 2}
+	s, err := scheduler.New(w.cfg)
+	require.NoError(t, err)
+	_, err = s.Schedule(context.Background(), w.snap, t0)
+	require.ErrorContains(t, err, "nodes[1]")
+	require.ErrorContains(t, err, "groups[0].parent")
+	require.ErrorContains(t, err, "usage.usage.q")
+}
