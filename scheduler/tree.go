@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/fairness"
@@ -26,9 +27,11 @@ import (
 type treeState struct {
 	t  *fairness.Tree
 	sh fairness.TreeShares
-	// usage is each queue's decayed u at the cycle's time, nil with usage
-	// memory off.
-	usage []float64
+	// usage is each queue's decayed u at usageTime, the later of the
+	// cycle's time and the snapshot's usage's (a clock that steps back
+	// leaves usage as it was); nil with usage memory off.
+	usage     []float64
+	usageTime time.Time
 	// guar is each node's effective guarantee, nil where it is 0.
 	guar []flotilla.Resources
 	// childPos is each node's position among its parent's children.
@@ -138,8 +141,11 @@ func (ts *treeState) decayUsage(c *cycle) {
 		dt = float64(c.now.Sub(prev.Time))
 	}
 	beta := 1.0
+	ts.usageTime = c.now
 	if dt > 0 {
 		beta = math.Exp2(-dt / float64(ts.t.UsageHalfLife()))
+	} else if dt < 0 {
+		ts.usageTime = prev.Time
 	}
 	ts.usage = make([]float64, len(c.queues))
 	for qi := range c.queues {
@@ -280,7 +286,7 @@ func (ts *treeState) reports(c *cycle, res *Result) {
 		for qi := range c.queues {
 			u[c.queues[qi].q.Name] = ts.usage[qi]
 		}
-		res.Usage = UsageState{Usage: u, Time: c.now}
+		res.Usage = UsageState{Usage: u, Time: ts.usageTime}
 	}
 	if nG == 0 {
 		return

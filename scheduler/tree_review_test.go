@@ -226,3 +226,26 @@ func TestTreeProblemsReportedWithTheSnapshotsOthers(t *testing.T) {
 	require.ErrorContains(t, err, "groups[0].parent")
 	require.ErrorContains(t, err, "usage.usage.q")
 }
+
+// Usage memory across a clock that steps back: a cycle whose time is
+// before the usage's leaves it undecayed and keeps its time, so the
+// interval it skipped is not decayed twice by the next cycle.
+func TestTreeUsageTimeNeverMovesBack(t *testing.T) {
+	w := newTreeWorld(t, 1)
+	w.cfg.UsageHalfLife = time.Hour
+	w.queue("q", "", 0, nil, nil)
+	w.queue("idle", "", 0, nil, nil)
+	w.submit("q", 1)
+	w.snap.Usage = scheduler.UsageState{Usage: map[string]float64{"idle": 1}, Time: t0.Add(2 * time.Hour)}
+	w.now = t0.Add(time.Hour) // behind the usage's time
+	res := w.round()
+	require.Equal(t, 1.0, res.Usage.Usage["idle"])
+	require.Equal(t, t0.Add(2*time.Hour), res.Usage.Time)
+	w.now = t0.Add(2 * time.Hour) // the usage's time: nothing to decay
+	res = w.round()
+	require.Equal(t, 1.0, res.Usage.Usage["idle"])
+	w.now = t0.Add(3 * time.Hour) // one half-life on, toward its share 0
+	res = w.round()
+	require.Equal(t, 0.5, res.Usage.Usage["idle"])
+	require.Equal(t, t0.Add(3*time.Hour), res.Usage.Time)
+}
