@@ -40,15 +40,39 @@ type treeState struct {
 
 // isFlat reports whether snap and cfg describe Armada's flat model.
 func isFlat(cfg *Config, snap *Snapshot) bool {
-	if len(snap.Groups) > 0 || cfg.UsageHalfLife != 0 {
+	if cfg.UsageHalfLife != 0 {
 		return false
 	}
-	for _, q := range snap.Queues {
-		if q != nil && (q.Parent != "" || q.Guaranteed != nil || q.Limit != nil || q.LendingLimit != nil) {
-			return false
+	field, _ := treeField(cfg.Schema, snap)
+	return field == ""
+}
+
+// treeField names the first field of snap that makes a queue tree, and its
+// value; "" when there is none.
+func treeField(schema *flotilla.ResourceSchema, snap *Snapshot) (field, value string) {
+	if len(snap.Groups) > 0 {
+		if g := snap.Groups[0]; g != nil {
+			return "groups[0].name", g.Name
+		}
+		return "groups[0]", "<nil>"
+	}
+	for i, q := range snap.Queues {
+		if q == nil {
+			continue
+		}
+		f := fmt.Sprintf("queues[%d].", i)
+		switch {
+		case q.Parent != "":
+			return f + "parent", q.Parent
+		case q.Guaranteed != nil:
+			return f + "guaranteed", fmt.Sprint(schema.FormatPartial(q.Guaranteed))
+		case q.Limit != nil:
+			return f + "limit", fmt.Sprint(schema.FormatPartial(q.Limit))
+		case q.LendingLimit != nil:
+			return f + "lendingLimit", fmt.Sprint(schema.FormatPartial(q.LendingLimit))
 		}
 	}
-	return true
+	return "", ""
 }
 
 // newTreeState validates the snapshot's tree (fairness.NewTree: every
@@ -60,7 +84,8 @@ func newTreeState(s *Scheduler, snap *Snapshot) (*treeState, error) {
 		return nil, nil
 	}
 	if s.cfg.Strategy == Lottery {
-		return nil, errors.Join(flotilla.Errorf("groups", fmt.Sprint(len(snap.Groups)), flotilla.ErrInconsistent,
+		field, value := treeField(s.cfg.Schema, snap)
+		return nil, errors.Join(flotilla.Errorf(field, value, flotilla.ErrInconsistent,
 			"the lottery strategy takes a flat list of queues: no groups, parents or quotas"))
 	}
 	spec := fairness.TreeSpec{

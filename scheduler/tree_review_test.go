@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -248,4 +249,36 @@ func TestTreeUsageTimeNeverMovesBack(t *testing.T) {
 	res = w.round()
 	require.Equal(t, 0.5, res.Usage.Usage["idle"])
 	require.Equal(t, t0.Add(3*time.Hour), res.Usage.Time)
+}
+
+// The lottery strategy takes a flat list of queues: a tree is refused,
+// naming the field that makes it one.
+func TestTreeRefusedWithTheLottery(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		mod   func(w *treeWorld)
+		field string
+	}{
+		{"group", func(w *treeWorld) { w.group("g", "", nil, nil) }, "groups[0].name"},
+		{"parent", func(w *treeWorld) { w.group("g", "", nil, nil); w.snap.Queues[1].Parent = "g" }, "groups[0].name"},
+		{"guaranteed", func(w *treeWorld) { w.snap.Queues[1].Guaranteed = w.gpus(1) }, "queues[1].guaranteed"},
+		{"limit", func(w *treeWorld) { w.snap.Queues[0].Limit = w.gpus(1) }, "queues[0].limit"},
+		{"lending limit", func(w *treeWorld) { w.snap.Queues[1].LendingLimit = w.gpus(0) }, "queues[1].lendingLimit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newTreeWorld(t, 1)
+			w.cfg.Strategy, w.cfg.PriorityHalftime = scheduler.Lottery, time.Hour
+			w.queue("a", "", 0, nil, nil)
+			w.queue("b", "", 0, nil, nil)
+			tc.mod(w)
+			s, err := scheduler.New(w.cfg)
+			require.NoError(t, err)
+			res, err := s.Schedule(context.Background(), w.snap, t0)
+			require.Nil(t, res)
+			require.ErrorIs(t, err, flotilla.ErrInconsistent)
+			var fe *flotilla.FieldError
+			require.True(t, errors.As(err, &fe))
+			require.Equal(t, tc.field, fe.Field)
+		})
+	}
 }
