@@ -89,9 +89,10 @@ func newTournament(c *cycle, ts *treeState) *tournament {
 	for i := range tr.sels {
 		tr.sels[i] = fairness.NewSelector(c.s.cfg.EnablePreferLargeJobOrdering)
 	}
+	slab := make(flotilla.Resources, n*schema.Len())
 	for v := range n {
 		tr.nominee[v] = -1
-		tr.alloc[v] = schema.Zero()
+		tr.alloc[v] = slab[v*schema.Len() : (v+1)*schema.Len() : (v+1)*schema.Len()]
 	}
 	for qi := range c.queues {
 		tr.alloc[t.QueueNode(qi)].Add(c.queues[qi].alloc)
