@@ -31,6 +31,9 @@ type Scheduler struct {
 	// forceTree runs the queue tree's code on flat worlds too (tests hold
 	// it to the flat code's results).
 	forceTree bool
+	// noTreeMemo makes refusedByTree check every unit (tests hold the
+	// remembered refusals to that).
+	noTreeMemo bool
 }
 
 type resFraction struct {

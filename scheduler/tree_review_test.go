@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -281,4 +284,117 @@ func TestTreeRefusedWithTheLottery(t *testing.T) {
 			require.Equal(t, tc.field, fe.Field)
 		})
 	}
+}
+
+// A queue held back by a limit (its own or a group's) or a lending hold is
+// finished as a queue whose jobs found no room is: once every job it has
+// left has a scheduling key the tree refused this cycle, the rest is
+// counted from the store's key counts, not read (a limited queue with a
+// large backlog was read whole every cycle). The groups are the same with
+// ReportEveryUnscheduled, which reads every job.
+func TestTreeLimitedQueueIsFinishedWithoutReading(t *testing.T) {
+	for _, tc := range []struct {
+		name, reason string
+		setup        func(w *treeWorld)
+	}{
+		{"queue limit", "limit: a", func(w *treeWorld) { w.queue("a", "", 0, nil, w.gpus(4)) }},
+		{"group limit", "limit: g", func(w *treeWorld) {
+			w.group("g", "", nil, w.gpus(4))
+			w.queue("a", "g", 0, nil, nil)
+		}},
+		{"lending hold", "lending limit: lender", func(w *treeWorld) {
+			lender := w.queue("lender", "", 0, w.gpus(6), nil)
+			lender.LendingLimit = w.gpus(2) // keeps 4 of the 8 back
+			w.queue("a", "", 0, nil, nil)
+		}},
+	} {
+		for _, every := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/every=%v", tc.name, every), func(t *testing.T) {
+				w := newTreeWorld(t, 1) // 8 bundles
+				w.cfg.ReportEveryUnscheduled = every
+				tc.setup(w)
+				w.submit("a", 5000)
+				cs := &countingStore{Store: w.snap.Queued.(*queue.Store)}
+				w.snap.Queued = cs
+				s, err := scheduler.New(w.cfg)
+				require.NoError(t, err)
+				res, err := s.Schedule(context.Background(), w.snap, t0)
+				require.NoError(t, err)
+				require.Len(t, res.Scheduled, 4)
+				require.Len(t, res.Unscheduled, 1)
+				require.Equal(t, 5000-4, res.Unscheduled[0].Count)
+				require.Equal(t, tc.reason, res.Unscheduled[0].Reason.String())
+				require.Len(t, res.Unscheduled[0].Examples, scheduler.UnscheduledExamples)
+				if every {
+					require.Equal(t, 5000, cs.read)
+				} else {
+					require.Less(t, cs.read, 400, "the backlog is not read")
+				}
+			})
+		}
+	}
+}
+
+// A refusal by the tree's limits or holds, remembered by scheduling key
+// for the rest of the cycle (until an allocation shrinks) so that a queue
+// refused whole is finished without reading on, refuses exactly what
+// checking every unit refuses: over random trees with urgent jobs, gangs,
+// limits and lending limits, every round decides the same placements and
+// preemptions with and without the memory, with the same reasons when
+// every job is reported, and the same unscheduled counts per queue
+// otherwise (a remainder counted unread gets the reason at the time it is
+// counted: the node whose limit or hold refuses may change as the fill
+// goes on). FLOTILLA_SOAK=N runs N worlds.
+func TestTreeRememberedRefusalsDecideAsCheckingEveryUnit(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("FLOTILLA_SOAK"))
+	switch {
+	case n > 0:
+	case testing.Short():
+		n = 15
+	default:
+		n = 60
+	}
+	for seed := uint64(1); seed <= uint64(n); seed++ {
+		w := newRandomTreeWorld(t, seed, false)
+		w.cfg.ReportEveryUnscheduled = seed%2 == 0 // odd: queues refused whole are finished early
+		for round := range 5 {
+			if round < 3 {
+				w.submitMixed(4 + w.rng.IntN(16*len(w.snap.Nodes)))
+			}
+			w.now = w.now.Add(10 * time.Minute)
+			plain, err := scheduler.New(w.cfg)
+			require.NoError(t, err)
+			scheduler.NoTreeMemo(plain)
+			want, err := plain.Schedule(context.Background(), w.snap, w.now)
+			require.NoError(t, err)
+			res, _ := w.checkedBooksRound()
+			key := resultKey // every job read and judged: the same reasons
+			if !w.cfg.ReportEveryUnscheduled {
+				key = decisionKey
+			}
+			if a, b := key(want), key(res); a != b {
+				t.Fatalf("seed %d round %d:\nchecking every unit:\n%s\nremembering:\n%s", seed, round, a, b)
+			}
+		}
+	}
+}
+
+// decisionKey lists a result's placements and preemptions, and how many
+// jobs of each queue were not scheduled.
+func decisionKey(res *scheduler.Result) string {
+	var b strings.Builder
+	for _, a := range res.Scheduled {
+		fmt.Fprintf(&b, "S %s %s\n", a.Job.ID, a.Node)
+	}
+	for _, p := range res.Preempted {
+		fmt.Fprintf(&b, "P %s %s %v\n", p.Job.ID, p.Node, p.Reason)
+	}
+	counts := map[string]int{}
+	for _, g := range res.Unscheduled {
+		counts[g.Queue] += g.Count
+	}
+	for _, q := range slices.Sorted(maps.Keys(counts)) {
+		fmt.Fprintf(&b, "U %s %d\n", q, counts[q])
+	}
+	return b.String()
 }
