@@ -259,6 +259,14 @@ func (c *cycle) bindRunning() error {
 			errs = append(errs, flotilla.Errorf(field.String()+".job.queue", j.Queue, flotilla.ErrUnknownName, "no such queue in the snapshot"))
 			continue
 		}
+		// A gang is one queue's, running as queued: evicting, ranking,
+		// displacing and booking it whole all take it so.
+		if ms := c.pre.gangRun[j.Gang.ID]; j.Gang.ID != "" && len(ms) > 0 && int(c.pre.run[ms[0]].queue) != qi {
+			first := c.pre.run[ms[0]].job
+			errs = append(errs, flotilla.Errorf(field.String()+".job.gang.id", j.Gang.ID, flotilla.ErrInconsistent,
+				"job %q is in queue %q, job %q of its gang in %q", j.ID, j.Queue, first.ID, first.Queue))
+			continue
+		}
 		ci, ok := c.s.classOf(j)
 		if !ok {
 			errs = append(errs, flotilla.Errorf(field.String()+".job.priorityClass", j.PriorityClass, flotilla.ErrUnknownName, "no such priority class"))

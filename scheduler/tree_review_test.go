@@ -398,3 +398,27 @@ func decisionKey(res *scheduler.Result) string {
 	}
 	return b.String()
 }
+
+// A running gang's members are in one queue, as a queued gang's are: a
+// snapshot whose gang spans queues is refused, naming the member. (Such a
+// gang was ranked once per queue for displacement, and a displacing job
+// counted its capacity twice: a node ended over its total.)
+func TestRunningGangAcrossQueuesIsRefused(t *testing.T) {
+	schema := flotilla.MustResourceSchema("cpu")
+	cfg := scheduler.DefaultConfig(schema)
+	snap := &scheduler.Snapshot{Nodes: []*flotilla.Node{{Name: "n", Total: schema.MustParse(map[string]string{"cpu": "4"})}},
+		Queues: []*flotilla.Queue{{Name: "a"}, {Name: "b"}}}
+	for i, q := range []string{"a", "b"} {
+		snap.Running = append(snap.Running, scheduler.Running{Node: "n", Start: t0, Job: &flotilla.Job{
+			ID: fmt.Sprint("j", i), Queue: q, PriorityClass: flotilla.ArmadaPreemptible, SubmitTime: t0,
+			Requests: schema.MustParse(map[string]string{"cpu": "1"}), Gang: flotilla.Gang{ID: "g", Cardinality: 2}}})
+	}
+	s, err := scheduler.New(cfg)
+	require.NoError(t, err)
+	res, err := s.Schedule(context.Background(), snap, t0)
+	require.Nil(t, res)
+	require.ErrorIs(t, err, flotilla.ErrInconsistent)
+	var fe *flotilla.FieldError
+	require.True(t, errors.As(err, &fe))
+	require.Equal(t, "running[1].job.gang.id", fe.Field)
+}
