@@ -304,7 +304,7 @@ func (c *cycle) refusedByTree(qi int) bool {
 // victim: placements only add to a path's allocation, and to the
 // cluster's plus the holds off a path; it may name another node.)
 func (c *cycle) treeRefusal(qi int, k uint64) (Reason, bool) {
-	req, ok := c.treeRefusals(qi)[k]
+	req, ok := c.queues[qi].treeRefused[k]
 	if !ok {
 		return Reason{}, false
 	}
@@ -312,7 +312,8 @@ func (c *cycle) treeRefusal(qi int, k uint64) (Reason, bool) {
 	return why, why.Code != 0
 }
 
-// treeRefusals is queue qi's refused keys with their requests.
+// treeRefusals is queue qi's refused keys with their requests, made on
+// the first refusal.
 func (c *cycle) treeRefusals(qi int) map[uint64]flotilla.Resources {
 	qs := &c.queues[qi]
 	if qs.treeRefused == nil {
