@@ -277,17 +277,49 @@ func (c *cycle) best() (int, bool) {
 }
 
 // refusedByTree reports (and records) whether the queue tree's limits or
-// lending holds refuse queue qi's next unit, a new job or gang (rule 5).
+// lending holds refuse queue qi's next unit, a new job or gang (rule 5). A
+// lone job's refusal is remembered by scheduling key, as a failed search
+// is, so that a queue whose every job left was refused is finished
+// without reading on (finishFailed).
 func (c *cycle) refusedByTree(qi int) bool {
 	if c.tour == nil {
 		return false
 	}
-	why := c.tour.refusal(qi, c.queues[qi].next.req)
+	qs := &c.queues[qi]
+	why := c.tour.refusal(qi, qs.next.req)
 	if why.Code == 0 {
 		return false
 	}
+	if qs.next.kind == loneUnit && !c.s.noTreeMemo {
+		c.treeRefusals(qi)[qs.next.entry.Key] = qs.next.req
+		qs.fails++
+	}
 	c.unscheduledUnit(qi, why)
 	return true
+}
+
+// treeRefusal returns the reason the tree refuses queue qi's lone jobs of
+// scheduling key k now, if it refused one earlier in the cycle. (It
+// refuses them still unless an allocation shrank since, by an urgency
+// victim: placements only add to a path's allocation, and to the
+// cluster's plus the holds off a path; it may name another node.)
+func (c *cycle) treeRefusal(qi int, k uint64) (Reason, bool) {
+	req, ok := c.queues[qi].treeRefused[k]
+	if !ok {
+		return Reason{}, false
+	}
+	why := c.tour.refusal(qi, req)
+	return why, why.Code != 0
+}
+
+// treeRefusals is queue qi's refused keys with their requests, made on
+// the first refusal.
+func (c *cycle) treeRefusals(qi int) map[uint64]flotilla.Resources {
+	qs := &c.queues[qi]
+	if qs.treeRefused == nil {
+		qs.treeRefused = make(map[uint64]flotilla.Resources)
+	}
+	return qs.treeRefused
 }
 
 // candidate is the queue's standing if its next job were scheduled. Shares
