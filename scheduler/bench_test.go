@@ -19,6 +19,14 @@ import (
 // benchWorld builds nodes × 32 cores / 256Gi, queues, and jobs one-core jobs
 // spread round-robin over the queues, each with a distinct submit order.
 func benchWorld(b *testing.B, nodes, queues, jobs int) (*scheduler.Scheduler, *scheduler.Snapshot) {
+	return benchWorldLaidOut(b, nodes, queues, jobs, false)
+}
+
+// benchWorldLaidOut is benchWorld with the jobs' memory laid out queue by
+// queue when byQueue is set (as a service's batched submissions leave it)
+// rather than in submission order across the queues: the same jobs, ids
+// and submit times.
+func benchWorldLaidOut(b *testing.B, nodes, queues, jobs int, byQueue bool) (*scheduler.Scheduler, *scheduler.Snapshot) {
 	b.Helper()
 	schema := flotilla.MustResourceSchema("cpu", "memory", "nvidia.com/gpu")
 	cfg := scheduler.DefaultConfig(schema)
@@ -39,11 +47,16 @@ func benchWorld(b *testing.B, nodes, queues, jobs int) (*scheduler.Scheduler, *s
 	// One allocation for all the jobs, sharing their requests and queue
 	// names: 10,000,000 of them fit in memory.
 	all := make([]flotilla.Job, jobs)
+	perQueue := (jobs + queues - 1) / queues
 	for i := range all {
 		q := snap.Queues[i%queues].Name
-		all[i] = flotilla.Job{ID: "j" + strconv.Itoa(10000000 + i)[1:], Queue: q, JobSet: q, Requests: req,
+		at := i
+		if byQueue {
+			at = (i%queues)*perQueue + i/queues
+		}
+		all[at] = flotilla.Job{ID: "j" + strconv.Itoa(10000000 + i)[1:], Queue: q, JobSet: q, Requests: req,
 			SubmitTime: t0.Add(timeStep(i))}
-		if err := store.Add(&all[i]); err != nil {
+		if err := store.Add(&all[at]); err != nil {
 			b.Fatal(err)
 		}
 	}

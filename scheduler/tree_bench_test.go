@@ -14,11 +14,11 @@ import (
 // groups of 10 groups of 20 queues, with guarantees on every group and
 // queue and limits on the groups that do not bind (so every rule's check
 // runs); without, the same queues are a flat list.
-func treeBench(b *testing.B, tree, interleaved bool) {
+func treeBench(b *testing.B, tree, interleaved, byQueue bool) {
 	if testing.Short() {
 		b.Skip("large")
 	}
-	s, snap := benchWorld(b, 1000, 1000, 1000000)
+	s, snap := benchWorldLaidOut(b, 1000, 1000, 1000000, byQueue)
 	if tree {
 		schema := flotilla.MustResourceSchema("cpu", "memory", "nvidia.com/gpu")
 		quota := func(cpu int) flotilla.Resources {
@@ -52,14 +52,23 @@ func treeBench(b *testing.B, tree, interleaved bool) {
 
 // BenchmarkTreeCycle1kLeaves: the cycle over the three-level tree, queues
 // q000–q019 in group g00, q020–q039 in g01 and so on.
-func BenchmarkTreeCycle1kLeaves(b *testing.B) { treeBench(b, true, false) }
+func BenchmarkTreeCycle1kLeaves(b *testing.B) { treeBench(b, true, false, false) }
 
 // BenchmarkTreeCycle1kLeavesInterleaved: the same tree with the queues
 // dealt to the groups in turn (q000 to g00, q001 to g10, q002 to g20 …), so
 // that the tournament visits the queues in the order their jobs were
 // allocated, as the flat cycle does: the difference from
 // BenchmarkTreeCycle1kLeaves is the memory's, not the algorithm's.
-func BenchmarkTreeCycle1kLeavesInterleaved(b *testing.B) { treeBench(b, true, true) }
+func BenchmarkTreeCycle1kLeavesInterleaved(b *testing.B) { treeBench(b, true, true, false) }
 
 // BenchmarkFlatCycle1kLeaves: the same queues and jobs as a flat list.
-func BenchmarkFlatCycle1kLeaves(b *testing.B) { treeBench(b, false, false) }
+func BenchmarkFlatCycle1kLeaves(b *testing.B) { treeBench(b, false, false, false) }
+
+// BenchmarkTreeCycle1kLeavesBatched and BenchmarkFlatCycle1kLeavesBatched
+// are the two with each queue's jobs together in memory, as batched
+// submissions leave them: neither order then follows the allocation, and
+// the difference is the algorithm's.
+func BenchmarkTreeCycle1kLeavesBatched(b *testing.B) { treeBench(b, true, false, true) }
+
+// BenchmarkFlatCycle1kLeavesBatched: see BenchmarkTreeCycle1kLeavesBatched.
+func BenchmarkFlatCycle1kLeavesBatched(b *testing.B) { treeBench(b, false, false, true) }
