@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -75,12 +77,22 @@ class Proc:
 class Service:
     """A `flotilla serve` on loopback, and the executors started for it."""
 
-    def __init__(self, bin: Path, dir: Path, args: List[str]) -> None:
+    def __init__(self, bin: Path, dir: Path, args: List[str], listen: str = "127.0.0.1:0") -> None:
         self.bin = bin
         self.dir = dir
         self.procs: List[Proc] = []
-        self.serve = self._start(["serve", "-listen", "127.0.0.1:0", "-cycle", "100ms",
-                                  "-lease-timeout", "5s"] + args, "serve.log")
+        self._args = ["serve", "-listen", listen, "-cycle", "100ms", "-lease-timeout", "5s"] + args
+        self.serve = self._start(self._args, "serve.log")
+        self.url = self._wait_listening()
+        self.restarts = 0
+
+    def restart(self) -> None:
+        """Stops serve (SIGTERM: it must exit 0) and starts it again with
+        the same flags; with a fixed -listen, at the same URL."""
+        code = self.serve.stop()
+        assert code == 0, "serve exited %s on SIGTERM:\n%s" % (code, self.serve.output())
+        self.restarts += 1
+        self.serve = self._start(self._args, "serve-%d.log" % self.restarts)
         self.url = self._wait_listening()
 
     def _start(self, args: List[str], log: str) -> Proc:
@@ -129,10 +141,10 @@ def start_service(flotilla_bin: Path, tmp_path: Path, request: pytest.FixtureReq
     (printing their logs when the test failed)."""
     started: List[Service] = []
 
-    def start(*args: str) -> Service:
+    def start(*args: str, listen: str = "127.0.0.1:0") -> Service:
         d = tmp_path / ("svc%d" % len(started))
         d.mkdir()
-        s = Service(flotilla_bin, d, list(args))
+        s = Service(flotilla_bin, d, list(args), listen)
         started.append(s)
         return s
 
@@ -148,6 +160,53 @@ def start_service(flotilla_bin: Path, tmp_path: Path, request: pytest.FixtureReq
 @pytest.fixture
 def service(start_service) -> Service:
     return start_service()
+
+
+@pytest.fixture
+def postgres_url() -> str:
+    """A fresh schema on the test PostgreSQL server ($FLOTILLA_POSTGRES_URL,
+    which scripts/test and run-tests set), dropped after the test. Without
+    a server the test is skipped, except under CI=true, where it fails."""
+    base = os.environ.get("FLOTILLA_POSTGRES_URL")
+    if not base:
+        if os.environ.get("CI") == "true":
+            pytest.fail("FLOTILLA_POSTGRES_URL is not set under CI=true: run clients/python/run-tests or scripts/test")
+        pytest.skip("FLOTILLA_POSTGRES_URL is not set: run clients/python/run-tests or scripts/test")
+    psql = shutil.which("psql") or next(iter(sorted(Path("/usr/lib/postgresql").glob("*/bin/psql"), reverse=True)), None)
+    if psql is None:
+        pytest.fail("no psql to create a schema on %s" % base)
+    schema = "flotilla_py_" + os.urandom(6).hex()
+    subprocess.run([str(psql), base, "-qc", "CREATE SCHEMA " + schema], check=True)
+    yield base + ("&" if "?" in base else "?") + "search_path=" + schema
+    subprocess.run([str(psql), base, "-qc", "DROP SCHEMA %s CASCADE" % schema], check=False)
+
+
+def free_loopback_address() -> str:
+    """A loopback address no one listens on, its port outside the kernel's
+    ephemeral range: a server restarted there will not find the port taken
+    by the local end of some connection made while it was away."""
+    lo, hi = 32768, 60999
+    try:
+        lo, hi = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        pass
+    if lo > 12000:
+        ports = range(10000, lo)
+    elif hi < 63000:
+        ports = range(hi + 1, 65536)
+    else:
+        ports = range(20000, 40000)
+    for _ in range(100):
+        port = random.choice(ports)
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        finally:
+            s.close()
+        return "127.0.0.1:%d" % port
+    raise AssertionError("no free loopback port found")
 
 
 @pytest.hookimpl(tryfirst=True, hookwrapper=True)
