@@ -235,6 +235,9 @@ def test_cancel_and_reprioritize_queued_jobs_by_id_job_set_and_queue(service):
 
     r = c.reprioritize(5, ids[0])
     assert (r.reprioritized, r.live, r.finished) == ([ids[0]], [], [])
+    long = c.status(ids[0], explain=True)[0]
+    assert long.state == "queued" and long.explain is not None
+    assert long.explain["priority"]["priority"] == 5
     r = c.reprioritize(7, queue="A", job_set="s1")
     assert sorted(r.reprioritized) == sorted(ids)
     evs = [e for e in c.events("A", "s1") if e.type == "reprioritized"]
@@ -277,3 +280,45 @@ def test_cancel_reprioritize_and_preempt_running_jobs(service):
     assert "runaway" in [e for e in rest if e.type == "preempted"][0].reason
     assert [s.state for s in c.status(ids)] == ["cancelled", "preempted"]
     assert c.cancel(ids).finished == ids
+
+
+def test_an_idle_watch_times_out_and_a_new_one_resumes_from_next_seq(service):
+    c = service.client()
+    c.create_queue("A")
+    ids = c.submit("A", "s1", [{"requests": {"cpu": "1"}}])
+    w = c.watch("A", "s1", timeout=0.5)
+    assert next(w).job == ids[0]
+    with pytest.raises(TimeoutError):
+        next(w)  # no executor: nothing happens
+    with pytest.raises(StopIteration):
+        next(w)  # the timeout closed it
+    c.cancel(ids)
+    e = next(iter(c.watch("A", "s1", from_seq=w.next_seq, timeout=EVENT_TIMEOUT)))
+    assert (e.seq, e.type) == (2, "cancelled")
+
+
+def test_clusters_cordons_and_preempting_a_job_set(service):
+    c = service.client()
+    c.create_queue("A")
+    c.cordon_queue("A")
+    assert c.queue("A").status.cordoned
+    c.uncordon_queue("A")
+    assert not c.queue("A").status.cordoned
+    service.executor("c1", NODES)
+    ids = c.submit("A", "s1", [{"count": 2, "requests": {"cpu": "1"}, "runtime": "10m"}])
+    w = c.watch("A", "s1", timeout=EVENT_TIMEOUT)
+    wait_for(w, ids[0], "running")
+    wait_for(w, ids[1], "running")
+
+    [cl] = c.clusters()  # it reported: its jobs run
+    assert (cl.name, cl.nodes, cl.alive, cl.cordoned, cl.leased + cl.running) == ("c1", 2, True, False, 2)
+    assert cl.reported
+    c.cordon_cluster("c1")
+    assert c.clusters()[0].cordoned
+    c.uncordon_cluster("c1")
+    assert not c.clusters()[0].cordoned
+
+    p = c.preempt(queue="A", job_set="s1", reason="maintenance")
+    assert sorted(p.preempted) == sorted(ids)
+    assert by_job(list(c.watch("A", "s1", from_seq=w.next_seq, until_done=True, timeout=EVENT_TIMEOUT))) == {
+        j: ["preempted"] for j in ids}
