@@ -1,0 +1,325 @@
+"""The API's JSON forms as dataclasses (httpapi/openapi.json, SERVICE.md).
+
+Attribute names are the JSON names in snake case (``jobSet`` is
+``job_set``). ``from_dict`` reads a JSON object, keeping fields this
+version does not know in ``extra`` (so a queue read, changed and written
+back loses nothing the server added); ``to_dict`` writes the JSON form,
+leaving out attributes that are None.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, Dict, List, Mapping, Optional, Tuple, Type, TypeVar, Union
+
+__all__ = [
+    "STATES",
+    "TERMINAL_STATES",
+    "EVENT_TYPES",
+    "Event",
+    "JobStatus",
+    "Queue",
+    "QueueStatus",
+    "Group",
+    "GroupStatus",
+    "Cluster",
+    "Gang",
+    "JobTemplate",
+    "CancelResult",
+    "ReprioritizeResult",
+    "PreemptResult",
+    "duration",
+]
+
+#: A job's states (SERVICE.md's life cycle).
+STATES = ("queued", "leased", "running", "succeeded", "failed", "cancelled", "preempted")
+#: The states no event follows.
+TERMINAL_STATES = frozenset(("succeeded", "failed", "cancelled", "preempted"))
+#: The event types of SERVICE.md.
+EVENT_TYPES = (
+    "submitted", "leased", "running", "succeeded", "failed", "cancelled", "preempted",
+    "lease-expired", "lease-returned", "cancel-requested", "reprioritized", "run-failed",
+)
+
+Duration = Union[str, _dt.timedelta]
+Quantities = Dict[str, str]
+
+
+def duration(d: Duration) -> str:
+    """A duration in Go's form: strings pass as they are ("30s", "1h");
+    a timedelta becomes whole microseconds ("1500000us"), exactly."""
+    if isinstance(d, _dt.timedelta):
+        return "%dus" % (d // _dt.timedelta(microseconds=1))
+    return d
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+W = TypeVar("W", bound="_Wire")
+
+
+class _Wire:
+    """from_dict and to_dict for the dataclasses below."""
+
+    # Attributes holding another wire type, by attribute name.
+    _nested: ClassVar[Dict[str, Type["_Wire"]]] = {}
+    # Attributes mapping resource names to quantities: values become strings.
+    _quantities: ClassVar[Tuple[str, ...]] = ()
+    # Attributes holding durations: a timedelta becomes Go's form.
+    _durations: ClassVar[Tuple[str, ...]] = ()
+
+    @classmethod
+    def from_dict(cls: Type[W], d: Mapping[str, Any]) -> W:
+        by_json = {_camel(f.name): f for f in fields(cls) if f.name != "extra"}  # type: ignore[arg-type]
+        kwargs: Dict[str, Any] = {}
+        extra: Dict[str, Any] = {}
+        for k, v in d.items():
+            f = by_json.get(k)
+            if f is None:
+                extra[k] = v
+                continue
+            sub = cls._nested.get(f.name)
+            if sub is not None and isinstance(v, Mapping):
+                v = sub.from_dict(v)
+            kwargs[f.name] = v
+        if any(f.name == "extra" for f in fields(cls)):  # type: ignore[arg-type]
+            kwargs["extra"] = extra
+        return cls(**kwargs)
+
+    def to_dict(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {}
+        for f in fields(self):  # type: ignore[arg-type]
+            if f.name == "extra":
+                continue
+            v = getattr(self, f.name)
+            if v is None:
+                continue
+            if isinstance(v, _Wire):
+                v = v.to_dict()
+            elif f.name in self._quantities:
+                v = {k: str(q) for k, q in v.items()}
+            elif f.name in self._durations:
+                v = duration(v)
+            out[_camel(f.name)] = v
+        out.update(getattr(self, "extra", None) or {})
+        return out
+
+
+_FRACTION = re.compile(r"\.(\d+)")
+
+
+@dataclass
+class Event(_Wire):
+    """One event of a job set's log (SERVICE.md's event form)."""
+
+    seq: int
+    time: str
+    queue: str
+    job_set: str
+    job: str
+    type: str
+    cluster: Optional[str] = None
+    node: Optional[str] = None
+    attempt: Optional[int] = None
+    reason: Optional[str] = None
+    exit_code: Optional[int] = None
+    requeued: bool = False
+    priority: Optional[int] = None
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ends_job(self) -> bool:
+        """Whether the job is in a terminal state after this event: succeeded,
+        failed and cancelled; preempted, lease-expired and lease-returned
+        unless the job was queued again (requeued)."""
+        if self.type in ("succeeded", "failed", "cancelled"):
+            return True
+        if self.type in ("preempted", "lease-expired", "lease-returned"):
+            return not self.requeued
+        return False
+
+    @property
+    def timestamp(self) -> _dt.datetime:
+        """time as an aware datetime (UTC), to the microsecond."""
+        s = self.time.replace("Z", "+00:00")
+        s = _FRACTION.sub(lambda m: "." + (m.group(1) + "000000")[:6], s, count=1)
+        return _dt.datetime.fromisoformat(s)
+
+
+@dataclass
+class JobStatus(_Wire):
+    """A job's state, attempts, lease and why it waits (GET /v1/jobs)."""
+
+    job: str
+    queue: str
+    job_set: str
+    state: str
+    attempts: int = 0
+    cluster: str = ""
+    node: str = ""
+    reason: str = ""
+    cancel_requested: bool = False
+    #: with explain=True: the long form (status -v), as the server sent it
+    explain: Optional[Dict[str, Any]] = None
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in TERMINAL_STATES
+
+
+@dataclass
+class QueueStatus(_Wire):
+    """A queue's standing in the last cycle (read only)."""
+
+    queued: int = 0
+    leased: int = 0
+    running: int = 0
+    share: float = 0.0
+    fair_share: float = 0.0
+    adjusted_fair_share: float = 0.0
+    usage: float = 0.0
+    cordoned: bool = False
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Queue(_Wire):
+    """A queue: its weight, per-class limits and its place in the queue tree
+    (QUEUE-TREE.md: parent group, guaranteed, limit, lending limit, each a
+    map of resource name to quantity). status is read only."""
+
+    name: str
+    priority_factor: Optional[float] = None
+    limits_by_priority_class: Optional[Dict[str, Dict[str, float]]] = None
+    parent: Optional[str] = None
+    guaranteed: Optional[Quantities] = None
+    limit: Optional[Quantities] = None
+    lending_limit: Optional[Quantities] = None
+    status: Optional[QueueStatus] = None
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+    _nested: ClassVar[Dict[str, Type[_Wire]]] = {"status": QueueStatus}
+    _quantities: ClassVar[Tuple[str, ...]] = ("guaranteed", "limit", "lending_limit")
+
+
+@dataclass
+class GroupStatus(_Wire):
+    """A group's standing in the last cycle: its queues summed (read only)."""
+
+    queued: int = 0
+    running: int = 0
+    share: float = 0.0
+    fair_share: float = 0.0
+    adjusted_fair_share: float = 0.0
+    demand: float = 0.0
+    usage: float = 0.0
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Group(_Wire):
+    """A group of the queue tree: it holds queues and groups, no jobs."""
+
+    name: str
+    parent: Optional[str] = None
+    priority_factor: Optional[float] = None
+    guaranteed: Optional[Quantities] = None
+    limit: Optional[Quantities] = None
+    lending_limit: Optional[Quantities] = None
+    status: Optional[GroupStatus] = None
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+    _nested: ClassVar[Dict[str, Type[_Wire]]] = {"status": GroupStatus}
+    _quantities: ClassVar[Tuple[str, ...]] = ("guaranteed", "limit", "lending_limit")
+
+
+@dataclass
+class Cluster(_Wire):
+    """An executor's cluster as the service sees it (GET /v1/clusters)."""
+
+    name: str
+    nodes: int = 0
+    alive: bool = False
+    cordoned: bool = False
+    leased: int = 0
+    running: int = 0
+    reported: Optional[str] = None
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Gang(_Wire):
+    """A gang: all its members are placed together or not at all."""
+
+    id: str
+    cardinality: int
+    node_uniformity_label: Optional[str] = None
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class JobTemplate(_Wire):
+    """A job template of the submit file (SERVICE.md): count copies of one job.
+
+    requests maps resource names to quantities ({"cpu": "1", "memory":
+    "4Gi"}); durations are Go's form ("30s") or a timedelta. runtime and
+    exit_code are for the fake executor. Fields the server knows and this
+    class does not go in extra.
+    """
+
+    requests: Optional[Quantities] = None
+    count: Optional[int] = None
+    priority_class: Optional[str] = None
+    priority: Optional[int] = None
+    node_selector: Optional[Dict[str, str]] = None
+    tolerations: Optional[List[Dict[str, Any]]] = None
+    gang: Optional[Union[Gang, Dict[str, Any]]] = None
+    termination_grace_period: Optional[Duration] = None
+    active_deadline: Optional[Duration] = None
+    client_id: Optional[str] = None
+    runtime: Optional[Duration] = None
+    exit_code: Optional[int] = None
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+    _nested: ClassVar[Dict[str, Type[_Wire]]] = {"gang": Gang}
+    _quantities: ClassVar[Tuple[str, ...]] = ("requests",)
+    _durations: ClassVar[Tuple[str, ...]] = ("termination_grace_period", "active_deadline", "runtime")
+
+
+@dataclass
+class CancelResult(_Wire):
+    """What a cancel did: queued jobs cancelled at once, leased or running
+    jobs asked to stop (cancel-requested), jobs that had ended already."""
+
+    cancelled: List[str] = field(default_factory=list)
+    requested: List[str] = field(default_factory=list)
+    finished: List[str] = field(default_factory=list)
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ReprioritizeResult(_Wire):
+    """What a reprioritize did: queued jobs given the priority, leased or
+    running jobs left alone (live), jobs that had ended."""
+
+    reprioritized: List[str] = field(default_factory=list)
+    live: List[str] = field(default_factory=list)
+    finished: List[str] = field(default_factory=list)
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class PreemptResult(_Wire):
+    """What a preempt did: leased or running jobs preempted (gang mates
+    included), queued jobs named (nothing to preempt), jobs that had ended."""
+
+    preempted: List[str] = field(default_factory=list)
+    queued: List[str] = field(default_factory=list)
+    finished: List[str] = field(default_factory=list)
+    extra: Dict[str, Any] = field(default_factory=dict)

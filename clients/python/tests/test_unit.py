@@ -1,0 +1,166 @@
+"""The client's parts without a service: JSON forms, errors, and the
+watch's handling of streams a real serve does not produce (no chunked
+encoding, a 503 before the stream)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import socket
+import threading
+from typing import Callable, List
+
+import pytest
+
+import flotilla
+from flotilla.errors import error_from_response
+
+
+def event_line(seq: int) -> bytes:
+    return (json.dumps({"seq": seq, "time": "2026-11-22T10:00:03.120Z", "queue": "A", "jobSet": "s1",
+                        "job": "j%d" % seq, "type": "submitted"}) + "\n").encode()
+
+
+class FakeServer:
+    """Answers each connection with answer(request line) and closes it."""
+
+    def __init__(self, answer: Callable[[str], bytes]) -> None:
+        self.requests: List[str] = []
+        self._answer = answer
+        self._ls = socket.socket()
+        self._ls.bind(("127.0.0.1", 0))
+        self._ls.listen(8)
+        self.url = "http://127.0.0.1:%d" % self._ls.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self._ls.accept()
+            except OSError:
+                return
+            with conn:
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    data = conn.recv(4096)
+                    if not data:
+                        break
+                    head += data
+                line = head.split(b"\r\n", 1)[0].decode()
+                self.requests.append(line)
+                conn.sendall(self._answer(line))
+
+    def close(self) -> None:
+        self._ls.close()
+
+
+STREAM_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nConnection: close\r\n\r\n"
+
+
+def test_watch_discards_a_line_cut_short_and_resumes_from_the_last_seq_plus_one():
+    # A stream without chunked encoding (as through an HTTP/1.0 proxy): a
+    # drop shows as an end of data in the middle of a line.
+    def answer(req: str) -> bytes:
+        if "from=1&" in req:
+            return STREAM_HEAD + event_line(1) + event_line(2) + event_line(3)[:25]
+        if "from=3&" in req:
+            return STREAM_HEAD + event_line(3) + event_line(4)
+        return b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n"
+
+    srv = FakeServer(answer)
+    try:
+        w = flotilla.Client(srv.url).watch("A", "s1", timeout=10, retry_delay=0.01)
+        got = [next(w).seq for _ in range(4)]
+        w.close()
+    finally:
+        srv.close()
+    assert got == [1, 2, 3, 4]
+    assert [r.split("?")[1].split()[0] for r in srv.requests[:2]] == ["from=1&watch=true", "from=3&watch=true"]
+    assert w.reconnects == 1 and w.next_seq == 5
+
+
+def test_watch_waits_out_a_503_and_gives_up_after_its_retries():
+    calls = []
+
+    def answer(req: str) -> bytes:
+        calls.append(req)
+        if len(calls) == 1:
+            body = b'{"error":"the service serves 512 event streams, the most it serves at once; retry later"}'
+            return (b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 0\r\nContent-Length: %d\r\n\r\n"
+                    % len(body)) + body
+        return STREAM_HEAD + event_line(1)
+
+    srv = FakeServer(answer)
+    try:
+        w = flotilla.Client(srv.url).watch("A", "s1", timeout=10, retries=3, retry_delay=0.01)
+        assert next(w).seq == 1
+        # Then the stream ends each time with no event: three more tries, then the error.
+        with pytest.raises(flotilla.TransportError):
+            next(w)
+    finally:
+        srv.close()
+    assert len(calls) == 1 + 1 + 3
+
+
+def test_a_refusal_ends_the_watch_with_its_error():
+    body = b'{"error":"queue \\"Z\\": not found","problems":[{"field":"queue","value":"Z","error":"not found"}]}'
+    srv = FakeServer(lambda req: b"HTTP/1.1 404 Not Found\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    try:
+        with pytest.raises(flotilla.NotFoundError) as err:
+            list(flotilla.Client(srv.url).watch("Z", "s1"))
+    finally:
+        srv.close()
+    assert (err.value.field, err.value.value) == ("queue", "Z")
+    assert len(srv.requests) == 1
+
+
+@pytest.mark.parametrize("status,cls", [
+    (400, flotilla.BadRequestError), (401, flotilla.UnauthorizedError), (403, flotilla.ForbiddenError),
+    (404, flotilla.NotFoundError), (409, flotilla.ConflictError), (413, flotilla.TooLargeError),
+    (503, flotilla.UnavailableError), (500, flotilla.APIError),
+])
+def test_each_status_has_its_error_class(status, cls):
+    e = error_from_response(status, b'{"error":"x","problems":[{"field":"f","value":"v","error":"bad"}]}', "2")
+    assert type(e) is cls
+    assert (e.status, e.message, e.field, e.value, e.retry_after) == (status, "x", "f", "v", 2.0)
+
+
+def test_an_error_body_that_is_not_the_api_form_is_the_message():
+    e = error_from_response(502, b"<html>bad gateway</html>\n")
+    assert (e.message, e.problems, e.field, e.value, e.retry_after) == ("<html>bad gateway</html>", [], None, None, None)
+
+
+def test_json_forms_use_the_api_names_and_keep_unknown_fields():
+    t = flotilla.JobTemplate(count=2, requests={"cpu": 1, "memory": "4Gi"}, priority_class="armada-default",
+                             termination_grace_period=datetime.timedelta(seconds=1.5), client_id="c",
+                             gang=flotilla.Gang("g", 2, node_uniformity_label="zone"), exit_code=0,
+                             extra={"pools": ["a100"]})
+    assert t.to_dict() == {
+        "count": 2, "requests": {"cpu": "1", "memory": "4Gi"}, "priorityClass": "armada-default",
+        "terminationGracePeriod": "1500000us", "clientId": "c",
+        "gang": {"id": "g", "cardinality": 2, "nodeUniformityLabel": "zone"}, "exitCode": 0, "pools": ["a100"]}
+    doc = {"name": "q", "parent": "g", "lendingLimit": {"cpu": "1"}, "retryPolicy": {"maxAttempts": 5},
+           "status": {"queued": 3, "adjustedFairShare": 0.5, "cordoned": True}}
+    q = flotilla.Queue.from_dict(doc)
+    assert (q.lending_limit, q.status.queued, q.status.adjusted_fair_share, q.status.cordoned) == (
+        {"cpu": "1"}, 3, 0.5, True)
+    assert q.extra == {"retryPolicy": {"maxAttempts": 5}}
+    back = q.to_dict()
+    back["status"] = {k: v for k, v in back["status"].items() if k in doc["status"]}
+    assert back == doc
+
+
+def test_an_event_tells_whether_its_job_ended_and_its_time():
+    def ev(type: str, requeued: bool = False) -> flotilla.Event:
+        return flotilla.Event(1, "2026-11-22T10:00:03.123456789Z", "A", "s", "j", type, requeued=requeued)
+
+    ended = {t for t in flotilla.EVENT_TYPES if ev(t).ends_job}
+    assert ended == {"succeeded", "failed", "cancelled", "preempted", "lease-expired", "lease-returned"}
+    assert not any(ev(t, requeued=True).ends_job for t in ("preempted", "lease-expired", "lease-returned"))
+    assert ev("leased").timestamp == datetime.datetime(2026, 11, 22, 10, 0, 3, 123456, tzinfo=datetime.timezone.utc)
+
+
+@pytest.mark.parametrize("url", ["ftp://h:1", "127.0.0.1:8080", "http://", ""])
+def test_a_server_url_that_is_not_http_is_refused(url):
+    with pytest.raises(ValueError):
+        flotilla.Client(url)
