@@ -48,7 +48,6 @@ func (w *world) queuedJob(id string) *flotilla.Job {
 	return e.Job
 }
 
-
 // A run failing with 137 under a rule that retries it twice and avoids
 // the node is queued again (run-failed naming the rule and the retry),
 // its scheduling copy avoiding the node; the third failure reaches the
