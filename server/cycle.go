@@ -206,7 +206,7 @@ func (s *state) expiries(now time.Time, rep *CycleReport) *backend.Write {
 			rep.DeadlineExceeded++
 			continue
 		}
-		w.Events = append(w.Events, s.leaseEnd(j, events.LeaseExpired, now,
+		w.Events = append(w.Events, s.leaseEnd(j, events.LeaseExpired, now, "",
 			fmt.Sprintf("lease not renewed by cluster %s for %s (lease timeout %s)", l.cluster.name, now.Sub(d.renewed), s.cfg.LeaseTimeout)))
 		rep.Expired++
 	}

@@ -61,9 +61,10 @@ type JobReport struct {
 	ExitCode int
 	// Reason is the executor's sentence, kept on the event.
 	Reason string
-	// FailureReason classifies a failed run (phase failed only): one of
-	// api.ReportedFailureReasons (oom, evicted, deadline), or "" for
-	// none. A queue's retry policy matches it.
+	// FailureReason classifies a failed run (phase failed or returned):
+	// one of api.ReportedFailureReasons (oom, evicted, deadline), or ""
+	// for none. A queue's retry policy matches it; on a returned job it
+	// stands for lease-returned.
 	FailureReason string
 }
 
@@ -506,8 +507,8 @@ func (p *reportPlan) plan(ctx context.Context, r *Report) error {
 		case jr.Phase == PhaseFailed && jr.ExitCode == 0:
 			errs = append(errs, flotilla.Errorf(jobField(i, "exitCode"), "0", flotilla.ErrInconsistent, "a job that failed exits non-zero"))
 			continue
-		case jr.FailureReason != "" && jr.Phase != PhaseFailed:
-			errs = append(errs, flotilla.Errorf(jobField(i, "failureReason"), jr.FailureReason, flotilla.ErrInconsistent, "only a failed job has a failure reason"))
+		case jr.FailureReason != "" && jr.Phase != PhaseFailed && jr.Phase != PhaseReturned:
+			errs = append(errs, flotilla.Errorf(jobField(i, "failureReason"), jr.FailureReason, flotilla.ErrInconsistent, "only a failed or returned job has a failure reason"))
 			continue
 		case jr.FailureReason != "" && !api.ReportedFailureReason(jr.FailureReason):
 			errs = append(errs, flotilla.Errorf(jobField(i, "failureReason"), jr.FailureReason, flotilla.ErrUnknownName, "want one of %v", api.ReportedFailureReasons))
@@ -592,16 +593,17 @@ func (p *reportPlan) planJob(ctx context.Context, i int, jr *JobReport, j *job) 
 		p.events = append(p.events, p.s.failedRun(j, ev(events.Failed, ""),
 			events.Failure{ExitCode: jr.ExitCode, Reason: events.FailureReason(jr.FailureReason)}, what))
 	case PhaseReturned, PhaseStopped:
-		p.events = append(p.events, p.s.leaseEnd(j, events.LeaseReturned, now,
+		p.events = append(p.events, p.s.leaseEnd(j, events.LeaseReturned, now, events.FailureReason(jr.FailureReason),
 			strings.TrimSpace(fmt.Sprintf("returned by cluster %s %s", clusterName, jr.Reason))))
 	}
 	return nil
 }
 
 // leaseEnd is job.leaseEnd under the job's queue's retry policy
-// (leaseEndPolicy).
-func (s *state) leaseEnd(j *job, t events.Type, now time.Time, reason string) events.Event {
-	return s.leaseEndPolicy(j, j.leaseEnd(t, now, s.cfg.MaxAttempts, reason), reason)
+// (leaseEndPolicy); why is the failure reason the executor gave, ""
+// for none.
+func (s *state) leaseEnd(j *job, t events.Type, now time.Time, why events.FailureReason, reason string) events.Event {
+	return s.leaseEndPolicy(j, j.leaseEnd(t, now, s.cfg.MaxAttempts, reason), why, reason)
 }
 
 // leaseEnd is the event that ends a live lease that was not renewed

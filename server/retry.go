@@ -17,8 +17,10 @@ import (
 // later attempts avoid the node); otherwise the job fails, the event
 // naming why. A lease that expired or was returned is retried as without
 // a policy (up to maxAttempts, the policy's when it gives one), but a rule
-// that matches it (onReasons lease-expired, lease-returned) bounds it by
-// its retry limit too and may avoid the node. Without a policy nothing
+// that matches it (onReasons lease-expired, lease-returned, or the reason
+// the executor gave a returned job: a Kubernetes executor returns an
+// evicted pod as evicted) bounds it by its retry limit too and may avoid
+// the node. Without a policy nothing
 // changes: a failed run fails the job.
 //
 // A gang member's failed run, in a queue with a policy, is the gang's:
@@ -109,16 +111,20 @@ func (s *state) failedRun(j *job, ev events.Event, f events.Failure, what string
 
 // leaseEndPolicy settles lease-ending event e of live job j (leaseEnd's,
 // not cancelled) under j's queue's policy: maxAttempts is the policy's
-// when it gives one, and a rule matching the lease's end also bounds it
-// by its retry limit and may avoid the node.
-func (s *state) leaseEndPolicy(j *job, e events.Event, reason string) events.Event {
+// when it gives one, and a rule matching the lease's end (why, the
+// executor's failure reason, or else lease-expired or lease-returned)
+// also bounds it by its retry limit and may avoid the node.
+func (s *state) leaseEndPolicy(j *job, e events.Event, why events.FailureReason, reason string) events.Event {
 	p := s.policy(j)
 	if p == nil || e.Type == events.Cancelled {
 		return e
 	}
-	why := events.ReasonLeaseExpired
-	if e.Type == events.LeaseReturned {
+	switch {
+	case why != "":
+	case e.Type == events.LeaseReturned:
 		why = events.ReasonLeaseReturned
+	default:
+		why = events.ReasonLeaseExpired
 	}
 	st := s.retryState(j)
 	max := p.MaxAttempts

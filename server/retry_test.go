@@ -265,3 +265,26 @@ func TestQueueRetryPolicyCheckedWholeStoredAndRemoved(t *testing.T) {
 	q, _ = w.srv.Queue(w.ctx, "B")
 	require.Nil(t, q.RetryPolicy, "a queue created again starts without a policy")
 }
+
+// A returned job's failure reason (a Kubernetes executor returns an
+// evicted pod as evicted) is what the rules match instead of
+// lease-returned.
+func TestReturnedJobsFailureReasonMatchesARuleOnIt(t *testing.T) {
+	w := newWorld(t)
+	w.policyQueue("A", &events.RetryPolicy{Rules: []events.RetryRule{
+		{OnReasons: []events.FailureReason{events.ReasonEvicted}, RetryLimit: 1, AvoidSameNode: true}}})
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 2, 4)})
+	id := w.submit("A", "s1", cpuJobs(1, "1"))[0]
+	require.Equal(t, 1, w.cycle().Leased)
+	r := w.report(Report{Cluster: "c1"})
+	jr := held(PhaseReturned, r.Leases)
+	jr[0].FailureReason = "evicted"
+	w.report(Report{Cluster: "c1", Jobs: jr})
+	evs := w.jobEvents("A", "s1", id)
+	last := evs[len(evs)-1]
+	require.Equal(t, events.LeaseReturned, last.Type)
+	require.True(t, last.Requeued)
+	require.Equal(t, 1, last.Rule)
+	require.True(t, last.AvoidNode)
+	require.Equal(t, []string{"c1/" + r.Leases[0].Node}, w.queuedJob(id).AvoidNodes)
+}
