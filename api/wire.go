@@ -3,6 +3,8 @@ package api
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/flotilla-sched/flotilla"
@@ -126,6 +128,23 @@ type JobStatus struct {
 	Retries []int `json:"retries,omitempty"`
 	// Explain is the long form, given when asked for (explain=true).
 	Explain *JobExplain `json:"explain,omitempty"`
+}
+
+// RetryText says which retry rule last retried or failed the job and how
+// often each rule retried it ("rule 1, retries 2" or "rule 2, retries
+// 1+3"); "" when no rule did.
+func (s *JobStatus) RetryText() string {
+	if s.Rule == 0 {
+		return ""
+	}
+	var counts []string
+	for _, n := range s.Retries {
+		counts = append(counts, strconv.Itoa(n))
+	}
+	if len(counts) == 0 {
+		counts = []string{"0"}
+	}
+	return fmt.Sprintf("rule %d, retries %s", s.Rule, strings.Join(counts, "+"))
 }
 
 // StatusResponse lists job statuses in the order asked.

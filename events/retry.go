@@ -132,6 +132,20 @@ func (r *RetryRule) check(f string) error {
 // malformed document is a *flotilla.FieldError naming field
 // (flotilla.ErrMalformed).
 func ParseRetryPolicy(field string, data []byte) (*RetryPolicy, error) {
+	p, err := DecodeRetryPolicy(field, data)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Check(field); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// DecodeRetryPolicy is ParseRetryPolicy without the check: a client
+// reads a file so and leaves the check to the service, which reports the
+// policy's problems with the rest of the request's.
+func DecodeRetryPolicy(field string, data []byte) (*RetryPolicy, error) {
 	d := json.NewDecoder(bytes.NewReader(data))
 	d.DisallowUnknownFields()
 	var p RetryPolicy
@@ -140,9 +154,6 @@ func ParseRetryPolicy(field string, data []byte) (*RetryPolicy, error) {
 	}
 	if _, err := d.Token(); err != io.EOF {
 		return nil, flotilla.Errorf(field, shorten(data), flotilla.ErrMalformed, "want one JSON object")
-	}
-	if err := p.Check(field); err != nil {
-		return nil, err
 	}
 	return &p, nil
 }
