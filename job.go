@@ -24,6 +24,10 @@ type Job struct {
 	// Requests is what the job needs, in the scheduler's ResourceSchema.
 	Requests     Resources
 	NodeSelector map[string]string
+	// NodeAffinity is a required node affinity: the job goes only to a
+	// node matching one of the terms (AffinityMatches), together with
+	// NodeSelector and the tolerations. Nil means any node.
+	NodeAffinity []NodeSelectorTerm
 	Tolerations  []Toleration
 	Gang         Gang
 	// AvoidClusters names clusters (Node.Cluster) the job should not be

@@ -67,6 +67,7 @@ func (j *Job) report(schema *ResourceSchema) error {
 	if _, empty := j.NodeSelector[""]; empty {
 		v.add(Errorf(p+".nodeSelector", "", ErrRequired, "label key must not be empty"))
 	}
+	validateAffinity(&v, p, j.NodeAffinity)
 	for i, t := range j.Tolerations {
 		tp := fmt.Sprintf("%s.tolerations[%d]", p, i)
 		switch t.Operator {
@@ -115,6 +116,9 @@ func (j *Job) valid(schema *ResourceSchema) bool {
 		return false
 	}
 	if _, empty := j.NodeSelector[""]; empty {
+		return false
+	}
+	if !affinityValid(j.NodeAffinity) {
 		return false
 	}
 	for _, t := range j.Tolerations {

@@ -68,6 +68,7 @@ func (db *DB) Restrict(id ConstraintID, r Restriction) ConstraintID {
 	base := &db.cons[id]
 	c := constraint{
 		selector:    base.selector,
+		affinity:    base.affinity,
 		tolerations: base.tolerations,
 		bits:        make([]uint64, len(base.bits)),
 	}
@@ -105,13 +106,31 @@ var avoidTag = [2]byte{0x81, 0x00}
 // bytes. An id out of range is returned unchanged (Select and Explain
 // report it as an invalid query).
 func (db *DB) Avoid(id ConstraintID, clusters []string) ConstraintID {
-	if len(clusters) == 0 || id < 0 || int(id) >= len(db.cons) {
+	return db.avoidSet(id, clusters, avoidTag, false)
+}
+
+// AvoidNodes is Avoid for node names (Node.Name): id's nodes except those
+// named, for a job that prefers other nodes (flotilla.Job.AvoidNodes). It
+// returns id itself when the exclusion would change nothing or leave
+// nothing, and interns as Avoid does; the two compose (AvoidNodes of an
+// Avoid answer excludes both).
+func (db *DB) AvoidNodes(id ConstraintID, nodes []string) ConstraintID {
+	return db.avoidSet(id, nodes, avoidNodesTag, true)
+}
+
+// avoidNodesTag starts the intern key of a constraint made by AvoidNodes.
+var avoidNodesTag = [2]byte{0x82, 0x00}
+
+// avoidSet is Avoid and AvoidNodes: names are node names when byNode is
+// set, cluster names otherwise.
+func (db *DB) avoidSet(id ConstraintID, names []string, tag [2]byte, byNode bool) ConstraintID {
+	if len(names) == 0 || id < 0 || int(id) >= len(db.cons) {
 		return id
 	}
-	set := append(db.consKeys[:0], clusters...)
+	set := append(db.consKeys[:0], names...)
 	slices.Sort(set)
 	set = slices.Compact(set)
-	buf := append(db.consBuf[:0], avoidTag[:]...)
+	buf := append(db.consBuf[:0], tag[:]...)
 	buf = binary.AppendUvarint(buf, uint64(id))
 	for _, c := range set {
 		buf = appendString(buf, c)
@@ -119,7 +138,7 @@ func (db *DB) Avoid(id ConstraintID, clusters []string) ConstraintID {
 	db.consBuf = buf
 	aid, ok := db.consIndex[string(buf)]
 	if !ok {
-		aid = db.avoid(id, set)
+		aid = db.avoid(id, set, byNode)
 		db.consIndex[string(buf)] = aid
 	}
 	clear(set)
@@ -127,11 +146,13 @@ func (db *DB) Avoid(id ConstraintID, clusters []string) ConstraintID {
 	return aid
 }
 
-// avoid builds Avoid's answer for id and a sorted set of cluster names.
-func (db *DB) avoid(id ConstraintID, set []string) ConstraintID {
+// avoid builds Avoid's (or, byNode, AvoidNodes') answer for id and a
+// sorted set of names.
+func (db *DB) avoid(id ConstraintID, set []string, byNode bool) ConstraintID {
 	base := &db.cons[id]
 	c := constraint{
 		selector:    base.selector,
+		affinity:    base.affinity,
 		tolerations: base.tolerations,
 		bits:        make([]uint64, len(base.bits)),
 	}
@@ -140,7 +161,11 @@ func (db *DB) avoid(id ConstraintID, set []string) ConstraintID {
 		if !base.has(i) {
 			continue
 		}
-		if _, avoided := slices.BinarySearch(set, n.Cluster); avoided {
+		name := n.Cluster
+		if byNode {
+			name = n.Name
+		}
+		if _, avoided := slices.BinarySearch(set, name); avoided {
 			dropped = true
 			continue
 		}

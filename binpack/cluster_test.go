@@ -120,6 +120,24 @@ func TestAvoidExcludesTheNamedClustersOrIsTheSameConstraint(t *testing.T) {
 	}))
 }
 
+// TestAvoidNodesExcludesTheNamedNodes: AvoidNodes is Avoid by node name:
+// a set, the base id when it changes or leaves nothing, composing with
+// Avoid, distinct from avoiding a cluster of the same name.
+func TestAvoidNodesExcludesTheNamedNodes(t *testing.T) {
+	db := mustNew(t, binpack.Options{}, clusterNodes()...)
+	notR1 := db.AvoidNodes(binpack.NoConstraint, []string{"d-r1", "e-r1"})
+	assert.Equal(t, []string{"d-r2", "e-none", "d-empty"}, admitted(db, notR1))
+	assert.Equal(t, notR1, db.AvoidNodes(binpack.NoConstraint, []string{"e-r1", "d-r1", "d-r1"}), "a set")
+	assert.Equal(t, binpack.NoConstraint, db.AvoidNodes(binpack.NoConstraint, []string{"nowhere"}), "no such node: nothing changes")
+	assert.Equal(t, binpack.NoConstraint, db.AvoidNodes(binpack.NoConstraint, nil))
+	both := db.AvoidNodes(db.Avoid(binpack.NoConstraint, []string{"east"}), []string{"d-r1"})
+	assert.Equal(t, []string{"d-r2", "d-empty"}, admitted(db, both), "composes with Avoid")
+	assert.NotEqual(t, db.Avoid(binpack.NoConstraint, []string{"d-r1"}), db.AvoidNodes(binpack.NoConstraint, []string{"d-r1"}), "a node is not a cluster")
+	q := query(r3(0, 8, 8), 0, 0)
+	q.Constraint = db.AvoidNodes(binpack.NoConstraint, []string{"e-r1"})
+	assert.NotEqual(t, "e-r1", selectName(db, q), "Select keeps off the avoided node, although it fits best")
+}
+
 func TestExplainIn(t *testing.T) {
 	db := mustNew(t, binpack.Options{}, clusterNodes()...)
 	east := binpack.Restriction{Cluster: "east"}

@@ -12,6 +12,7 @@ import (
 // of nodes whose labels and taints it admits (cordons aside).
 type constraint struct {
 	selector    map[string]string
+	affinity    []flotilla.NodeSelectorTerm
 	tolerations []flotilla.Toleration
 	bits        []uint64
 }
@@ -27,7 +28,21 @@ func (c *constraint) has(n int) bool { return c.bits[n>>6]&(1<<(n&63)) != 0 }
 // scratch buffers have grown); a new one costs O(N) selector and taint
 // checks and N/8 bytes. Ids are valid for this DB only.
 func (db *DB) Constraints(selector map[string]string, tolerations []flotilla.Toleration) ConstraintID {
-	if len(selector) == 0 && len(tolerations) == 0 {
+	return db.constraints(selector, nil, tolerations)
+}
+
+// JobConstraints is Constraints for a job: its node selector, its required
+// node affinity (flotilla.AffinityMatches) and its tolerations. A job
+// without an affinity gets the id Constraints gives.
+func (db *DB) JobConstraints(j *flotilla.Job) ConstraintID {
+	return db.constraints(j.NodeSelector, j.NodeAffinity, j.Tolerations)
+}
+
+// affinityTag marks the affinity part of an intern key.
+const affinityTag = 0xa7
+
+func (db *DB) constraints(selector map[string]string, affinity []flotilla.NodeSelectorTerm, tolerations []flotilla.Toleration) ConstraintID {
+	if len(selector) == 0 && len(tolerations) == 0 && len(affinity) == 0 {
 		return NoConstraint
 	}
 	keys := db.consKeys[:0]
@@ -48,6 +63,22 @@ func (db *DB) Constraints(selector map[string]string, tolerations []flotilla.Tol
 		buf = appendString(buf, t.Value)
 		buf = appendString(buf, string(t.Effect))
 	}
+	if len(affinity) > 0 {
+		buf = append(buf, affinityTag)
+		buf = binary.AppendUvarint(buf, uint64(len(affinity)))
+		for i := range affinity {
+			es := affinity[i].MatchExpressions
+			buf = binary.AppendUvarint(buf, uint64(len(es)))
+			for k := range es {
+				buf = appendString(buf, es[k].Key)
+				buf = appendString(buf, string(es[k].Operator))
+				buf = binary.AppendUvarint(buf, uint64(len(es[k].Values)))
+				for _, v := range es[k].Values {
+					buf = appendString(buf, v)
+				}
+			}
+		}
+	}
 	clear(keys)
 	db.consKeys, db.consBuf = keys[:0], buf
 	if id, ok := db.consIndex[string(buf)]; ok {
@@ -55,11 +86,13 @@ func (db *DB) Constraints(selector map[string]string, tolerations []flotilla.Tol
 	}
 	c := constraint{
 		selector:    maps.Clone(selector),
+		affinity:    cloneAffinity(affinity),
 		tolerations: slices.Clone(tolerations),
 		bits:        make([]uint64, (len(db.nodes)+63)/64),
 	}
 	for i, n := range db.nodes {
-		if flotilla.SelectorMatches(c.selector, n.Labels) && flotilla.TaintsTolerated(n.Taints, c.tolerations) {
+		if flotilla.SelectorMatches(c.selector, n.Labels) && flotilla.AffinityMatches(c.affinity, n.Labels) &&
+			flotilla.TaintsTolerated(n.Taints, c.tolerations) {
 			c.bits[i>>6] |= 1 << (i & 63)
 		}
 	}
@@ -76,4 +109,20 @@ func (db *DB) Admits(id ConstraintID, node int) bool { return db.cons[id].has(no
 func appendString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
+}
+
+// cloneAffinity copies terms deeply: the constraint outlives the job.
+func cloneAffinity(terms []flotilla.NodeSelectorTerm) []flotilla.NodeSelectorTerm {
+	if terms == nil {
+		return nil
+	}
+	out := make([]flotilla.NodeSelectorTerm, len(terms))
+	for i, t := range terms {
+		es := make([]flotilla.NodeSelectorRequirement, len(t.MatchExpressions))
+		for k, e := range t.MatchExpressions {
+			es[k] = flotilla.NodeSelectorRequirement{Key: e.Key, Operator: e.Operator, Values: slices.Clone(e.Values)}
+		}
+		out[i] = flotilla.NodeSelectorTerm{MatchExpressions: es}
+	}
+	return out
 }

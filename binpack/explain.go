@@ -205,6 +205,11 @@ func (db *DB) explain(q, sel *Query, admit func(*flotilla.Node) bool) Reason {
 			gs.count(exclusionKey{filter: FilterSelector, term: term, resource: -1}, 0)
 			continue
 		}
+		if !flotilla.AffinityMatches(c.affinity, node.Labels) {
+			r.Selector++
+			gs.count(exclusionKey{filter: FilterSelector, term: len(keys), resource: -1}, 0)
+			continue
+		}
 		if t := untolerated(node.Taints, c.tolerations); t >= 0 {
 			r.Taints++
 			gs.count(exclusionKey{filter: FilterTaint, taint: node.Taints[t], resource: -1}, 0)
@@ -243,6 +248,10 @@ func (db *DB) explain(q, sel *Query, admit func(*flotilla.Node) bool) Reason {
 	for i, k := range gs.keys {
 		switch k.filter {
 		case FilterSelector:
+			if k.term == len(keys) {
+				r.Excluded[i].Detail = "node affinity"
+				break
+			}
 			r.Excluded[i].Detail = keys[k.term] + "=" + c.selector[keys[k.term]]
 		case FilterTaint:
 			r.Excluded[i].Detail = taintString(k.taint)

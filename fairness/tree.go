@@ -262,12 +262,11 @@ func (b *treeBuilder) resolveNames() {
 		if p == "" {
 			continue
 		}
-		field := b.nodeField(v) + ".parent"
 		switch pv, ok := index[p]; {
 		case !ok:
-			b.add(field, p, flotilla.ErrUnknownName, "no group has this name")
+			b.add(b.nodeField(v)+".parent", p, flotilla.ErrUnknownName, "no group has this name")
 		case pv >= len(b.spec.Groups):
-			b.add(field, p, flotilla.ErrInconsistent, "names a queue; a parent must be a group")
+			b.add(b.nodeField(v)+".parent", p, flotilla.ErrInconsistent, "names a queue; a parent must be a group")
 		default:
 			b.parent[v] = int32(pv)
 		}
@@ -310,7 +309,7 @@ func (b *treeBuilder) checkCycles() {
 func (b *treeBuilder) checkNodes() {
 	b.vectors = true
 	for v := range b.names {
-		s, f := b.node(v), b.nodeField(v)
+		s := b.node(v)
 		for _, vec := range []struct {
 			name string
 			r    flotilla.Resources
@@ -319,24 +318,24 @@ func (b *treeBuilder) checkNodes() {
 				continue
 			}
 			if len(vec.r) != b.nR {
-				b.add(f+"."+vec.name, strconv.Itoa(len(vec.r)), flotilla.ErrInconsistent,
+				b.add(b.nodeField(v)+"."+vec.name, strconv.Itoa(len(vec.r)), flotilla.ErrInconsistent,
 					"has %d entries, the schema %d", len(vec.r), b.nR)
 				b.vectors = false
 				continue
 			}
 			for i, x := range vec.r {
 				if x < 0 && x != Absent {
-					b.add(f+"."+vec.name+"."+b.schema.Name(i), strconv.FormatInt(x, 10), flotilla.ErrNegative, "")
+					b.add(b.nodeField(v)+"."+vec.name+"."+b.schema.Name(i), strconv.FormatInt(x, 10), flotilla.ErrNegative, "")
 				}
 			}
 		}
 		u := s.Usage
 		switch {
 		case v < len(b.spec.Groups) && u != 0:
-			b.add(f+".usage", strconv.FormatFloat(u, 'g', -1, 64), flotilla.ErrOutOfRange,
+			b.add(b.nodeField(v)+".usage", strconv.FormatFloat(u, 'g', -1, 64), flotilla.ErrOutOfRange,
 				"a group's usage is its children's sum and cannot be set")
 		case !(u >= 0 && u <= 1):
-			b.add(f+".usage", strconv.FormatFloat(u, 'g', -1, 64), flotilla.ErrOutOfRange, "must be in [0,1]")
+			b.add(b.nodeField(v)+".usage", strconv.FormatFloat(u, 'g', -1, 64), flotilla.ErrOutOfRange, "must be in [0,1]")
 		}
 	}
 }
@@ -396,27 +395,28 @@ func (b *treeBuilder) checkGuarantees() {
 	n := len(b.names)
 	b.gEff = make([]flotilla.Resources, n)
 	sum := make([]flotilla.Resources, n) // children's effective guarantees
+	slab := make(flotilla.Resources, n*b.nR)
 	for k := n - 1; k >= 0; k-- {
 		v := int(b.order[k])
-		s, f := b.node(v), b.nodeField(v)
-		g := make(flotilla.Resources, b.nR)
+		s := b.node(v)
+		g := slab[v*b.nR : (v+1)*b.nR : (v+1)*b.nR]
 		for i := range g {
 			switch {
 			case given(s.Guaranteed, i):
 				g[i] = s.Guaranteed[i]
 				if sum[v] != nil && sum[v][i] > g[i] {
-					b.add(f+".guaranteed."+b.schema.Name(i), b.quantity(i, g[i]), flotilla.ErrInconsistent,
+					b.add(b.nodeField(v)+".guaranteed."+b.schema.Name(i), b.quantity(i, g[i]), flotilla.ErrInconsistent,
 						"below its children's guarantees, %s", b.quantity(i, sum[v][i]))
 				}
 			case sum[v] != nil:
 				g[i] = sum[v][i]
 			}
 			if given(s.Limit, i) && s.Limit[i] < g[i] {
-				b.add(f+".limit."+b.schema.Name(i), b.quantity(i, s.Limit[i]), flotilla.ErrInconsistent,
+				b.add(b.nodeField(v)+".limit."+b.schema.Name(i), b.quantity(i, s.Limit[i]), flotilla.ErrInconsistent,
 					"below the guarantee, %s", b.quantity(i, g[i]))
 			}
 			if given(s.LendingLimit, i) && s.LendingLimit[i] > g[i] {
-				b.add(f+".lendingLimit."+b.schema.Name(i), b.quantity(i, s.LendingLimit[i]), flotilla.ErrInconsistent,
+				b.add(b.nodeField(v)+".lendingLimit."+b.schema.Name(i), b.quantity(i, s.LendingLimit[i]), flotilla.ErrInconsistent,
 					"above the guarantee, %s", b.quantity(i, g[i]))
 			}
 		}
@@ -427,7 +427,7 @@ func (b *treeBuilder) checkGuarantees() {
 			}
 			for i, x := range g {
 				if x > 0 && sum[p][i] > math.MaxInt64-x {
-					b.add(f+".guaranteed", b.schema.String(g), flotilla.ErrOutOfRange, "guarantees overflow when summed")
+					b.add(b.nodeField(v)+".guaranteed", b.schema.String(g), flotilla.ErrOutOfRange, "guarantees overflow when summed")
 					return
 				}
 				sum[p][i] += x

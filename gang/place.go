@@ -41,7 +41,9 @@ type Placer struct {
 	placed []int              // per domain: members placed, -1 if not tried
 	cand   []int              // domains that may hold the gang, tightest first
 	avoid  []string           // clusters the gang's members avoid, sorted
-	sub    []domain           // the domains a placement is confined to
+	// avoidNodes are the nodes the gang's members avoid, sorted.
+	avoidNodes []string
+	sub        []domain // the domains a placement is confined to
 
 	// g and the method values sort without allocating closures.
 	g          *Gang
@@ -278,7 +280,8 @@ const (
 	// AllDomains: every domain of the gang.
 	AllDomains Domains = iota
 	// UnavoidedDomains: only the domains whose cluster no member of the
-	// gang names in its Job.AvoidClusters.
+	// gang names in its Job.AvoidClusters, and in them only the nodes no
+	// member names in its Job.AvoidNodes.
 	UnavoidedDomains
 )
 
@@ -311,9 +314,13 @@ func (p *Placer) PlaceWithin(db *binpack.DB, g *Gang, q int, levels []int, searc
 	p.search = search
 	m := len(g.Members)
 	p.grow(m)
+	avoidNodes := within == UnavoidedDomains && p.nodeSet(g)
 	for i, e := range g.Members {
 		p.order[i] = i
-		p.cons[i] = db.Constraints(e.Job.NodeSelector, e.Job.Tolerations)
+		p.cons[i] = db.JobConstraints(e.Job)
+		if avoidNodes {
+			p.cons[i] = db.AvoidNodes(p.cons[i], p.avoidNodes)
+		}
 	}
 	p.g = g
 	if !slices.IsSortedFunc(p.order[:m], p.cmpMembers) {
@@ -381,14 +388,20 @@ func (p *Placer) PlaceWithin(db *binpack.DB, g *Gang, q int, levels []int, searc
 	return p.explain(g, doms, &doms[best], q, levels, mark, why, p.placed[best]), nil
 }
 
-// Avoids reports whether a member of g avoids a cluster (Job.AvoidClusters)
-// that holds some of g's domains while other domains lie in clusters no
-// member avoids: only then can placing with UnavoidedDomains first make a
-// difference. O(M·A·log A) for M members avoiding A clusters in all, plus
+// Avoids reports whether a member of g avoids a node (Job.AvoidNodes), or a
+// cluster (Job.AvoidClusters) that holds some of g's domains while other
+// domains lie in clusters no member avoids: only then can placing with
+// UnavoidedDomains first make a difference. O(M·A·log A) for M members avoiding A clusters in all, plus
 // O(D·log A) for D domains; it allocates nothing after warm-up (the first
 // call for a uniformity label builds its domains, as Place does).
 func (p *Placer) Avoids(db *binpack.DB, g *Gang) bool {
-	if db == nil || g == nil || !p.avoidSet(g) {
+	if db == nil || g == nil {
+		return false
+	}
+	if p.nodeSet(g) {
+		return true // a node to keep off: worth a first search without it
+	}
+	if !p.avoidSet(g) {
 		return false
 	}
 	p.use(db)
@@ -416,6 +429,21 @@ func (p *Placer) avoidSet(g *Gang) bool {
 	slices.Sort(set)
 	p.avoid = slices.Compact(set)
 	return len(p.avoid) > 0
+}
+
+// nodeSet gathers the nodes g's members avoid (Job.AvoidNodes) into
+// p.avoidNodes, sorted and without repeats, and reports whether there are
+// any.
+func (p *Placer) nodeSet(g *Gang) bool {
+	set := p.avoidNodes[:0]
+	for _, e := range g.Members {
+		if e != nil && e.Job != nil {
+			set = append(set, e.Job.AvoidNodes...)
+		}
+	}
+	slices.Sort(set)
+	p.avoidNodes = slices.Compact(set)
+	return len(p.avoidNodes) > 0
 }
 
 func (p *Placer) isAvoided(d *domain) bool {

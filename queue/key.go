@@ -117,6 +117,21 @@ func SchedulingKey(j *flotilla.Job, classPriority int32) uint64 {
 	}
 	h = h.u64(uint64(uint32(classPriority)))
 	h = h.selector(j.NodeSelector)
+	if len(j.NodeAffinity) > 0 {
+		// Tagged and ordered as written: terms and expressions in their
+		// order (a different order may share no key; that costs a search).
+		h = h.str("affinity").u64(uint64(len(j.NodeAffinity)))
+		for i := range j.NodeAffinity {
+			es := j.NodeAffinity[i].MatchExpressions
+			h = h.u64(uint64(len(es)))
+			for k := range es {
+				h = h.str(es[k].Key).str(string(es[k].Operator)).u64(uint64(len(es[k].Values)))
+				for _, v := range es[k].Values {
+					h = h.str(v)
+				}
+			}
+		}
+	}
 	h = h.u64(uint64(len(j.Tolerations)))
 	for i := range j.Tolerations {
 		t := &j.Tolerations[i]

@@ -337,6 +337,7 @@ func sameRequirements(a, b *flotilla.Job) bool {
 		a.Gang.NodeUniformityLabel == b.Gang.NodeUniformityLabel &&
 		sameTolerations(a.Tolerations, b.Tolerations) &&
 		sameSelector(a.NodeSelector, b.NodeSelector) &&
+		sameAffinity(a.NodeAffinity, b.NodeAffinity) &&
 		slices.Equal(a.AvoidClusters, b.AvoidClusters) &&
 		slices.Equal(a.AvoidNodes, b.AvoidNodes)
 }
@@ -669,4 +670,14 @@ func (s *Store) Ascend(queue string, fn func(*Entry) bool) {
 	if q := s.queues[queue]; q != nil {
 		q.order.ascend(func(it item) bool { return fn(&s.entries.at(it.h).Entry) })
 	}
+}
+
+// sameAffinity reports whether two required node affinities are written
+// alike (terms, expressions and values in the same order).
+func sameAffinity(a, b []flotilla.NodeSelectorTerm) bool {
+	return slices.EqualFunc(a, b, func(x, y flotilla.NodeSelectorTerm) bool {
+		return slices.EqualFunc(x.MatchExpressions, y.MatchExpressions, func(p, q flotilla.NodeSelectorRequirement) bool {
+			return p.Key == q.Key && p.Operator == q.Operator && slices.Equal(p.Values, q.Values)
+		})
+	})
 }

@@ -319,3 +319,114 @@ func TestPropertyJobInAnAvoidedClusterOnlyWhenNoOtherClusterCouldHoldIt(t *testi
 	}, gen.UInt64()))
 	p.TestingRun(t)
 }
+
+func avoidingNodes(nodes ...string) func(*flotilla.Job) {
+	return func(j *flotilla.Job) { j.AvoidNodes = nodes }
+}
+
+// Job.AvoidNodes: a job goes to a node it avoids only when no other node
+// can take it; a gang avoids every node any member avoids, and goes there
+// only when it fits nowhere else.
+func TestJobAvoidingANodeGoesElsewhereWhenAnotherNodeCanTakeIt(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(w *world)
+		want  string
+	}{
+		{"another node has room", nil, "n2"},
+		{"the other node is full", func(w *world) { w.run("A", "8", "n2", nonPreemptible) }, "n1"},
+		{"the other node is cordoned", func(w *world) { w.nodes[1].Unschedulable = true }, "n1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			clusterNode(w, "n1", "", "4", nil) // the tighter fit
+			clusterNode(w, "n2", "", "8", nil)
+			w.addQueue("A", 1)
+			w.addQueue("B", 1)
+			if tc.setup != nil {
+				tc.setup(w)
+			}
+			j := w.submit("B", 1, "3", avoidingNodes("n1"))[0]
+			assert.Equal(t, tc.want, placedOn(w.schedule())[j.ID])
+		})
+	}
+	// Without the preference the tighter fit wins: the case above is not
+	// smallest-fit's own choice.
+	w := newWorld(t)
+	clusterNode(w, "n1", "", "4", nil)
+	clusterNode(w, "n2", "", "8", nil)
+	w.addQueue("B", 1)
+	j := w.submit("B", 1, "3")[0]
+	assert.Equal(t, "n1", placedOn(w.schedule())[j.ID])
+}
+
+func TestGangKeepsOffANodeAMemberAvoids(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		nodes []string // 4-cpu nodes
+		want  []string // where the two 3-cpu members may go
+	}{
+		{"two other nodes", []string{"n1", "n2", "n3"}, []string{"n2", "n3"}},
+		{"only one other node: the avoided one is used", []string{"n1", "n2"}, []string{"n1", "n2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			for _, n := range tc.nodes {
+				clusterNode(w, n, "", "4", nil)
+			}
+			w.addQueue("B", 1)
+			k := 0
+			first := func(j *flotilla.Job) {
+				if k == 0 {
+					j.AvoidNodes = []string{"n1"}
+				}
+				k++
+			}
+			gang := w.submit("B", 2, "3", inGang("g", 2, ""), first)
+			on := placedOn(w.schedule())
+			var got []string
+			for _, j := range gang {
+				got = append(got, on[j.ID])
+			}
+			slices.Sort(got)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+// Job.NodeAffinity: a required node affinity confines the job to matching
+// nodes, and a job no node matches says which filter held it back.
+func TestJobWithRequiredNodeAffinityGoesOnlyToMatchingNodes(t *testing.T) {
+	w := newWorld(t)
+	clusterNode(w, "a100-1", "", "4", map[string]string{"gpu": "a100"})
+	clusterNode(w, "h100-1", "", "8", map[string]string{"gpu": "h100"})
+	clusterNode(w, "cpu-1", "", "8", nil)
+	w.addQueue("B", 1)
+	in := func(values ...string) func(*flotilla.Job) {
+		return func(j *flotilla.Job) {
+			j.NodeAffinity = []flotilla.NodeSelectorTerm{{MatchExpressions: []flotilla.NodeSelectorRequirement{
+				{Key: "gpu", Operator: flotilla.NodeSelectorIn, Values: values}}}}
+		}
+	}
+	notGPU := func(j *flotilla.Job) {
+		j.NodeAffinity = []flotilla.NodeSelectorTerm{{MatchExpressions: []flotilla.NodeSelectorRequirement{
+			{Key: "gpu", Operator: flotilla.NodeSelectorDoesNotExist}}}}
+	}
+	h := w.submit("B", 1, "3", in("h100"))[0]
+	cpu := w.submit("B", 1, "3", notGPU)[0]
+	none := w.submit("B", 1, "3", in("mi300"))[0]
+	res := w.schedule()
+	on := placedOn(res)
+	assert.Equal(t, "h100-1", on[h.ID], "smallest fit alone would take a100-1")
+	assert.Equal(t, "cpu-1", on[cpu.ID])
+	require.NotContains(t, on, none.ID)
+	var why scheduler.Reason
+	for _, u := range res.UnscheduledJobs {
+		if u.Job.ID == none.ID {
+			why = u.Reason
+		}
+	}
+	assert.Equal(t, scheduler.ReasonNeverFits, why.Code)
+	assert.Contains(t, why.Message, "node affinity", why.String())
+}

@@ -148,7 +148,8 @@ func (k *keyCounts) flush() {
 }
 
 // finishFailed finishes queue qi without reading on when every job it has
-// left is a lone job whose scheduling key already failed this cycle: none
+// left is a lone job whose scheduling key already failed this cycle (its
+// search, or the queue tree's limits: failedReason): none
 // of them could be placed (a failed key is not retried), so they are
 // counted, per key, as unscheduled with the cached reason. It declines
 // (false) when the queue has gang members left, displaced jobs to offer
@@ -179,7 +180,7 @@ func (c *cycle) finishFailed(qi int) bool {
 	c.snap.Queued.SchedulingKeys(qs.q.Name, func(k uint64, n int) bool {
 		keys++
 		if n > qs.keys.keyPulled[k] {
-			if _, failed := c.memo.failed[k]; !failed {
+			if _, failed := c.failedReason(qi, k); !failed {
 				live = true
 			}
 		}
@@ -197,7 +198,7 @@ func (c *cycle) finishFailed(qi int) bool {
 	total, unfailed := 0, false
 	c.snap.Queued.SchedulingKeys(qs.q.Name, func(k uint64, n int) bool {
 		if r := n - qs.keys.keyPulled[k]; r > 0 {
-			if _, failed := c.memo.failed[k]; !failed {
+			if _, failed := c.failedReason(qi, k); !failed {
 				unfailed = true // the store changed since the first call
 				return false
 			}
@@ -223,8 +224,8 @@ func (c *cycle) finishFailed(qi int) bool {
 		}
 	}
 	for _, r := range rems {
-		f := c.memo.failed[r.key]
-		g := c.rep.group(qi, r.key, f.reason(qi))
+		why, _ := c.failedReason(qi, r.key)
+		g := c.rep.group(qi, r.key, why)
 		g.Count += r.n
 		for _, e := range ahead {
 			if len(g.Examples) == UnscheduledExamples {
@@ -238,6 +239,31 @@ func (c *cycle) finishFailed(qi int) bool {
 	qs.pulled = qs.queuedLen
 	qs.readDone, qs.bufPos, qs.bufLen = true, 0, 0
 	return true
+}
+
+// failedReason returns the reason queue qi's lone jobs of scheduling key k
+// cannot be placed this cycle: the queue tree refused them (treeRefusal),
+// or their search failed (memo). The fill asks the tree first, so a key
+// whose search failed is also put to the tree, with the failed job's
+// requests, and a refusal is remembered: the reason is the one each job
+// would get if it were read.
+func (c *cycle) failedReason(qi int, k uint64) (Reason, bool) {
+	if c.tour != nil {
+		if why, ok := c.treeRefusal(qi, k); ok {
+			return why, true
+		}
+	}
+	f, ok := c.memo.failed[k]
+	if !ok {
+		return Reason{}, false
+	}
+	if c.tour != nil && !c.s.noTreeMemo {
+		if why := c.tour.refusal(qi, f.req); why.Code != 0 {
+			c.treeRefusals(qi)[k] = f.req
+			return why, true
+		}
+	}
+	return f.reason(qi), true
 }
 
 // report is the Result under construction, with the index of its

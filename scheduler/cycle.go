@@ -111,6 +111,9 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 			lastGroup:    -1,
 		}
 	}
+	// The tree needs sound queues; the nodes' problems are reported with
+	// its own.
+	queuesOK := len(errs) == 0
 	for i, n := range snap.Nodes {
 		if n == nil {
 			errs = append(errs, flotilla.Errorf(fmt.Sprintf("nodes[%d]", i), "<nil>", flotilla.ErrRequired, ""))
@@ -124,7 +127,7 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 			errs = append(errs, flotilla.Errorf(fmt.Sprintf("nodes[%d].total", i), n.Name, flotilla.ErrOutOfRange, "cluster total overflows"))
 		}
 	}
-	if len(errs) == 0 {
+	if queuesOK {
 		var err error
 		if c.tree, err = newTreeState(s, snap); err != nil {
 			errs = append(errs, err)
@@ -172,9 +175,7 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 	if c.tree == nil {
 		setShares(c.model, c.queues)
 	} else {
-		if err := c.tree.decayUsage(c); err != nil {
-			return nil, err
-		}
+		c.tree.decayUsage(c)
 		c.tree.setShares(c)
 	}
 	c.tokens = newRateTokens(&c.s.cfg, snap.RateLimits, now, c.queues)
@@ -256,6 +257,14 @@ func (c *cycle) bindRunning() error {
 		qi, ok := c.queueIndex(j.Queue)
 		if !ok {
 			errs = append(errs, flotilla.Errorf(field.String()+".job.queue", j.Queue, flotilla.ErrUnknownName, "no such queue in the snapshot"))
+			continue
+		}
+		// A gang is one queue's, running as queued: evicting, ranking,
+		// displacing and booking it whole all take it so.
+		if ms := c.pre.gangRun[j.Gang.ID]; j.Gang.ID != "" && len(ms) > 0 && int(c.pre.run[ms[0]].queue) != qi {
+			first := c.pre.run[ms[0]].job
+			errs = append(errs, flotilla.Errorf(field.String()+".job.gang.id", j.Gang.ID, flotilla.ErrInconsistent,
+				"job %q is in queue %q, job %q of its gang in %q", j.ID, j.Queue, first.ID, first.Queue))
 			continue
 		}
 		ci, ok := c.s.classOf(j)

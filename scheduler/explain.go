@@ -74,6 +74,9 @@ func search(r binpack.Reason, schema *flotilla.ResourceSchema) *NodeSearch {
 // cache skips after the first job, of queue queue, failed.
 type failure struct {
 	queue int
+	// req is the job's requests, its scheduling key's (the queue tree
+	// judges a key's jobs by them: failedReason).
+	req flotilla.Resources
 	// same is for the jobs of the first job's queue; other, naming that
 	// queue, for the other queues' jobs.
 	same, other Reason
@@ -81,7 +84,7 @@ type failure struct {
 
 // failureOf caches the failure why of job j of queue qi.
 func failureOf(why Reason, j *flotilla.Job, qi int) failure {
-	return failure{queue: qi, same: sameAs(why, j.ID, ""), other: sameAs(why, j.ID, j.Queue)}
+	return failure{queue: qi, req: j.Requests, same: sameAs(why, j.ID, ""), other: sameAs(why, j.ID, j.Queue)}
 }
 
 // reason is the cached Reason for a job of queue qi.

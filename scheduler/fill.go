@@ -277,17 +277,49 @@ func (c *cycle) best() (int, bool) {
 }
 
 // refusedByTree reports (and records) whether the queue tree's limits or
-// lending holds refuse queue qi's next unit, a new job or gang (rule 5).
+// lending holds refuse queue qi's next unit, a new job or gang (rule 5). A
+// lone job's refusal is remembered by scheduling key, as a failed search
+// is, so that a queue whose every job left was refused is finished
+// without reading on (finishFailed).
 func (c *cycle) refusedByTree(qi int) bool {
 	if c.tour == nil {
 		return false
 	}
-	why := c.tour.refusal(qi, c.queues[qi].next.req)
+	qs := &c.queues[qi]
+	why := c.tour.refusal(qi, qs.next.req)
 	if why.Code == 0 {
 		return false
 	}
+	if qs.next.kind == loneUnit && !c.s.noTreeMemo {
+		c.treeRefusals(qi)[qs.next.entry.Key] = qs.next.req
+		qs.fails++
+	}
 	c.unscheduledUnit(qi, why)
 	return true
+}
+
+// treeRefusal returns the reason the tree refuses queue qi's lone jobs of
+// scheduling key k now, if it refused one earlier in the cycle. (It
+// refuses them still unless an allocation shrank since, by an urgency
+// victim: placements only add to a path's allocation, and to the
+// cluster's plus the holds off a path; it may name another node.)
+func (c *cycle) treeRefusal(qi int, k uint64) (Reason, bool) {
+	req, ok := c.queues[qi].treeRefused[k]
+	if !ok {
+		return Reason{}, false
+	}
+	why := c.tour.refusal(qi, req)
+	return why, why.Code != 0
+}
+
+// treeRefusals is queue qi's refused keys with their requests, made on
+// the first refusal.
+func (c *cycle) treeRefusals(qi int) map[uint64]flotilla.Resources {
+	qs := &c.queues[qi]
+	if qs.treeRefused == nil {
+		qs.treeRefused = make(map[uint64]flotilla.Resources)
+	}
+	return qs.treeRefused
 }
 
 // candidate is the queue's standing if its next job were scheduled. Shares
@@ -337,7 +369,7 @@ func (c *cycle) try(qi int) {
 		node           int
 		ok, displacing bool
 	)
-	if len(j.AvoidClusters) > 0 {
+	if len(j.AvoidClusters) > 0 || len(j.AvoidNodes) > 0 {
 		node, ok, displacing = c.searchAvoiding(e, ci)
 	} else {
 		node, ok, displacing = c.search(j, ci)
@@ -406,9 +438,10 @@ func (c *cycle) search(j *flotilla.Job, ci int) (node int, ok, displacing bool) 
 	return node, ok, displacing
 }
 
-// searchAvoiding is search for a job with AvoidClusters: the whole search
-// (free capacity, evicted jobs' capacity, urgency) confined to the nodes
-// outside the avoided clusters, then, only if that finds nothing, the
+// searchAvoiding is search for a job with AvoidClusters or AvoidNodes: the
+// whole search (free capacity, evicted jobs' capacity, urgency) confined
+// to the nodes outside the avoided clusters and other than the avoided
+// nodes, then, only if that finds nothing, the
 // whole search over every node. A job of a class that may not preempt
 // does not preempt to keep out of an avoided cluster; one that may, does
 // (another cluster can take it). A search confined in vain is remembered
@@ -418,7 +451,7 @@ func (c *cycle) search(j *flotilla.Job, ci int) (node int, ok, displacing bool) 
 func (c *cycle) searchAvoiding(e *queue.Entry, ci int) (node int, ok, displacing bool) {
 	j := e.Job
 	base := c.query.Constraint
-	if pref := c.db.Avoid(base, j.AvoidClusters); pref != base {
+	if pref := c.db.AvoidNodes(c.db.Avoid(base, j.AvoidClusters), j.AvoidNodes); pref != base {
 		if _, vain := c.memo.avoidVain[e.Key]; !vain {
 			c.query.Constraint = pref
 			if node, ok, displacing = c.search(j, ci); ok {
@@ -456,7 +489,7 @@ func (c *cycle) makeQuery(j *flotilla.Job, qi, level int) binpack.Query {
 		Requests:   j.Requests,
 		Level:      level,
 		Queue:      qi,
-		Constraint: c.db.Constraints(j.NodeSelector, j.Tolerations),
+		Constraint: c.db.JobConstraints(j),
 		OnlyNode:   -1,
 	}
 }

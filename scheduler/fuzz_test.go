@@ -40,6 +40,7 @@ type fuzzWorld struct {
 	queued map[string]int // per queue, entries the store holds
 	valid  map[*flotilla.Job]bool
 	lies   *lyingQueued // the Queued, when it misstates counts (nothing adds up then)
+	tree   bool         // addTree made it a queue tree
 }
 
 var fuzzClasses = []flotilla.PriorityClass{
@@ -50,8 +51,16 @@ var fuzzClasses = []flotilla.PriorityClass{
 	{Name: "batch", Priority: 15000},
 }
 
+// buildFuzzWorld builds a flat world, then (from the bytes left) maybe
+// makes it a queue tree.
 func buildFuzzWorld(data []byte) *fuzzWorld {
 	f := &fuzzBytes{data}
+	w := buildFlatFuzzWorld(f)
+	w.addTree(f)
+	return w
+}
+
+func buildFlatFuzzWorld(f *fuzzBytes) *fuzzWorld {
 	schema := flotilla.MustResourceSchema("cpu", "memory")
 	cfg := scheduler.DefaultConfig(schema)
 	cfg.PriorityClasses = append([]flotilla.PriorityClass(nil), fuzzClasses[:2+f.intn(4)]...)
@@ -349,6 +358,16 @@ func (w *fuzzWorld) check(res *scheduler.Result) string {
 			pinned[x.j.Gang.ID] = true
 		}
 	}
+	// A node the snapshot over-commits (Result.OverCommitted) takes
+	// nothing new while it stays over its total: without new work there
+	// it holds a subset of what it held.
+	over := map[string]bool{}
+	for _, n := range res.OverCommitted {
+		over[n] = true
+	}
+	for _, a := range res.Scheduled {
+		delete(over, a.Node)
+	}
 	for _, pc := range w.cfg.PriorityClasses {
 		free := map[string]flotilla.Resources{}
 		for _, n := range w.snap.Nodes {
@@ -357,7 +376,7 @@ func (w *fuzzWorld) check(res *scheduler.Result) string {
 		for _, x := range all {
 			if c := class(x.j); c.Priority >= pc.Priority || !c.Preemptible || (x.j.IsGang() && pinned[x.j.Gang.ID]) {
 				free[x.node].Sub(x.j.Requests)
-				if free[x.node].AnyNegative() {
+				if free[x.node].AnyNegative() && !over[x.node] {
 					return fmt.Sprintf("%s over-committed at priority %d by %s", x.node, pc.Priority, x.j.ID)
 				}
 			}
@@ -369,11 +388,14 @@ func (w *fuzzWorld) check(res *scheduler.Result) string {
 // FuzzSchedule builds snapshots from the fuzz input through the public API
 // (nodes, queues, running jobs, a Store or a hand-written Queued handing
 // out invalid jobs, config variations with preemptible classes, gangs, and
-// limits) and runs Schedule: it never panics, and either fails with an
-// error or returns a result that over-commits no node at any priority,
-// accounts for every queued job exactly once (scheduled, unscheduled group
-// counts, not-examined counts), never schedules an invalid job, and never
-// both schedules and preempts a job.
+// limits; queue trees with groups, parents, guarantees, limits, lending
+// limits and usage memory, valid or not) and runs Schedule: it never
+// panics, and either fails with an error or returns a result that
+// over-commits no node at any priority, accounts for every queued job
+// exactly once (scheduled, unscheduled group counts, not-examined counts),
+// never schedules an invalid job, never both schedules and preempts a job,
+// and takes no node of the tree above its limit in a resource where it was
+// not already.
 func FuzzSchedule(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte("\x02\x00\x00\x00\x00\x04\x10\x08\x01\x02\x00\x00\x03\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c"))
@@ -390,6 +412,9 @@ func FuzzSchedule(f *testing.F) {
 			return
 		}
 		if msg := w.check(res); msg != "" {
+			t.Fatal(msg)
+		}
+		if msg := w.checkTree(res); msg != "" {
 			t.Fatal(msg)
 		}
 	})

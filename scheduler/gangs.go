@@ -158,10 +158,10 @@ func (c *cycle) placeGang(g *gang.Gang, qi int, levels []int, search int, mark b
 	return pl, level, displacing, err
 }
 
-// gangAvoids reports whether a member of g avoids some cluster.
+// gangAvoids reports whether a member of g avoids some cluster or node.
 func gangAvoids(g *gang.Gang) bool {
 	for _, m := range g.Members {
-		if len(m.Job.AvoidClusters) > 0 {
+		if len(m.Job.AvoidClusters) > 0 || len(m.Job.AvoidNodes) > 0 {
 			return true
 		}
 	}

@@ -113,6 +113,10 @@ type backlog struct {
 	shortcut       bool
 	fails, checkAt int
 	keys           keyCounts
+	// treeRefused holds the scheduling keys of the queue's lone jobs the
+	// queue tree's limits or lending holds refused this cycle, with their
+	// requests (refusedByTree, treeRefusal).
+	treeRefused map[uint64]flotilla.Resources
 }
 
 // keyCounts counts the jobs taken from a queue so that the cycle can tell

@@ -31,6 +31,9 @@ type Scheduler struct {
 	// forceTree runs the queue tree's code on flat worlds too (tests hold
 	// it to the flat code's results).
 	forceTree bool
+	// noTreeMemo makes refusedByTree check every unit (tests hold the
+	// remembered refusals to that).
+	noTreeMemo bool
 }
 
 type resFraction struct {
@@ -82,7 +85,7 @@ func (s *Scheduler) Config() Config { return s.cfg }
 
 // Schedule runs one cycle over snap at time now. It returns an error only
 // for a snapshot that is malformed (unknown queue, node or class; wrong
-// vector length), a Queued store that fails to read, or a cancelled ctx;
+// vector length; a running gang across queues), a Queued store that fails to read, or a cancelled ctx;
 // jobs that do not fit are reported in the Result with a reason. snap is
 // not modified.
 //

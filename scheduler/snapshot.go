@@ -56,7 +56,8 @@ type QueuePriorityState struct {
 // the next (QUEUE-TREE.md §8). At the start of a cycle every u decays from
 // Time to the cycle's time toward the queue's share then, with half-life
 // Config.UsageHalfLife: u ← β·u + (1−β)·share, β = 2^(−Δt/h). The decayed
-// values set this cycle's usage multipliers and are Result.Usage.
+// values set this cycle's usage multipliers and are Result.Usage. A cycle
+// before Time (a clock stepped back) decays nothing and keeps Time.
 type UsageState struct {
 	// Usage maps a queue's name to u ∈ [0,1]. A queue not listed has 0.
 	Usage map[string]float64

@@ -89,9 +89,10 @@ func newTournament(c *cycle, ts *treeState) *tournament {
 	for i := range tr.sels {
 		tr.sels[i] = fairness.NewSelector(c.s.cfg.EnablePreferLargeJobOrdering)
 	}
+	slab := make(flotilla.Resources, n*schema.Len())
 	for v := range n {
 		tr.nominee[v] = -1
-		tr.alloc[v] = schema.Zero()
+		tr.alloc[v] = slab[v*schema.Len() : (v+1)*schema.Len() : (v+1)*schema.Len()]
 	}
 	for qi := range c.queues {
 		tr.alloc[t.QueueNode(qi)].Add(c.queues[qi].alloc)
@@ -248,7 +249,9 @@ func (tr *tournament) candidate(v int) fairness.Candidate {
 }
 
 // limitOf returns the node on queue qi's path whose limit req would
-// exceed (rule 5), or -1.
+// exceed (rule 5), or -1. Only the resources req asks for are checked: a
+// node already above its limit in a resource (the limit lowered while its
+// jobs run) refuses what adds to it, not what needs none of it.
 func (tr *tournament) limitOf(qi int, req flotilla.Resources) int {
 	for v := tr.t.QueueNode(qi); v >= 0; v = tr.t.Parent(v) {
 		if !tr.t.Limited(v) {
@@ -256,7 +259,7 @@ func (tr *tournament) limitOf(qi int, req flotilla.Resources) int {
 		}
 		lim := tr.t.Limit(v)
 		for r, x := range req {
-			if float64(tr.alloc[v][r]+x) > lim[r] {
+			if x > 0 && float64(tr.alloc[v][r]+x) > lim[r] {
 				return v
 			}
 		}
@@ -325,7 +328,8 @@ func (tr *tournament) updateHolds(v int) {
 
 // heldFrom returns a node off queue qi's path whose hold req would eat
 // into (rule 5: allocated + req + the holds off the path must stay within
-// the cluster), or -1.
+// the cluster), or -1. As limitOf, only the resources req asks for are
+// checked.
 func (tr *tournament) heldFrom(qi int, req flotilla.Resources) int {
 	if tr.hold == nil {
 		return -1
@@ -345,7 +349,7 @@ func (tr *tournament) heldFrom(qi int, req flotilla.Resources) int {
 		v = p
 	}
 	for r, x := range req {
-		if tr.clusterAlloc[r]+x+tr.off[r] > tr.total[r] {
+		if x > 0 && tr.clusterAlloc[r]+x+tr.off[r] > tr.total[r] {
 			return tr.holder(qi, r)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/fairness"
@@ -26,9 +27,11 @@ import (
 type treeState struct {
 	t  *fairness.Tree
 	sh fairness.TreeShares
-	// usage is each queue's decayed u at the cycle's time, nil with usage
-	// memory off.
-	usage []float64
+	// usage is each queue's decayed u at usageTime, the later of the
+	// cycle's time and the snapshot's usage's (a clock that steps back
+	// leaves usage as it was); nil with usage memory off.
+	usage     []float64
+	usageTime time.Time
 	// guar is each node's effective guarantee, nil where it is 0.
 	guar []flotilla.Resources
 	// childPos is each node's position among its parent's children.
@@ -37,15 +40,39 @@ type treeState struct {
 
 // isFlat reports whether snap and cfg describe Armada's flat model.
 func isFlat(cfg *Config, snap *Snapshot) bool {
-	if len(snap.Groups) > 0 || cfg.UsageHalfLife != 0 {
+	if cfg.UsageHalfLife != 0 {
 		return false
 	}
-	for _, q := range snap.Queues {
-		if q != nil && (q.Parent != "" || q.Guaranteed != nil || q.Limit != nil || q.LendingLimit != nil) {
-			return false
+	field, _ := treeField(cfg.Schema, snap)
+	return field == ""
+}
+
+// treeField names the first field of snap that makes a queue tree, and its
+// value; "" when there is none.
+func treeField(schema *flotilla.ResourceSchema, snap *Snapshot) (field, value string) {
+	if len(snap.Groups) > 0 {
+		if g := snap.Groups[0]; g != nil {
+			return "groups[0].name", g.Name
+		}
+		return "groups[0]", "<nil>"
+	}
+	for i, q := range snap.Queues {
+		if q == nil {
+			continue
+		}
+		f := fmt.Sprintf("queues[%d].", i)
+		switch {
+		case q.Parent != "":
+			return f + "parent", q.Parent
+		case q.Guaranteed != nil:
+			return f + "guaranteed", fmt.Sprint(schema.FormatPartial(q.Guaranteed))
+		case q.Limit != nil:
+			return f + "limit", fmt.Sprint(schema.FormatPartial(q.Limit))
+		case q.LendingLimit != nil:
+			return f + "lendingLimit", fmt.Sprint(schema.FormatPartial(q.LendingLimit))
 		}
 	}
-	return true
+	return "", ""
 }
 
 // newTreeState validates the snapshot's tree (fairness.NewTree: every
@@ -57,7 +84,8 @@ func newTreeState(s *Scheduler, snap *Snapshot) (*treeState, error) {
 		return nil, nil
 	}
 	if s.cfg.Strategy == Lottery {
-		return nil, errors.Join(flotilla.Errorf("groups", fmt.Sprint(len(snap.Groups)), flotilla.ErrInconsistent,
+		field, value := treeField(s.cfg.Schema, snap)
+		return nil, errors.Join(flotilla.Errorf(field, value, flotilla.ErrInconsistent,
 			"the lottery strategy takes a flat list of queues: no groups, parents or quotas"))
 	}
 	spec := fairness.TreeSpec{
@@ -72,9 +100,14 @@ func newTreeState(s *Scheduler, snap *Snapshot) (*treeState, error) {
 		}
 	}
 	var errs []error
+	if spec.UsageHalfLife > 0 {
+		errs = checkUsage(snap.Usage)
+	}
+	nilGroup := false
 	for i, g := range snap.Groups {
 		if g == nil {
 			errs = append(errs, flotilla.Errorf(fmt.Sprintf("groups[%d]", i), "<nil>", flotilla.ErrRequired, ""))
+			nilGroup = true
 			continue
 		}
 		spec.Groups[i] = fairness.NodeSpec{Name: g.Name, Parent: g.Parent, PriorityFactor: g.PriorityFactor,
@@ -84,12 +117,12 @@ func newTreeState(s *Scheduler, snap *Snapshot) (*treeState, error) {
 		spec.Queues[i] = fairness.NodeSpec{Name: q.Name, Parent: q.Parent, PriorityFactor: q.PriorityFactor,
 			Guaranteed: q.Guaranteed, Limit: q.Limit, LendingLimit: q.LendingLimit}
 	}
-	if len(errs) > 0 {
+	if nilGroup { // the tree's own checks would name its children's parent unknown
 		return nil, errors.Join(errs...)
 	}
 	t, err := fairness.NewTree(s.cfg.Schema, spec)
-	if err != nil {
-		return nil, err
+	if err != nil || len(errs) > 0 {
+		return nil, errors.Join(append(errs, err)...)
 	}
 	ts := &treeState{t: t, guar: make([]flotilla.Resources, t.NumNodes()), childPos: make([]int32, t.NumNodes())}
 	for v := range t.NumNodes() {
@@ -105,39 +138,45 @@ func newTreeState(s *Scheduler, snap *Snapshot) (*treeState, error) {
 	return ts, nil
 }
 
+// checkUsage reports every usage value outside [0, 1] (newTreeState, with
+// the tree's problems).
+func checkUsage(us UsageState) []error {
+	var errs []error
+	for _, name := range sortedKeys(us.Usage) {
+		if u := us.Usage[name]; !(u >= 0 && u <= 1) {
+			errs = append(errs, flotilla.Errorf("usage.usage."+name, fmt.Sprint(u), flotilla.ErrOutOfRange, "want a share in [0, 1]"))
+		}
+	}
+	return errs
+}
+
 // queueNode is queue qi's node in the tree.
 func (ts *treeState) queueNode(qi int) int { return ts.t.QueueNode(qi) }
 
 // decayUsage sets ts.usage: each queue's u from the snapshot, decayed from
-// its time to now toward the queue's share at the start of the cycle.
-func (ts *treeState) decayUsage(c *cycle) error {
+// its time to now toward the queue's share at the start of the cycle
+// (newTreeState has checked the values).
+func (ts *treeState) decayUsage(c *cycle) {
 	if ts.t.UsageHalfLife() == 0 {
-		return nil
+		return
 	}
 	prev := c.snap.Usage
-	var errs []error
-	for _, name := range sortedKeys(prev.Usage) {
-		if u := prev.Usage[name]; !(u >= 0 && u <= 1) {
-			errs = append(errs, flotilla.Errorf("usage.usage."+name, fmt.Sprint(u), flotilla.ErrOutOfRange, "want a share in [0, 1]"))
-		}
-	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
 	var dt float64
 	if !prev.Time.IsZero() {
 		dt = float64(c.now.Sub(prev.Time))
 	}
 	beta := 1.0
+	ts.usageTime = c.now
 	if dt > 0 {
 		beta = math.Exp2(-dt / float64(ts.t.UsageHalfLife()))
+	} else if dt < 0 {
+		ts.usageTime = prev.Time
 	}
 	ts.usage = make([]float64, len(c.queues))
 	for qi := range c.queues {
 		u := prev.Usage[c.queues[qi].q.Name]
 		ts.usage[qi] = min(1, max(0, beta*u+(1-beta)*c.model.Share(c.queues[qi].alloc)))
 	}
-	return nil
 }
 
 // setShares computes the tree's fair shares for the cycle (rule 4, with
@@ -217,7 +256,8 @@ func (ts *treeState) evictable(c *cycle, share []float64, out []bool) bool {
 // anyStarved reports whether some queue with a guarantee has a queued head
 // that keeps it within the guarantee (rule 8). The head is the queue's
 // first stored job; a gang member stands for its whole gang (its requests
-// times the gang's cardinality). The head read is kept for the fill.
+// times the gang's cardinality); an invalid head starves nothing. The head
+// read is kept for the fill.
 func (ts *treeState) anyStarved(c *cycle) bool {
 	for qi := range c.queues {
 		qs := &c.queues[qi]
@@ -229,17 +269,14 @@ func (ts *treeState) anyStarved(c *cycle) bool {
 			continue // the fill reports the error
 		}
 		if qs.peeked == nil {
-			e, ok := c.readNext(qs)
-			if !ok || e == nil || e.Job == nil || len(e.Job.Requests) != len(qs.alloc) {
-				qs.peeked = e
-				continue
-			}
-			qs.peeked = e
+			qs.peeked, _ = c.readNext(qs)
 		}
-		j := qs.peeked.Job
-		if j == nil || len(j.Requests) != len(qs.alloc) {
+		// A job the fill will report invalid (and never place) starves
+		// nothing.
+		if _, bad := c.s.invalidJob(qs.q.Name, qs.peeked); bad {
 			continue
 		}
+		j := qs.peeked.Job
 		n := int64(1)
 		if j.IsGang() && j.Gang.Cardinality > 1 {
 			n = int64(j.Gang.Cardinality)
@@ -274,7 +311,7 @@ func (ts *treeState) reports(c *cycle, res *Result) {
 		for qi := range c.queues {
 			u[c.queues[qi].q.Name] = ts.usage[qi]
 		}
-		res.Usage = UsageState{Usage: u, Time: c.now}
+		res.Usage = UsageState{Usage: u, Time: ts.usageTime}
 	}
 	if nG == 0 {
 		return

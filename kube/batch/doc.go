@@ -18,8 +18,8 @@
 //     class from the flotilla.dev/priority annotation, a uint32, lower
 //     first, 0 without it; gangs from Armada's armadaproject.io/gang*
 //     annotations). A pod that is not a valid job
-//     (a bad annotation, an unknown priority class, required node
-//     affinity) gets PodScheduled=False, reason FlotillaInvalidPod, with
+//     (a bad annotation, an unknown priority class, a required node
+//     affinity with Gt, Lt or matchFields) gets PodScheduled=False, reason FlotillaInvalidPod, with
 //     every problem named with its field or annotation and value, and a
 //     Warning event.
 //   - With Config.Dynamic set, a pod of ours whose controller is a

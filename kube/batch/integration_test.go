@@ -157,6 +157,30 @@ func TestLiveBindsPendingPods(t *testing.T) {
 	})
 }
 
+// A pod's required node affinity is honoured by a real apiserver's pods
+// and nodes: it goes to the node whose labels match, not to the tighter
+// fit.
+func TestLiveRequiredNodeAffinityHonoured(t *testing.T) {
+	l := newLive(t)
+	l.node("small", "2")
+	l.node("big", "8")
+	n, err := l.cs.CoreV1().Nodes().Get(l.ctx, "big", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Labels = map[string]string{"gpu": "h100"}
+	if _, err := l.cs.CoreV1().Nodes().Update(l.ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	l.pod(testPod("train", "1", func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+				{Key: "gpu", Operator: corev1.NodeSelectorOpIn, Values: []string{"h100"}}}}}}}}
+	}))
+	s := l.scheduler(Config{})
+	l.cycleUntil(s, "train bound to big", func() bool { return l.get("train").Spec.NodeName == "big" })
+}
+
 // A gang that cannot fit whole is not bound at all; once a node joins,
 // every member is.
 func TestLiveGangBoundAllOrNone(t *testing.T) {

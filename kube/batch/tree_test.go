@@ -83,3 +83,22 @@ func TestPodHeldBackByAGroupLimitNamesTheLevelAndTheShares(t *testing.T) {
 		}
 	}
 }
+
+// A pod's required node affinity is honoured: it is bound only to a node
+// whose labels match, although another node is the tighter fit.
+func TestPodWithRequiredNodeAffinityIsBoundToAMatchingNode(t *testing.T) {
+	small, big := testNode("small", "2"), testNode("big", "8")
+	big.Labels = map[string]string{"gpu": "h100"}
+	p := testPod("train", "1", func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+				{Key: "gpu", Operator: corev1.NodeSelectorOpIn, Values: []string{"h100"}}}}}}}}
+	})
+	f := newFixture(t, small, big, p)
+	f.cycle()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.binds) != 1 || f.binds[0] != "train@big" {
+		t.Fatalf("binds %v: want train@big", f.binds)
+	}
+}

@@ -30,9 +30,12 @@
 // priority class is spec.priorityClassName (empty: the scheduler's default
 // class); its submit time is the pod's creation time; its node selector is
 // spec.nodeSelector and its tolerations spec.tolerations (tolerationSeconds
-// is ignored). Required node affinity is not supported: a pod that sets
-// spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution
-// is rejected, so that it is never placed on a node it would refuse.
+// is ignored). Its required node affinity
+// (spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution)
+// is flotilla.Job.NodeAffinity: terms ORed, each a conjunction of In, NotIn,
+// Exists and DoesNotExist over node labels. Gt, Lt and matchFields are
+// refused, so that a pod is never placed on a node it would refuse;
+// preferred affinity is ignored.
 //
 // Gangs use Armada's annotations: AnnotationGangID
 // (armadaproject.io/gangId), AnnotationGangCardinality

@@ -297,7 +297,11 @@ func JobOf(p *corev1.Pod, schema *flotilla.ResourceSchema, owner *Owner, kueuePr
 		}
 	}
 	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		errs = append(errs, flotilla.Errorf("spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution", "set", flotilla.ErrOutOfRange, "not supported by Flotilla; use spec.nodeSelector"))
+		terms, err := NodeAffinity(a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		j.NodeAffinity = terms
 	}
 	if _, empty := p.Spec.NodeSelector[""]; empty {
 		errs = append(errs, flotilla.Errorf("spec.nodeSelector", "", flotilla.ErrRequired, "label key must not be empty"))
@@ -335,4 +339,41 @@ func JobOf(p *corev1.Pod, schema *flotilla.ResourceSchema, owner *Owner, kueuePr
 		return flotilla.Job{}, errors.Join(errs...)
 	}
 	return j, nil
+}
+
+// requiredAffinityField is the pod field of a required node affinity.
+const requiredAffinityField = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+
+// NodeAffinity converts a pod's required node affinity: its terms, each
+// of node-label expressions with In, NotIn, Exists or DoesNotExist. Gt and
+// Lt, and matchFields (a node's name, DaemonSets' way), are refused, naming
+// the field, rather than ignored: a pod is never placed on a node it would
+// refuse. An empty selector (no terms) matches no node in Kubernetes and is
+// refused too. Preferred affinity is not read.
+func NodeAffinity(sel *corev1.NodeSelector) ([]flotilla.NodeSelectorTerm, error) {
+	var errs []error
+	if len(sel.NodeSelectorTerms) == 0 {
+		errs = append(errs, flotilla.Errorf(requiredAffinityField+".nodeSelectorTerms", "[]", flotilla.ErrRequired, "no term: no node would match"))
+	}
+	terms := make([]flotilla.NodeSelectorTerm, len(sel.NodeSelectorTerms))
+	for i, t := range sel.NodeSelectorTerms {
+		f := fmt.Sprintf("%s.nodeSelectorTerms[%d]", requiredAffinityField, i)
+		if len(t.MatchFields) > 0 {
+			errs = append(errs, flotilla.Errorf(f+".matchFields", fmt.Sprint(len(t.MatchFields)), flotilla.ErrOutOfRange, "not supported by Flotilla; select nodes by label"))
+		}
+		for k, e := range t.MatchExpressions {
+			switch e.Operator {
+			case corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn, corev1.NodeSelectorOpExists, corev1.NodeSelectorOpDoesNotExist:
+			default:
+				errs = append(errs, flotilla.Errorf(fmt.Sprintf("%s.matchExpressions[%d].operator", f, k), string(e.Operator), flotilla.ErrOutOfRange,
+					"want In, NotIn, Exists or DoesNotExist (Gt and Lt are not supported)"))
+			}
+			terms[i].MatchExpressions = append(terms[i].MatchExpressions, flotilla.NodeSelectorRequirement{
+				Key: e.Key, Operator: flotilla.NodeSelectorOperator(e.Operator), Values: e.Values})
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return terms, nil
 }

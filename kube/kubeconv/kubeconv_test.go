@@ -135,9 +135,22 @@ func TestJobBadAnnotationsNameTheAnnotationAndValue(t *testing.T) {
 		{"bad tolerations", func(p *corev1.Pod) {
 			p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpEqual}, {Key: "k", Operator: "Lt"}}
 		}, []string{`spec.tolerations[0].operator "Equal"`, `spec.tolerations[1].operator "Lt"`}},
-		{"required node affinity", func(p *corev1.Pod) {
+		{"required node affinity without terms", func(p *corev1.Pod) {
 			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{}}}
-		}, []string{"spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"}},
+		}, []string{"spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"}},
+		{"required node affinity with Gt and matchFields", func(p *corev1.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+					MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "cores", Operator: corev1.NodeSelectorOpGt, Values: []string{"8"}}},
+					MatchFields:      []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"n1"}}},
+				}}}}}
+		}, []string{`nodeSelectorTerms[0].matchExpressions[0].operator "Gt"`, `nodeSelectorTerms[0].matchFields "1"`}},
+		{"required node affinity that the core refuses", func(p *corev1.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+					MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "gpu", Operator: corev1.NodeSelectorOpIn}},
+				}}}}}
+		}, []string{`nodeAffinity[0].matchExpressions[0].values`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Job(pod(tc.mod), schema)
@@ -260,3 +273,21 @@ func TestJobPriorityFromAnnotationAUint32(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+func TestRequiredNodeAffinityBecomesTheJobsAffinity(t *testing.T) {
+	p := pod(func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{
+				{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "gpu", Operator: corev1.NodeSelectorOpIn, Values: []string{"a100", "h100"}}}},
+				{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "spare", Operator: corev1.NodeSelectorOpExists}}},
+			}}}}
+	})
+	j, err := Job(p, Schema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(j.NodeAffinity) != 2 || !flotilla.AffinityMatches(j.NodeAffinity, map[string]string{"gpu": "h100"}) ||
+		!flotilla.AffinityMatches(j.NodeAffinity, map[string]string{"spare": ""}) || flotilla.AffinityMatches(j.NodeAffinity, map[string]string{"gpu": "t4"}) {
+		t.Fatalf("affinity %+v", j.NodeAffinity)
+	}
+}
