@@ -3,6 +3,8 @@ package api
 import (
 	"errors"
 	"time"
+
+	"github.com/flotilla-sched/flotilla/events"
 )
 
 // JobPhase is what an executor says about a job it holds (JobReport.Phase;
@@ -29,6 +31,28 @@ const (
 
 // Phases lists every phase a report may give.
 var Phases = []JobPhase{PhasePending, PhaseRunning, PhaseSucceeded, PhaseFailed, PhaseReturned, PhaseStopped}
+
+// The failure reasons an executor reports with a failed job
+// (JobReport.FailureReason): a queue's retry policy matches them
+// (SERVICE.md's onReasons; lease-expired and lease-returned are the
+// service's own).
+const (
+	// FailureOOM: the job's container was killed for using too much
+	// memory (Kubernetes' OOMKilled; the fake executor's exit code 137).
+	FailureOOM = string(events.ReasonOOM)
+	// FailureEvicted: the node evicted the job's pod.
+	FailureEvicted = string(events.ReasonEvicted)
+	// FailureDeadline: the job ran past its active deadline.
+	FailureDeadline = string(events.ReasonDeadline)
+)
+
+// ReportedFailureReasons lists the failure reasons a report may give.
+var ReportedFailureReasons = []string{FailureOOM, FailureEvicted, FailureDeadline}
+
+// ReportedFailureReason reports whether r is one of ReportedFailureReasons.
+func ReportedFailureReason(r string) bool {
+	return r == FailureOOM || r == FailureEvicted || r == FailureDeadline
+}
 
 // The refusals of a report that an executor acts on. The service refuses a
 // report whole, naming each problem's field (ErrorBody.Problems); a

@@ -3,6 +3,8 @@ package api
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/flotilla-sched/flotilla"
@@ -32,9 +34,21 @@ type Queue struct {
 	Guaranteed   map[string]string `json:"guaranteed,omitempty"`
 	Limit        map[string]string `json:"limit,omitempty"`
 	LendingLimit map[string]string `json:"lendingLimit,omitempty"`
+	// RetryPolicy is the queue's retry policy (SERVICE.md's form); absent
+	// is none. A write replaces the queue's policy with it (absent
+	// removes it).
+	RetryPolicy *RetryPolicy `json:"retryPolicy,omitempty"`
 	// Status is filled in by the server on reads and ignored on writes.
 	Status *QueueStatus `json:"status,omitempty"`
 }
+
+// RetryPolicy is a queue's retry policy, SERVICE.md's `-retry-policy`
+// file: {"maxAttempts": 5, "rules": [{"onExitCodes": [137, 143],
+// "onReasons": ["oom"], "retryLimit": 3, "avoidSameNode": true}]}.
+type RetryPolicy = events.RetryPolicy
+
+// RetryRule is one rule of a RetryPolicy.
+type RetryRule = events.RetryRule
 
 // QueueStatus is a queue's jobs counted and its shares in the last cycle.
 type QueueStatus struct {
@@ -107,8 +121,30 @@ type JobStatus struct {
 	// otherwise the reason of its last event that gave one.
 	Reason          string `json:"reason"`
 	CancelRequested bool   `json:"cancelRequested,omitempty"`
+	// Rule is the retry policy's rule (1 for the first) that last
+	// retried or failed the job, absent when none did; Retries counts the
+	// failed runs each rule retried (Retries[0] for rule 1).
+	Rule    int   `json:"rule,omitempty"`
+	Retries []int `json:"retries,omitempty"`
 	// Explain is the long form, given when asked for (explain=true).
 	Explain *JobExplain `json:"explain,omitempty"`
+}
+
+// RetryText says which retry rule last retried or failed the job and how
+// often each rule retried it ("rule 1, retries 2" or "rule 2, retries
+// 1+3"); "" when no rule did.
+func (s *JobStatus) RetryText() string {
+	if s.Rule == 0 {
+		return ""
+	}
+	var counts []string
+	for _, n := range s.Retries {
+		counts = append(counts, strconv.Itoa(n))
+	}
+	if len(counts) == 0 {
+		counts = []string{"0"}
+	}
+	return fmt.Sprintf("rule %d, retries %s", s.Rule, strings.Join(counts, "+"))
 }
 
 // StatusResponse lists job statuses in the order asked.
@@ -136,6 +172,9 @@ type JobReport struct {
 	Phase    string `json:"phase"`
 	ExitCode int    `json:"exitCode,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+	// FailureReason classifies a failed job: one of
+	// ReportedFailureReasons (oom, evicted, deadline), absent for none.
+	FailureReason string `json:"failureReason,omitempty"`
 }
 
 // Report is an executor's report (server.Report); the cluster is the

@@ -54,6 +54,7 @@ type Backend interface {
 	Executors
 	Usage
 	Cordons
+	RetryPolicies
 	Close() error
 }
 

@@ -19,6 +19,7 @@
 //	leased, running  cancel-requested            unchanged, cancel pending
 //	leased, running  cancelled (cancel pending)  cancelled
 //	queued           reprioritized (priority)    queued, with the new priority
+//	leased, running  run-failed (rule)           queued
 //
 // succeeded, failed, cancelled and preempted are terminal. Anything else is
 // refused with a *TransitionError (errors.Is(err, ErrRefused)) and changes
@@ -26,6 +27,17 @@
 // attempt on its cluster (Job.FailedClusters); whether the job is queued
 // again or fails (attempts exhausted) is the service's decision, carried in
 // the event's Requeued field, so that replay needs no configuration.
+//
+// # Retry policies
+//
+// A queue's RetryPolicy (SERVICE.md's form; ParseRetryPolicy, Check)
+// decides a failed run: RetryPolicy.Decide matches its exit code and
+// FailureReason against the rules, first match first, within the rule's
+// retry limit and the policy's maxAttempts. A retried run is a run-failed
+// event naming the rule (Event.Rule) and whether the job avoids the node
+// from then on (Event.AvoidNode); Transition counts the retries per rule
+// (Job.Retries) and collects the nodes (Job.AvoidNodes), so that replay
+// rebuilds them without the policy, which may have changed since.
 //
 // # Logs and replay
 //

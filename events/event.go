@@ -23,10 +23,16 @@ const (
 	CancelRequested
 	// Reprioritized changes a queued job's priority (Event.Priority).
 	Reprioritized
+	// RunFailed ends a failed run that the queue's retry policy lets the
+	// job retry: the job is queued again (Event.Rule names the rule).
+	RunFailed
 )
 
 // lastType is the last declared type.
-const lastType = Reprioritized
+const lastType = RunFailed
+
+// MaxRules bounds a retry policy's rules, and so Event.Rule.
+const MaxRules = 32
 
 var typeNames = [...]string{
 	Submitted:       "submitted",
@@ -40,6 +46,7 @@ var typeNames = [...]string{
 	LeaseReturned:   "lease-returned",
 	CancelRequested: "cancel-requested",
 	Reprioritized:   "reprioritized",
+	RunFailed:       "run-failed",
 }
 
 // Types lists every valid Type in declaration order.
@@ -50,6 +57,10 @@ func Types() []Type {
 	}
 	return ts
 }
+
+// HasExitCode reports whether events of type t carry an exit code:
+// succeeded, failed and run-failed.
+func (t Type) HasExitCode() bool { return t == Succeeded || t == Failed || t == RunFailed }
 
 // Valid reports whether t is one of the declared types.
 func (t Type) Valid() bool { return t >= Submitted && t <= lastType }
@@ -110,7 +121,8 @@ type Event struct {
 	// Reason is a sentence for people: why a job failed, was preempted
 	// (and for which job), or how long its lease went unrenewed.
 	Reason string
-	// ExitCode is the job's exit code, for succeeded and failed.
+	// ExitCode is the job's exit code, for succeeded, failed and
+	// run-failed.
 	ExitCode int
 	// Requeued is set on preempted, lease-expired and lease-returned when
 	// the job goes back to its queue rather than ending.
@@ -118,6 +130,15 @@ type Event struct {
 	// Priority is the job's new priority, on reprioritized (lower runs
 	// first within a class, as Job.Priority at submit).
 	Priority uint32
+	// Rule is the retry policy's rule (1 for the first) that matched the
+	// failed run: on run-failed (the rule that allowed another attempt),
+	// on failed (the rule whose limit was reached), and on lease-expired
+	// and lease-returned when a rule matched them. Zero when none did.
+	Rule int
+	// AvoidNode is set on run-failed, and on lease-expired and
+	// lease-returned that requeue, when the matched rule says
+	// avoidSameNode: the job's later attempts avoid the lease's node.
+	AvoidNode bool
 }
 
 // timeLayout is RFC 3339 with milliseconds, as in SERVICE.md.
@@ -126,19 +147,21 @@ const timeLayout = "2006-01-02T15:04:05.000Z07:00"
 // wire is the JSON form of an Event (SERVICE.md): fields that do not apply
 // are omitted.
 type wire struct {
-	Seq      uint64  `json:"seq"`
-	Time     string  `json:"time"`
-	Queue    string  `json:"queue"`
-	JobSet   string  `json:"jobSet"`
-	Job      string  `json:"job"`
-	Type     Type    `json:"type"`
-	Cluster  string  `json:"cluster,omitempty"`
-	Node     string  `json:"node,omitempty"`
-	Attempt  int     `json:"attempt,omitempty"`
-	Reason   string  `json:"reason,omitempty"`
-	ExitCode *int    `json:"exitCode,omitempty"`
-	Requeued bool    `json:"requeued,omitempty"`
-	Priority *uint32 `json:"priority,omitempty"`
+	Seq       uint64  `json:"seq"`
+	Time      string  `json:"time"`
+	Queue     string  `json:"queue"`
+	JobSet    string  `json:"jobSet"`
+	Job       string  `json:"job"`
+	Type      Type    `json:"type"`
+	Cluster   string  `json:"cluster,omitempty"`
+	Node      string  `json:"node,omitempty"`
+	Attempt   int     `json:"attempt,omitempty"`
+	Reason    string  `json:"reason,omitempty"`
+	ExitCode  *int    `json:"exitCode,omitempty"`
+	Requeued  bool    `json:"requeued,omitempty"`
+	Priority  *uint32 `json:"priority,omitempty"`
+	Rule      int     `json:"rule,omitempty"`
+	AvoidNode bool    `json:"avoidNode,omitempty"`
 }
 
 // fourDigitYear reports whether t, in UTC, has a year the time form can
@@ -149,8 +172,9 @@ func fourDigitYear(t time.Time) bool {
 }
 
 // MarshalJSON writes SERVICE.md's form of one event, time in UTC with
-// milliseconds; exitCode appears on succeeded and failed events only,
-// priority on reprioritized events only. A
+// milliseconds; exitCode appears on succeeded, failed and run-failed
+// events only, priority on reprioritized events only; rule and avoidNode
+// when set. A
 // time whose year in UTC is outside 0 to 9999 is an error.
 func (e Event) MarshalJSON() ([]byte, error) {
 	if !fourDigitYear(e.Time) {
@@ -160,9 +184,9 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		Seq: e.Seq, Time: e.Time.UTC().Format(timeLayout),
 		Queue: e.Queue, JobSet: e.JobSet, Job: e.Job, Type: e.Type,
 		Cluster: e.Cluster, Node: e.Node, Attempt: e.Attempt,
-		Reason: e.Reason, Requeued: e.Requeued,
+		Reason: e.Reason, Requeued: e.Requeued, Rule: e.Rule, AvoidNode: e.AvoidNode,
 	}
-	if e.Type == Succeeded || e.Type == Failed {
+	if e.Type.HasExitCode() {
 		code := e.ExitCode
 		w.ExitCode = &code
 	}
@@ -175,7 +199,8 @@ func (e Event) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the form MarshalJSON writes. An unknown type, a
 // malformed time, a time whose year in UTC is outside 0 to 9999 (which
-// MarshalJSON could not write) or a negative attempt is an error.
+// MarshalJSON could not write), a negative attempt or a rule outside 0 to
+// MaxRules is an error.
 func (e *Event) UnmarshalJSON(b []byte) error {
 	var w wire
 	if err := json.Unmarshal(b, &w); err != nil {
@@ -194,9 +219,13 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 	if w.Attempt < 0 {
 		return fmt.Errorf("events: attempt %d is negative", w.Attempt)
 	}
+	if w.Rule < 0 || w.Rule > MaxRules {
+		return fmt.Errorf("events: rule %d is outside 0 to %d", w.Rule, MaxRules)
+	}
 	*e = Event{
 		Seq: w.Seq, Time: t, Queue: w.Queue, JobSet: w.JobSet, Job: w.Job, Type: w.Type,
 		Cluster: w.Cluster, Node: w.Node, Attempt: w.Attempt, Reason: w.Reason, Requeued: w.Requeued,
+		Rule: w.Rule, AvoidNode: w.AvoidNode,
 	}
 	if w.ExitCode != nil {
 		e.ExitCode = *w.ExitCode

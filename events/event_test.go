@@ -28,6 +28,9 @@ func TestEventJSONIsServiceForm(t *testing.T) {
 			`{"seq":21,"time":"2026-11-22T10:00:03.120Z","queue":"A","jobSet":"s1","job":"01JD","type":"reprioritized","reason":"by ops","priority":0}`},
 		{"reprioritized", Event{Seq: 22, Time: at, Queue: "A", JobSet: "s1", Job: "01JD", Type: Reprioritized, Priority: 4},
 			`{"seq":22,"time":"2026-11-22T10:00:03.120Z","queue":"A","jobSet":"s1","job":"01JD","type":"reprioritized","priority":4}`},
+		{"run-failed carries its exit code, rule and avoidNode", Event{Seq: 23, Time: at, Queue: "A", JobSet: "s1", Job: "01JD", Type: RunFailed,
+			Cluster: "c1", Node: "c1-n3", Attempt: 1, Reason: "exit code 137 (oom): rule 1, retry 1 of 3", ExitCode: 137, Rule: 1, AvoidNode: true},
+			`{"seq":23,"time":"2026-11-22T10:00:03.120Z","queue":"A","jobSet":"s1","job":"01JD","type":"run-failed","cluster":"c1","node":"c1-n3","attempt":1,"reason":"exit code 137 (oom): rule 1, retry 1 of 3","exitCode":137,"rule":1,"avoidNode":true}`},
 	} {
 		b, err := json.Marshal(tc.e)
 		require.NoError(t, err, tc.name)
@@ -47,6 +50,7 @@ func TestEventJSONRejectsUnknownTypeAndBadTime(t *testing.T) {
 		"missing type":     `{"seq":1,"time":"2026-11-22T10:00:03.120Z"}`,
 		"bad time":         `{"seq":1,"time":"yesterday","type":"leased"}`,
 		"negative attempt": `{"seq":1,"time":"2026-11-22T10:00:03.120Z","type":"leased","attempt":-1}`,
+		"rule too big":     `{"seq":1,"time":"2026-11-22T10:00:03.120Z","type":"run-failed","rule":33}`,
 	} {
 		var e Event
 		assert.Error(t, json.Unmarshal([]byte(in), &e), name)
@@ -59,7 +63,7 @@ func TestTypeNamesRoundTrip(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, ty, got)
 	}
-	assert.Len(t, Types(), 11, "SERVICE.md names eleven event types so far (run-failed is not here yet)")
+	assert.Len(t, Types(), 12, "SERVICE.md names twelve event types")
 	_, err := Type(0).MarshalText()
 	assert.Error(t, err)
 }

@@ -42,7 +42,7 @@ func (s *JobSet) Next() uint64 { return s.next }
 func (s *JobSet) Len() int  { return len(s.jobs) }
 func (s *JobSet) Live() int { return s.live }
 
-// Job returns one job's state, a copy (FailedClusters too) that the caller
+// Job returns one job's state, a copy (its slices too) that the caller
 // may change; false when the job set has no such job.
 func (s *JobSet) Job(id string) (Job, bool) {
 	if j, ok := s.jobs[id]; ok {
@@ -121,9 +121,12 @@ func Replay(queue, name string, log iter.Seq[Event]) (*JobSet, error) {
 	return s, nil
 }
 
-// clone copies j, its FailedClusters included (no allocation when empty).
+// clone copies j, its FailedClusters, Retries and AvoidNodes included (no
+// allocation when empty).
 func (j *Job) clone() Job {
 	c := *j
 	c.FailedClusters = slices.Clone(j.FailedClusters)
+	c.Retries = slices.Clone(j.Retries)
+	c.AvoidNodes = slices.Clone(j.AvoidNodes)
 	return c
 }

@@ -24,6 +24,9 @@ type step struct {
 	attempt  int // offset from the live attempt: -1, 0 (omit), +1
 	cluster  int
 	exitCode int
+	// rule and avoid: the retry rule named (0 to 2) and avoidNode.
+	rule  int
+	avoid bool
 }
 
 func (st step) event(s *JobSet) Event {
@@ -32,6 +35,20 @@ func (st step) event(s *JobSet) Event {
 		Job: id, Type: st.typ, Requeued: st.requeued, ExitCode: st.exitCode}
 	if st.typ == Reprioritized {
 		e.Priority = uint32(st.cluster) // 0, 1 or 2
+	}
+	// A field set where it does not apply is refused; set it there
+	// seldom (exitCode 1, a quarter of the steps), so that most leases
+	// and retries are accepted.
+	switch st.typ {
+	case RunFailed, Failed, LeaseExpired, LeaseReturned:
+		e.Rule, e.AvoidNode = st.rule, st.avoid
+	default:
+		if st.exitCode == 1 {
+			e.Rule, e.AvoidNode = st.rule, st.avoid
+		}
+	}
+	if st.typ != Preempted && st.typ != LeaseExpired && st.typ != LeaseReturned && st.exitCode == 0 {
+		e.Requeued = false
 	}
 	j, _ := s.Job(id)
 	cluster := fmt.Sprintf("c%d", st.cluster)
@@ -62,13 +79,18 @@ func TestPropertyReplayEqualsLiveAndEveryTransitionIsInTheTable(t *testing.T) {
 	stepGen := gopter.CombineGens(
 		gen.IntRange(0, 3), gen.IntRange(int(Submitted), int(lastType)), gen.Bool(),
 		gen.IntRange(-1, 1), gen.IntRange(0, 2), gen.OneConstOf(0, 0, 0, 1),
+		gen.OneConstOf(0, 0, 1, 2), gen.Bool(),
 	).Map(func(v []any) step {
-		return step{v[0].(int), Type(v[1].(int)), v[2].(bool), v[3].(int), v[4].(int), v[5].(int)}
+		return step{v[0].(int), Type(v[1].(int)), v[2].(bool), v[3].(int), v[4].(int), v[5].(int), v[6].(int), v[7].(bool)}
 	})
 	props.Property("replay = live, transitions in the table", prop.ForAll(func(steps []step) string {
 		s := NewJobSet("A", "s")
 		var log []Event
 		leases := map[string]int{}
+		// retries and avoided count, naively, the accepted events that
+		// retried a job under each rule, and the nodes avoided.
+		retries := map[string]map[int]int{}
+		avoided := map[string]map[string]bool{}
 		for _, st := range steps {
 			e := st.event(s)
 			before, existed := s.Job(e.Job)
@@ -98,6 +120,30 @@ func TestPropertyReplayEqualsLiveAndEveryTransitionIsInTheTable(t *testing.T) {
 			if after.Attempts != leases[e.Job] {
 				return fmt.Sprintf("job %s: %d attempts after %d leases", e.Job, after.Attempts, leases[e.Job])
 			}
+			if e.Rule != 0 && after.State == Queued {
+				if retries[e.Job] == nil {
+					retries[e.Job] = map[int]int{}
+				}
+				retries[e.Job][e.Rule]++
+			}
+			if e.AvoidNode {
+				if avoided[e.Job] == nil {
+					avoided[e.Job] = map[string]bool{}
+				}
+				avoided[e.Job][before.Cluster+"/"+before.Node] = true
+			}
+			for r := 1; r <= 2; r++ {
+				got := 0
+				if r <= len(after.Retries) {
+					got = after.Retries[r-1]
+				}
+				if got != retries[e.Job][r] {
+					return fmt.Sprintf("job %s: rule %d retried %d times, counted %d", e.Job, r, got, retries[e.Job][r])
+				}
+			}
+			if len(after.AvoidNodes) != len(avoided[e.Job]) {
+				return fmt.Sprintf("job %s: avoids %v, want %v", e.Job, after.AvoidNodes, avoided[e.Job])
+			}
 			log = append(log, e)
 		}
 		r, err := Replay("A", "s", slices.Values(log))
@@ -126,7 +172,8 @@ func jobEqual(a, b Job) bool {
 		a.Attempts == b.Attempts && a.CancelRequested == b.CancelRequested && a.Cluster == b.Cluster &&
 		a.Node == b.Node && slices.Equal(a.FailedClusters, b.FailedClusters) && a.Submitted.Equal(b.Submitted) &&
 		a.Leased.Equal(b.Leased) && a.Finished.Equal(b.Finished) && a.Reason == b.Reason && a.ExitCode == b.ExitCode &&
-		a.Reprioritized == b.Reprioritized && a.Priority == b.Priority
+		a.Reprioritized == b.Reprioritized && a.Priority == b.Priority &&
+		slices.Equal(a.Retries, b.Retries) && a.Rule == b.Rule && slices.Equal(a.AvoidNodes, b.AvoidNodes)
 }
 
 func TestJobSetRefusesGapsRepeatsAndOtherLogs(t *testing.T) {

@@ -69,8 +69,8 @@ func (s State) Terminal() bool { return s >= SucceededState && s <= PreemptedSta
 func (s State) Live() bool { return s == LeasedState || s == RunningState }
 
 // Job is one job's state as its events left it. It is a value: Transition
-// returns a new Job and never modifies the one it was given (FailedClusters
-// is copied before it grows).
+// returns a new Job and never modifies the one it was given (FailedClusters,
+// Retries and AvoidNodes are copied before they change).
 type Job struct {
 	ID, Queue, JobSet string
 	State             State
@@ -95,7 +95,22 @@ type Job struct {
 	// one submitted (the spec's, which never changes).
 	Reprioritized bool
 	Priority      uint32
+	// Retries counts, per rule of the queue's retry policy, the failed
+	// runs it let the job retry: Retries[i] for rule i+1 (run-failed
+	// events, and lease-expired and lease-returned events that requeue
+	// and name a rule). Rule is the rule the last event naming one named
+	// (0 when none has).
+	Retries []int
+	Rule    int
+	// AvoidNodes are the nodes, NodeName(cluster, node), where a run
+	// failed under a rule that says avoidSameNode (Event.AvoidNode),
+	// first failure first, each once.
+	AvoidNodes []string
 }
+
+// NodeName names a cluster's node across clusters: "cluster/node" (a
+// cluster's name has no '/'), as the service's snapshots name nodes.
+func NodeName(cluster, node string) string { return cluster + "/" + node }
 
 // ErrRefused classifies every refused transition: errors.Is(err,
 // ErrRefused) holds for a *TransitionError.
@@ -150,6 +165,16 @@ func Transition(j Job, e Event) (Job, error) {
 	if e.Requeued && e.Type != Preempted && e.Type != LeaseExpired && e.Type != LeaseReturned {
 		return refuse("only preempted, lease-expired and lease-returned events requeue")
 	}
+	if e.Rule < 0 || e.Rule > MaxRules {
+		return refuse("rule %d is outside 0 to %d", e.Rule, MaxRules)
+	}
+	if e.Rule != 0 && e.Type != RunFailed && e.Type != Failed && e.Type != LeaseExpired && e.Type != LeaseReturned {
+		return refuse("only failed, run-failed, lease-expired and lease-returned events name a retry rule")
+	}
+	requeues := e.Type == RunFailed || e.Requeued && (e.Type == LeaseExpired || e.Type == LeaseReturned)
+	if e.AvoidNode && (!requeues || e.Rule == 0) {
+		return refuse("only an event that retries the job under a rule avoids its node")
+	}
 	n := j
 	switch e.Type {
 	case Submitted:
@@ -203,6 +228,17 @@ func Transition(j Job, e Event) (Job, error) {
 		if e.Requeued {
 			n.State = Queued
 		}
+	case RunFailed:
+		if !j.State.Live() {
+			return refuse("only a leased or running job's run fails")
+		}
+		if j.CancelRequested {
+			return refuse("a job whose cancellation was requested is not queued again")
+		}
+		if e.Rule == 0 {
+			return refuse("a run-failed event names the rule that retries the job")
+		}
+		n.State = Queued
 	case Preempted:
 		if !j.State.Live() {
 			return refuse("only a leased or running job is preempted")
@@ -240,6 +276,21 @@ func Transition(j Job, e Event) (Job, error) {
 	default:
 		return refuse("unknown event type")
 	}
+	if e.Rule != 0 {
+		n.Rule = e.Rule
+		if requeues {
+			n.Retries = slices.Clone(j.Retries)
+			if len(n.Retries) < e.Rule {
+				n.Retries = append(n.Retries, make([]int, e.Rule-len(n.Retries))...)
+			}
+			n.Retries[e.Rule-1]++
+		}
+	}
+	if e.AvoidNode {
+		if name := NodeName(j.Cluster, j.Node); !slices.Contains(j.AvoidNodes, name) {
+			n.AvoidNodes = append(slices.Clip(j.AvoidNodes), name)
+		}
+	}
 	if !n.State.Live() {
 		n.Cluster, n.Node, n.CancelRequested = "", "", false
 	}
@@ -249,7 +300,7 @@ func Transition(j Job, e Event) (Job, error) {
 	if e.Reason != "" {
 		n.Reason = e.Reason
 	}
-	if e.Type == Succeeded || e.Type == Failed {
+	if e.Type.HasExitCode() {
 		n.ExitCode = e.ExitCode
 	}
 	return n, nil

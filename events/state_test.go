@@ -47,6 +47,7 @@ func init() {
 			}
 			serviceTable[cell{from, Preempted, false, cancelReq}] = PreemptedState
 			if !cancelReq {
+				serviceTable[cell{from, RunFailed, false, cancelReq}] = Queued
 				serviceTable[cell{from, Preempted, true, cancelReq}] = Queued
 			}
 		}
@@ -75,6 +76,9 @@ func eventOf(t Type, requeued bool) Event {
 	}
 	if t == Reprioritized {
 		e.Priority = 7
+	}
+	if t == RunFailed {
+		e.Rule = 1
 	}
 	return e
 }
@@ -245,4 +249,64 @@ func TestTransitionReprioritizedSetsThePriorityOfAQueuedJobOnly(t *testing.T) {
 	l.Priority = 3
 	_, err = Transition(q, l)
 	assert.ErrorIs(t, err, ErrRefused, "only reprioritized carries a priority")
+}
+
+// A run-failed event queues a live job again and counts a retry against
+// its rule; with avoidNode the lease's node is avoided from then on. A
+// run-failed event without a rule, a rule on an event that names none, a
+// rule beyond MaxRules and avoidNode on an event that does not retry are
+// refused.
+func TestTransitionRunFailedCountsRetriesPerRuleAndAvoidsTheNode(t *testing.T) {
+	j := jobIn(RunningState, false)
+	e := Event{Queue: "A", JobSet: "s", Job: "j", Type: RunFailed, ExitCode: 137, Rule: 2, AvoidNode: true, Reason: "oom"}
+	got, err := Transition(j, e)
+	require.NoError(t, err)
+	assert.Equal(t, Queued, got.State)
+	assert.Equal(t, []int{0, 1}, got.Retries)
+	assert.Equal(t, 2, got.Rule)
+	assert.Equal(t, []string{"c1/n1"}, got.AvoidNodes)
+	assert.Equal(t, 137, got.ExitCode)
+	assert.Equal(t, 1, got.Attempts, "a retry is no lease")
+	assert.Empty(t, got.Cluster)
+	assert.Nil(t, j.Retries, "the job given is unchanged")
+
+	l := Event{Queue: "A", JobSet: "s", Job: "j", Type: Leased, Cluster: "c1", Node: "n1", Attempt: 2}
+	got, err = Transition(got, l)
+	require.NoError(t, err)
+	got, err = Transition(got, e)
+	require.NoError(t, err)
+	assert.Equal(t, []int{0, 2}, got.Retries)
+	assert.Equal(t, []string{"c1/n1"}, got.AvoidNodes, "each node once")
+
+	f := Event{Queue: "A", JobSet: "s", Job: "j", Type: Failed, ExitCode: 137, Rule: 1}
+	l.Attempt = 3
+	got, err = Transition(got, l)
+	require.NoError(t, err)
+	got, err = Transition(got, f)
+	require.NoError(t, err)
+	assert.Equal(t, []int{0, 2}, got.Retries, "a failure retries nothing")
+	assert.Equal(t, 1, got.Rule, "the rule that ended it is shown")
+
+	for name, bad := range map[string]Event{
+		"no rule":              {Queue: "A", JobSet: "s", Job: "j", Type: RunFailed, ExitCode: 1},
+		"rule too big":         {Queue: "A", JobSet: "s", Job: "j", Type: RunFailed, ExitCode: 1, Rule: MaxRules + 1},
+		"negative rule":        {Queue: "A", JobSet: "s", Job: "j", Type: Failed, ExitCode: 1, Rule: -1},
+		"rule on running":      {Queue: "A", JobSet: "s", Job: "j", Type: Running, Rule: 1},
+		"avoid without retry":  {Queue: "A", JobSet: "s", Job: "j", Type: Failed, ExitCode: 1, Rule: 1, AvoidNode: true},
+		"avoid without rule":   {Queue: "A", JobSet: "s", Job: "j", Type: LeaseExpired, Requeued: true, AvoidNode: true},
+		"avoid on a lease end": {Queue: "A", JobSet: "s", Job: "j", Type: LeaseExpired, Rule: 1, AvoidNode: true},
+	} {
+		got, err := Transition(j, bad)
+		assert.ErrorIs(t, err, ErrRefused, name)
+		assert.Equal(t, j, got, name)
+	}
+	c := jobIn(RunningState, true)
+	_, err = Transition(c, e)
+	assert.ErrorIs(t, err, ErrRefused, "a cancel-requested job is not retried")
+
+	x, err := Transition(j, Event{Queue: "A", JobSet: "s", Job: "j", Type: LeaseExpired, Requeued: true, Rule: 3, AvoidNode: true})
+	require.NoError(t, err)
+	assert.Equal(t, []int{0, 0, 1}, x.Retries, "a requeued lease end under a rule counts")
+	assert.Equal(t, []string{"c1/n1"}, x.AvoidNodes)
+	assert.Equal(t, []string{"c1"}, x.FailedClusters)
 }

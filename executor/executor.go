@@ -46,6 +46,24 @@ type Config struct {
 	// or uncordoned (false), once per change (the first answer that says
 	// cordoned is a change).
 	OnCordon func(cordoned bool)
+	// FailureReason, when set, gives the failure reason a job that fails
+	// with exitCode is reported with (api.ReportedFailureReasons, or ""
+	// for none), so that a test makes a job fail evicted or on its
+	// deadline; nil is DefaultFailureReason.
+	FailureReason func(job string, exitCode int) string
+}
+
+// OOMExitCode is the exit code of a process killed by SIGKILL (128 + 9),
+// which a container killed for its memory exits with.
+const OOMExitCode = 137
+
+// DefaultFailureReason is the failure reason the fake executor reports a
+// failed job with: oom for OOMExitCode, none for another code.
+func DefaultFailureReason(job string, exitCode int) string {
+	if exitCode == OOMExitCode {
+		return api.FailureOOM
+	}
+	return ""
 }
 
 // Clock tells the time (a service's server.Clock is one).
@@ -196,7 +214,11 @@ func (e *Executor) Step(ctx context.Context) (api.ReportReply, error) {
 				t.phase = api.PhaseFailed
 			}
 		}
-		rep.Jobs = append(rep.Jobs, api.JobReport{Job: t.id, Attempt: t.attempt, Phase: string(t.phase), ExitCode: exitCodeOf(t), Reason: t.reason})
+		jr := api.JobReport{Job: t.id, Attempt: t.attempt, Phase: string(t.phase), ExitCode: exitCodeOf(t), Reason: t.reason}
+		if t.phase == api.PhaseFailed {
+			jr.FailureReason = e.failureReason(t.id, t.exitCode)
+		}
+		rep.Jobs = append(rep.Jobs, jr)
 		if t.phase != api.PhaseRunning && t.phase != api.PhasePending {
 			ended++
 		}
@@ -336,6 +358,14 @@ func problems(err error) []problem {
 		}
 	}
 	return out
+}
+
+// failureReason is the reason a job failing with code is reported with.
+func (e *Executor) failureReason(job string, code int) string {
+	if e.cfg.FailureReason != nil {
+		return e.cfg.FailureReason(job, code)
+	}
+	return DefaultFailureReason(job, code)
 }
 
 func exitCodeOf(t *task) int {

@@ -50,6 +50,9 @@ func FromStatus(s api.JobStatus) *Explanation {
 	if s.CancelRequested {
 		header += " (cancel requested)"
 	}
+	if r := s.RetryText(); r != "" {
+		header += ", retry " + r
+	}
 	ex := &Explanation{Job: s.Job, Queue: s.Queue, JobSet: s.JobSet, State: s.State, Summary: s.Reason, header: header}
 	e := s.Explain
 	if e == nil {

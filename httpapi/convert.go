@@ -25,7 +25,7 @@ func QueueOf(q server.QueueInfo, schema *flotilla.ResourceSchema) api.Queue {
 	return api.Queue{
 		Name: q.Name, PriorityFactor: q.PriorityFactor, LimitsByPriorityClass: q.LimitsByPriorityClass,
 		Parent: q.Parent, Guaranteed: api.FormatQuota(schema, q.Guaranteed), Limit: api.FormatQuota(schema, q.Limit),
-		LendingLimit: api.FormatQuota(schema, q.LendingLimit),
+		LendingLimit: api.FormatQuota(schema, q.LendingLimit), RetryPolicy: q.RetryPolicy,
 		Status: &api.QueueStatus{
 			Queued: q.Queued, Leased: q.Leased, Running: q.Running,
 			Share: q.Report.Share, FairShare: q.Report.FairShare, AdjustedFairShare: q.Report.AdjustedFairShare,
@@ -62,7 +62,8 @@ func nonNil(s []string) []string {
 // JobStatusOf is the wire form of a job's status.
 func JobStatusOf(s server.JobStatus) api.JobStatus {
 	return api.JobStatus{Job: s.Job, Queue: s.Queue, JobSet: s.JobSet, State: s.State.String(), Attempts: s.Attempts,
-		Cluster: s.Cluster, Node: s.Node, Reason: s.Reason, CancelRequested: s.CancelRequested}
+		Cluster: s.Cluster, Node: s.Node, Reason: s.Reason, CancelRequested: s.CancelRequested,
+		Rule: s.Record.State.Rule, Retries: s.Record.State.Retries}
 }
 
 // ServerReport converts a report for cluster into the service's form,
@@ -95,7 +96,8 @@ func ServerReportReusing(r *api.Report, cluster string, schema *flotilla.Resourc
 		}
 	}
 	for i, j := range r.Jobs {
-		out.Jobs[i] = server.JobReport{Job: j.Job, Attempt: j.Attempt, Phase: server.JobPhase(j.Phase), ExitCode: j.ExitCode, Reason: j.Reason}
+		out.Jobs[i] = server.JobReport{Job: j.Job, Attempt: j.Attempt, Phase: server.JobPhase(j.Phase), ExitCode: j.ExitCode, Reason: j.Reason,
+			FailureReason: j.FailureReason}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)

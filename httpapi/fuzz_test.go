@@ -49,6 +49,13 @@ func FuzzHandlers(f *testing.F) {
 	f.Add(4, []byte(`{"name": "G", "parent": "G"}`))
 	f.Add(4, []byte(`{"name": "A"}`))
 	f.Add(4, []byte(`{"name": "K", "limit": {"cpu": "-1"}, "priorityFactor": -3}`))
+	// Retry policies and failure reasons.
+	f.Add(3, []byte(`{"name": "R", "retryPolicy": {"maxAttempts": 5, "rules": [{"onExitCodes": [137, 143], "onReasons": ["oom", "evicted", "deadline", "lease-expired", "lease-returned"], "retryLimit": 3, "avoidSameNode": true}]}}`))
+	f.Add(3, []byte(`{"name": "R", "retryPolicy": {"maxAttempts": -1, "rules": [{}, {"onExitCodes": [0, 256, 1, 1], "onReasons": ["x"], "retryLimit": -1}]}}`))
+	f.Add(3, []byte(`{"name": "R", "priorityFactor": -1, "retryPolicy": {"rules": [{"onReasons": ["oom"]}], "extra": 1}}`))
+	f.Add(3, []byte(`{"name": "R", "guaranteed": {"cpu": "x"}, "retryPolicy": {"rules": null}}`))
+	f.Add(1, []byte(`{"nodes": [{"name": "n1", "resources": {"cpu": "4"}}], "jobs": [{"job": "j", "attempt": 1, "phase": "failed", "exitCode": 137, "failureReason": "oom"}]}`))
+	f.Add(1, []byte(`{"nodes": [{"name": "n1", "resources": {"cpu": "4"}}], "jobs": [{"job": "j", "attempt": 1, "phase": "running", "failureReason": "lease-expired"}]}`))
 	f.Fuzz(func(t *testing.T, route int, body []byte) {
 		s := newService(t, httpapi.Options{MaxBodyBytes: 1 << 16})
 		ctx := context.Background()
@@ -110,7 +117,7 @@ func treeOf(t *testing.T, s *service) string {
 	}
 	out := ""
 	for _, q := range qs {
-		out += fmt.Sprintf("queue %+v\n", q.Queue)
+		out += fmt.Sprintf("queue %+v retry %s\n", q.Queue, policyText(q.RetryPolicy))
 	}
 	for _, g := range gs {
 		out += fmt.Sprintf("group %+v\n", g.QueueGroup)
@@ -264,4 +271,10 @@ func FuzzQueryRoutes(f *testing.F) {
 			}
 		}
 	})
+}
+
+// policyText is a retry policy as JSON ("null" for none).
+func policyText(p *api.RetryPolicy) string {
+	b, _ := json.Marshal(p)
+	return string(b)
 }

@@ -348,12 +348,12 @@ func (h *Handler) createQueue(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err, false)
 		return
 	}
-	def, err := q.Definition(h.srv.Schema())
+	def, err := h.definition(&q)
 	if err != nil {
 		h.fail(w, r, err, false)
 		return
 	}
-	if err := h.srv.CreateQueue(r.Context(), def); err != nil {
+	if err := h.srv.CreateQueue(r.Context(), def, server.WithRetryPolicy(q.RetryPolicy)); err != nil {
 		h.fail(w, r, err, false)
 		return
 	}
@@ -377,16 +377,26 @@ func (h *Handler) updateQueue(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, flotilla.Errorf("name", q.Name, flotilla.ErrInconsistent, "the path names queue %q", name), false)
 		return
 	}
-	def, err := q.Definition(h.srv.Schema())
+	def, err := h.definition(&q)
 	if err != nil {
 		h.fail(w, r, err, false)
 		return
 	}
-	if err := h.srv.UpdateQueue(r.Context(), def); err != nil {
+	if err := h.srv.UpdateQueue(r.Context(), def, server.WithRetryPolicy(q.RetryPolicy)); err != nil {
 		h.fail(w, r, err, true)
 		return
 	}
 	h.getQueueAfter(w, r, q.Name, http.StatusOK)
+}
+
+// definition is q's definition; its quotas' problems come with its retry
+// policy's, so that a refusal names every problem at once.
+func (h *Handler) definition(q *api.Queue) (flotilla.Queue, error) {
+	def, err := q.Definition(h.srv.Schema())
+	if err != nil && q.RetryPolicy != nil {
+		err = errors.Join(err, q.RetryPolicy.Check(fmt.Sprintf("queue %q.retryPolicy", q.Name)))
+	}
+	return def, err
 }
 
 func (h *Handler) getQueueAfter(w http.ResponseWriter, r *http.Request, name string, code int) {

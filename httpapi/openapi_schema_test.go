@@ -43,6 +43,7 @@ func TestOpenAPIOperatorSchemasMatchTheAPITypes(t *testing.T) {
 		"ReprioritizeRequest": api.ReprioritizeRequest{}, "ReprioritizeResponse": api.ReprioritizeResponse{},
 		"PreemptRequest": api.PreemptRequest{}, "PreemptResponse": api.PreemptResponse{},
 		"Cluster": api.Cluster{}, "ReportReply": api.ReportReply{},
+		"Queue": api.Queue{}, "RetryPolicy": api.RetryPolicy{}, "JobStatus": api.JobStatus{},
 	} {
 		s, ok := doc.Components.Schemas[name]
 		require.True(t, ok, "schema %s is documented", name)

@@ -199,13 +199,14 @@ func (s *state) expiries(now time.Time, rep *CycleReport) *backend.Write {
 		j, l := d.j, d.j.lease
 		if j.pastDeadline(now) {
 			sj := j.spec
-			w.Events = append(w.Events, events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID,
-				Type: events.Failed, Cluster: l.cluster.name, Node: l.node, Attempt: int(j.attempts),
-				Reason: fmt.Sprintf("deadline exceeded: active for %s, deadline %s", now.Sub(l.leased), j.run.deadline)})
+			ev := events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID,
+				Cluster: l.cluster.name, Node: l.node, Attempt: int(j.attempts)}
+			w.Events = append(w.Events, s.failedRun(j, ev, events.Failure{Reason: events.ReasonDeadline},
+				fmt.Sprintf("deadline exceeded: active for %s, deadline %s", now.Sub(l.leased), j.run.deadline)))
 			rep.DeadlineExceeded++
 			continue
 		}
-		w.Events = append(w.Events, j.leaseEnd(events.LeaseExpired, now, s.cfg.MaxAttempts,
+		w.Events = append(w.Events, s.leaseEnd(j, events.LeaseExpired, now, "",
 			fmt.Sprintf("lease not renewed by cluster %s for %s (lease timeout %s)", l.cluster.name, now.Sub(d.renewed), s.cfg.LeaseTimeout)))
 		rep.Expired++
 	}

@@ -61,6 +61,11 @@ type JobReport struct {
 	ExitCode int
 	// Reason is the executor's sentence, kept on the event.
 	Reason string
+	// FailureReason classifies a failed run (phase failed or returned):
+	// one of api.ReportedFailureReasons (oom, evicted, deadline), or ""
+	// for none. A queue's retry policy matches it; on a returned job it
+	// stands for lease-returned.
+	FailureReason string
 }
 
 // Report is what an executor tells the service about its cluster. It
@@ -502,6 +507,12 @@ func (p *reportPlan) plan(ctx context.Context, r *Report) error {
 		case jr.Phase == PhaseFailed && jr.ExitCode == 0:
 			errs = append(errs, flotilla.Errorf(jobField(i, "exitCode"), "0", flotilla.ErrInconsistent, "a job that failed exits non-zero"))
 			continue
+		case jr.FailureReason != "" && jr.Phase != PhaseFailed && jr.Phase != PhaseReturned:
+			errs = append(errs, flotilla.Errorf(jobField(i, "failureReason"), jr.FailureReason, flotilla.ErrInconsistent, "only a failed or returned job has a failure reason"))
+			continue
+		case jr.FailureReason != "" && !api.ReportedFailureReason(jr.FailureReason):
+			errs = append(errs, flotilla.Errorf(jobField(i, "failureReason"), jr.FailureReason, flotilla.ErrUnknownName, "want one of %v", api.ReportedFailureReasons))
+			continue
 		}
 		if err := p.planJob(ctx, i, jr, j); err != nil {
 			errs = append(errs, err)
@@ -569,23 +580,30 @@ func (p *reportPlan) planJob(ctx context.Context, i int, jr *JobReport, j *job) 
 		if j.state == events.LeasedState {
 			p.events = append(p.events, ev(events.Running, jr.Reason))
 		}
-	case PhaseSucceeded, PhaseFailed:
+	case PhaseSucceeded:
 		if j.state == events.LeasedState {
 			p.events = append(p.events, ev(events.Running, ""))
 		}
-		t, reason := events.Succeeded, jr.Reason
-		if jr.Phase == PhaseFailed {
-			t = events.Failed
-			reason = strings.TrimSpace(fmt.Sprintf("exit code %d %s", jr.ExitCode, jr.Reason))
+		p.events = append(p.events, ev(events.Succeeded, jr.Reason))
+	case PhaseFailed:
+		if j.state == events.LeasedState {
+			p.events = append(p.events, ev(events.Running, ""))
 		}
-		e := ev(t, reason)
-		e.ExitCode = jr.ExitCode
-		p.events = append(p.events, e)
+		what := strings.TrimSpace(fmt.Sprintf("exit code %d %s", jr.ExitCode, jr.Reason))
+		p.events = append(p.events, p.s.failedRun(j, ev(events.Failed, ""),
+			events.Failure{ExitCode: jr.ExitCode, Reason: events.FailureReason(jr.FailureReason)}, what))
 	case PhaseReturned, PhaseStopped:
-		p.events = append(p.events, j.leaseEnd(events.LeaseReturned, now, p.s.cfg.MaxAttempts,
+		p.events = append(p.events, p.s.leaseEnd(j, events.LeaseReturned, now, events.FailureReason(jr.FailureReason),
 			strings.TrimSpace(fmt.Sprintf("returned by cluster %s %s", clusterName, jr.Reason))))
 	}
 	return nil
+}
+
+// leaseEnd is job.leaseEnd under the job's queue's retry policy
+// (leaseEndPolicy); why is the failure reason the executor gave, ""
+// for none.
+func (s *state) leaseEnd(j *job, t events.Type, now time.Time, why events.FailureReason, reason string) events.Event {
+	return s.leaseEndPolicy(j, j.leaseEnd(t, now, s.cfg.MaxAttempts, reason), why, reason)
 }
 
 // leaseEnd is the event that ends a live lease that was not renewed

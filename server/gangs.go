@@ -17,9 +17,12 @@ import (
 // members are preempted and queued again with it, and the whole gang waits
 // for a cycle that can place it; when a member's lease ends for good
 // (attempts exhausted, preempted without requeue), the other members end
-// too: live ones preempted, queued ones cancelled. A member that finishes
-// (succeeded, failed with an exit code, cancelled) leaves its running
-// mates alone; but queued members of a gang that has fewer members left
+// too: live ones preempted, queued ones cancelled. In a queue with a
+// retry policy a member's failed run is the gang's (retry.go): when it is
+// retried (run-failed) the live mates are preempted and queued again with
+// it; when it fails, the live mates fail and the queued ones are
+// cancelled. Otherwise a member that finishes (succeeded, failed with an
+// exit code, cancelled) leaves its running mates alone; but queued members of a gang that has fewer members left
 // than its cardinality can never be placed whole (the scheduler places
 // only whole gangs), so they are cancelled, saying why. Cancelling one
 // queued member so ends its queued mates too.
@@ -95,9 +98,15 @@ func (s *state) followGangs(w *backend.Write, now time.Time) {
 	var touched map[*job]bool
 	for i := 0; i < n; i++ {
 		e := &w.Events[i]
-		if e.Type != events.LeaseExpired && e.Type != events.LeaseReturned && e.Type != events.Preempted {
+		switch {
+		case e.Type == events.LeaseExpired, e.Type == events.LeaseReturned, e.Type == events.Preempted:
+		case e.Type == events.RunFailed:
+		case e.Type == events.Failed && s.retry[e.Queue] != nil:
+			// Under a retry policy a member's failed run is the gang's.
+		default:
 			continue
 		}
+		requeue := e.Requeued || e.Type == events.RunFailed
 		j := s.jobs.get(e.Job)
 		if j == nil || !j.spec.IsGang() {
 			continue
@@ -124,11 +133,16 @@ func (s *state) followGangs(w *backend.Write, now time.Time) {
 			sj := m.spec
 			ev := events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID}
 			why := fmt.Sprintf("gang %s: member %s lost its lease (%s)", sj.Gang.ID, e.Job, e.Type)
+			if e.Type == events.RunFailed || e.Type == events.Failed {
+				why = fmt.Sprintf("gang %s: member %s's run failed (%s)", sj.Gang.ID, e.Job, e.Type)
+			}
 			switch {
+			case m.state.Live() && e.Type == events.Failed:
+				ev.Type, ev.Cluster, ev.Node, ev.Attempt, ev.Reason = events.Failed, m.lease.cluster.name, m.lease.node, int(m.attempts), why
 			case m.state.Live():
 				ev.Type, ev.Cluster, ev.Node, ev.Attempt, ev.Reason = events.Preempted, m.lease.cluster.name, m.lease.node, int(m.attempts), why
-				ev.Requeued = e.Requeued && !m.cancelRequested
-			case m.state == events.Queued && !e.Requeued:
+				ev.Requeued = requeue && !m.cancelRequested
+			case m.state == events.Queued && !requeue:
 				ev.Type, ev.Reason = events.Cancelled, why+" and ended"
 			default:
 				continue

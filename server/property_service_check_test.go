@@ -118,7 +118,8 @@ func diffState(a, b events.Job) string {
 	if a.ID == b.ID && a.Queue == b.Queue && a.JobSet == b.JobSet && a.State == b.State &&
 		a.Attempts == b.Attempts && a.CancelRequested == b.CancelRequested && a.Cluster == b.Cluster &&
 		a.Node == b.Node && slices.Equal(a.FailedClusters, b.FailedClusters) && a.Submitted.Equal(b.Submitted) &&
-		a.Leased.Equal(b.Leased) && a.Finished.Equal(b.Finished) && a.Reason == b.Reason && a.ExitCode == b.ExitCode {
+		a.Leased.Equal(b.Leased) && a.Finished.Equal(b.Finished) && a.Reason == b.Reason && a.ExitCode == b.ExitCode &&
+		slices.Equal(a.Retries, b.Retries) && a.Rule == b.Rule && slices.Equal(a.AvoidNodes, b.AvoidNodes) {
 		return ""
 	}
 	return fmt.Sprintf("%+v, replay %+v", a, b)
@@ -158,6 +159,10 @@ func (r *svcRun) checkMemory(v *svcView) string {
 		}
 		if !slices.Equal(j.sched().AvoidClusters, st.FailedClusters) {
 			return fmt.Sprintf("job %s: the scheduler's job avoids %v, failed on %v", id, j.sched().AvoidClusters, st.FailedClusters)
+		}
+		if !slices.Equal(j.sched().AvoidNodes, st.AvoidNodes) || !slices.Equal(s.st.retries[id], st.Retries) {
+			return fmt.Sprintf("job %s: the scheduler's job avoids nodes %v after retries %v; replay %v after %v",
+				id, j.sched().AvoidNodes, s.st.retries[id], st.AvoidNodes, st.Retries)
 		}
 		_, inStore := s.st.queued.store.Get(id)
 		if inStore != (st.State == events.Queued) {
@@ -491,10 +496,11 @@ func (r *svcRun) checkAvoid(v *svcView, alive []string, news []events.Event, cre
 	for _, k := range order {
 		g := groups[k]
 		to := g[0].Cluster
-		var failed []string
+		var failed, avoided []string
 		var reqs []flotilla.Resources
 		for _, e := range g {
 			failed = append(failed, v.jobs[e.Job].FailedClusters...)
+			avoided = append(avoided, v.jobs[e.Job].AvoidNodes...)
 			reqs = append(reqs, v.recs[e.Job].Spec.Job.Requests)
 		}
 		if !slices.Contains(failed, to) {
@@ -505,7 +511,16 @@ func (r *svcRun) checkAvoid(v *svcView, alive []string, news []events.Event, cre
 				continue
 			}
 			label := v.recs[g[0].Job].Spec.Job.Gang.NodeUniformityLabel
-			if fitsDomain(reqs, free[other], s.st.clusters[other].nodes, label) {
+			// The nodes a run failed on under a rule that avoids them
+			// are avoided too (a gang avoids every member's): the
+			// other cluster has room only on the rest.
+			room := slices.Clone(free[other])
+			for i, n := range s.st.clusters[other].nodes {
+				if slices.Contains(avoided, snapName(other, n.Name)) {
+					room[i] = make(flotilla.Resources, len(room[i]))
+				}
+			}
+			if fitsDomain(reqs, room, s.st.clusters[other].nodes, label) {
 				return fmt.Sprintf("job %s leased back to %s, where it failed (%v), while %s had room (free %v)",
 					g[0].Job, to, failed, other, free[other])
 			}

@@ -363,8 +363,16 @@ func newSvcRun(t *testing.T, p svcProgram) (*svcRun, string) {
 		c.Backend = r.flaky
 	})
 	w := r.w
-	for _, q := range propQueues {
-		if err := w.srv.CreateQueue(w.ctx, flotilla.Queue{Name: q}); err != nil {
+	for i, q := range propQueues {
+		var opts []QueueOption
+		if i == 0 {
+			// The first queue retries a run failing with exit 1 or on its
+			// deadline once, off its node: run-failed events, retry
+			// counts and avoided nodes for the replay to rebuild.
+			opts = append(opts, WithRetryPolicy(&events.RetryPolicy{Rules: []events.RetryRule{
+				{OnExitCodes: []int{1}, OnReasons: []events.FailureReason{events.ReasonDeadline}, RetryLimit: 1, AvoidSameNode: true}}}))
+		}
+		if err := w.srv.CreateQueue(w.ctx, flotilla.Queue{Name: q}, opts...); err != nil {
 			return nil, err.Error()
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/events"
 	"github.com/flotilla-sched/flotilla/scheduler"
 	"github.com/flotilla-sched/flotilla/submit"
 )
@@ -53,27 +54,42 @@ func checkName(field, kind, s string) error {
 // CreateQueue adds a queue. Errors: the definition's problems
 // (*flotilla.FieldError, joined), backend.ErrExists when the name is
 // taken, or the backend's error; nothing changes on error.
-func (s *Server) CreateQueue(ctx context.Context, q flotilla.Queue) error {
-	return s.putQueue(ctx, q, s.st.be.CreateQueue)
+func (s *Server) CreateQueue(ctx context.Context, q flotilla.Queue, opts ...QueueOption) error {
+	return s.putQueue(ctx, q, s.st.be.CreateQueue, opts)
 }
 
 // UpdateQueue replaces a queue's definition (its priority factor and
 // limits); the next cycle uses it. Errors as for CreateQueue, and
 // backend.ErrNotFound when there is no such queue.
-func (s *Server) UpdateQueue(ctx context.Context, q flotilla.Queue) error {
-	return s.putQueue(ctx, q, s.st.be.UpdateQueue)
+func (s *Server) UpdateQueue(ctx context.Context, q flotilla.Queue, opts ...QueueOption) error {
+	return s.putQueue(ctx, q, s.st.be.UpdateQueue, opts)
 }
 
-// putQueue validates q, then under the lock checks the queue tree with q
-// in it, stores q with store and keeps it in memory.
-func (s *Server) putQueue(ctx context.Context, q flotilla.Queue, store func(context.Context, flotilla.Queue) error) error {
-	if err := s.st.validQueue(&q); err != nil {
+// putQueue validates q and its options, then under the lock checks the
+// queue tree with q in it, stores q with store and its retry policy (when
+// an option sets it), and keeps them in memory.
+func (s *Server) putQueue(ctx context.Context, q flotilla.Queue, store func(context.Context, flotilla.Queue) error, opts []QueueOption) error {
+	var o queueOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	err := s.st.validQueue(&q)
+	if o.policy != nil && len(q.Name) <= submit.MaxNameBytes {
+		err = errors.Join(err, o.policy.Check(fmt.Sprintf("queue %q.retryPolicy", q.Name)))
+	}
+	if err != nil {
 		return err
 	}
 	q = cloneQueue(q)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.st.putQueue(ctx, q, store)
+	if err := s.st.putQueue(ctx, q, store); err != nil {
+		return err
+	}
+	if o.setPolicy {
+		return s.st.storeRetryPolicy(ctx, q.Name, o.policy)
+	}
+	return nil
 }
 
 // putQueue checks the tree with q, valid, in it (a name a group holds is
@@ -113,6 +129,9 @@ func (s *state) deleteQueue(ctx context.Context, name string) error {
 		return err
 	}
 	delete(s.queues, name)
+	if err := s.storeRetryPolicy(ctx, name, nil); err != nil {
+		return err // a queue created again under the name starts without one
+	}
 	if s.cordonedQueues[name] {
 		// A queue created again under the name starts uncordoned.
 		c := backend.Cordon{Kind: backend.CordonQueue, Name: name}
@@ -138,6 +157,9 @@ type QueueInfo struct {
 	Usage []float64
 	// Cordoned: its queued jobs are not leased until it is uncordoned.
 	Cordoned bool
+	// RetryPolicy is the queue's retry policy (a copy), nil when it has
+	// none.
+	RetryPolicy *events.RetryPolicy
 }
 
 // Queue returns one queue with its counts; backend.ErrNotFound when there
@@ -187,6 +209,7 @@ func (s *state) queueInfo(q *flotilla.Queue, counts map[string][2]int) QueueInfo
 	info.Report = s.last.shares[q.Name]
 	info.Usage = s.usage.value(q.Name, s.clock.Now())
 	info.Cordoned = s.cordonedQueues[q.Name]
+	info.RetryPolicy = s.retry[q.Name].Clone()
 	return info
 }
 

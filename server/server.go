@@ -156,6 +156,11 @@ type state struct {
 	groups map[string]*flotilla.QueueGroup
 	// cordonedQueues are the queues an operator cordoned (cordon.go).
 	cordonedQueues map[string]bool
+	// retry are the queues' retry policies, by queue name; retries the
+	// retry counts per rule of the live jobs that have any, by job id
+	// (retry.go).
+	retry   map[string]*events.RetryPolicy
+	retries map[string][]int
 	// queued holds the queued jobs, and their changes while a cycle reads
 	// them.
 	queued queuedJobs
@@ -309,6 +314,10 @@ func (s *state) loadState(ctx context.Context) error {
 	if err := s.loadCordons(ctx); err != nil {
 		return fmt.Errorf("server: loading cordons: %w", err)
 	}
+	if err := s.loadRetryPolicies(ctx); err != nil {
+		return fmt.Errorf("server: loading retry policies: %w", err)
+	}
+	s.retries = map[string][]int{}
 	err = s.be.LiveJobs(ctx, func(r backend.Record) error {
 		j := newJob(r.Spec)
 		j.restore(s, r.State, now)

@@ -117,7 +117,8 @@ func gangKey(j *flotilla.Job) string { return j.Queue + "\x00" + j.Gang.ID }
 // into the store, live ones onto their cluster with a lease renewed now.
 func (j *job) restore(s *state, st events.Job, now time.Time) {
 	j.state, j.attempts, j.cancelRequested = st.State, int32(st.Attempts), st.CancelRequested
-	j.setFailed(slices.Clone(st.FailedClusters))
+	j.setAvoid(slices.Clone(st.FailedClusters), slices.Clone(st.AvoidNodes))
+	s.restoreRetries(j, &st)
 	if st.Reprioritized {
 		j.withPriority(st.Priority) // before it joins its queue
 	}
@@ -134,10 +135,15 @@ func (j *job) restore(s *state, st events.Job, now time.Time) {
 }
 
 // setFailed records the clusters where the job failed and makes the
-// scheduler avoid them. The job keeps the priority it was last given
-// (flux re-prioritisation).
-func (j *job) setFailed(failed []string) {
-	if len(failed) == 0 && j.sched().Priority == j.spec.Priority {
+// scheduler avoid them, keeping the nodes it avoids.
+func (j *job) setFailed(failed []string) { j.setAvoid(failed, j.sched().AvoidNodes) }
+
+// setAvoid records the clusters where the job's lease failed and the nodes
+// where its run failed under a rule that avoids them (events.Job's
+// FailedClusters and AvoidNodes), and makes the scheduler avoid them. The
+// job keeps the priority it was last given (flux re-prioritisation).
+func (j *job) setAvoid(failed, nodes []string) {
+	if len(failed) == 0 && len(nodes) == 0 && j.sched().Priority == j.spec.Priority {
 		j.own = nil
 		return
 	}
@@ -145,6 +151,9 @@ func (j *job) setFailed(failed []string) {
 	c.Priority = j.sched().Priority
 	if len(failed) > 0 {
 		c.AvoidClusters = failed
+	}
+	if len(nodes) > 0 {
+		c.AvoidNodes = nodes
 	}
 	j.own = &c
 }
@@ -188,10 +197,14 @@ func (s *state) apply(e *events.Event, specs *writeSpecs) {
 	case events.Reprioritized:
 		s.setPriority(j, e.Priority)
 	case events.LeaseExpired, events.LeaseReturned:
+		s.noteRetry(j, e)
 		if l := j.lease; l != nil && !slices.Contains(j.failed(), l.cluster.name) {
 			j.setFailed(append(slices.Clip(j.failed()), l.cluster.name))
 		}
 		s.endLease(j, e.Requeued)
+	case events.RunFailed:
+		s.noteRetry(j, e)
+		s.endLease(j, true)
 	case events.Preempted:
 		s.endLease(j, e.Requeued)
 	case events.Succeeded, events.Failed, events.Cancelled:
@@ -215,6 +228,7 @@ func (s *state) endLease(j *job, requeue bool) {
 		return
 	}
 	j.state = events.FailedState // any terminal state: the job is forgotten
+	s.forgetRetries(j)
 	s.jobs.del(j.id())
 	if j.spec.IsGang() {
 		s.gangs.remove(j)
@@ -469,7 +483,7 @@ func (c *cluster) sortLive() {
 }
 
 // snapName is a node's name in the cycles' snapshots.
-func snapName(cluster, node string) string { return cluster + "/" + node }
+func snapName(cluster, node string) string { return events.NodeName(cluster, node) }
 
 // setNodes replaces the cluster's nodes (already validated), and their
 // entries in byName, the snapshot's node names.

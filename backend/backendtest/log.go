@@ -89,7 +89,8 @@ func concurrentWriters(t checker, b backend.Backend) {
 // lifeCycles is a history over two queues and three job sets, in five
 // writes, with every kind of event: succeeded, requeued after an expired
 // lease, cancelled after cancel-requested, preempted and requeued, failed,
-// still running, still queued, returned and failed.
+// still running, still queued, returned and failed, failed and retried
+// under a retry rule avoiding its node, then leased again.
 func lifeCycles() []*backend.Write {
 	A, B := "A", "B"
 	expired := ev(A, "s1", "j2", events.LeaseExpired, 13)
@@ -100,6 +101,8 @@ func lifeCycles() []*backend.Write {
 	failed.ExitCode, failed.Reason = 3, "exit code 3"
 	returned := ev(B, "s1", "j7", events.LeaseReturned, 15)
 	returned.Reason = "could not start"
+	retried := ev(A, "s2", "j5", events.RunFailed, 27)
+	retried.ExitCode, retried.Rule, retried.AvoidNode, retried.Reason = 137, 2, true, "exit code 137 (oom): rule 2 retries it"
 	w1 := submit(A, "s1", "j1", "j2", "j3")
 	w2 := submit(A, "s2", "j4", "j5")
 	w2.Jobs = append(w2.Jobs, spec("j6", B, "s1", ""), spec("j7", B, "s1", ""))
@@ -120,7 +123,8 @@ func lifeCycles() []*backend.Write {
 			lease(A, "s2", "j4", "c1", "n4", 2, 21), failed,
 		}},
 		{Events: []events.Event{reprio(A, "s1", "j3", 1, 24), reprio(A, "s1", "j3", 0, 25),
-			reprio(B, "s1", "j6", 5, 24), lease(B, "s1", "j6", "c1", "n1", 1, 26)}},
+			reprio(B, "s1", "j6", 5, 24), lease(B, "s1", "j6", "c1", "n1", 1, 26),
+			retried, lease(A, "s2", "j5", "c1", "n2", 2, 28)}},
 	}
 }
 

@@ -81,6 +81,7 @@ func rules() []rule {
 		{"ExecutorsPutReplacesAndListSortsByCluster", executorsRule},
 		{"UsagePutIsAtomicAndListSortsByKey", usageRule},
 		{"CordonsPutIdempotentlyAndListSortedByKindAndName", cordonsRule},
+		{"RetryPoliciesPutReplaceRemoveAndListCopies", retryPoliciesRule},
 		{"ClosedBackendReturnsErrClosed", closedRule},
 	}
 }
@@ -224,7 +225,8 @@ func sameJob(a, b events.Job) string {
 		a.Attempts == b.Attempts && a.CancelRequested == b.CancelRequested &&
 		a.Cluster == b.Cluster && a.Node == b.Node && slices.Equal(a.FailedClusters, b.FailedClusters) &&
 		a.Submitted.Equal(b.Submitted) && a.Leased.Equal(b.Leased) && a.Finished.Equal(b.Finished) &&
-		a.Reason == b.Reason && a.ExitCode == b.ExitCode && a.Reprioritized == b.Reprioritized && a.Priority == b.Priority
+		a.Reason == b.Reason && a.ExitCode == b.ExitCode && a.Reprioritized == b.Reprioritized && a.Priority == b.Priority &&
+		slices.Equal(a.Retries, b.Retries) && a.Rule == b.Rule && slices.Equal(a.AvoidNodes, b.AvoidNodes)
 	if ok {
 		return ""
 	}

@@ -505,7 +505,7 @@ func (b *Backend) appendEvents(w *backend.Write, evJob []int32, first uint32) {
 			time: encodeTime(e.Time), job: r.index,
 			cluster: b.intern(e.Cluster), node: b.intern(e.Node),
 			exitCode: int32(e.ExitCode), attempt: uint16(e.Attempt), typ: e.Type, requeued: e.Requeued,
-			priority: e.Priority,
+			priority: e.Priority, rule: uint8(e.Rule), avoidNode: e.AvoidNode,
 		}
 		if e.Reason != "" {
 			ev.reason = uint32(len(set.reasons))

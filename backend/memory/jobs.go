@@ -40,6 +40,8 @@ type event struct {
 	attempt               uint16
 	typ                   events.Type
 	requeued              bool
+	rule                  uint8 // at most events.MaxRules
+	avoidNode             bool
 }
 
 // jobRec is one stored job: its spec (sharing the submitted *flotilla.Job)
@@ -99,6 +101,11 @@ type recExtra struct {
 	// reprioritized and priority are events.Job's.
 	reprioritized bool
 	priority      uint32
+	// retries, rule and avoidNodes are events.Job's Retries, Rule and
+	// AvoidNodes (nodes interned).
+	retries    []int
+	rule       int
+	avoidNodes []uint32
 }
 
 // Unix nanoseconds cover 1678 to 2262; the zero time is stored as
@@ -149,6 +156,13 @@ func (b *Backend) state(r *jobRec) events.Job {
 				j.FailedClusters[i] = b.strs[c]
 			}
 		}
+		j.Retries, j.Rule = slices.Clone(x.retries), x.rule
+		if len(x.avoidNodes) > 0 {
+			j.AvoidNodes = make([]string, len(x.avoidNodes))
+			for i, n := range x.avoidNodes {
+				j.AvoidNodes[i] = b.strs[n]
+			}
+		}
 	}
 	return j
 }
@@ -159,7 +173,7 @@ func (b *Backend) setState(r *jobRec, j *events.Job) {
 	r.cluster, r.node = b.intern(j.Cluster), b.intern(j.Node)
 	r.submitted, r.leased, r.finished = encodeTime(j.Submitted), encodeTime(j.Leased), encodeTime(j.Finished)
 	r.exitCode = int32(j.ExitCode)
-	if j.Reason == "" && len(j.FailedClusters) == 0 && !j.Reprioritized {
+	if j.Reason == "" && len(j.FailedClusters) == 0 && !j.Reprioritized && j.Retries == nil && j.Rule == 0 && j.AvoidNodes == nil {
 		r.extra = nil
 		return
 	}
@@ -173,6 +187,16 @@ func (b *Backend) setState(r *jobRec, j *events.Job) {
 		x.failed = x.failed[:0]
 		for _, c := range j.FailedClusters {
 			x.failed = append(x.failed, b.intern(c))
+		}
+	}
+	x.rule = j.Rule
+	if !slices.Equal(x.retries, j.Retries) {
+		x.retries = slices.Clone(j.Retries)
+	}
+	if len(j.AvoidNodes) != len(x.avoidNodes) {
+		x.avoidNodes = x.avoidNodes[:0]
+		for _, n := range j.AvoidNodes {
+			x.avoidNodes = append(x.avoidNodes, b.intern(n))
 		}
 	}
 }
@@ -322,6 +346,7 @@ func (b *Backend) Events(ctx context.Context, queue, jobSet string, from uint64,
 			Seq: uint64(k + 1), Time: decodeTime(ev.time), Queue: s.queue, JobSet: s.name,
 			Job: b.rec(*s.jobs.at(int(ev.job))).job.ID, Type: ev.typ, Cluster: b.strs[ev.cluster], Node: b.strs[ev.node],
 			Attempt: int(ev.attempt), Reason: s.reasons[ev.reason], ExitCode: int(ev.exitCode), Requeued: ev.requeued,
+			Rule: int(ev.rule), AvoidNode: ev.avoidNode,
 			Priority: ev.priority,
 		})
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/events"
 	"github.com/flotilla-sched/flotilla/internal/idindex"
 )
 
@@ -42,6 +43,7 @@ type Backend struct {
 	strIndex  map[string]uint32
 	executors map[string]backend.Executor
 	cordons   map[backend.Cordon]bool
+	retry     map[string]*events.RetryPolicy
 	usage     map[string]backend.UsageRecord
 	scratch   scratch
 	lease     leader
@@ -68,6 +70,7 @@ func New(schema *flotilla.ResourceSchema) *Backend {
 		strIndex:  map[string]uint32{"": 0},
 		executors: map[string]backend.Executor{},
 		cordons:   map[backend.Cordon]bool{},
+		retry:     map[string]*events.RetryPolicy{},
 		usage:     map[string]backend.UsageRecord{},
 	}
 }

@@ -29,15 +29,19 @@
 //     spec_exit_code) and the state its events left it in (state,
 //     attempts, cancel_requested, cluster, node, failed_clusters,
 //     submitted, leased, finished, reason, exit_code, priority_now: the
-//     priority a reprioritized event gave, NULL when none did) with live, true
+//     priority a reprioritized event gave, NULL when none did; retry: the
+//     retries per rule, last rule and nodes avoided, JSON, NULL when
+//     none) with live, true
 //     while the state is not terminal. A unique index on (queue,
 //     client_id) makes client ids unique per queue; a partial index on
 //     (queue, id) of the live jobs serves LiveJobs and DeleteQueue.
 //   - events (queue, job_set, seq, time, job, type, cluster, node,
-//     attempt, reason, exit_code, requeued, priority), keyed by (queue, job_set,
-//     seq).
+//     attempt, reason, exit_code, requeued, priority, rule, avoid_node),
+//     keyed by (queue, job_set, seq).
 //   - cordons (kind, name): the queues and clusters an operator
 //     cordoned.
+//   - retry_policies (queue, policy): each queue's retry policy, its
+//     JSON form (migration 5).
 //   - job_sets (queue, name, last_seq): each job set's last sequence
 //     number, kept when its queue is deleted so that a queue created again
 //     continues its logs.

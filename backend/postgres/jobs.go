@@ -331,7 +331,7 @@ var jobColumns = []string{
 	"avoid_clusters", "gang_id", "gang_cardinality", "gang_uniformity", "client_id", "principal", "grace", "deadline",
 	"runtime", "spec_exit_code",
 	"state", "live", "attempts", "cancel_requested", "cluster", "node", "failed_clusters", "submitted", "leased",
-	"finished", "reason", "exit_code", "priority_now",
+	"finished", "reason", "exit_code", "priority_now", "retry",
 }
 
 // jobRows is the COPY source of new jobs with their states.
@@ -375,9 +375,28 @@ func appendState(row []any, st *events.Job) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	retry, err := encodeRetry(st)
+	if err != nil {
+		return nil, err
+	}
 	return append(row, int16(st.State), !st.State.Terminal(), int32(st.Attempts), st.CancelRequested, st.Cluster, st.Node,
 		failed, encodeTime(st.Submitted), encodeTime(st.Leased), encodeTime(st.Finished), st.Reason, int64(st.ExitCode),
-		priorityNow(st)), nil
+		priorityNow(st), retry), nil
+}
+
+// retryState is the retry column's JSON form.
+type retryState struct {
+	Retries    []int    `json:"retries,omitempty"`
+	Rule       int      `json:"rule,omitempty"`
+	AvoidNodes []string `json:"avoidNodes,omitempty"`
+}
+
+// encodeRetry is the retry column: NULL when the job has no retry state.
+func encodeRetry(st *events.Job) ([]byte, error) {
+	if st.Retries == nil && st.Rule == 0 && st.AvoidNodes == nil {
+		return nil, nil
+	}
+	return json.Marshal(retryState{Retries: st.Retries, Rule: st.Rule, AvoidNodes: st.AvoidNodes})
 }
 
 // priorityNow is the priority_now column: the priority a reprioritized
@@ -402,6 +421,7 @@ func updateStates(ctx context.Context, tx pgx.Tx, sts []events.Job) error {
 		submitted, leased, finished   = make([]*int64, n), make([]*int64, n), make([]*int64, n)
 		exit                          = make([]int64, n)
 		prio                          = make([]*int64, n)
+		retry                         = make([][]byte, n)
 	)
 	for i := range sts {
 		st := &sts[i]
@@ -412,28 +432,28 @@ func updateStates(ctx context.Context, tx pgx.Tx, sts []events.Job) error {
 		ids[i], state[i], live[i], attempts[i], cancel[i] = st.ID, row[0].(int16), row[1].(bool), row[2].(int32), row[3].(bool)
 		clusters[i], nodes[i], failed[i] = st.Cluster, st.Node, row[6].([]byte)
 		submitted[i], leased[i], finished[i] = row[7].(*int64), row[8].(*int64), row[9].(*int64)
-		reasons[i], exit[i], prio[i] = st.Reason, row[11].(int64), row[12].(*int64)
+		reasons[i], exit[i], prio[i], retry[i] = st.Reason, row[11].(int64), row[12].(*int64), row[13].([]byte)
 	}
 	_, err := tx.Exec(ctx, `UPDATE jobs SET state = u.state, live = u.live, attempts = u.attempts,
 		cancel_requested = u.cancel, cluster = u.cluster, node = u.node, failed_clusters = u.failed,
 		submitted = u.submitted, leased = u.leased, finished = u.finished, reason = u.reason, exit_code = u.exit,
-		priority_now = u.prio
+		priority_now = u.prio, retry = u.retry
 		FROM unnest($1::text[], $2::smallint[], $3::boolean[], $4::integer[], $5::boolean[], $6::text[], $7::text[],
-			$8::jsonb[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], $13::bigint[], $14::bigint[])
-			AS u(id, state, live, attempts, cancel, cluster, node, failed, submitted, leased, finished, reason, exit, prio)
+			$8::jsonb[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], $13::bigint[], $14::bigint[], $15::jsonb[])
+			AS u(id, state, live, attempts, cancel, cluster, node, failed, submitted, leased, finished, reason, exit, prio, retry)
 		WHERE jobs.id = u.id`,
-		ids, state, live, attempts, cancel, clusters, nodes, failed, submitted, leased, finished, reasons, exit, prio)
+		ids, state, live, attempts, cancel, clusters, nodes, failed, submitted, leased, finished, reasons, exit, prio, retry)
 	return err
 }
 
 var eventColumns = []string{"queue", "job_set", "seq", "time", "job", "type", "cluster", "node", "attempt", "reason", "exit_code", "requeued",
-	"priority"}
+	"priority", "rule", "avoid_node"}
 
 // eventRows is the COPY source of numbered events.
 func eventRows(es []events.Event) pgx.CopyFromSource {
 	return pgx.CopyFromSlice(len(es), func(i int) ([]any, error) {
 		e := &es[i]
 		return []any{e.Queue, e.JobSet, int64(e.Seq), encodeTime(e.Time), e.Job, int16(e.Type), e.Cluster, e.Node,
-			int32(e.Attempt), e.Reason, int64(e.ExitCode), e.Requeued, int64(e.Priority)}, nil
+			int32(e.Attempt), e.Reason, int64(e.ExitCode), e.Requeued, int64(e.Priority), int32(e.Rule), e.AvoidNode}, nil
 	})
 }

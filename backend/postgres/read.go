@@ -17,7 +17,7 @@ import (
 
 // stateColumns are the columns scanState reads.
 const stateColumns = `id, queue, job_set, state, attempts, cancel_requested, cluster, node, failed_clusters,
-	submitted, leased, finished, reason, exit_code, priority_now`
+	submitted, leased, finished, reason, exit_code, priority_now, retry`
 
 // specColumns are the columns scanRecord reads after stateColumns.
 const specColumns = `priority_class, priority, submit_time, requests, node_selector, tolerations, avoid_clusters,
@@ -32,11 +32,12 @@ type stateDest struct {
 	submitted, leased, finished *int64
 	exit                        int64
 	prio                        *int64
+	retry                       []byte
 }
 
 func (d *stateDest) targets() []any {
 	return []any{&d.j.ID, &d.j.Queue, &d.j.JobSet, &d.state, &d.attempts, &d.j.CancelRequested, &d.j.Cluster, &d.j.Node,
-		&d.failed, &d.submitted, &d.leased, &d.finished, &d.j.Reason, &d.exit, &d.prio}
+		&d.failed, &d.submitted, &d.leased, &d.finished, &d.j.Reason, &d.exit, &d.prio, &d.retry}
 }
 
 func (d *stateDest) job() (events.Job, error) {
@@ -54,6 +55,13 @@ func (d *stateDest) job() (events.Job, error) {
 			return j, fmt.Errorf("job %q: stored failed clusters: %w", j.ID, err)
 		}
 		j.FailedClusters = failed
+	}
+	if d.retry != nil {
+		var r retryState
+		if err := json.Unmarshal(d.retry, &r); err != nil {
+			return j, fmt.Errorf("job %q: stored retry state: %w", j.ID, err)
+		}
+		j.Retries, j.Rule, j.AvoidNodes = r.Retries, r.Rule, r.AvoidNodes
 	}
 	return j, nil
 }
@@ -262,7 +270,7 @@ func (b *Backend) events(ctx context.Context, queue, jobSet string, from uint64,
 	}
 	ctx, cancel := b.bound(ctx, limit)
 	defer cancel()
-	rows, _ := b.pool.Query(ctx, `SELECT seq, time, job, type, cluster, node, attempt, reason, exit_code, requeued, priority
+	rows, _ := b.pool.Query(ctx, `SELECT seq, time, job, type, cluster, node, attempt, reason, exit_code, requeued, priority, rule, avoid_node
 		FROM events WHERE queue = $1 AND job_set = $2 AND seq >= $3 ORDER BY seq LIMIT $4`,
 		queue, jobSet, int64(max(from, 1)), int64(limit))
 	out, err := pgx.AppendRows(out, rows, func(row pgx.CollectableRow) (events.Event, error) {
@@ -270,10 +278,11 @@ func (b *Backend) events(ctx context.Context, queue, jobSet string, from uint64,
 		var seq, exit, prio int64
 		var t *int64
 		var typ int16
-		var attempt int32
-		if err := row.Scan(&seq, &t, &e.Job, &typ, &e.Cluster, &e.Node, &attempt, &e.Reason, &exit, &e.Requeued, &prio); err != nil {
+		var attempt, rule int32
+		if err := row.Scan(&seq, &t, &e.Job, &typ, &e.Cluster, &e.Node, &attempt, &e.Reason, &exit, &e.Requeued, &prio, &rule, &e.AvoidNode); err != nil {
 			return e, err
 		}
+		e.Rule = int(rule)
 		e.Seq, e.Time, e.Type, e.Attempt, e.ExitCode = uint64(seq), decodeTime(t), events.Type(typ), int(attempt), int(exit)
 		e.Priority = uint32(prio)
 		return e, nil

@@ -197,8 +197,14 @@ func eventLine(e events.Event) string {
 	if e.Attempt != 0 {
 		fmt.Fprintf(&b, " attempt %d", e.Attempt)
 	}
-	if e.Type == events.Succeeded || e.Type == events.Failed {
+	if e.Type.HasExitCode() {
 		fmt.Fprintf(&b, " exit %d", e.ExitCode)
+	}
+	if e.Rule != 0 {
+		fmt.Fprintf(&b, " rule %d", e.Rule)
+	}
+	if e.AvoidNode {
+		b.WriteString(" (avoid node)")
 	}
 	if e.Type == events.Reprioritized {
 		fmt.Fprintf(&b, " priority %d", e.Priority)
@@ -442,7 +448,11 @@ func statusCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if s.CancelRequested {
 			state += " (cancel requested)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Job, s.Queue, s.JobSet, state, strconv.Itoa(s.Attempts), where, s.Reason)
+		attempts := strconv.Itoa(s.Attempts)
+		if r := s.RetryText(); r != "" {
+			attempts += " (" + r + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Job, s.Queue, s.JobSet, state, attempts, where, s.Reason)
 	}
 	_ = tw.Flush()
 	return 0

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/flotilla-sched/flotilla/api"
 	"github.com/flotilla-sched/flotilla/client"
+	"github.com/flotilla-sched/flotilla/events"
 )
 
 // The queue and group commands: the queue tree's nodes (QUEUE-TREE.md).
@@ -21,15 +24,22 @@ type treeFlags struct {
 	parent                        *string
 	factor                        *float64
 	guaranteed, limit, lendingLim *string
+	// retryPolicy is a queue's -retry-policy FILE (nil for a group).
+	retryPolicy *string
 }
 
 func addTreeFlags(fs *flag.FlagSet, kind string) treeFlags {
+	var retry *string
+	if kind == "queue" {
+		retry = fs.String("retry-policy", "", "a JSON file of the queue's retry policy (SERVICE.md); on update, an empty name removes it")
+	}
 	return treeFlags{
-		parent:     fs.String("parent", "", "the group the "+kind+" hangs from (empty: the root)"),
-		factor:     fs.Float64("priority-factor", 0, "priority factor: the weight among siblings is 1/factor; 0 means 1"),
-		guaranteed: fs.String("guaranteed", "", "what the "+kind+" may always claim: resource=quantity,… (cpu=16,nvidia.com/gpu=4)"),
-		limit:      fs.String("limit", "", "what the "+kind+" may hold at most: resource=quantity,…"),
-		lendingLim: fs.String("lending-limit", "", "how much of its idle guarantee others may borrow: resource=quantity,…"),
+		retryPolicy: retry,
+		parent:      fs.String("parent", "", "the group the "+kind+" hangs from (empty: the root)"),
+		factor:      fs.Float64("priority-factor", 0, "priority factor: the weight among siblings is 1/factor; 0 means 1"),
+		guaranteed:  fs.String("guaranteed", "", "what the "+kind+" may always claim: resource=quantity,… (cpu=16,nvidia.com/gpu=4)"),
+		limit:       fs.String("limit", "", "what the "+kind+" may hold at most: resource=quantity,…"),
+		lendingLim:  fs.String("lending-limit", "", "how much of its idle guarantee others may borrow: resource=quantity,…"),
 	}
 }
 
@@ -87,6 +97,32 @@ func (f treeFlags) apply(fs *flag.FlagSet, all bool, n node) error {
 		}
 		*q.dst = m
 	}
+	return nil
+}
+
+// applyRetryPolicy sets q's retry policy from -retry-policy FILE when
+// the flag was given: the file's policy, or none for an empty name. The
+// file must hold one JSON object of the policy's fields; the service
+// checks the policy's values with the queue's.
+func (f treeFlags) applyRetryPolicy(fs *flag.FlagSet, q *api.Queue) error {
+	given := false
+	fs.Visit(func(fl *flag.Flag) { given = given || fl.Name == "retry-policy" })
+	if !given || f.retryPolicy == nil {
+		return nil
+	}
+	if strings.TrimSpace(*f.retryPolicy) == "" {
+		q.RetryPolicy = nil
+		return nil
+	}
+	data, err := os.ReadFile(*f.retryPolicy)
+	if err != nil {
+		return fmt.Errorf("-retry-policy: %w", err)
+	}
+	p, err := events.DecodeRetryPolicy("retryPolicy", data)
+	if err != nil {
+		return fmt.Errorf("-retry-policy %s: %w", *f.retryPolicy, err)
+	}
+	q.RetryPolicy = p
 	return nil
 }
 
@@ -155,6 +191,9 @@ func queueCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			}
 			q.Name = pos[0]
 			if err := tf.apply(fs, args[0] == "create", queueNode(&q)); err != nil {
+				return c.usage("%v", err)
+			}
+			if err := tf.applyRetryPolicy(fs, &q); err != nil {
 				return c.usage("%v", err)
 			}
 			if args[0] == "create" {
@@ -263,8 +302,14 @@ func listTree(ctx context.Context, c cmdIO, cl *client.Client, asJSON, queues bo
 		lines = append(lines, treeLine{name: qs[i].Name, parent: qs[i].Parent, q: &qs[i]})
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+	// A RETRY column when a queue has a retry policy.
+	retry := slices.ContainsFunc(qs, func(q api.Queue) bool { return q.RetryPolicy != nil })
 	if queues {
-		fmt.Fprintln(tw, "QUEUE\tFACTOR\tQUEUED\tLEASED\tRUNNING\tSHARE\tFAIR SHARE\tADJUSTED FAIR SHARE\tUSAGE")
+		head := "QUEUE\tFACTOR\tQUEUED\tLEASED\tRUNNING\tSHARE\tFAIR SHARE\tADJUSTED FAIR SHARE\tUSAGE"
+		if retry {
+			head += "\tRETRY"
+		}
+		fmt.Fprintln(tw, head)
 	} else {
 		fmt.Fprintln(tw, "GROUP\tFACTOR\tGUARANTEED\tLIMIT\tLENDING LIMIT\tQUEUED\tRUNNING\tSHARE\tFAIR SHARE\tADJUSTED FAIR SHARE\tUSAGE")
 	}
@@ -277,12 +322,20 @@ func listTree(ctx context.Context, c cmdIO, cl *client.Client, asJSON, queues bo
 			if s.Cordoned {
 				name += " (cordoned)"
 			}
-			fmt.Fprintf(tw, "%s%s\t%g\t%d\t%d\t%d\t%.3f\t%.3f\t%.3f\t%.3f\n", indent, name, factor(l.q.PriorityFactor),
+			fmt.Fprintf(tw, "%s%s\t%g\t%d\t%d\t%d\t%.3f\t%.3f\t%.3f\t%.3f", indent, name, factor(l.q.PriorityFactor),
 				s.Queued, s.Leased, s.Running, s.Share, s.FairShare, s.AdjustedFairShare, s.Usage)
+			if retry {
+				fmt.Fprintf(tw, "\t%s", retryText(l.q.RetryPolicy))
+			}
+			fmt.Fprintln(tw)
 		case queues:
 			s := l.g.Status
-			fmt.Fprintf(tw, "%s%s/\t%g\t%d\t-\t%d\t%.3f\t%.3f\t%.3f\t%.3f\n", indent, l.name, factor(l.g.PriorityFactor),
+			fmt.Fprintf(tw, "%s%s/\t%g\t%d\t-\t%d\t%.3f\t%.3f\t%.3f\t%.3f", indent, l.name, factor(l.g.PriorityFactor),
 				s.Queued, s.Running, s.Share, s.FairShare, s.AdjustedFairShare, s.Usage)
+			if retry {
+				fmt.Fprint(tw, "\t-")
+			}
+			fmt.Fprintln(tw)
 		default:
 			s := l.g.Status
 			fmt.Fprintf(tw, "%s%s\t%g\t%s\t%s\t%s\t%d\t%d\t%.3f\t%.3f\t%.3f\t%.3f\n", indent, l.name, factor(l.g.PriorityFactor),
@@ -292,6 +345,42 @@ func listTree(ctx context.Context, c cmdIO, cl *client.Client, asJSON, queues bo
 	})
 	_ = tw.Flush()
 	return 0
+}
+
+// retryText is a retry policy in a line: "max 5: 137,143,oom ×3 avoid;
+// 1 ×1", each rule its exit codes and reasons, its retry limit and
+// whether it avoids the node; "max default" when the policy gives no
+// maxAttempts; "-" for no policy.
+func retryText(p *api.RetryPolicy) string {
+	if p == nil {
+		return "-"
+	}
+	max := "default"
+	if p.MaxAttempts > 0 {
+		max = strconv.Itoa(p.MaxAttempts)
+	}
+	var rules []string
+	for _, r := range p.Rules {
+		var on []string
+		for _, c := range r.OnExitCodes {
+			on = append(on, strconv.Itoa(c))
+		}
+		for _, why := range r.OnReasons {
+			on = append(on, string(why))
+		}
+		t := strings.Join(on, ",")
+		if r.RetryLimit > 0 {
+			t += " ×" + strconv.Itoa(r.RetryLimit)
+		}
+		if r.AvoidSameNode {
+			t += " avoid"
+		}
+		rules = append(rules, t)
+	}
+	if len(rules) == 0 {
+		return "max " + max
+	}
+	return "max " + max + ": " + strings.Join(rules, "; ")
 }
 
 func factor(f float64) float64 {

@@ -90,6 +90,9 @@ type task struct {
 	phase   api.JobPhase
 	exit    int
 	reason  string
+	// failure is the failure reason of a failed or returned pod
+	// (FailureReasonOf).
+	failure string
 	// killed: the service ordered the pod stopped, with grace (negative:
 	// the pod's own grace period).
 	killed bool
@@ -243,6 +246,9 @@ func (e *Executor) Step(ctx context.Context) (api.ReportReply, error) {
 		if t.phase == api.PhaseFailed {
 			jr.ExitCode = t.exit
 		}
+		if t.phase == api.PhaseFailed || t.phase == api.PhaseReturned {
+			jr.FailureReason = t.failure
+		}
 		rep.Jobs = append(rep.Jobs, jr)
 		if t.terminal() {
 			ended = append(ended, k)
@@ -357,7 +363,7 @@ func (e *Executor) observe(ctx context.Context, pods []*corev1.Pod) {
 			}
 			continue
 		}
-		t.phase, t.exit, t.reason = phase, exit, reason
+		t.phase, t.exit, t.reason, t.failure = phase, exit, reason, FailureReasonOf(p)
 	}
 }
 

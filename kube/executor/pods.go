@@ -242,6 +242,31 @@ func PhaseOf(p *corev1.Pod) (phase api.JobPhase, exitCode int, reason string) {
 	return api.PhasePending, 0, ""
 }
 
+// FailureReasonOf classifies a failed pod for a queue's retry policy
+// (api.ReportedFailureReasons): oom when a container was OOMKilled,
+// evicted when its kubelet evicted it (status reason Evicted), deadline
+// when it ran past its active deadline (status reason DeadlineExceeded);
+// "" otherwise, and for a pod that has not failed.
+func FailureReasonOf(p *corev1.Pod) string {
+	if p.Status.Phase != corev1.PodFailed {
+		return ""
+	}
+	switch p.Status.Reason {
+	case "Evicted":
+		return api.FailureEvicted
+	case "DeadlineExceeded":
+		return api.FailureDeadline
+	}
+	for _, st := range [][]corev1.ContainerStatus{p.Status.ContainerStatuses, p.Status.InitContainerStatuses} {
+		for _, s := range st {
+			if t := s.State.Terminated; t != nil && t.Reason == "OOMKilled" {
+				return api.FailureOOM
+			}
+		}
+	}
+	return ""
+}
+
 // disrupted reports whether the pod failed because it was evicted by its
 // kubelet (status reason Evicted) or disrupted (a DisruptionTarget=True
 // condition: the taint manager, pod GC, a kubelet's shutdown or

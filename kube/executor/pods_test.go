@@ -119,3 +119,27 @@ func FuzzParsePodTemplate(f *testing.F) {
 		}
 	})
 }
+
+// FailureReasonOf: an OOMKilled container is oom, an evicted pod evicted,
+// a pod cut at its active deadline deadline; any other pod, and one that
+// has not failed, none.
+func TestFailureReasonOfClassifiesFailedPodsForRetryPolicies(t *testing.T) {
+	killed := func(reason string, code int32) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: "job", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason}}}
+	}
+	for _, tc := range []struct {
+		name   string
+		status corev1.PodStatus
+		want   string
+	}{
+		{"OOMKilled container", corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{killed("OOMKilled", 137)}}, "oom"},
+		{"OOMKilled init container", corev1.PodStatus{Phase: corev1.PodFailed, InitContainerStatuses: []corev1.ContainerStatus{killed("OOMKilled", 137)}}, "oom"},
+		{"evicted", corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", ContainerStatuses: []corev1.ContainerStatus{killed("Error", 137)}}, "evicted"},
+		{"deadline", corev1.PodStatus{Phase: corev1.PodFailed, Reason: "DeadlineExceeded"}, "deadline"},
+		{"an exit code alone", corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{killed("Error", 137)}}, ""},
+		{"refused by the kubelet", corev1.PodStatus{Phase: corev1.PodFailed, Reason: "OutOfcpu"}, ""},
+		{"running, once OOMKilled", corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{killed("OOMKilled", 137)}}, ""},
+	} {
+		require.Equal(t, tc.want, executor.FailureReasonOf(&corev1.Pod{Status: tc.status}), tc.name)
+	}
+}
