@@ -201,6 +201,10 @@ class Queue(_Wire):
     guaranteed: Optional[Quantities] = None
     limit: Optional[Quantities] = None
     lending_limit: Optional[Quantities] = None
+    # retry_policy is the queue's retry policy as the service's form:
+    # {"maxAttempts": 5, "rules": [{"onExitCodes": [137], "onReasons": ["oom"],
+    # "retryLimit": 3, "avoidSameNode": True}]}; None is no policy.
+    retry_policy: Optional[Dict[str, Any]] = None
     status: Optional[QueueStatus] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 

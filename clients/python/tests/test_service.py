@@ -219,6 +219,19 @@ def test_queues_and_groups_round_trip_with_their_tree_fields(service):
         c.delete_group("g")  # h and q1 hang from it
     assert (err.value.field, err.value.value) == ("group", "g")
 
+    # A retry policy goes and comes back in the service's form; a bad one is
+    # refused naming its field.
+    policy = {"maxAttempts": 4, "rules": [{"onExitCodes": [137], "retryLimit": 2, "avoidSameNode": True}]}
+    q = c.queue("q1")
+    q.retry_policy = policy
+    c.update_queue(q)
+    assert c.queue("q1").retry_policy == policy
+    q.retry_policy = {"rules": [{"retryLimit": 1}]}
+    with pytest.raises(flotilla.BadRequestError) as err:
+        c.update_queue(q)
+    assert "rules[0]" in err.value.field
+    assert c.queue("q1").retry_policy == policy
+
     c.delete_queue("q1")
     c.delete_group("h")
     c.delete_group("g")
