@@ -148,21 +148,32 @@ func schedule(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.SetOutput(stderr)
 	format := fs.String("o", "table", "output format: table or json")
 	expectPath := fs.String("expect", "", "compare the outcome with this .expect.json file")
-	if err := fs.Parse(args); err != nil {
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: flotilla schedule [-o table|json] [-expect FILE.expect.json] FILE\n"+
+			"  FILE is a scenario file (docs/scenarios.md); flags may come before or after it\n")
+		fs.PrintDefaults()
+	}
+	pos, err := parse(fs, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
-	if fs.NArg() != 1 {
-		fmt.Fprint(stderr, usage)
+	if len(pos) != 1 {
+		if len(pos) == 0 {
+			fmt.Fprint(stderr, "flotilla schedule: want a scenario FILE\n")
+		} else {
+			fmt.Fprintf(stderr, "flotilla schedule: want one scenario FILE, got %d arguments: %q\n", len(pos), pos)
+		}
+		fs.Usage()
 		return 2
 	}
 	if *format != "table" && *format != "json" {
 		fmt.Fprintf(stderr, "flotilla: -o %q: want table or json\n", *format)
 		return 2
 	}
-	path := fs.Arg(0)
+	path := pos[0]
 	data, err := os.ReadFile(path)
 	if err != nil {
 		fmt.Fprintf(stderr, "flotilla: %v\n", err)

@@ -144,6 +144,7 @@ func TestSubcommandHelpExitsZero(t *testing.T) {
 	code, _, errOut := runCmd("schedule", "-h")
 	assert.Equal(t, 0, code)
 	assert.Contains(t, errOut, "-expect")
+	assert.Contains(t, errOut, "FILE is a scenario file", "the help names its argument")
 	code, _, errOut = runCmd("priority", "-h")
 	assert.Equal(t, 0, code)
 	assert.Contains(t, errOut, "-bank-tree")
@@ -240,4 +241,21 @@ func TestScheduleStreamsRoundsInBoundedMemory(t *testing.T) {
 	// The scenario's jobs and the queue hold about 1 KB per job; one round's
 	// unschedulable list is 48 bytes per job.
 	assert.Less(t, grew, int64(jobs)<<10, "the runner keeps rounds it has written")
+}
+
+// Flags may follow the scenario file, as explain and the client commands
+// allow; a wrong number of arguments is named.
+func TestScheduleTakesFlagsAfterTheFileAndNamesExtraArguments(t *testing.T) {
+	f := "../../testdata/scenarios/three-queues-one-node.json"
+	before, out1, _ := runCmd("schedule", "-o", "json", f)
+	after, out2, _ := runCmd("schedule", f, "-o", "json")
+	assert.Equal(t, 0, before)
+	assert.Equal(t, 0, after)
+	assert.Equal(t, out1, out2)
+	code, _, errOut := runCmd("schedule", f, "other.json")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, `want one scenario FILE, got 2 arguments: ["`)
+	code, _, errOut = runCmd("schedule", "-o", "json")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "want a scenario FILE")
 }
