@@ -217,7 +217,9 @@ func schedule(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		writeRound, finish = scenario.NewTableStream(stdout).WriteRound, func() error { return nil }
 	}
 	var writeErr error
+	rounds := 0
 	err = scenario.RunStream(ctx, built, func(r *scenario.RoundOutput) error {
+		rounds++
 		if writeErr = writeRound(r); writeErr != nil {
 			return writeErr
 		}
@@ -238,12 +240,16 @@ func schedule(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		return 2
 	}
+	if rounds == 0 {
+		fmt.Fprintf(stderr, "flotilla: %s has no rounds: nothing was scheduled\n", path)
+	}
 	if check != nil {
 		if err := check.Err(); err != nil {
 			fmt.Fprintf(stderr, "flotilla: %s differs from %s:\n", path, *expectPath)
 			printErrors(stderr, err)
 			return 1
 		}
+		fmt.Fprintf(stderr, "flotilla: %s matches %s (%d rounds)\n", path, *expectPath, rounds)
 	}
 	return 0
 }

@@ -259,3 +259,18 @@ func TestScheduleTakesFlagsAfterTheFileAndNamesExtraArguments(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "want a scenario FILE")
 }
+
+// -expect says when the scenario matches, not only when it differs; a
+// scenario with no rounds says so.
+func TestScheduleSaysWhenTheExpectationsHoldAndWhenThereAreNoRounds(t *testing.T) {
+	f := "../../testdata/scenarios/tree-limit.json"
+	code, _, errOut := runCmd("schedule", "-expect", "../../testdata/scenarios/tree-limit.expect.json", f)
+	assert.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "matches ../../testdata/scenarios/tree-limit.expect.json (2 rounds)")
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.json")
+	require.NoError(t, os.WriteFile(empty, []byte(`{"nodes": [{"name": "n", "resources": {"cpu": "1"}}], "queues": [{"name": "A"}], "rounds": []}`), 0o644))
+	code, _, errOut = runCmd("schedule", empty)
+	assert.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "has no rounds")
+}
