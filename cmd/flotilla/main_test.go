@@ -274,3 +274,15 @@ func TestScheduleSaysWhenTheExpectationsHoldAndWhenThereAreNoRounds(t *testing.T
 	assert.Equal(t, 0, code, errOut)
 	assert.Contains(t, errOut, "has no rounds")
 }
+
+// The commands with subcommands answer -h with their usage and exit 0.
+func TestCommandsWithSubcommandsAnswerHelp(t *testing.T) {
+	for _, tc := range []struct{ cmd, want string }{
+		{"queue", "cordon NAME"}, {"group", "-lending-limit"}, {"cluster", "uncordon NAME"},
+	} {
+		code, _, errOut := runCmd(tc.cmd, "-h")
+		assert.Equal(t, 0, code, tc.cmd)
+		assert.Contains(t, errOut, "usage: flotilla "+tc.cmd, tc.cmd)
+		assert.Contains(t, errOut, tc.want, tc.cmd)
+	}
+}

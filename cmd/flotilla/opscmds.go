@@ -140,6 +140,11 @@ func clusterCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if len(args) == 0 {
 		return c.usage("want list, cordon NAME or uncordon NAME")
 	}
+	if isHelp(args[0]) {
+		fmt.Fprint(stderr, "usage: flotilla cluster list [-o json] | cordon NAME | uncordon NAME\n"+
+			"  cordon: no new leases go to the cluster, its running jobs go on (admin)\n")
+		return 0
+	}
 	switch args[0] {
 	case "cordon", "uncordon":
 		return cordonCmd(ctx, "cluster", args, stdout, stderr)

@@ -142,6 +142,21 @@ func treeCmd(ctx context.Context, kind string, args []string, stdout, stderr io.
 	if len(args) == 0 {
 		return c.usage("want create NAME, update NAME, list or delete NAME")
 	}
+	if isHelp(args[0]) {
+		fs := flag.NewFlagSet(kind, flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		addClientFlags(fs)
+		addTreeFlags(fs, kind)
+		outputFlag(fs)
+		more := ""
+		if kind == "queue" {
+			more = " | cordon NAME | uncordon NAME"
+		}
+		fmt.Fprintf(stderr, "usage: flotilla %s create NAME [flags] | update NAME [flags] | list [-o json] | delete NAME%s\n"+
+			"  (docs/queue-tree.md: the queue tree's fields)\n", kind, more)
+		fs.PrintDefaults()
+		return 0
+	}
 	fs := flag.NewFlagSet(kind+" "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cf := addClientFlags(fs)
@@ -434,4 +449,13 @@ func walkTree(lines []treeLine, fn func(l treeLine, depth int)) {
 		}
 	}
 	walk("", 0)
+}
+
+// isHelp reports whether a subcommand position holds a request for help.
+func isHelp(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--help", "help":
+		return true
+	}
+	return false
 }
