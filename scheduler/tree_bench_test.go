@@ -16,10 +16,23 @@ import (
 // queue and limits on the groups that do not bind (so every rule's check
 // runs); without, the same queues are a flat list.
 func treeBench(b *testing.B, tree, interleaved, byQueue bool) {
+	treeBenchWeighted(b, tree, interleaved, byQueue, false)
+}
+
+// treeBenchWeighted is treeBench; with weighted set, each queue (and group)
+// has a priority factor drawn from 0.5, 1, 2 and 4 by a fixed sequence, so
+// that neither cycle visits the queues in a regular order.
+func treeBenchWeighted(b *testing.B, tree, interleaved, byQueue, weighted bool) {
 	if testing.Short() {
 		b.Skip("large")
 	}
 	s, snap := benchWorldLaidOut(b, 1000, 1000, 1000000, byQueue)
+	factors := []float64{0.5, 1, 2, 4}
+	if weighted {
+		for i, q := range snap.Queues {
+			q.PriorityFactor = factors[(i*7+i/13)%4]
+		}
+	}
 	if tree {
 		schema := flotilla.MustResourceSchema("cpu", "memory", "nvidia.com/gpu")
 		quota := func(cpu int) flotilla.Resources {
@@ -35,6 +48,9 @@ func treeBench(b *testing.B, tree, interleaved, byQueue bool) {
 		for g := range 50 {
 			snap.Groups = append(snap.Groups, &flotilla.QueueGroup{Name: fmt.Sprintf("g%02d", g), Parent: fmt.Sprintf("top%d", g/10),
 				Guaranteed: quota(200), Limit: quota(1200)})
+			if weighted {
+				snap.Groups[len(snap.Groups)-1].PriorityFactor = factors[g%4]
+			}
 		}
 		for i, q := range snap.Queues {
 			q.Parent = fmt.Sprintf("g%02d", i/20)
@@ -85,3 +101,11 @@ func processCPU() int64 {
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
 }
+
+// BenchmarkTreeCycle1kLeavesWeighted and BenchmarkFlatCycle1kLeavesWeighted
+// give the queues (and groups) unequal priority factors: the flat cycle then
+// no longer visits the queues in a perfectly regular order either.
+func BenchmarkTreeCycle1kLeavesWeighted(b *testing.B) { treeBenchWeighted(b, true, false, false, true) }
+
+// BenchmarkFlatCycle1kLeavesWeighted: see BenchmarkTreeCycle1kLeavesWeighted.
+func BenchmarkFlatCycle1kLeavesWeighted(b *testing.B) { treeBenchWeighted(b, false, false, false, true) }
