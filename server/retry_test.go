@@ -286,3 +286,57 @@ func TestReturnedJobsFailureReasonMatchesARuleOnIt(t *testing.T) {
 	require.True(t, last.AvoidNode)
 	require.Equal(t, []string{"c1/" + r.Leases[0].Node}, w.queuedJob(id).AvoidNodes)
 }
+
+// failMember leases gang jobs ids again (the next cycle places them all on
+// cluster c), reports them running, then member ids[k] failed with code.
+func (w *world) failMember(c string, ids []string, k, code int) {
+	w.t.Helper()
+	require.Equal(w.t, len(ids), w.cycle().Leased)
+	r := w.report(Report{Cluster: c})
+	running := held(PhaseRunning, r.Leases)
+	w.report(Report{Cluster: c, Jobs: running})
+	for i := range running {
+		if running[i].Job == ids[k] {
+			running[i].Phase, running[i].ExitCode = PhaseFailed, code
+		}
+	}
+	w.report(Report{Cluster: c, Jobs: running})
+}
+
+// A rule's retry limit counts the gang's retries, whichever member's run
+// failed: with retryLimit 1, the gang retried once after one member's
+// failure fails whole when another member's run then fails (it was
+// retried again, once per member, when each member kept its own count).
+func TestGangRetryLimitCountsTheGangsRetriesNotEachMembers(t *testing.T) {
+	w := newWorld(t)
+	w.policyQueue("A", &events.RetryPolicy{MaxAttempts: 10, Rules: []events.RetryRule{
+		{OnExitCodes: []int{137}, RetryLimit: 1}}})
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 2, 4)})
+	ids := w.submit("A", "s1", gangJobs("g", 2, "1"))
+	w.failMember("c1", ids, 0, 137)
+	for _, id := range ids {
+		require.Equal(t, events.Queued, w.state(id), "the first failure retries the gang: %s", id)
+	}
+	w.failMember("c1", ids, 1, 137)
+	evs := w.jobEvents("A", "s1", ids[1])
+	last := evs[len(evs)-1]
+	require.Equal(t, events.Failed, last.Type, "the gang's second failure reaches the limit: %s", last.Reason)
+	require.Contains(t, last.Reason, "its retry limit is reached (1 of 1)")
+	for _, id := range ids {
+		require.Equal(t, events.FailedState, w.state(id), id)
+	}
+
+	// A restart rebuilds the gang's count from the members' events.
+	w2 := newWorld(t)
+	w2.policyQueue("A", &events.RetryPolicy{MaxAttempts: 10, Rules: []events.RetryRule{
+		{OnExitCodes: []int{137}, RetryLimit: 1}}})
+	w2.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 2, 4)})
+	ids = w2.submit("A", "s1", gangJobs("g", 2, "1"))
+	w2.failMember("c1", ids, 0, 137)
+	w2.restart()
+	w2.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 2, 4)})
+	w2.failMember("c1", ids, 1, 137)
+	for _, id := range ids {
+		require.Equal(t, events.FailedState, w2.state(id), id)
+	}
+}
