@@ -340,3 +340,32 @@ func TestGangRetryLimitCountsTheGangsRetriesNotEachMembers(t *testing.T) {
 		require.Equal(t, events.FailedState, w2.state(id), id)
 	}
 }
+
+// Gang members failing together (the same deadline passed in one cycle)
+// are one failure of the gang's run: it counts one retry of the gang, so
+// a rule with retryLimit 2 retries the gang twice, then fails it whole.
+func TestGangMembersFailingTogetherCountOneRetryOfTheGang(t *testing.T) {
+	w := newWorld(t)
+	w.policyQueue("A", &events.RetryPolicy{MaxAttempts: 10, Rules: []events.RetryRule{
+		{OnReasons: []events.FailureReason{events.ReasonDeadline}, RetryLimit: 2}}})
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 2, 4)})
+	tmpl := gangJobs("g", 2, "1")
+	tmpl.ActiveDeadline = "10s"
+	ids := w.submit("A", "s1", tmpl)
+	w.cycle()
+	for round := 1; round <= 3; round++ {
+		r := w.report(Report{Cluster: "c1"})
+		require.Len(t, r.Leases, 2, "round %d: the gang is leased whole", round)
+		w.report(Report{Cluster: "c1", Jobs: held(PhaseRunning, r.Leases)})
+		w.clock.Advance(11 * time.Second)
+		w.report(Report{Cluster: "c1", Jobs: held(PhaseRunning, r.Leases)})
+		w.cycle() // both pass their deadline, and a retried gang is leased again
+		want := events.LeasedState
+		if round == 3 {
+			want = events.FailedState
+		}
+		for _, id := range ids {
+			require.Equal(t, want, w.state(id), "round %d: %s %v", round, id, eventTypes(w.jobEvents("A", "s1", id)))
+		}
+	}
+}
