@@ -101,7 +101,6 @@ func (s *state) endBrokenGangs(ctx context.Context) {
 // events that end its gang mates' leases the same way (see above). The
 // caller holds mu.
 func (s *state) followGangs(w *backend.Write, now time.Time) {
-	s.oneRetryPerGang(w)
 	n := len(w.Events)
 	var touched map[*job]bool
 	for i := 0; i < n; i++ {
@@ -157,40 +156,5 @@ func (s *state) followGangs(w *backend.Write, now time.Time) {
 			}
 			w.Events = append(w.Events, ev)
 		}
-	}
-}
-
-// oneRetryPerGang keeps one retry per gang in w: when members of a gang
-// failed together (the same deadline passed, one report listing both) and
-// a rule retries each, the gang's run failed once, and its retries are
-// counted once (retryState sums its members'). The first such event
-// counts it; a later member's run-failed becomes what its mates' events
-// are (preempted and queued again, its own failure in the reason), a
-// later lease end keeps its requeue but names no rule.
-func (s *state) oneRetryPerGang(w *backend.Write) {
-	var first map[string]string
-	for i := range w.Events {
-		e := &w.Events[i]
-		if e.Rule == 0 || !(e.Type == events.RunFailed || e.Requeued && (e.Type == events.LeaseExpired || e.Type == events.LeaseReturned)) {
-			continue
-		}
-		j := s.jobs.get(e.Job)
-		if j == nil || !j.spec.IsGang() {
-			continue
-		}
-		k := gangKey(j.spec)
-		by, seen := first[k]
-		if !seen {
-			if first == nil {
-				first = make(map[string]string)
-			}
-			first[k] = e.Job
-			continue
-		}
-		note := fmt.Sprintf("gang %s: retried for member %s's failure, counted there", j.spec.Gang.ID, by)
-		if e.Type == events.RunFailed {
-			e.Type, e.ExitCode, e.Requeued = events.Preempted, 0, true
-		}
-		e.Rule, e.AvoidNode, e.Reason = 0, false, note+"; its own: "+e.Reason
 	}
 }

@@ -54,28 +54,8 @@ func WithRetryPolicy(p *events.RetryPolicy) QueueOption {
 func (s *state) policy(j *job) *events.RetryPolicy { return s.retry[j.spec.Queue] }
 
 // retryState is the part of live job j's events.Job a policy decides on.
-// A gang member's Retries are its gang's: each retry of the gang is
-// counted on the one member whose failed run it retried (its mates are
-// preempted and queued again, which counts none), so the gang's are the
-// sums over its members, and a rule's limit bounds the gang's retries
-// whichever member fails.
 func (s *state) retryState(j *job) events.Job {
-	st := events.Job{Attempts: int(j.attempts), Retries: s.retries[j.id()]}
-	if !j.spec.IsGang() {
-		return st
-	}
-	var sum []int
-	for _, m := range s.gangs.members[gangKey(j.spec)] {
-		r := s.retries[m.id()]
-		if len(sum) < len(r) {
-			sum = append(sum, make([]int, len(r)-len(sum))...)
-		}
-		for i, n := range r {
-			sum[i] += n
-		}
-	}
-	st.Retries = sum
-	return st
+	return events.Job{Attempts: int(j.attempts), Retries: s.retries[j.id()]}
 }
 
 // loadRetryPolicies reads the stored policies (load).
