@@ -54,15 +54,17 @@ func (g *gangTable) remove(j *job) {
 }
 
 // endBrokenGangs cancels the queued members of gangs left with fewer
-// members than their cardinality (see above), in one write. A failure
-// leaves the gangs marked, for the next write to retry. The caller holds
-// mu.
+// members than their cardinality (see above), in one write. A gang whose
+// other members are live stays marked: when their leases end and they are
+// queued again, a later write cancels them. A failure leaves the gangs
+// marked, for the next write to retry. The caller holds mu.
 func (s *state) endBrokenGangs(ctx context.Context) {
 	if len(s.gangs.broken) == 0 {
 		return
 	}
 	now := s.clock.Now()
 	w := &backend.Write{}
+	var live map[string]bool
 	for _, k := range slices.Sorted(maps.Keys(s.gangs.broken)) {
 		ms := s.gangs.members[k]
 		if len(ms) == 0 || len(ms) >= ms[0].spec.Gang.Cardinality {
@@ -71,6 +73,12 @@ func (s *state) endBrokenGangs(ctx context.Context) {
 		}
 		for _, m := range ms {
 			if m.state != events.Queued {
+				if m.state.Live() {
+					if live == nil {
+						live = make(map[string]bool)
+					}
+					live[k] = true
+				}
 				continue
 			}
 			sj := m.spec
@@ -79,15 +87,14 @@ func (s *state) endBrokenGangs(ctx context.Context) {
 					sj.Gang.ID, len(ms), sj.Gang.Cardinality)})
 		}
 	}
-	if len(w.Events) == 0 {
-		clear(s.gangs.broken)
-		return
+	if len(w.Events) > 0 {
+		if _, err := s.commit(ctx, w); err != nil {
+			return
+		}
 	}
-	if _, err := s.commit(ctx, w); err == nil {
-		// The cancelled members marked their gangs again; those have no
-		// queued member left.
-		clear(s.gangs.broken)
-	}
+	// The cancelled members marked their gangs again; those have no
+	// queued member left. Those with live members stay marked.
+	maps.DeleteFunc(s.gangs.broken, func(k string, _ bool) bool { return !live[k] })
 }
 
 // followGangs appends to w, for every gang member whose lease w ends, the

@@ -286,3 +286,33 @@ func TestReturnedJobsFailureReasonMatchesARuleOnIt(t *testing.T) {
 	require.True(t, last.AvoidNode)
 	require.Equal(t, []string{"c1/" + r.Leases[0].Node}, w.queuedJob(id).AvoidNodes)
 }
+
+// A gang that lost a member while its others were live can never run
+// whole: when those are queued again later (their leases expired, or a
+// retry), they are cancelled, not left queued for ever.
+func TestBrokenGangsLiveMembersQueuedAgainLaterAreCancelled(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 3, 4)})
+	ids := w.submit("A", "s1", gangJobs("g", 3, "1"))
+	require.Equal(t, 3, w.cycle().Leased)
+	r := w.report(Report{Cluster: "c1"})
+	running := held(PhaseRunning, r.Leases)
+	w.report(Report{Cluster: "c1", Jobs: running})
+	_, err := w.srv.Cancel(w.ctx, ids[1])
+	require.NoError(t, err)
+	for i := range running {
+		if running[i].Job == ids[1] {
+			running[i].Phase = PhaseStopped
+		}
+	}
+	w.report(Report{Cluster: "c1", Jobs: running})
+	require.Equal(t, events.CancelledState, w.state(ids[1]))
+	require.Equal(t, events.RunningState, w.state(ids[0]), "its running mates go on")
+	// The executor stops reporting: the leases expire and are queued again.
+	w.clock.Advance(time.Hour)
+	w.cycle()
+	for _, id := range []string{ids[0], ids[2]} {
+		require.Equal(t, events.CancelledState, w.state(id), "%s %v", id, eventTypes(w.jobEvents("A", "s1", id)))
+	}
+}
