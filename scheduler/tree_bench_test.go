@@ -108,4 +108,6 @@ func processCPU() int64 {
 func BenchmarkTreeCycle1kLeavesWeighted(b *testing.B) { treeBenchWeighted(b, true, false, false, true) }
 
 // BenchmarkFlatCycle1kLeavesWeighted: see BenchmarkTreeCycle1kLeavesWeighted.
-func BenchmarkFlatCycle1kLeavesWeighted(b *testing.B) { treeBenchWeighted(b, false, false, false, true) }
+func BenchmarkFlatCycle1kLeavesWeighted(b *testing.B) {
+	treeBenchWeighted(b, false, false, false, true)
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/flotilla-sched/flotilla/api"
+	"github.com/flotilla-sched/flotilla/client"
 	"github.com/flotilla-sched/flotilla/cmd/flotilla/internal/nodesfile"
 	"github.com/flotilla-sched/flotilla/executor"
 	"github.com/flotilla-sched/flotilla/server"
@@ -68,6 +70,17 @@ func executorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	// The first report registers the nodes: a file the service refuses
+	// (a resource it does not schedule, say) would be refused every period
+	// for ever, so it ends the command, naming the field. A service not
+	// reachable yet is retried by the loop.
+	if _, err := ex.Step(ctx); err != nil {
+		if errors.Is(err, client.ErrBadRequest) {
+			fmt.Fprintf(stderr, "flotilla executor: the service refused the nodes of %s:\n", *nodesPath)
+			return c.fail(err)
+		}
+		log.Warn("report failed", "err", err)
+	}
 	fmt.Fprintf(stdout, "executor %s: %d nodes, reporting to %s every %s\n", *cluster, len(nodes), *cf.server, *renew)
 	_ = ex.Run(ctx, func(err error) { log.Warn("report failed", "err", err) })
 	log.Info("stopped", "held", len(ex.Held()), "succeeded", ex.Finished(api.PhaseSucceeded),
