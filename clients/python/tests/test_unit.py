@@ -140,11 +140,11 @@ def test_json_forms_use_the_api_names_and_keep_unknown_fields():
         "terminationGracePeriod": "1500000us", "clientId": "c",
         "gang": {"id": "g", "cardinality": 2, "nodeUniformityLabel": "zone"}, "exitCode": 0, "pools": ["a100"]}
     doc = {"name": "q", "parent": "g", "lendingLimit": {"cpu": "1"}, "retryPolicy": {"maxAttempts": 5},
-           "status": {"queued": 3, "adjustedFairShare": 0.5, "cordoned": True}}
+           "pools": ["a100"], "status": {"queued": 3, "adjustedFairShare": 0.5, "cordoned": True}}
     q = flotilla.Queue.from_dict(doc)
-    assert (q.lending_limit, q.status.queued, q.status.adjusted_fair_share, q.status.cordoned) == (
-        {"cpu": "1"}, 3, 0.5, True)
-    assert q.extra == {"retryPolicy": {"maxAttempts": 5}}
+    assert (q.lending_limit, q.retry_policy, q.status.queued, q.status.adjusted_fair_share, q.status.cordoned) == (
+        {"cpu": "1"}, {"maxAttempts": 5}, 3, 0.5, True)
+    assert q.extra == {"pools": ["a100"]}, "a field the client does not know is kept"
     back = q.to_dict()
     back["status"] = {k: v for k, v in back["status"].items() if k in doc["status"]}
     assert back == doc
