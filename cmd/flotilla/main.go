@@ -84,7 +84,7 @@ const usage = `usage:
   flotilla status   JOB_ID... [-v] [-o json]
   flotilla executor -cluster NAME -nodes FILE [-renew 5s]
   flotilla version                       # the version and the commit it was built from
-      the queueing service, its clients and a fake executor (SERVICE.md); clients
+      the queueing service, its clients and a fake executor (docs/job-lifecycle.md); clients
       take -server URL[,URL...] (or $FLOTILLA_SERVER) and -token T (or $FLOTILLA_TOKEN)
 
 exit codes: 0 success, 1 the service refused or failed the request, 2 bad input or usage

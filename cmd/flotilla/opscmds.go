@@ -12,7 +12,7 @@ import (
 	"github.com/flotilla-sched/flotilla/api"
 )
 
-// The operator's commands (SERVICE.md): reprioritize and preempt.
+// The operator's commands: reprioritize and preempt.
 
 // reprioritizeCmd is `flotilla reprioritize -priority N (JOB_ID... |
 // -queue Q -jobset S)`.

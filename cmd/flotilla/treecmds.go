@@ -17,7 +17,7 @@ import (
 	"github.com/flotilla-sched/flotilla/events"
 )
 
-// The queue and group commands: the queue tree's nodes (QUEUE-TREE.md).
+// The queue and group commands: the queue tree's nodes (docs/queue-tree.md).
 
 // treeFlags are the definition flags queue and group share.
 type treeFlags struct {
@@ -31,7 +31,7 @@ type treeFlags struct {
 func addTreeFlags(fs *flag.FlagSet, kind string) treeFlags {
 	var retry *string
 	if kind == "queue" {
-		retry = fs.String("retry-policy", "", "a JSON file of the queue's retry policy (SERVICE.md); on update, an empty name removes it")
+		retry = fs.String("retry-policy", "", "a JSON file of the queue's retry policy (README: maxAttempts and rules); on update, an empty name removes it")
 	}
 	return treeFlags{
 		retryPolicy: retry,

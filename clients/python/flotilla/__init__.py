@@ -8,8 +8,8 @@ follow them.
         print(e.seq, e.job, e.type)
 
 Standard library only. The HTTP API it calls is httpapi/openapi.json of
-the Flotilla repository; the job life cycle and the event form are
-SERVICE.md's.
+the Flotilla repository; the job life cycle and the event form are in
+its docs/job-lifecycle.md.
 """
 
 from .client import DEFAULT_SERVER, Client, Watch

@@ -264,7 +264,7 @@ class Client:
         return list((self._call("POST", "/v1/jobs", body=doc) or {}).get("jobIds") or [])
 
     def submit_file(self, file: Union[PathLike, Mapping[str, Any], bytes]) -> List[str]:
-        """Submits a submit file (SERVICE.md): a path to one, its JSON as
+        """Submits a submit file: a path to one, its JSON as
         bytes, or its dict. A file's bytes go to the server as they are, so
         the fields of a refusal are those of the file."""
         if isinstance(file, bytes):
@@ -337,7 +337,7 @@ class Watch(Iterator[Event]):
     It reads the event stream (JSON lines) from from_seq; when the
     connection drops or the server ends the stream, it connects again
     asking for next_seq (the last event's seq + 1), so it sees every event
-    once, in order, with no gap: SERVICE.md's promise for watchers. A line
+    once, in order, with no gap: the service's promise to watchers (docs/job-lifecycle.md). A line
     cut short by a drop is discarded and read again after reconnecting.
 
     A refusal (APIError) ends the iteration with that error, but for 503

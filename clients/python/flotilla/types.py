@@ -1,4 +1,4 @@
-"""The API's JSON forms as dataclasses (httpapi/openapi.json, SERVICE.md).
+"""The API's JSON forms as dataclasses (httpapi/openapi.json, docs/job-lifecycle.md).
 
 Attribute names are the JSON names in snake case (``jobSet`` is
 ``job_set``). ``from_dict`` reads a JSON object, keeping fields this
@@ -33,11 +33,11 @@ __all__ = [
     "duration",
 ]
 
-#: A job's states (SERVICE.md's life cycle).
+#: A job's states (docs/job-lifecycle.md).
 STATES = ("queued", "leased", "running", "succeeded", "failed", "cancelled", "preempted")
 #: The states no event follows.
 TERMINAL_STATES = frozenset(("succeeded", "failed", "cancelled", "preempted"))
-#: The event types of SERVICE.md.
+#: The event types of docs/job-lifecycle.md.
 EVENT_TYPES = (
     "submitted", "leased", "running", "succeeded", "failed", "cancelled", "preempted",
     "lease-expired", "lease-returned", "cancel-requested", "reprioritized", "run-failed",
@@ -115,7 +115,7 @@ _FRACTION = re.compile(r"\.(\d+)")
 
 @dataclass
 class Event(_Wire):
-    """One event of a job set's log (SERVICE.md's event form)."""
+    """One event of a job set's log (docs/job-lifecycle.md's event form)."""
 
     seq: int
     time: str
@@ -191,7 +191,7 @@ class QueueStatus(_Wire):
 @dataclass
 class Queue(_Wire):
     """A queue: its weight, per-class limits and its place in the queue tree
-    (QUEUE-TREE.md: parent group, guaranteed, limit, lending limit, each a
+    (docs/queue-tree.md: parent group, guaranteed, limit, lending limit, each a
     map of resource name to quantity). status is read only."""
 
     name: str
@@ -269,7 +269,7 @@ class Gang(_Wire):
 
 @dataclass
 class JobTemplate(_Wire):
-    """A job template of the submit file (SERVICE.md): count copies of one job.
+    """A job template of the submit file: count copies of one job.
 
     requests maps resource names to quantities ({"cpu": "1", "memory":
     "4Gi"}); durations are Go's form ("30s") or a timedelta. runtime and
