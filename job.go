@@ -96,6 +96,12 @@ type Queue struct {
 	Guaranteed, Limit, LendingLimit Resources
 }
 
+// InTree reports whether the queue takes part in a queue tree beyond a flat
+// list: it hangs from a group or has a quota vector.
+func (q *Queue) InTree() bool {
+	return q.Parent != "" || q.Guaranteed != nil || q.Limit != nil || q.LendingLimit != nil
+}
+
 // QueueGroup is an inner node of the queue tree: it holds no jobs, only
 // queues and other groups (those whose Parent names it). A group's share is
 // the sum of its children's shares; its fair share is divided among its

@@ -45,29 +45,41 @@ type NodeSpec struct {
 	Usage float64
 }
 
+// GroupSpec is the NodeSpec of a queue group.
+func GroupSpec(g *flotilla.QueueGroup) NodeSpec {
+	return NodeSpec{Name: g.Name, Parent: g.Parent, PriorityFactor: g.PriorityFactor,
+		Guaranteed: g.Guaranteed, Limit: g.Limit, LendingLimit: g.LendingLimit}
+}
+
+// QueueSpec is the NodeSpec of a queue; its Usage seed is 0, for the
+// caller to set.
+func QueueSpec(q *flotilla.Queue) NodeSpec {
+	return NodeSpec{Name: q.Name, Parent: q.Parent, PriorityFactor: q.PriorityFactor,
+		Guaranteed: q.Guaranteed, Limit: q.Limit, LendingLimit: q.LendingLimit}
+}
+
 // Tree is a validated queue tree in dense form. Node indices: group i of the
 // spec is node i, queue q is node NumGroups()+q; the implicit root is not a
 // node (Parent returns -1). A Tree is immutable and safe for concurrent use;
 // TreeShares.Compute reads it.
 type Tree struct {
-	schema        *flotilla.ResourceSchema
-	nGroups       int
-	names         []string
-	parent        []int32   // -1 = root
-	weight        []float64 // 1/priorityFactor
-	usageSeed     []float64 // per queue
-	halfLife      time.Duration
-	usageWeight   float64
-	childStart    []int32 // CSR over nodes and the root (index N): children of v are childList[childStart[v]:childStart[v+1]]
-	childList     []int32
-	order         []int32 // top-down (breadth-first) order of every node
-	maxFanOut     int
-	guaranteed    []flotilla.Resources // per node, effective (a group's bubbled where not given), nil when 0
-	reserve       []flotilla.Resources // per node, max(0, g − lendingLimit); nil when 0
-	limit         []float64            // N×R, +Inf where unlimited
-	limited       []bool               // per node: some resource has a limit
-	lenders       bool                 // some node has a non-zero reserve
-	hasGuarantees bool
+	schema      *flotilla.ResourceSchema
+	nGroups     int
+	names       []string
+	parent      []int32   // -1 = root
+	weight      []float64 // 1/priorityFactor
+	usageSeed   []float64 // per queue
+	halfLife    time.Duration
+	usageWeight float64
+	childStart  []int32 // CSR over nodes and the root (index N): children of v are childList[childStart[v]:childStart[v+1]]
+	childList   []int32
+	order       []int32 // top-down (breadth-first) order of every node
+	maxFanOut   int
+	guaranteed  []flotilla.Resources // per node, effective (a group's bubbled where not given), nil when 0
+	reserve     []flotilla.Resources // per node, max(0, g − lendingLimit); nil when 0
+	limit       []float64            // N×R, +Inf where unlimited
+	limited     []bool               // per node: some resource has a limit
+	lenders     bool                 // some node has a non-zero reserve
 }
 
 // NumGroups is the number of groups; they are nodes 0..NumGroups()-1.
@@ -131,9 +143,6 @@ func (t *Tree) Reserve(v int) flotilla.Resources { return t.reserve[v] }
 
 // Lenders reports whether some node has a lending reserve.
 func (t *Tree) Lenders() bool { return t.lenders }
-
-// HasGuarantees reports whether some node has a non-zero guarantee.
-func (t *Tree) HasGuarantees() bool { return t.hasGuarantees }
 
 // UsageSeed is queue q's Usage from the spec.
 func (t *Tree) UsageSeed(q int) float64 { return t.usageSeed[q] }
@@ -476,9 +485,8 @@ func (b *treeBuilder) tree() *Tree {
 				r[i] = g[i] - s.LendingLimit[i]
 			}
 		}
-		if !isZero(g) {
+		if !g.IsZero() {
 			t.guaranteed[v] = g
-			t.hasGuarantees = true
 		}
 		if r != nil {
 			t.reserve[v] = r
@@ -486,13 +494,4 @@ func (b *treeBuilder) tree() *Tree {
 		}
 	}
 	return t
-}
-
-func isZero(r flotilla.Resources) bool {
-	for _, x := range r {
-		if x != 0 {
-			return false
-		}
-	}
-	return true
 }

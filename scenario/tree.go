@@ -86,12 +86,12 @@ func (b *Built) TreeSpec() fairness.TreeSpec {
 		spec.UsageWeight = 1
 	}
 	for _, g := range b.Groups {
-		spec.Groups = append(spec.Groups, fairness.NodeSpec{Name: g.Name, Parent: g.Parent, PriorityFactor: g.PriorityFactor,
-			Guaranteed: g.Guaranteed, Limit: g.Limit, LendingLimit: g.LendingLimit})
+		spec.Groups = append(spec.Groups, fairness.GroupSpec(g))
 	}
 	for _, q := range b.Queues {
-		spec.Queues = append(spec.Queues, fairness.NodeSpec{Name: q.Name, Parent: q.Parent, PriorityFactor: q.PriorityFactor,
-			Guaranteed: q.Guaranteed, Limit: q.Limit, LendingLimit: q.LendingLimit, Usage: b.Usage[q.Name]})
+		n := fairness.QueueSpec(q)
+		n.Usage = b.Usage[q.Name]
+		spec.Queues = append(spec.Queues, n)
 	}
 	return spec
 }

@@ -159,9 +159,6 @@ func (tr *tournament) best() (int, bool) {
 	return int(tr.nominee[v]), true
 }
 
-// len is how many queues of the root's children have nominees.
-func (tr *tournament) len() int { return tr.sels[tr.nG].Len() }
-
 // add books req (sign +1) or unbooks it (−1) on queue qi and its groups.
 // The path's candidates are not re-ranked: the caller does that (set,
 // clear or refresh) once its queue's nominee is known.

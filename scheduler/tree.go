@@ -57,8 +57,8 @@ func treeField(schema *flotilla.ResourceSchema, snap *Snapshot) (field, value st
 		return "groups[0]", "<nil>"
 	}
 	for i, q := range snap.Queues {
-		if q == nil {
-			continue
+		if q == nil || !q.InTree() {
+			continue // a flat cycle formats nothing
 		}
 		f := fmt.Sprintf("queues[%d].", i)
 		switch {
@@ -110,12 +110,10 @@ func newTreeState(s *Scheduler, snap *Snapshot) (*treeState, error) {
 			nilGroup = true
 			continue
 		}
-		spec.Groups[i] = fairness.NodeSpec{Name: g.Name, Parent: g.Parent, PriorityFactor: g.PriorityFactor,
-			Guaranteed: g.Guaranteed, Limit: g.Limit, LendingLimit: g.LendingLimit}
+		spec.Groups[i] = fairness.GroupSpec(g)
 	}
 	for i, q := range snap.Queues {
-		spec.Queues[i] = fairness.NodeSpec{Name: q.Name, Parent: q.Parent, PriorityFactor: q.PriorityFactor,
-			Guaranteed: q.Guaranteed, Limit: q.Limit, LendingLimit: q.LendingLimit}
+		spec.Queues[i] = fairness.QueueSpec(q)
 	}
 	if nilGroup { // the tree's own checks would name its children's parent unknown
 		return nil, errors.Join(errs...)
@@ -197,22 +195,8 @@ func (ts *treeState) setShares(c *cycle) {
 	}
 }
 
-// withinGuarantee reports whether alloc stays within node v's guarantee in
-// every resource (false for a node without one).
-func (ts *treeState) withinGuarantee(v int, alloc flotilla.Resources) bool {
-	g := ts.guar[v]
-	if g == nil {
-		return false
-	}
-	for r, x := range alloc {
-		if x > g[r] {
-			return false
-		}
-	}
-	return true
-}
-
-// withinGuaranteeWith is withinGuarantee of alloc + req.
+// withinGuaranteeWith reports whether alloc + req stays within node v's
+// guarantee in every resource (false for a node without one).
 func (ts *treeState) withinGuaranteeWith(v int, alloc, req flotilla.Resources) bool {
 	g := ts.guar[v]
 	if g == nil {
@@ -232,7 +216,7 @@ func (ts *treeState) holdsAtMostGuarantee(v int, alloc flotilla.Resources) bool 
 	if ts.guar[v] == nil {
 		return alloc.IsZero()
 	}
-	return ts.withinGuarantee(v, alloc)
+	return alloc.Fits(ts.guar[v])
 }
 
 // evictable marks the queues evictable to fair share (rules 7 and 8): a

@@ -44,35 +44,25 @@ func (s *state) checkTree(q *flotilla.Queue, g *flotilla.QueueGroup) error {
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.groups)) {
 		if g == nil || name != g.Name {
-			spec.Groups = append(spec.Groups, groupSpec(s.groups[name]))
+			spec.Groups = append(spec.Groups, fairness.GroupSpec(s.groups[name]))
 		}
 	}
 	if g != nil {
-		spec.Groups = append(spec.Groups, groupSpec(g))
+		spec.Groups = append(spec.Groups, fairness.GroupSpec(g))
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.queues)) {
 		if q == nil || name != q.Name {
-			spec.Queues = append(spec.Queues, queueSpec(s.queues[name]))
+			spec.Queues = append(spec.Queues, fairness.QueueSpec(s.queues[name]))
 		}
 	}
 	if q != nil {
-		spec.Queues = append(spec.Queues, queueSpec(q))
+		spec.Queues = append(spec.Queues, fairness.QueueSpec(q))
 	}
 	_, err := fairness.NewTree(s.cat.Schema, spec)
 	if err == nil {
 		return nil
 	}
 	return flotilla.RenameFields(err, func(f string) string { return nodePath(&spec, f) })
-}
-
-func groupSpec(g *flotilla.QueueGroup) fairness.NodeSpec {
-	return fairness.NodeSpec{Name: g.Name, Parent: g.Parent, PriorityFactor: g.PriorityFactor,
-		Guaranteed: g.Guaranteed, Limit: g.Limit, LendingLimit: g.LendingLimit}
-}
-
-func queueSpec(q *flotilla.Queue) fairness.NodeSpec {
-	return fairness.NodeSpec{Name: q.Name, Parent: q.Parent, PriorityFactor: q.PriorityFactor,
-		Guaranteed: q.Guaranteed, Limit: q.Limit, LendingLimit: q.LendingLimit}
 }
 
 // nodePath puts a TreeSpec path (groups[3].limit.cpu) in the service's

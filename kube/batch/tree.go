@@ -12,7 +12,7 @@ import (
 // hasTree reports whether a queue hangs from a group or has a quota.
 func hasTree(qs []*flotilla.Queue) bool {
 	for _, q := range qs {
-		if q != nil && (q.Parent != "" || q.Guaranteed != nil || q.Limit != nil || q.LendingLimit != nil) {
+		if q != nil && q.InTree() {
 			return true
 		}
 	}
@@ -25,12 +25,10 @@ func hasTree(qs []*flotilla.Queue) bool {
 func checkTree(cfg Config) error {
 	spec := fairness.TreeSpec{}
 	for _, g := range cfg.Groups {
-		spec.Groups = append(spec.Groups, fairness.NodeSpec{Name: g.Name, Parent: g.Parent, PriorityFactor: g.PriorityFactor,
-			Guaranteed: g.Guaranteed, Limit: g.Limit, LendingLimit: g.LendingLimit})
+		spec.Groups = append(spec.Groups, fairness.GroupSpec(g))
 	}
 	for _, q := range cfg.Queues {
-		spec.Queues = append(spec.Queues, fairness.NodeSpec{Name: q.Name, Parent: q.Parent, PriorityFactor: q.PriorityFactor,
-			Guaranteed: q.Guaranteed, Limit: q.Limit, LendingLimit: q.LendingLimit})
+		spec.Queues = append(spec.Queues, fairness.QueueSpec(q))
 	}
 	_, err := fairness.NewTree(cfg.Schema, spec)
 	return err
