@@ -3,7 +3,6 @@ package scheduler
 import (
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/flotilla-sched/flotilla"
@@ -159,22 +158,20 @@ func (ts *treeState) decayUsage(c *cycle) {
 		return
 	}
 	prev := c.snap.Usage
-	var dt float64
-	if !prev.Time.IsZero() {
-		dt = float64(c.now.Sub(prev.Time))
-	}
-	beta := 1.0
+	var dt time.Duration // none when the state has no time, or is ahead of now
 	ts.usageTime = c.now
-	if dt > 0 {
-		beta = math.Exp2(-dt / float64(ts.t.UsageHalfLife()))
-	} else if dt < 0 {
-		ts.usageTime = prev.Time
+	if !prev.Time.IsZero() {
+		if dt = c.now.Sub(prev.Time); dt < 0 {
+			ts.usageTime = prev.Time
+		}
 	}
 	ts.usage = make([]float64, len(c.queues))
+	share := make([]float64, len(c.queues))
 	for qi := range c.queues {
-		u := prev.Usage[c.queues[qi].q.Name]
-		ts.usage[qi] = min(1, max(0, beta*u+(1-beta)*c.model.Share(c.queues[qi].alloc)))
+		ts.usage[qi] = prev.Usage[c.queues[qi].q.Name]
+		share[qi] = c.model.Share(c.queues[qi].alloc)
 	}
+	fairness.DecayUsage(ts.usage, share, dt, ts.t.UsageHalfLife())
 }
 
 // setShares computes the tree's fair shares for the cycle (rule 4, with
