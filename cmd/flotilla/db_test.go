@@ -119,18 +119,8 @@ func TestServeOnPostgresLosesNothingAcknowledgedWhenKilledAndRestarted(t *testin
 	require.Len(t, ids, 40)
 
 	// Kill the server once jobs run.
-	for {
-		code, out, _ := runClient(t, ctx, url, "events", "-queue", "A", "-jobset", "s1", "-o", "json")
-		require.Equal(t, 0, code)
-		if strings.Contains(out, `"type":"running"`) {
-			break
-		}
-		require.NoError(t, ctx.Err())
-		time.Sleep(100 * time.Millisecond)
-	}
-	require.NoError(t, srv.cmd.Process.Signal(syscall.SIGKILL))
-	<-srv.done
-	srv.done <- nil // for the cleanup
+	waitForEvent(t, ctx, url, "A", "s1", "running")
+	killServe(t, srv)
 
 	_, url2 := serveOn(t, ctx, args...)
 	require.Equal(t, url, url2)
@@ -389,9 +379,7 @@ func TestServeOnPostgresKilled20TimesMidLoadLosesNothingAndReplayGivesTheStoredS
 		case <-ctx.Done():
 			t.Fatal(ctx.Err())
 		}
-		require.NoError(t, srv.cmd.Process.Signal(syscall.SIGKILL))
-		<-srv.done
-		srv.done <- nil // for the cleanup
+		killServe(t, srv)
 		t0 := time.Now()
 		var url2 string
 		srv, url2 = serveOn(t, ctx, args...)
@@ -444,4 +432,26 @@ func TestServeOnPostgresKilled20TimesMidLoadLosesNothingAndReplayGivesTheStoredS
 			ids = ids[n:]
 		}
 	}
+}
+
+// waitForEvent polls a job set's events until one of type typ is stored.
+func waitForEvent(t *testing.T, ctx context.Context, url, queue, set, typ string) {
+	t.Helper()
+	for {
+		code, out, _ := runClient(t, ctx, url, "events", "-queue", queue, "-jobset", set, "-o", "json")
+		require.Equal(t, 0, code)
+		if strings.Contains(out, `"type":"`+typ+`"`) {
+			return
+		}
+		require.NoError(t, ctx.Err())
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// killServe kills a serve process with SIGKILL and waits for it to end.
+func killServe(t *testing.T, srv *proc) {
+	t.Helper()
+	require.NoError(t, srv.cmd.Process.Signal(syscall.SIGKILL))
+	<-srv.done
+	srv.done <- nil // for the cleanup
 }

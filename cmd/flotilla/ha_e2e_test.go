@@ -241,15 +241,7 @@ func TestDeposedLeaderPausedPastItsTTLIsFencedAndStepsDown(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	ids := strings.Fields(out)
 	require.Len(t, ids, 200)
-	for {
-		code, out, _ := runClient(t, ctx, both, "events", "-queue", "A", "-jobset", "s0", "-o", "json")
-		require.Equal(t, 0, code)
-		if strings.Contains(out, `"type":"running"`) {
-			break
-		}
-		require.NoError(t, ctx.Err())
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitForEvent(t, ctx, both, "A", "s0", "running")
 	oldToken := waitLog(t, ctx, ps[0], "leading", 1).Token
 
 	require.NoError(t, ps[0].cmd.Process.Signal(syscall.SIGSTOP))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -185,18 +184,8 @@ func TestServeOnPostgresRebuildsRetriedJobsAfterARestart(t *testing.T) {
 	require.Len(t, ids, 2)
 
 	// Kill the server once a run has failed and been retried.
-	for {
-		code, out, _ := runClient(t, ctx, url, "events", "-queue", "A", "-jobset", "s", "-o", "json")
-		require.Equal(t, 0, code)
-		if strings.Contains(out, `"type":"run-failed"`) {
-			break
-		}
-		require.NoError(t, ctx.Err())
-		time.Sleep(50 * time.Millisecond)
-	}
-	require.NoError(t, srv.cmd.Process.Signal(syscall.SIGKILL))
-	<-srv.done
-	srv.done <- nil // for the cleanup
+	waitForEvent(t, ctx, url, "A", "s", "run-failed")
+	killServe(t, srv)
 
 	_, url2 := serveOn(t, ctx, args...)
 	require.Equal(t, url, url2)
