@@ -88,7 +88,12 @@ func (t Tier) String() string {
 type userCount struct {
 	queue int32
 	jobs  int32
+	pos   int32 // of the node in the DB's qnodes[queue]
 }
+
+// joinedWalkMax is the longest list of a queue's nodes that Select walks
+// for the joined tier; past it, it scans the all index instead.
+const joinedWalkMax = 64
 
 // DB is the node database. See the package documentation.
 type DB struct {
@@ -108,6 +113,10 @@ type DB struct {
 	idxResol [MaxIndexedResources]int64
 	cordoned []bool
 	users    [][]userCount
+	// qnodes[q] lists, in no order, the nodes queue q has jobs on: the
+	// joined tier of a queue on few nodes is found by walking them.
+	qnodes     [][]int32
+	joinedWalk int
 
 	// tierIx[l] answers the own and unused tiers at level l, allIx[l] the
 	// shared tier; see index.
@@ -287,6 +296,8 @@ func (db *DB) build() {
 	db.alloc = make([]int64, n*L*R)
 	db.cordoned = make([]bool, n)
 	db.users = make([][]userCount, n)
+	db.qnodes = make([][]int32, db.queues)
+	db.joinedWalk = joinedWalkMax
 	slab := make([]userCount, 2*n)
 	base := make([]uint64, (n+63)/64)
 	for i, node := range db.nodes {

@@ -2,6 +2,10 @@ package binpack
 
 import "fmt"
 
+// SetJoinedWalk sets the longest list of a queue's nodes Select walks for
+// the joined tier (0: always scan the index).
+func (db *DB) SetJoinedWalk(n int) { db.joinedWalk = n }
+
 // Verify checks the indexes against the dense arrays: every uncordoned node
 // is in tier[l] iff it has at most one user and in all[l] iff it has at
 // least one, each under its current key; nothing else is indexed.

@@ -169,8 +169,14 @@ func (db *DB) Select(q *Query) (node int, ok bool) {
 	}
 	all := db.allIx[q.Level]
 	all.flush(db, q.Level)
-	if n := db.scanIndex(all.tree, 0, scanJoined); n >= 0 {
-		return db.done(n)
+	joined := -1
+	if len(db.qnodes[q.Queue]) <= db.joinedWalk {
+		joined = db.walkJoined(q.Queue)
+	} else {
+		joined = db.scanIndex(all.tree, 0, scanJoined)
+	}
+	if joined >= 0 {
+		return db.done(joined)
 	}
 	return db.done(db.scanIndex(all.tree, 0, scanShared))
 }
@@ -339,7 +345,8 @@ func (db *DB) addUser(n int, q int32) {
 			return
 		}
 	}
-	db.users[n] = append(u, userCount{queue: q, jobs: 1})
+	db.users[n] = append(u, userCount{queue: q, jobs: 1, pos: int32(len(db.qnodes[q]))})
+	db.qnodes[q] = append(db.qnodes[q], int32(n))
 }
 
 func (db *DB) removeUser(n int, q int32) {
@@ -348,10 +355,57 @@ func (db *DB) removeUser(n int, q int32) {
 		if u[i].queue == q {
 			u[i].jobs--
 			if u[i].jobs <= 0 {
+				db.dropQueueNode(q, u[i].pos)
 				u[i] = u[len(u)-1]
 				db.users[n] = u[:len(u)-1]
 			}
 			return
 		}
 	}
+}
+
+// dropQueueNode removes the entry at pos from queue q's node list, moving
+// the last entry into its place.
+func (db *DB) dropQueueNode(q, pos int32) {
+	ns := db.qnodes[q]
+	last := ns[len(ns)-1]
+	ns[pos] = last
+	db.qnodes[q] = ns[:len(ns)-1]
+	for i, c := range db.users[last] {
+		if c.queue == q {
+			db.users[last][i].pos = pos
+			return
+		}
+	}
+}
+
+// walkJoined answers the joined tier from the list of the nodes queue q
+// uses, as scanJoined would from the all index: among those shared with
+// other queues, not cordoned, admitted by the scan's constraint and fitting
+// exactly, the one with the smallest key, then the lowest index. (A node
+// that fits has a key at least the request's in every indexed resource, so
+// the scan's key bound filters nothing more.)
+func (db *DB) walkJoined(q int) int {
+	s := &db.scan
+	best, bestKey := -1, [MaxIndexedResources]int64{}
+	for _, n32 := range db.qnodes[q] {
+		n := int(n32)
+		if db.cordoned[n] || db.owner(n) != ownerShared || s.bits[n>>6]&(1<<(n&63)) == 0 || !db.fits(n, s.level, s.req) {
+			continue
+		}
+		k := db.key(n, s.level)
+		if best < 0 || keyLess(k, bestKey, n, best) {
+			best, bestKey = n, k
+		}
+	}
+	return best
+}
+
+func keyLess(a, b [MaxIndexedResources]int64, an, bn int) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return an < bn
 }
