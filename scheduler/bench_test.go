@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"strconv"
@@ -19,14 +20,26 @@ import (
 // benchWorld builds nodes × 32 cores / 256Gi, queues, and jobs one-core jobs
 // spread round-robin over the queues, each with a distinct submit order.
 func benchWorld(b *testing.B, nodes, queues, jobs int) (*scheduler.Scheduler, *scheduler.Snapshot) {
-	return benchWorldLaidOut(b, nodes, queues, jobs, false)
+	return benchWorldLaidOut(b, nodes, queues, jobs, inSubmitOrder)
 }
 
-// benchWorldLaidOut is benchWorld with the jobs' memory laid out queue by
-// queue when byQueue is set (as a service's batched submissions leave it)
-// rather than in submission order across the queues: the same jobs, ids
-// and submit times.
-func benchWorldLaidOut(b *testing.B, nodes, queues, jobs int, byQueue bool) (*scheduler.Scheduler, *scheduler.Snapshot) {
+// layout is where a benchmark world's jobs lie in memory: the same jobs,
+// ids and submit times in each.
+type layout int
+
+const (
+	// inSubmitOrder: one job of each queue in turn, as they were submitted.
+	inSubmitOrder layout = iota
+	// byQueue: each queue's jobs together, as batched submissions leave them.
+	byQueue
+	// shuffled: in an order unrelated to queue or submission (a fixed
+	// permutation), so that no visiting order reads memory at a regular
+	// stride the processor's prefetcher could follow.
+	shuffled
+)
+
+// benchWorldLaidOut is benchWorld with the jobs' memory laid out as lay says.
+func benchWorldLaidOut(b *testing.B, nodes, queues, jobs int, lay layout) (*scheduler.Scheduler, *scheduler.Snapshot) {
 	b.Helper()
 	schema := flotilla.MustResourceSchema("cpu", "memory", "nvidia.com/gpu")
 	cfg := scheduler.DefaultConfig(schema)
@@ -48,11 +61,18 @@ func benchWorldLaidOut(b *testing.B, nodes, queues, jobs int, byQueue bool) (*sc
 	// names: 10,000,000 of them fit in memory.
 	all := make([]flotilla.Job, jobs)
 	perQueue := (jobs + queues - 1) / queues
+	var perm []int
+	if lay == shuffled {
+		perm = rand.New(rand.NewPCG(1, 2)).Perm(jobs)
+	}
 	for i := range all {
 		q := snap.Queues[i%queues].Name
 		at := i
-		if byQueue {
+		switch lay {
+		case byQueue:
 			at = (i%queues)*perQueue + i/queues
+		case shuffled:
+			at = perm[i]
 		}
 		all[at] = flotilla.Job{ID: "j" + strconv.Itoa(10000000 + i)[1:], Queue: q, JobSet: q, Requests: req,
 			SubmitTime: t0.Add(timeStep(i))}

@@ -15,18 +15,18 @@ import (
 // groups of 10 groups of 20 queues, with guarantees on every group and
 // queue and limits on the groups that do not bind (so every rule's check
 // runs); without, the same queues are a flat list.
-func treeBench(b *testing.B, tree, interleaved, byQueue bool) {
-	treeBenchWeighted(b, tree, interleaved, byQueue, false)
+func treeBench(b *testing.B, tree, interleaved bool, lay layout) {
+	treeBenchWeighted(b, tree, interleaved, lay, false)
 }
 
 // treeBenchWeighted is treeBench; with weighted set, each queue (and group)
 // has a priority factor drawn from 0.5, 1, 2 and 4 by a fixed sequence, so
 // that neither cycle visits the queues in a regular order.
-func treeBenchWeighted(b *testing.B, tree, interleaved, byQueue, weighted bool) {
+func treeBenchWeighted(b *testing.B, tree, interleaved bool, lay layout, weighted bool) {
 	if testing.Short() {
 		b.Skip("large")
 	}
-	s, snap := benchWorldLaidOut(b, 1000, 1000, 1000000, byQueue)
+	s, snap := benchWorldLaidOut(b, 1000, 1000, 1000000, lay)
 	factors := []float64{0.5, 1, 2, 4}
 	if weighted {
 		for i, q := range snap.Queues {
@@ -71,26 +71,36 @@ func treeBenchWeighted(b *testing.B, tree, interleaved, byQueue, weighted bool) 
 
 // BenchmarkTreeCycle1kLeaves: the cycle over the three-level tree, queues
 // q000–q019 in group g00, q020–q039 in g01 and so on.
-func BenchmarkTreeCycle1kLeaves(b *testing.B) { treeBench(b, true, false, false) }
+func BenchmarkTreeCycle1kLeaves(b *testing.B) { treeBench(b, true, false, inSubmitOrder) }
 
 // BenchmarkTreeCycle1kLeavesInterleaved: the same tree with the queues
 // dealt to the groups in turn (q000 to g00, q001 to g10, q002 to g20 …), so
 // that the tournament visits the queues in the order their jobs were
 // allocated, as the flat cycle does: the difference from
 // BenchmarkTreeCycle1kLeaves is the memory's, not the algorithm's.
-func BenchmarkTreeCycle1kLeavesInterleaved(b *testing.B) { treeBench(b, true, true, false) }
+func BenchmarkTreeCycle1kLeavesInterleaved(b *testing.B) { treeBench(b, true, true, inSubmitOrder) }
 
 // BenchmarkFlatCycle1kLeaves: the same queues and jobs as a flat list.
-func BenchmarkFlatCycle1kLeaves(b *testing.B) { treeBench(b, false, false, false) }
+func BenchmarkFlatCycle1kLeaves(b *testing.B) { treeBench(b, false, false, inSubmitOrder) }
 
 // BenchmarkTreeCycle1kLeavesBatched and BenchmarkFlatCycle1kLeavesBatched
 // are the two with each queue's jobs together in memory, as batched
 // submissions leave them: neither order then follows the allocation, and
 // the difference is the algorithm's.
-func BenchmarkTreeCycle1kLeavesBatched(b *testing.B) { treeBench(b, true, false, true) }
+func BenchmarkTreeCycle1kLeavesBatched(b *testing.B) { treeBench(b, true, false, byQueue) }
 
 // BenchmarkFlatCycle1kLeavesBatched: see BenchmarkTreeCycle1kLeavesBatched.
-func BenchmarkFlatCycle1kLeavesBatched(b *testing.B) { treeBench(b, false, false, true) }
+func BenchmarkFlatCycle1kLeavesBatched(b *testing.B) { treeBench(b, false, false, byQueue) }
+
+// BenchmarkTreeCycle1kLeavesShuffled and BenchmarkFlatCycle1kLeavesShuffled
+// are the two with the jobs in memory in an order neither cycle follows:
+// with the jobs laid out in submission or queue order, the flat cycle's
+// round robin over equal queues reads them at a constant stride, which the
+// processor prefetches, and the tree's order does not.
+func BenchmarkTreeCycle1kLeavesShuffled(b *testing.B) { treeBench(b, true, false, shuffled) }
+
+// BenchmarkFlatCycle1kLeavesShuffled: see BenchmarkTreeCycle1kLeavesShuffled.
+func BenchmarkFlatCycle1kLeavesShuffled(b *testing.B) { treeBench(b, false, false, shuffled) }
 
 // processCPU is the process's user and system CPU time, in nanoseconds: a
 // measure the machine's other tenants disturb less than wall time.
@@ -105,9 +115,11 @@ func processCPU() int64 {
 // BenchmarkTreeCycle1kLeavesWeighted and BenchmarkFlatCycle1kLeavesWeighted
 // give the queues (and groups) unequal priority factors: the flat cycle then
 // no longer visits the queues in a perfectly regular order either.
-func BenchmarkTreeCycle1kLeavesWeighted(b *testing.B) { treeBenchWeighted(b, true, false, false, true) }
+func BenchmarkTreeCycle1kLeavesWeighted(b *testing.B) {
+	treeBenchWeighted(b, true, false, inSubmitOrder, true)
+}
 
 // BenchmarkFlatCycle1kLeavesWeighted: see BenchmarkTreeCycle1kLeavesWeighted.
 func BenchmarkFlatCycle1kLeavesWeighted(b *testing.B) {
-	treeBenchWeighted(b, false, false, false, true)
+	treeBenchWeighted(b, false, false, inSubmitOrder, true)
 }
