@@ -151,12 +151,33 @@
 // the first held placeholder its request fits. Other kinds use the pods
 // path only.
 //
-// # Replicas
+// # Replicas and gang safety
 //
-// A gang left partly bound (a leader lost its lease between two
-// members' bindings, or its rollback deletes failed) is finished by the
-// next cycle, of the same leader or the next: its pending members are
-// queued alone, as a gang's members are once any member runs.
+// A gang with running members and pending ones is partly bound: a leader
+// lost its lease between two members' bindings (or its rollback deletes
+// failed), or a member failed or was deleted and its controller created a
+// replacement. Every cycle, of the same leader or the next, finishes it
+// or rolls it back, never leaves it:
+//
+//   - its pending members, up to the members it lacks, are queued as one
+//     gang of their own (its ID + "#rest"), placed all or none, on the
+//     nodes of its running members' uniformity label value; pods beyond
+//     are lone jobs of its job set;
+//   - when they cannot be placed (unscheduled for any reason but a
+//     cycle's own limits: rate limits, the round's limit, the lookback),
+//     when a running member's Node object is gone, or when a pending
+//     member is deleted while the gang is partly bound, the gang is rolled
+//     back: its running members are evicted as preempted pods are (the
+//     Eviction API, their grace period, a Warning EventGangRolledBack
+//     event naming why; Report.RolledBack counts the gangs), so that their
+//     controller recreates them, and its pending members wait for the
+//     whole gang again. An eviction that fails (a budget's refusal) leaves
+//     the member running, and a later cycle rolls the gang back again.
+//
+// A workload's gang with more pending pods than its cardinality (a
+// RayCluster's workers beyond minReplicas) is its first cardinality pods,
+// the Ray head first and then the oldest; the others are lone jobs of its
+// job set.
 //
 // RunWithLeaderElection cycles only while the replica holds a
 // coordination.k8s.io Lease (client-go's leaderelection with a
