@@ -30,7 +30,8 @@
 //     the cycle after the pod appears, at most Config.BindWorkers reads
 //     in flight and never under the lock, once per controller while any
 //     of its pods exists (a chain that could not be read, or read as a
-//     workload, is read again every cycle), as are Kueue's
+//     workload, is read again every cycle), an object above several
+//     controllers (a JobSet above its Jobs) once per cycle, as are Kueue's
 //     WorkloadPriorityClasses by name; until then the pod is neither
 //     queued nor preempted (a running one holds its node's room). A kind
 //     whose CRD is not installed is a NotFound: its pods are bare pods.
