@@ -146,11 +146,15 @@
 // placeholder i's node, when its request fits); after AdmitHold, or when
 // a pod asks more, the room is let go and the pods are queued as any.
 // Until admitted, a Warning event (EventNotAdmitted) on the Job gives the
-// reason when it changes. With Config.Dynamic set, JobSets (when the
-// apiserver serves jobset.x-k8s.io/v1alpha2 at Start) take the same path:
-// one gang of all their replicated jobs' pods, each pod later bound into
-// the first held placeholder its request fits. Other kinds use the pods
-// path only.
+// reason when it changes. With Config.Dynamic set, the custom kinds the
+// apiserver serves at Start take the same path, read as unstructured
+// objects, each pod later bound into the first held placeholder its
+// request fits: a JobSet (spec.suspend; one gang of all its replicated
+// jobs' pods), a PyTorchJob or MPIJob (spec.runPolicy.suspend; one gang
+// of its replica specs' replicas, master or launcher and workers), a
+// RayJob (spec.suspend; one gang of its cluster's head and each worker
+// group's minReplicas × numOfHosts; its submitter pod is queued as any).
+// A RayCluster has no suspend: its pods take the pods path.
 //
 // # Replicas and gang safety
 //

@@ -343,7 +343,7 @@ func (s *Scheduler) rebuildClasses() error {
 	for _, j := range s.listJobs() {
 		s.syncWorkload(fromJob(j), false)
 	}
-	for _, w := range s.listJobSets() {
+	for _, w := range s.listCustom() {
 		s.syncWorkload(w, false)
 	}
 	return nil

@@ -602,3 +602,68 @@ func TestLivePartlyBoundGangThatCannotBeFinishedIsRolledBack(t *testing.T) {
 		return n == 3
 	}, nil)
 }
+
+// A suspended PyTorchJob (master + 3 workers) with a queue label stays
+// suspended while 3 of its 4 pods fit, is unsuspended at
+// spec.runPolicy.suspend once a node adds the room, and the pods its
+// operator then creates (here the test, as no operator runs) are bound
+// into the room its admission held, as one gang.
+func TestLiveSuspendedPyTorchJobAdmittedWhole(t *testing.T) {
+	l := newLive(t)
+	l.installCRDs("kubeflow.org_pytorchjobs.yaml")
+	l.node("n1", "3")
+	s := l.scheduler(Config{Dynamic: l.dynamic(), AdmitSuspended: true})
+	pt := l.create(pyTorchJobs, `
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: pt, namespace: default, labels: {kueue.x-k8s.io/queue-name: research}}
+spec:
+  runPolicy: {suspend: true}
+  pytorchReplicaSpecs:
+    Master: {replicas: 1, template: `+podTemplateCPU1+`}
+    Worker: {replicas: 3, template: `+podTemplateCPU1+`}`)
+	suspended := func() bool {
+		u, err := l.dynamic().Resource(pyTorchJobs).Namespace("default").Get(l.ctx, "pt", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _, _ := unstructured.NestedBool(u.Object, "spec", "runPolicy", "suspend")
+		return v
+	}
+	for range 5 {
+		if rep, err := s.Cycle(l.ctx); err != nil || rep.Admitted != 0 {
+			t.Fatalf("cycle: %v, admitted %v with room for 3 of 4", err, rep)
+		}
+	}
+	if !suspended() {
+		t.Fatal("unsuspended with room for 3 of 4")
+	}
+	l.node("n2", "1")
+	l.cycleCollect(s, "the PyTorchJob unsuspended", func() bool { return !suspended() }, nil)
+	yes := true
+	var names []string
+	for _, name := range []string{"pt-master-0", "pt-worker-0", "pt-worker-1", "pt-worker-2"} {
+		l.pod(testPod(name, "1", func(p *corev1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Name: "pt", UID: pt.GetUID(), Controller: &yes}}
+		}))
+		names = append(names, name)
+	}
+	jobs := l.cycleCollect(s, "the PyTorchJob's 4 pods bound", func() bool {
+		for _, name := range names {
+			if l.get(name).Spec.NodeName == "" {
+				return false
+			}
+		}
+		return true
+	}, nil)
+	if len(jobs) != 0 {
+		t.Fatalf("%d pods placed by a cycle: want all 4 bound into the room the admission held", len(jobs))
+	}
+	on := map[string]int{}
+	for _, name := range names {
+		on[l.get(name).Spec.NodeName]++
+	}
+	if on["n1"] != 3 || on["n2"] != 1 {
+		t.Fatalf("pods per node %v: want the 3 + 1 the placeholders held", on)
+	}
+}
