@@ -37,12 +37,12 @@
 //     whose CRD is not installed is a NotFound: its pods are bare pods.
 //     A gang whose pods are not all created is reported incomplete by
 //     the scheduler: none is bound, and each pod's Unschedulable message
-//     adds that it waits for the rest of its workload's pods. A pod of a
-//     workload gang that already has running pods of ours (not being
-//     deleted) replaces a member and is queued alone; a pod read as a
-//     member before its gang started rejoins alone at the next cycle.
-//     The members a failed gang binding deletes are held, not running,
-//     from before the deletes, so they never make the rest lone jobs.
+//     adds that it waits for the rest of its workload's pods. The pending
+//     pods of a gang that already has running pods of ours (not being
+//     deleted) finish it as one unit or roll it back (see Replicas and
+//     gang safety). The members a failed gang binding deletes are held,
+//     not running, from before the deletes, so they never count as its
+//     running members.
 //   - A bound, non-terminal pod of ours is a running job, which Flotilla
 //     may preempt.
 //   - A bound, non-terminal pod of another scheduler, and a pod of ours
