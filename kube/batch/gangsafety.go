@@ -86,9 +86,12 @@ func (s *Scheduler) settleGangs(now time.Time) ([]evictTask, int) {
 	}
 	clear(s.st.broken)
 	for id, members := range pending {
-		slices.SortFunc(members, olderMember)
 		g := members[0].orig.Gang
 		running := s.st.gangRunning[id] + placed[id]
+		if running > 0 || len(members) > g.Cardinality {
+			// Which pods are members depends on their order.
+			slices.SortFunc(members, olderMember)
+		}
 		if running == 0 {
 			keep := len(members)
 			if w := members[0].owner; w != nil && w.Gang.ID == id {

@@ -2,12 +2,15 @@ package batch
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/flotilla-sched/flotilla/kube/kubeconv"
 )
@@ -154,5 +157,36 @@ func TestRayWorkersBeyondMinReplicasAreLoneJobs(t *testing.T) {
 	g := "default/RayCluster/rc@u-rc"
 	if gangs["default/rc-head"] != g || gangs["default/rc-w-a"] != g || gangs["default/rc-w-b"] != "" {
 		t.Fatalf("gangs %v: want the head and the oldest worker in %s, the other alone", gangs, g)
+	}
+}
+
+// BenchmarkSettleGangs: the per-cycle regrouping over 10,000 pending pods
+// in 1,000 gangs of 10, none running (the state of BenchmarkLiveThousand-
+// JobsOfTenPods before its first bind): what settleGangs adds to a cycle.
+func BenchmarkSettleGangs(b *testing.B) {
+	s, err := New(fake.NewClientset(), Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.rebuildClasses(); err != nil {
+		b.Fatal(err)
+	}
+	for g := range 1000 {
+		for i := range 10 {
+			s.sync(testPod(fmt.Sprintf("g%d-%d", g, i), "1", func(p *corev1.Pod) {
+				p.Annotations = map[string]string{kubeconv.AnnotationGangID: fmt.Sprint("g", g), kubeconv.AnnotationGangCardinality: "10"}
+			}))
+		}
+	}
+	if n := s.st.store.Len(); n != 10000 {
+		b.Fatalf("%d queued, want 10000", n)
+	}
+	b.ResetTimer()
+	for range b.N {
+		if ev, n := s.settleGangs(time.Unix(0, 0)); len(ev) != 0 || n != 0 {
+			b.Fatalf("rolled back %d", n)
+		}
 	}
 }
