@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
@@ -67,6 +68,10 @@ type suspendable struct {
 	err error
 	// obj is the object, for events.
 	obj runtime.Object
+	// gvr and unsuspend, for a custom kind, are its resource and the
+	// merge patch that admits it (customKinds).
+	gvr       schema.GroupVersionResource
+	unsuspend []byte
 }
 
 type podGroup struct {
@@ -256,9 +261,15 @@ func (s *Scheduler) releaseAdmissions(now time.Time) []bindUnit {
 		} else if ref := kubeconv.ControllerRef(ps.pod.OwnerReferences); ref != nil {
 			uid = ref.UID
 		}
-		if sj := s.st.suspended[uid]; uid != "" && sj != nil && sj.admitted && !sj.released {
-			pods[uid] = append(pods[uid], ps)
+		sj := s.st.suspended[uid]
+		if uid == "" || sj == nil || !sj.admitted || sj.released {
+			continue
 		}
+		if sj.w.kind == "RayJob" && ps.orig.Gang.ID == "" {
+			// Its submitter pod: not a member, queued as any.
+			continue
+		}
+		pods[uid] = append(pods[uid], ps)
 	}
 	var binds []bindUnit
 	for uid, sj := range s.st.suspended {
@@ -383,14 +394,13 @@ type jobEvent struct {
 // admit unsuspends a workload (a merge patch). On failure its
 // placeholders are queued again, for a later cycle.
 func (s *Scheduler) admit(ctx context.Context, w suspendable) error {
-	patch := []byte(`{"spec":{"suspend":false}}`)
 	var err error
 	if w.kind == "Job" {
-		err = noretry.PatchJob(ctx, s.client, w.namespace, w.name, types.MergePatchType, patch)
+		err = noretry.PatchJob(ctx, s.client, w.namespace, w.name, types.MergePatchType, []byte(`{"spec":{"suspend":false}}`))
 	} else {
 		// The dynamic client has no way to turn client-go's retries
 		// off: a 429 with Retry-After may be slept through here.
-		_, err = s.cfg.Dynamic.Resource(jobSets).Namespace(w.namespace).Patch(ctx, w.name, types.MergePatchType, patch, metav1.PatchOptions{})
+		_, err = s.cfg.Dynamic.Resource(w.gvr).Namespace(w.namespace).Patch(ctx, w.name, types.MergePatchType, w.unsuspend, metav1.PatchOptions{})
 	}
 	if err != nil {
 		s.mu.Lock()

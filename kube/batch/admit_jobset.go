@@ -1,17 +1,13 @@
 package batch
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
 	batchv1 "k8s.io/api/batch/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/flotilla-sched/flotilla"
 )
@@ -19,84 +15,12 @@ import (
 // jobSets is the JobSet resource the suspend path watches.
 var jobSets = schema.GroupVersionResource{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"}
 
-// startJobSets starts watching JobSets for the suspend path when the
-// apiserver serves them (their CRD is installed when Start runs) and
-// waits for the informer to sync. Without them it does nothing: a CRD
-// installed later is seen after a restart.
-func (s *Scheduler) startJobSets(ctx context.Context) error {
-	if !s.cfg.AdmitSuspended || s.cfg.Dynamic == nil {
-		return nil
-	}
-	list, err := s.client.Discovery().ServerResourcesForGroupVersion(jobSets.GroupVersion().String())
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("batch: discovering %s: %w", jobSets.GroupVersion(), err)
-	}
-	served := false
-	for _, r := range list.APIResources {
-		served = served || r.Name == jobSets.Resource
-	}
-	if !served {
-		return nil
-	}
-	f := dynamicinformer.NewDynamicSharedInformerFactory(s.cfg.Dynamic, 0)
-	inf := f.ForResource(jobSets).Informer()
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { s.onJobSet(o, false) },
-		UpdateFunc: func(_, o any) { s.onJobSet(o, false) },
-		DeleteFunc: func(o any) { s.onJobSet(o, true) },
-	})
-	f.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		return fmt.Errorf("batch: JobSet informer did not sync: %w", context.Cause(ctx))
-	}
-	s.mu.Lock()
-	s.jobSetStore = inf.GetStore()
-	s.st.classesDirty = true // the next cycle reads them all
-	s.mu.Unlock()
-	return nil
-}
-
-func (s *Scheduler) onJobSet(o any, deleted bool) {
-	if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
-		o = t.Obj
-	}
-	u, _ := o.(*unstructured.Unstructured)
-	if u == nil {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.syncWorkload(fromJobSet(u), deleted)
-}
-
-// listJobSets lists the JobSets in the informer's cache. Called with mu
-// held.
-func (s *Scheduler) listJobSets() []suspendable {
-	if s.jobSetStore == nil {
-		return nil
-	}
-	var out []suspendable
-	for _, o := range s.jobSetStore.List() {
-		if u, ok := o.(*unstructured.Unstructured); ok {
-			out = append(out, fromJobSet(u))
-		}
-	}
-	return out
-}
-
 // fromJobSet reads a JobSet for the suspend path: its pods are each
 // replicated job's replicas (default 1) × its Job template's pods at once.
 // A spec it cannot read is the suspendable's err, naming the field.
 func fromJobSet(u *unstructured.Unstructured) suspendable {
-	w := suspendable{
-		kind: "JobSet", namespace: u.GetNamespace(), name: u.GetName(), uid: u.GetUID(),
-		labels: u.GetLabels(), annotations: u.GetAnnotations(), created: u.GetCreationTimestamp(),
-		deleting: u.GetDeletionTimestamp() != nil, obj: u,
-	}
-	where := "JobSet " + w.namespace + "/" + w.name + " "
+	w := fromCustom(u)
+	where := w.where()
 	w.suspended, _, _ = unstructured.NestedBool(u.Object, "spec", "suspend")
 	rjs, _, err := unstructured.NestedSlice(u.Object, "spec", "replicatedJobs")
 	if err != nil {

@@ -110,9 +110,10 @@ type Config struct {
 	// (one gang of min(parallelism, completions)) and unsuspended once
 	// they fit whole; its room is held until its pods exist (at most
 	// AdmitHold), which are then scheduled as any pod. It watches Jobs
-	// (list/watch and patch on jobs). With Dynamic set, JobSets take the
-	// same path (one gang of all their replicated jobs' pods) when the
-	// apiserver serves them at Start.
+	// (list/watch and patch on jobs). With Dynamic set, JobSets,
+	// PyTorchJobs, MPIJobs and RayJobs take the same path (one gang of
+	// their pods; see the package documentation) when the apiserver
+	// serves them at Start.
 	AdmitSuspended bool
 }
 
@@ -131,9 +132,9 @@ type Scheduler struct {
 	events   record.EventBroadcaster
 	synced   []cache.InformerSynced
 	jobs     batchlisters.JobLister
-	// jobSetStore is the JobSet informer's cache (startJobSets), nil
-	// when JobSets are not watched.
-	jobSetStore cache.Store
+	// custom are the informer caches of the custom kinds the suspend
+	// path watches (startCustomKinds).
+	custom []customWatch
 
 	mu sync.Mutex
 	st state
@@ -261,7 +262,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	s.mu.Lock()
 	s.st.classesDirty = true
 	s.mu.Unlock()
-	return s.startJobSets(ctx)
+	return s.startCustomKinds(ctx)
 }
 
 // Run cycles every Config.Period until ctx ends, and returns ctx's error.

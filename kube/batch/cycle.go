@@ -54,6 +54,10 @@ type Report struct {
 	// snapshot, the scheduler, the plan: no API call), and acting (the
 	// cycle's API calls).
 	Owners, Decided, Acted time.Duration
+	// RolledBack counts the partly bound gangs rolled back: their running
+	// members evicted (counted in Evicted), their pending members waiting
+	// for the whole gang again (see the package documentation).
+	RolledBack int
 	// Admitted counts the suspended Jobs unsuspended (AdmitFailed those
 	// whose patch failed: they are queued again).
 	Admitted, AdmitFailed int
@@ -83,6 +87,9 @@ type evictTask struct {
 	by     string
 	// now is the cycle's time, from which a refusal's retry time counts.
 	now time.Time
+	// rollback, for a member of a gang rolled back, says why (the
+	// event's message); empty for a preempted pod.
+	rollback string
 }
 
 type condTask struct {
@@ -123,8 +130,8 @@ func (s *Scheduler) Cycle(ctx context.Context) (*Report, error) {
 	start := s.cfg.Now()
 	s.resolveOwners(ctx)
 	s.mu.Lock()
-	s.rejoinRunningGangs()
 	now := s.cfg.Now()
+	rollbacks, rolled := s.settleGangs(now)
 	s.releaseNominations(now)
 	admitted := s.releaseAdmissions(now)
 	s.expireRefusals(now)
@@ -139,6 +146,8 @@ func (s *Scheduler) Cycle(ctx context.Context) (*Report, error) {
 	s.st.seed++
 	rep := &Report{Result: res, EvictDeferred: protected}
 	p := s.plan(res, snap, now, rep)
+	rep.RolledBack += rolled
+	p.evicts = append(rollbacks, p.evicts...)
 	p.binds = append(admitted, p.binds...)
 	s.mu.Unlock()
 	acting := s.cfg.Now()
@@ -366,6 +375,7 @@ func (s *Scheduler) plan(res *scheduler.Result, snap *scheduler.Snapshot, now ti
 			p.cond(s, ps.pod, ReasonInvalid, problems(ps.err))
 		}
 	}
+	s.rollBackUnfinished(res, now, p, rep)
 	return p
 }
 
@@ -584,6 +594,10 @@ func (s *Scheduler) evict(ctx context.Context, e evictTask) error {
 		s.mu.Unlock()
 		return fmt.Errorf("evict %s: %w", key, err)
 	}
+	if e.rollback != "" {
+		s.recorder.Event(e.pod, corev1.EventTypeWarning, EventGangRolledBack, rollbackMessage(s.cfg.SchedulerName, e.rollback))
+		return nil
+	}
 	msg := fmt.Sprintf("Preempted by %s (%s)", s.cfg.SchedulerName, e.reason)
 	if e.by != "" {
 		msg += " for " + e.by
@@ -651,8 +665,8 @@ func (s *Scheduler) bindUnit(ctx context.Context, b bindUnit) (int, error) {
 	}
 	s.mu.Lock()
 	for _, pod := range kept {
-		// Still bound: a running member again (the gang is partly bound,
-		// see Known gaps; its other pods are then scheduled alone).
+		// Still bound: a running member again; the gang is partly bound,
+		// and the next cycle finishes it or rolls it back (settleGangs).
 		key := kubeconv.JobID(pod)
 		delete(s.st.evicting, key)
 		if ps := s.st.pods[key]; ps != nil {

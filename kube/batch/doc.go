@@ -30,18 +30,19 @@
 //     the cycle after the pod appears, at most Config.BindWorkers reads
 //     in flight and never under the lock, once per controller while any
 //     of its pods exists (a chain that could not be read, or read as a
-//     workload, is read again every cycle), as are Kueue's
+//     workload, is read again every cycle), an object above several
+//     controllers (a JobSet above its Jobs) once per cycle, as are Kueue's
 //     WorkloadPriorityClasses by name; until then the pod is neither
 //     queued nor preempted (a running one holds its node's room). A kind
 //     whose CRD is not installed is a NotFound: its pods are bare pods.
 //     A gang whose pods are not all created is reported incomplete by
 //     the scheduler: none is bound, and each pod's Unschedulable message
-//     adds that it waits for the rest of its workload's pods. A pod of a
-//     workload gang that already has running pods of ours (not being
-//     deleted) replaces a member and is queued alone; a pod read as a
-//     member before its gang started rejoins alone at the next cycle.
-//     The members a failed gang binding deletes are held, not running,
-//     from before the deletes, so they never make the rest lone jobs.
+//     adds that it waits for the rest of its workload's pods. The pending
+//     pods of a gang that already has running pods of ours (not being
+//     deleted) finish it as one unit or roll it back (see Replicas and
+//     gang safety). The members a failed gang binding deletes are held,
+//     not running, from before the deletes, so they never count as its
+//     running members.
 //   - A bound, non-terminal pod of ours is a running job, which Flotilla
 //     may preempt.
 //   - A bound, non-terminal pod of another scheduler, and a pod of ours
@@ -145,18 +146,43 @@
 // placeholder i's node, when its request fits); after AdmitHold, or when
 // a pod asks more, the room is let go and the pods are queued as any.
 // Until admitted, a Warning event (EventNotAdmitted) on the Job gives the
-// reason when it changes. With Config.Dynamic set, JobSets (when the
-// apiserver serves jobset.x-k8s.io/v1alpha2 at Start) take the same path:
-// one gang of all their replicated jobs' pods, each pod later bound into
-// the first held placeholder its request fits. Other kinds use the pods
-// path only.
+// reason when it changes. With Config.Dynamic set, the custom kinds the
+// apiserver serves at Start take the same path, read as unstructured
+// objects, each pod later bound into the first held placeholder its
+// request fits: a JobSet (spec.suspend; one gang of all its replicated
+// jobs' pods), a PyTorchJob or MPIJob (spec.runPolicy.suspend; one gang
+// of its replica specs' replicas, master or launcher and workers), a
+// RayJob (spec.suspend; one gang of its cluster's head and each worker
+// group's minReplicas × numOfHosts; its submitter pod is queued as any).
+// A RayCluster has no suspend: its pods take the pods path.
 //
-// # Replicas
+// # Replicas and gang safety
 //
-// A gang left partly bound (a leader lost its lease between two
-// members' bindings, or its rollback deletes failed) is finished by the
-// next cycle, of the same leader or the next: its pending members are
-// queued alone, as a gang's members are once any member runs.
+// A gang with running members and pending ones is partly bound: a leader
+// lost its lease between two members' bindings (or its rollback deletes
+// failed), or a member failed or was deleted and its controller created a
+// replacement. Every cycle, of the same leader or the next, finishes it
+// or rolls it back, never leaves it:
+//
+//   - its pending members, up to the members it lacks, are queued as one
+//     gang of their own (its ID + "#rest"), placed all or none, on the
+//     nodes of its running members' uniformity label value; pods beyond
+//     are lone jobs of its job set;
+//   - when they cannot be placed (unscheduled for any reason but a
+//     cycle's own limits: rate limits, the round's limit, the lookback),
+//     when a running member's Node object is gone, or when a pending
+//     member is deleted while the gang is partly bound, the gang is rolled
+//     back: its running members are evicted as preempted pods are (the
+//     Eviction API, their grace period, a Warning EventGangRolledBack
+//     event naming why; Report.RolledBack counts the gangs), so that their
+//     controller recreates them, and its pending members wait for the
+//     whole gang again. An eviction that fails (a budget's refusal) leaves
+//     the member running, and a later cycle rolls the gang back again.
+//
+// A workload's gang with more pending pods than its cardinality (a
+// RayCluster's workers beyond minReplicas) is its first cardinality pods,
+// the Ray head first and then the oldest; the others are lone jobs of its
+// job set.
 //
 // RunWithLeaderElection cycles only while the replica holds a
 // coordination.k8s.io Lease (client-go's leaderelection with a

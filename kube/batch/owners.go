@@ -9,7 +9,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/flotilla-sched/flotilla/kube/kubeconv"
 )
@@ -214,7 +216,10 @@ func (s *Scheduler) sweepOwners() {
 }
 
 // fetchOwners reads every fetch, at most Config.BindWorkers at once.
+// An object on several chains (a JobSet above its child Jobs, a RayJob
+// above its RayCluster and submitter Job) is read once per cycle.
 func (s *Scheduler) fetchOwners(ctx context.Context, todo []*ownerFetch) {
+	objs := &objectCache{m: map[string]*objectGet{}}
 	sem := make(chan struct{}, s.cfg.BindWorkers)
 	var wg sync.WaitGroup
 	for _, f := range todo {
@@ -225,7 +230,7 @@ func (s *Scheduler) fetchOwners(ctx context.Context, todo []*ownerFetch) {
 			if f.class != "" {
 				f.prio = s.fetchClass(ctx, f.class)
 			} else {
-				f.entry = s.fetchChain(ctx, f.ns, f.ref, f.pod)
+				f.entry = s.fetchChain(ctx, objs, f.ns, f.ref, f.pod)
 			}
 		}()
 	}
@@ -234,7 +239,7 @@ func (s *Scheduler) fetchOwners(ctx context.Context, todo []*ownerFetch) {
 
 // fetchChain reads the controller chain from ref up, while each object is
 // a workload kind, and reads it as a workload (kubeconv.OwnerOf).
-func (s *Scheduler) fetchChain(ctx context.Context, ns string, ref metav1.OwnerReference, pod *corev1.Pod) ownerEntry {
+func (s *Scheduler) fetchChain(ctx context.Context, objs *objectCache, ns string, ref metav1.OwnerReference, pod *corev1.Pod) ownerEntry {
 	var chain []*unstructured.Unstructured
 	cur := &ref
 	for len(chain) < kubeconv.MaxOwnerDepth && cur != nil {
@@ -242,7 +247,7 @@ func (s *Scheduler) fetchChain(ctx context.Context, ns string, ref metav1.OwnerR
 		if !known {
 			break
 		}
-		o, err := s.cfg.Dynamic.Resource(gvr).Namespace(ns).Get(ctx, cur.Name, metav1.GetOptions{})
+		o, err := objs.get(ctx, s.cfg.Dynamic, gvr, ns, cur.Name)
 		if apierrors.IsNotFound(err) {
 			// Gone, or its CRD is not installed: the chain stops below.
 			break
@@ -276,4 +281,41 @@ func (s *Scheduler) fetchClass(ctx context.Context, name string) prioEntry {
 	}
 	v, err := kubeconv.WorkloadPriorityValue(o)
 	return prioEntry{value: v, err: err}
+}
+
+// objectCache holds the owner objects one cycle read, by resource,
+// namespace and name, so that concurrent chain reads share them: the
+// first reader reads, the others wait for its answer (the object or the
+// error). The objects are shared, never changed.
+type objectCache struct {
+	mu sync.Mutex
+	m  map[string]*objectGet
+}
+
+type objectGet struct {
+	done chan struct{}
+	obj  *unstructured.Unstructured
+	err  error
+}
+
+func (c *objectCache) get(ctx context.Context, d dynamic.Interface, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
+	key := gvr.String() + "|" + ns + "/" + name
+	c.mu.Lock()
+	g, ok := c.m[key]
+	if !ok {
+		g = &objectGet{done: make(chan struct{})}
+		c.m[key] = g
+	}
+	c.mu.Unlock()
+	if ok {
+		select {
+		case <-g.done:
+			return g.obj, g.err
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
+	g.obj, g.err = d.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	close(g.done)
+	return g.obj, g.err
 }

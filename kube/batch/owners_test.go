@@ -42,6 +42,8 @@ var listKinds = map[schema.GroupVersionResource]string{
 	{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"}:               "JobSetList",
 	{Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"}:                    "PyTorchJobList",
 	{Group: "ray.io", Version: "v1", Resource: "rayclusters"}:                          "RayClusterList",
+	{Group: "ray.io", Version: "v1", Resource: "rayjobs"}:                              "RayJobList",
+	{Group: "kubeflow.org", Version: "v2beta1", Resource: "mpijobs"}:                   "MPIJobList",
 	{Group: "kueue.x-k8s.io", Version: "v1beta1", Resource: "workloadpriorityclasses"}: "WorkloadPriorityClassList",
 }
 

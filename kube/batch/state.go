@@ -50,6 +50,13 @@ type podState struct {
 	// counted is the gang whose running members
 	// (state.gangRunning) count this running pod, "" when none.
 	counted string
+	// orig is a pending pod's job as read (its workload's or annotations'
+	// gang); job is the one queued, which settleGangs may regroup. A pod
+	// placed by a cycle keeps it until the informer shows it bound.
+	orig *flotilla.Job
+	// rest is the partly bound gang whose remaining members this pending
+	// pod is queued with (settleGangs), "" when none.
+	rest string
 }
 
 // state is everything the informers keep up to date between cycles.
@@ -83,6 +90,9 @@ type state struct {
 	// that already runs (a Job controller's replacement for a failed
 	// member, the rest of a gang left partly bound) is scheduled alone.
 	gangRunning map[string]int
+	// broken holds, by gang ID, why a partly bound gang cannot be
+	// finished (a pending member deleted); the next cycle rolls it back.
+	broken map[string]string
 	// suspended holds the suspended Jobs of ours (Config.AdmitSuspended)
 	// by UID; virtual their placeholder jobs by ID, queued in the store
 	// until admitted, then held on their nodes until the Job's pods exist.
@@ -116,6 +126,7 @@ func (st *state) init() {
 	st.prios = map[string]prioEntry{}
 	st.unresolved = map[string]bool{}
 	st.gangRunning = map[string]int{}
+	st.broken = map[string]string{}
 	st.suspended = map[types.UID]*suspendedJob{}
 	st.virtual = map[string]*podState{}
 }
@@ -168,6 +179,9 @@ func (s *Scheduler) onNode(o any, deleted bool) {
 
 // forget drops a deleted pod.
 func (s *Scheduler) forget(key string) {
+	if old := s.st.pods[key]; old != nil {
+		s.noteBroken(old, old.pod)
+	}
 	s.unqueue(key)
 	s.uncount(s.st.pods[key])
 	delete(s.st.pods, key)
@@ -196,9 +210,13 @@ func terminal(p *corev1.Pod) bool {
 func (s *Scheduler) sync(p *corev1.Pod) {
 	key := kubeconv.JobID(p)
 	s.unqueue(key)
-	s.uncount(s.st.pods[key])
+	old := s.st.pods[key]
+	s.uncount(old)
 	st := s.classify(key, p)
 	if st == nil {
+		if !terminal(p) {
+			s.noteBroken(old, p)
+		}
 		delete(s.st.pods, key)
 		return
 	}
@@ -221,12 +239,16 @@ func (s *Scheduler) classify(key string, p *corev1.Pod) *podState {
 		return nil
 	}
 	if p.Spec.NodeName == "" {
+		var orig *flotilla.Job
+		if old := s.st.pods[key]; old != nil {
+			orig = old.orig
+		}
 		if node, ok := s.st.bound[key]; ok {
-			return &podState{kind: kindHeld, node: node, req: kubeconv.PodRequests(p, s.schema)}
+			return &podState{kind: kindHeld, node: node, req: kubeconv.PodRequests(p, s.schema), orig: orig}
 		}
 		if nom, ok := s.st.nominated[key]; ok {
 			// The preempted pods hold the room it waits for.
-			return &podState{kind: kindHeld, node: nom.node}
+			return &podState{kind: kindHeld, node: nom.node, orig: orig}
 		}
 		if !s.ours(p) || p.DeletionTimestamp != nil {
 			return nil
@@ -248,13 +270,10 @@ func (s *Scheduler) classify(key string, p *corev1.Pod) *podState {
 		if err != nil {
 			return &podState{kind: kindInvalid, err: err}
 		}
-		if j.Gang.ID != "" && s.st.gangRunning[j.Gang.ID] > 0 {
-			// Its gang already runs: this pod replaces a member, or
-			// finishes a gang left partly bound (a binding cut short
-			// by a lost lease): it is scheduled alone.
-			j.Gang = flotilla.Gang{}
-		}
-		return &podState{kind: kindQueued, job: &j, owner: w.owner}
+		// Queued with its gang as read; settleGangs regroups it when
+		// its gang already runs (a binding cut short by a lost lease, a
+		// replacement for a failed member) or has more pods than members.
+		return &podState{kind: kindQueued, job: &j, orig: &j, owner: w.owner}
 	}
 	delete(s.st.bound, key)
 	if s.ours(p) && p.DeletionTimestamp == nil && !s.st.evicting[key] && s.st.store != nil {
@@ -278,26 +297,6 @@ func (s *Scheduler) uncount(ps *podState) {
 		delete(s.st.gangRunning, ps.counted)
 	}
 	ps.counted = ""
-}
-
-// rejoinRunningGangs queues alone the pending members of gangs that have
-// running members, read as members before their gang started (the
-// informer showed them first): a gang is never left partly bound, and a
-// new leader finishes one the last left at its first cycle. Called with
-// mu held.
-func (s *Scheduler) rejoinRunningGangs() {
-	if len(s.st.gangRunning) == 0 {
-		return
-	}
-	var again []*corev1.Pod
-	for _, ps := range s.st.pods {
-		if ps.kind == kindQueued && ps.job.Gang.ID != "" && s.st.gangRunning[ps.job.Gang.ID] > 0 {
-			again = append(again, ps.pod)
-		}
-	}
-	for _, p := range again {
-		s.sync(p)
-	}
 }
 
 func (s *Scheduler) classKnown(name string) bool {
@@ -344,7 +343,7 @@ func (s *Scheduler) rebuildClasses() error {
 	for _, j := range s.listJobs() {
 		s.syncWorkload(fromJob(j), false)
 	}
-	for _, w := range s.listJobSets() {
+	for _, w := range s.listCustom() {
 		s.syncWorkload(w, false)
 	}
 	return nil

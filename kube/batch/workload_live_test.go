@@ -537,3 +537,133 @@ func TestLiveFairShareRebalanceBetweenJobs(t *testing.T) {
 		t.Fatalf("running a %d, b %d after more cycles: want 4 and 4", ra, rb)
 	}
 }
+
+// A Job's gang left partly bound by a leader that died (index 0 bound
+// through the Binding API) whose other two members no longer fit (a pod
+// of another scheduler took the room) is rolled back by the next
+// leader's first cycle: the bound member is evicted, the others are not
+// bound. The Job controller recreates the evicted member, and once there
+// is room the gang is bound whole.
+func TestLivePartlyBoundGangThatCannotBeFinishedIsRolledBack(t *testing.T) {
+	l := newLive(t)
+	l.c.Controllers(t, "job")
+	l.node("n1", "3")
+	if _, err := l.cs.BatchV1().Jobs("default").Create(l.ctx, jobOf("trio", 3, 3, true, "1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var first corev1.Pod
+	err := wait.PollUntilContextTimeout(l.ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		pods := l.podsOfJob("trio")
+		for _, p := range pods {
+			if p.Annotations[batchv1.JobCompletionIndexAnnotation] == "0" {
+				first = p
+			}
+		}
+		return len(pods) == 3, nil
+	})
+	if err != nil {
+		t.Fatalf("the Job controller's 3 pods: %v", err)
+	}
+	b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: first.Name, Namespace: "default"}, Target: corev1.ObjectReference{Kind: "Node", Name: "n1"}}
+	if err := l.cs.CoreV1().Pods("default").Bind(l.ctx, b, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	l.pod(testPod("hog", "1", func(p *corev1.Pod) { p.Spec.SchedulerName, p.Spec.NodeName = "other", "n1" }))
+	s := l.scheduler(Config{Dynamic: l.dynamic()})
+	rep, err := s.Cycle(l.ctx) // reads the Job, then rolls its gang back
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.RolledBack != 1 || rep.Evicted != 1 || rep.Bound != 0 {
+		t.Fatalf("rolled back %d, evicted %d, bound %d (errors %v): want the gang rolled back, nothing bound", rep.RolledBack, rep.Evicted, rep.Bound, rep.Errors)
+	}
+	if got := l.get(first.Name); got.DeletionTimestamp == nil {
+		t.Fatalf("bound member %s not evicted", first.Name)
+	}
+	for _, p := range l.podsOfJob("trio") {
+		if p.Name != first.Name && p.Spec.NodeName != "" {
+			t.Fatalf("pending member %s bound to %s: want none bound", p.Name, p.Spec.NodeName)
+		}
+	}
+	// The kubelet would finish the eviction; the other pod finishes.
+	zero := int64(0)
+	for _, name := range []string{first.Name, "hog"} {
+		if err := l.cs.CoreV1().Pods("default").Delete(l.ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+	}
+	l.cycleCollect(s, "the gang bound whole with a new index 0", func() bool {
+		n := 0
+		for _, p := range l.podsOfJob("trio") {
+			if p.Spec.NodeName != "" && p.DeletionTimestamp == nil && p.UID != first.UID {
+				n++
+			}
+		}
+		return n == 3
+	}, nil)
+}
+
+// A suspended PyTorchJob (master + 3 workers) with a queue label stays
+// suspended while 3 of its 4 pods fit, is unsuspended at
+// spec.runPolicy.suspend once a node adds the room, and the pods its
+// operator then creates (here the test, as no operator runs) are bound
+// into the room its admission held, as one gang.
+func TestLiveSuspendedPyTorchJobAdmittedWhole(t *testing.T) {
+	l := newLive(t)
+	l.installCRDs("kubeflow.org_pytorchjobs.yaml")
+	l.node("n1", "3")
+	s := l.scheduler(Config{Dynamic: l.dynamic(), AdmitSuspended: true})
+	pt := l.create(pyTorchJobs, `
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: pt, namespace: default, labels: {kueue.x-k8s.io/queue-name: research}}
+spec:
+  runPolicy: {suspend: true}
+  pytorchReplicaSpecs:
+    Master: {replicas: 1, template: `+podTemplateCPU1+`}
+    Worker: {replicas: 3, template: `+podTemplateCPU1+`}`)
+	suspended := func() bool {
+		u, err := l.dynamic().Resource(pyTorchJobs).Namespace("default").Get(l.ctx, "pt", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _, _ := unstructured.NestedBool(u.Object, "spec", "runPolicy", "suspend")
+		return v
+	}
+	for range 5 {
+		if rep, err := s.Cycle(l.ctx); err != nil || rep.Admitted != 0 {
+			t.Fatalf("cycle: %v, admitted %v with room for 3 of 4", err, rep)
+		}
+	}
+	if !suspended() {
+		t.Fatal("unsuspended with room for 3 of 4")
+	}
+	l.node("n2", "1")
+	l.cycleCollect(s, "the PyTorchJob unsuspended", func() bool { return !suspended() }, nil)
+	yes := true
+	var names []string
+	for _, name := range []string{"pt-master-0", "pt-worker-0", "pt-worker-1", "pt-worker-2"} {
+		l.pod(testPod(name, "1", func(p *corev1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Name: "pt", UID: pt.GetUID(), Controller: &yes}}
+		}))
+		names = append(names, name)
+	}
+	jobs := l.cycleCollect(s, "the PyTorchJob's 4 pods bound", func() bool {
+		for _, name := range names {
+			if l.get(name).Spec.NodeName == "" {
+				return false
+			}
+		}
+		return true
+	}, nil)
+	if len(jobs) != 0 {
+		t.Fatalf("%d pods placed by a cycle: want all 4 bound into the room the admission held", len(jobs))
+	}
+	on := map[string]int{}
+	for _, name := range names {
+		on[l.get(name).Spec.NodeName]++
+	}
+	if on["n1"] != 3 || on["n2"] != 1 {
+		t.Fatalf("pods per node %v: want the 3 + 1 the placeholders held", on)
+	}
+}

@@ -38,7 +38,7 @@ func run() error {
 	leNamespace := flag.String("leader-elect-namespace", "", "namespace of the leader-election Lease; empty means no leader election")
 	leName := flag.String("leader-elect-name", "flotilla-batch", "name of the leader-election Lease")
 	id := flag.String("id", "", "this replica's identity for leader election; empty means the host name")
-	admit := flag.Bool("admit-suspended", true, "admit suspended Jobs with a queue label by unsuspending them once their pods fit whole (needs list/watch/patch on jobs)")
+	admit := flag.Bool("admit-suspended", true, "admit suspended Jobs, JobSets, PyTorchJobs, MPIJobs and RayJobs with a queue label by unsuspending them once their pods fit whole (needs list/watch/patch on them)")
 	flag.Parse()
 
 	var cfg batch.Config

@@ -1,0 +1,136 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"github.com/flotilla-sched/flotilla"
+)
+
+// newCustomFixture serves the custom kinds of the suspend path
+// (discovery and the dynamic client) and turns the path on.
+func newCustomFixture(t *testing.T, dyn []runtime.Object, objs ...runtime.Object) *ownerFixture {
+	t.Helper()
+	of := &ownerFixture{dyn: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, dyn...)}
+	of.fixture = newFixtureConfig(t, func(f *fixture, c *Config) {
+		for _, k := range customKinds {
+			gvr := k.resources[0]
+			f.cs.Resources = append(f.cs.Resources, &metav1.APIResourceList{GroupVersion: gvr.GroupVersion().String(),
+				APIResources: []metav1.APIResource{{Name: gvr.Resource, Namespaced: true, Kind: k.kind}}})
+		}
+		c.Dynamic, c.AdmitSuspended = of.dyn, true
+	}, objs...)
+	return of
+}
+
+func (of *ownerFixture) suspendedAt(gvr schema.GroupVersionResource, name string, path ...string) bool {
+	of.t.Helper()
+	u, err := of.dyn.Resource(gvr).Namespace("default").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		of.t.Fatal(err)
+	}
+	v, _, _ := unstructured.NestedBool(u.Object, path...)
+	return v
+}
+
+const podTemplateCPU1 = `{spec: {schedulerName: flotilla, containers: [{name: c, image: busybox, resources: {requests: {cpu: "1"}}}]}}`
+
+const suspendedPyTorchJob = `
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: pt, namespace: default, uid: u-pt, labels: {kueue.x-k8s.io/queue-name: research}}
+spec:
+  runPolicy: {suspend: true}
+  pytorchReplicaSpecs:
+    Master: {replicas: 1, template: ` + podTemplateCPU1 + `}
+    Worker: {replicas: 3, template: ` + podTemplateCPU1 + `}`
+
+const suspendedRayJob = `
+apiVersion: ray.io/v1
+kind: RayJob
+metadata: {name: rj, namespace: default, uid: u-rj, labels: {flotilla.dev/queue: research}}
+spec:
+  suspend: true
+  rayClusterSpec:
+    headGroupSpec: {template: ` + podTemplateCPU1 + `}
+    workerGroupSpecs: [{groupName: w, minReplicas: 2, replicas: 5, template: ` + podTemplateCPU1 + `}]`
+
+const suspendedMPIJob = `
+apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata: {name: mpi, namespace: default, uid: u-mpi, labels: {flotilla.dev/queue: research}}
+spec:
+  runPolicy: {suspend: true}
+  mpiReplicaSpecs:
+    Launcher: {template: ` + podTemplateCPU1 + `}
+    Worker: {replicas: 3, template: ` + podTemplateCPU1 + `}`
+
+// A suspended PyTorchJob, MPIJob or RayJob with a queue label is admitted
+// (unsuspended at the field its operator reads) only once its whole gang
+// fits: master + 3 workers, launcher + 3 workers, head + minReplicas 2
+// workers (not its 5 replicas). With one cpu short it stays suspended; a
+// node later it is admitted.
+func TestSuspendedTrainingJobsAdmittedWhenTheirWholeGangFits(t *testing.T) {
+	for _, tc := range []struct {
+		name, obj string
+		gvr       schema.GroupVersionResource
+		path      []string
+		pods      int
+	}{
+		{"PyTorchJob", suspendedPyTorchJob, pyTorchJobs, []string{"spec", "runPolicy", "suspend"}, 4},
+		{"MPIJob", suspendedMPIJob, mpiJobs, []string{"spec", "runPolicy", "suspend"}, 4},
+		{"RayJob", suspendedRayJob, rayJobs, []string{"spec", "suspend"}, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := uobj(t, tc.obj)
+			f := newCustomFixture(t, []runtime.Object{u}, testNode("n1", "1"), testNode("n2", string(rune('0'+tc.pods-2))))
+			if rep := f.cycle(); rep.Admitted != 0 || !f.suspendedAt(tc.gvr, u.GetName(), tc.path...) {
+				t.Fatalf("admitted %d with room for %d of %d pods", rep.Admitted, tc.pods-1, tc.pods)
+			}
+			f.addNode(testNode("n3", "1"))
+			rep := f.cycle()
+			if rep.Admitted != 1 || f.suspendedAt(tc.gvr, u.GetName(), tc.path...) {
+				t.Fatalf("admitted %d (%v): want it unsuspended", rep.Admitted, rep.Errors)
+			}
+			if n := len(rep.Result.Scheduled); n != tc.pods {
+				t.Fatalf("%d placeholders placed, want %d", n, tc.pods)
+			}
+		})
+	}
+}
+
+// A training job whose spec the suspend path cannot read stays suspended,
+// and the reader names the field.
+func TestCustomWorkloadReadersNameTheBadField(t *testing.T) {
+	for _, tc := range []struct {
+		name, obj, field string
+		read             func(*unstructured.Unstructured) suspendable
+	}{
+		{"no replica specs", `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: pt, namespace: d}, spec: {runPolicy: {suspend: true}}}`,
+			"PyTorchJob d/pt spec.pytorchReplicaSpecs", fromReplicaSpecs("pytorchReplicaSpecs")},
+		{"negative replicas", `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: pt, namespace: d}, spec: {pytorchReplicaSpecs: {Worker: {replicas: -1, template: {}}}}}`,
+			"PyTorchJob d/pt spec.pytorchReplicaSpecs.Worker.replicas", fromReplicaSpecs("pytorchReplicaSpecs")},
+		{"no template", `{apiVersion: kubeflow.org/v2beta1, kind: MPIJob, metadata: {name: m, namespace: d}, spec: {mpiReplicaSpecs: {Launcher: {replicas: 1}}}}`,
+			"MPIJob d/m spec.mpiReplicaSpecs.Launcher.template", fromReplicaSpecs("mpiReplicaSpecs")},
+		{"no head", `{apiVersion: ray.io/v1, kind: RayJob, metadata: {name: r, namespace: d}, spec: {suspend: true}}`,
+			"RayJob d/r spec.rayClusterSpec.headGroupSpec", fromRayJob},
+		{"bad minReplicas", `{apiVersion: ray.io/v1, kind: RayJob, metadata: {name: r, namespace: d}, spec: {rayClusterSpec: {headGroupSpec: {template: {}}, workerGroupSpecs: [{minReplicas: "2", template: {}}]}}}`,
+			"RayJob d/r spec.rayClusterSpec.workerGroupSpecs[0].minReplicas", fromRayJob},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := tc.read(uobj(t, tc.obj))
+			var fe *flotilla.FieldError
+			if !errors.As(w.err, &fe) || !strings.HasPrefix(fe.Error(), tc.field) {
+				t.Fatalf("error %v: want one naming %s", w.err, tc.field)
+			}
+		})
+	}
+}

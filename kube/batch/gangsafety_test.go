@@ -1,0 +1,192 @@
+package batch
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/flotilla-sched/flotilla/kube/kubeconv"
+)
+
+func gangOf3(p *corev1.Pod) {
+	p.Annotations = map[string]string{kubeconv.AnnotationGangID: "g", kubeconv.AnnotationGangCardinality: "3"}
+}
+
+func onNode(n string) func(*corev1.Pod) { return func(p *corev1.Pod) { p.Spec.NodeName = n } }
+
+func (f *fixture) evicted() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, e := range f.evicts {
+		out = append(out, e.Name)
+	}
+	return out
+}
+
+// A gang left partly bound whose remaining members no longer fit (room
+// for one of the two) is rolled back: its bound member is evicted, and
+// neither pending member is bound alone, then or in the next cycle
+// (they wait for the whole gang again).
+func TestPartlyBoundGangWhoseRestNoLongerFitsIsRolledBack(t *testing.T) {
+	f := newFixture(t, testNode("n1", "2"),
+		testPod("g-0", "1", both(gangOf3, onNode("n1"))),
+		testPod("g-1", "1", gangOf3), testPod("g-2", "1", gangOf3))
+	rep := f.cycle()
+	if rep.RolledBack != 1 || rep.Bound != 0 || !slices.Equal(f.evicted(), []string{"g-0"}) {
+		t.Fatalf("rolled back %d, bound %d, evicted %v: want g-0 evicted, nothing bound", rep.RolledBack, rep.Bound, f.evicted())
+	}
+	rep = f.cycle()
+	if rep.Bound != 0 || rep.RolledBack != 0 || len(f.evicted()) != 1 {
+		t.Fatalf("second cycle bound %d, rolled back %d, evicted %v: want the pending members waiting whole", rep.Bound, rep.RolledBack, f.evicted())
+	}
+	for _, u := range rep.Result.UnscheduledJobs {
+		if u.Job.Gang.ID != "default/g" || u.Job.Gang.Cardinality != 3 {
+			t.Fatalf("job %s queued in gang %+v: want the whole gang g of 3 again", u.Job.ID, u.Job.Gang)
+		}
+	}
+}
+
+// The rest of a partly bound gang is placed all or none: with room for
+// both, both are bound in one cycle, as one unit.
+func TestPartlyBoundGangsRestIsBoundAsOneUnit(t *testing.T) {
+	f := newFixture(t, testNode("n1", "3"),
+		testPod("g-0", "1", both(gangOf3, onNode("n1"))),
+		testPod("g-1", "1", gangOf3), testPod("g-2", "1", gangOf3))
+	rep := f.cycle()
+	if rep.Bound != 2 || rep.RolledBack != 0 {
+		t.Fatalf("bound %d, rolled back %d: want the rest bound", rep.Bound, rep.RolledBack)
+	}
+	for _, a := range rep.Result.Scheduled {
+		if a.Job.Gang.ID != "default/g"+restSuffix || a.Job.Gang.Cardinality != 2 {
+			t.Fatalf("job %s placed in gang %+v: want the rest's gang of 2", a.Job.ID, a.Job.Gang)
+		}
+	}
+}
+
+// A partly bound gang with a member on a node whose object is gone is
+// rolled back, even though its pending members would fit elsewhere.
+func TestPartlyBoundGangOnAGoneNodeIsRolledBack(t *testing.T) {
+	f := newFixture(t, testNode("n1", "8"),
+		testPod("g-0", "1", both(gangOf3, onNode("gone"))),
+		testPod("g-1", "1", gangOf3), testPod("g-2", "1", gangOf3))
+	rep := f.cycle()
+	if rep.RolledBack != 1 || rep.Bound != 0 || !slices.Equal(f.evicted(), []string{"g-0"}) {
+		t.Fatalf("rolled back %d, bound %d, evicted %v: want g-0 evicted, nothing bound", rep.RolledBack, rep.Bound, f.evicted())
+	}
+}
+
+// A pending member of a partly bound gang deleted before the gang is
+// finished: the next cycle rolls the gang back instead of binding the
+// one left.
+func TestPartlyBoundGangWithADeletedPendingMemberIsRolledBack(t *testing.T) {
+	f := newFixture(t, testNode("n1", "8"),
+		testPod("g-0", "1", both(gangOf3, onNode("n1"))),
+		testPod("g-1", "1", gangOf3), testPod("g-2", "1", gangOf3))
+	f.s.mu.Lock()
+	if err := f.s.rebuildClasses(); err != nil { // the store, as the first cycle builds it
+		t.Fatal(err)
+	}
+	f.s.mu.Unlock()
+	if err := f.cs.CoreV1().Pods("default").Delete(context.Background(), "g-2", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.until("g-2 gone", func(st *state) bool { return st.pods["default/g-2"] == nil })
+	rep := f.cycle()
+	if rep.RolledBack != 1 || rep.Bound != 0 || !slices.Equal(f.evicted(), []string{"g-0"}) {
+		t.Fatalf("rolled back %d, bound %d, evicted %v: want g-0 evicted, g-1 not bound", rep.RolledBack, rep.Bound, f.evicted())
+	}
+}
+
+// A failed eviction leaves the member running: the gang is rolled back
+// again by the next cycle.
+func TestRollbackWhoseEvictionFailsIsTriedAgain(t *testing.T) {
+	f := newFixture(t, testNode("n1", "2"),
+		testPod("g-0", "1", both(gangOf3, onNode("n1"))),
+		testPod("g-1", "1", gangOf3), testPod("g-2", "1", gangOf3))
+	f.refuse["g-0"] = budgetRefusal(0)
+	if rep := f.cycle(); rep.RolledBack != 1 || rep.EvictFailed != 1 {
+		t.Fatalf("rolled back %d, eviction failures %d: want one refused", rep.RolledBack, rep.EvictFailed)
+	}
+	delete(f.refuse, "g-0")
+	f.clock.Add(int64(DefaultRefusalRetry.Seconds()) + 1)
+	if rep := f.cycle(); rep.RolledBack != 1 || rep.Evicted != 1 {
+		t.Fatalf("rolled back %d, evicted %d: want the rollback made again", rep.RolledBack, rep.Evicted)
+	}
+}
+
+const rayCluster1 = `
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata: {name: rc, namespace: default, uid: u-rc}
+spec:
+  headGroupSpec: {template: {}}
+  workerGroupSpecs: [{groupName: w, minReplicas: 1, replicas: 2, maxReplicas: 4}]`
+
+// A RayCluster's gang is its head and minReplicas workers; a worker
+// beyond them (replicas 2 > minReplicas 1) is a lone job of its job set,
+// not a member that makes the gang larger than its cardinality.
+func TestRayWorkersBeyondMinReplicasAreLoneJobs(t *testing.T) {
+	owned := ownedBy("ray.io/v1", "RayCluster", "rc", "u-rc")
+	head := func(p *corev1.Pod) { p.Labels = map[string]string{labelRayNodeType: "head"} }
+	// The head is the newest: it is a member all the same.
+	older := func(s int64) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { p.CreationTimestamp = metav1.Unix(s, 0) }
+	}
+	f := newOwnerFixture(t, []runtime.Object{uobj(t, rayCluster1)}, testNode("n1", "8"),
+		testPod("rc-w-a", "1", both(owned, older(10))), testPod("rc-w-b", "1", both(owned, older(20))),
+		testPod("rc-head", "1", both(owned, head, older(30))))
+	rep := f.cycle()
+	if rep.Bound != 3 {
+		t.Fatalf("bound %d (unscheduled %+v): want head, worker and the extra worker", rep.Bound, rep.Result.UnscheduledJobs)
+	}
+	gangs := map[string]string{}
+	for _, a := range rep.Result.Scheduled {
+		gangs[a.Job.ID] = a.Job.Gang.ID
+		if a.Job.JobSet != "default/RayCluster/rc" {
+			t.Fatalf("job %s in set %q, want the RayCluster's", a.Job.ID, a.Job.JobSet)
+		}
+	}
+	g := "default/RayCluster/rc@u-rc"
+	if gangs["default/rc-head"] != g || gangs["default/rc-w-a"] != g || gangs["default/rc-w-b"] != "" {
+		t.Fatalf("gangs %v: want the head and the oldest worker in %s, the other alone", gangs, g)
+	}
+}
+
+// BenchmarkSettleGangs: the per-cycle regrouping over 10,000 pending pods
+// in 1,000 gangs of 10, none running (the state of BenchmarkLiveThousand-
+// JobsOfTenPods before its first bind): what settleGangs adds to a cycle.
+func BenchmarkSettleGangs(b *testing.B) {
+	s, err := New(fake.NewClientset(), Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.rebuildClasses(); err != nil {
+		b.Fatal(err)
+	}
+	for g := range 1000 {
+		for i := range 10 {
+			s.sync(testPod(fmt.Sprintf("g%d-%d", g, i), "1", func(p *corev1.Pod) {
+				p.Annotations = map[string]string{kubeconv.AnnotationGangID: fmt.Sprint("g", g), kubeconv.AnnotationGangCardinality: "10"}
+			}))
+		}
+	}
+	if n := s.st.store.Len(); n != 10000 {
+		b.Fatalf("%d queued, want 10000", n)
+	}
+	b.ResetTimer()
+	for range b.N {
+		if ev, n := s.settleGangs(time.Unix(0, 0)); len(ev) != 0 || n != 0 {
+			b.Fatalf("rolled back %d", n)
+		}
+	}
+}
