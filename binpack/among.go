@@ -74,3 +74,8 @@ func (db *DB) ExplainAmong(q *Query, nodes []int32) Reason {
 	among := func(q *Query) (int, bool) { return db.SelectAmong(q, nodes) }
 	return db.explain(q, among, q, func(n int) bool { return in[n] })
 }
+
+// IndexedOrder returns the schema indices of the indexed resources, in the
+// order smallest-fit compares them (CompareIndexed's). It allocates the
+// returned slice.
+func (db *DB) IndexedOrder() []int { return append([]int(nil), db.idxRes[:db.nidx]...) }
