@@ -35,6 +35,7 @@ type Placer struct {
 	lfreeOK []bool    // per level: lfree computed for this placement
 	tried   []bool    // per domain of the level being searched
 	kids    []int32   // a domain's children in packing order
+	kfree   []int64   // their free capacity, R entries each
 	rest    []int32   // a domain's nodes outside every child
 
 	order []int                  // member indices in placement order

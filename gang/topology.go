@@ -3,6 +3,7 @@ package gang
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,6 +37,14 @@ type topoTree struct {
 	levels  []string
 	doms    [][]domain
 	nodeDom [][]int32
+	// maxTotal, per level, is per resource the largest total capacity of
+	// a domain (its nodes' totals summed): a gang whose summed requests
+	// exceed it in some resource fits no domain of the level, which is
+	// then skipped without computing its domains' free capacity.
+	maxTotal [][]int64
+	// exact: no domain's total saturates an int64, so free capacity
+	// (never above the total) sums without overflow checks.
+	exact bool
 }
 
 // tree returns the domains of topology t in the Placer's DB, building them
@@ -126,6 +135,25 @@ func (p *Placer) tree(t *flotilla.Topology) *topoTree {
 			par.kidHi = int32(c) + 1
 		}
 	}
+	R := p.nres
+	tr.exact = true
+	tr.maxTotal = make([][]int64, L)
+	for k := range L {
+		tr.maxTotal[k] = make([]int64, R)
+		sum := make([]int64, R)
+		for d := range tr.doms[k] {
+			clear(sum)
+			for _, n := range tr.doms[k][d].nodes {
+				for r, v := range db.Node(int(n)).Total {
+					sum[r] = satAdd(sum[r], max(v, 0))
+				}
+			}
+			for r := range R {
+				tr.maxTotal[k][r] = max(tr.maxTotal[k][r], sum[r])
+				tr.exact = tr.exact && sum[r] < math.MaxInt64
+			}
+		}
+	}
 	p.trees[t.Name] = tr
 	return tr
 }
@@ -145,18 +173,32 @@ func (p *Placer) levelFree(tr *topoTree, k int) []int64 {
 		return free
 	}
 	clear(free)
-	db := p.db
-	for n, d := range tr.nodeDom[k] {
-		if d < 0 || db.Cordoned(n) {
-			continue
-		}
-		f := free[int(d)*R : int(d+1)*R]
-		for r, v := range db.Allocatable(n, p.search) {
-			f[r] = satAdd(f[r], max(v, 0))
-		}
+	for d := range tr.doms[k] {
+		p.addFree(tr, free[d*R:(d+1)*R], tr.doms[k][d].nodes)
 	}
 	p.lfreeOK[k] = true
 	return free
+}
+
+// addFree adds the free capacity of nodes (allocatable at the search
+// level, uncordoned, negative entries as 0) to f.
+func (p *Placer) addFree(tr *topoTree, f []int64, nodes []int32) {
+	db := p.db
+	for _, n := range nodes {
+		if db.Cordoned(int(n)) {
+			continue
+		}
+		a := db.Allocatable(int(n), p.search)
+		if tr.exact {
+			for r, v := range a {
+				f[r] += max(v, 0)
+			}
+			continue
+		}
+		for r, v := range a {
+			f[r] = satAdd(f[r], max(v, 0))
+		}
+	}
 }
 
 // placeTopology places g, whose Topology is set, in a domain of it. done
@@ -164,8 +206,10 @@ func (p *Placer) levelFree(tr *topoTree, k int) []int64 {
 // any level could hold it: the caller then places it as without a
 // topology, with db as before.
 func (p *Placer) placeTopology(g *Gang, q int, levels []int, within Domains, why Explanation) (pl Placement, done bool, err error) {
-	t, req, pref, err := flotilla.ResolveTopology(p.topos, field(g.ID, "topology"), g.Topology)
+	t, req, pref, err := flotilla.ResolveTopology(p.topos, "", g.Topology)
 	if err != nil {
+		// Again, to name the field: only on this path, which allocates.
+		_, _, _, err = flotilla.ResolveTopology(p.topos, field(g.ID, "topology"), g.Topology)
 		return Placement{}, true, err
 	}
 	tr := p.tree(t)
@@ -190,6 +234,9 @@ func (p *Placer) placeTopology(g *Gang, q int, levels []int, within Domains, why
 	}
 	bestK, bestD, bestPlaced, anyAvoided, anyFree := -1, -1, -1, false, false
 	for k := hi; k >= lo; k-- {
+		if !p.sum.Fits(tr.maxTotal[k]) {
+			continue // no domain of the level is large enough, even empty
+		}
 		doms := tr.doms[k]
 		free := p.levelFree(tr, k)
 		if cap(p.tried) < len(doms) {
@@ -339,12 +386,23 @@ func (p *Placer) pack(tr *topoTree, k, d int, g *Gang, q int, levels []int) int 
 		return p.attempt(g, dom, q, levels, m)
 	}
 	R := p.nres
-	free := p.levelFree(tr, k+1)
+	// The children's free capacity, computed here for them alone (a
+	// domain's share of the level), indexed from kidLo.
+	lo := int(dom.kidLo)
+	nk := int(dom.kidHi) - lo
+	if cap(p.kfree) < nk*R {
+		p.kfree = make([]int64, nk*R)
+	}
+	kfree := p.kfree[:nk*R]
+	clear(kfree)
 	kids := p.kids[:0]
 	for c := dom.kidLo; c < dom.kidHi; c++ {
 		kids = append(kids, c)
+		i := int(c) - lo
+		p.addFree(tr, kfree[i*R:(i+1)*R], tr.doms[k+1][c].nodes)
 	}
-	holds := func(c int32) bool { return p.sum.Fits(free[int(c)*R : int(c+1)*R]) }
+	free := func(c int32) []int64 { i := int(c) - lo; return kfree[i*R : (i+1)*R] }
+	holds := func(c int32) bool { return p.sum.Fits(free(c)) }
 	slices.SortFunc(kids, func(a, b int32) int {
 		ha, hb := holds(a), holds(b)
 		switch {
@@ -353,7 +411,7 @@ func (p *Placer) pack(tr *topoTree, k, d int, g *Gang, q int, levels []int) int 
 		case hb && !ha:
 			return +1
 		}
-		c := p.db.CompareIndexed(free[int(a)*R:int(a+1)*R], free[int(b)*R:int(b+1)*R])
+		c := p.db.CompareIndexed(free(a), free(b))
 		if !ha {
 			c = -c // roomiest first
 		}

@@ -103,7 +103,9 @@ func (s *Scheduler) invalidJob(name string, e *queue.Entry) (Reason, bool) {
 			"no such priority class").Error()}, true
 	}
 	if !j.Gang.Topology.IsZero() {
-		if _, _, _, err := flotilla.ResolveTopology(s.cfg.Topologies, fmt.Sprintf("job %q.gang.topology", j.ID), j.Gang.Topology); err != nil {
+		if _, _, _, err := flotilla.ResolveTopology(s.cfg.Topologies, "", j.Gang.Topology); err != nil {
+			// Again, to name the field (the first call allocates nothing).
+			_, _, _, err = flotilla.ResolveTopology(s.cfg.Topologies, fmt.Sprintf("job %q.gang.topology", j.ID), j.Gang.Topology)
 			return Reason{Code: ReasonInvalid, Message: err.Error()}, true
 		}
 	}
