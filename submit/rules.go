@@ -289,7 +289,7 @@ func (c *checker) catalog(cat *Catalog) {
 
 // gangAcc gathers a gang's templates.
 type gangAcc struct {
-	path    string // the first member template, jobs[i]
+	path     string // the first member template, jobs[i]
 	card     int
 	label    string
 	topology flotilla.GangTopology
