@@ -261,3 +261,24 @@ func TestAccumulatorRefusesAMemberWithAnotherTopology(t *testing.T) {
 	err = gang.ValidateSubmission([]*flotilla.Job{a.Job, b.Job}, nil)
 	assert.ErrorIs(t, err, flotilla.ErrInconsistent)
 }
+
+func TestTopologyUnavoidedDomainsKeepOutOfAvoidedClusters(t *testing.T) {
+	nodes := []*flotilla.Node{rackNode("b1", "r1", 0, 8), rackNode("b1", "r1", 1, 16)}
+	nodes[0].Cluster = "c"
+	nodes = append(nodes, node("b1-r1-x", "d", 16, lBlock, "b1", lRack, "r1", lHost, "x"))
+	db := newDB(t, 1, nodes...)
+	g := topoGang(t, "g", 2, cores(4), flotilla.GangTopology{Required: lRack})
+	g.Members[0].Job.AvoidClusters = []string{"c"}
+	var p gang.Placer
+	p.SetTopologies(threeLevels)
+	mark := db.Mark()
+	res, err := p.PlaceWithin(db, g, 0, levelsOf(2, top), 0, gang.UnavoidedDomains)
+	require.NoError(t, err)
+	require.True(t, res.Placed)
+	assert.Equal(t, "", res.Domain.Cluster, "rack b1/r1 of cluster c (8) is tighter but avoided")
+	db.Rollback(mark)
+	g.Members[1].Job.AvoidClusters = []string{"", "d"}
+	res, err = p.PlaceWithin(db, g, 0, levelsOf(2, top), 0, gang.UnavoidedDomains)
+	require.NoError(t, err)
+	assert.Equal(t, gang.AllAvoided, res.Why.Cause, "every rack is in an avoided cluster")
+}
