@@ -1,6 +1,7 @@
 package flotilla
 
 import (
+	"fmt"
 	"math"
 	"time"
 )
@@ -67,8 +68,141 @@ type Gang struct {
 	// Cardinality is the number of members; every member carries the same.
 	Cardinality int
 	// NodeUniformityLabel, when set, requires all members on nodes sharing
-	// one value of this label.
+	// one value of this label: a one-level Topology.Required.
 	NodeUniformityLabel string
+	// Topology places the gang in a domain of a configured Topology. The
+	// zero value means no topology (today's placement). A gang cannot have
+	// both a Topology and a NodeUniformityLabel.
+	Topology GangTopology
+}
+
+// GangTopology is a gang's request to be placed close together in a
+// configured Topology (a hierarchy of node labels, scheduler.Config's
+// Topologies).
+//
+// Required names a level: every member lands in one domain of it, or the
+// gang is not placed. Preferred names a level: the gang goes to the
+// innermost level, at or below Preferred, where one domain holds it whole;
+// failing that, to the next level up, and so on (never above Required when
+// both are set); failing every level, it is placed as a gang without a
+// topology. When both are set, Preferred must be Required or a level below
+// it. Levels are named by their full label key.
+type GangTopology struct {
+	// Name names the topology; "" means the one named "default", else the
+	// first configured.
+	Name string
+	// Required and Preferred are level label keys of the topology; at
+	// least one is set when Name is.
+	Required, Preferred string
+}
+
+// IsZero reports whether the gang asks for no topology.
+func (t GangTopology) IsZero() bool { return t == GangTopology{} }
+
+// Topology is a named hierarchy of node labels, outermost first (a block,
+// then a rack, then a host). A domain of level k is a cluster and a path of
+// values (v0, …, vk): the nodes of that cluster whose labels Levels[0..k]
+// have exactly those values. A node lacking the label of a level is outside
+// every domain of that level and of the levels below it.
+type Topology struct {
+	Name string
+	// Levels are node label keys, outermost first; at least one, none
+	// empty or repeated.
+	Levels []string
+}
+
+// Level returns the index of the level whose label key is key, or -1.
+func (t *Topology) Level(key string) int {
+	for i, l := range t.Levels {
+		if l == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// DefaultTopologyName is the topology a gang gets when its
+// GangTopology.Name is empty (else the first configured).
+const DefaultTopologyName = "default"
+
+// FindTopology returns the topology a gang naming name uses among ts: the
+// one with that name, or for "" the one named DefaultTopologyName, else
+// the first; nil when there is none. O(len(ts)); it allocates nothing.
+func FindTopology(ts []Topology, name string) *Topology {
+	want := name
+	if want == "" {
+		want = DefaultTopologyName
+	}
+	for i := range ts {
+		if ts[i].Name == want {
+			return &ts[i]
+		}
+	}
+	if name == "" && len(ts) > 0 {
+		return &ts[0]
+	}
+	return nil
+}
+
+// ResolveTopology checks a gang's topology request against the configured
+// topologies and returns the topology and the indices of its Required and
+// Preferred levels (-1 for none). A request naming no topology there, or a
+// level the topology does not have, or Preferred above Required, is an
+// error naming field (the path of the gang's topology, such as
+// job "a".gang.topology) and the value (ErrUnknownName, ErrInconsistent).
+// The zero request gives nil, -1, -1.
+func ResolveTopology(ts []Topology, field string, gt GangTopology) (t *Topology, required, preferred int, err error) {
+	if gt.IsZero() {
+		return nil, -1, -1, nil
+	}
+	t = FindTopology(ts, gt.Name)
+	if t == nil {
+		return nil, -1, -1, Errorf(field+".name", gt.Name, ErrUnknownName, "no such topology (%d configured)", len(ts))
+	}
+	required, preferred = -1, -1
+	if gt.Required != "" {
+		if required = t.Level(gt.Required); required < 0 {
+			return nil, -1, -1, Errorf(field+".required", gt.Required, ErrUnknownName, "not a level of topology %q", t.Name)
+		}
+	}
+	if gt.Preferred != "" {
+		if preferred = t.Level(gt.Preferred); preferred < 0 {
+			return nil, -1, -1, Errorf(field+".preferred", gt.Preferred, ErrUnknownName, "not a level of topology %q", t.Name)
+		}
+	}
+	if required >= 0 && preferred >= 0 && preferred < required {
+		return nil, -1, -1, Errorf(field+".preferred", gt.Preferred, ErrInconsistent,
+			"above the required level %q: preferred must be the required level or below it", gt.Required)
+	}
+	return t, required, preferred, nil
+}
+
+// ValidateTopologies checks configured topologies: each has a name, unique
+// among them, and at least one level; no level is empty or repeated within
+// a topology. path prefixes the fields named (topologies[0].levels[1]).
+// Every problem is reported, joined.
+func ValidateTopologies(path string, ts []Topology) error {
+	var v validator
+	seen := make(map[string]bool, len(ts))
+	for i, t := range ts {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		v.required(p+".name", t.Name)
+		if t.Name != "" && seen[t.Name] {
+			v.add(Errorf(p+".name", t.Name, ErrDuplicate, "two topologies have this name"))
+		}
+		seen[t.Name] = true
+		if len(t.Levels) == 0 {
+			v.add(Errorf(p+".levels", "", ErrRequired, "a topology has at least one level"))
+		}
+		for k, l := range t.Levels {
+			lp := fmt.Sprintf("%s.levels[%d]", p, k)
+			v.required(lp, l)
+			if l != "" && t.Level(l) < k {
+				v.add(Errorf(lp, l, ErrDuplicate, "the level is listed twice"))
+			}
+		}
+	}
+	return v.err()
 }
 
 // IsGang reports whether the job is a member of a gang.

@@ -23,7 +23,10 @@ import (
 // Validate checks a job against the resource schema of the scheduler that
 // will run it: ID and Queue are required; Requests has exactly schema.Len()
 // entries, none negative; a gang member (Gang.ID set) has Cardinality ≥ 1,
-// and a job outside a gang has Cardinality 0 and no NodeUniformityLabel;
+// and a job outside a gang has Cardinality 0, no NodeUniformityLabel and no
+// Topology; a gang Topology names a required or a preferred level and comes
+// without a NodeUniformityLabel (ResolveTopology checks it against the
+// configured topologies);
 // node-selector keys are non-empty; every toleration has an operator of ""
 // (Equal), Equal or Exists, no value with Exists, an empty key only with
 // Exists (as Kubernetes requires), and an effect of "" (all), NoSchedule,
@@ -62,6 +65,18 @@ func (j *Job) report(schema *ResourceSchema) error {
 		}
 		if j.Gang.NodeUniformityLabel != "" {
 			v.add(Errorf(p+".gang.nodeUniformityLabel", j.Gang.NodeUniformityLabel, ErrInconsistent, "set without gang.id"))
+		}
+		if !j.Gang.Topology.IsZero() {
+			v.add(Errorf(p+".gang.topology", j.Gang.Topology.Name+j.Gang.Topology.Required+j.Gang.Topology.Preferred, ErrInconsistent, "set without gang.id"))
+		}
+	}
+	if t := j.Gang.Topology; !t.IsZero() {
+		if t.Required == "" && t.Preferred == "" {
+			v.add(Errorf(p+".gang.topology.required", "", ErrRequired, "a gang topology names a required or a preferred level"))
+		}
+		if j.Gang.NodeUniformityLabel != "" {
+			v.add(Errorf(p+".gang.topology", t.Required+t.Preferred, ErrInconsistent,
+				"with nodeUniformityLabel %q: give one or the other (the label is a one-level required topology)", j.Gang.NodeUniformityLabel))
 		}
 	}
 	if _, empty := j.NodeSelector[""]; empty {
@@ -112,7 +127,10 @@ func (j *Job) valid(schema *ResourceSchema) bool {
 		if j.Gang.Cardinality < 1 {
 			return false
 		}
-	} else if j.Gang.Cardinality != 0 || j.Gang.NodeUniformityLabel != "" {
+	} else if j.Gang.Cardinality != 0 || j.Gang.NodeUniformityLabel != "" || !j.Gang.Topology.IsZero() {
+		return false
+	}
+	if t := j.Gang.Topology; !t.IsZero() && ((t.Required == "" && t.Preferred == "") || j.Gang.NodeUniformityLabel != "") {
 		return false
 	}
 	if _, empty := j.NodeSelector[""]; empty {

@@ -190,7 +190,7 @@ func (db *DB) ExplainIn(q *Query, r Restriction) Reason {
 	}
 	rq := *q
 	rq.Constraint = db.Restrict(q.Constraint, r)
-	return db.explain(q, &rq, r.admits)
+	return db.explain(q, db.Select, &rq, func(n int) bool { return r.admits(db.nodes[n]) })
 }
 
 // Clusters returns the distinct Node.Cluster values, ascending (so "", the

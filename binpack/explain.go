@@ -160,7 +160,7 @@ func (db *DB) Explain(q *Query) Reason {
 	if ok, field, value := db.valid(q); !ok {
 		return Reason{Kind: InvalidQuery, Node: -1, Resource: -1, Field: field, Value: value}
 	}
-	return db.explain(q, q, nil)
+	return db.explain(q, db.Select, q, nil)
 }
 
 // exclusionKey groups nodes in explain: by filter, and by the selector
@@ -173,12 +173,13 @@ type exclusionKey struct {
 }
 
 // explain is the scan behind Explain and ExplainIn for a valid query q:
-// sel is the query Select is asked first (q itself, or q confined to a
-// domain), and admit, when not nil, confines the scan to the domain's
-// nodes; a scan that admits no node says NoNodes.
-func (db *DB) explain(q, sel *Query, admit func(*flotilla.Node) bool) Reason {
+// sel is the query selectFn (Select, or SelectAmong confined to a domain)
+// is asked first (q itself, or q confined to a domain), and admit, when
+// not nil, confines the scan to the domain's nodes (by index); a scan that
+// admits no node says NoNodes.
+func (db *DB) explain(q *Query, selectFn func(*Query) (int, bool), sel *Query, admit func(int) bool) Reason {
 	r := Reason{Node: -1, Resource: -1}
-	if n, ok := db.Select(sel); ok {
+	if n, ok := selectFn(sel); ok {
 		r.Kind, r.Node, r.NodeName = Fits, n, db.nodes[n].Name
 		return r
 	}
@@ -196,7 +197,7 @@ func (db *DB) explain(q, sel *Query, admit func(*flotilla.Node) bool) Reason {
 	var gs exclusionGroups
 	for n := lo; n < hi; n++ {
 		node := db.nodes[n]
-		if admit != nil && !admit(node) {
+		if admit != nil && !admit(n) {
 			continue
 		}
 		r.Nodes++

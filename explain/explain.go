@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/gang"
 	"github.com/flotilla-sched/flotilla/httpapi"
 	"github.com/flotilla-sched/flotilla/scenario"
 	"github.com/flotilla-sched/flotilla/scheduler"
@@ -112,6 +114,12 @@ func explainDecision(b *scenario.Built, d *scenario.Decision, job *flotilla.Job,
 	}
 	if job.Gang.ID != "" {
 		ex.Gang = &Gang{ID: job.Gang.ID, Cardinality: job.Gang.Cardinality, NodeUniformityLabel: job.Gang.NodeUniformityLabel}
+		if gt := job.Gang.Topology; !gt.IsZero() {
+			ex.Gang.Topology = &GangTopology{Name: gt.Name, Required: gt.Required, Preferred: gt.Preferred}
+			if t := flotilla.FindTopology(b.Settings.Topologies, gt.Name); t != nil {
+				ex.Gang.Topology.Name = t.Name
+			}
+		}
 	}
 	for qi, q := range d.Snapshot.Queues {
 		if q.Name == job.Queue && qi < len(res.Queues) {
@@ -210,6 +218,9 @@ func explainScheduled(b *scenario.Built, d *scenario.Decision, job *flotilla.Job
 			domain := "one cluster"
 			if g.NodeUniformityLabel != "" {
 				domain = "one domain, " + g.NodeUniformityLabel + "=" + nodeLabel(d, a.Node, g.NodeUniformityLabel)
+			}
+			if !g.Topology.IsZero() {
+				domain = topologyDomain(b, d, g)
 			}
 			why = fmt.Sprintf("placed with all %d members of gang %s in %s (of the domains that hold the gang, the one left with the least free capacity); within it, %s",
 				g.Cardinality, g.ID, domain, why)
@@ -356,4 +367,53 @@ func classPriority(b *scenario.Built, class string) int32 {
 		}
 	}
 	return 0
+}
+
+// topologyDomain names where a gang with a topology landed: the innermost
+// level of its topology at which every member's node has the same path of
+// label values ("one rack, b1/r7"), or, when the members share no domain
+// (a preferred topology no domain held), one cluster.
+func topologyDomain(b *scenario.Built, d *scenario.Decision, g flotilla.Gang) string {
+	t := flotilla.FindTopology(b.Settings.Topologies, g.Topology.Name)
+	if t == nil {
+		return "one cluster"
+	}
+	var nodes []string
+	for _, a := range d.Result.Scheduled {
+		if a.Job.Gang.ID == g.ID {
+			nodes = append(nodes, a.Node)
+		}
+	}
+	path, found := []string(nil), -1
+	for k, key := range t.Levels {
+		v, shared := "", len(nodes) > 0
+		for i, name := range nodes {
+			w, ok := nodeLabelOK(d, name, key)
+			if !ok || (i > 0 && w != v) {
+				shared = false
+				break
+			}
+			v = w
+		}
+		if !shared {
+			break
+		}
+		path, found = append(path, v), k
+	}
+	if found < 0 {
+		return fmt.Sprintf("one cluster (no domain of topology %s held it whole: placed as without one)", t.Name)
+	}
+	return fmt.Sprintf("one %s, %s", gang.LevelName(t.Levels[found]), strings.Join(path, "/"))
+}
+
+// nodeLabelOK is the value of label key on node name, and whether the node
+// carries it.
+func nodeLabelOK(d *scenario.Decision, name, key string) (string, bool) {
+	for _, n := range d.Snapshot.Nodes {
+		if n.Name == name {
+			v, ok := n.Labels[key]
+			return v, ok
+		}
+	}
+	return "", false
 }

@@ -91,6 +91,17 @@ type Gang struct {
 	ID                  string `json:"id"`
 	Cardinality         int    `json:"cardinality"`
 	NodeUniformityLabel string `json:"nodeUniformityLabel,omitempty"`
+	// Topology is the gang's topology request, when it makes one.
+	Topology *GangTopology `json:"topology,omitempty"`
+}
+
+// GangTopology is a gang's topology request (flotilla.GangTopology): the
+// topology's name as resolved ("default", else the first configured) and
+// the level keys it requires or prefers.
+type GangTopology struct {
+	Name      string `json:"name"`
+	Required  string `json:"required,omitempty"`
+	Preferred string `json:"preferred,omitempty"`
 }
 
 // Priority is the job's priority class and its priority within it.
@@ -183,6 +194,14 @@ func (ex *Explanation) WriteText(w io.Writer) error {
 		label := ""
 		if g.NodeUniformityLabel != "" {
 			label = ", on one value of node label " + n(g.NodeUniformityLabel)
+		}
+		if t := g.Topology; t != nil {
+			if t.Required != "" {
+				label += fmt.Sprintf(", in one %s of topology %s", n(t.Required), n(t.Name))
+			}
+			if t.Preferred != "" {
+				label += fmt.Sprintf(", preferably in one %s of topology %s", n(t.Preferred), n(t.Name))
+			}
 		}
 		row("  gang", "%s, %d members%s", n(g.ID), g.Cardinality, label)
 	}

@@ -57,6 +57,27 @@
 // domain. A label that no node carries makes the gang unschedulable, with
 // that reason.
 //
+// Topologies. A gang whose members carry a flotilla.GangTopology is
+// placed in the domains of a configured topology (Placer.SetTopologies):
+// the nodes that agree on a level's label and every level's above it, named
+// by their path of values ("b1/r2"). With Required, only the domains of that
+// level; with Preferred, the innermost level first and then outwards (never
+// above Required), and, when no domain of any level holds the gang, as a
+// gang without a topology. At a level, the domains whose free room (summed
+// as for ranking above) holds the members' summed requests are tried
+// tightest first, ties by path, and the first that packs the gang wins.
+// Inside it, members go to as few domains of the next level as they can (one
+// that holds them all first, else the roomiest first) and, within those, to
+// nodes by binpack.DB.SelectAmong (tiers, smallest fit), which scans the
+// domain's nodes instead of the index. A required level that no domain
+// holds is explained by level (Cause NoDomainHasRoom: "no rack has 16 free
+// nvidia.com/gpu: best rack b1/r7 has 12 (4 short)"; NoTopologyDomain), or,
+// when some domain had the room but no packing fit, as MemberDoesNotFit in
+// the domain where packing came closest. A topology's domains are built
+// once per DB (O(N·L) map operations); a placement costs O(N·R) per level
+// it looks at (a level none of whose domains is large enough, even empty,
+// is skipped), plus the attempts.
+//
 // PlaceWithin confines a placement to some domains: with UnavoidedDomains,
 // to those whose cluster no member names in Job.AvoidClusters. A scheduler
 // honouring AvoidClusters makes every search for a gang for which Avoids

@@ -125,3 +125,42 @@ func ExampleEvictionClosure() {
 	// Output:
 	// 1 [true false true]
 }
+
+// A gang that requires one rack of the topology (block, rack): of the
+// racks whose free room holds it, the one left with the least free room.
+func ExamplePlacer_SetTopologies() {
+	schema := flotilla.MustResourceSchema("cpu")
+	var nodes []*flotilla.Node
+	for _, n := range []struct {
+		name, block, rack string
+		cores             int64
+	}{{"a", "b1", "r1", 8}, {"b", "b1", "r1", 8}, {"c", "b1", "r2", 4}, {"d", "b1", "r2", 8}, {"e", "b2", "r1", 16}} {
+		nodes = append(nodes, &flotilla.Node{Name: n.name, Total: flotilla.Resources{n.cores * 1000},
+			Labels: map[string]string{"block": n.block, "rack": n.rack}})
+	}
+	db, _ := binpack.New(binpack.Options{Schema: schema, Levels: []int32{0}, Queues: 1}, nodes)
+	store, _ := queue.New(schema, []flotilla.PriorityClass{{Name: "p"}}, "p")
+	var acc gang.Accumulator
+	var g *gang.Gang
+	for i := range 3 {
+		e, _ := store.NewEntry(&flotilla.Job{ID: fmt.Sprint("m", i), Queue: "A", Requests: flotilla.Resources{4000},
+			Gang: flotilla.Gang{ID: "train", Cardinality: 3, Topology: flotilla.GangTopology{Required: "rack"}}})
+		g, _, _ = acc.Add(e)
+	}
+	var p gang.Placer
+	p.SetTopologies([]flotilla.Topology{{Name: "default", Levels: []string{"block", "rack"}}})
+	res, err := p.Place(db, g, 0, []int{0, 0, 0})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("placed in", gang.LevelName(res.Level), res.Path)
+	for i, n := range res.Nodes {
+		fmt.Println(g.Members[i].Job.ID, "on", db.Node(n).Name)
+	}
+	// Output:
+	// placed in rack b1/r2
+	// m0 on c
+	// m1 on d
+	// m2 on d
+}

@@ -20,6 +20,8 @@ type Gang struct {
 	Cardinality int
 	// UniformityLabel is the members' Job.Gang.NodeUniformityLabel.
 	UniformityLabel string
+	// Topology is the members' Job.Gang.Topology.
+	Topology flotilla.GangTopology
 	// Members are the members seen so far, in arrival order.
 	Members []*queue.Entry
 	// Requests is the sum of the members' requests, for fair-share
@@ -58,7 +60,7 @@ type Accumulator struct {
 // A member that cannot join its gang is refused with a *flotilla.FieldError
 // naming the gang and what disagrees, and the gang is left as it was: a nil
 // entry or job (ErrRequired); a cardinality below 1 (ErrOutOfRange); a
-// cardinality, queue, node-uniformity label or request-vector length
+// cardinality, queue, node-uniformity label, topology or request-vector length
 // different from the gang's first member (ErrInconsistent); a member beyond
 // the cardinality (ErrOutOfRange); a request sum that overflows
 // (ErrOutOfRange). Add trusts the stream to offer each job once, as a
@@ -110,6 +112,7 @@ func (a *Accumulator) newGang(j *flotilla.Job, e *queue.Entry) *Gang {
 		g = new(Gang)
 	}
 	g.ID, g.Queue, g.Cardinality, g.UniformityLabel = j.Gang.ID, j.Queue, j.Gang.Cardinality, j.Gang.NodeUniformityLabel
+	g.Topology = j.Gang.Topology
 	if g.ID == "" {
 		g.Cardinality = 1
 	}
@@ -133,6 +136,9 @@ func (g *Gang) admit(e *queue.Entry) error {
 	case j.Gang.NodeUniformityLabel != g.UniformityLabel:
 		return flotilla.Errorf(field(g.ID, "nodeUniformityLabel"), j.Gang.NodeUniformityLabel, flotilla.ErrInconsistent,
 			"job %q says %q, job %q says %q", j.ID, j.Gang.NodeUniformityLabel, first.ID, g.UniformityLabel)
+	case j.Gang.Topology != g.Topology:
+		return flotilla.Errorf(field(g.ID, "topology"), topologyString(j.Gang.Topology), flotilla.ErrInconsistent,
+			"job %q says %s, job %q says %s", j.ID, topologyString(j.Gang.Topology), first.ID, topologyString(g.Topology))
 	case len(j.Requests) != len(g.Requests):
 		return flotilla.Errorf(field(g.ID, "requests"), strconv.Itoa(len(j.Requests)), flotilla.ErrInconsistent,
 			"job %q has %d resources, job %q has %d", j.ID, len(j.Requests), first.ID, len(g.Requests))
@@ -195,3 +201,11 @@ func (a *Accumulator) Reset() {
 
 // field is the path of a gang's field in errors: gang "g-1".cardinality.
 func field(id, name string) string { return fmt.Sprintf("gang %q.%s", id, name) }
+
+// topologyString renders a gang's topology request for errors.
+func topologyString(t flotilla.GangTopology) string {
+	if t.IsZero() {
+		return "no topology"
+	}
+	return fmt.Sprintf("{name %q, required %q, preferred %q}", t.Name, t.Required, t.Preferred)
+}

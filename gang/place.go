@@ -27,6 +27,17 @@ type Placer struct {
 	nres    int
 	domains map[string][]domain // by uniformity label; "" groups by cluster only
 
+	// Topologies (SetTopologies) and, per DB, their domains by name; the
+	// rest is scratch of one topology placement (topology.go).
+	topos   []flotilla.Topology
+	trees   map[string]*topoTree
+	lfree   [][]int64 // per level: free capacity of each domain, R entries each
+	lfreeOK []bool    // per level: lfree computed for this placement
+	tried   []bool    // per domain of the level being searched
+	kids    []int32   // a domain's children in packing order
+	kfree   []int64   // their free capacity, R entries each
+	rest    []int32   // a domain's nodes outside every child
+
 	order []int                  // member indices in placement order
 	cons  []binpack.ConstraintID // per member: its node selector and tolerations
 	cur   []int                  // per member: its node in the current attempt
@@ -98,12 +109,19 @@ func (p *Placer) ExplainLast(db *binpack.DB) (why Explanation, ok bool) {
 	return why, true
 }
 
-// domain is one place a gang may land: a cluster, or one value of the
-// uniformity label within a cluster.
+// domain is one place a gang may land: a cluster, one value of the
+// uniformity label within a cluster, or a domain of a topology level.
 type domain struct {
 	r     binpack.Restriction
 	nodes []int32 // ascending
 	all   bool    // holds every node of the DB: no restriction needed
+	// among: a topology domain, searched by a scan of its nodes
+	// (binpack.SelectAmong) rather than a restricted constraint. path is
+	// its values from the outermost level down, "/"-joined; kids are its
+	// children's indices in the next level's domains, [kidLo, kidHi).
+	among        bool
+	path         string
+	kidLo, kidHi int32
 }
 
 // Placement is the answer of Place.
@@ -115,8 +133,14 @@ type Placement struct {
 	Nodes []int
 	// Domain is where the gang went (Placed) or where it came closest
 	// (Why.Cause == MemberDoesNotFit): a cluster, and the value of the
-	// uniformity label when the gang has one.
+	// uniformity label when the gang has one. For a topology domain, Label
+	// and Value are its innermost level's, and Level and Path say which.
 	Domain binpack.Restriction
+	// Level is the label key of the topology level of Domain, and Path the
+	// domain's values from the outermost level down ("b1/r7"); both empty
+	// for a domain that is not a topology's (a gang without a topology, or
+	// a preferred topology that fell back to a placement without one).
+	Level, Path string
 	// Why says why the gang was not placed; its Cause is Fits when Placed.
 	Why Explanation
 }
@@ -140,6 +164,14 @@ const (
 	// AllAvoided: a placement confined to UnavoidedDomains found every
 	// domain in a cluster some member avoids (Job.AvoidClusters).
 	AllAvoided
+	// NoTopologyDomain: no node carries the labels of the gang's required
+	// topology level (Explanation.Level) and those above it.
+	NoTopologyDomain
+	// NoDomainHasRoom: no domain of the gang's required topology level has
+	// the members' summed requests free. The explanation names the domain
+	// with the most room (Path, compared as binpack.DB.CompareIndexed does)
+	// and the first resource, in the indexed order, it is short of.
+	NoDomainHasRoom
 )
 
 func (c Cause) String() string {
@@ -154,6 +186,10 @@ func (c Cause) String() string {
 		return "MemberDoesNotFit"
 	case AllAvoided:
 		return "AllAvoided"
+	case NoTopologyDomain:
+		return "NoTopologyDomain"
+	case NoDomainHasRoom:
+		return "NoDomainHasRoom"
 	}
 	return fmt.Sprintf("Cause(%d)", uint8(c))
 }
@@ -174,6 +210,16 @@ type Explanation struct {
 	Members int
 	// Domain is where Member did not fit.
 	Domain binpack.Restriction
+	// Level and Path name Domain's topology level (its label key) and the
+	// domain's values ("b1/r7"), for a gang with a required topology that
+	// was not placed (MemberDoesNotFit, NoDomainHasRoom; Level alone for
+	// NoTopologyDomain); else empty.
+	Level, Path string
+	// Resource, Need and Have, for NoDomainHasRoom: the resource (a schema
+	// index) Path's domain is short of, the members' summed request of it,
+	// and what the domain has free.
+	Resource   int
+	Need, Have int64
 	// Reason is binpack's explanation for Member in Domain, with the
 	// members placed before it still bound: every node of the domain
 	// counted under the filter that excluded it, the shortfalls by
@@ -200,12 +246,19 @@ func (e Explanation) String(schema *flotilla.ResourceSchema) string {
 		return fmt.Sprintf("gang %q: no node carries the node-uniformity label %q", e.Gang, e.Label)
 	case AllAvoided:
 		return fmt.Sprintf("gang %q: every cluster that could hold it is one a member avoids", e.Gang)
+	case NoTopologyDomain:
+		return fmt.Sprintf("gang %q: no node carries the topology level label %q (and those above it): no %s to hold it",
+			e.Gang, e.Level, LevelName(e.Level))
+	case NoDomainHasRoom:
+		return e.noRoomString(schema)
 	case MemberDoesNotFit:
 		where := "the default cluster"
 		if e.Domain.Cluster != "" {
 			where = fmt.Sprintf("cluster %q", e.Domain.Cluster)
 		}
-		if e.Domain.Label != "" {
+		if e.Level != "" {
+			where = e.domainName()
+		} else if e.Domain.Label != "" {
 			where += fmt.Sprintf(" on %s=%s", e.Domain.Label, e.Domain.Value)
 		}
 		if e.Gang == "" { // a lone job
@@ -328,7 +381,13 @@ func (p *Placer) PlaceWithin(db *binpack.DB, g *Gang, q int, levels []int, searc
 	}
 	p.g = nil
 
-	why := Explanation{Gang: g.ID, Label: g.UniformityLabel, Member: -1, Members: m}
+	why := Explanation{Gang: g.ID, Label: g.UniformityLabel, Member: -1, Members: m, Resource: -1}
+	if !g.Topology.IsZero() {
+		if pl, done, err := p.placeTopology(g, q, levels, within, why); done || err != nil {
+			return pl, err
+		}
+		// A preferred topology that no domain holds: placed as without one.
+	}
 	doms := p.domainsFor(g.UniformityLabel)
 	if len(doms) == 0 {
 		why.Cause, why.NeverFits = NoUniformityLabel, true
@@ -481,6 +540,9 @@ func (p *Placer) explain(g *Gang, doms []domain, dom *domain, q int, levels []in
 	}
 	fail := p.order[placed]
 	why.Cause, why.Member, why.Job, why.PlacedBefore, why.Domain = MemberDoesNotFit, fail, g.Members[fail].Job.ID, placed, dom.r
+	if dom.among {
+		why.Path = dom.path
+	}
 	why.NeverFits = true
 	for d := range doms {
 		if !p.neverFitsIn(g, &doms[d]) {
@@ -503,6 +565,9 @@ func (p *Placer) explainMember(g *Gang, dom *domain, q, placed int) binpack.Reas
 	p.query = binpack.Query{Requests: g.Members[fail].Job.Requests, Level: p.search, Queue: q, Constraint: p.cons[fail], OnlyNode: -1}
 	if dom.all {
 		return p.db.Explain(&p.query)
+	}
+	if dom.among {
+		return p.db.ExplainAmong(&p.query, dom.nodes)
 	}
 	return p.db.ExplainIn(&p.query, dom.r)
 }
@@ -603,6 +668,17 @@ func (p *Placer) attempt(g *Gang, dom *domain, q int, levels []int, m int) int {
 	lastBase, lastRestricted := binpack.ConstraintID(-1), binpack.ConstraintID(-1)
 	for k, i := range p.order[:m] {
 		c := p.cons[i]
+		if dom.among {
+			req := g.Members[i].Job.Requests
+			p.query = binpack.Query{Requests: req, Level: p.search, Queue: q, Constraint: c, OnlyNode: -1}
+			n, ok := db.SelectAmong(&p.query, dom.nodes)
+			if !ok {
+				return k
+			}
+			db.Bind(n, q, levels[i], req)
+			p.cur[i] = n
+			continue
+		}
 		if !dom.all {
 			if c != lastBase {
 				lastBase, lastRestricted = c, db.Restrict(c, dom.r)
@@ -636,6 +712,7 @@ func (p *Placer) use(db *binpack.DB) {
 	if p.domains == nil {
 		p.domains = make(map[string][]domain)
 	}
+	clear(p.trees)
 	p.sum = make(flotilla.Resources, p.nres)
 	p.total = make(flotilla.Resources, p.nres)
 	if p.cmpMembers == nil {

@@ -19,7 +19,8 @@ import (
 //     the same (ErrInconsistent);
 //   - the request holds exactly Cardinality members (ErrInconsistent);
 //   - every member is in the same queue (ErrInconsistent);
-//   - every member carries the same NodeUniformityLabel (ErrInconsistent);
+//   - every member carries the same NodeUniformityLabel and Topology
+//     (ErrInconsistent);
 //   - the ID is not used by earlier jobs, as used reports (ErrDuplicate;
 //     a nil used means no ID is taken yet). used is called once per gang.
 //
@@ -76,6 +77,10 @@ func ValidateSubmission(jobs []*flotilla.Job, used func(gangID string) bool) err
 			if l := j.Gang.NodeUniformityLabel; l != first.Gang.NodeUniformityLabel {
 				errs = append(errs, flotilla.Errorf(field(id, "nodeUniformityLabel"), l, flotilla.ErrInconsistent,
 					"job %q says %q, job %q says %q", j.ID, l, first.ID, first.Gang.NodeUniformityLabel))
+			}
+			if tp := j.Gang.Topology; tp != first.Gang.Topology {
+				errs = append(errs, flotilla.Errorf(field(id, "topology"), topologyString(tp), flotilla.ErrInconsistent,
+					"job %q says %s, job %q says %s", j.ID, topologyString(tp), first.ID, topologyString(first.Gang.Topology)))
 			}
 		}
 		if card >= 1 && card != len(members) {

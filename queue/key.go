@@ -142,6 +142,11 @@ func SchedulingKey(j *flotilla.Job, classPriority int32) uint64 {
 		h = h.str(t.Key).str(string(op)).str(t.Value).str(string(t.Effect))
 	}
 	h = h.str(j.Gang.NodeUniformityLabel)
+	if t := j.Gang.Topology; !t.IsZero() {
+		// Tagged, and only when set: a job without a topology keeps the key
+		// it had before topologies existed.
+		h = h.str("topology").str(t.Name).str(t.Required).str(t.Preferred)
+	}
 	if len(j.AvoidClusters) > 0 {
 		// Each name is hashed alone and the hashes added: a sum does not
 		// depend on the order, and unlike xor a repeat does not cancel.

@@ -327,7 +327,7 @@ type batchMemo struct {
 
 // sameRequirements reports whether a and b agree on everything the class
 // priority and SchedulingKey read (class, requests, node selector,
-// tolerations, node-uniformity label, avoided clusters), so that b's are
+// tolerations, node-uniformity label, gang topology, avoided clusters), so that b's are
 // a's. It may answer false for requirements the key holds equal (an
 // operator "" against "Equal", avoided clusters in another order): that
 // only costs a hash.
@@ -335,6 +335,7 @@ func sameRequirements(a, b *flotilla.Job) bool {
 	return a.PriorityClass == b.PriorityClass &&
 		slices.Equal(a.Requests, b.Requests) &&
 		a.Gang.NodeUniformityLabel == b.Gang.NodeUniformityLabel &&
+		a.Gang.Topology == b.Gang.Topology &&
 		sameTolerations(a.Tolerations, b.Tolerations) &&
 		sameSelector(a.NodeSelector, b.NodeSelector) &&
 		sameAffinity(a.NodeAffinity, b.NodeAffinity) &&

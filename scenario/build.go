@@ -86,6 +86,8 @@ type Settings struct {
 	// half-life is set.
 	UsageHalfLife time.Duration
 	UsageWeight   float64
+	// Topologies are config.topologies; nil when none.
+	Topologies []flotilla.Topology
 }
 
 // UsageOn reports whether the scenario turns usage memory on.

@@ -123,6 +123,19 @@ type Config struct {
 	// UsageWeight is how far usage moves a weight (k ≥ 0); absent or 0
 	// means 1. Only with usageHalfLife.
 	UsageWeight float64 `json:"usageWeight,omitempty"`
+	// Topologies are the node-label hierarchies gangs may ask to be placed
+	// in (a gang template's gang.topology). Absent means none.
+	Topologies []TopologySpec `json:"topologies,omitempty"`
+}
+
+// TopologySpec is a named hierarchy of node labels.
+type TopologySpec struct {
+	// Name is required and unique; a gang naming no topology gets the one
+	// named "default", else the first.
+	Name string `json:"name"`
+	// Levels are node label keys, outermost first; at least one, none
+	// empty or repeated.
+	Levels []string `json:"levels"`
 }
 
 // IndexedResource is one entry of the smallest-fit order.
@@ -247,7 +260,7 @@ type JobTemplate struct {
 
 // GangSpec makes a template's jobs members of a gang. Every member of a gang
 // is submitted in the same round, with the same queue, job set, priority
-// class, cardinality and node-uniformity label.
+// class, cardinality, node-uniformity label and topology.
 type GangSpec struct {
 	// ID is required; it may not be reused in a later round.
 	ID string `json:"id"`
@@ -256,4 +269,19 @@ type GangSpec struct {
 	// number.
 	Cardinality         int    `json:"cardinality,omitempty"`
 	NodeUniformityLabel string `json:"nodeUniformityLabel,omitempty"`
+	// Topology places the gang in one domain of a configured topology's
+	// level (config.topologies); not with nodeUniformityLabel.
+	Topology *GangTopologySpec `json:"topology,omitempty"`
+}
+
+// GangTopologySpec is a gang's topology request (flotilla.GangTopology).
+type GangTopologySpec struct {
+	// Name names a config.topologies entry; empty means the one named
+	// "default", else the first.
+	Name string `json:"name,omitempty"`
+	// Required and Preferred name levels of the topology by their full
+	// label key; at least one is given, and Preferred is Required or
+	// below it.
+	Required  string `json:"required,omitempty"`
+	Preferred string `json:"preferred,omitempty"`
 }

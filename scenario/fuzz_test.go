@@ -52,6 +52,15 @@ func FuzzParse(f *testing.F) {
 		                         {"id": "s", "queue": "serving", "count": 6, "requests": {"cpu": "1"}}]}, {}]}`,
 		`{"nodes": [{"name": "n", "resources": {"cpu": "4"}}], "groups": [{"name": "g", "parent": "h"}, {"name": "h", "parent": "g"}],
 		  "queues": [{"name": "g", "parent": "q", "limit": {"cpu": "-1"}, "usage": 2}], "config": {"usageWeight": -1}}`,
+		`{"config": {"topologies": [{"name": "default", "levels": ["block", "rack", "host"]}, {"name": "nv", "levels": ["nvlink"]}]},
+		  "nodes": [{"name": "n", "count": 4, "resources": {"cpu": "4"}, "labels": {"block": "b1", "rack": "r1"}}], "queues": [{"name": "A"}],
+		  "rounds": [{"submit": [{"id": "g", "queue": "A", "count": 2, "requests": {"cpu": "1"},
+		                          "gang": {"id": "x", "topology": {"required": "block", "preferred": "rack"}}},
+		                         {"id": "h", "queue": "A", "count": 2, "requests": {"cpu": "1"},
+		                          "gang": {"id": "y", "topology": {"name": "nv", "preferred": "nvlink"}}}]}]}`,
+		`{"config": {"topologies": [{"name": "", "levels": ["a", "a", ""]}, {"levels": null}]}, "nodes": [{"name": "n", "resources": {"cpu": "4"}}],
+		  "queues": [{"name": "A"}], "rounds": [{"submit": [{"id": "g", "queue": "A", "requests": {"cpu": "1"},
+		  "gang": {"id": "x", "nodeUniformityLabel": "z", "topology": {"name": "t", "required": "rack", "preferred": "block"}}}]}]}`,
 	)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file, err := Parse(data)

@@ -18,6 +18,7 @@ type gangAcc struct {
 	card          int    // explicit cardinality, 0 when none given yet
 	cardPath      string
 	label         string
+	topology      flotilla.GangTopology
 	members       int
 	jobs          []*flotilla.Job
 }
@@ -151,7 +152,8 @@ func (b *builder) gangMember(p string, t *JobTemplate, n int, gangs map[string]*
 		} else {
 			st.gangs[gs.ID] = p
 		}
-		g = &gangAcc{id: gs.ID, queue: t.Queue, jobSet: t.JobSet, path: p, label: gs.NodeUniformityLabel}
+		g = &gangAcc{id: gs.ID, queue: t.Queue, jobSet: t.JobSet, path: p, label: gs.NodeUniformityLabel, topology: gangTopology(gs)}
+		b.checkTopology(gp, gs)
 		if gs.Cardinality > 0 {
 			g.card, g.cardPath = gs.Cardinality, gp+".cardinality"
 		}
@@ -170,6 +172,9 @@ func (b *builder) gangMember(p string, t *JobTemplate, n int, gangs map[string]*
 	}
 	if gs.NodeUniformityLabel != g.label {
 		disagree(gp+".nodeUniformityLabel", gs.NodeUniformityLabel, g.label)
+	}
+	if gt := gangTopology(gs); gt != g.topology {
+		b.add(flotilla.Errorf(gp+".topology", fmt.Sprintf("%+v", gt), flotilla.ErrInconsistent, "gang %q: %s has %+v", gs.ID, g.path, g.topology))
 	}
 	if gs.Cardinality > 0 {
 		if g.card == 0 {
@@ -194,7 +199,7 @@ func (b *builder) finishGang(g *gangAcc) {
 			"gang %q has %d members in this round; all members are submitted together", g.id, g.members))
 	}
 	for _, j := range g.jobs {
-		j.Gang = flotilla.Gang{ID: g.id, Cardinality: card, NodeUniformityLabel: g.label}
+		j.Gang = flotilla.Gang{ID: g.id, Cardinality: card, NodeUniformityLabel: g.label, Topology: g.topology}
 	}
 }
 
@@ -230,4 +235,34 @@ func (b *builder) ends(rp string, r int, list string, ids []string, st *roundSta
 		return nil
 	}
 	return append([]string(nil), ids...)
+}
+
+// gangTopology is a gang template's topology request.
+func gangTopology(gs *GangSpec) flotilla.GangTopology {
+	if gs.Topology == nil {
+		return flotilla.GangTopology{}
+	}
+	return flotilla.GangTopology{Name: gs.Topology.Name, Required: gs.Topology.Required, Preferred: gs.Topology.Preferred}
+}
+
+// checkTopology judges a gang template's topology (at gp, the template's
+// gang) against config.topologies: a level to require or prefer, not with
+// a node-uniformity label, naming a configured topology and its levels.
+func (b *builder) checkTopology(gp string, gs *GangSpec) {
+	if gs.Topology == nil {
+		return
+	}
+	tp := gp + ".topology"
+	gt := gangTopology(gs)
+	switch {
+	case gt.Required == "" && gt.Preferred == "":
+		b.add(flotilla.Errorf(tp+".required", "", flotilla.ErrRequired, "a gang topology names a required or a preferred level"))
+	case gs.NodeUniformityLabel != "":
+		b.add(flotilla.Errorf(tp, gt.Required+gt.Preferred, flotilla.ErrInconsistent,
+			"with nodeUniformityLabel %q: give one or the other", gs.NodeUniformityLabel))
+	default:
+		if _, _, _, err := flotilla.ResolveTopology(b.out.Settings.Topologies, tp, gt); err != nil {
+			b.add(err)
+		}
+	}
 }

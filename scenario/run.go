@@ -37,6 +37,7 @@ func (b *Built) SchedulerConfig() scheduler.Config {
 	cfg.UseProbabilisticSchedulingForAllResources = s.UseProbabilisticSchedulingForAllResources
 	cfg.UsageHalfLife = s.UsageHalfLife
 	cfg.UsageWeight = s.UsageWeight
+	cfg.Topologies = s.Topologies
 	return cfg
 }
 

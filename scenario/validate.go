@@ -108,6 +108,10 @@ func (b *builder) config() {
 	}
 	s.UseProbabilisticSchedulingForAllResources = c.UseProbabilisticSchedulingForAllResources
 	s.UsageWeight = c.UsageWeight
+	for _, t := range c.Topologies {
+		// Judged by the scheduler's Config.Validate (libraryConfig).
+		s.Topologies = append(s.Topologies, flotilla.Topology{Name: t.Name, Levels: slices.Clone(t.Levels)})
+	}
 	if c.UsageHalfLife != "" {
 		// A negative half-life is judged by fairness.NewTree (see tree).
 		d, err := time.ParseDuration(c.UsageHalfLife)

@@ -102,6 +102,13 @@ func (s *Scheduler) invalidJob(name string, e *queue.Entry) (Reason, bool) {
 		return Reason{Code: ReasonInvalid, Message: flotilla.Errorf(fmt.Sprintf("job %q.priorityClass", j.ID), j.PriorityClass, flotilla.ErrUnknownName,
 			"no such priority class").Error()}, true
 	}
+	if !j.Gang.Topology.IsZero() {
+		if _, _, _, err := flotilla.ResolveTopology(s.cfg.Topologies, "", j.Gang.Topology); err != nil {
+			// Again, to name the field (the first call allocates nothing).
+			_, _, _, err = flotilla.ResolveTopology(s.cfg.Topologies, fmt.Sprintf("job %q.gang.topology", j.ID), j.Gang.Topology)
+			return Reason{Code: ReasonInvalid, Message: err.Error()}, true
+		}
+	}
 	if p := s.classes[ci].Priority; p != e.ClassPriority {
 		return Reason{Code: ReasonInvalid, Message: flotilla.Errorf(fmt.Sprintf("job %q.priorityClass", j.ID), j.PriorityClass, flotilla.ErrInconsistent,
 			"the store orders it at priority %d, the config's class has %d", e.ClassPriority, p).Error()}, true

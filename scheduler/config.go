@@ -111,6 +111,13 @@ type Config struct {
 	// UsageWeight is k of usage memory, ≥ 0; 0 means 1 when UsageHalfLife
 	// is set. Only usage memory uses it.
 	UsageWeight float64
+	// Topologies are the node-label hierarchies gangs may ask to be placed
+	// in (flotilla.GangTopology): each has a unique name and at least one
+	// level, outermost first. A gang naming no topology gets the one named
+	// "default", else the first. Nil means none: a job asking for a
+	// topology is then invalid (ReasonInvalid), as is one naming a
+	// topology or level not configured here.
+	Topologies []flotilla.Topology
 }
 
 // DefaultConfig returns the documented defaults for a schema: Armada's two
@@ -228,6 +235,7 @@ func (c *Config) validate() error {
 		add(flotilla.Errorf("maximumPerQueueSchedulingBurst", "0", flotilla.ErrInconsistent, "a rate limit needs a burst ≥ 1"))
 	}
 	add(c.validateStrategy())
+	add(flotilla.ValidateTopologies("topologies", c.Topologies))
 	return errors.Join(errs...)
 }
 

@@ -155,6 +155,7 @@ func newCycle(s *Scheduler, snap *Snapshot, now time.Time) (*cycle, error) {
 	c.db = db
 	// A failed gang is explained only when its reason is kept (tryGang).
 	c.gangs.placer.DeferExplanations(true)
+	c.gangs.placer.SetTopologies(s.cfg.Topologies)
 	c.pre.nodeRun = make([][]int32, db.NodeCount())
 	c.pre.gangRun = map[string][]int32{}
 	c.pre.minPreemptibleLevel = len(s.levels)

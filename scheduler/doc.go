@@ -99,6 +99,18 @@
 // job gets its own reason as it would be examined; placements are the same
 // either way.
 //
+// # Topologies
+//
+// Config.Topologies are the node-label hierarchies gangs may ask for
+// (flotilla.GangTopology; gang.Placer's rules). A gang with a topology
+// makes every search a gang makes (free capacity, evicted jobs' capacity,
+// lower-priority jobs' capacity at its class) in the topology's domains,
+// so the room it may take by urgency counts towards a domain; a required
+// level that no domain holds is reported with the level and the closest
+// domain (NodeSearch.Level and Domain). A gang that names a topology or
+// level the config lacks is ReasonInvalid. Evicted gangs go back to the
+// nodes they ran on, topology or not.
+//
 // # Preemption
 //
 // The node database tracks allocatable per priority level, plus one level

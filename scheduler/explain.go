@@ -37,11 +37,13 @@ func gangNoFitReason(schema *flotilla.ResourceSchema, putBack int, e gang.Explan
 		why.Search = search(e.Reason, schema)
 		why.Search.Member, why.Search.PlacedBefore = e.Job, e.PlacedBefore
 	}
+	why.Search.Level, why.Search.Domain = e.Level, e.Path
+	roomy := e.Cause == gang.MemberDoesNotFit || e.Cause == gang.NoDomainHasRoom
 	if e.NeverFits {
 		why.Code = ReasonNeverFits
-	} else if level > lowestClassLevel && e.Cause == gang.MemberDoesNotFit {
+	} else if level > lowestClassLevel && roomy {
 		why.Message += urgencyNote
-	} else if level == lowestClassLevel && e.Cause == gang.MemberDoesNotFit {
+	} else if level == lowestClassLevel && roomy {
 		why.Message += displaceNote(putBack)
 	}
 	return why

@@ -124,7 +124,8 @@ const (
 	ReasonGangUnsupported
 	// ReasonInvalid: the job the Queued store handed out is not a valid
 	// job for this configuration (nil, requests of the wrong length or
-	// negative, an unknown class, the wrong queue or class priority, or
+	// negative, an unknown class, a gang topology or level Config.Topologies
+	// lacks, the wrong queue or class priority, or
 	// handed out out of scheduling order or twice); the message names the
 	// field and value. It is never placed.
 	ReasonInvalid
@@ -197,6 +198,12 @@ type NodeSearch struct {
 	// domain at all.
 	Member       string
 	PlacedBefore int
+	// Level and Domain, for a gang with a required topology, name the
+	// level (its label key) and the domain (its path of label values from
+	// the outermost level, "b1/r7") the search is about: where the member
+	// did not fit, or, when no domain of the level had the gang's summed
+	// requests free, the one with the most room. Empty otherwise.
+	Level, Domain string
 	// Nodes counts the nodes searched (every node, or for a gang the
 	// domain's: its cluster, and the value of its uniformity label, where
 	// it came closest, for the member that did not fit there). Each is

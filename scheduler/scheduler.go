@@ -49,6 +49,15 @@ func New(cfg Config) (*Scheduler, error) {
 		return nil, err
 	}
 	cfg.defaults()
+	// The topologies are the scheduler's own: a caller's later edits to
+	// its slices change nothing.
+	if cfg.Topologies != nil {
+		ts := make([]flotilla.Topology, len(cfg.Topologies))
+		for i, t := range cfg.Topologies {
+			ts[i] = flotilla.Topology{Name: t.Name, Levels: slices.Clone(t.Levels)}
+		}
+		cfg.Topologies = ts
+	}
 	s := &Scheduler{
 		cfg:        cfg,
 		classes:    slices.Clone(cfg.PriorityClasses),

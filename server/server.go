@@ -235,6 +235,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			Schema:               sc.Schema,
 			PriorityClasses:      sc.PriorityClasses,
 			DefaultPriorityClass: sc.DefaultPriorityClass,
+			Topologies:           sc.Topologies,
 		},
 		schedule:      sched.Schedule,
 		positionLimit: DetailPositionLimit,

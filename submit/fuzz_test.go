@@ -28,10 +28,13 @@ func FuzzParseSubmit(f *testing.F) {
 		`{"queue": "..", "jobSet": ".", "jobs": [{"requests": {"cpu": "0"}}]}`,
 		"{\"queue\": \"A\", \"jobSet\": \"s\xff\", \"jobs\": [{\"requests\": {\"cpu\": \"1\"}, \"nodeSelector\": {\"z\xfe\": \"a\"}}]}",
 		`{"queue": "A", "jobSet": "s", "jobs": [{"requests": {"cpu": "1"}, "clientId": "` + strings.Repeat("c", 254) + `", "gang": {"id": "g", "cardinality": 1, "nodeUniformityLabel": "` + strings.Repeat("l", 64) + `"}}]}`,
+		// Gang topologies: accepted, unknown, inconsistent.
+		`{"queue": "A", "jobSet": "s", "jobs": [{"count": 2, "requests": {"cpu": "1"}, "gang": {"id": "g", "cardinality": 2, "topology": {"required": "topology.flotilla.dev/block", "preferred": "topology.flotilla.dev/rack"}}}]}`,
+		`{"queue": "A", "jobSet": "s", "jobs": [{"requests": {"cpu": "1"}, "gang": {"id": "g", "cardinality": 2, "topology": {"name": "nv"}}}, {"requests": {"cpu": "1"}, "gang": {"id": "g", "cardinality": 2, "nodeUniformityLabel": "z", "topology": {"preferred": "rack"}}}]}`,
 	} {
 		f.Add([]byte(seed))
 	}
-	cat := testCatalog()
+	cat := topoCatalog()
 	rules := Rules{MaxJobsPerRequest: 1000}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var c1, c2 counter

@@ -1,6 +1,7 @@
 package submit
 
 import (
+	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/internal/strictjson"
 	"github.com/flotilla-sched/flotilla/textform"
 )
@@ -66,11 +67,33 @@ type Toleration = textform.Toleration
 
 // GangSpec makes a template's jobs members of a gang. All members come in
 // one request, agreeing on Cardinality (≥ 1, the number of members in the
-// request) and NodeUniformityLabel; they may differ in class and priority.
+// request), NodeUniformityLabel and Topology; they may differ in class and
+// priority.
 type GangSpec struct {
 	ID                  string `json:"id"`
 	Cardinality         int    `json:"cardinality"`
 	NodeUniformityLabel string `json:"nodeUniformityLabel,omitempty"`
+	// Topology places the gang in one domain of a level of a topology the
+	// service is configured with (scheduler.Config.Topologies); every
+	// member agrees on it; not with NodeUniformityLabel.
+	Topology *GangTopologySpec `json:"topology,omitempty"`
+}
+
+// GangTopologySpec is a gang's topology request (flotilla.GangTopology):
+// Name (empty: "default", else the first configured) and the level label
+// keys it requires or prefers, at least one.
+type GangTopologySpec struct {
+	Name      string `json:"name,omitempty"`
+	Required  string `json:"required,omitempty"`
+	Preferred string `json:"preferred,omitempty"`
+}
+
+// topology is the spec's flotilla.GangTopology (the zero value for nil).
+func (g *GangTopologySpec) topology() flotilla.GangTopology {
+	if g == nil {
+		return flotilla.GangTopology{}
+	}
+	return flotilla.GangTopology{Name: g.Name, Required: g.Required, Preferred: g.Preferred}
 }
 
 // Parse decodes a submit file strictly: unknown keys (with a

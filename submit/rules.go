@@ -121,6 +121,10 @@ type Catalog struct {
 	// DefaultPriorityClass is the class of jobs that name none; it must
 	// name one of PriorityClasses.
 	DefaultPriorityClass string
+	// Topologies are the topologies a gang may name (the scheduler's
+	// Config.Topologies); nil means none, and a gang asking for one is
+	// refused.
+	Topologies []flotilla.Topology
 }
 
 // IDSource returns a new job id on each call, never one returned before.
@@ -245,6 +249,7 @@ type checker struct {
 	classes    map[string]bool
 	classNames []string
 	defClass   string
+	topologies []flotilla.Topology
 	gpu        int // index of the GPU resource, -1 when the schema has none
 	errs       []error
 }
@@ -273,6 +278,7 @@ func (c *checker) catalog(cat *Catalog) {
 			"known: %s", knownList(c.classNames)))
 	}
 	c.defClass = cat.DefaultPriorityClass
+	c.topologies = cat.Topologies
 	c.gpu = -1
 	if c.schema != nil {
 		if i, ok := c.schema.Index(c.rules.GPUResource); ok {
@@ -283,10 +289,11 @@ func (c *checker) catalog(cat *Catalog) {
 
 // gangAcc gathers a gang's templates.
 type gangAcc struct {
-	path    string // the first member template, jobs[i]
-	card    int
-	label   string
-	members int
+	path     string // the first member template, jobs[i]
+	card     int
+	label    string
+	topology flotilla.GangTopology
+	members  int
 }
 
 // tmpl is one checked template, ready to expand.
@@ -391,7 +398,7 @@ func (c *checker) template(p string, t *JobTemplate, total *int) tmpl {
 		c.add(flotilla.Errorf(p+".exitCode", strconv.Itoa(t.ExitCode), flotilla.ErrOutOfRange, "want 0 … %d", MaxExitCode))
 	}
 	if g := t.Gang; g != nil {
-		out.gang = flotilla.Gang{ID: g.ID, Cardinality: g.Cardinality, NodeUniformityLabel: g.NodeUniformityLabel}
+		out.gang = flotilla.Gang{ID: g.ID, Cardinality: g.Cardinality, NodeUniformityLabel: g.NodeUniformityLabel, Topology: g.Topology.topology()}
 	}
 	return out
 }
@@ -409,6 +416,11 @@ func (c *checker) names(p string, t *JobTemplate) {
 	if g := t.Gang; g != nil {
 		c.add(CheckLength(p+".gang.id", "gang id", g.ID, MaxNameBytes))
 		c.add(CheckLabelKey(p+".gang.nodeUniformityLabel", g.NodeUniformityLabel))
+		if t := g.Topology; t != nil {
+			c.add(CheckLength(p+".gang.topology.name", "topology name", t.Name, MaxNameBytes))
+			c.add(CheckLabelKey(p+".gang.topology.required", t.Required))
+			c.add(CheckLabelKey(p+".gang.topology.preferred", t.Preferred))
+		}
 	}
 }
 
@@ -506,8 +518,9 @@ func (c *checker) gangMember(p string, t *JobTemplate, n int, gangs map[string]*
 		if gs.Cardinality < 1 {
 			c.add(flotilla.Errorf(gp+".cardinality", strconv.Itoa(gs.Cardinality), flotilla.ErrOutOfRange, "a gang has at least 1 member"))
 		}
-		g = &gangAcc{path: p, card: gs.Cardinality, label: gs.NodeUniformityLabel}
+		g = &gangAcc{path: p, card: gs.Cardinality, label: gs.NodeUniformityLabel, topology: gs.Topology.topology()}
 		gangs[gs.ID] = g
+		c.gangTopology(gp+".topology", gs)
 	} else {
 		if gs.Cardinality != g.card {
 			c.add(flotilla.Errorf(gp+".cardinality", strconv.Itoa(gs.Cardinality), flotilla.ErrInconsistent,
@@ -516,6 +529,10 @@ func (c *checker) gangMember(p string, t *JobTemplate, n int, gangs map[string]*
 		if gs.NodeUniformityLabel != g.label {
 			c.add(flotilla.Errorf(gp+".nodeUniformityLabel", gs.NodeUniformityLabel, flotilla.ErrInconsistent,
 				"gang %q: %s.gang.nodeUniformityLabel is %q", gs.ID, g.path, g.label))
+		}
+		if t := gs.Topology.topology(); t != g.topology {
+			c.add(flotilla.Errorf(gp+".topology", fmt.Sprintf("%+v", t), flotilla.ErrInconsistent,
+				"gang %q: %s.gang.topology is %+v", gs.ID, g.path, g.topology))
 		}
 	}
 	g.members += n
@@ -714,4 +731,25 @@ func more(n int) string {
 // as the names of job sets, queues and clusters must be.
 func PlainText(s string) bool {
 	return utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
+}
+
+// gangTopology checks a gang's topology request (at tp) against the
+// catalog's topologies: a level required or preferred, not with a
+// node-uniformity label, naming a configured topology and its levels.
+func (c *checker) gangTopology(tp string, gs *GangSpec) {
+	if gs.Topology == nil {
+		return
+	}
+	t := gs.Topology.topology()
+	switch {
+	case t.Required == "" && t.Preferred == "":
+		c.add(flotilla.Errorf(tp+".required", "", flotilla.ErrRequired, "a gang topology names a required or a preferred level"))
+	case gs.NodeUniformityLabel != "":
+		c.add(flotilla.Errorf(tp, t.Required+t.Preferred, flotilla.ErrInconsistent,
+			"with nodeUniformityLabel %q: give one or the other", gs.NodeUniformityLabel))
+	default:
+		if _, _, _, err := flotilla.ResolveTopology(c.topologies, tp, t); err != nil {
+			c.add(err)
+		}
+	}
 }

@@ -37,6 +37,9 @@ func (b *Backend) checkFields(w *backend.Write) []error {
 		text(j.PriorityClass, func() string { return p("job.priorityClass") })
 		text(j.Gang.ID, func() string { return p("job.gang.id") })
 		text(j.Gang.NodeUniformityLabel, func() string { return p("job.gang.nodeUniformityLabel") })
+		text(j.Gang.Topology.Name, func() string { return p("job.gang.topology.name") })
+		text(j.Gang.Topology.Required, func() string { return p("job.gang.topology.required") })
+		text(j.Gang.Topology.Preferred, func() string { return p("job.gang.topology.preferred") })
 		text(s.ClientID, func() string { return p("clientId") })
 		text(s.Principal, func() string { return p("principal") })
 		for k, v := range j.NodeSelector {

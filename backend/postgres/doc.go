@@ -26,7 +26,9 @@
 //     priority_class, priority, submit_time, requests, node_selector,
 //     tolerations, avoid_clusters, gang_id, gang_cardinality,
 //     gang_uniformity, client_id, principal, grace, deadline, runtime,
-//     spec_exit_code) and the state its events left it in (state,
+//     spec_exit_code, gang_topology, gang_required, gang_preferred: the
+//     gang's flotilla.GangTopology, empty when not set) and the state its
+//     events left it in (state,
 //     attempts, cancel_requested, cluster, node, failed_clusters,
 //     submitted, leased, finished, reason, exit_code, priority_now: the
 //     priority a reprioritized event gave, NULL when none did; retry: the

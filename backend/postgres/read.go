@@ -21,7 +21,8 @@ const stateColumns = `id, queue, job_set, state, attempts, cancel_requested, clu
 
 // specColumns are the columns scanRecord reads after stateColumns.
 const specColumns = `priority_class, priority, submit_time, requests, node_selector, tolerations, avoid_clusters,
-	gang_id, gang_cardinality, gang_uniformity, client_id, principal, grace, deadline, runtime, spec_exit_code`
+	gang_id, gang_cardinality, gang_uniformity, client_id, principal, grace, deadline, runtime, spec_exit_code,
+	gang_topology, gang_required, gang_preferred`
 
 // stateDest holds a row's state columns while they are scanned.
 type stateDest struct {
@@ -89,13 +90,15 @@ type recordScanner struct {
 	clientID                           *string
 	principal                          string
 	grace, deadline, runtime, specExit int64
+	topology                           flotilla.GangTopology
 	dst                                []any
 }
 
 func (b *Backend) newRecordScanner() *recordScanner {
 	r := &recordScanner{b: b}
 	r.dst = append(r.d.targets(), &r.class, &r.priority, &r.submit, &r.requests, &r.selector, &r.tols, &r.avoid,
-		&r.gangID, &r.card, &r.uniformity, &r.clientID, &r.principal, &r.grace, &r.deadline, &r.runtime, &r.specExit)
+		&r.gangID, &r.card, &r.uniformity, &r.clientID, &r.principal, &r.grace, &r.deadline, &r.runtime, &r.specExit,
+		&r.topology.Name, &r.topology.Required, &r.topology.Preferred)
 	return r
 }
 
@@ -116,7 +119,7 @@ func (r *recordScanner) scan(row pgx.CollectableRow) (backend.Record, error) {
 	}
 	j := &flotilla.Job{ID: st.ID, Queue: st.Queue, JobSet: st.JobSet, PriorityClass: r.class,
 		Priority: uint32(r.priority), SubmitTime: decodeTime(r.submit), AvoidClusters: r.avoid,
-		Gang: flotilla.Gang{ID: r.gangID, Cardinality: int(r.card), NodeUniformityLabel: r.uniformity}}
+		Gang: flotilla.Gang{ID: r.gangID, Cardinality: int(r.card), NodeUniformityLabel: r.uniformity, Topology: r.topology}}
 	if j.Requests, err = decodeResources(r.b.schema, r.requests, ""); err != nil {
 		// Again, to name the field: the name costs an allocation per job.
 		_, err = decodeResources(r.b.schema, r.requests, fmt.Sprintf("job %q.requests", j.ID))

@@ -33,6 +33,8 @@ var explainCases = []struct {
 	{"gone-after-preemption", "../../testdata/scenarios/three-queues-protected-zero.json", "3", "a-20"},
 	{"not-submitted", "../../testdata/scenarios/three-queues-protected-zero.json", "1", "c-0"},
 	{"per-job-priority", "../../testdata/scenarios/per-job-priority.json", "0", "p20"},
+	{"gang-topology-scheduled", "../../testdata/scenarios/gang-topology-preferred-fallback.json", "1", "block-4"},
+	{"gang-topology-no-rack", "../../testdata/scenarios/gang-topology-preferred-fallback.json", "3", "late-0"},
 }
 
 // TestExplainGolden holds `flotilla explain` to its golden text and JSON

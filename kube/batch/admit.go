@@ -213,7 +213,8 @@ func (s *Scheduler) addPlaceholder(sj *suspendedJob, owner *kubeconv.Owner, t co
 		ps.kind, ps.err = kindInvalid, err
 		return
 	}
-	job.Gang = flotilla.Gang{ID: owner.Gang.ID, Cardinality: owner.Gang.Cardinality, NodeUniformityLabel: job.Gang.NodeUniformityLabel}
+	job.Gang = flotilla.Gang{ID: owner.Gang.ID, Cardinality: owner.Gang.Cardinality, NodeUniformityLabel: job.Gang.NodeUniformityLabel,
+		Topology: job.Gang.Topology}
 	if err := s.st.store.Add(&job); err != nil {
 		ps.kind, ps.err = kindInvalid, err
 		return

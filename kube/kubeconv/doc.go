@@ -42,7 +42,13 @@
 // (armadaproject.io/gangCardinality, a positive integer, required with a
 // gang id) and AnnotationGangNodeUniformityLabel
 // (armadaproject.io/gangNodeUniformityLabel). A gang's ID is namespaced
-// ("namespace/gangId"): a gang never spans namespaces.
+// ("namespace/gangId"): a gang never spans namespaces. A gang member's
+// AnnotationTopologyRequired (flotilla.dev/topology-required) and
+// AnnotationTopologyPreferred (flotilla.dev/topology-preferred), or Kueue's
+// kueue.x-k8s.io/podset-required-topology and -preferred-topology, name a
+// level (a node label key) of the scheduler's default topology
+// (scheduler.Config.Topologies) that its gang requires or prefers
+// (flotilla.GangTopology); a pod outside a gang may not set them.
 //
 // # Workloads
 //

@@ -35,6 +35,18 @@ const (
 	// AnnotationGangNodeUniformityLabel requires every member on nodes
 	// sharing one value of the label it names.
 	AnnotationGangNodeUniformityLabel = "armadaproject.io/gangNodeUniformityLabel"
+	// AnnotationTopologyRequired and AnnotationTopologyPreferred name a
+	// level (a node label key) of the scheduler's default topology that a
+	// gang member's gang requires or prefers (flotilla.GangTopology).
+	// Kueue's AnnotationKueueRequiredTopology and
+	// AnnotationKueuePreferredTopology are read as the same; given both
+	// ways, they must agree.
+	AnnotationTopologyRequired  = "flotilla.dev/topology-required"
+	AnnotationTopologyPreferred = "flotilla.dev/topology-preferred"
+	// AnnotationKueueRequiredTopology and AnnotationKueuePreferredTopology
+	// are Kueue's topology-aware scheduling annotations.
+	AnnotationKueueRequiredTopology  = "kueue.x-k8s.io/podset-required-topology"
+	AnnotationKueuePreferredTopology = "kueue.x-k8s.io/podset-preferred-topology"
 )
 
 // DefaultClass is the class of pods that name no priority class when no
@@ -296,6 +308,7 @@ func JobOf(p *corev1.Pod, schema *flotilla.ResourceSchema, owner *Owner, kueuePr
 			}
 		}
 	}
+	errs = append(errs, gangTopology(p, &j)...)
 	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
 		terms, err := NodeAffinity(a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution)
 		if err != nil {
@@ -376,4 +389,34 @@ func NodeAffinity(sel *corev1.NodeSelector) ([]flotilla.NodeSelectorTerm, error)
 		return nil, errors.Join(errs...)
 	}
 	return terms, nil
+}
+
+// gangTopology reads a gang member's topology annotations (flotilla's or
+// Kueue's aliases) into j.Gang.Topology; a pod outside a gang may not set
+// them.
+func gangTopology(p *corev1.Pod, j *flotilla.Job) []error {
+	var errs []error
+	level := func(own, kueue string) string {
+		v, ok := p.Annotations[own]
+		k, kok := p.Annotations[kueue]
+		switch {
+		case ok && kok && v != k:
+			errs = append(errs, flotilla.Errorf(annotationField(kueue), k, flotilla.ErrInconsistent, "%s says %q", own, v))
+		case !ok && kok:
+			v, own = k, kueue
+		}
+		if (ok || kok) && v == "" {
+			errs = append(errs, flotilla.Errorf(annotationField(own), "", flotilla.ErrRequired, "a node label key"))
+		}
+		if (ok || kok) && j.Gang.ID == "" {
+			errs = append(errs, flotilla.Errorf(annotationField(own), v, flotilla.ErrInconsistent, "set without %s (a topology places a gang)", AnnotationGangID))
+		}
+		return v
+	}
+	req := level(AnnotationTopologyRequired, AnnotationKueueRequiredTopology)
+	pref := level(AnnotationTopologyPreferred, AnnotationKueuePreferredTopology)
+	if j.Gang.ID != "" {
+		j.Gang.Topology = flotilla.GangTopology{Required: req, Preferred: pref}
+	}
+	return errs
 }
