@@ -177,14 +177,16 @@ function spark(history) {
   if (h.length) {
     const max = Math.max(0.05, ...h.map((p) => Math.max(p.share, p.fairShare, p.adjustedFairShare)));
     const t1 = new Date(h[h.length - 1].time).getTime(), t0 = t1 - 3600e3;
-    const pts = (f) => h.map((p) => {
+    const y = (v) => (H - 2 - (v / max) * (H - 4)).toFixed(1);
+    // One sample is drawn as a level line over the hour.
+    const pts = (f) => h.length === 1 ? `1,${y(f(h[0]))} ${W - 1},${y(f(h[0]))}` : h.map((p) => {
       const x = ((new Date(p.time).getTime() - t0) / 3600e3) * (W - 2) + 1;
-      return x.toFixed(1) + "," + (H - 2 - (f(p) / max) * (H - 4)).toFixed(1);
+      return x.toFixed(1) + "," + y(f(p));
     }).join(" ");
     for (const [cls, f] of [["fair", (p) => p.fairShare], ["adj", (p) => p.adjustedFairShare], ["share", (p) => p.share]]) {
       const pl = document.createElementNS(NS, "polyline");
       pl.setAttribute("class", cls);
-      pl.setAttribute("points", h.length === 1 ? pts(f) + " " + pts(f).replace(/^[\d.]+/, String(W - 1)) : pts(f));
+      pl.setAttribute("points", pts(f));
       svg.append(pl);
     }
   }
@@ -305,6 +307,7 @@ async function jobSetPage(queue, set) {
     el("div", { class: "toolbar" }, el("label", {}, "State ", stateSel), el("label", {}, "Sort by ", sortSel), prev, next, info),
     body);
   const load = async () => {
+    prev.disabled = next.disabled = true; // until this page is in
     const u = new URLSearchParams({ limit: "100", sort });
     if (state) u.set("state", state);
     if (cursors[at]) u.set("cursor", cursors[at]);
