@@ -48,6 +48,8 @@ type uiState struct {
 	// history holds per queue ("q/"+name) and group ("g/"+name) a share
 	// sample per minute of the last hour, oldest first.
 	history map[string][]api.SharePoint
+	// budget is UIScanBudget (a test lowers it); 0 means UIScanBudget.
+	budget int
 }
 
 // uiSet is one job set's live jobs in submit order (submit time, then
@@ -491,7 +493,11 @@ func (s *state) jobsPage(ctx context.Context, q *JobsQuery, cur *jobsCursor) (ap
 	if !q.AnyState && q.State.Live() {
 		jobs, next = s.livePage(q, cur)
 	} else {
-		jobs, next, page.Partial = set.scanPage(q, cur)
+		budget := s.ui.budget
+		if budget == 0 {
+			budget = UIScanBudget
+		}
+		jobs, next, page.Partial = set.scanPage(q, cur, budget)
 	}
 	for _, j := range jobs {
 		page.Jobs = append(page.Jobs, rowOf(j))
@@ -559,10 +565,9 @@ func (s *state) livePage(q *JobsQuery, cur *jobsCursor) (page []*job, next *jobs
 // scanPage is a page of the set's jobs (queued ones, or all) read in
 // order from the cursor: by submit order, or one priority level at a
 // time, each in submit order. It stops at the limit or after looking at
-// UIScanBudget jobs (partial).
-func (st *uiSet) scanPage(q *JobsQuery, cur *jobsCursor) (page []*job, next *jobsCursor, partial bool) {
+// budget jobs (partial).
+func (st *uiSet) scanPage(q *JobsQuery, cur *jobsCursor, budget int) (page []*job, next *jobsCursor, partial bool) {
 	keep := func(j *job) bool { return !dead(j) && (q.AnyState || j.state == q.State) }
-	budget := UIScanBudget
 	level, li, lastAt := uint32(0), 0, 0
 	// at is the cursor after the job at i of the level being read.
 	at := func(i int) *jobsCursor {
