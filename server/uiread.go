@@ -50,6 +50,10 @@ type uiState struct {
 	history map[string][]api.SharePoint
 	// budget is UIScanBudget (a test lowers it); 0 means UIScanBudget.
 	budget int
+	// lastQueue, lastSet and last are the set found last: a submission's
+	// jobs, one after another, skip the maps.
+	lastQueue, lastSet string
+	last               *uiSet
 }
 
 // uiSet is one job set's live jobs in submit order (submit time, then
@@ -92,6 +96,9 @@ func cmpInt(a, b int64) int {
 }
 
 func (u *uiState) set(queue, jobSet string, create bool) *uiSet {
+	if u.last != nil && queue == u.lastQueue && jobSet == u.lastSet {
+		return u.last
+	}
 	m := u.sets[queue]
 	if m == nil {
 		if !create {
@@ -107,6 +114,9 @@ func (u *uiState) set(queue, jobSet string, create bool) *uiSet {
 	if st == nil && create {
 		st = &uiSet{}
 		m[jobSet] = st
+	}
+	if st != nil {
+		u.lastQueue, u.lastSet, u.last = queue, jobSet, st
 	}
 	return st
 }
@@ -137,6 +147,7 @@ func (u *uiState) ended(j *job) {
 		return
 	}
 	if st.live--; st.live <= 0 {
+		u.last = nil
 		delete(u.sets[j.spec.Queue], j.spec.JobSet)
 		if len(u.sets[j.spec.Queue]) == 0 {
 			delete(u.sets, j.spec.Queue)
@@ -159,7 +170,7 @@ func (st *uiSet) compact() {
 
 // rebuild enters every live job of a load.
 func (u *uiState) rebuild(jobs func(yield func(*job) bool)) {
-	u.sets = nil
+	u.sets, u.last = nil, nil
 	for j := range jobs {
 		st := u.set(j.spec.Queue, j.spec.JobSet, true)
 		st.jobs = append(st.jobs, j)
