@@ -175,7 +175,7 @@ function spark(history) {
   const h = history || [];
   svg.setAttribute("aria-label", h.length ? `share over the last hour, ${h.length} samples, last ${pct(h[h.length - 1].share)}` : "no history yet");
   if (h.length) {
-    const max = Math.max(0.05, ...h.map((p) => Math.max(p.share, p.fairShare, p.adjustedFairShare)));
+    const max = 1.15 * Math.max(0.05, ...h.map((p) => Math.max(p.share, p.fairShare, p.adjustedFairShare)));
     const t1 = new Date(h[h.length - 1].time).getTime(), t0 = t1 - 3600e3;
     const y = (v) => (H - 2 - (v / max) * (H - 4)).toFixed(1);
     // One sample is drawn as a level line over the hour.
@@ -306,12 +306,17 @@ async function jobSetPage(queue, set) {
     counts,
     el("div", { class: "toolbar" }, el("label", {}, "State ", stateSel), el("label", {}, "Sort by ", sortSel), prev, next, info),
     body);
-  const load = async () => {
-    prev.disabled = next.disabled = true; // until this page is in
+  // gen numbers the loads: a load that a later one overtook (a refresh
+  // while the person pages on) shows nothing.
+  let gen = 0;
+  const load = async (refresh) => {
+    const mine = ++gen;
+    if (refresh !== true) prev.disabled = next.disabled = true; // until this page is in
     const u = new URLSearchParams({ limit: "100", sort });
     if (state) u.set("state", state);
     if (cursors[at]) u.set("cursor", cursors[at]);
     const p = await api(`/v1/queues/${enc(queue)}/jobsets/${enc(set)}/jobs?${u}`);
+    if (mine !== gen) return;
     const c = p.counts;
     counts.replaceChildren(
       el("div", { class: "card" }, stateBadge("queued"), el("b", { id: "count-queued", text: num(c.queued) })),
@@ -330,7 +335,7 @@ async function jobSetPage(queue, set) {
   };
   pager = { next: () => { if (cursors[at + 1]) { at++; show(load); } }, prev: () => { if (at > 0) { at--; show(load); } } };
   await load();
-  every(10000, load);
+  every(10000, () => load(true));
 }
 
 async function jobPage(id) {
@@ -448,11 +453,12 @@ async function clustersPage() {
     (i) => "#cluster-" + enc(cs[i].name)) : el("p", { class: "muted", text: "No cluster has reported." }));
     for (const c of cs) {
       const p = await api(`/v1/clusters/${enc(c.name)}/nodes?limit=200`);
-      const res = (m) => Object.entries(m || {}).map(([k, v]) => `${k} ${v}`).join(", ");
+      // Every resource of the node's total, 0 where none is left or taken.
+      const res = (m, n) => Object.keys(n.total || {}).map((k) => `${k} ${(m || {})[k] || "0"}`).join(", ");
       parts.push(el("h2", { id: "cluster-" + enc(c.name) }, "Nodes of ", el("span", { class: "mono", text: c.name })),
         el("table", { class: "nodes" }, el("thead", {}, el("tr", {}, ["Node", "Jobs", "Free", "Allocated", "Total"].map((h) => el("th", { scope: "col", text: h })))),
           el("tbody", {}, p.nodes.map((n) => el("tr", {}, el("td", { class: "mono" }, n.name, n.unschedulable ? [" ", stateBadge("cordoned")] : null),
-            el("td", { class: "num", text: n.jobs }), el("td", { text: res(n.free) }), el("td", { text: res(n.allocated) }), el("td", { text: res(n.total) }))))),
+            el("td", { class: "num", text: n.jobs }), el("td", { text: res(n.free, n) }), el("td", { text: res(n.allocated, n) }), el("td", { text: res(n.total, n) }))))),
         p.next ? el("p", { class: "muted", text: "More nodes than one page shows." }) : null);
     }
     main().replaceChildren(...parts.filter(Boolean));
