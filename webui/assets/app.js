@@ -342,7 +342,7 @@ async function jobPage(id) {
   const status = async () => (await api("/v1/jobs?explain=true&id=" + enc(id))).jobs[0];
   let j = await status();
   const facts = el("dl", { class: "facts", id: "job-facts" });
-  const explain = el("pre", { class: "explain", id: "explain" });
+  const explain = el("table", { class: "explain", id: "explain" });
   const evBody = el("tbody");
   const fill = () => {
     facts.replaceChildren(
@@ -352,7 +352,7 @@ async function jobPage(id) {
       el("dt", { text: "Attempts" }), el("dd", { text: j.attempts }),
       el("dt", { text: "Cluster / node" }), el("dd", { text: j.cluster ? `${j.cluster} / ${j.node || "—"}` : "—" }),
       el("dt", { text: "Reason" }), el("dd", { text: j.reason || "—" }));
-    explain.textContent = explainText(j);
+    explain.replaceChildren(el("tbody", {}, explainRows(j).map(([l, v]) => el("tr", {}, el("th", { scope: "row", text: l }), el("td", { text: v })))));
   };
   fill();
   main().replaceChildren(el("h1", {}, "Job ", el("span", { class: "mono", text: id })), facts,
@@ -382,18 +382,68 @@ function stateOfEvent(t) {
     cancelled: "cancelled", preempted: "preempted", "cancel-requested": "cancelled" }[t] || "queued";
 }
 
-function explainText(j) {
-  const x = j.explain;
-  const lines = [`${j.job}: ${j.state}${j.reason ? " — " + j.reason : ""}`];
-  if (!x) return lines.join("\n");
-  const walk = (v, pre) => {
-    if (v === null || v === undefined) return;
-    if (Array.isArray(v)) v.forEach((e, i) => walk(e, `${pre}[${i}]`));
-    else if (typeof v === "object") Object.entries(v).forEach(([k, e]) => walk(e, pre ? `${pre}.${k}` : k));
-    else lines.push(`  ${pre}: ${v}`);
+// explainRows is the long form of `flotilla status -v` (package explain's
+// WriteText for a service job) as label/value rows.
+function explainRows(j) {
+  const rows = [];
+  const row = (label, value) => rows.push([label, value]);
+  const qty = (m) => {
+    const names = Object.keys(m || {}).sort((a, b) => (a === b ? 0 : a === "cpu" ? -1 : b === "cpu" ? 1 : a < b ? -1 : 1));
+    return names.length ? names.map((k) => `${k} ${m[k]}`).join(", ") : "nothing";
   };
-  walk(x, "");
-  return lines.join("\n");
+  const cmpShare = (s, t) => (s - t < -0.0005 ? "below" : s - t > 0.0005 ? "above" : "at");
+  let head = `${j.attempts} attempt(s)`;
+  if (j.cluster) head += `, on ${j.cluster}/${j.node}`;
+  if (j.cancelRequested) head += " (cancel requested)";
+  row("job", `${j.state}, ${head}`);
+  if (j.reason) row("summary", j.reason);
+  row("queue", `${j.queue}, job set ${j.jobSet || '""'}`);
+  const x = j.explain;
+  if (!x) return rows;
+  const p = x.priority;
+  row("priority", `class ${p.class} (priority ${p.classPriority}), job priority ${p.priority} (lower runs first within a class)`);
+  if (x.place) {
+    const pl = x.place;
+    let ahead = pl.partial ? `more than ${pl.ahead} ahead (counting stopped there), those requesting ${qty(pl.aheadRequests)}`
+      : pl.ahead > 0 ? `${pl.ahead} ahead, requesting ${qty(pl.aheadRequests)} in total` : "none ahead";
+    let at = String(pl.position);
+    if (pl.partial) at = "past " + pl.ahead;
+    else if (pl.gangIncomplete) { at = "last"; ahead += "; its gang is not all queued, and a queue offers a gang only whole"; }
+    row("place", `${at} of ${pl.queued} queued in ${j.queue} now; ${ahead}`);
+  }
+  if (x.queueShare) {
+    const q = x.queueShare;
+    row("queue share", `${q.share.toFixed(3)} after the last cycle (${cmpShare(q.share, q.adjustedFairShare)} its adjusted fair share) against fair share ${q.fairShare.toFixed(3)}, adjusted fair share ${q.adjustedFairShare.toFixed(3)}, demand ${q.demand.toFixed(3)}; ${q.running} running, ${q.queued} queued`);
+  }
+  const u = x.unscheduled;
+  if (u) {
+    row("reason", u.code);
+    if (u.sameAs) row("same as", `job ${u.sameAs}${u.sameAsQueue ? " of queue " + u.sameAsQueue : ""} (same requirements: its search stands for this one)`);
+    if (u.gangMember) {
+      const g = u.gangMember;
+      row("gang member", `${g.job} does not fit where the gang came closest, after ${g.placedBefore}${g.members ? " of " + g.members : ""} members were placed`);
+    }
+    if (!u.nodeGroups) {
+      if (u.message) row("why", u.message);
+    } else {
+      const fit = u.nodeGroups.reduce((n, g) => n - g.nodes, u.nodesSearched || 0);
+      row("nodes", `${u.nodesSearched || 0} searched, ${Math.max(fit, 0)} fit`);
+      for (const g of u.nodeGroups) {
+        const label = g.nodes === 1 ? "  1 node" : `  ${g.nodes} nodes`;
+        row(label, g.filter === "selector" ? `excluded: node selector ${g.detail} not matched`
+          : g.filter === "taint" ? `excluded: taint ${g.detail} not tolerated`
+          : g.filter === "cordoned" ? "excluded: cordoned"
+          : g.filter ? `excluded: ${g.filter} ${g.detail || ""}`
+          : g.whenEmpty ? `too small: short of ${g.shortOf} by at least ${g.short} even when empty`
+          : `no room now: short of ${g.shortOf} by at least ${g.short}`);
+      }
+    }
+  }
+  if (x.flux) {
+    const f = x.flux;
+    row("flux priority", `${f.priority}: user ${f.user}, bank ${f.bank}; fair share ${f.fairShare.product.toFixed(1)}, bank ${f.bankTerm.product.toFixed(1)}, queue ${f.queueTerm.product.toFixed(1)}, urgency ${f.urgency.product.toFixed(1)}${f.override ? ", " + f.override : ""}`);
+  }
+  return rows;
 }
 
 // follow reads a job set's events from seq from on and follows new ones

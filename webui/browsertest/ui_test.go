@@ -179,6 +179,11 @@ func TestJobPageShowsANewEventWithinTwoSecondsWithoutReload(t *testing.T) {
 	if got := texts(t, ctx, `#job-state`); !slices.Equal(got, []string{"queued"}) {
 		t.Errorf("state %q, want queued", got)
 	}
+	// The long form of status -v: no cluster has reported, so no cycle
+	// has run; the job's class and place in its queue are known.
+	if got := texts(t, ctx, `#explain th`); !slices.Contains(got, "priority") || !slices.Contains(got, "place") {
+		t.Errorf("the explanation's rows: %q", got)
+	}
 	// Now a cluster comes: the job is leased, then the executor reports
 	// it running. The page shows the running event within 2 s of the
 	// report being stored.
