@@ -14,6 +14,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/api"
+	"github.com/flotilla-sched/flotilla/client"
 	"github.com/flotilla-sched/flotilla/httpapi"
 )
 
@@ -197,4 +198,45 @@ func TestUIPageIsServedAtUIAndItsAssetsWithTheirTypes(t *testing.T) {
 	res.Body.Close()
 	require.Equal(t, http.StatusMovedPermanently, res.StatusCode)
 	require.Equal(t, "/ui/", res.Header.Get("Location"))
+}
+
+func TestTheGoClientFollowsTheUIPages(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t, httpapi.Options{})
+	for _, q := range []string{"A", "B", "C"} {
+		require.NoError(t, s.srv.CreateQueue(ctx, flotilla.Queue{Name: q}))
+	}
+	ids, err := s.srv.SubmitJSON(ctx, []byte(`{"queue": "A", "jobSet": "s1", "jobs": [{"count": 25, "requests": {"cpu": "1"}}]}`))
+	require.NoError(t, err)
+	c := s.client(t, "")
+	var got []string
+	q := client.JobsQuery{Limit: 10, State: "queued", Sort: "priority"}
+	for {
+		p, err := c.Jobs(ctx, "A", "s1", q)
+		require.NoError(t, err)
+		for _, r := range p.Jobs {
+			got = append(got, r.ID)
+		}
+		if p.Next == "" {
+			break
+		}
+		q.Cursor = p.Next
+	}
+	require.Equal(t, slices.Sorted(slices.Values(ids)), got)
+	ov, err := c.Overview(ctx, "A", 1)
+	require.NoError(t, err)
+	require.Equal(t, "B", ov.Queues[0].Name)
+	require.Equal(t, "B", ov.Next)
+	sets, err := c.JobSets(ctx, "A", "", 0)
+	require.NoError(t, err)
+	require.Equal(t, "s1", sets.JobSets[0].Name)
+	cs, err := c.Cycles(ctx, 5)
+	require.NoError(t, err)
+	require.Empty(t, cs.Cycles, "no cluster: no cycle decided")
+	_, err = c.Nodes(ctx, "c1", "", 0)
+	require.ErrorIs(t, err, client.ErrNotFound)
+	_, err = c.Jobs(ctx, "A", "s1", client.JobsQuery{State: "gone"})
+	var ce *client.Error
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, http.StatusBadRequest, ce.Status)
 }
