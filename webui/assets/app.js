@@ -278,6 +278,7 @@ async function queuePage(name) {
   };
   pager = { next: () => { if (cursors[at + 1]) { at++; show(load); } }, prev: () => { if (at > 0) { at--; show(load); } } };
   await load();
+  every(10000, load);
 }
 
 async function jobSetPage(queue, set) {

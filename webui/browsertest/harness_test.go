@@ -177,7 +177,10 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 func chromium(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("FLOTILLA_CHROMIUM"); p != "" {
-		return p
+		if _, err := exec.LookPath(p); err == nil {
+			return p
+		}
+		t.Logf("FLOTILLA_CHROMIUM=%s is not an executable; looking elsewhere", p)
 	}
 	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
 		return "/usr/bin/chromium"
