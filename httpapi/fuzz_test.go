@@ -180,7 +180,8 @@ func FuzzParseAuth(f *testing.F) {
 
 // FuzzQueryRoutes sends arbitrary queue names, query strings and bodies
 // to the routes FuzzHandlers leaves out (job status, a job set's events,
-// reading, updating and deleting a queue or a group, listing groups): the
+// reading, updating and deleting a queue or a group, listing groups, the
+// web UI's paged reads): the
 // handler never panics nor answers 5xx, a refusal is an api.Error, and no
 // read, nor any refused write, changes the service's queues, groups or
 // event log.
@@ -206,6 +207,19 @@ func FuzzQueryRoutes(f *testing.F) {
 	f.Add(7, "G", "", []byte(nil))
 	f.Add(7, "H", "", []byte(nil))
 	f.Add(8, "", "", []byte(nil))
+	// The web UI's paged reads.
+	f.Add(9, "", "limit=1&after=A", []byte(nil))
+	f.Add(9, "", "limit=0", []byte(nil))
+	f.Add(10, "", "limit=1001", []byte(nil))
+	f.Add(11, "A", "after=&limit=2", []byte(nil))
+	f.Add(11, "Z", "limit=x", []byte(nil))
+	f.Add(12, "A", "state=queued&sort=priority&limit=1", []byte(nil))
+	f.Add(12, "A", "state=done&sort=name&limit=-1", []byte(nil))
+	f.Add(12, "A", "cursor=MC4wLjAueA&limit=5", []byte(nil))
+	f.Add(12, "A", "cursor=%ff%fe&sort=submitted", []byte(nil))
+	f.Add(12, "q\xff", "state=running", []byte(nil))
+	f.Add(13, "c1", "limit=1", []byte(nil))
+	f.Add(13, "..", "after=n", []byte(nil))
 	f.Fuzz(func(t *testing.T, route int, name, query string, body []byte) {
 		s := newService(t, httpapi.Options{MaxBodyBytes: 1 << 16})
 		ctx := context.Background()
@@ -235,6 +249,11 @@ func FuzzQueryRoutes(f *testing.F) {
 			{http.MethodPut, "/v1/groups/" + url.PathEscape(name)},
 			{http.MethodDelete, "/v1/groups/" + url.PathEscape(name)},
 			{http.MethodGet, "/v1/groups"},
+			{http.MethodGet, "/v1/overview"},
+			{http.MethodGet, "/v1/cycles"},
+			{http.MethodGet, "/v1/queues/" + url.PathEscape(name) + "/jobsets"},
+			{http.MethodGet, "/v1/queues/" + url.PathEscape(name) + "/jobsets/s/jobs"},
+			{http.MethodGet, "/v1/clusters/" + url.PathEscape(name) + "/nodes"},
 		}
 		rt := routes[(route%len(routes)+len(routes))%len(routes)]
 		req, err := http.NewRequest(rt.method, "http://flotilla"+rt.path+"?"+query, bytes.NewReader(body))

@@ -93,6 +93,7 @@ func New(srv *server.Server, opts Options) *Handler {
 	for _, r := range h.routes() {
 		h.mux.HandleFunc(r.pattern, h.observed(r.pattern, r.fn))
 	}
+	h.mountUI()
 	return h
 }
 
@@ -107,7 +108,7 @@ type route struct {
 }
 
 func (h *Handler) routes() []route {
-	return []route{
+	return append([]route{
 		{"GET /healthz", h.healthz},
 		{"GET /readyz", h.readyz},
 		{"GET /openapi.json", h.openapi},
@@ -133,7 +134,7 @@ func (h *Handler) routes() []route {
 		{"GET /v1/clusters", h.authed(h.listClusters)},
 		{"POST /v1/clusters/{cluster}/cordon", h.authed(h.cordon(backend.CordonCluster, true))},
 		{"POST /v1/clusters/{cluster}/uncordon", h.authed(h.cordon(backend.CordonCluster, false))},
-	}
+	}, h.uiRoutes()...)
 }
 
 // Routes lists the API's method and path patterns.

@@ -44,6 +44,11 @@ func TestOpenAPIOperatorSchemasMatchTheAPITypes(t *testing.T) {
 		"PreemptRequest": api.PreemptRequest{}, "PreemptResponse": api.PreemptResponse{},
 		"Cluster": api.Cluster{}, "ReportReply": api.ReportReply{},
 		"Queue": api.Queue{}, "RetryPolicy": api.RetryPolicy{}, "JobStatus": api.JobStatus{},
+		// The web UI's reads.
+		"Overview": api.Overview{}, "QueueOverview": api.QueueOverview{}, "GroupOverview": api.GroupOverview{},
+		"SharePoint": api.SharePoint{}, "CycleSummary": api.CycleSummary{}, "CycleQueue": api.CycleQueue{},
+		"CyclesPage": api.CyclesPage{}, "JobSetSummary": api.JobSetSummary{}, "JobSetsPage": api.JobSetsPage{},
+		"JobRow": api.JobRow{}, "JobsPage": api.JobsPage{}, "NodeRow": api.NodeRow{}, "NodesPage": api.NodesPage{},
 	} {
 		s, ok := doc.Components.Schemas[name]
 		require.True(t, ok, "schema %s is documented", name)

@@ -139,6 +139,7 @@ func (s *state) cycleEnd(ctx context.Context, d *decisionWriter, err error) (*Cy
 	}
 	s.last.remember(d.res)
 	d.rep.Result = d.res
+	s.ui.cycled(s.last.cycles, d.rep, s.clock.Now())
 	d.rep.UsageErr = s.cycleUsage(ctx, d.rep.Time)
 	return d.rep, nil
 }

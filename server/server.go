@@ -186,6 +186,8 @@ type state struct {
 	// reports counts the executors' reports, to stamp the leases each
 	// lists (leaseMark.listedIn).
 	reports uint64
+	// ui is what the web UI reads besides the rest (uiread.go).
+	ui uiState
 	// stale: a load began and did not finish (the backend failed during
 	// it), so the in-memory state is partial; fresh loads again before the
 	// state is used.
@@ -327,6 +329,7 @@ func (s *state) loadState(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("server: loading live jobs: %w", err)
 	}
+	s.ui.rebuild(s.jobs.all())
 	// Gangs that lost members before the restart are settled by the first
 	// write (endBrokenGangs).
 	for k, ms := range s.gangs.members {

@@ -170,6 +170,7 @@ func (s *state) apply(e *events.Event, specs *writeSpecs) {
 		j := specs.newJob(sp)
 		j.state = events.Queued
 		s.jobs.putHashed(j, specs.hashes[i])
+		s.ui.added(j)
 		if sp.Job.IsGang() {
 			s.gangs.add(j)
 		}
@@ -230,6 +231,7 @@ func (s *state) endLease(j *job, requeue bool) {
 	j.state = events.FailedState // any terminal state: the job is forgotten
 	s.forgetRetries(j)
 	s.jobs.del(j.id())
+	s.ui.ended(j)
 	if j.spec.IsGang() {
 		s.gangs.remove(j)
 	}

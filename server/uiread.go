@@ -1,0 +1,737 @@
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/api"
+	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/events"
+)
+
+// The web UI's reads (package webui, httpapi's /v1/overview and the
+// like). Each is one bounded piece of work under the lock: a page of a
+// list, never a whole job set. The state keeps what they need besides the
+// rest of it in uiState: each job set's live jobs in submit order, the
+// last cycles, and the queue tree's shares over the last hour.
+
+// Bounds of the UI's reads.
+const (
+	// UIMaxLimit is the most items one page holds.
+	UIMaxLimit = 1000
+	// UIScanBudget is the most jobs one page of a job set looks at: a
+	// page whose filter matches few of them stops there, partial, with
+	// the cursor to go on from.
+	UIScanBudget = 1 << 20
+	// UICycles is how many cycles the service keeps for the UI.
+	UICycles = 100
+	// UIHistory is the span of the shares' history, kept one sample per
+	// UIHistoryStep.
+	UIHistory     = time.Hour
+	UIHistoryStep = time.Minute
+)
+
+// uiState is what the UI reads besides the service's state. The caller
+// holds mu.
+type uiState struct {
+	// sets holds each job set's live jobs, by queue and job set.
+	sets map[string]map[string]*uiSet
+	// cycles are the last decided cycles, oldest first.
+	cycles []api.CycleSummary
+	// history holds per queue ("q/"+name) and group ("g/"+name) a share
+	// sample per minute of the last hour, oldest first.
+	history map[string][]api.SharePoint
+	// budget is UIScanBudget (a test lowers it); 0 means UIScanBudget.
+	budget int
+	// lastQueue, lastSet and last are the set found last: a submission's
+	// jobs, one after another, skip the maps.
+	lastQueue, lastSet string
+	last               *uiSet
+}
+
+// uiSet is one job set's live jobs in submit order (submit time, then
+// id): appended as they are submitted, each submission's jobs after the
+// earlier ones, so it is kept sorted at no cost but for a clock that went
+// back. A job that ends stays as a hole (its state terminal) until the
+// holes are half of the list, which is then compacted.
+type uiSet struct {
+	jobs []*job
+	live int
+	// levels are the distinct priorities of the jobs, ascending, and
+	// perhaps some no job holds any more (a page that meets a job whose
+	// priority is not among them adds it).
+	levels []uint32
+}
+
+// dead reports whether a job of a uiSet has ended (its place is a hole).
+func dead(j *job) bool { return j.state.Terminal() || j.state == events.FailedState }
+
+// submitCmp orders jobs by submit time (as instants), then id.
+func submitCmp(a, b *job) int {
+	ta, tb := a.spec.SubmitTime, b.spec.SubmitTime
+	if c := cmpInt(ta.Unix(), tb.Unix()); c != 0 {
+		return c
+	}
+	if c := cmpInt(int64(ta.Nanosecond()), int64(tb.Nanosecond())); c != 0 {
+		return c
+	}
+	return strings.Compare(a.id(), b.id())
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func (u *uiState) set(queue, jobSet string, create bool) *uiSet {
+	if u.last != nil && queue == u.lastQueue && jobSet == u.lastSet {
+		return u.last
+	}
+	m := u.sets[queue]
+	if m == nil {
+		if !create {
+			return nil
+		}
+		if u.sets == nil {
+			u.sets = map[string]map[string]*uiSet{}
+		}
+		m = map[string]*uiSet{}
+		u.sets[queue] = m
+	}
+	st := m[jobSet]
+	if st == nil && create {
+		st = &uiSet{}
+		m[jobSet] = st
+	}
+	if st != nil {
+		u.lastQueue, u.lastSet, u.last = queue, jobSet, st
+	}
+	return st
+}
+
+// added enters a new live job.
+func (u *uiState) added(j *job) {
+	st := u.set(j.spec.Queue, j.spec.JobSet, true)
+	if n := len(st.jobs); n == 0 || submitCmp(st.jobs[n-1], j) < 0 {
+		st.jobs = append(st.jobs, j)
+	} else {
+		i, _ := slices.BinarySearchFunc(st.jobs, j, submitCmp)
+		st.jobs = slices.Insert(st.jobs, i, j)
+	}
+	st.live++
+	st.addLevel(j.sched().Priority)
+}
+
+func (st *uiSet) addLevel(p uint32) {
+	if i, ok := slices.BinarySearch(st.levels, p); !ok {
+		st.levels = slices.Insert(st.levels, i, p)
+	}
+}
+
+// ended notes that a job of the set ended (its state is terminal now).
+func (u *uiState) ended(j *job) {
+	st := u.set(j.spec.Queue, j.spec.JobSet, false)
+	if st == nil {
+		return
+	}
+	if st.live--; st.live <= 0 {
+		u.last = nil
+		delete(u.sets[j.spec.Queue], j.spec.JobSet)
+		if len(u.sets[j.spec.Queue]) == 0 {
+			delete(u.sets, j.spec.Queue)
+		}
+		return
+	}
+	if holes := len(st.jobs) - st.live; holes > 64 && holes*2 > len(st.jobs) {
+		st.compact()
+	}
+}
+
+// compact drops the holes and the levels no live job holds.
+func (st *uiSet) compact() {
+	st.jobs = slices.DeleteFunc(st.jobs, dead)
+	st.levels = st.levels[:0]
+	for _, j := range st.jobs {
+		st.addLevel(j.sched().Priority)
+	}
+}
+
+// rebuild enters every live job of a load.
+func (u *uiState) rebuild(jobs func(yield func(*job) bool)) {
+	u.sets, u.last = nil, nil
+	for j := range jobs {
+		st := u.set(j.spec.Queue, j.spec.JobSet, true)
+		st.jobs = append(st.jobs, j)
+		st.live++
+	}
+	for _, m := range u.sets {
+		for _, st := range m {
+			slices.SortFunc(st.jobs, submitCmp)
+			st.compact()
+		}
+	}
+}
+
+// cycled records a decided cycle: its summary, and a sample of the
+// shares when the last is a minute old or more.
+func (u *uiState) cycled(seq uint64, rep *CycleReport, end time.Time) {
+	c := api.CycleSummary{Seq: seq, Time: rep.Time.UTC(), DurationMs: float64(end.Sub(rep.Time).Microseconds()) / 1000,
+		Leased: rep.Leased, Preempted: rep.Preempted, Expired: rep.Expired}
+	res := rep.Result
+	if res != nil {
+		byQueue := make(map[string]*api.CycleQueue, len(res.Queues))
+		c.Queues = make([]api.CycleQueue, len(res.Queues))
+		for i, q := range res.Queues {
+			c.Queues[i] = api.CycleQueue{Name: q.Name, Queued: q.Queued, Running: q.Running}
+		}
+		for i := range c.Queues {
+			byQueue[c.Queues[i].Name] = &c.Queues[i]
+		}
+		for _, a := range res.Scheduled {
+			if q := byQueue[a.Job.Queue]; q != nil {
+				q.Leased++
+			}
+		}
+		for _, p := range res.Preempted {
+			if q := byQueue[p.Job.Queue]; q != nil {
+				q.Preempted++
+			}
+		}
+		slices.SortFunc(c.Queues, func(a, b api.CycleQueue) int { return strings.Compare(a.Name, b.Name) })
+	}
+	if len(u.cycles) == UICycles {
+		copy(u.cycles, u.cycles[1:])
+		u.cycles = u.cycles[:UICycles-1]
+	}
+	u.cycles = append(u.cycles, c)
+	if res == nil {
+		return
+	}
+	if u.history == nil {
+		u.history = map[string][]api.SharePoint{}
+	}
+	t := rep.Time.UTC()
+	for _, q := range res.Queues {
+		u.sample("q/"+q.Name, api.SharePoint{Time: t, Share: q.Share, FairShare: q.FairShare, AdjustedFairShare: q.AdjustedFairShare})
+	}
+	for _, g := range res.Groups {
+		u.sample("g/"+g.Name, api.SharePoint{Time: t, Share: g.Share, FairShare: g.FairShare, AdjustedFairShare: g.AdjustedFairShare})
+	}
+}
+
+// sample adds p to a history when its last sample is UIHistoryStep old
+// or more, dropping the samples older than UIHistory.
+func (u *uiState) sample(key string, p api.SharePoint) {
+	h := u.history[key]
+	if n := len(h); n > 0 && p.Time.Sub(h[n-1].Time) < UIHistoryStep {
+		return
+	}
+	i := 0
+	for i < len(h) && p.Time.Sub(h[i].Time) > UIHistory {
+		i++
+	}
+	u.history[key] = append(h[i:], p)
+}
+
+// recent is a history's samples of the last hour before now (a copy).
+func (u *uiState) recent(key string, now time.Time) []api.SharePoint {
+	out := []api.SharePoint{}
+	for _, p := range u.history[key] {
+		if now.Sub(p.Time) <= UIHistory {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Overview returns a page of the queues may allows (by name, after the
+// name after, at most limit of them), every group, and the last cycle.
+func (s *Server) Overview(ctx context.Context, after string, limit int, may func(queue string) bool) (api.Overview, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := &s.st
+	if err := st.fresh(ctx); err != nil {
+		return api.Overview{}, err
+	}
+	now := st.clock.Now()
+	ov := api.Overview{Time: now.UTC(), Cycles: st.last.cycles, Queues: []api.QueueOverview{}, Groups: []api.GroupOverview{}}
+	if n := len(st.ui.cycles); n > 0 {
+		c := st.ui.cycles[n-1]
+		ov.LastCycle = &c
+	}
+	names := make([]string, 0, len(st.queues))
+	for name := range st.queues {
+		if name > after && may(name) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	if len(names) > limit {
+		names = names[:limit]
+		ov.Next = names[limit-1]
+	}
+	counts := st.clusters.liveCounts()
+	for _, name := range names {
+		q := st.queues[name]
+		rep := st.last.shares[name]
+		n := counts[name]
+		ov.Queues = append(ov.Queues, api.QueueOverview{Name: name, Parent: q.Parent, PriorityFactor: q.PriorityFactor,
+			Status: api.QueueStatus{Queued: st.queued.store.QueueLen(name), Leased: n[0], Running: n[1],
+				Share: rep.Share, FairShare: rep.FairShare, AdjustedFairShare: rep.AdjustedFairShare,
+				Usage: rep.Usage, Cordoned: st.cordonedQueues[name]},
+			History: st.ui.recent("q/"+name, now)})
+	}
+	gnames := make([]string, 0, len(st.groups))
+	for name := range st.groups {
+		gnames = append(gnames, name)
+	}
+	slices.Sort(gnames)
+	for _, name := range gnames {
+		g := st.groups[name]
+		rep := st.last.groups[name]
+		ov.Groups = append(ov.Groups, api.GroupOverview{Name: name, Parent: g.Parent,
+			Status: api.GroupStatus{Queued: rep.Queued, Running: rep.Running, Share: rep.Share, FairShare: rep.FairShare,
+				AdjustedFairShare: rep.AdjustedFairShare, Demand: rep.Demand, Usage: rep.Usage},
+			History: st.ui.recent("g/"+name, now)})
+	}
+	return ov, nil
+}
+
+// Cycles returns the last cycles, newest first, at most limit of them.
+func (s *Server) Cycles(limit int) []api.CycleSummary {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cs := s.st.ui.cycles
+	out := make([]api.CycleSummary, 0, min(limit, len(cs)))
+	for i := len(cs) - 1; i >= 0 && len(out) < limit; i-- {
+		c := cs[i]
+		c.Queues = slices.Clone(c.Queues)
+		out = append(out, c)
+	}
+	return out
+}
+
+// JobSets returns a page of a queue's job sets that have live jobs, by
+// name after the name after; backend.ErrNotFound when there is no such
+// queue.
+func (s *Server) JobSets(ctx context.Context, queueName, after string, limit int) (api.JobSetsPage, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := &s.st
+	if err := st.fresh(ctx); err != nil {
+		return api.JobSetsPage{}, err
+	}
+	if _, ok := st.queues[queueName]; !ok {
+		return api.JobSetsPage{}, flotilla.Errorf("queue", queueName, backend.ErrNotFound, "no such queue")
+	}
+	page := api.JobSetsPage{Queue: queueName, Cordoned: st.cordonedQueues[queueName], JobSets: []api.JobSetSummary{}}
+	sets := st.ui.sets[queueName]
+	names := make([]string, 0, len(sets))
+	for name := range sets {
+		if name > after {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	if len(names) > limit {
+		names = names[:limit]
+		page.Next = names[limit-1]
+	}
+	live := st.liveBySet(queueName)
+	for _, name := range names {
+		n := live[name]
+		page.JobSets = append(page.JobSets, api.JobSetSummary{Name: name, Queued: sets[name].live - n[0] - n[1], Leased: n[0], Running: n[1]})
+	}
+	return page, nil
+}
+
+// liveBySet counts a queue's leased and running jobs per job set.
+func (s *state) liveBySet(queueName string) map[string][2]int {
+	out := map[string][2]int{}
+	for _, c := range s.clusters {
+		for j := range c.jobs() {
+			if j.spec.Queue != queueName {
+				continue
+			}
+			n := out[j.spec.JobSet]
+			if j.state == events.RunningState {
+				n[1]++
+			} else {
+				n[0]++
+			}
+			out[j.spec.JobSet] = n
+		}
+	}
+	return out
+}
+
+// JobsQuery asks for a page of a job set's live jobs.
+type JobsQuery struct {
+	Queue, JobSet string
+	// State keeps the jobs in that state (Queued, LeasedState or
+	// RunningState); AnyState keeps all.
+	State    events.State
+	AnyState bool
+	// ByPriority orders the jobs by priority (lower first), then submit
+	// time; otherwise by submit time. Ties go by job id.
+	ByPriority bool
+	// Cursor is the Next of the previous page; "" for the first.
+	Cursor string
+	// Limit is the most jobs of the page (1 to UIMaxLimit).
+	Limit int
+}
+
+// jobsCursor is where a page ended: after the job of that priority (when
+// ordering by priority), submit time and id.
+type jobsCursor struct {
+	prio uint32
+	sec  int64
+	nsec int64
+	id   string
+}
+
+func (c jobsCursor) String() string {
+	return base64.RawURLEncoding.EncodeToString([]byte(fmt.Sprintf("%d.%d.%d.%s", c.prio, c.sec, c.nsec, c.id)))
+}
+
+// ParseJobsCursor reads a page's cursor; a malformed one is a
+// *flotilla.FieldError naming "cursor".
+func parseJobsCursor(s string) (jobsCursor, error) {
+	bad := flotilla.Errorf("cursor", s, flotilla.ErrMalformed, "not a cursor this service gave")
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return jobsCursor{}, bad
+	}
+	parts := strings.SplitN(string(raw), ".", 4)
+	if len(parts) != 4 {
+		return jobsCursor{}, bad
+	}
+	p, err1 := strconv.ParseUint(parts[0], 10, 32)
+	sec, err2 := strconv.ParseInt(parts[1], 10, 64)
+	nsec, err3 := strconv.ParseInt(parts[2], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || nsec < 0 || nsec >= 1e9 {
+		return jobsCursor{}, bad
+	}
+	return jobsCursor{prio: uint32(p), sec: sec, nsec: nsec, id: parts[3]}, nil
+}
+
+func cursorOf(j *job) jobsCursor {
+	t := j.spec.SubmitTime
+	return jobsCursor{prio: j.sched().Priority, sec: t.Unix(), nsec: int64(t.Nanosecond()), id: j.id()}
+}
+
+// afterCursor reports whether j sorts after c by submit time and id.
+func (c jobsCursor) submitCmp(j *job) int {
+	t := j.spec.SubmitTime
+	if x := cmpInt(t.Unix(), c.sec); x != 0 {
+		return x
+	}
+	if x := cmpInt(int64(t.Nanosecond()), c.nsec); x != 0 {
+		return x
+	}
+	return strings.Compare(j.id(), c.id)
+}
+
+// Jobs returns a page of a job set's live jobs (JobsQuery), with the
+// set's counts. backend.ErrNotFound when there is no such queue; a bad
+// cursor or limit is a *flotilla.FieldError naming it. A job set with no
+// live job is an empty page. The page looks at no more than UIScanBudget
+// jobs: filtered on leased or running, only the leases of the queue's
+// clusters; otherwise the set's jobs from the cursor on, in order.
+func (s *Server) Jobs(ctx context.Context, q JobsQuery) (api.JobsPage, error) {
+	var cur *jobsCursor
+	var errs []error
+	if q.Cursor != "" {
+		c, err := parseJobsCursor(q.Cursor)
+		errs = append(errs, err)
+		cur = &c
+	}
+	if q.Limit < 1 || q.Limit > UIMaxLimit {
+		errs = append(errs, flotilla.Errorf("limit", strconv.Itoa(q.Limit), flotilla.ErrOutOfRange, "want 1 to %d", UIMaxLimit))
+	}
+	if err := joinAll(errs); err != nil {
+		return api.JobsPage{}, err
+	}
+	s.mu.Lock()
+	page, err := s.st.jobsPage(ctx, &q, cur)
+	s.mu.Unlock()
+	if err != nil {
+		return page, err
+	}
+	page.LastSeq, err = s.lastSeq(ctx, q.Queue, q.JobSet)
+	return page, err
+}
+
+func joinAll(errs []error) error {
+	var out error
+	for _, e := range errs {
+		if e != nil {
+			out = joinErr(out, e)
+		}
+	}
+	return out
+}
+
+func (s *state) jobsPage(ctx context.Context, q *JobsQuery, cur *jobsCursor) (api.JobsPage, error) {
+	if err := s.fresh(ctx); err != nil {
+		return api.JobsPage{}, err
+	}
+	if _, ok := s.queues[q.Queue]; !ok {
+		return api.JobsPage{}, flotilla.Errorf("queue", q.Queue, backend.ErrNotFound, "no such queue")
+	}
+	page := api.JobsPage{Queue: q.Queue, JobSet: q.JobSet, Counts: api.JobSetSummary{Name: q.JobSet}, Jobs: []api.JobRow{}}
+	set := s.ui.set(q.Queue, q.JobSet, false)
+	if set == nil {
+		return page, nil
+	}
+	live := s.liveBySet(q.Queue)[q.JobSet]
+	page.Counts.Leased, page.Counts.Running = live[0], live[1]
+	page.Counts.Queued = set.live - live[0] - live[1]
+	var jobs []*job
+	var next *jobsCursor
+	if !q.AnyState && q.State.Live() {
+		jobs, next = s.livePage(q, cur)
+	} else {
+		budget := s.ui.budget
+		if budget == 0 {
+			budget = UIScanBudget
+		}
+		jobs, next, page.Partial = set.scanPage(q, cur, budget)
+	}
+	for _, j := range jobs {
+		page.Jobs = append(page.Jobs, rowOf(j))
+	}
+	if next != nil {
+		page.Next = next.String()
+	}
+	return page, nil
+}
+
+func rowOf(j *job) api.JobRow {
+	r := api.JobRow{ID: j.id(), State: j.state.String(), Priority: j.sched().Priority, Submitted: j.spec.SubmitTime.UTC(),
+		Attempts: int(j.attempts), CancelRequested: j.cancelRequested}
+	if l := j.lease; l != nil {
+		r.Cluster, r.Node = l.cluster.name, l.node
+	}
+	return r
+}
+
+// pageCmp orders a page's jobs: by priority first when asked, then by
+// submit time and id.
+func pageCmp(byPriority bool) func(a, b *job) int {
+	return func(a, b *job) int {
+		if byPriority {
+			if c := cmpInt(int64(a.sched().Priority), int64(b.sched().Priority)); c != 0 {
+				return c
+			}
+		}
+		return submitCmp(a, b)
+	}
+}
+
+// after reports whether j sorts after the cursor.
+func (c *jobsCursor) after(j *job, byPriority bool) bool {
+	if c == nil {
+		return true
+	}
+	if byPriority {
+		if p := j.sched().Priority; p != c.prio {
+			return p > c.prio
+		}
+	}
+	return c.submitCmp(j) > 0
+}
+
+// livePage is a page of the set's leased or running jobs: those of the
+// queue's leases, sorted (they are few: no more than the clusters run).
+func (s *state) livePage(q *JobsQuery, cur *jobsCursor) (page []*job, next *jobsCursor) {
+	var all []*job
+	for _, c := range s.clusters {
+		for j := range c.jobs() {
+			if j.state == q.State && j.spec.Queue == q.Queue && j.spec.JobSet == q.JobSet && cur.after(j, q.ByPriority) {
+				all = append(all, j)
+			}
+		}
+	}
+	slices.SortFunc(all, pageCmp(q.ByPriority))
+	if len(all) > q.Limit {
+		c := cursorOf(all[q.Limit-1])
+		return all[:q.Limit], &c
+	}
+	return all, nil
+}
+
+// scanPage is a page of the set's jobs (queued ones, or all) read in
+// order from the cursor: by submit order, or one priority level at a
+// time, each in submit order. It stops at the limit or after looking at
+// budget jobs (partial).
+func (st *uiSet) scanPage(q *JobsQuery, cur *jobsCursor, budget int) (page []*job, next *jobsCursor, partial bool) {
+	keep := func(j *job) bool { return !dead(j) && (q.AnyState || j.state == q.State) }
+	level, li, lastAt := uint32(0), 0, 0
+	// at is the cursor after the job at i of the level being read.
+	at := func(i int) *jobsCursor {
+		if i < 0 {
+			return &jobsCursor{prio: level, sec: math.MinInt64}
+		}
+		c := cursorOf(st.jobs[i])
+		c.prio = level
+		return &c
+	}
+	if q.ByPriority {
+		if cur != nil {
+			li, _ = slices.BinarySearch(st.levels, cur.prio)
+		}
+		if li >= len(st.levels) {
+			return nil, nil, false
+		}
+		level = st.levels[li]
+	}
+	start := 0
+	if cur != nil && (!q.ByPriority || cur.prio == level) {
+		start, _ = slices.BinarySearchFunc(st.jobs, cur, func(j *job, c *jobsCursor) int { return c.submitCmp(j) })
+		if start < len(st.jobs) && cur.submitCmp(st.jobs[start]) == 0 {
+			start++
+		}
+	}
+	for {
+		for i := start; i < len(st.jobs); i++ {
+			if budget--; budget < 0 {
+				return page, at(i - 1), true
+			}
+			j := st.jobs[i]
+			if !keep(j) {
+				continue
+			}
+			if q.ByPriority {
+				p := j.sched().Priority
+				if p != level {
+					st.addLevel(p) // a priority changed since the levels were seen
+					continue
+				}
+			}
+			if len(page) == q.Limit {
+				return page, at(lastAt), false
+			}
+			page, lastAt = append(page, j), i
+		}
+		if !q.ByPriority {
+			return page, nil, false
+		}
+		// The next level: the levels may have grown meanwhile.
+		li, _ = slices.BinarySearch(st.levels, level)
+		li++
+		if li >= len(st.levels) {
+			return page, nil, false
+		}
+		if len(page) == q.Limit {
+			// Whether the next level holds a job is for the next page.
+			return page, at(len(st.jobs) - 1), false
+		}
+		level, start = st.levels[li], 0
+	}
+}
+
+// lastSeq is a job set's last event's sequence number (0 when it has
+// none), found by reading single events: doubling, then halving, about
+// 2·log2(n) reads of one event.
+func (s *Server) lastSeq(ctx context.Context, queueName, jobSet string) (uint64, error) {
+	has := func(seq uint64) (bool, error) {
+		evs, err := s.st.be.Events(ctx, queueName, jobSet, seq, 1)
+		return len(evs) > 0, err
+	}
+	ok, err := has(1)
+	if err != nil || !ok {
+		return 0, err
+	}
+	lo, hi := uint64(1), uint64(2) // lo holds an event; find hi that does not
+	for {
+		ok, err := has(hi)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			break
+		}
+		lo, hi = hi, hi*2
+	}
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		ok, err := has(mid)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo, nil
+}
+
+// Nodes returns a page of a cluster's nodes, by name after the name
+// after, with what its live jobs request on each and the room left;
+// backend.ErrNotFound when there is no such cluster.
+func (s *Server) Nodes(ctx context.Context, clusterName, after string, limit int) (api.NodesPage, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := &s.st
+	if err := st.fresh(ctx); err != nil {
+		return api.NodesPage{}, err
+	}
+	c := st.clusters[clusterName]
+	if c == nil || (c.reported.IsZero() && len(c.nodes) == 0) {
+		return api.NodesPage{}, flotilla.Errorf("cluster", clusterName, backend.ErrNotFound, "no such cluster")
+	}
+	now := st.clock.Now()
+	page := api.NodesPage{Cluster: c.name, Alive: c.alive(now, st.cfg.LeaseTimeout), Cordoned: c.cordoned, Nodes: []api.NodeRow{}}
+	if !c.reported.IsZero() {
+		t := c.reported.UTC()
+		page.Reported = &t
+	}
+	idx := make([]int, 0, len(c.nodes))
+	for i := range c.nodes {
+		if c.nodes[i].Name > after {
+			idx = append(idx, i)
+		}
+	}
+	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(c.nodes[a].Name, c.nodes[b].Name) })
+	if len(idx) > limit {
+		idx = idx[:limit]
+		page.Next = c.nodes[idx[limit-1]].Name
+	}
+	want := make(map[int]int, len(idx)) // node index → row
+	schema := st.cat.Schema
+	alloc := make([]flotilla.Resources, len(idx))
+	jobs := make([]int, len(idx))
+	for r, i := range idx {
+		want[i] = r
+		alloc[r] = schema.Zero()
+	}
+	for j := range c.jobs() {
+		if r, ok := want[int(j.lease.nodeIdx)]; ok && j.lease.nodeIdx >= 0 {
+			alloc[r].AddSaturating(j.sched().Requests)
+			jobs[r]++
+		}
+	}
+	for r, i := range idx {
+		n := &c.nodes[i]
+		free := n.Total.Clone()
+		free.Sub(alloc[r])
+		page.Nodes = append(page.Nodes, api.NodeRow{Name: n.Name, Unschedulable: n.Unschedulable,
+			Total: schema.Format(n.Total), Allocated: schema.Format(alloc[r]), Free: schema.Format(free), Jobs: jobs[r]})
+	}
+	return page, nil
+}

@@ -1,0 +1,339 @@
+package server
+
+import (
+	"cmp"
+	"encoding/base64"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/api"
+	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/events"
+)
+
+// oracleJobs is what a page of q should list, worked out the naive way:
+// every live job of the state, filtered and sorted.
+func oracleJobs(w *world, q JobsQuery) []string {
+	var js []*job
+	for j := range w.srv.st.jobs.all() {
+		if j.spec.Queue == q.Queue && j.spec.JobSet == q.JobSet && (q.AnyState || j.state == q.State) {
+			js = append(js, j)
+		}
+	}
+	slices.SortFunc(js, func(a, b *job) int {
+		if q.ByPriority {
+			if c := cmp.Compare(a.sched().Priority, b.sched().Priority); c != 0 {
+				return c
+			}
+		}
+		if c := a.spec.SubmitTime.Compare(b.spec.SubmitTime); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id(), b.id())
+	})
+	out := []string{}
+	for _, j := range js {
+		out = append(out, j.id())
+	}
+	return out
+}
+
+// allPages follows a query's pages to the end and returns their jobs'
+// ids, requiring every page but the last to be full (or partial).
+func allPages(t *testing.T, w *world, q JobsQuery) []string {
+	t.Helper()
+	out := []string{}
+	for range 100000 {
+		page, err := w.srv.Jobs(w.ctx, q)
+		require.NoError(t, err)
+		for _, r := range page.Jobs {
+			out = append(out, r.ID)
+		}
+		if page.Next == "" {
+			return out
+		}
+		if !page.Partial {
+			require.Len(t, page.Jobs, q.Limit, "a page that is not the last is full")
+		}
+		q.Cursor = page.Next
+	}
+	t.Fatal("pages never end")
+	return nil
+}
+
+// queries are the page queries of a job set: every filter, both orders,
+// several limits.
+func queries(set string) []JobsQuery {
+	var out []JobsQuery
+	for _, st := range []struct {
+		s   events.State
+		any bool
+	}{{any: true}, {s: events.Queued}, {s: events.LeasedState}, {s: events.RunningState}} {
+		for _, byP := range []bool{false, true} {
+			for _, limit := range []int{1, 3, 7, 50} {
+				out = append(out, JobsQuery{Queue: "A", JobSet: set, State: st.s, AnyState: st.any, ByPriority: byP, Limit: limit})
+			}
+		}
+	}
+	return out
+}
+
+// TestJobSetPagesListWhatANaiveSortOfTheLiveJobsLists drives a service
+// through submissions at several times and priorities, leases, runs,
+// cancellations, reprioritisations, ends and a restart, and checks after
+// each step that following the pages of every query lists exactly the
+// jobs a filter and sort of the live jobs does, and that the counts
+// agree.
+func TestJobSetPagesListWhatANaiveSortOfTheLiveJobsLists(t *testing.T) {
+	for seed := range uint64(6) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 22))
+			w := newWorld(t)
+			w.queue("A")
+			check := func(step string) {
+				for _, set := range []string{"s1", "s2"} {
+					for _, q := range queries(set) {
+						require.Equal(t, oracleJobs(w, q), allPages(t, w, q), "%s: %+v", step, q)
+					}
+					page, err := w.srv.Jobs(w.ctx, JobsQuery{Queue: "A", JobSet: set, AnyState: true, Limit: 1})
+					require.NoError(t, err)
+					want := api.JobSetSummary{Name: set}
+					for j := range w.srv.st.jobs.all() {
+						if j.spec.JobSet != set {
+							continue
+						}
+						switch j.state {
+						case events.Queued:
+							want.Queued++
+						case events.LeasedState:
+							want.Leased++
+						case events.RunningState:
+							want.Running++
+						}
+					}
+					require.Equal(t, want, page.Counts, step)
+				}
+			}
+			var ids []string
+			for i := range 4 {
+				set := []string{"s1", "s2"}[r.IntN(2)]
+				tpl := cpuJobs(1+r.IntN(40), "1")
+				tpl.Priority = uint32(r.IntN(3))
+				ids = append(ids, w.submit("A", set, tpl)...)
+				w.clock.Advance(time.Duration(r.IntN(3)) * time.Second) // some batches share a submit time
+				check(fmt.Sprint("submit ", i))
+			}
+			reply := w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 2, 8)})
+			w.cycle()
+			check("cycle")
+			reply = w.report(Report{Cluster: "c1"})
+			leases := reply.Leases
+			w.report(Report{Cluster: "c1", Jobs: append(held(PhaseRunning, leases[:len(leases)/2]), held(PhasePending, leases[len(leases)/2:])...)})
+			check("running")
+			var cancel []string
+			for _, id := range ids {
+				if r.IntN(4) == 0 {
+					cancel = append(cancel, id)
+				}
+			}
+			if len(cancel) > 0 {
+				_, err := w.srv.Cancel(w.ctx, cancel...)
+				require.NoError(t, err)
+			}
+			check("cancel")
+			for _, set := range []string{"s1", "s2"} {
+				var some []string
+				for _, id := range ids {
+					if j := w.srv.st.jobs.get(id); j != nil && j.spec.JobSet == set && j.state == events.Queued && r.IntN(3) == 0 {
+						some = append(some, id)
+					}
+				}
+				if len(some) > 0 {
+					_, err := w.srv.Reprioritize(w.ctx, Selection{IDs: some}, uint32(5+r.IntN(3)), "")
+					require.NoError(t, err)
+				}
+			}
+			check("reprioritize")
+			w.clock.Advance(time.Second)
+			w.cycle()
+			check("second cycle")
+			w.restart()
+			check("restart")
+		})
+	}
+}
+
+// TestEndedJobsLeaveTheirSetAndHolesAreCompacted ends most of a set's
+// jobs: the pages skip them, the list is compacted once the holes are
+// half of it, and a set whose jobs all ended is gone.
+func TestEndedJobsLeaveTheirSetAndHolesAreCompacted(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	ids := w.submit("A", "s1", cpuJobs(1000, "1"))
+	_, err := w.srv.Cancel(w.ctx, ids[:700]...)
+	require.NoError(t, err)
+	set := w.srv.st.ui.set("A", "s1", false)
+	require.Less(t, len(set.jobs), 1000, "compacted")
+	require.Equal(t, 300, set.live)
+	q := JobsQuery{Queue: "A", JobSet: "s1", AnyState: true, Limit: 1000}
+	require.Equal(t, slices.Sorted(slices.Values(ids[700:])), allPages(t, w, q), "one submit time: by id")
+	_, err = w.srv.Cancel(w.ctx, ids[700:]...)
+	require.NoError(t, err)
+	require.Nil(t, w.srv.st.ui.set("A", "s1", false))
+	page, err := w.srv.JobSets(w.ctx, "A", "", 10)
+	require.NoError(t, err)
+	require.Empty(t, page.JobSets)
+}
+
+// TestAPageStopsAtItsScanBudgetWithACursorThatGoesOn filters on the few
+// queued jobs among many that do not match, with a small budget: pages
+// come partial, and following them lists every match once.
+func TestAPageStopsAtItsScanBudgetWithACursorThatGoesOn(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	hi := cpuJobs(50, "1")
+	hi.Priority = 1
+	w.submit("A", "s1", cpuJobs(50, "1"), hi, cpuJobs(50, "1"))
+	w.srv.st.ui.budget = 10
+	for _, byP := range []bool{false, true} {
+		q := JobsQuery{Queue: "A", JobSet: "s1", AnyState: true, ByPriority: byP, Limit: 7}
+		got, partial := []string{}, 0
+		for {
+			page, err := w.srv.Jobs(w.ctx, q)
+			require.NoError(t, err)
+			require.LessOrEqual(t, len(page.Jobs), 7)
+			if page.Partial {
+				partial++
+			}
+			for _, r := range page.Jobs {
+				got = append(got, r.ID)
+			}
+			if page.Next == "" {
+				break
+			}
+			q.Cursor = page.Next
+		}
+		require.Equal(t, oracleJobs(w, q), got)
+		if byP {
+			require.Positive(t, partial, "passes over the levels hit the budget")
+		}
+	}
+}
+
+// TestBadCursorOrLimitIsAFieldErrorNamingIt.
+func TestBadCursorOrLimitIsAFieldErrorNamingIt(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	_, err := w.srv.Jobs(w.ctx, JobsQuery{Queue: "A", JobSet: "s", AnyState: true, Limit: 0, Cursor: "!!"})
+	requireProblems(t, err, problem{"cursor", "!!", flotilla.ErrMalformed}, problem{"limit", "0", flotilla.ErrOutOfRange})
+	_, err = w.srv.Jobs(w.ctx, JobsQuery{Queue: "A", JobSet: "s", AnyState: true, Limit: 1, Cursor: base64.RawURLEncoding.EncodeToString([]byte("1.2"))})
+	require.ErrorIs(t, err, flotilla.ErrMalformed)
+	_, err = w.srv.Jobs(w.ctx, JobsQuery{Queue: "Z", JobSet: "s", AnyState: true, Limit: 1})
+	require.ErrorIs(t, err, backend.ErrNotFound)
+	_, err = w.srv.JobSets(w.ctx, "Z", "", 1)
+	require.ErrorIs(t, err, backend.ErrNotFound)
+	_, err = w.srv.Nodes(w.ctx, "nowhere", "", 1)
+	require.ErrorIs(t, err, backend.ErrNotFound)
+}
+
+// TestCursorsRoundTrip: a cursor reads back as written, whatever the id.
+func TestCursorsRoundTrip(t *testing.T) {
+	for _, c := range []jobsCursor{{}, {prio: 7, sec: -5, nsec: 999999999, id: "a.b.c"}, {prio: 1 << 31, sec: 1 << 40, id: "ü/é"}} {
+		got, err := parseJobsCursor(c.String())
+		require.NoError(t, err)
+		require.Equal(t, c, got)
+	}
+}
+
+// TestCyclesKeepTheLastHundredAndAnHourOfSharesAMinuteApart.
+func TestCyclesKeepTheLastHundredAndAnHourOfSharesAMinuteApart(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	w.queue("B")
+	w.submit("A", "s", cpuJobs(3, "1"))
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 1, 8)})
+	w.cycle()
+	cs := w.srv.Cycles(10)
+	require.Len(t, cs, 1)
+	require.Equal(t, 3, cs[0].Leased)
+	require.Equal(t, []api.CycleQueue{{Name: "A", Leased: 3, Running: 3}, {Name: "B"}}, cs[0].Queues)
+	for range 150 {
+		w.clock.Advance(30 * time.Second)
+		w.report(Report{Cluster: "c1"})
+		w.cycle()
+	}
+	cs = w.srv.Cycles(1000)
+	require.Len(t, cs, UICycles)
+	require.Equal(t, uint64(151), cs[0].Seq, "newest first")
+	require.Equal(t, uint64(52), cs[UICycles-1].Seq)
+	ov, err := w.srv.Overview(w.ctx, "", 10, func(string) bool { return true })
+	require.NoError(t, err)
+	require.Equal(t, []string{"A", "B"}, []string{ov.Queues[0].Name, ov.Queues[1].Name})
+	h := ov.Queues[0].History
+	require.Len(t, h, 61, "a sample a minute over the last hour, both ends in")
+	for i := 1; i < len(h); i++ {
+		require.Equal(t, time.Minute, h[i].Time.Sub(h[i-1].Time))
+	}
+	require.Len(t, ov.Queues[1].History, 61, "B, idle, is sampled too")
+	require.Equal(t, uint64(151), ov.LastCycle.Seq)
+	// A page of one queue, then the next.
+	ov, err = w.srv.Overview(w.ctx, "", 1, func(string) bool { return true })
+	require.NoError(t, err)
+	require.Equal(t, "A", ov.Next)
+	ov, err = w.srv.Overview(w.ctx, ov.Next, 1, func(q string) bool { return q != "B" })
+	require.NoError(t, err)
+	require.Empty(t, ov.Queues, "B is not the principal's")
+}
+
+// TestNodesShowWhatLiveJobsTakeAndTheRoomLeft.
+func TestNodesShowWhatLiveJobsTakeAndTheRoomLeft(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	w.submit("A", "s", cpuJobs(3, "2"))
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 3, 4)})
+	w.cycle()
+	page, err := w.srv.Nodes(w.ctx, "c1", "", 2)
+	require.NoError(t, err)
+	require.Equal(t, "c1-n1", page.Next)
+	more, err := w.srv.Nodes(w.ctx, "c1", page.Next, 2)
+	require.NoError(t, err)
+	require.Empty(t, more.Next)
+	rows := append(page.Nodes, more.Nodes...)
+	require.Len(t, rows, 3)
+	jobs, cpuUsed := 0, 0
+	for _, n := range rows {
+		jobs += n.Jobs
+		var used, free int
+		fmt.Sscan(n.Allocated["cpu"], &used)
+		fmt.Sscan(n.Free["cpu"], &free)
+		require.Equal(t, 4, used+free, n.Name)
+		require.Equal(t, "4", n.Total["cpu"])
+		cpuUsed += used
+	}
+	require.Equal(t, 3, jobs)
+	require.Equal(t, 6, cpuUsed)
+	require.True(t, page.Alive)
+}
+
+// TestLastSeqIsTheLogsLastSequenceNumber for logs of every length up to
+// 40 (the search doubles, then halves).
+func TestLastSeqIsTheLogsLastSequenceNumber(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	seq, err := w.srv.lastSeq(w.ctx, "A", "s")
+	require.NoError(t, err)
+	require.Zero(t, seq)
+	for n := 1; n <= 40; n++ {
+		w.submit("A", "s", cpuJob())
+		seq, err := w.srv.lastSeq(w.ctx, "A", "s")
+		require.NoError(t, err)
+		require.Equal(t, uint64(n), seq)
+	}
+}

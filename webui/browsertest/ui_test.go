@@ -1,0 +1,267 @@
+package browsertest
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+)
+
+// nodes4 is a fake cluster of four 8-cpu nodes.
+const nodes4 = `[{"name": "node", "count": 4, "resources": {"cpu": "8", "memory": "32Gi"}}]`
+
+// overview is the part of GET /v1/overview the tests read.
+type overview struct {
+	Queues []struct {
+		Name   string `json:"name"`
+		Status struct {
+			Share, FairShare, AdjustedFairShare float64
+			Running                             int
+		} `json:"status"`
+	} `json:"queues"`
+	Cycles uint64 `json:"cycles"`
+}
+
+// treeService is a service with a group of two queues and a queue at the
+// root, each with jobs running on a fake cluster for an hour.
+func treeService(t *testing.T) *service {
+	s := serve(t)
+	s.call(http.MethodPost, "/v1/groups", `{"name": "research"}`, nil)
+	for _, q := range []string{`{"name": "alpha", "parent": "research"}`, `{"name": "beta", "parent": "research", "priorityFactor": 2}`, `{"name": "gamma"}`} {
+		s.call(http.MethodPost, "/v1/queues", q, nil)
+	}
+	s.executor("c1", nodes4, "")
+	for _, q := range []string{"alpha", "beta", "gamma"} {
+		s.submit(fmt.Sprintf(`{"queue": %q, "jobSet": "train", "jobs": [{"count": 40, "requests": {"cpu": "1"}, "runtime": "1h"}]}`, q))
+	}
+	eventually(t, 20*time.Second, "every queue runs jobs", func() bool {
+		var ov overview
+		s.call(http.MethodGet, "/v1/overview", "", &ov)
+		running := 0
+		for _, q := range ov.Queues {
+			running += q.Status.Running
+		}
+		return running == 32
+	})
+	return s
+}
+
+func pct(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
+
+func TestOverviewListsTheQueuesWithTheirShares(t *testing.T) {
+	s := treeService(t)
+	ctx := browser(t)
+	var ov overview
+	s.call(http.MethodGet, "/v1/overview", "", &ov)
+	run(t, ctx, chromedp.Navigate(s.url+"/ui/"), chromedp.WaitVisible(css(`#queues tbody tr`)))
+	rows := eval[[][]string](t, ctx, `[...document.querySelectorAll('#queues tbody tr')].map(r => [...r.cells].map(c => c.textContent.trim()))`)
+	byName := map[string][]string{}
+	for _, r := range rows {
+		byName[strings.TrimLeft(strings.TrimPrefix(strings.TrimSpace(r[0]), "▾ "), "\u2003 ")] = r
+	}
+	for _, q := range ov.Queues {
+		r, ok := byName[q.Name]
+		if !ok {
+			t.Fatalf("queue %s is not on the overview: %q", q.Name, rows)
+		}
+		if want := []string{pct(q.Status.Share), pct(q.Status.FairShare), pct(q.Status.AdjustedFairShare)}; !slices.Equal(r[1:4], want) {
+			t.Errorf("queue %s shows shares %q, the API says %q", q.Name, r[1:4], want)
+		}
+	}
+	if _, ok := byName["research"]; !ok {
+		t.Errorf("the group is not on the overview: %q", rows)
+	}
+	// beta's priority factor 2 halves its claim: its fair share is below
+	// alpha's, and the page says so.
+	if byName["alpha"][2] == byName["beta"][2] {
+		t.Errorf("alpha and beta show the same fair share %s despite beta's priority factor", byName["alpha"][2])
+	}
+	screenshot(t, ctx, "overview")
+
+	// The other pages of the same service, each with its data.
+	run(t, ctx, chromedp.Navigate(s.url+"/ui/queues/alpha"), chromedp.WaitVisible(css(`#jobsets tbody tr`)))
+	if got := texts(t, ctx, `#jobsets tbody tr td:first-child`); !slices.Equal(got, []string{"train"}) {
+		t.Errorf("queue alpha's job sets: %q", got)
+	}
+	screenshot(t, ctx, "queue")
+	run(t, ctx, chromedp.Navigate(s.url+"/ui/clusters"), chromedp.WaitVisible(css(`#clusters tbody tr`)), chromedp.WaitVisible(css(`table.nodes tbody tr`)))
+	if got := texts(t, ctx, `table.nodes tbody tr td:first-child`); len(got) != 4 {
+		t.Errorf("cluster c1's nodes: %q", got)
+	}
+	screenshot(t, ctx, "clusters")
+	run(t, ctx, chromedp.Navigate(s.url+"/ui/cycles"), chromedp.WaitVisible(css(`#cycles tbody tr`)))
+	screenshot(t, ctx, "cycles")
+}
+
+func TestJobSetPagePagesThroughTenThousandJobs(t *testing.T) {
+	s := serve(t)
+	s.call(http.MethodPost, "/v1/queues", `{"name": "bulk"}`, nil)
+	ids := s.submit(`{"queue": "bulk", "jobSet": "big", "jobs": [
+		{"count": 4000, "requests": {"cpu": "1"}, "priority": 2},
+		{"count": 3000, "requests": {"cpu": "1"}},
+		{"count": 3000, "requests": {"cpu": "1"}, "priority": 1}]}`)
+	if len(ids) != 10000 {
+		t.Fatalf("submitted %d jobs", len(ids))
+	}
+	ctx := browser(t)
+	run(t, ctx, chromedp.Navigate(s.url+"/ui/jobsets/bulk/big"), chromedp.WaitVisible(css(`#jobs tbody tr`)))
+	if got := texts(t, ctx, `#count-queued`); !slices.Equal(got, []string{"10,000"}) {
+		t.Errorf("queued count %q, want 10,000", got)
+	}
+	screenshot(t, ctx, "jobset")
+	var seen []string
+	for page := 1; ; page++ {
+		run(t, ctx, waitJS(fmt.Sprintf(`document.getElementById('page-info').textContent.startsWith('page %d:')`, page)))
+		rows := texts(t, ctx, `#jobs tbody tr td:first-child`)
+		if len(rows) != 100 {
+			t.Fatalf("page %d has %d rows", page, len(rows))
+		}
+		seen = append(seen, rows...)
+		if eval[bool](t, ctx, `document.getElementById('next').disabled`) {
+			break
+		}
+		if page%2 == 0 { // every other page by the keyboard
+			run(t, ctx, chromedp.KeyEvent("n"))
+		} else {
+			run(t, ctx, chromedp.Click(css(`#next`)))
+		}
+		if page > 200 {
+			t.Fatal("more than 200 pages")
+		}
+	}
+	// Every job once, in submit order (one submission: by id).
+	want := slices.Clone(ids)
+	slices.Sort(want)
+	if !slices.Equal(seen, want) {
+		t.Fatalf("the pages hold %d jobs, not the 10,000 submitted in submit order", len(seen))
+	}
+	// Previous goes back a page.
+	run(t, ctx, chromedp.Click(css(`#prev`)), waitJS(`document.getElementById('page-info').textContent.startsWith('page 99:')`))
+	if got := texts(t, ctx, `#jobs tbody tr td:first-child`); got[0] != want[9800] {
+		t.Errorf("page 99 starts with %s, want %s", got[0], want[9800])
+	}
+	// By priority: the 3,000 jobs of priority 0 first, then priority 1.
+	run(t, ctx, do(`(() => { const s = document.getElementById('sort'); s.value = 'priority'; s.dispatchEvent(new Event('change')); })()`),
+		waitJS(`location.search.includes('sort=priority') && document.getElementById('page-info').textContent.startsWith('page 1:')`),
+		waitJS(`[...document.querySelectorAll('#jobs tbody tr td:nth-child(3)')].every(c => c.textContent === '0')`))
+	for page := 2; page <= 31; page++ {
+		run(t, ctx, chromedp.Click(css(`#next`)), waitJS(fmt.Sprintf(`document.getElementById('page-info').textContent.startsWith('page %d:')`, page)))
+	}
+	if got := texts(t, ctx, `#jobs tbody tr td:nth-child(3)`); got[0] != "1" || got[99] != "1" {
+		t.Errorf("page 31 by priority shows priorities %s…%s, want 1", got[0], got[99])
+	}
+	// The state filter: no job runs.
+	run(t, ctx, do(`(() => { const s = document.getElementById('state'); s.value = 'running'; s.dispatchEvent(new Event('change')); })()`),
+		waitJS(`document.getElementById('page-info').textContent === 'no jobs'`))
+	// Keyboard: j moves the selection, Enter opens the job.
+	run(t, ctx, chromedp.Navigate(s.url+"/ui/jobsets/bulk/big"), chromedp.WaitVisible(css(`#jobs tbody tr`)),
+		chromedp.KeyEvent("j"), chromedp.KeyEvent("j"), waitJS(`document.querySelector('#jobs tbody tr.selected').sectionRowIndex === 1`),
+		chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible(css(`#job-facts`)))
+	if got := eval[string](t, ctx, `location.pathname`); got != "/ui/jobs/"+want[1] {
+		t.Errorf("j j Enter opened %s, want job %s", got, want[1])
+	}
+}
+
+func TestJobPageShowsANewEventWithinTwoSecondsWithoutReload(t *testing.T) {
+	s := serve(t)
+	s.call(http.MethodPost, "/v1/queues", `{"name": "alpha"}`, nil)
+	id := s.submit(`{"queue": "alpha", "jobSet": "s", "jobs": [{"requests": {"cpu": "1"}, "runtime": "1h"}]}`)[0]
+	ctx := browser(t)
+	run(t, ctx, chromedp.Navigate(s.url+"/ui/jobs/"+id), chromedp.WaitVisible(css(`#events tbody tr[data-type="submitted"]`)),
+		do(`window.notReloaded = true`))
+	if got := texts(t, ctx, `#job-state`); !slices.Equal(got, []string{"queued"}) {
+		t.Errorf("state %q, want queued", got)
+	}
+	// The long form of status -v: no cluster has reported, so no cycle
+	// has run; the job's class and place in its queue are known.
+	if got := texts(t, ctx, `#explain th`); !slices.Contains(got, "priority") || !slices.Contains(got, "place") {
+		t.Errorf("the explanation's rows: %q", got)
+	}
+	// Now a cluster comes: the job is leased, then the executor reports
+	// it running. The page shows the running event within 2 s of the
+	// report being stored.
+	s.executor("c1", nodes4, "")
+	var stored time.Time
+	eventually(t, 20*time.Second, "the executor reports the job running", func() bool {
+		var st struct {
+			Jobs []struct{ State string } `json:"jobs"`
+		}
+		s.call(http.MethodGet, "/v1/jobs?id="+id, "", &st)
+		if st.Jobs[0].State == "running" {
+			stored = time.Now()
+			return true
+		}
+		return false
+	})
+	run(t, ctx, chromedp.Poll[chromedp.Void](`document.querySelector('#events tbody tr[data-type="running"]') !== null`,
+		chromedp.WithPollingTimeout(2*time.Second), chromedp.WithPollingInterval(10*time.Millisecond)))
+	shown := time.Since(stored)
+	t.Logf("the running event was on the page %s after the test saw it stored", shown.Round(time.Millisecond))
+	run(t, ctx, waitJS(`document.getElementById('job-state').textContent === 'running'`))
+	if !eval[bool](t, ctx, `window.notReloaded === true`) {
+		t.Error("the page was reloaded")
+	}
+	if got := texts(t, ctx, `#events tbody tr td:nth-child(3)`); !slices.Equal(got, []string{"submitted", "leased", "running"}) {
+		t.Errorf("events %q", got)
+	}
+	screenshot(t, ctx, "job")
+}
+
+func TestTokenWithoutWatchRightsSeesARefusalAndNoData(t *testing.T) {
+	auth := filepath.Join(t.TempDir(), "auth.json")
+	if err := os.WriteFile(auth, []byte(`{"tokens": [
+		{"token": "admin-secret", "principal": "admin", "admin": true},
+		{"token": "exec-secret", "principal": "exec", "executor": ["c1"]},
+		{"token": "alpha-secret", "principal": "alice", "watch": ["alpha"]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := serve(t, "-auth", auth)
+	s.token = "admin-secret"
+	for _, q := range []string{"alpha", "beta"} {
+		s.call(http.MethodPost, "/v1/queues", fmt.Sprintf(`{"name": %q}`, q), nil)
+	}
+	ctx := browser(t)
+	// No token: the page asks for one.
+	run(t, ctx, chromedp.Navigate(s.url+"/ui/"), chromedp.WaitVisible(css(`#login`)))
+	screenshot(t, ctx, "token")
+	// The executor's token may not read queues: a refusal, no data.
+	run(t, ctx, chromedp.SendKeys(css(`#token`), "exec-secret"), chromedp.Click(css(`#login button[type=submit]`)),
+		chromedp.WaitVisible(css(`#refusal`)))
+	refusal := texts(t, ctx, `#refusal`)[0]
+	if !strings.Contains(refusal, "may not") || !strings.Contains(refusal, "403") {
+		t.Errorf("refusal %q does not say the token may not", refusal)
+	}
+	main := eval[string](t, ctx, `document.getElementById('main').textContent`)
+	if strings.Contains(main, "alpha") || strings.Contains(main, "beta") || len(texts(t, ctx, `#queues`)) > 0 {
+		t.Errorf("the refused page shows data: %q", main)
+	}
+	screenshot(t, ctx, "refused")
+	// The token is the tab's: in sessionStorage, never localStorage.
+	stored := eval[struct {
+		Session string
+		Local   int
+	}](t, ctx, `({Session: sessionStorage.getItem('flotilla.token'), Local: localStorage.length})`)
+	if stored.Session != "exec-secret" || stored.Local != 0 {
+		t.Errorf("token kept as %+v", stored)
+	}
+	// A token that watches alpha sees alpha, not beta, and is refused beta.
+	run(t, ctx, do(`sessionStorage.setItem('flotilla.token', 'alpha-secret')`),
+		chromedp.Navigate(s.url+"/ui/"), chromedp.WaitVisible(css(`#queues tbody tr`)))
+	if got := texts(t, ctx, `#queues tbody tr td:first-child`); !slices.Equal(got, []string{"alpha"}) {
+		t.Errorf("alice sees queues %q, want alpha only", got)
+	}
+	run(t, ctx, chromedp.Navigate(s.url+"/ui/queues/beta"), chromedp.WaitVisible(css(`#refusal`)))
+	if got := texts(t, ctx, `#refusal`)[0]; !strings.Contains(got, "may not read queue beta") {
+		t.Errorf("beta's refusal: %q", got)
+	}
+	// An unknown token is asked for again, saying why.
+	run(t, ctx, do(`sessionStorage.setItem('flotilla.token', 'wrong')`),
+		chromedp.Navigate(s.url+"/ui/clusters"), chromedp.WaitVisible(css(`#login #refusal`)))
+}
