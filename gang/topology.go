@@ -232,7 +232,7 @@ func (p *Placer) placeTopology(g *Gang, q int, levels []int, within Domains, why
 	if pref >= 0 {
 		lo, hi = max(req, 0), L-1
 	}
-	bestK, bestD, bestPlaced, anyAvoided, anyFree := -1, -1, -1, false, false
+	bestK, bestD, bestPlaced, anyFree := -1, -1, -1, false
 	for k := hi; k >= lo; k-- {
 		if !p.sum.Fits(tr.maxTotal[k]) {
 			continue // no domain of the level is large enough, even empty
@@ -251,7 +251,6 @@ func (p *Placer) placeTopology(g *Gang, q int, levels []int, within Domains, why
 					continue
 				}
 				if avoid && p.isAvoided(&doms[d]) {
-					anyAvoided = true
 					continue
 				}
 				if !p.sum.Fits(free[d*R : (d+1)*R]) {
@@ -281,7 +280,7 @@ func (p *Placer) placeTopology(g *Gang, q int, levels []int, within Domains, why
 		return Placement{}, false, nil
 	}
 	why.Level = t.Levels[req]
-	return p.explainTopology(tr, req, g, q, levels, mark, why, bestK, bestD, avoid, anyAvoided, anyFree), true, nil
+	return p.explainTopology(tr, req, g, q, levels, mark, why, bestK, bestD, avoid, anyFree), true, nil
 }
 
 // explainTopology explains why no domain of the required level k held g:
@@ -289,7 +288,7 @@ func (p *Placer) placeTopology(g *Gang, q int, levels []int, within Domains, why
 // (the roomiest named), or, when some had, a smallest-fit attempt in the
 // one where packing placed the most members (bestD).
 func (p *Placer) explainTopology(tr *topoTree, k int, g *Gang, q int, levels []int, mark binpack.Mark, why Explanation,
-	bestK, bestD int, avoid, anyAvoided, anyFree bool) Placement {
+	bestK, bestD int, avoid, anyFree bool) Placement {
 	doms := tr.doms[k]
 	if avoid {
 		sub := p.sub[:0]
@@ -299,7 +298,9 @@ func (p *Placer) explainTopology(tr *topoTree, k int, g *Gang, q int, levels []i
 			}
 		}
 		p.sub = sub
-		if len(sub) == 0 && anyAvoided {
+		// Every domain avoided, whether or not the level was searched (a
+		// level no domain of which is large enough is skipped unsearched).
+		if len(sub) == 0 && len(doms) > 0 {
 			why.Cause = AllAvoided
 			return Placement{Why: why}
 		}
