@@ -378,8 +378,12 @@ func (p *Placer) shortResource(free []int64) int {
 // summed requests first (the tightest such), then the others roomiest
 // first (ties by path); each member goes to the first child with a node
 // that fits it, chosen there by smallest fit and tiers (SelectAmong), and
-// to d's nodes outside every child last. At the innermost level, or in a
-// domain without children, it is a smallest-fit attempt over d's nodes.
+// to d's nodes outside every child last. Filling children in turn is a
+// heuristic that can strand a member where smallest fit over all of d's
+// nodes holds the gang (racks of 7 and 5 cores, members of 5, 4 and 3):
+// then it undoes its binds and makes that attempt instead. At the
+// innermost level, or in a domain without children, it is a smallest-fit
+// attempt over d's nodes.
 func (p *Placer) pack(tr *topoTree, k, d int, g *Gang, q int, levels []int) int {
 	dom := &tr.doms[k][d]
 	m := len(g.Members)
@@ -427,7 +431,8 @@ func (p *Placer) pack(tr *topoTree, k, d int, g *Gang, q int, levels []int) int 
 	}
 	p.rest = rest
 	db, next := p.db, tr.doms[k+1]
-	for placed, i := range p.order[:m] {
+	mark := db.Mark()
+	for _, i := range p.order[:m] {
 		req := g.Members[i].Job.Requests
 		p.query = binpack.Query{Requests: req, Level: p.search, Queue: q, Constraint: p.cons[i], OnlyNode: -1}
 		n, ok := -1, false
@@ -438,7 +443,8 @@ func (p *Placer) pack(tr *topoTree, k, d int, g *Gang, q int, levels []int) int 
 		}
 		if !ok {
 			if n, ok = db.SelectAmong(&p.query, rest); !ok {
-				return placed
+				db.Rollback(mark)
+				return p.attempt(g, dom, q, levels, m)
 			}
 		}
 		db.Bind(n, q, levels[i], req)
