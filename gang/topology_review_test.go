@@ -2,6 +2,7 @@ package gang_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -87,4 +88,68 @@ func TestTopologyUnavoidedRequiredLevelSkippedForSizeIsAllAvoided(t *testing.T) 
 	assert.False(t, res.Placed)
 	assert.Equal(t, gang.AllAvoided, res.Why.Cause)
 	assert.Empty(t, before.diff(stateOf(db)))
+}
+
+// asTopology turns the world's gang into one asking for gt instead of a
+// uniformity label.
+func asTopology(g *gang.Gang, gt flotilla.GangTopology) {
+	g.UniformityLabel, g.Topology = "", gt
+	for _, e := range g.Members {
+		e.Job.Gang.NodeUniformityLabel, e.Job.Gang.Topology = "", gt
+	}
+}
+
+// A node-uniformity label is a one-level required topology: on generated
+// worlds (clusters, cordons, taints, selectors, unequal members, running
+// jobs), a gang requiring the level of the topology [rack] lands on
+// exactly the nodes the same gang with the uniformity label rack does, or
+// fails as it does. And with a level below ([zone, rack], zone required),
+// a gang the uniformity label zone places is placed too.
+func TestPropertyRequiredTopologyIsAtLeastTheUniformityLabel(t *testing.T) {
+	runProperty(t, "required topology ⊇ uniformity label", 1500, func(seed int64) string {
+		for _, c := range []struct {
+			label  string
+			levels []string
+		}{{"rack", []string{"rack"}}, {"zone", []string{"zone", "rack"}}} {
+			w, err := newWorld(seed)
+			if err != nil {
+				return err.Error()
+			}
+			asTopology(w.g, flotilla.GangTopology{})
+			w.g.UniformityLabel = c.label
+			for _, e := range w.g.Members {
+				e.Job.Gang.NodeUniformityLabel = c.label
+			}
+			before := stateOf(w.db)
+			mark := w.db.Mark()
+			want, err := new(gang.Placer).Place(w.db, w.g, w.q, w.levels)
+			if err != nil {
+				return err.Error()
+			}
+			wantNodes := slices.Clone(want.Nodes)
+			w.db.Rollback(mark)
+			asTopology(w.g, flotilla.GangTopology{Required: c.label})
+			var p gang.Placer
+			p.SetTopologies([]flotilla.Topology{{Name: "t", Levels: c.levels}})
+			got, err := p.Place(w.db, w.g, w.q, w.levels)
+			if err != nil {
+				return err.Error()
+			}
+			if !got.Placed {
+				if d := before.diff(stateOf(w.db)); d != "" {
+					return fmt.Sprintf("seed %d %v: a failed placement changed the db: %s", seed, c.levels, d)
+				}
+			}
+			switch {
+			case want.Placed && !got.Placed:
+				return fmt.Sprintf("seed %d %v: the uniformity label places it on %v, the topology not: %s", seed, c.levels, wantNodes, got.Why.String(schemaCM))
+			case len(c.levels) == 1 && got.Placed != want.Placed:
+				return fmt.Sprintf("seed %d %v: topology placed %v, uniformity label %v", seed, c.levels, got.Placed, want.Placed)
+			case len(c.levels) == 1 && want.Placed && !slices.Equal(got.Nodes, wantNodes):
+				return fmt.Sprintf("seed %d %v: topology nodes %v, uniformity label %v", seed, c.levels, got.Nodes, wantNodes)
+			}
+			w.db.Rollback(mark)
+		}
+		return ""
+	})
 }
