@@ -158,6 +158,14 @@ func (p *Placer) tree(t *flotilla.Topology) *topoTree {
 	return tr
 }
 
+// compareTopoDomains orders domain indices of the level being searched by
+// their free capacity (p.tfree, compared as db.CompareIndexed does), then
+// index (path order).
+func (p *Placer) compareTopoDomains(a, b int32) int {
+	R := p.nres
+	return cmp.Or(p.db.CompareIndexed(p.tfree[int(a)*R:int(a+1)*R], p.tfree[int(b)*R:int(b+1)*R]), cmp.Compare(a, b))
+}
+
 // levelFree returns the free capacity (allocatable at the search level
 // over uncordoned nodes, negative entries counted as 0) of every domain of
 // level k, R entries each, computed once per placement: O(N·R).
@@ -239,40 +247,48 @@ func (p *Placer) placeTopology(g *Gang, q int, levels []int, within Domains, why
 		}
 		doms := tr.doms[k]
 		free := p.levelFree(tr, k)
-		if cap(p.tried) < len(doms) {
-			p.tried = make([]bool, len(doms))
+		// One scan finds the tightest domain whose free capacity holds
+		// the summed requests and lists every such one; only when packing
+		// the tightest fails are the others sorted, tightest first (ties
+		// by path), and tried in turn: O(D) to place in the first, O(D +
+		// C·log C) when C hold the sum (not O(D·C)).
+		if cap(p.tcand) < len(doms) {
+			p.tcand = make([]int32, 0, len(doms))
 		}
-		tried := p.tried[:len(doms)]
-		clear(tried)
-		for {
-			best := -1
-			for d := range doms {
-				if tried[d] {
-					continue
-				}
-				if avoid && p.isAvoided(&doms[d]) {
-					continue
-				}
-				if !p.sum.Fits(free[d*R : (d+1)*R]) {
-					continue
-				}
-				if best < 0 || db.CompareIndexed(free[d*R:(d+1)*R], free[best*R:(best+1)*R]) < 0 {
-					best = d
-				}
+		cand, best := p.tcand[:0], -1
+		for d := range doms {
+			if avoid && p.isAvoided(&doms[d]) {
+				continue
 			}
-			if best < 0 {
-				break
+			f := free[d*R : (d+1)*R]
+			if !p.sum.Fits(f) {
+				continue
+			}
+			cand = append(cand, int32(d))
+			if best < 0 || db.CompareIndexed(f, free[best*R:(best+1)*R]) < 0 {
+				best = d
+			}
+		}
+		p.tcand = cand
+		for i := 0; best >= 0 && i < len(cand); i++ {
+			if i == 1 {
+				// cand[0] is then the tightest, already tried.
+				p.tfree = free
+				slices.SortFunc(cand, p.cmpTopo)
+			}
+			d := best
+			if i > 0 {
+				d = int(cand[i])
 			}
 			anyFree = true
-			tried[best] = true
-			placed := p.pack(tr, k, best, g, q, levels)
+			placed := p.pack(tr, k, d, g, q, levels)
 			if placed == m {
-				dom := &doms[best]
+				dom := &doms[d]
 				return Placement{Placed: true, Nodes: p.cur[:m], Domain: dom.r, Level: t.Levels[k], Path: dom.path, Why: why}, true, nil
 			}
 			db.Rollback(mark)
 			if k == req && placed > bestPlaced {
-				bestK, bestD, bestPlaced = k, best, placed
+				bestK, bestD, bestPlaced = k, d, placed
 			}
 		}
 	}

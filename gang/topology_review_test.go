@@ -153,3 +153,34 @@ func TestPropertyRequiredTopologyIsAtLeastTheUniformityLabel(t *testing.T) {
 		return ""
 	})
 }
+
+// BenchmarkTopologyRequiredRackNoneHolds: 10,000 8-core nodes in 40 blocks
+// × 25 racks, 6 cores used on each, a gang of 2 × 5 cores requiring a
+// rack: every rack has the summed 10 free but no node has 5, so every
+// rack is tried and none packs (the failure path of a gang search, which
+// a scheduler makes several times per gang).
+func BenchmarkTopologyRequiredRackNoneHolds(b *testing.B) {
+	var nodes []*flotilla.Node
+	for blk := range 40 {
+		for r := range 25 {
+			for i := range 10 {
+				nodes = append(nodes, node(fmt.Sprintf("n%d-%d-%d", blk, r, i), "", 8, lBlock, fmt.Sprint("b", blk), lRack, fmt.Sprint("r", r)))
+			}
+		}
+	}
+	db := newDB(b, 2, nodes...)
+	for i := range nodes {
+		db.Bind(i, 1, top, cores(6))
+	}
+	db.Forget()
+	g := topoGang(b, "g", 2, cores(5), flotilla.GangTopology{Required: lRack})
+	var p gang.Placer
+	p.SetTopologies([]flotilla.Topology{{Name: "default", Levels: []string{lBlock, lRack}}})
+	p.DeferExplanations(true)
+	b.ReportAllocs()
+	for b.Loop() {
+		if res, _ := p.Place(db, g, 0, levelsOf(2, top)); res.Placed {
+			b.Fatal("placed")
+		}
+	}
+}
