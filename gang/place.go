@@ -33,10 +33,12 @@ type Placer struct {
 	trees   map[string]*topoTree
 	lfree   [][]int64 // per level: free capacity of each domain, R entries each
 	lfreeOK []bool    // per level: lfree computed for this placement
-	tried   []bool    // per domain of the level being searched
-	kids    []int32   // a domain's children in packing order
-	kfree   []int64   // their free capacity, R entries each
-	rest    []int32   // a domain's nodes outside every child
+	tcand   []int32   // domains of the level being searched that hold the sum
+	tfree   []int64   // that level's free capacity, for cmpTopo
+	cmpTopo func(a, b int32) int
+	kids    []int32 // a domain's children in packing order
+	kfree   []int64 // their free capacity, R entries each
+	rest    []int32 // a domain's nodes outside every child
 
 	order []int                  // member indices in placement order
 	cons  []binpack.ConstraintID // per member: its node selector and tolerations
@@ -716,7 +718,7 @@ func (p *Placer) use(db *binpack.DB) {
 	p.sum = make(flotilla.Resources, p.nres)
 	p.total = make(flotilla.Resources, p.nres)
 	if p.cmpMembers == nil {
-		p.cmpMembers, p.cmpDomains = p.compareMembers, p.compareDomains
+		p.cmpMembers, p.cmpDomains, p.cmpTopo = p.compareMembers, p.compareDomains, p.compareTopoDomains
 	}
 }
 

@@ -158,6 +158,14 @@ func (p *Placer) tree(t *flotilla.Topology) *topoTree {
 	return tr
 }
 
+// compareTopoDomains orders domain indices of the level being searched by
+// their free capacity (p.tfree, compared as db.CompareIndexed does), then
+// index (path order).
+func (p *Placer) compareTopoDomains(a, b int32) int {
+	R := p.nres
+	return cmp.Or(p.db.CompareIndexed(p.tfree[int(a)*R:int(a+1)*R], p.tfree[int(b)*R:int(b+1)*R]), cmp.Compare(a, b))
+}
+
 // levelFree returns the free capacity (allocatable at the search level
 // over uncordoned nodes, negative entries counted as 0) of every domain of
 // level k, R entries each, computed once per placement: O(N·R).
@@ -232,48 +240,55 @@ func (p *Placer) placeTopology(g *Gang, q int, levels []int, within Domains, why
 	if pref >= 0 {
 		lo, hi = max(req, 0), L-1
 	}
-	bestK, bestD, bestPlaced, anyAvoided, anyFree := -1, -1, -1, false, false
+	bestK, bestD, bestPlaced, anyFree := -1, -1, -1, false
 	for k := hi; k >= lo; k-- {
 		if !p.sum.Fits(tr.maxTotal[k]) {
 			continue // no domain of the level is large enough, even empty
 		}
 		doms := tr.doms[k]
 		free := p.levelFree(tr, k)
-		if cap(p.tried) < len(doms) {
-			p.tried = make([]bool, len(doms))
+		// One scan finds the tightest domain whose free capacity holds
+		// the summed requests and lists every such one; only when packing
+		// the tightest fails are the others sorted, tightest first (ties
+		// by path), and tried in turn: O(D) to place in the first, O(D +
+		// C·log C) when C hold the sum (not O(D·C)).
+		if cap(p.tcand) < len(doms) {
+			p.tcand = make([]int32, 0, len(doms))
 		}
-		tried := p.tried[:len(doms)]
-		clear(tried)
-		for {
-			best := -1
-			for d := range doms {
-				if tried[d] {
-					continue
-				}
-				if avoid && p.isAvoided(&doms[d]) {
-					anyAvoided = true
-					continue
-				}
-				if !p.sum.Fits(free[d*R : (d+1)*R]) {
-					continue
-				}
-				if best < 0 || db.CompareIndexed(free[d*R:(d+1)*R], free[best*R:(best+1)*R]) < 0 {
-					best = d
-				}
+		cand, best := p.tcand[:0], -1
+		for d := range doms {
+			if avoid && p.isAvoided(&doms[d]) {
+				continue
 			}
-			if best < 0 {
-				break
+			f := free[d*R : (d+1)*R]
+			if !p.sum.Fits(f) {
+				continue
+			}
+			cand = append(cand, int32(d))
+			if best < 0 || db.CompareIndexed(f, free[best*R:(best+1)*R]) < 0 {
+				best = d
+			}
+		}
+		p.tcand = cand
+		for i := 0; best >= 0 && i < len(cand); i++ {
+			if i == 1 {
+				// cand[0] is then the tightest, already tried.
+				p.tfree = free
+				slices.SortFunc(cand, p.cmpTopo)
+			}
+			d := best
+			if i > 0 {
+				d = int(cand[i])
 			}
 			anyFree = true
-			tried[best] = true
-			placed := p.pack(tr, k, best, g, q, levels)
+			placed := p.pack(tr, k, d, g, q, levels)
 			if placed == m {
-				dom := &doms[best]
+				dom := &doms[d]
 				return Placement{Placed: true, Nodes: p.cur[:m], Domain: dom.r, Level: t.Levels[k], Path: dom.path, Why: why}, true, nil
 			}
 			db.Rollback(mark)
 			if k == req && placed > bestPlaced {
-				bestK, bestD, bestPlaced = k, best, placed
+				bestK, bestD, bestPlaced = k, d, placed
 			}
 		}
 	}
@@ -281,7 +296,7 @@ func (p *Placer) placeTopology(g *Gang, q int, levels []int, within Domains, why
 		return Placement{}, false, nil
 	}
 	why.Level = t.Levels[req]
-	return p.explainTopology(tr, req, g, q, levels, mark, why, bestK, bestD, avoid, anyAvoided, anyFree), true, nil
+	return p.explainTopology(tr, req, g, q, levels, mark, why, bestK, bestD, avoid, anyFree), true, nil
 }
 
 // explainTopology explains why no domain of the required level k held g:
@@ -289,7 +304,7 @@ func (p *Placer) placeTopology(g *Gang, q int, levels []int, within Domains, why
 // (the roomiest named), or, when some had, a smallest-fit attempt in the
 // one where packing placed the most members (bestD).
 func (p *Placer) explainTopology(tr *topoTree, k int, g *Gang, q int, levels []int, mark binpack.Mark, why Explanation,
-	bestK, bestD int, avoid, anyAvoided, anyFree bool) Placement {
+	bestK, bestD int, avoid, anyFree bool) Placement {
 	doms := tr.doms[k]
 	if avoid {
 		sub := p.sub[:0]
@@ -299,7 +314,9 @@ func (p *Placer) explainTopology(tr *topoTree, k int, g *Gang, q int, levels []i
 			}
 		}
 		p.sub = sub
-		if len(sub) == 0 && anyAvoided {
+		// Every domain avoided, whether or not the level was searched (a
+		// level no domain of which is large enough is skipped unsearched).
+		if len(sub) == 0 && len(doms) > 0 {
 			why.Cause = AllAvoided
 			return Placement{Why: why}
 		}
@@ -377,8 +394,12 @@ func (p *Placer) shortResource(free []int64) int {
 // summed requests first (the tightest such), then the others roomiest
 // first (ties by path); each member goes to the first child with a node
 // that fits it, chosen there by smallest fit and tiers (SelectAmong), and
-// to d's nodes outside every child last. At the innermost level, or in a
-// domain without children, it is a smallest-fit attempt over d's nodes.
+// to d's nodes outside every child last. Filling children in turn is a
+// heuristic that can strand a member where smallest fit over all of d's
+// nodes holds the gang (racks of 7 and 5 cores, members of 5, 4 and 3):
+// then it undoes its binds and makes that attempt instead. At the
+// innermost level, or in a domain without children, it is a smallest-fit
+// attempt over d's nodes.
 func (p *Placer) pack(tr *topoTree, k, d int, g *Gang, q int, levels []int) int {
 	dom := &tr.doms[k][d]
 	m := len(g.Members)
@@ -426,7 +447,8 @@ func (p *Placer) pack(tr *topoTree, k, d int, g *Gang, q int, levels []int) int 
 	}
 	p.rest = rest
 	db, next := p.db, tr.doms[k+1]
-	for placed, i := range p.order[:m] {
+	mark := db.Mark()
+	for _, i := range p.order[:m] {
 		req := g.Members[i].Job.Requests
 		p.query = binpack.Query{Requests: req, Level: p.search, Queue: q, Constraint: p.cons[i], OnlyNode: -1}
 		n, ok := -1, false
@@ -437,7 +459,8 @@ func (p *Placer) pack(tr *topoTree, k, d int, g *Gang, q int, levels []int) int 
 		}
 		if !ok {
 			if n, ok = db.SelectAmong(&p.query, rest); !ok {
-				return placed
+				db.Rollback(mark)
+				return p.attempt(g, dom, q, levels, m)
 			}
 		}
 		db.Bind(n, q, levels[i], req)
