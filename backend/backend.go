@@ -121,6 +121,9 @@ type JobSpec struct {
 	// Runtime and ExitCode tell the fake executor how the job "runs".
 	Runtime  time.Duration
 	ExitCode int
+	// Pools names the pools the job accepts (SERVICE.md's `pools`),
+	// sorted and distinct; nil accepts every pool.
+	Pools []string
 }
 
 // Record is a stored job: what was submitted and the state its events left
@@ -245,7 +248,12 @@ type Executor struct {
 	Nodes []flotilla.Node
 	// Reported is when the executor last reported.
 	Reported time.Time
+	// Pool is the cluster's pool (`executor -pool`); "" is DefaultPool.
+	Pool string
 }
+
+// DefaultPool is the pool of a cluster whose executor names none.
+const DefaultPool = "default"
 
 // Executors stores the clusters' last reports.
 type Executors interface {

@@ -82,6 +82,7 @@ func rules() []rule {
 		{"UsagePutIsAtomicAndListSortsByKey", usageRule},
 		{"CordonsPutIdempotentlyAndListSortedByKindAndName", cordonsRule},
 		{"RetryPoliciesPutReplaceRemoveAndListCopies", retryPoliciesRule},
+		{"PoolsOfJobsAndClustersAreStoredAsGiven", poolsRule},
 		{"ClosedBackendReturnsErrClosed", closedRule},
 	}
 }

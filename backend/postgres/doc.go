@@ -26,7 +26,7 @@
 //     priority_class, priority, submit_time, requests, node_selector,
 //     tolerations, avoid_clusters, gang_id, gang_cardinality,
 //     gang_uniformity, client_id, principal, grace, deadline, runtime,
-//     spec_exit_code) and the state its events left it in (state,
+//     spec_exit_code, pools: NULL for every pool) and the state its events left it in (state,
 //     attempts, cancel_requested, cluster, node, failed_clusters,
 //     submitted, leased, finished, reason, exit_code, priority_now: the
 //     priority a reprioritized event gave, NULL when none did; retry: the
@@ -47,7 +47,8 @@
 //     continues its logs.
 //   - fence (one row, biased): the highest fencing token applied, stored
 //     as token − 2^63 so that bigint order is the tokens' order.
-//   - executors (cluster, reported, nodes) and usage (key, value, at).
+//   - executors (cluster, reported, nodes, pool: ” for the default
+//     pool) and usage (key, value, at).
 //   - leader (one row: holder, address, token, expires): the leader
 //     lease (migration 2).
 //
