@@ -80,14 +80,15 @@ func (s *state) loadCordons(ctx context.Context) error {
 	return nil
 }
 
-// snapshotQueued is the Queued a cycle reads: the store, without the
+// snapshotQueued is the Queued pool's cycle reads: its store, without the
 // cordoned queues' jobs.
-func (s *state) snapshotQueued() scheduler.Queued {
+func (s *state) snapshotQueued(pool string) scheduler.Queued {
+	st := s.queued.of(pool)
 	if len(s.cordonedQueues) == 0 {
-		return s.queued.store
+		return st
 	}
 	// A copy: the cycle reads it with the lock released.
-	return cordonedQueued{Store: s.queued.store, off: maps.Clone(s.cordonedQueues)}
+	return cordonedQueued{Store: st, off: maps.Clone(s.cordonedQueues)}
 }
 
 // cordonedQueued is a queue.Store whose cordoned queues hold no job for

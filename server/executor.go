@@ -73,6 +73,10 @@ type JobReport struct {
 // (they expire after the lease timeout unless a later report lists them).
 type Report struct {
 	Cluster string
+	// Pool is the cluster's pool (`executor -pool`; submit.CheckPool);
+	// "" is backend.DefaultPool. A report naming another pool than the
+	// cluster's moves it there.
+	Pool string
 	// Nodes are the cluster's nodes (Total in the service's schema; Cluster
 	// empty or equal to Cluster). Nil keeps the nodes last reported (the
 	// cluster must have reported some before); an empty non-nil slice says
@@ -173,6 +177,14 @@ func (s *state) report(ctx context.Context, r *Report, ended *endedReads) (*Repo
 	}
 	// The nodes' problems and the jobs' are reported together.
 	nodes, nodesErr := checkNodes(r, c, s.cat.Schema)
+	if r.Pool != "" {
+		nodesErr = errors.Join(nodesErr, submit.CheckPool("pool", r.Pool))
+	}
+	if nodes == nil && nodesErr == nil && c != nil && c.pool != poolOf(r.Pool) {
+		// A cluster moving to another pool: its nodes are stored again
+		// with the pool.
+		nodes = append([]flotilla.Node{}, c.nodes...)
+	}
 	// The plan lives on the stack, and the report it holds with it.
 	var p reportPlan
 	p.start(s, c, r, now, ended)
@@ -637,11 +649,16 @@ func (p *reportPlan) apply(ctx context.Context, r *Report, nodes []flotilla.Node
 		return nil, err
 	}
 	if nodes != nil {
-		if err := s.be.PutExecutor(ctx, backend.Executor{Cluster: p.cluster, Nodes: nodes, Reported: now}); err != nil {
+		stored := r.Pool
+		if stored == backend.DefaultPool {
+			stored = ""
+		}
+		if err := s.be.PutExecutor(ctx, backend.Executor{Cluster: p.cluster, Nodes: nodes, Reported: now, Pool: stored}); err != nil {
 			return nil, err
 		}
 		p.c = s.clusters.get(p.cluster)
 		p.c.setNodes(s.nodes, nodes)
+		s.setPool(p.c, r.Pool)
 	}
 	p.c.reported = now
 	return p.reply(r), nil

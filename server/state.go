@@ -78,11 +78,14 @@ type runSpec struct {
 	principal                string
 	grace, deadline, runtime time.Duration
 	exitCode                 int
+	// pools are the pools the job accepts (joinPools; "" for every
+	// pool).
+	pools string
 }
 
 func runSpecOf(sp *backend.JobSpec) runSpec {
 	return runSpec{principal: sp.Principal, grace: sp.TerminationGracePeriod, deadline: sp.ActiveDeadline,
-		runtime: sp.Runtime, exitCode: sp.ExitCode}
+		runtime: sp.Runtime, exitCode: sp.ExitCode, pools: joinPools(sp.Pools)}
 }
 
 // newJob returns a job of a spec, in one allocation with its own
@@ -128,7 +131,7 @@ func (j *job) restore(s *state, st events.Job, now time.Time) {
 	}
 	switch {
 	case st.State == events.Queued:
-		s.queued.add(j.sched())
+		s.queued.add(j)
 	case st.State.Live():
 		s.clusters.get(st.Cluster).addLive(j, st.Node, st.Leased, now, s.cfg.LeaseTimeout)
 	}
@@ -173,10 +176,13 @@ func (s *state) apply(e *events.Event, specs *writeSpecs) {
 		if sp.Job.IsGang() {
 			s.gangs.add(j)
 		}
-		if specs.batch {
+		if j.run.pools != "" && s.queued.batches() {
+			s.queued.split(s.poolNames(), &s.jobs)
+		}
+		if specs.batch && j.run.pools == "" && s.queued.batches() {
 			specs.queued = append(specs.queued, j.sched())
 		} else {
-			s.queued.add(j.sched())
+			s.queued.add(j)
 		}
 		return
 	}
@@ -224,7 +230,7 @@ func (s *state) endLease(j *job, requeue bool) {
 	j.cancelRequested = false
 	if requeue {
 		j.state = events.Queued
-		s.queued.add(j.sched())
+		s.queued.add(j)
 		return
 	}
 	j.state = events.FailedState // any terminal state: the job is forgotten
@@ -276,6 +282,9 @@ type cluster struct {
 	dueKnown bool
 	// cordoned: an operator cordoned the cluster; it gets no new lease.
 	cordoned bool
+	// pool is the cluster's pool (backend.DefaultPool when its executor
+	// names none).
+	pool string
 }
 
 // nodeRef resolves a snapshot node name.
@@ -292,7 +301,7 @@ type clusterMap map[string]*cluster
 func (m clusterMap) get(name string) *cluster {
 	c := m[name]
 	if c == nil {
-		c = &cluster{name: name, index: map[string]int{}}
+		c = &cluster{name: name, index: map[string]int{}, pool: backend.DefaultPool}
 		m[name] = c
 	}
 	return c
