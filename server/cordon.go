@@ -151,6 +151,8 @@ type ClusterInfo struct {
 	Alive    bool
 	// Cordoned: no new leases go to it.
 	Cordoned bool
+	// Pool is its pool.
+	Pool string
 	// Leased and Running count its live jobs.
 	Leased, Running int
 }
@@ -169,7 +171,7 @@ func (s *Server) ListClusters(ctx context.Context) ([]ClusterInfo, error) {
 			continue // known only by a cordon of a cluster that never reported
 		}
 		info := ClusterInfo{Name: c.name, Nodes: slices.Clone(c.nodes), Reported: c.reported,
-			Alive: c.alive(now, s.st.cfg.LeaseTimeout), Cordoned: c.cordoned}
+			Alive: c.alive(now, s.st.cfg.LeaseTimeout), Cordoned: c.cordoned, Pool: c.pool}
 		for j := range c.jobs() {
 			if j.state == events.RunningState {
 				info.Running++

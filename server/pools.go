@@ -22,6 +22,9 @@ func poolOf(name string) string {
 func (s *state) poolNames() []string {
 	var out []string
 	for _, c := range s.clusters {
+		if c.nodes == nil && c.reported.IsZero() {
+			continue // known only by a cordon of a cluster that never reported
+		}
 		if !slices.Contains(out, c.pool) {
 			out = append(out, c.pool)
 		}

@@ -394,16 +394,14 @@ func (c *checker) template(p string, t *JobTemplate, total *int) tmpl {
 	if g := t.Gang; g != nil {
 		out.gang = flotilla.Gang{ID: g.ID, Cardinality: g.Cardinality, NodeUniformityLabel: g.NodeUniformityLabel}
 	}
-	out.pools = c.pools(p+".pools", t.Pools)
+	if t.Pools != nil {
+		out.pools = c.pools(p+".pools", t.Pools)
+	}
 	return out
 }
 
-// pools checks a template's pools and returns them sorted (nil: every
-// pool).
+// pools checks a template's pools (non-nil) and returns them sorted.
 func (c *checker) pools(field string, pools []string) []string {
-	if pools == nil {
-		return nil
-	}
 	if len(pools) == 0 {
 		c.add(flotilla.Errorf(field, "[]", flotilla.ErrRequired, "name at least one pool, or leave pools out to accept every pool"))
 		return nil

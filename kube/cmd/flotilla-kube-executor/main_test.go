@@ -15,9 +15,9 @@ func TestBadFlagsExitTwoNamingEveryProblem(t *testing.T) {
 	require.NoError(t, os.WriteFile(tmpl, []byte("apiVersion: v1\nkind: Pod\nspec: {}\n"), 0o600))
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"-cluster", "c1", "-renew", "0s", "-node-selector", "a in (", "-resources", "",
-		"-pod-template", tmpl, "extra"}, &stdout, &stderr)
+		"-pod-template", tmpl, "-pool", "a/b", "extra"}, &stdout, &stderr)
 	require.Equal(t, 2, code)
-	for _, want := range []string{"unexpected arguments", "renew", "node-selector", "resources", "template.spec.containers"} {
+	for _, want := range []string{"unexpected arguments", "renew", "node-selector", "resources", "template.spec.containers", `pool "a/b"`} {
 		require.Contains(t, stderr.String(), want)
 	}
 }
@@ -26,8 +26,10 @@ func TestAPodTemplateFileIsReadIntoTheConfig(t *testing.T) {
 	tmpl := filepath.Join(t.TempDir(), "pod.json")
 	require.NoError(t, os.WriteFile(tmpl, []byte(`{"kind": "Pod", "spec": {"containers": [{"name": "main", "image": "alpine"}]}}`), 0o600))
 	var stderr bytes.Buffer
-	o, err := parseFlags([]string{"-cluster", "c1", "-pod-template", tmpl, "-resources", "cpu, memory", "-node-selector", "pool=batch"}, &stderr)
+	o, err := parseFlags([]string{"-cluster", "c1", "-pod-template", tmpl, "-resources", "cpu, memory", "-node-selector", "pool=batch",
+		"-pool", "h100"}, &stderr)
 	require.NoError(t, err)
+	require.Equal(t, "h100", o.cfg.Pool)
 	require.Equal(t, "main", o.cfg.Template.Spec.Containers[0].Name)
 	require.Equal(t, []string{"cpu", "memory"}, o.cfg.Resources)
 	require.Equal(t, "pool=batch", o.cfg.NodeSelector.String())
