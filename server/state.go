@@ -212,6 +212,7 @@ func (s *state) apply(e *events.Event, specs *writeSpecs) {
 		s.noteRetry(j, e)
 		s.endLease(j, true)
 	case events.Preempted:
+		s.noteRetry(j, e)
 		s.endLease(j, e.Requeued)
 	case events.Succeeded, events.Failed, events.Cancelled:
 		if j.state == events.Queued {
