@@ -187,8 +187,9 @@ type JobReport struct {
 type Report struct {
 	Nodes []Node      `json:"nodes"`
 	Jobs  []JobReport `json:"jobs,omitempty"`
-	// Pool is the cluster's pool (`executor -pool`); absent is the
-	// default pool. A report naming another pool moves the cluster.
+	// Pool is the cluster's pool (`executor -pool`). With nodes, absent
+	// is the default pool; without, absent keeps the cluster's pool. A
+	// report naming another pool moves the cluster.
 	Pool string `json:"pool,omitempty"`
 }
 

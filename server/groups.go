@@ -175,6 +175,8 @@ type GroupInfo struct {
 	// shares, usage, its jobs counted); zero before the first cycle that
 	// saw the group.
 	Report scheduler.GroupReport
+	// Pool is the pool whose last cycle Report is from ("" before any).
+	Pool string
 	// Pools are the group's lines in each pool's last cycle, in pool
 	// name order, when the service knows more than one pool (Report is
 	// then the first's, or backend.DefaultPool's when it has one).

@@ -101,7 +101,7 @@ func (s *state) groupInfo(g *flotilla.QueueGroup) GroupInfo {
 	info := GroupInfo{QueueGroup: cloneGroup(*g)}
 	for _, p := range s.reportPools() {
 		if rep, ok := s.last.pool(p).groups[g.Name]; ok {
-			info.Report = rep
+			info.Report, info.Pool = rep, p
 			break
 		}
 	}

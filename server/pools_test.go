@@ -130,9 +130,10 @@ func TestRestartRebuildsClusterPoolsAndTheJobsPools(t *testing.T) {
 	w.restart()
 	require.Equal(t, "a", w.srv.st.clusters["ca"].pool)
 	require.Equal(t, "b", w.srv.st.clusters["cb"].pool)
-	// Both executors report again (pool a's first, with room for all).
-	w.report(Report{Cluster: "ca", Pool: "a"})
-	w.report(Report{Cluster: "cb", Pool: "b"})
+	// Both executors report again, without naming their pools (pool a's
+	// first, with room for all).
+	w.report(Report{Cluster: "ca"})
+	w.report(Report{Cluster: "cb"})
 	w.cycle()
 	for _, c := range w.leasedOn(ids) {
 		require.Equal(t, "cb", c)
@@ -158,6 +159,11 @@ func TestClusterMovingToAnotherPoolIsStoredThere(t *testing.T) {
 	require.Len(t, es, 1)
 	require.Equal(t, "a", es[0].Pool)
 	require.Len(t, es[0].Nodes, 1)
+	w.report(Report{Cluster: "c1"}) // neither nodes nor pool: the pool is kept
+	require.Equal(t, "a", w.srv.st.clusters["c1"].pool)
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 1, 4)}) // nodes without a pool: the default pool
+	require.Equal(t, backend.DefaultPool, w.srv.st.clusters["c1"].pool)
+	w.report(Report{Cluster: "c1", Pool: "b"})
 	w.report(Report{Cluster: "c1", Pool: backend.DefaultPool})
 	es, err = w.be.ListExecutors(w.ctx)
 	require.NoError(t, err)

@@ -183,6 +183,9 @@ type state struct {
 	stopping bool
 	// usage is the usage history (usage.go, flux.go).
 	usage *usageState
+	// losses are the resource-seconds preemptions took from each queue
+	// since the process started (metrics.go).
+	losses preemptionLosses
 	// reports counts the executors' reports, to stamp the leases each
 	// lists (leaseMark.listedIn).
 	reports uint64

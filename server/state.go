@@ -46,6 +46,9 @@ type lease struct {
 	cluster *cluster
 	node    string
 	leased  time.Time // the lease's start
+	// started is when the job began running (its running event), zero
+	// before; after a restart, the lease's start.
+	started time.Time
 	// pos is the job's index in cluster.live while the job is in its
 	// unsorted tail (!sorted); once sortLive sorts it in, its place is
 	// found by its id (cluster.place), so that sorting and compacting
@@ -134,6 +137,9 @@ func (j *job) restore(s *state, st events.Job, now time.Time) {
 		s.queued.add(j)
 	case st.State.Live():
 		s.clusters.get(st.Cluster).addLive(j, st.Node, st.Leased, now, s.cfg.LeaseTimeout)
+		if st.State == events.RunningState {
+			j.lease.started = st.Leased
+		}
 	}
 }
 
@@ -198,6 +204,9 @@ func (s *state) apply(e *events.Event, specs *writeSpecs) {
 		s.clusters.get(e.Cluster).addLive(j, e.Node, e.Time, e.Time, s.cfg.LeaseTimeout)
 	case events.Running:
 		j.state = events.RunningState
+		if j.lease != nil {
+			j.lease.started = e.Time
+		}
 	case events.CancelRequested:
 		j.cancelRequested = true
 	case events.Reprioritized:
@@ -212,6 +221,7 @@ func (s *state) apply(e *events.Event, specs *writeSpecs) {
 		s.noteRetry(j, e)
 		s.endLease(j, true)
 	case events.Preempted:
+		s.losses.add(j, e.Time)
 		s.noteRetry(j, e)
 		s.endLease(j, e.Requeued)
 	case events.Succeeded, events.Failed, events.Cancelled:
