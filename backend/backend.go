@@ -219,11 +219,13 @@ type JobLookup interface {
 }
 
 // Fenced is an optional interface of a Backend: a view of it whose
-// queue, executor and usage writes are fenced like Jobs.Commit.
+// queue, group, executor, usage, cordon and retry-policy writes are
+// fenced like Jobs.Commit.
 type Fenced interface {
 	// WithFence returns a view of the backend for the leader holding
 	// token. Its CreateQueue, UpdateQueue, DeleteQueue, CreateGroup,
-	// UpdateGroup, DeleteGroup, PutExecutor and PutUsage check token against the highest fence applied, atomically
+	// UpdateGroup, DeleteGroup, PutExecutor, PutUsage, PutCordon and
+	// PutRetryPolicy check token against the highest fence applied, atomically
 	// with the write: a token lower than it is refused with an error
 	// wrapping ErrFenced (a *flotilla.FieldError naming "fence") and
 	// nothing is changed; otherwise the write is applied and raises the

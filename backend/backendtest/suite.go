@@ -75,7 +75,7 @@ func rules() []rule {
 		{"NamesAtTheirLimitsAreStoredWholeAndLongerOnesRefused", namesAtTheirLimits},
 		{"JobsByIDAnswersEveryIDAtItsPlaceAndMissingOnesAsNone", jobsByID},
 		{"WriteFencedBelowTheHighestAppliedIsRefused", fencing},
-		{"FencedViewRefusesQueueExecutorAndUsageWritesBelowTheHighestFence", fencedWrites},
+		{"FencedViewRefusesQueueExecutorUsageCordonAndRetryPolicyWritesBelowTheHighestFence", fencedWrites},
 		{"RefusedTransitionChangesNothingAndConsumesNoSequenceNumber", refusedTransition},
 		{"CancelledContextAppliesNothing", cancelledContext},
 		{"ExecutorsPutReplacesAndListSortsByCluster", executorsRule},

@@ -85,7 +85,8 @@
 // # Fenced queue, executor and usage writes
 //
 // Backend implements backend.Fenced: WithFence(token) returns a view
-// whose CreateQueue, UpdateQueue, DeleteQueue, PutExecutor and PutUsage
+// whose CreateQueue, UpdateQueue, DeleteQueue, the group writes,
+// PutExecutor, PutUsage, PutCordon and PutRetryPolicy
 // each run in one transaction that checks the fence row first, as Commit
 // does (refused with backend.ErrFenced below the highest applied fence;
 // raised to the token when above it, else share-locked), then writes; a
@@ -120,7 +121,8 @@
 // ErrOutcomeUnknown; then every later call of the backend settles that
 // transaction first and fails with ErrUnavailable (wrapping
 // errNotSettled) until it can, so a reload never reads a state a late
-// COMMIT can still change. The fenced queue, executor and usage writes
+// COMMIT can still change. The fenced queue, group, executor, usage,
+// cordon and retry-policy writes
 // (and DeleteQueue) are settled the same way; Backend's unfenced
 // one-statement writes are not (nothing else writes through them while
 // a service runs). This needs PostgreSQL 14 or later (pg_xact_status,
