@@ -17,10 +17,14 @@ type preemptionLosses map[string][]float64
 
 // add counts live job j's run, preempted at t.
 func (l *preemptionLosses) add(j *job, t time.Time) {
-	if j.lease == nil || j.lease.started.IsZero() || !t.After(j.lease.started) {
+	if j.lease == nil {
 		return
 	}
-	secs := t.Sub(j.lease.started).Seconds()
+	started, ok := j.lease.started()
+	if !ok || !t.After(started) {
+		return
+	}
+	secs := t.Sub(started).Seconds()
 	if *l == nil {
 		*l = preemptionLosses{}
 	}

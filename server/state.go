@@ -2,6 +2,7 @@ package server
 
 import (
 	"iter"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -46,16 +47,32 @@ type lease struct {
 	cluster *cluster
 	node    string
 	leased  time.Time // the lease's start
-	// started is when the job began running (its running event), zero
-	// before; after a restart, the lease's start.
-	started time.Time
 	// pos is the job's index in cluster.live while the job is in its
 	// unsorted tail (!sorted); once sortLive sorts it in, its place is
 	// found by its id (cluster.place), so that sorting and compacting
 	// need not visit every job to update it. nodeIdx is the node's index
 	// in cluster.nodes, -1 when the cluster no longer reports the node.
 	pos, nodeIdx int32
-	sorted       bool
+	// ran is when the job began running (its running event): 1 + the
+	// milliseconds from the lease's start (clamped), 0 before it ran;
+	// after a restart, 1 (the lease's start). It fits the struct's
+	// padding: a lease takes no more memory for it.
+	ran    uint32
+	sorted bool
+}
+
+// started is when the lease's job began running, and whether it has.
+func (l *lease) started() (time.Time, bool) {
+	if l.ran == 0 {
+		return time.Time{}, false
+	}
+	return l.leased.Add(time.Duration(l.ran-1) * time.Millisecond), true
+}
+
+// setStarted records that the lease's job began running at t.
+func (l *lease) setStarted(t time.Time) {
+	ms := max(t.Sub(l.leased).Milliseconds(), 0)
+	l.ran = uint32(min(ms, math.MaxUint32-1)) + 1
 }
 
 // leaseMark is what the executors' reports read and write of a live
@@ -138,7 +155,7 @@ func (j *job) restore(s *state, st events.Job, now time.Time) {
 	case st.State.Live():
 		s.clusters.get(st.Cluster).addLive(j, st.Node, st.Leased, now, s.cfg.LeaseTimeout)
 		if st.State == events.RunningState {
-			j.lease.started = st.Leased
+			j.lease.ran = 1
 		}
 	}
 }
@@ -205,7 +222,7 @@ func (s *state) apply(e *events.Event, specs *writeSpecs) {
 	case events.Running:
 		j.state = events.RunningState
 		if j.lease != nil {
-			j.lease.started = e.Time
+			j.lease.setStarted(e.Time)
 		}
 	case events.CancelRequested:
 		j.cancelRequested = true
