@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -234,4 +235,38 @@ func TestPropertyPerPoolFairShareIsWeightOverTheQueuesWithWorkAcceptingThePool(t
 			}
 		})
 	}
+}
+
+// Each pool's usage memory is its own and is stored under its name (the
+// default pool's as before), so a restart gives each pool its own back.
+func TestEachPoolsUsageMemoryIsStoredUnderItsNameAndRestored(t *testing.T) {
+	w := newWorld(t, func(c *Config) { c.Scheduler.UsageHalfLife = 10 * time.Second })
+	w.queue("A")
+	w.queue("B")
+	w.report(Report{Cluster: "ca", Nodes: nodesOf("ca", 1, 4)})
+	w.report(Report{Cluster: "cb", Pool: "b", Nodes: nodesOf("cb", 1, 4)})
+	w.submit("A", "s", inPools(4, backend.DefaultPool))
+	w.submit("B", "s", inPools(2, "b"))
+	w.cycle()
+	w.clock.Advance(5 * time.Second)
+	w.report(Report{Cluster: "ca"})
+	w.report(Report{Cluster: "cb"})
+	w.cycle()
+	def, b := w.srv.TreeUsage(""), w.srv.TreeUsage("b")
+	require.Positive(t, def.Usage["A"])
+	require.Zero(t, def.Usage["B"], "B runs in pool b only")
+	require.Positive(t, b.Usage["B"])
+	require.Zero(t, b.Usage["A"], "A runs in the default pool only")
+	rs, err := w.be.ListUsage(w.ctx)
+	require.NoError(t, err)
+	var keys []string
+	for _, r := range rs {
+		if strings.HasPrefix(r.Key, UsageKeyShare) {
+			keys = append(keys, r.Key)
+		}
+	}
+	require.Equal(t, []string{"share/A", "share/A/b", "share/B", "share/B/b"}, keys)
+	w.restart()
+	require.Equal(t, def, w.srv.TreeUsage(""))
+	require.Equal(t, b, w.srv.TreeUsage("b"))
 }
