@@ -34,7 +34,6 @@ import (
 	"github.com/flotilla-sched/flotilla/api"
 	"github.com/flotilla-sched/flotilla/client"
 	"github.com/flotilla-sched/flotilla/kube/executor"
-	"github.com/flotilla-sched/flotilla/submit"
 )
 
 func main() {
@@ -56,7 +55,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.SetOutput(stderr)
 	o := &options{}
 	fs.StringVar(&o.cfg.Cluster, "cluster", "", "the cluster's name at the service (required; it labels the cluster's pods)")
-	fs.StringVar(&o.cfg.Pool, "pool", "", "the cluster's pool at the service (default \"default\"): each pool has its own fair shares and cycle")
+	fs.StringVar(&o.cfg.Pool, "pool", "", "the cluster's pool at the service (default \"default\"): each pool has its own fair shares and cycle; the service checks the name")
 	fs.StringVar(&o.server, "server", envOr("FLOTILLA_SERVER", "http://127.0.0.1:8080"), "the service's URL")
 	fs.StringVar(&o.token, "token", os.Getenv("FLOTILLA_TOKEN"), "the service's bearer token (an executor token for the cluster)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file (empty: ~/.kube/config, else in-cluster)")
@@ -72,11 +71,6 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	var errs []error
 	if fs.NArg() > 0 {
 		errs = append(errs, fmt.Errorf("unexpected arguments %q", fs.Args()))
-	}
-	if o.cfg.Pool != "" {
-		if err := submit.CheckPool("pool", o.cfg.Pool); err != nil {
-			errs = append(errs, err)
-		}
 	}
 	if o.cfg.Renew <= 0 {
 		errs = append(errs, flotilla.Errorf("renew", o.cfg.Renew.String(), flotilla.ErrOutOfRange, "want a positive duration"))

@@ -15,9 +15,9 @@ func TestBadFlagsExitTwoNamingEveryProblem(t *testing.T) {
 	require.NoError(t, os.WriteFile(tmpl, []byte("apiVersion: v1\nkind: Pod\nspec: {}\n"), 0o600))
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"-cluster", "c1", "-renew", "0s", "-node-selector", "a in (", "-resources", "",
-		"-pod-template", tmpl, "-pool", "a/b", "extra"}, &stdout, &stderr)
+		"-pod-template", tmpl, "extra"}, &stdout, &stderr)
 	require.Equal(t, 2, code)
-	for _, want := range []string{"unexpected arguments", "renew", "node-selector", "resources", "template.spec.containers", `pool "a/b"`} {
+	for _, want := range []string{"unexpected arguments", "renew", "node-selector", "resources", "template.spec.containers"} {
 		require.Contains(t, stderr.String(), want)
 	}
 }
