@@ -48,6 +48,9 @@ type QueueShare struct {
 	Demand            float64 `json:"demand"`
 	Running           int     `json:"running"`
 	Queued            int     `json:"queued"`
+	// Pool is the pool whose cycle this is (absent where the service
+	// knows one pool).
+	Pool string `json:"pool,omitempty"`
 }
 
 // Unscheduled is a scheduler.Reason: its code, its sentence and what the

@@ -69,6 +69,8 @@ type Cluster struct {
 	Alive    bool       `json:"alive"`
 	// Cordoned: no new leases go to it.
 	Cordoned bool `json:"cordoned"`
-	Leased   int  `json:"leased"`
-	Running  int  `json:"running"`
+	// Pool is the cluster's pool.
+	Pool    string `json:"pool"`
+	Leased  int    `json:"leased"`
+	Running int    `json:"running"`
 }

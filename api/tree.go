@@ -36,6 +36,9 @@ type GroupStatus struct {
 	AdjustedFairShare float64 `json:"adjustedFairShare"`
 	Demand            float64 `json:"demand"`
 	Usage             float64 `json:"usage"`
+	// Pools are the group's standing in each pool's last cycle, as a
+	// queue's (QueueStatus.Pools).
+	Pools []QueueShare `json:"pools,omitempty"`
 }
 
 // Definition is the group definition the server stores, its quotas

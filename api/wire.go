@@ -64,6 +64,11 @@ type QueueStatus struct {
 	// Cordoned: an operator cordoned the queue; its queued jobs are not
 	// leased until it is uncordoned.
 	Cordoned bool `json:"cordoned,omitempty"`
+	// Pools are the queue's standing in each pool's last cycle, in pool
+	// name order, when the service knows more than one pool (the fields
+	// above are then the first pool's where the queue has jobs, the
+	// default pool first).
+	Pools []QueueShare `json:"pools,omitempty"`
 }
 
 // Definition is the queue definition the server stores, its quotas
@@ -182,6 +187,10 @@ type JobReport struct {
 type Report struct {
 	Nodes []Node      `json:"nodes"`
 	Jobs  []JobReport `json:"jobs,omitempty"`
+	// Pool is the cluster's pool (`executor -pool`). With nodes, absent
+	// is the default pool; without, absent keeps the cluster's pool. A
+	// report naming another pool moves the cluster.
+	Pool string `json:"pool,omitempty"`
 }
 
 // Lease hands a job to an executor.

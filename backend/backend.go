@@ -121,6 +121,9 @@ type JobSpec struct {
 	// Runtime and ExitCode tell the fake executor how the job "runs".
 	Runtime  time.Duration
 	ExitCode int
+	// Pools names the pools the job accepts (SERVICE.md's `pools`),
+	// sorted and distinct; nil accepts every pool.
+	Pools []string
 }
 
 // Record is a stored job: what was submitted and the state its events left
@@ -216,11 +219,13 @@ type JobLookup interface {
 }
 
 // Fenced is an optional interface of a Backend: a view of it whose
-// queue, executor and usage writes are fenced like Jobs.Commit.
+// queue, group, executor, usage, cordon and retry-policy writes are
+// fenced like Jobs.Commit.
 type Fenced interface {
 	// WithFence returns a view of the backend for the leader holding
 	// token. Its CreateQueue, UpdateQueue, DeleteQueue, CreateGroup,
-	// UpdateGroup, DeleteGroup, PutExecutor and PutUsage check token against the highest fence applied, atomically
+	// UpdateGroup, DeleteGroup, PutExecutor, PutUsage, PutCordon and
+	// PutRetryPolicy check token against the highest fence applied, atomically
 	// with the write: a token lower than it is refused with an error
 	// wrapping ErrFenced (a *flotilla.FieldError naming "fence") and
 	// nothing is changed; otherwise the write is applied and raises the
@@ -245,7 +250,12 @@ type Executor struct {
 	Nodes []flotilla.Node
 	// Reported is when the executor last reported.
 	Reported time.Time
+	// Pool is the cluster's pool (`executor -pool`); "" is DefaultPool.
+	Pool string
 }
+
+// DefaultPool is the pool of a cluster whose executor names none.
+const DefaultPool = "default"
 
 // Executors stores the clusters' last reports.
 type Executors interface {

@@ -133,7 +133,9 @@ type Event struct {
 	// Rule is the retry policy's rule (1 for the first) that matched the
 	// failed run: on run-failed (the rule that allowed another attempt),
 	// on failed (the rule whose limit was reached), and on lease-expired
-	// and lease-returned when a rule matched them. Zero when none did.
+	// and lease-returned when a rule matched them; on a requeuing
+	// preempted event of a gang member, the rule that retried its gang
+	// (the retry counts on every member). Zero when none did.
 	Rule int
 	// AvoidNode is set on run-failed, and on lease-expired and
 	// lease-returned that requeue, when the matched rule says

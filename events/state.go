@@ -97,8 +97,10 @@ type Job struct {
 	Priority      uint32
 	// Retries counts, per rule of the queue's retry policy, the failed
 	// runs it let the job retry: Retries[i] for rule i+1 (run-failed
-	// events, and lease-expired and lease-returned events that requeue
-	// and name a rule). Rule is the rule the last event naming one named
+	// events, and lease-expired, lease-returned and preempted events that
+	// requeue and name a rule: a gang member's preempted event names the
+	// rule that retried the gang, so that a gang's retries count once per
+	// gang failure on every member). Rule is the rule the last event naming one named
 	// (0 when none has).
 	Retries []int
 	Rule    int
@@ -168,10 +170,11 @@ func Transition(j Job, e Event) (Job, error) {
 	if e.Rule < 0 || e.Rule > MaxRules {
 		return refuse("rule %d is outside 0 to %d", e.Rule, MaxRules)
 	}
-	if e.Rule != 0 && e.Type != RunFailed && e.Type != Failed && e.Type != LeaseExpired && e.Type != LeaseReturned {
-		return refuse("only failed, run-failed, lease-expired and lease-returned events name a retry rule")
+	if e.Rule != 0 && e.Type != RunFailed && e.Type != Failed && e.Type != LeaseExpired && e.Type != LeaseReturned &&
+		(e.Type != Preempted || !e.Requeued) {
+		return refuse("only failed, run-failed, lease-expired, lease-returned and requeuing preempted events name a retry rule")
 	}
-	requeues := e.Type == RunFailed || e.Requeued && (e.Type == LeaseExpired || e.Type == LeaseReturned)
+	requeues := e.Type == RunFailed || e.Requeued && (e.Type == LeaseExpired || e.Type == LeaseReturned || e.Type == Preempted)
 	if e.AvoidNode && (!requeues || e.Rule == 0) {
 		return refuse("only an event that retries the job under a rule avoids its node")
 	}

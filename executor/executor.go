@@ -32,6 +32,9 @@ type Config struct {
 	Cluster string
 	// Nodes are the cluster's nodes.
 	Nodes []api.Node
+	// Pool is the cluster's pool (`executor -pool`), sent with every
+	// report; "" is the default pool.
+	Pool string
 	// Service is where the executor reports; required.
 	Service Reporter
 	// Clock tells the time; required.
@@ -196,7 +199,7 @@ func (e *Executor) Step(ctx context.Context) (api.ReportReply, error) {
 	// The report takes the spare Jobs slice (a retry below, which calls
 	// Step again, finds none and makes its own) and gives it back at the
 	// end.
-	rep := api.Report{Jobs: slices.Grow(e.jobs[:0], len(e.tasks))}
+	rep := api.Report{Jobs: slices.Grow(e.jobs[:0], len(e.tasks)), Pool: e.cfg.Pool}
 	e.jobs = nil
 	defer func() { clear(rep.Jobs); e.jobs = rep.Jobs[:0] }()
 	if !e.registered {

@@ -242,6 +242,9 @@ func (ex *Explanation) WriteText(w io.Writer) error {
 		if ex.header != "" {
 			after = "the last cycle"
 		}
+		if q.Pool != "" {
+			after += " of pool " + q.Pool
+		}
 		row("  queue share", "%.3f after %s (%s its adjusted fair share) against fair share %.3f, adjusted fair share %.3f, demand %.3f; %d running, %d queued",
 			q.Share, after, compareShare(q.Share, q.AdjustedFairShare), q.FairShare, q.AdjustedFairShare, q.Demand, q.Running, q.Queued)
 	}

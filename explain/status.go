@@ -64,7 +64,7 @@ func FromStatus(s api.JobStatus) *Explanation {
 	}
 	if q := e.QueueShare; q != nil {
 		ex.QueueShare = &QueueShare{Share: q.Share, FairShare: q.FairShare, AdjustedFairShare: q.AdjustedFairShare,
-			Demand: q.Demand, Running: q.Running, Queued: q.Queued}
+			Demand: q.Demand, Running: q.Running, Queued: q.Queued, Pool: q.Pool}
 	}
 	ex.Unscheduled = e.Unscheduled
 	return ex

@@ -22,7 +22,7 @@ import (
 // QueueOf is the wire form of a queue with its status; schema formats
 // its quotas.
 func QueueOf(q server.QueueInfo, schema *flotilla.ResourceSchema) api.Queue {
-	return api.Queue{
+	out := api.Queue{
 		Name: q.Name, PriorityFactor: q.PriorityFactor, LimitsByPriorityClass: q.LimitsByPriorityClass,
 		Parent: q.Parent, Guaranteed: api.FormatQuota(schema, q.Guaranteed), Limit: api.FormatQuota(schema, q.Limit),
 		LendingLimit: api.FormatQuota(schema, q.LendingLimit), RetryPolicy: q.RetryPolicy,
@@ -32,19 +32,35 @@ func QueueOf(q server.QueueInfo, schema *flotilla.ResourceSchema) api.Queue {
 			Usage: q.Report.Usage, Cordoned: q.Cordoned,
 		},
 	}
+	for _, p := range q.Pools {
+		out.Status.Pools = append(out.Status.Pools, queueShareOf(p.Report, p.Pool))
+	}
+	return out
+}
+
+// queueShareOf is a queue's line in pool's last cycle.
+func queueShareOf(q scheduler.QueueReport, pool string) api.QueueShare {
+	return api.QueueShare{Share: q.Share, FairShare: q.FairShare, AdjustedFairShare: q.AdjustedFairShare,
+		Demand: q.Demand, Running: q.Running, Queued: q.Queued, Pool: pool}
 }
 
 // GroupOf is the wire form of a group with its status; schema formats its
 // quotas.
 func GroupOf(g server.GroupInfo, schema *flotilla.ResourceSchema) api.Group {
 	r := g.Report
-	return api.Group{
+	out := api.Group{
 		Name: g.Name, Parent: g.Parent, PriorityFactor: g.PriorityFactor,
 		Guaranteed: api.FormatQuota(schema, g.Guaranteed), Limit: api.FormatQuota(schema, g.Limit),
 		LendingLimit: api.FormatQuota(schema, g.LendingLimit),
 		Status: &api.GroupStatus{Queued: r.Queued, Running: r.Running, Share: r.Share, FairShare: r.FairShare,
 			AdjustedFairShare: r.AdjustedFairShare, Demand: r.Demand, Usage: r.Usage},
 	}
+	for _, p := range g.Pools {
+		r := p.Report
+		out.Status.Pools = append(out.Status.Pools, api.QueueShare{Share: r.Share, FairShare: r.FairShare,
+			AdjustedFairShare: r.AdjustedFairShare, Demand: r.Demand, Running: r.Running, Queued: r.Queued, Pool: p.Pool})
+	}
+	return out
 }
 
 // CancelResponseOf is the wire form of a cancellation's result.
@@ -81,7 +97,7 @@ func ServerReportReusing(r *api.Report, cluster string, schema *flotilla.Resourc
 	if cap(jobs) < len(r.Jobs) {
 		jobs = make([]server.JobReport, len(r.Jobs))
 	}
-	out := &server.Report{Cluster: cluster, Jobs: jobs[:len(r.Jobs)]}
+	out := &server.Report{Cluster: cluster, Pool: r.Pool, Jobs: jobs[:len(r.Jobs)]}
 	var errs []error
 	if r.Nodes != nil {
 		out.Nodes = make([]flotilla.Node, len(r.Nodes))
@@ -141,8 +157,8 @@ func JobExplainOf(d server.JobDetail, st server.JobStatus, schema *flotilla.Reso
 		}
 	}
 	if q := d.Queue; q != nil {
-		e.QueueShare = &api.QueueShare{Share: q.Share, FairShare: q.FairShare, AdjustedFairShare: q.AdjustedFairShare,
-			Demand: q.Demand, Running: q.Running, Queued: q.Queued}
+		s := queueShareOf(*q, d.Pool)
+		e.QueueShare = &s
 	}
 	if st.Why != nil {
 		e.Unscheduled = UnscheduledOf(*st.Why, schema)

@@ -117,7 +117,8 @@ func (h *Handler) listClusters(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]api.Cluster, len(cs))
 	for i, c := range cs {
-		out[i] = api.Cluster{Name: c.Name, Nodes: len(c.Nodes), Alive: c.Alive, Cordoned: c.Cordoned, Leased: c.Leased, Running: c.Running}
+		out[i] = api.Cluster{Name: c.Name, Nodes: len(c.Nodes), Alive: c.Alive, Cordoned: c.Cordoned, Leased: c.Leased, Running: c.Running,
+			Pool: c.Pool}
 		if !c.Reported.IsZero() {
 			t := c.Reported.UTC()
 			out[i].Reported = &t

@@ -80,14 +80,15 @@ func (s *state) loadCordons(ctx context.Context) error {
 	return nil
 }
 
-// snapshotQueued is the Queued a cycle reads: the store, without the
+// snapshotQueued is the Queued pool's cycle reads: its store, without the
 // cordoned queues' jobs.
-func (s *state) snapshotQueued() scheduler.Queued {
+func (s *state) snapshotQueued(pool string) scheduler.Queued {
+	st := s.queued.of(pool)
 	if len(s.cordonedQueues) == 0 {
-		return s.queued.store
+		return st
 	}
 	// A copy: the cycle reads it with the lock released.
-	return cordonedQueued{Store: s.queued.store, off: maps.Clone(s.cordonedQueues)}
+	return cordonedQueued{Store: st, off: maps.Clone(s.cordonedQueues)}
 }
 
 // cordonedQueued is a queue.Store whose cordoned queues hold no job for
@@ -150,6 +151,8 @@ type ClusterInfo struct {
 	Alive    bool
 	// Cordoned: no new leases go to it.
 	Cordoned bool
+	// Pool is its pool.
+	Pool string
 	// Leased and Running count its live jobs.
 	Leased, Running int
 }
@@ -168,7 +171,7 @@ func (s *Server) ListClusters(ctx context.Context) ([]ClusterInfo, error) {
 			continue // known only by a cordon of a cluster that never reported
 		}
 		info := ClusterInfo{Name: c.name, Nodes: slices.Clone(c.nodes), Reported: c.reported,
-			Alive: c.alive(now, s.st.cfg.LeaseTimeout), Cordoned: c.cordoned}
+			Alive: c.alive(now, s.st.cfg.LeaseTimeout), Cordoned: c.cordoned, Pool: c.pool}
 		for j := range c.jobs() {
 			if j.state == events.RunningState {
 				info.Running++

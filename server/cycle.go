@@ -27,12 +27,21 @@ type CycleReport struct {
 	Expired, DeadlineExceeded int
 	// Leased and Preempted count the leased and preempted events written.
 	Leased, Preempted int
-	// Result is the scheduler's decision (nil when the cycle scheduled
-	// nothing because no cluster was alive or the service is draining).
+	// Result is the scheduler's decision (nil when the service is
+	// draining): the one pool's, or with several pools the first's by
+	// name (Pools has each).
 	Result *scheduler.Result
+	// Pools are each known pool's decision, in pool name order.
+	Pools []PoolResult
 	// UsageErr is why the usage history could not be stored at the end
 	// of the cycle (nil when it was); the next cycle stores it again.
 	UsageErr error
+}
+
+// PoolResult is one pool's decision in a cycle.
+type PoolResult struct {
+	Pool   string
+	Result *scheduler.Result
 }
 
 // Cycle runs one scheduling cycle at the clock's time:
@@ -40,7 +49,13 @@ type CycleReport struct {
 //  1. Leases not renewed within the lease timeout expire (the job is
 //     queued again, or fails after MaxAttempts, or is cancelled if that
 //     was requested) and jobs past their active deadline fail; one write.
-//  2. A snapshot is taken of the clusters that reported within the lease
+//  2. For each known pool in name order (the pools of the clusters the
+//     service knows; backend.DefaultPool when it knows none), steps 2
+//     and 3 run for the pool's clusters and the queued jobs that accept
+//     it, with the pool's own state from the last cycle (rate limits,
+//     queue priorities, usage memory): a job leased in one pool is no
+//     longer queued when the next pool's snapshot is taken.
+//     A snapshot is taken of the pool's clusters that reported within the lease
 //     timeout (their nodes and live leases; a node whose live jobs request
 //     more than its reported total goes to the core as it is, which holds
 //     it full: see scheduler.Result.OverCommitted), the queues, and the
@@ -61,11 +76,28 @@ type CycleReport struct {
 // Only one cycle runs at a time (ErrCycleRunning otherwise).
 func (s *Server) Cycle(ctx context.Context) (*CycleReport, error) {
 	s.mu.Lock()
-	rep, snap, err := s.st.cycleStart(ctx)
+	rep, pools, err := s.st.cycleStart(ctx)
 	s.mu.Unlock()
-	if err != nil || snap == nil {
+	if err != nil || pools == nil {
 		return rep, err
 	}
+	for _, pool := range pools {
+		if err = s.poolCycle(ctx, rep, pool); err != nil {
+			break
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st.cycleEnd(ctx, rep, err)
+}
+
+// poolCycle is one pool's part of a cycle: its snapshot, decision, and
+// the decision's events.
+func (s *Server) poolCycle(ctx context.Context, rep *CycleReport, pool string) error {
+	s.mu.Lock()
+	snap := s.st.snapshot(pool, rep.Time)
+	s.st.queued.cycling = true
+	s.mu.Unlock()
 
 	res, err := s.st.schedule(ctx, snap, rep.Time)
 
@@ -83,16 +115,23 @@ func (s *Server) Cycle(ctx context.Context) (*CycleReport, error) {
 			s.st.betweenChunks()
 		}
 	}
+	if err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.st.cycleEnd(ctx, d, err)
+	s.st.last.pool(pool).remember(res)
+	rep.Pools = append(rep.Pools, PoolResult{Pool: pool, Result: res})
+	if rep.Result == nil {
+		rep.Result = res
+	}
+	return nil
 }
 
-// cycleStart is a cycle's first part, before Schedule: the expiries and
-// deadlines written, and the snapshot taken, the queued-job store then
-// read by Schedule (queued.cycling) until cycleEnd. A draining service's
-// cycle ends here, with no snapshot.
-func (s *state) cycleStart(ctx context.Context) (*CycleReport, *scheduler.Snapshot, error) {
+// cycleStart is a cycle's first part, before the pools' decisions: the
+// expiries and deadlines written. It returns the pools to decide for. A
+// draining service's cycle ends here, with no pool.
+func (s *state) cycleStart(ctx context.Context) (*CycleReport, []string, error) {
 	if s.last.running {
 		return nil, nil, ErrCycleRunning
 	}
@@ -111,10 +150,8 @@ func (s *state) cycleStart(ctx context.Context) (*CycleReport, *scheduler.Snapsh
 		rep.UsageErr = s.cycleUsage(ctx, now)
 		return rep, nil, nil
 	}
-	snap := s.snapshot(now)
-	s.queued.cycling = true
 	s.last.running = true
-	return rep, snap, nil
+	return rep, s.poolNames(), nil
 }
 
 // cycleDecided ends the cycle's use of the queued-job store once Schedule
@@ -128,20 +165,18 @@ func (s *state) cycleDecided(rep *CycleReport, snap *scheduler.Snapshot, res *sc
 	return &decisionWriter{res: res, rep: rep}, err
 }
 
-// cycleEnd is a cycle's last part, once its decision is written (or err
-// stopped it): the next cycle may start, and, after a cycle that wrote its
-// whole decision, what it leaves for the next is kept and the usage
-// history stored.
-func (s *state) cycleEnd(ctx context.Context, d *decisionWriter, err error) (*CycleReport, error) {
+// cycleEnd is a cycle's last part, once its pools' decisions are written
+// (or err stopped one): the next cycle may start, and, after a cycle that
+// wrote every decision, the usage history is stored.
+func (s *state) cycleEnd(ctx context.Context, rep *CycleReport, err error) (*CycleReport, error) {
 	s.last.running = false
 	if err != nil {
 		return nil, err
 	}
-	s.last.remember(d.res)
-	d.rep.Result = d.res
-	s.ui.cycled(s.last.cycles, d.rep, s.clock.Now())
-	d.rep.UsageErr = s.cycleUsage(ctx, d.rep.Time)
-	return d.rep, nil
+	s.last.cycles++
+	s.ui.cycled(s.last.cycles, rep, s.clock.Now())
+	rep.UsageErr = s.cycleUsage(ctx, rep.Time)
+	return rep, nil
 }
 
 // Run calls Cycle every interval until ctx ends, and returns ctx's error
@@ -227,22 +262,25 @@ func (j *job) pastDeadline(now time.Time) bool {
 	return j.run.deadline > 0 && now.Sub(j.lease.leased) >= j.run.deadline
 }
 
-// snapshot builds the cycle's snapshot: live clusters' nodes and leases,
-// every queue, the queued-job store. The caller holds mu. Its Running are
+// snapshot builds pool's snapshot: its live clusters' nodes and leases,
+// every queue, its queued-job store (which Schedule then reads,
+// queued.cycling, until cycleDecided), and what the pool's last cycle
+// left. The caller holds mu. Its Running are
 // in cluster name order, each cluster's in the order the cluster keeps
 // them (not sorted): the scheduler's decisions do not depend on the order
 // of Snapshot.Running, so the cycle's result depends on the state only,
 // not on the order of the changes that made it.
-func (s *state) snapshot(now time.Time) *scheduler.Snapshot {
+func (s *state) snapshot(pool string, now time.Time) *scheduler.Snapshot {
+	last := s.last.pool(pool)
 	snap := &scheduler.Snapshot{
-		Queued:          s.snapshotQueued(),
-		RateLimits:      s.last.rate,
-		QueuePriorities: s.last.prio,
+		Queued:          s.snapshotQueued(pool),
+		RateLimits:      last.rate,
+		QueuePriorities: last.prio,
 		Seed:            s.cfg.Seed + s.last.cycles,
 	}
 	names := make([]string, 0, len(s.clusters))
 	for name, c := range s.clusters {
-		if c.alive(now, s.cfg.LeaseTimeout) {
+		if c.pool == pool && c.alive(now, s.cfg.LeaseTimeout) {
 			names = append(names, name)
 		}
 	}
@@ -280,7 +318,7 @@ func (s *state) snapshot(now time.Time) *scheduler.Snapshot {
 	for _, name := range qnames {
 		snap.Queues = append(snap.Queues, s.queues[name])
 	}
-	s.snapshotTree(snap)
+	s.snapshotTree(snap, last)
 	return snap
 }
 
@@ -288,14 +326,14 @@ func (s *state) snapshot(now time.Time) *scheduler.Snapshot {
 // usage memory the last cycle left (Result.Usage) for the queues that
 // exist. The definitions are shared, not copied: the service replaces a
 // definition on change, never modifies it.
-func (s *state) snapshotTree(snap *scheduler.Snapshot) {
+func (s *state) snapshotTree(snap *scheduler.Snapshot, last *poolCycle) {
 	if len(s.groups) > 0 {
 		snap.Groups = make([]*flotilla.QueueGroup, 0, len(s.groups))
 		for _, name := range slices.Sorted(maps.Keys(s.groups)) {
 			snap.Groups = append(snap.Groups, s.groups[name])
 		}
 	}
-	u := s.last.usage
+	u := last.usage
 	for name := range u.Usage {
 		if _, ok := s.queues[name]; !ok { // a queue deleted since: its memory goes
 			kept := make(map[string]float64, len(u.Usage))
@@ -439,21 +477,40 @@ func preemptionReason(p *scheduler.Preemption) string {
 	return r
 }
 
-// lastCycle is what the last cycle left: the state the scheduler carries
-// from one cycle to the next, and what Status, Detail and Queue say of
-// it.
+// lastCycle is what the last cycle left: per pool, the state the
+// scheduler carries from one cycle to the next, and what Status, Detail
+// and Queue say of it.
 type lastCycle struct {
+	// pools are each pool's, by name.
+	pools map[string]*poolCycle
+	// cycles counts the cycles decided (cycle n uses Config.Seed + n).
+	cycles uint64
+	// running is set from a cycle's start until its decision is written:
+	// another cycle then gets ErrCycleRunning.
+	running bool
+}
+
+// pool returns what the pool's last cycle left (zero before its first).
+func (l *lastCycle) pool(name string) *poolCycle {
+	p := l.pools[name]
+	if p == nil {
+		if l.pools == nil {
+			l.pools = make(map[string]*poolCycle)
+		}
+		p = &poolCycle{}
+		l.pools[name] = p
+	}
+	return p
+}
+
+// poolCycle is what one pool's last cycle left.
+type poolCycle struct {
 	rate scheduler.RateLimitState
 	prio scheduler.QueuePriorityState
 	// usage is the queue tree's usage memory (Result.Usage), for the next
 	// snapshot; the last one a cycle produced, or the one restored from
 	// the backend.
 	usage scheduler.UsageState
-	// cycles counts the cycles decided (cycle n uses Config.Seed + n).
-	cycles uint64
-	// running is set from a cycle's start until its decision is written:
-	// another cycle then gets ErrCycleRunning.
-	running bool
 	// waiting explains, per queue and scheduling key, why the last cycle
 	// left jobs queued; notReached per queue why it did not reach some.
 	waiting    map[waitKey]scheduler.Reason
@@ -468,12 +525,11 @@ type waitKey struct {
 }
 
 // remember keeps what the next cycle and Status need of a cycle's result.
-func (l *lastCycle) remember(res *scheduler.Result) {
+func (l *poolCycle) remember(res *scheduler.Result) {
 	l.rate, l.prio = res.RateLimits, res.QueuePriorities
 	if res.Usage.Usage != nil || !res.Usage.Time.IsZero() {
 		l.usage = res.Usage
 	}
-	l.cycles++
 	l.waiting = make(map[waitKey]scheduler.Reason, len(res.Unscheduled))
 	for _, g := range res.Unscheduled {
 		k := waitKey{g.Queue, g.Key}

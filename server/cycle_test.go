@@ -338,7 +338,7 @@ func BenchmarkSnapshot(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		w.srv.mu.Lock()
-		snap := w.srv.st.snapshot(now)
+		snap := w.srv.st.snapshot("default", now)
 		w.srv.mu.Unlock()
 		if len(snap.Running) != 20000 {
 			b.Fatal(len(snap.Running))

@@ -58,8 +58,8 @@
 //     shrank under its live jobs is full, not an error: the core takes
 //     it as it is, see scheduler's Result.OverCommitted),
 //     calls scheduler.Schedule, and writes the decision as leased and
-//     preempted events. Submissions, cancellations and reports go on while Schedule
-//     runs.
+//     preempted events, once per pool (below). Submissions, cancellations
+//     and reports go on while Schedule runs.
 //   - Events and Watch read a job set's log from a sequence number; Status
 //     gives a job's state and, for a queued job, the last cycle's
 //     quantified reason why it waits. Detail gives the long form
@@ -112,15 +112,34 @@
 //
 // # The locking shell and the state
 //
+// # Pools
+//
+// A cluster belongs to one pool (Report.Pool, stored with its nodes;
+// backend.DefaultPool when its executor names none) and a job accepts
+// the pools its template names (backend.JobSpec.Pools; all when none).
+// Each cycle decides once per known pool, in name order: the pool's live
+// clusters, the queued jobs that accept it, and the pool's own state from
+// its last cycle (rate limits, queue priorities, usage memory; lastCycle
+// keeps a poolCycle per pool, and the usage history stores the lottery
+// and share records of a pool other than the default as
+// <prefix><queue>/<pool>). The pools' decisions follow one another, each
+// written before the next pool's snapshot is taken, so a job leased in
+// one pool is not queued for the next. While the service knows one pool
+// and no job names pools, the one queue.Store is that pool's; once it
+// knows two or more, or a job names pools, each pool gets a store of the
+// queued jobs accepting it besides the store of all (queuedJobs.split):
+// measured at 100,000 queued jobs, 677 B a job with one pool, 948 with
+// two, 1,084 with three.
+//
 // A Server is a thin locking shell over the state it owns (type state):
 // each method takes the service's one lock, calls one method of the
 // state, and releases it. The lock goes to the goroutines waiting for it
 // in the order they asked (fifoLock), so a report waits for those ahead
 // of it only. A few methods release it part way, for work that must not
 // hold up the service: Cycle runs scheduler.Schedule between locked parts
-// (cycleStart writes the expiries, takes the snapshot and marks the
-// queued-job store as read, so that changes to it wait until
-// cycleDecided applies them; then the decision is written a chunk of
+// (cycleStart writes the expiries; each pool's part takes its snapshot
+// and marks the queued-job stores as read, so that changes to them wait
+// until cycleDecided applies them; then the decision is written a chunk of
 // 1,000 preemptions or leases at a time, each chunk locked on its own,
 // by a decisionWriter, and cycleEnd keeps what the cycle leaves); Report
 // fetches the
@@ -156,7 +175,8 @@
 // path-escaped (url.PathEscape):
 //
 //   - queue/<queue>: the queue's usage, At the cycle's time;
-//   - lottery/<queue>: under scheduler.Lottery, the queue priority the
+//   - lottery/<queue> (lottery/<queue>/<pool> outside the default pool):
+//     under scheduler.Lottery, the queue priority the
 //     cycle left (scheduler.Result.QueuePriorities), a scalar in cpu cores
 //     (the asset model's unit) stored in the cpu entry of Value, every
 //     other entry 0, and At the priorities' time. New restores
@@ -165,7 +185,8 @@
 //     cycle: cycle n of a process uses Config.Seed + n);
 //   - flux/<user>/<bank>: a flux association's usage (below), At the
 //     cycle's time;
-//   - share/<queue>: with the scheduler's usage memory on
+//   - share/<queue> (share/<queue>/<pool> outside the default pool): with
+//     the scheduler's usage memory on
 //     (scheduler.Config.UsageHalfLife), the queue's decayed average share
 //     u ∈ [0,1] the last cycle left (scheduler.Result.Usage) in entry 0 of
 //     Value, At the usage's time. New restores Snapshot.Usage from these

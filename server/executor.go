@@ -73,6 +73,11 @@ type JobReport struct {
 // (they expire after the lease timeout unless a later report lists them).
 type Report struct {
 	Cluster string
+	// Pool is the cluster's pool (`executor -pool`; submit.CheckPool). A
+	// report with nodes puts the cluster in it ("" is
+	// backend.DefaultPool); one without nodes keeps the cluster's pool
+	// when Pool is "", and moves the cluster when it names another.
+	Pool string
 	// Nodes are the cluster's nodes (Total in the service's schema; Cluster
 	// empty or equal to Cluster). Nil keeps the nodes last reported (the
 	// cluster must have reported some before); an empty non-nil slice says
@@ -173,6 +178,18 @@ func (s *state) report(ctx context.Context, r *Report, ended *endedReads) (*Repo
 	}
 	// The nodes' problems and the jobs' are reported together.
 	nodes, nodesErr := checkNodes(r, c, s.cat.Schema)
+	if r.Pool != "" {
+		nodesErr = errors.Join(nodesErr, submit.CheckPool("pool", r.Pool))
+	}
+	pool := poolOf(r.Pool)
+	if c != nil && r.Nodes == nil && r.Pool == "" {
+		pool = c.pool // a report without nodes or pool keeps the cluster's
+	}
+	if nodes == nil && nodesErr == nil && c != nil && c.pool != pool {
+		// A cluster moving to another pool: its nodes are stored again
+		// with the pool.
+		nodes = append([]flotilla.Node{}, c.nodes...)
+	}
 	// The plan lives on the stack, and the report it holds with it.
 	var p reportPlan
 	p.start(s, c, r, now, ended)
@@ -184,7 +201,7 @@ func (s *state) report(ctx context.Context, r *Report, ended *endedReads) (*Repo
 	if err := errors.Join(nodesErr, err); err != nil {
 		return nil, nil, err
 	}
-	reply, err := p.apply(ctx, r, nodes)
+	reply, err := p.apply(ctx, r, nodes, pool)
 	return reply, nil, err
 }
 
@@ -626,8 +643,8 @@ func (j *job) leaseEnd(t events.Type, now time.Time, maxAttempts int, reason str
 }
 
 // apply stores and applies the plan and the report's nodes (nil: the
-// nodes are unchanged), and answers the report.
-func (p *reportPlan) apply(ctx context.Context, r *Report, nodes []flotilla.Node) (*ReportReply, error) {
+// nodes are unchanged) with the cluster's pool, and answers the report.
+func (p *reportPlan) apply(ctx context.Context, r *Report, nodes []flotilla.Node, pool string) (*ReportReply, error) {
 	s, now := p.s, p.now
 	// The events first: a report retried after a failure to store the
 	// nodes plans no event twice (the phases are applied already).
@@ -637,11 +654,16 @@ func (p *reportPlan) apply(ctx context.Context, r *Report, nodes []flotilla.Node
 		return nil, err
 	}
 	if nodes != nil {
-		if err := s.be.PutExecutor(ctx, backend.Executor{Cluster: p.cluster, Nodes: nodes, Reported: now}); err != nil {
+		stored := pool
+		if stored == backend.DefaultPool {
+			stored = ""
+		}
+		if err := s.be.PutExecutor(ctx, backend.Executor{Cluster: p.cluster, Nodes: nodes, Reported: now, Pool: stored}); err != nil {
 			return nil, err
 		}
 		p.c = s.clusters.get(p.cluster)
 		p.c.setNodes(s.nodes, nodes)
+		s.setPool(p.c, pool)
 	}
 	p.c.reported = now
 	return p.reply(r), nil

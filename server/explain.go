@@ -35,6 +35,9 @@ type JobDetail struct {
 	// Queue is the last cycle's report of the job's queue; nil before the
 	// first cycle that saw the queue.
 	Queue *scheduler.QueueReport
+	// Pool is the pool whose last cycle Queue is from, when the service
+	// knows more than one pool.
+	Pool string
 	// Flux is the job's flux priority breakdown as the bank tree ranks
 	// its association now, with the default urgency; nil without flux.
 	Flux *priority.Breakdown
@@ -106,8 +109,11 @@ func (s *state) detail(id string, spec *backend.JobSpec, budget *int) (JobDetail
 			}
 		}
 	}
-	if rep, ok := s.last.shares[job.Queue]; ok {
+	if rep, pool, ok := s.queueReport(job.Queue, joinPools(spec.Pools)); ok {
 		d.Queue = &rep
+		if len(s.poolNames()) > 1 {
+			d.Pool = pool
+		}
 	}
 	if f := s.usage.flux; f != nil {
 		k := f.assoc(spec.Principal, spec.Job.Queue)

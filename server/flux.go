@@ -328,7 +328,7 @@ func (f *fluxState) reprioritize(jobs *jobTable, q *queuedJobs, all bool) int {
 		c.Priority = p
 		q.remove(j.id())
 		j.own = &c
-		q.add(j.own)
+		q.add(j)
 		n++
 	}
 	return n

@@ -149,6 +149,11 @@ func (s *state) followGangs(w *backend.Write, now time.Time) {
 			case m.state.Live():
 				ev.Type, ev.Cluster, ev.Node, ev.Attempt, ev.Reason = events.Preempted, m.lease.cluster.name, m.lease.node, int(m.attempts), why
 				ev.Requeued = requeue && !m.cancelRequested
+				if ev.Requeued && e.Rule != 0 {
+					// The gang is retried under the rule: the retry
+					// counts on every member, once per gang failure.
+					ev.Rule = e.Rule
+				}
 			case m.state == events.Queued && !requeue:
 				ev.Type, ev.Reason = events.Cancelled, why+" and ended"
 			default:

@@ -175,6 +175,18 @@ type GroupInfo struct {
 	// shares, usage, its jobs counted); zero before the first cycle that
 	// saw the group.
 	Report scheduler.GroupReport
+	// Pool is the pool whose last cycle Report is from ("" before any).
+	Pool string
+	// Pools are the group's lines in each pool's last cycle, in pool
+	// name order, when the service knows more than one pool (Report is
+	// then the first's, or backend.DefaultPool's when it has one).
+	Pools []PoolGroupReport
+}
+
+// PoolGroupReport is a group's line in one pool's last cycle.
+type PoolGroupReport struct {
+	Pool   string
+	Report scheduler.GroupReport
 }
 
 // Group returns one group; backend.ErrNotFound when there is none.
@@ -188,7 +200,7 @@ func (s *Server) Group(ctx context.Context, name string) (GroupInfo, error) {
 	if !ok {
 		return GroupInfo{}, flotilla.Errorf("group", name, backend.ErrNotFound, "no such group")
 	}
-	return GroupInfo{QueueGroup: cloneGroup(*g), Report: s.st.last.groups[name]}, nil
+	return s.st.groupInfo(g), nil
 }
 
 // ListGroups returns every group with its standing, sorted by name.
@@ -200,7 +212,7 @@ func (s *Server) ListGroups(ctx context.Context) ([]GroupInfo, error) {
 	}
 	out := make([]GroupInfo, 0, len(s.st.groups))
 	for _, name := range slices.Sorted(maps.Keys(s.st.groups)) {
-		out = append(out, GroupInfo{QueueGroup: cloneGroup(*s.st.groups[name]), Report: s.st.last.groups[name]})
+		out = append(out, s.st.groupInfo(s.st.groups[name]))
 	}
 	return out, nil
 }
@@ -212,14 +224,14 @@ func cloneGroup(g flotilla.QueueGroup) flotilla.QueueGroup {
 	return g
 }
 
-// TreeUsage returns the queue tree's usage memory the next cycle starts
-// from (Snapshot.Usage before queues deleted since are dropped): the last
-// cycle's Result.Usage, or after New the one restored from the backend.
-// The caller owns the map.
-func (s *Server) TreeUsage() scheduler.UsageState {
+// TreeUsage returns the queue tree's usage memory the next cycle of pool
+// starts from (Snapshot.Usage before queues deleted since are dropped):
+// the pool's last cycle's Result.Usage, or after New the one restored
+// from the backend. The caller owns the map.
+func (s *Server) TreeUsage(pool string) scheduler.UsageState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	u := s.st.last.usage
+	u := s.st.last.pool(poolOf(pool)).usage
 	u.Usage = maps.Clone(u.Usage)
 	return u
 }

@@ -381,17 +381,54 @@ func (s *state) whyQueued(id string) (string, *scheduler.Reason) {
 	if s.cordonedQueues[q] {
 		return fmt.Sprintf("queue %s is cordoned: its jobs are not leased until it is uncordoned", q), nil
 	}
+	pools := s.poolNames()
+	if len(pools) == 1 {
+		if !acceptsPool(j.run.pools, pools[0]) {
+			return s.noPool(j), nil
+		}
+		return s.whyQueuedIn(j, pools[0])
+	}
+	// Several pools: the reason in each pool the job accepts, the first
+	// one's kept for the structured reason.
+	var msgs []string
+	var first *scheduler.Reason
+	for _, p := range pools {
+		if !acceptsPool(j.run.pools, p) {
+			continue
+		}
+		m, r := s.whyQueuedIn(j, p)
+		if first == nil {
+			first = r
+		}
+		msgs = append(msgs, fmt.Sprintf("pool %s: %s", p, m))
+	}
+	if len(msgs) == 0 {
+		return s.noPool(j), nil
+	}
+	return strings.Join(msgs, "; "), first
+}
+
+// noPool is why a job none of whose pools the service knows waits.
+func (s *state) noPool(j *job) string {
+	return fmt.Sprintf("no cluster is in its pools (%s); the service's pools are %s",
+		strings.ReplaceAll(j.run.pools, ",", ", "), strings.Join(s.poolNames(), ", "))
+}
+
+// whyQueuedIn explains why queued job j is not running in pool, from the
+// pool's last cycle.
+func (s *state) whyQueuedIn(j *job, pool string) (string, *scheduler.Reason) {
+	q, id, last := j.spec.Queue, j.id(), s.last.pool(pool)
 	if !s.queued.cycling {
 		if e, ok := s.queued.store.Get(id); ok {
-			if r, ok := s.last.waiting[waitKey{q, e.Key}]; ok {
+			if r, ok := last.waiting[waitKey{q, e.Key}]; ok {
 				return r.Message, &r
 			}
 		}
 	}
-	if r, ok := s.last.notReached[q]; ok {
+	if r, ok := last.notReached[q]; ok {
 		return fmt.Sprintf("the last cycle did not reach it: %s", r.Reason.Message), &r.Reason
 	}
-	if rep, ok := s.last.shares[q]; ok {
+	if rep, ok := last.shares[q]; ok {
 		return fmt.Sprintf("waiting for a cycle; queue %s holds share %.3f against fair share %.3f (adjusted %.3f)",
 			q, rep.Share, rep.FairShare, rep.AdjustedFairShare), nil
 	}

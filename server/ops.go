@@ -194,7 +194,7 @@ func (s *state) setPriority(j *job, p uint32) {
 	}
 	j.withPriority(p)
 	if queued {
-		s.queued.add(j.own)
+		s.queued.add(j)
 	}
 }
 

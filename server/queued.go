@@ -1,44 +1,78 @@
 package server
 
 import (
+	"strings"
+
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/events"
 	"github.com/flotilla-sched/flotilla/queue"
 	"github.com/flotilla-sched/flotilla/scheduler"
 )
 
-// queuedJobs holds the queued jobs in a queue.Store, the scheduler's
-// Queued seam. While a cycle's Schedule reads the store (cycling), the
-// changes to it wait in deferred and flush applies them.
+// queuedJobs holds the queued jobs in queue.Stores, the scheduler's
+// Queued seam. store holds every queued job. While the service knows one
+// pool and no job names pools, store is also that pool's cycle's Queued;
+// once it knows more than one pool, or a job names pools (split), each
+// known pool has a store of its own holding the queued jobs that accept
+// it, a job in each of its pools' stores, and each pool's cycle reads its
+// own. While a cycle's Schedule reads a store (cycling), the changes to
+// the stores wait in deferred and flush applies them.
 type queuedJobs struct {
-	store    *queue.Store
+	store *queue.Store
+	// pools are the known pools' stores once split; nil before.
+	pools map[string]*queue.Store
+	// newStore makes an empty store (queue.New with the service's
+	// classes).
+	newStore func() *queue.Store
 	cycling  bool
 	deferred []storeOp
 }
 
 // storeOp is a queue.Store change deferred while a cycle reads the store.
 type storeOp struct {
-	add *flotilla.Job // nil: remove id
-	id  string
+	add   *flotilla.Job // nil: remove id
+	pools string
+	id    string
 }
 
-// add and remove change the store, or defer the change while a cycle
-// reads it.
-func (q *queuedJobs) add(j *flotilla.Job) {
+// add and remove change the stores, or defer the change while a cycle
+// reads them. pools are the job's (runSpec.pools).
+func (q *queuedJobs) add(j *job) {
+	fj := j.sched()
 	if q.cycling {
-		q.deferred = append(q.deferred, storeOp{add: j})
+		q.deferred = append(q.deferred, storeOp{add: fj, pools: j.run.pools})
 		return
 	}
-	// The job was validated at submit; a failure here is a bug that must
-	// not take the service down: the job stays out of the queue.
-	_ = q.store.Add(j)
+	q.addNow(fj, j.run.pools)
 }
 
-// addAll is add for many jobs.
+func (q *queuedJobs) addNow(fj *flotilla.Job, pools string) {
+	// The job was validated at submit; a failure here is a bug that must
+	// not take the service down: the job stays out of the queue.
+	_ = q.store.Add(fj)
+	for name, st := range q.pools {
+		if acceptsPool(pools, name) {
+			_ = st.Add(fj)
+		}
+	}
+}
+
+// batches reports whether addAll may take a submit's jobs: the stores
+// have not split (a split service adds each job to its pools' stores).
+func (q *queuedJobs) batches() bool { return q.pools == nil }
+
+// addAll is add for many jobs that accept every pool, before the stores
+// split (batches).
 func (q *queuedJobs) addAll(jobs []*flotilla.Job) {
 	if q.cycling {
 		for _, j := range jobs {
 			q.deferred = append(q.deferred, storeOp{add: j})
+		}
+		return
+	}
+	if q.pools != nil {
+		for _, j := range jobs {
+			q.addNow(j, "")
 		}
 		return
 	}
@@ -56,7 +90,14 @@ func (q *queuedJobs) remove(id string) {
 		q.deferred = append(q.deferred, storeOp{id: id})
 		return
 	}
+	q.removeNow(id)
+}
+
+func (q *queuedJobs) removeNow(id string) {
 	q.store.Remove(id)
+	for _, st := range q.pools {
+		st.Remove(id)
+	}
 }
 
 // flush applies the changes made while a cycle read the store.
@@ -65,11 +106,73 @@ func (q *queuedJobs) flush() {
 	q.deferred = nil
 	for _, op := range ops {
 		if op.add != nil {
-			_ = q.store.Add(op.add)
+			q.addNow(op.add, op.pools)
 		} else {
-			q.store.Remove(op.id)
+			q.removeNow(op.id)
 		}
 	}
+}
+
+// split gives each of the pools named a store of the queued jobs of jobs
+// that accept it, if it has none yet; the stores split at the first call
+// (the service's stores stay split). The caller holds mu, with no cycle
+// reading the stores.
+func (q *queuedJobs) split(pools []string, jobs *jobTable) {
+	var fresh []string
+	for _, p := range pools {
+		if _, ok := q.pools[p]; !ok {
+			fresh = append(fresh, p)
+		}
+	}
+	if len(fresh) == 0 && q.pools != nil {
+		return
+	}
+	if q.pools == nil {
+		q.pools = make(map[string]*queue.Store, len(fresh))
+	}
+	for _, p := range fresh {
+		q.pools[p] = q.newStore()
+	}
+	for j := range jobs.all() {
+		if j.state != events.Queued {
+			continue
+		}
+		for _, p := range fresh {
+			if acceptsPool(j.run.pools, p) {
+				_ = q.pools[p].Add(j.sched())
+			}
+		}
+	}
+}
+
+// of returns the store pool's cycle reads: its own once split, else the
+// one store.
+func (q *queuedJobs) of(pool string) *queue.Store {
+	if q.pools == nil {
+		return q.store
+	}
+	if st, ok := q.pools[pool]; ok {
+		return st
+	}
+	return q.newStore() // not reached: every known pool has a store
+}
+
+// joinPools is a job's pools as runSpec keeps them: comma-separated, ""
+// for every pool (pool names hold no comma: submit.CheckPool).
+func joinPools(pools []string) string { return strings.Join(pools, ",") }
+
+// acceptsPool reports whether a job whose pools are pools (joinPools)
+// accepts pool.
+func acceptsPool(pools, pool string) bool {
+	if pools == "" {
+		return true
+	}
+	for p := range strings.SplitSeq(pools, ",") {
+		if p == pool {
+			return true
+		}
+	}
+	return false
 }
 
 // scratch are buffers a Server reuses from one call to the next, all

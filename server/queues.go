@@ -153,6 +153,8 @@ type QueueInfo struct {
 	// share, adjusted fair share, allocation); zero before the first
 	// cycle that saw the queue.
 	Report scheduler.QueueReport
+	// Pool is the pool whose last cycle Report is from ("" before any).
+	Pool string
 	// Usage is the queue's usage history now (see Server.QueueUsage).
 	Usage []float64
 	// Cordoned: its queued jobs are not leased until it is uncordoned.
@@ -160,6 +162,17 @@ type QueueInfo struct {
 	// RetryPolicy is the queue's retry policy (a copy), nil when it has
 	// none.
 	RetryPolicy *events.RetryPolicy
+	// Pools are the queue's lines in each pool's last cycle, in pool
+	// name order, when the service knows more than one pool (Report is
+	// then the first where the queue has jobs, backend.DefaultPool
+	// first).
+	Pools []PoolQueueReport
+}
+
+// PoolQueueReport is a queue's line in one pool's last cycle.
+type PoolQueueReport struct {
+	Pool   string
+	Report scheduler.QueueReport
 }
 
 // Queue returns one queue with its counts; backend.ErrNotFound when there
@@ -206,7 +219,8 @@ func (s *state) listQueues(ctx context.Context) ([]QueueInfo, error) {
 func (s *state) queueInfo(q *flotilla.Queue, counts map[string][2]int) QueueInfo {
 	n := counts[q.Name]
 	info := QueueInfo{Queue: cloneQueue(*q), Queued: s.queued.store.QueueLen(q.Name), Leased: n[0], Running: n[1]}
-	info.Report = s.last.shares[q.Name]
+	info.Report, info.Pool, _ = s.queueReport(q.Name, "")
+	info.Pools = s.queuePools(q.Name)
 	info.Usage = s.usage.value(q.Name, s.clock.Now())
 	info.Cordoned = s.cordonedQueues[q.Name]
 	info.RetryPolicy = s.retry[q.Name].Clone()

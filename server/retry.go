@@ -26,7 +26,9 @@ import (
 // A gang member's failed run, in a queue with a policy, is the gang's:
 // its live mates are preempted and queued again with it when it is
 // retried, and when it fails they fail with it (queued mates are
-// cancelled).
+// cancelled). The mates' preempted events name the rule that retried the
+// gang, so each gang failure counts once on every member, and a rule's
+// retryLimit bounds the gang's retries whichever member fails.
 //
 // What the retries counted and the nodes avoided are the events' (Rule,
 // AvoidNode), so a replay rebuilds them (events.Job.Retries, AvoidNodes);
@@ -152,7 +154,7 @@ func (s *state) noteRetry(j *job, e *events.Event) {
 	if e.Rule == 0 || j.lease == nil {
 		return
 	}
-	requeues := e.Type == events.RunFailed || e.Requeued && (e.Type == events.LeaseExpired || e.Type == events.LeaseReturned)
+	requeues := e.Type == events.RunFailed || e.Requeued && (e.Type == events.LeaseExpired || e.Type == events.LeaseReturned || e.Type == events.Preempted)
 	if !requeues {
 		return
 	}

@@ -316,3 +316,65 @@ func TestBrokenGangsLiveMembersQueuedAgainLaterAreCancelled(t *testing.T) {
 		require.Equal(t, events.CancelledState, w.state(id), "%s %v", id, eventTypes(w.jobEvents("A", "s1", id)))
 	}
 }
+
+// failMember leases gang ids the next cycle, has them run, then reports
+// member id failed with exit code; it returns the report's reply.
+func (w *world) failMember(cluster string, n int, id string, code int) *ReportReply {
+	w.t.Helper()
+	require.Equal(w.t, n, w.cycle().Leased, "the gang is leased whole")
+	r := w.report(Report{Cluster: cluster})
+	running := held(PhaseRunning, r.Leases)
+	w.report(Report{Cluster: cluster, Jobs: running})
+	for i := range running {
+		if running[i].Job == id {
+			running[i].Phase, running[i].ExitCode = PhaseFailed, code
+		}
+	}
+	return w.report(Report{Cluster: cluster, Jobs: running})
+}
+
+// A retry rule's retryLimit counts the gang's failures, once per gang
+// failure, whichever member's run failed: with a limit of 1, the gang is
+// retried once, and the second failure (of another member) fails it. The
+// mates' preempted events name the rule, so the counts are the events'
+// and a replay and a restart rebuild them.
+func TestGangRetryLimitCountsEachGangFailureOnceWhicheverMemberFailed(t *testing.T) {
+	w := newWorld(t)
+	w.policyQueue("A", &events.RetryPolicy{MaxAttempts: 10, Rules: []events.RetryRule{{OnExitCodes: []int{1}, RetryLimit: 1}}})
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 3, 4)})
+	ids := w.submit("A", "s1", gangJobs("g", 3, "1"))
+	w.failMember("c1", 3, ids[0], 1)
+	for _, id := range ids {
+		require.Equal(t, events.Queued, w.state(id), id)
+	}
+	st, err := w.srv.Status(w.ctx, ids...)
+	require.NoError(t, err)
+	for _, s := range st {
+		require.Equal(t, []int{1}, s.Record.State.Retries, "job %s: the gang's one retry counts on every member", s.Job)
+	}
+	w.restart()
+	w.report(Report{Cluster: "c1"})
+	w.failMember("c1", 3, ids[1], 1)
+	st, err = w.srv.Status(w.ctx, ids...)
+	require.NoError(t, err)
+	for _, s := range st {
+		require.Equal(t, events.FailedState, s.State, "job %s: the gang's second failure reaches the limit", s.Job)
+	}
+	require.Contains(t, st[1].Reason, "its retry limit is reached (1 of 1)")
+	evs, err := w.srv.Events(w.ctx, "A", "s1", 0, 0)
+	require.NoError(t, err)
+	replayed, err := events.Replay("A", "s1", func(yield func(events.Event) bool) {
+		for _, e := range evs {
+			if !yield(e) {
+				return
+			}
+		}
+	})
+	require.NoError(t, err)
+	for _, s := range st {
+		j, ok := replayed.Job(s.Job)
+		require.True(t, ok)
+		require.Equal(t, []int{1}, j.Retries, "job %s replayed", s.Job)
+		require.Equal(t, s.Record.State.Retries, j.Retries, "job %s: the stored counts are the replay's", s.Job)
+	}
+}

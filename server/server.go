@@ -183,6 +183,9 @@ type state struct {
 	stopping bool
 	// usage is the usage history (usage.go, flux.go).
 	usage *usageState
+	// losses are the resource-seconds preemptions took from each queue
+	// since the process started (metrics.go).
+	losses preemptionLosses
 	// reports counts the executors' reports, to stamp the leases each
 	// lists (leaseMark.listedIn).
 	reports uint64
@@ -281,7 +284,11 @@ func (s *state) loadState(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.queued.store, s.queued.deferred = store, nil
+	s.queued.store, s.queued.deferred, s.queued.pools = store, nil, nil
+	s.queued.newStore = func() *queue.Store {
+		st, _ := queue.New(sc.Schema, sc.PriorityClasses, sc.DefaultPriorityClass) // as above, which did not fail
+		return st
+	}
 	s.queues = make(map[string]*flotilla.Queue)
 	s.jobs = jobTable{}
 	s.gangs = gangTable{members: make(map[string][]*job), broken: make(map[string]bool)}
@@ -313,6 +320,10 @@ func (s *state) loadState(ctx context.Context) error {
 		// once its executor reports to this process: a cluster that died
 		// before the restart gets no leases.
 		c.setNodes(s.nodes, e.Nodes)
+		c.pool = poolOf(e.Pool)
+	}
+	if pools := s.poolNames(); len(pools) > 1 {
+		s.queued.split(pools, &s.jobs)
 	}
 	if err := s.loadCordons(ctx); err != nil {
 		return fmt.Errorf("server: loading cordons: %w", err)

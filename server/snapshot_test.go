@@ -20,7 +20,7 @@ import (
 func (w *world) snapshotNow() *scheduler.Snapshot {
 	w.srv.mu.Lock()
 	defer w.srv.mu.Unlock()
-	return w.srv.st.snapshot(w.srv.Now())
+	return w.srv.st.snapshot(backend.DefaultPool, w.srv.Now())
 }
 
 // runningIDs lists a snapshot's running jobs as node:job.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"iter"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -52,7 +53,26 @@ type lease struct {
 	// need not visit every job to update it. nodeIdx is the node's index
 	// in cluster.nodes, -1 when the cluster no longer reports the node.
 	pos, nodeIdx int32
-	sorted       bool
+	// ran is when the job began running (its running event): 1 + the
+	// milliseconds from the lease's start (clamped), 0 before it ran;
+	// after a restart, 1 (the lease's start). It fits the struct's
+	// padding: a lease takes no more memory for it.
+	ran    uint32
+	sorted bool
+}
+
+// started is when the lease's job began running, and whether it has.
+func (l *lease) started() (time.Time, bool) {
+	if l.ran == 0 {
+		return time.Time{}, false
+	}
+	return l.leased.Add(time.Duration(l.ran-1) * time.Millisecond), true
+}
+
+// setStarted records that the lease's job began running at t.
+func (l *lease) setStarted(t time.Time) {
+	ms := max(t.Sub(l.leased).Milliseconds(), 0)
+	l.ran = uint32(min(ms, math.MaxUint32-1)) + 1
 }
 
 // leaseMark is what the executors' reports read and write of a live
@@ -78,11 +98,14 @@ type runSpec struct {
 	principal                string
 	grace, deadline, runtime time.Duration
 	exitCode                 int
+	// pools are the pools the job accepts (joinPools; "" for every
+	// pool).
+	pools string
 }
 
 func runSpecOf(sp *backend.JobSpec) runSpec {
 	return runSpec{principal: sp.Principal, grace: sp.TerminationGracePeriod, deadline: sp.ActiveDeadline,
-		runtime: sp.Runtime, exitCode: sp.ExitCode}
+		runtime: sp.Runtime, exitCode: sp.ExitCode, pools: joinPools(sp.Pools)}
 }
 
 // newJob returns a job of a spec, in one allocation with its own
@@ -128,9 +151,12 @@ func (j *job) restore(s *state, st events.Job, now time.Time) {
 	}
 	switch {
 	case st.State == events.Queued:
-		s.queued.add(j.sched())
+		s.queued.add(j)
 	case st.State.Live():
 		s.clusters.get(st.Cluster).addLive(j, st.Node, st.Leased, now, s.cfg.LeaseTimeout)
+		if st.State == events.RunningState {
+			j.lease.ran = 1
+		}
 	}
 }
 
@@ -174,10 +200,13 @@ func (s *state) apply(e *events.Event, specs *writeSpecs) {
 		if sp.Job.IsGang() {
 			s.gangs.add(j)
 		}
-		if specs.batch {
+		if j.run.pools != "" && s.queued.batches() {
+			s.queued.split(s.poolNames(), &s.jobs)
+		}
+		if specs.batch && j.run.pools == "" && s.queued.batches() {
 			specs.queued = append(specs.queued, j.sched())
 		} else {
-			s.queued.add(j.sched())
+			s.queued.add(j)
 		}
 		return
 	}
@@ -193,6 +222,9 @@ func (s *state) apply(e *events.Event, specs *writeSpecs) {
 		s.clusters.get(e.Cluster).addLive(j, e.Node, e.Time, e.Time, s.cfg.LeaseTimeout)
 	case events.Running:
 		j.state = events.RunningState
+		if j.lease != nil {
+			j.lease.setStarted(e.Time)
+		}
 	case events.CancelRequested:
 		j.cancelRequested = true
 	case events.Reprioritized:
@@ -207,6 +239,8 @@ func (s *state) apply(e *events.Event, specs *writeSpecs) {
 		s.noteRetry(j, e)
 		s.endLease(j, true)
 	case events.Preempted:
+		s.losses.add(j, e.Time)
+		s.noteRetry(j, e)
 		s.endLease(j, e.Requeued)
 	case events.Succeeded, events.Failed, events.Cancelled:
 		if j.state == events.Queued {
@@ -225,7 +259,7 @@ func (s *state) endLease(j *job, requeue bool) {
 	j.cancelRequested = false
 	if requeue {
 		j.state = events.Queued
-		s.queued.add(j.sched())
+		s.queued.add(j)
 		return
 	}
 	j.state = events.FailedState // any terminal state: the job is forgotten
@@ -278,6 +312,9 @@ type cluster struct {
 	dueKnown bool
 	// cordoned: an operator cordoned the cluster; it gets no new lease.
 	cordoned bool
+	// pool is the cluster's pool (backend.DefaultPool when its executor
+	// names none).
+	pool string
 }
 
 // nodeRef resolves a snapshot node name.
@@ -294,7 +331,7 @@ type clusterMap map[string]*cluster
 func (m clusterMap) get(name string) *cluster {
 	c := m[name]
 	if c == nil {
-		c = &cluster{name: name, index: map[string]int{}}
+		c = &cluster{name: name, index: map[string]int{}, pool: backend.DefaultPool}
 		m[name] = c
 	}
 	return c

@@ -252,7 +252,7 @@ func TestTreeUsageIsKeptAcrossCyclesAndRestarts(t *testing.T) {
 	}, stored)
 
 	w.restart()
-	require.Equal(t, scheduler.UsageState{Usage: map[string]float64{"vision": 0.25, "adhoc": 0.5}, Time: t0}, w.srv.TreeUsage())
+	require.Equal(t, scheduler.UsageState{Usage: map[string]float64{"vision": 0.25, "adhoc": 0.5}, Time: t0}, w.srv.TreeUsage(""))
 	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 1, 4)})
 	results = nil
 	seen = spy(w)
@@ -281,15 +281,15 @@ func TestTreeWithTheRealSchedulerReportsSharesLimitsAndUsage(t *testing.T) {
 	require.Equal(t, 3, g.Report.Running, "research's limit of 3 cpu holds")
 	require.InDelta(t, 3.0/8, g.Report.Share, 1e-12)
 	require.InDelta(t, 3.0/8, g.Report.AdjustedFairShare, 1e-12, "its demand is capped by its limit")
-	require.Equal(t, 0.0, w.srv.TreeUsage().Usage["nlp"], "the first cycle starts from no usage")
+	require.Equal(t, 0.0, w.srv.TreeUsage("").Usage["nlp"], "the first cycle starts from no usage")
 	// One half-life later (the leases still live) the usage is half way
 	// to the share held.
 	w.clock.Advance(10 * time.Second)
 	w.cycle()
-	u := w.srv.TreeUsage()
+	u := w.srv.TreeUsage("")
 	require.InDelta(t, 3.0/16, u.Usage["nlp"], 1e-9)
 	require.InDelta(t, 2.0/16, u.Usage["adhoc"], 1e-9)
 	require.Equal(t, w.clock.Now(), u.Time)
 	w.restart()
-	require.InDelta(t, 3.0/16, w.srv.TreeUsage().Usage["nlp"], 1e-9, "kept across a restart")
+	require.InDelta(t, 3.0/16, w.srv.TreeUsage("").Usage["nlp"], 1e-9, "kept across a restart")
 }

@@ -285,7 +285,7 @@ func (s *Server) Overview(ctx context.Context, after string, limit int, may func
 	counts := st.clusters.liveCounts()
 	for _, name := range names {
 		q := st.queues[name]
-		rep := st.last.shares[name]
+		rep, _, _ := st.queueReport(name, "")
 		n := counts[name]
 		ov.Queues = append(ov.Queues, api.QueueOverview{Name: name, Parent: q.Parent, PriorityFactor: q.PriorityFactor,
 			Status: api.QueueStatus{Queued: st.queued.store.QueueLen(name), Leased: n[0], Running: n[1],
@@ -300,7 +300,7 @@ func (s *Server) Overview(ctx context.Context, after string, limit int, may func
 	slices.Sort(gnames)
 	for _, name := range gnames {
 		g := st.groups[name]
-		rep := st.last.groups[name]
+		rep := st.groupInfo(g).Report
 		ov.Groups = append(ov.Groups, api.GroupOverview{Name: name, Parent: g.Parent,
 			Status: api.GroupStatus{Queued: rep.Queued, Running: rep.Running, Share: rep.Share, FairShare: rep.FairShare,
 				AdjustedFairShare: rep.AdjustedFairShare, Demand: rep.Demand, Usage: rep.Usage},

@@ -28,14 +28,16 @@ const DefaultUsageHalfLife = priority.DefaultUsageHalfLife
 const (
 	// UsageKeyQueue + queue: the queue's decayed resource × seconds.
 	UsageKeyQueue = "queue/"
-	// UsageKeyLottery + queue: the lottery strategy's queue priority.
+	// UsageKeyLottery + queue: the lottery strategy's queue priority (in
+	// backend.DefaultPool; in another pool + "/" + pool, as the share's).
 	UsageKeyLottery = "lottery/"
 	// UsageKeyFlux + user + "/" + bank: a flux association's decayed
 	// resource × seconds.
 	UsageKeyFlux = "flux/"
 	// UsageKeyShare + queue: the queue tree's usage memory of the queue,
 	// its decayed average share u ∈ [0,1] (scheduler.UsageState), kept in
-	// entry 0 of the record's Value.
+	// entry 0 of the record's Value; in backend.DefaultPool (in another
+	// pool, UsageKeyShare + queue + "/" + pool).
 	UsageKeyShare = "share/"
 )
 
@@ -218,8 +220,8 @@ func (s *state) loadUsage(ctx context.Context, now time.Time) error {
 		return fmt.Errorf("server: loading usage: %w", err)
 	}
 	s.usage = u
-	var lottery scheduler.QueuePriorityState
-	var share scheduler.UsageState
+	lottery := map[string]*scheduler.QueuePriorityState{}
+	share := map[string]*scheduler.UsageState{}
 	cpu := lotteryIndex(s.cat.Schema)
 	for _, r := range rs {
 		if len(r.Value) != u.n || slices.ContainsFunc(r.Value, func(x float64) bool { return !(x >= 0) || math.IsInf(x, 0) }) {
@@ -234,31 +236,35 @@ func (s *state) loadUsage(ctx context.Context, now time.Time) error {
 			a := newAccrual(u.n, r.At, false)
 			copy(a.val, r.Value)
 			u.queues[names[0]] = a
-		case prefix == UsageKeyLottery && len(names) == 1:
-			if lottery.Priorities == nil {
-				lottery.Priorities = map[string]float64{}
+		case prefix == UsageKeyLottery && len(names) <= 2:
+			l := lottery[usagePool(names)]
+			if l == nil {
+				l = &scheduler.QueuePriorityState{Priorities: map[string]float64{}}
+				lottery[usagePool(names)] = l
 			}
-			lottery.Priorities[names[0]] = r.Value[cpu]
-			if r.At.After(lottery.Time) {
-				lottery.Time = r.At
+			l.Priorities[names[0]] = r.Value[cpu]
+			if r.At.After(l.Time) {
+				l.Time = r.At
 			}
 		case prefix == UsageKeyFlux && len(names) == 2 && u.flux != nil:
 			u.flux.restore(assocKey{user: names[0], bank: names[1]}, r, now)
-		case prefix == UsageKeyShare && len(names) == 1 && r.Value[0] <= 1:
-			if share.Usage == nil {
-				share.Usage = map[string]float64{}
+		case prefix == UsageKeyShare && len(names) <= 2 && r.Value[0] <= 1:
+			u := share[usagePool(names)]
+			if u == nil {
+				u = &scheduler.UsageState{Usage: map[string]float64{}}
+				share[usagePool(names)] = u
 			}
-			share.Usage[names[0]] = r.Value[0]
-			if r.At.After(share.Time) {
-				share.Time = r.At
+			u.Usage[names[0]] = r.Value[0]
+			if r.At.After(u.Time) {
+				u.Time = r.At
 			}
 		}
 	}
-	if lottery.Priorities != nil {
-		s.last.prio = lottery
+	for pool, l := range lottery {
+		s.last.pool(pool).prio = *l
 	}
-	if share.Usage != nil {
-		s.last.usage = share
+	for pool, u := range share {
+		s.last.pool(pool).usage = *u
 	}
 	// Charge the live leases from when they started (or from the record's
 	// time, when they started before it), in the order they started.
@@ -292,17 +298,20 @@ func (s *state) cycleUsage(ctx context.Context, now time.Time) error {
 	if u.flux != nil {
 		u.flux.cycle(now, &s.jobs, &s.queued)
 	}
-	prio := s.last.prio
-	rs := make([]backend.UsageRecord, 0, len(u.queues)+len(prio.Priorities))
+	rs := make([]backend.UsageRecord, 0, len(u.queues))
 	for name, a := range u.queues {
 		rs = append(rs, backend.UsageRecord{Key: UsageKeyQueue + url.PathEscape(name), Value: nonNegative(a.val), At: a.at})
 	}
-	if !prio.Time.IsZero() {
+	for pool, last := range s.last.pools {
+		prio := last.prio
+		if prio.Time.IsZero() {
+			continue
+		}
 		cpu := lotteryIndex(s.cat.Schema)
 		for name, p := range prio.Priorities {
 			v := make([]float64, u.n)
 			v[cpu] = p
-			rs = append(rs, backend.UsageRecord{Key: UsageKeyLottery + url.PathEscape(name), Value: nonNegative(v), At: prio.Time})
+			rs = append(rs, backend.UsageRecord{Key: usageKey(UsageKeyLottery, name, pool), Value: nonNegative(v), At: prio.Time})
 		}
 	}
 	if u.flux != nil {
@@ -311,11 +320,15 @@ func (s *state) cycleUsage(ctx context.Context, now time.Time) error {
 				Value: nonNegative(a.val), At: a.at})
 		}
 	}
-	if share := s.last.usage; !share.Time.IsZero() {
+	for pool, last := range s.last.pools {
+		share := last.usage
+		if share.Time.IsZero() {
+			continue
+		}
 		for name, x := range share.Usage {
 			v := make([]float64, u.n)
 			v[0] = min(x, 1)
-			rs = append(rs, backend.UsageRecord{Key: UsageKeyShare + url.PathEscape(name), Value: nonNegative(v), At: share.Time})
+			rs = append(rs, backend.UsageRecord{Key: usageKey(UsageKeyShare, name, pool), Value: nonNegative(v), At: share.Time})
 		}
 	}
 	if len(rs) == 0 {
@@ -368,4 +381,22 @@ func parseUsageKey(key string) (prefix string, names []string, ok bool) {
 		return p, names, true
 	}
 	return "", nil, false
+}
+
+// usageKey is the key of a queue's lottery priority or usage memory
+// (prefix) in pool: prefix + queue, + "/" + pool outside
+// backend.DefaultPool.
+func usageKey(prefix, queue, pool string) string {
+	if pool == backend.DefaultPool {
+		return prefix + url.PathEscape(queue)
+	}
+	return prefix + url.PathEscape(queue) + "/" + url.PathEscape(pool)
+}
+
+// usagePool is the pool of a lottery or share key's names (usageKey).
+func usagePool(names []string) string {
+	if len(names) == 2 {
+		return names[1]
+	}
+	return backend.DefaultPool
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -26,6 +27,10 @@ type Output struct {
 	// (Workload.HasTree): the queue files then have parent and usage
 	// columns, and groups.csv and groups.jsonl are written.
 	Tree bool
+	// Pools is whether the clusters are in more than one pool: each pool
+	// has its rows each cycle, and the queue and group files a pool
+	// column (after queue, group).
+	Pools bool
 	// Jobs has one row per job, in submission order.
 	Jobs []JobRow
 	// End is the virtual time (seconds) the run stopped at.
@@ -40,6 +45,8 @@ type QueueRow struct {
 	Time  float64
 	Cycle int
 	Queue string
+	// Pool is the pool whose cycle the row is of, when Output.Pools.
+	Pool string
 	// Parent is the queue's group ("" for the root).
 	Parent string
 	// Share, FairShare, AdjustedFairShare and Usage (the decayed average
@@ -62,7 +69,7 @@ type QueueRow struct {
 type GroupRow struct {
 	Time                                               float64
 	Cycle                                              int
-	Group, Parent                                      string
+	Group, Pool, Parent                                string
 	Share, FairShare, AdjustedFairShare, Usage, Demand float64
 	Running, Queued                                    int
 	// Allocated is laid out as Output.Resources.
@@ -116,7 +123,24 @@ func (o *Output) QueueColumns() []string {
 	for _, r := range o.Resources {
 		cols = append(cols, "allocated."+r)
 	}
-	return cols
+	return o.withPool(cols)
+}
+
+// withPool inserts the pool column after the third (queue, group) when
+// the run has pools.
+func (o *Output) withPool(cols []string) []string {
+	if !o.Pools {
+		return cols
+	}
+	return slices.Insert(cols, 3, "pool")
+}
+
+// textCols marks the string columns of the queue (or group) rows.
+func (o *Output) textCols(text []bool) []bool {
+	if !o.Pools {
+		return text
+	}
+	return slices.Insert(slices.Clone(text), 3, true)
 }
 
 // GroupColumns are the column names of the group rows: time, cycle,
@@ -127,7 +151,7 @@ func (o *Output) GroupColumns() []string {
 	for _, r := range o.Resources {
 		cols = append(cols, "allocated."+r)
 	}
-	return cols
+	return o.withPool(cols)
 }
 
 // JobColumns are the column names of the job rows.
@@ -153,14 +177,20 @@ func (o *Output) queueFields(q *QueueRow) []string {
 	for _, a := range q.Allocated {
 		f = append(f, strconv.FormatInt(a, 10))
 	}
+	if o.Pools {
+		f = slices.Insert(f, 3, q.Pool)
+	}
 	return f
 }
 
-func groupFields(g *GroupRow) []string {
+func (o *Output) groupFields(g *GroupRow) []string {
 	f := []string{num(g.Time), strconv.Itoa(g.Cycle), g.Group, g.Parent, num(g.Share), num(g.FairShare), num(g.AdjustedFairShare),
 		num(g.Usage), num(g.Demand), strconv.Itoa(g.Running), strconv.Itoa(g.Queued)}
 	for _, a := range g.Allocated {
 		f = append(f, strconv.FormatInt(a, 10))
+	}
+	if o.Pools {
+		f = slices.Insert(f, 3, g.Pool)
 	}
 	return f
 }
@@ -192,7 +222,7 @@ func (o *Output) WriteGroupsCSV(w io.Writer) error {
 		return err
 	}
 	for i := range o.Groups {
-		if err := c.Write(groupFields(&o.Groups[i])); err != nil {
+		if err := c.Write(o.groupFields(&o.Groups[i])); err != nil {
 			return err
 		}
 	}
@@ -257,14 +287,14 @@ func (o *Output) WriteQueuesJSONL(w io.Writer) error {
 	if o.Tree {
 		text = []bool{2: true, 3: true}
 	}
-	return writeJSONL(w, o.QueueColumns(), text, len(o.Queues), func(i int) []string { return o.queueFields(&o.Queues[i]) })
+	return writeJSONL(w, o.QueueColumns(), o.textCols(text), len(o.Queues), func(i int) []string { return o.queueFields(&o.Queues[i]) })
 }
 
 // WriteGroupsJSONL writes the group rows as JSON lines with the keys of
 // GroupColumns.
 func (o *Output) WriteGroupsJSONL(w io.Writer) error {
 	text := []bool{2: true, 3: true}
-	return writeJSONL(w, o.GroupColumns(), text, len(o.Groups), func(i int) []string { return groupFields(&o.Groups[i]) })
+	return writeJSONL(w, o.GroupColumns(), o.textCols(text), len(o.Groups), func(i int) []string { return o.groupFields(&o.Groups[i]) })
 }
 
 // WriteJobsJSONL writes the job rows as JSON lines with the keys of

@@ -247,7 +247,7 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 	}
 
 	r := &run{cfg: cfg, clk: fakeclock.New(Start), schema: schema, jobs: map[string]*jobRec{},
-		rng: rand.New(rand.NewPCG(w.Seed, 0x51a7e5eed)), out: &Output{Resources: schema.Names(), Tree: w.HasTree()}}
+		rng: rand.New(rand.NewPCG(w.Seed, 0x51a7e5eed)), out: &Output{Resources: schema.Names(), Tree: w.HasTree(), Pools: cfg.Clusters.Pools() > 1}}
 	if w.Duration != "" {
 		r.end, _ = time.ParseDuration(w.Duration)
 	}
@@ -331,7 +331,7 @@ func (r *run) executors() error {
 				nodes = append(nodes, api.Node{Name: name, Resources: nt.Resources, Labels: nt.Labels, Unschedulable: nt.Unschedulable, Taints: nt.Taints})
 			}
 		}
-		ex, err := executor.New(executor.Config{Cluster: cl.Name, Nodes: nodes, Service: &httpapi.Local{Server: r.srv}, Clock: r.clk, Renew: r.cfg.Renew})
+		ex, err := executor.New(executor.Config{Cluster: cl.Name, Nodes: nodes, Pool: cl.Pool, Service: &httpapi.Local{Server: r.srv}, Clock: r.clk, Renew: r.cfg.Renew})
 		if err != nil {
 			return err
 		}
@@ -482,7 +482,11 @@ func (r *run) runCycle(ctx context.Context, now time.Duration) error {
 		return fmt.Errorf("sim: cycle %d: %w", r.cycle, err)
 	}
 	r.lastLease = rep.Leased
-	if res := rep.Result; res != nil {
+	for _, pr := range rep.Pools {
+		res, pool := pr.Result, pr.Pool
+		if !r.out.Pools {
+			pool = ""
+		}
 		sched := map[string]int{}
 		pre := map[string]int{}
 		for _, a := range res.Scheduled {
@@ -492,13 +496,13 @@ func (r *run) runCycle(ctx context.Context, now time.Duration) error {
 			pre[p.Job.Queue]++
 		}
 		for _, q := range res.Queues {
-			r.out.Queues = append(r.out.Queues, QueueRow{Time: now.Seconds(), Cycle: r.cycle, Queue: q.Name, Parent: q.Parent,
+			r.out.Queues = append(r.out.Queues, QueueRow{Time: now.Seconds(), Cycle: r.cycle, Queue: q.Name, Pool: pool, Parent: q.Parent,
 				Share: q.Share, FairShare: q.FairShare, AdjustedFairShare: q.AdjustedFairShare, Usage: q.Usage,
 				Running: q.Running, Queued: q.Queued, Scheduled: sched[q.Name], Preempted: pre[q.Name],
 				Allocated: append([]int64(nil), q.Allocated...)})
 		}
 		for _, g := range res.Groups {
-			r.out.Groups = append(r.out.Groups, GroupRow{Time: now.Seconds(), Cycle: r.cycle, Group: g.Name, Parent: g.Parent,
+			r.out.Groups = append(r.out.Groups, GroupRow{Time: now.Seconds(), Cycle: r.cycle, Group: g.Name, Pool: pool, Parent: g.Parent,
 				Share: g.Share, FairShare: g.FairShare, AdjustedFairShare: g.AdjustedFairShare, Usage: g.Usage, Demand: g.Demand,
 				Running: g.Running, Queued: g.Queued, Allocated: append([]int64(nil), g.Allocated...)})
 		}

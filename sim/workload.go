@@ -9,6 +9,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/internal/strictjson"
+	"github.com/flotilla-sched/flotilla/submit"
 	"github.com/flotilla-sched/flotilla/textform"
 )
 
@@ -146,6 +147,22 @@ type Cluster struct {
 	Name string `json:"name"`
 	// Nodes are SCENARIOS.md's node templates; at least one node in all.
 	Nodes []NodeTemplate `json:"nodes"`
+	// Pool is the cluster's pool (`executor -pool`); empty is the default
+	// pool. Each pool has its own fair shares and cycle.
+	Pool string `json:"pool,omitempty"`
+}
+
+// Pools counts the distinct pools of the clusters.
+func (c *Clusters) Pools() int {
+	seen := map[string]bool{}
+	for _, cl := range c.Clusters {
+		p := cl.Pool
+		if p == "" {
+			p = "default"
+		}
+		seen[p] = true
+	}
+	return len(seen)
 }
 
 // NodeTemplate is SCENARIOS.md's node form: Count nodes named
@@ -421,6 +438,11 @@ func (c *Clusters) Validate() error {
 			errs = append(errs, flotilla.Errorf(f+".name", cl.Name, flotilla.ErrDuplicate, ""))
 		}
 		names[cl.Name] = true
+		if cl.Pool != "" {
+			if err := submit.CheckPool(f+".pool", cl.Pool); err != nil {
+				errs = append(errs, err)
+			}
+		}
 		if len(cl.Nodes) == 0 {
 			errs = append(errs, flotilla.Errorf(f+".nodes", "", flotilla.ErrRequired, "at least one node template"))
 		}

@@ -121,3 +121,30 @@ func CheckLabelKey(field, k string) error {
 func tooLong(field, what, s string, limit int) error {
 	return flotilla.Errorf(field, Shown(s), flotilla.ErrOutOfRange, "a %s is at most %d bytes; this one has %d", what, limit, len(s))
 }
+
+// MaxPoolBytes bounds a pool's name (a Kubernetes label value, so that an
+// executor may label its nodes with it).
+const MaxPoolBytes = MaxLabelValueBytes
+
+// CheckPool checks a pool's name (`executor -pool`, a job template's
+// pools): 1 to MaxPoolBytes ASCII letters, digits, '-', '_' or '.',
+// beginning and ending with a letter or a digit, as a Kubernetes label
+// value. A problem is a *flotilla.FieldError naming field and the value.
+func CheckPool(field, p string) error {
+	if p == "" {
+		return flotilla.Errorf(field, p, flotilla.ErrRequired, "a pool has a name")
+	}
+	if len(p) > MaxPoolBytes {
+		return tooLong(field, "pool name", p, MaxPoolBytes)
+	}
+	alnum := func(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' }
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if alnum(c) || (c == '-' || c == '_' || c == '.') && i > 0 && i < len(p)-1 {
+			continue
+		}
+		return flotilla.Errorf(field, Shown(p), flotilla.ErrMalformed,
+			"a pool name is letters, digits, '-', '_' and '.', beginning and ending with a letter or digit")
+	}
+	return nil
+}

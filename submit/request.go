@@ -58,6 +58,10 @@ type JobTemplate struct {
 	// job "runs".
 	Runtime  string `json:"runtime,omitempty"`
 	ExitCode int    `json:"exitCode,omitempty"`
+	// Pools names the pools whose clusters may run the jobs (SERVICE.md:
+	// `pools: ["a100", "h100"]`); absent accepts every pool. Each a pool
+	// name (CheckPool), none twice, at least one when present.
+	Pools []string `json:"pools,omitempty"`
 }
 
 // Toleration lets a job onto tainted nodes, with Kubernetes rules: Operator

@@ -306,6 +306,7 @@ type tmpl struct {
 	runtime      time.Duration
 	gang         flotilla.Gang
 	nodeSelector map[string]string
+	pools        []string
 }
 
 // request checks req and expands it; the result is meaningful only when no
@@ -400,7 +401,29 @@ func (c *checker) template(p string, t *JobTemplate, total *int) tmpl {
 	if g := t.Gang; g != nil {
 		out.gang = flotilla.Gang{ID: g.ID, Cardinality: g.Cardinality, NodeUniformityLabel: g.NodeUniformityLabel, Topology: g.Topology.topology()}
 	}
+	if t.Pools != nil {
+		out.pools = c.pools(p+".pools", t.Pools)
+	}
 	return out
+}
+
+// pools checks a template's pools (non-nil) and returns them sorted.
+func (c *checker) pools(field string, pools []string) []string {
+	if len(pools) == 0 {
+		c.add(flotilla.Errorf(field, "[]", flotilla.ErrRequired, "name at least one pool, or leave pools out to accept every pool"))
+		return nil
+	}
+	seen := make(map[string]bool, len(pools))
+	for i, p := range pools {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		if err := CheckPool(f, p); err != nil {
+			c.add(err)
+		} else if seen[p] {
+			c.add(flotilla.Errorf(f, p, flotilla.ErrDuplicate, "a pool is named once"))
+		}
+		seen[p] = true
+	}
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // names checks a template's names, ids and labels against their limits
@@ -696,6 +719,9 @@ func (c *checker) expand(req *Request, ts []tmpl, cids []string, total int, now 
 				sp.ClientID, cids = cids[0], cids[1:]
 			}
 			sp.TerminationGracePeriod, sp.ActiveDeadline, sp.Runtime, sp.ExitCode = t.grace, t.dl, t.runtime, src.ExitCode
+			if t.pools != nil {
+				sp.Pools = t.pools
+			}
 		}
 	}
 	// The library's gang rule is the final word; the checks above report

@@ -199,7 +199,7 @@ func TestConformanceSuiteFailsEachBrokenBackendOnTheRuleItBreaks(t *testing.T) {
 			"JobsByIDAnswersEveryIDAtItsPlaceAndMissingOnesAsNone",
 		}},
 		{"ignores a fenced view's token", func(m *memory.Backend) backend.Backend { return ignoresTheFence{m} }, []string{
-			"FencedViewRefusesQueueExecutorAndUsageWritesBelowTheHighestFence",
+			"FencedViewRefusesQueueExecutorUsageCordonAndRetryPolicyWritesBelowTheHighestFence",
 		}},
 		{"answers a thousand ids of a batch", func(m *memory.Backend) backend.Backend { return answersAThousand{m} }, []string{
 			"JobsByIDAnswersEveryIDAtItsPlaceAndMissingOnesAsNone",

@@ -3,16 +3,19 @@ package backendtest
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/events"
 )
 
 // fencedWrites checks backend.Fenced, where the backend has it: after a
-// write with fence 5, a view's queue, group, executor and usage writes with
-// token 4 are refused with ErrFenced (even one that would be ErrExists)
-// and change nothing; with token 5 or 6 they apply, and an applied one
-// raises the highest fence as a Commit does.
+// write with fence 5, a view's queue, group, executor, usage, cordon and
+// retry-policy writes with token 4 are refused with ErrFenced (even one
+// that would be ErrExists) and change nothing; with token 5 or 6 they
+// apply, and an applied one raises the highest fence as a Commit does.
 func fencedWrites(t checker, b backend.Backend) {
 	f, ok := b.(backend.Fenced)
 	if !ok {
@@ -56,6 +59,14 @@ func fencedWrites(t checker, b backend.Backend) {
 		if err != nil {
 			t.Fatalf("ListGroups: %v", err)
 		}
+		cs, err := b.ListCordons(ctx)
+		if err != nil {
+			t.Fatalf("ListCordons: %v", err)
+		}
+		ps, err := b.ListRetryPolicies(ctx)
+		if err != nil {
+			t.Fatalf("ListRetryPolicies: %v", err)
+		}
 		s := ""
 		for _, g := range gs {
 			s += fmt.Sprintf("group %s %g; ", g.Name, g.PriorityFactor)
@@ -72,6 +83,12 @@ func fencedWrites(t checker, b backend.Backend) {
 		for _, u := range us {
 			s += fmt.Sprintf("usage %s %v %d; ", u.Key, u.Value, u.At.UnixNano())
 		}
+		for _, c := range cs {
+			s += fmt.Sprintf("cordon %s %s; ", c.Kind, c.Name)
+		}
+		for _, q := range slices.Sorted(maps.Keys(ps)) {
+			s += fmt.Sprintf("retry %s max %d; ", q, ps[q].MaxAttempts)
+		}
 		return s
 	}
 	before := state()
@@ -85,7 +102,10 @@ func fencedWrites(t checker, b backend.Backend) {
 			"DeleteGroup(E)": v.DeleteGroup(ctx, "E"),
 			"PutExecutor(c1)": v.PutExecutor(ctx, backend.Executor{Cluster: "c1", Nodes: node("n2", int64(k)*1000),
 				Reported: at(k)}),
-			"PutUsage(queue/A)": v.PutUsage(ctx, []backend.UsageRecord{{Key: "queue/A", Value: []float64{float64(k), 0}, At: at(k)}}),
+			"PutUsage(queue/A)":  v.PutUsage(ctx, []backend.UsageRecord{{Key: "queue/A", Value: []float64{float64(k), 0}, At: at(k)}}),
+			"PutCordon(queue A)": v.PutCordon(ctx, backend.Cordon{Kind: backend.CordonQueue, Name: "A"}, true),
+			"PutRetryPolicy(A)": v.PutRetryPolicy(ctx, "A", &events.RetryPolicy{MaxAttempts: k,
+				Rules: []events.RetryRule{{OnExitCodes: []int{1}}}}),
 		}
 	}
 	v4 := f.WithFence(4)
@@ -124,8 +144,14 @@ func fencedWrites(t checker, b backend.Backend) {
 	if err := v6.PutUsage(ctx, []backend.UsageRecord{{Key: "queue/A", Value: []float64{6, 0}, At: at(6)}}); err != nil {
 		t.Errorf("PutUsage(queue/A) with fence 6: %v", err)
 	}
-	want := fmt.Sprintf("group F 5; group G 0; queue A 5; queue B 0; executor c1 1 nodes %d; n2 [6000 %d]; usage queue/A [6 0] %d; ",
-		at(6).UnixNano(), int64(64<<30), at(6).UnixNano())
+	if err := v6.PutCordon(ctx, backend.Cordon{Kind: backend.CordonQueue, Name: "A"}, true); err != nil {
+		t.Errorf("PutCordon(queue A) with fence 6: %v", err)
+	}
+	if err := v6.PutRetryPolicy(ctx, "A", &events.RetryPolicy{MaxAttempts: 6, Rules: []events.RetryRule{{OnExitCodes: []int{1}}}}); err != nil {
+		t.Errorf("PutRetryPolicy(A) with fence 6: %v", err)
+	}
+	want := fmt.Sprintf("group F 5; group G 0; queue A 5; queue B 0; executor c1 1 nodes %d; n2 [6000 %d]; usage queue/A [6 0] %d; "+
+		"cordon queue A; retry A max 6; ", at(6).UnixNano(), int64(64<<30), at(6).UnixNano())
 	if got := state(); got != want {
 		t.Errorf("after the writes with fences 5 and 6:\n%s\nwant:\n%s", got, want)
 	}

@@ -75,13 +75,14 @@ func rules() []rule {
 		{"NamesAtTheirLimitsAreStoredWholeAndLongerOnesRefused", namesAtTheirLimits},
 		{"JobsByIDAnswersEveryIDAtItsPlaceAndMissingOnesAsNone", jobsByID},
 		{"WriteFencedBelowTheHighestAppliedIsRefused", fencing},
-		{"FencedViewRefusesQueueExecutorAndUsageWritesBelowTheHighestFence", fencedWrites},
+		{"FencedViewRefusesQueueExecutorUsageCordonAndRetryPolicyWritesBelowTheHighestFence", fencedWrites},
 		{"RefusedTransitionChangesNothingAndConsumesNoSequenceNumber", refusedTransition},
 		{"CancelledContextAppliesNothing", cancelledContext},
 		{"ExecutorsPutReplacesAndListSortsByCluster", executorsRule},
 		{"UsagePutIsAtomicAndListSortsByKey", usageRule},
 		{"CordonsPutIdempotentlyAndListSortedByKindAndName", cordonsRule},
 		{"RetryPoliciesPutReplaceRemoveAndListCopies", retryPoliciesRule},
+		{"PoolsOfJobsAndClustersAreStoredAsGiven", poolsRule},
 		{"ClosedBackendReturnsErrClosed", closedRule},
 	}
 }

@@ -11,12 +11,17 @@ import (
 
 // PutCordon cordons or uncordons a queue or a cluster (backend.Cordons).
 func (b *Backend) PutCordon(ctx context.Context, c backend.Cordon, on bool) error {
+	return b.putCordon(ctx, c, on, nil)
+}
+
+// putCordon is PutCordon, fenced by fence unless nil.
+func (b *Backend) putCordon(ctx context.Context, c backend.Cordon, on bool, fence *uint64) error {
 	if err := c.Check(); err != nil {
 		return err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := b.ready(ctx); err != nil {
+	if err := b.readyFenced(ctx, fence); err != nil {
 		return err
 	}
 	if on {
@@ -24,6 +29,7 @@ func (b *Backend) PutCordon(ctx context.Context, c backend.Cordon, on bool) erro
 	} else {
 		delete(b.cordons, c)
 	}
+	b.raiseFence(fence)
 	return nil
 }
 

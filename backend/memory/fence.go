@@ -6,11 +6,12 @@ import (
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/events"
 )
 
 var _ backend.Fenced = (*Backend)(nil)
 
-// WithFence returns a view of b whose queue, group, executor and usage writes are
+// WithFence returns a view of b whose queue, group, executor, usage, cordon and retry-policy writes are
 // fenced by token (backend.Fenced): under b's lock, a token below the
 // highest fence applied is refused with backend.ErrFenced and nothing
 // changes; an applied write raises the highest fence to token. The view
@@ -21,7 +22,7 @@ func (b *Backend) WithFence(token uint64) backend.Backend {
 }
 
 // fencedView is WithFence's view. Embedding *Backend keeps every method of
-// b, the optional interfaces too; the eight unfenced writes are replaced.
+// b, the optional interfaces too; the ten unfenced writes are replaced.
 type fencedView struct {
 	*Backend
 	token uint64
@@ -57,6 +58,14 @@ func (v fencedView) PutExecutor(ctx context.Context, e backend.Executor) error {
 
 func (v fencedView) PutUsage(ctx context.Context, rs []backend.UsageRecord) error {
 	return v.putUsage(ctx, rs, &v.token)
+}
+
+func (v fencedView) PutCordon(ctx context.Context, c backend.Cordon, on bool) error {
+	return v.putCordon(ctx, c, on, &v.token)
+}
+
+func (v fencedView) PutRetryPolicy(ctx context.Context, queue string, p *events.RetryPolicy) error {
+	return v.putRetryPolicy(ctx, queue, p, &v.token)
 }
 
 // readyFenced is ready, then the check of fence (nil: an unfenced write)

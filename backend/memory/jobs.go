@@ -73,6 +73,8 @@ type runSpec struct {
 	grace, deadline, runtime time.Duration
 	exitCode                 int
 	principal                uint32
+	// pools are the spec's Pools (shared by the jobs of a template).
+	pools []string
 }
 
 // runOf returns the number of s's runSpec in b.runs: the last one added
@@ -85,11 +87,12 @@ func (b *Backend) runOf(s *backend.JobSpec) uint32 {
 	if n := b.runs.len(); n > 0 {
 		last := b.runs.at(n - 1)
 		if last.grace == r.grace && last.deadline == r.deadline && last.runtime == r.runtime && last.exitCode == r.exitCode &&
-			b.strs[last.principal] == s.Principal {
+			b.strs[last.principal] == s.Principal && slices.Equal(last.pools, s.Pools) {
 			return uint32(n - 1)
 		}
 	}
 	r.principal = b.intern(s.Principal)
+	r.pools = slices.Clone(s.Pools)
 	b.runs.append(r)
 	return uint32(b.runs.len() - 1)
 }
@@ -207,7 +210,7 @@ func (b *Backend) spec(r *jobRec) backend.JobSpec {
 	return backend.JobSpec{
 		Job: r.job, ClientID: r.clientID, Principal: b.strs[run.principal],
 		TerminationGracePeriod: run.grace, ActiveDeadline: run.deadline,
-		Runtime: run.runtime, ExitCode: run.exitCode,
+		Runtime: run.runtime, ExitCode: run.exitCode, Pools: slices.Clone(run.pools),
 	}
 }
 

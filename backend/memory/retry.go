@@ -10,12 +10,17 @@ import (
 // PutRetryPolicy stores or removes a queue's retry policy
 // (backend.RetryPolicies).
 func (b *Backend) PutRetryPolicy(ctx context.Context, queue string, p *events.RetryPolicy) error {
+	return b.putRetryPolicy(ctx, queue, p, nil)
+}
+
+// putRetryPolicy is PutRetryPolicy, fenced by fence unless nil.
+func (b *Backend) putRetryPolicy(ctx context.Context, queue string, p *events.RetryPolicy, fence *uint64) error {
 	if err := backend.CheckRetryPolicy(queue, p); err != nil {
 		return err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := b.ready(ctx); err != nil {
+	if err := b.readyFenced(ctx, fence); err != nil {
 		return err
 	}
 	if p == nil {
@@ -23,6 +28,7 @@ func (b *Backend) PutRetryPolicy(ctx context.Context, queue string, p *events.Re
 	} else {
 		b.retry[queue] = p.Clone()
 	}
+	b.raiseFence(fence)
 	return nil
 }
 

@@ -10,6 +10,11 @@ import (
 
 // PutCordon cordons or uncordons a queue or a cluster (backend.Cordons).
 func (b *Backend) PutCordon(ctx context.Context, c backend.Cordon, on bool) error {
+	return b.putCordon(ctx, c, on, nil)
+}
+
+// putCordon is PutCordon, fenced by fence unless nil.
+func (b *Backend) putCordon(ctx context.Context, c backend.Cordon, on bool, fence *uint64) error {
 	err := c.Check()
 	if err == nil {
 		err = textProblem("cordon.name", c.Name)
@@ -20,7 +25,7 @@ func (b *Backend) PutCordon(ctx context.Context, c backend.Cordon, on bool) erro
 	if err := b.ready(ctx); err != nil {
 		return err
 	}
-	return b.write(ctx, "storing a cordon", nil, false, 1, func(ctx context.Context, db querier) error {
+	return b.write(ctx, "storing a cordon", fence, false, 1, func(ctx context.Context, db querier) error {
 		var err error
 		if on {
 			_, err = db.Exec(ctx, `INSERT INTO cordons (kind, name) VALUES ($1, $2) ON CONFLICT DO NOTHING`, string(c.Kind), c.Name)

@@ -27,8 +27,8 @@
 //     tolerations, avoid_clusters, gang_id, gang_cardinality,
 //     gang_uniformity, client_id, principal, grace, deadline, runtime,
 //     spec_exit_code, gang_topology, gang_required, gang_preferred: the
-//     gang's flotilla.GangTopology, empty when not set) and the state its
-//     events left it in (state,
+//     gang's flotilla.GangTopology, empty when not set; pools: NULL for
+//     every pool) and the state its events left it in (state,
 //     attempts, cancel_requested, cluster, node, failed_clusters,
 //     submitted, leased, finished, reason, exit_code, priority_now: the
 //     priority a reprioritized event gave, NULL when none did; retry: the
@@ -49,7 +49,8 @@
 //     continues its logs.
 //   - fence (one row, biased): the highest fencing token applied, stored
 //     as token − 2^63 so that bigint order is the tokens' order.
-//   - executors (cluster, reported, nodes) and usage (key, value, at).
+//   - executors (cluster, reported, nodes, pool: ” for the default
+//     pool) and usage (key, value, at).
 //   - leader (one row: holder, address, token, expires): the leader
 //     lease (migration 2).
 //
@@ -86,7 +87,8 @@
 // # Fenced queue, executor and usage writes
 //
 // Backend implements backend.Fenced: WithFence(token) returns a view
-// whose CreateQueue, UpdateQueue, DeleteQueue, PutExecutor and PutUsage
+// whose CreateQueue, UpdateQueue, DeleteQueue, the group writes,
+// PutExecutor, PutUsage, PutCordon and PutRetryPolicy
 // each run in one transaction that checks the fence row first, as Commit
 // does (refused with backend.ErrFenced below the highest applied fence;
 // raised to the token when above it, else share-locked), then writes; a
@@ -121,7 +123,8 @@
 // ErrOutcomeUnknown; then every later call of the backend settles that
 // transaction first and fails with ErrUnavailable (wrapping
 // errNotSettled) until it can, so a reload never reads a state a late
-// COMMIT can still change. The fenced queue, executor and usage writes
+// COMMIT can still change. The fenced queue, group, executor, usage,
+// cordon and retry-policy writes
 // (and DeleteQueue) are settled the same way; Backend's unfenced
 // one-statement writes are not (nothing else writes through them while
 // a service runs). This needs PostgreSQL 14 or later (pg_xact_status,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/events"
 )
 
 var _ backend.Fenced = (*Backend)(nil)
@@ -26,7 +27,7 @@ func (b *Backend) WithFence(token uint64) backend.Backend {
 }
 
 // fencedView is WithFence's view. Embedding *Backend keeps every method of
-// b, the optional interfaces too; the eight unfenced writes are replaced.
+// b, the optional interfaces too; the ten unfenced writes are replaced.
 type fencedView struct {
 	*Backend
 	token uint64
@@ -62,6 +63,14 @@ func (v fencedView) PutExecutor(ctx context.Context, e backend.Executor) error {
 
 func (v fencedView) PutUsage(ctx context.Context, rs []backend.UsageRecord) error {
 	return v.putUsage(ctx, rs, &v.token)
+}
+
+func (v fencedView) PutCordon(ctx context.Context, c backend.Cordon, on bool) error {
+	return v.putCordon(ctx, c, on, &v.token)
+}
+
+func (v fencedView) PutRetryPolicy(ctx context.Context, queue string, p *events.RetryPolicy) error {
+	return v.putRetryPolicy(ctx, queue, p, &v.token)
 }
 
 // querier is where a write sends its statements: the pool or a

@@ -329,7 +329,7 @@ func (b *Backend) copyFailed(ctx context.Context, what string, err error) error 
 var jobColumns = []string{
 	"id", "queue", "job_set", "priority_class", "priority", "submit_time", "requests", "node_selector", "tolerations",
 	"avoid_clusters", "gang_id", "gang_cardinality", "gang_uniformity", "client_id", "principal", "grace", "deadline",
-	"runtime", "spec_exit_code", "gang_topology", "gang_required", "gang_preferred",
+	"runtime", "spec_exit_code", "gang_topology", "gang_required", "gang_preferred", "pools",
 	"state", "live", "attempts", "cancel_requested", "cluster", "node", "failed_clusters", "submitted", "leased",
 	"finished", "reason", "exit_code", "priority_now", "retry",
 }
@@ -364,7 +364,7 @@ func (b *Backend) jobRows(specs []backend.JobSpec, states []events.Job) pgx.Copy
 			j.ID, j.Queue, j.JobSet, j.PriorityClass, int64(j.Priority), encodeTime(j.SubmitTime), requests, selector, tols,
 			j.AvoidClusters, j.Gang.ID, int32(j.Gang.Cardinality), j.Gang.NodeUniformityLabel, clientID, s.Principal,
 			int64(s.TerminationGracePeriod), int64(s.ActiveDeadline), int64(s.Runtime), int64(s.ExitCode),
-			j.Gang.Topology.Name, j.Gang.Topology.Required, j.Gang.Topology.Preferred,
+			j.Gang.Topology.Name, j.Gang.Topology.Required, j.Gang.Topology.Preferred, s.Pools,
 		}
 		return appendState(row, st)
 	})

@@ -587,9 +587,9 @@ func (b *Backend) putExecutor(ctx context.Context, e backend.Executor, fence *ui
 		return fmt.Errorf("postgres: encoding nodes: %w", err)
 	}
 	return b.write(ctx, "storing executor", fence, false, len(e.Nodes), func(ctx context.Context, db querier) error {
-		_, err := db.Exec(ctx, `INSERT INTO executors (cluster, reported, nodes) VALUES ($1, $2, $3)
-			ON CONFLICT (cluster) DO UPDATE SET reported = EXCLUDED.reported, nodes = EXCLUDED.nodes`,
-			e.Cluster, encodeTime(e.Reported), nodes)
+		_, err := db.Exec(ctx, `INSERT INTO executors (cluster, reported, nodes, pool) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (cluster) DO UPDATE SET reported = EXCLUDED.reported, nodes = EXCLUDED.nodes, pool = EXCLUDED.pool`,
+			e.Cluster, encodeTime(e.Reported), nodes, e.Pool)
 		return err
 	})
 }
@@ -601,12 +601,12 @@ func (b *Backend) ListExecutors(ctx context.Context) ([]backend.Executor, error)
 	}
 	ctx, cancel := b.bound(ctx, 0)
 	defer cancel()
-	rows, _ := b.pool.Query(ctx, `SELECT cluster, reported, nodes FROM executors ORDER BY cluster COLLATE "C"`)
+	rows, _ := b.pool.Query(ctx, `SELECT cluster, reported, nodes, pool FROM executors ORDER BY cluster COLLATE "C"`)
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (backend.Executor, error) {
 		var e backend.Executor
 		var reported *int64
 		var raw []byte
-		if err := row.Scan(&e.Cluster, &reported, &raw); err != nil {
+		if err := row.Scan(&e.Cluster, &reported, &raw, &e.Pool); err != nil {
 			return e, err
 		}
 		e.Reported = decodeTime(reported)

@@ -22,7 +22,7 @@ const stateColumns = `id, queue, job_set, state, attempts, cancel_requested, clu
 // specColumns are the columns scanRecord reads after stateColumns.
 const specColumns = `priority_class, priority, submit_time, requests, node_selector, tolerations, avoid_clusters,
 	gang_id, gang_cardinality, gang_uniformity, client_id, principal, grace, deadline, runtime, spec_exit_code,
-	gang_topology, gang_required, gang_preferred`
+	gang_topology, gang_required, gang_preferred, pools`
 
 // stateDest holds a row's state columns while they are scanned.
 type stateDest struct {
@@ -91,6 +91,7 @@ type recordScanner struct {
 	principal                          string
 	grace, deadline, runtime, specExit int64
 	topology                           flotilla.GangTopology
+	pools                              []string
 	dst                                []any
 }
 
@@ -98,7 +99,7 @@ func (b *Backend) newRecordScanner() *recordScanner {
 	r := &recordScanner{b: b}
 	r.dst = append(r.d.targets(), &r.class, &r.priority, &r.submit, &r.requests, &r.selector, &r.tols, &r.avoid,
 		&r.gangID, &r.card, &r.uniformity, &r.clientID, &r.principal, &r.grace, &r.deadline, &r.runtime, &r.specExit,
-		&r.topology.Name, &r.topology.Required, &r.topology.Preferred)
+		&r.topology.Name, &r.topology.Required, &r.topology.Preferred, &r.pools)
 	return r
 }
 
@@ -109,7 +110,7 @@ func (b *Backend) scanRecord(row pgx.CollectableRow) (backend.Record, error) {
 
 // scan reads one row.
 func (r *recordScanner) scan(row pgx.CollectableRow) (backend.Record, error) {
-	r.avoid, r.requests, r.selector, r.tols = nil, r.requests[:0], nil, nil
+	r.avoid, r.requests, r.selector, r.tols, r.pools = nil, r.requests[:0], nil, nil, nil
 	if err := row.Scan(r.dst...); err != nil {
 		return backend.Record{}, err
 	}
@@ -142,7 +143,7 @@ func (r *recordScanner) scan(row pgx.CollectableRow) (backend.Record, error) {
 	}
 	spec := backend.JobSpec{Job: j, Principal: r.principal,
 		TerminationGracePeriod: time.Duration(r.grace), ActiveDeadline: time.Duration(r.deadline),
-		Runtime: time.Duration(r.runtime), ExitCode: int(r.specExit)}
+		Runtime: time.Duration(r.runtime), ExitCode: int(r.specExit), Pools: r.pools}
 	if r.clientID != nil {
 		spec.ClientID = *r.clientID
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -175,8 +176,10 @@ func sameRecord(a, b backend.Record) string {
 	ja, jb := a.Spec.Job, b.Spec.Job
 	sa, sb := a.Spec, b.Spec
 	sa.Job, sb.Job = nil, nil
+	pa, pb := sa.Pools, sb.Pools
+	sa.Pools, sb.Pools = nil, nil
 	switch {
-	case sa != sb:
+	case !reflect.DeepEqual(sa, sb) || !slices.Equal(pa, pb):
 		return fmt.Sprintf("spec %+v != %+v", sb, sa)
 	case ja.ID != jb.ID || ja.Queue != jb.Queue || ja.JobSet != jb.JobSet || ja.PriorityClass != jb.PriorityClass ||
 		ja.Priority != jb.Priority || !ja.SubmitTime.Equal(jb.SubmitTime) || !ja.Requests.Equal(jb.Requests) ||

@@ -14,6 +14,11 @@ import (
 // PutRetryPolicy stores or removes a queue's retry policy
 // (backend.RetryPolicies), as its JSON form.
 func (b *Backend) PutRetryPolicy(ctx context.Context, queue string, p *events.RetryPolicy) error {
+	return b.putRetryPolicy(ctx, queue, p, nil)
+}
+
+// putRetryPolicy is PutRetryPolicy, fenced by fence unless nil.
+func (b *Backend) putRetryPolicy(ctx context.Context, queue string, p *events.RetryPolicy, fence *uint64) error {
 	err := backend.CheckRetryPolicy(queue, p)
 	if err == nil {
 		err = textProblem("queue", queue)
@@ -30,7 +35,7 @@ func (b *Backend) PutRetryPolicy(ctx context.Context, queue string, p *events.Re
 	if err := b.ready(ctx); err != nil {
 		return err
 	}
-	return b.write(ctx, "storing a retry policy", nil, false, 1, func(ctx context.Context, db querier) error {
+	return b.write(ctx, "storing a retry policy", fence, false, 1, func(ctx context.Context, db querier) error {
 		var err error
 		if p != nil {
 			_, err = db.Exec(ctx, `INSERT INTO retry_policies (queue, policy) VALUES ($1, $2)

@@ -35,7 +35,7 @@ func TestTreeUsageAndTheTreeSurviveARestartOverPostgreSQL(t *testing.T) {
 
 	second := open(t, u)
 	srv = newServer(t, second, clock, "second")
-	got := srv.TreeUsage()
+	got := srv.TreeUsage("")
 	if got.Usage["nlp"] != 0.375 || len(got.Usage) != 1 || !got.Time.Equal(at) {
 		t.Fatalf("TreeUsage after a restart = %+v, want nlp 0.375 at %v", got, at)
 	}
@@ -47,7 +47,7 @@ func TestTreeUsageAndTheTreeSurviveARestartOverPostgreSQL(t *testing.T) {
 
 	third := open(t, u)
 	srv = newServer(t, third, clock, "third")
-	if got := srv.TreeUsage(); got.Usage["nlp"] != 0.375 || !got.Time.Equal(at) {
+	if got := srv.TreeUsage(""); got.Usage["nlp"] != 0.375 || !got.Time.Equal(at) {
 		t.Fatalf("TreeUsage after a cycle and a second restart = %+v, want nlp 0.375 at %v", got, at)
 	}
 	q, err := srv.Queue(ctx, "nlp")

@@ -199,3 +199,35 @@ func TestArmadaExampleFilesRunToCompletion(t *testing.T) {
 		})
 	}
 }
+
+// TestArmadaFileWithTwoPoolsRunsEachPoolOnItsOwn: a ClusterSpec of two
+// pools simulates with a decision per pool each cycle: the queue table
+// has a pool column and a row per queue, pool and cycle, and the jobs
+// that only pool gpu's node takes (zone b, tolerating its taint) run
+// there while pool cpu runs the rest.
+func TestArmadaFileWithTwoPoolsRunsEachPoolOnItsOwn(t *testing.T) {
+	dir := simulateArmada(t, "two-pools.clusters.yaml", "workload.yaml")
+	rows := armadaCSVRows(t, filepath.Join(dir, "queues.csv"))
+	perCycle := map[string]map[string]bool{} // cycle → queue@pool
+	for _, r := range rows {
+		require.Contains(t, []string{"cpu", "gpu"}, r["pool"], "row %v", r)
+		if perCycle[r["cycle"]] == nil {
+			perCycle[r["cycle"]] = map[string]bool{}
+		}
+		perCycle[r["cycle"]][r["queue"]+"@"+r["pool"]] = true
+	}
+	require.NotEmpty(t, perCycle)
+	for c, seen := range perCycle {
+		require.Len(t, seen, 4, "cycle %s: a row per queue and pool", c)
+	}
+	allocated := map[string]bool{}
+	for _, r := range rows {
+		if r["allocated.cpu"] != "0" {
+			allocated[r["pool"]] = true
+		}
+	}
+	require.True(t, allocated["cpu"] && allocated["gpu"], "both pools ran jobs: %v", allocated)
+	for _, j := range armadaCSVRows(t, filepath.Join(dir, "jobs.csv")) {
+		require.Equal(t, "succeeded", j["state"], "job %v", j)
+	}
+}

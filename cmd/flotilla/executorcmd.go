@@ -16,6 +16,7 @@ import (
 	"github.com/flotilla-sched/flotilla/cmd/flotilla/internal/nodesfile"
 	"github.com/flotilla-sched/flotilla/executor"
 	"github.com/flotilla-sched/flotilla/server"
+	"github.com/flotilla-sched/flotilla/submit"
 )
 
 func executorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -25,6 +26,7 @@ func executorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	cf := addClientFlags(fs)
 	cluster := fs.String("cluster", "", "the cluster's name (required)")
 	nodesPath := fs.String("nodes", "", "the cluster's nodes: the nodes array of a scenario file, docs/scenarios.md (required)")
+	pool := fs.String("pool", "", "the cluster's pool (default \"default\"): each pool has its own fair shares and cycle")
 	renew := fs.Duration("renew", executor.DefaultRenew, "how often to report (and so renew leases)")
 	leaseTimeout := fs.Duration("lease-timeout", api.DefaultLeaseTimeout, "the service's lease timeout (serve -lease-timeout): a slow report may run until shortly before the leases it renews would expire")
 	pos, err := parse(fs, args)
@@ -40,6 +42,8 @@ func executorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return c.usage("-renew %s: want a positive duration", *renew)
 	case *leaseTimeout <= 0:
 		return c.usage("-lease-timeout %s: want a positive duration", *leaseTimeout)
+	case *pool != "" && submit.CheckPool("pool", *pool) != nil:
+		return c.usage("-pool: %v", submit.CheckPool("pool", *pool))
 	}
 	data, err := os.ReadFile(*nodesPath)
 	if err != nil {
@@ -63,7 +67,7 @@ func executorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 			log.Info("cluster uncordoned: leases resume")
 		}
 	}
-	ex, err := executor.New(executor.Config{Cluster: *cluster, Nodes: nodes, Service: cl, Clock: server.SystemClock{}, Renew: *renew,
+	ex, err := executor.New(executor.Config{Cluster: *cluster, Nodes: nodes, Pool: *pool, Service: cl, Clock: server.SystemClock{}, Renew: *renew,
 		LeaseTimeout: *leaseTimeout, OnCordon: onCordon})
 	if err != nil {
 		return c.usage("%v", err)

@@ -82,7 +82,7 @@ const usage = `usage:
   flotilla events   -queue Q -jobset S [-from SEQ] [-o json]
   flotilla watch    -queue Q -jobset S [-from SEQ] [-until-done] [-o json]
   flotilla status   JOB_ID... [-v] [-o json]
-  flotilla executor -cluster NAME -nodes FILE [-renew 5s]
+  flotilla executor -cluster NAME -nodes FILE [-renew 5s] [-pool P]
   flotilla version                       # the version and the commit it was built from
       the queueing service, its clients and a fake executor (docs/job-lifecycle.md); clients
       take -server URL[,URL...] (or $FLOTILLA_SERVER) and -token T (or $FLOTILLA_TOKEN)

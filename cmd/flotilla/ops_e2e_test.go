@@ -195,7 +195,7 @@ func TestCordonCommandsAgainstServe(t *testing.T) {
 	s.until(events.Running, s.ids[1])
 	code, out, errOut = s.ops("cluster", "list")
 	require.Equal(t, 0, code, errOut)
-	require.Regexp(t, `c1 +1 +true +false +0 +1 `, out)
+	require.Regexp(t, `c1 +default +1 +true +false +0 +1 `, out)
 
 	// cancel -queue Q: the whole queue.
 	code, _, _ = s.ops("cancel", "-jobset", "s")

@@ -179,13 +179,13 @@ func clusterCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return writeJSONLine(c, cs)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLUSTER\tNODES\tALIVE\tCORDONED\tLEASED\tRUNNING\tREPORTED")
+	fmt.Fprintln(tw, "CLUSTER\tPOOL\tNODES\tALIVE\tCORDONED\tLEASED\tRUNNING\tREPORTED")
 	for _, x := range cs {
 		reported := "-"
 		if x.Reported != nil {
 			reported = x.Reported.Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%v\t%v\t%d\t%d\t%s\n", x.Name, x.Nodes, x.Alive, x.Cordoned, x.Leased, x.Running, reported)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%v\t%d\t%d\t%s\n", x.Name, x.Pool, x.Nodes, x.Alive, x.Cordoned, x.Leased, x.Running, reported)
 	}
 	if err := tw.Flush(); err != nil {
 		fmt.Fprintf(stderr, "flotilla cluster: %v\n", err)

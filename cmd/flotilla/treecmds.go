@@ -343,6 +343,7 @@ func listTree(ctx context.Context, c cmdIO, cl *client.Client, asJSON, queues bo
 				fmt.Fprintf(tw, "\t%s", retryText(l.q.RetryPolicy))
 			}
 			fmt.Fprintln(tw)
+			poolLines(tw, indent, s.Pools, retry, true)
 		case queues:
 			s := l.g.Status
 			fmt.Fprintf(tw, "%s%s/\t%g\t%d\t-\t%d\t%.3f\t%.3f\t%.3f\t%.3f", indent, l.name, factor(l.g.PriorityFactor),
@@ -351,15 +352,35 @@ func listTree(ctx context.Context, c cmdIO, cl *client.Client, asJSON, queues bo
 				fmt.Fprint(tw, "\t-")
 			}
 			fmt.Fprintln(tw)
+			poolLines(tw, indent, s.Pools, retry, true)
 		default:
 			s := l.g.Status
 			fmt.Fprintf(tw, "%s%s\t%g\t%s\t%s\t%s\t%d\t%d\t%.3f\t%.3f\t%.3f\t%.3f\n", indent, l.name, factor(l.g.PriorityFactor),
 				quotaText(l.g.Guaranteed), quotaText(l.g.Limit), quotaText(l.g.LendingLimit),
 				s.Queued, s.Running, s.Share, s.FairShare, s.AdjustedFairShare, s.Usage)
+			poolLines(tw, indent, s.Pools, false, false)
 		}
 	})
 	_ = tw.Flush()
 	return 0
+}
+
+// poolLines prints, under a queue's or group's line, its standing in each
+// pool's last cycle ("  @pool"), when the service has more than one pool:
+// queued and running in the pool, share, fair share, adjusted fair
+// share. queues: the queue list's columns (else the group list's).
+func poolLines(tw io.Writer, indent string, pools []api.QueueShare, retry, queues bool) {
+	for _, p := range pools {
+		if queues {
+			fmt.Fprintf(tw, "%s  @%s\t\t%d\t-\t%d\t%.3f\t%.3f\t%.3f\t-", indent, p.Pool, p.Queued, p.Running, p.Share, p.FairShare, p.AdjustedFairShare)
+			if retry {
+				fmt.Fprint(tw, "\t")
+			}
+			fmt.Fprintln(tw)
+			continue
+		}
+		fmt.Fprintf(tw, "%s  @%s\t\t\t\t\t%d\t%d\t%.3f\t%.3f\t%.3f\t-\n", indent, p.Pool, p.Queued, p.Running, p.Share, p.FairShare, p.AdjustedFairShare)
+	}
 }
 
 // retryText is a retry policy in a line: "max 5: 137,143,oom ×3 avoid;

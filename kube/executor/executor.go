@@ -36,6 +36,9 @@ type Config struct {
 	// Cluster names the cluster at the service; required, and a valid
 	// label value (it labels the cluster's pods).
 	Cluster string
+	// Pool is the cluster's pool at the service (`-pool`), sent with
+	// every report; "" is the default pool.
+	Pool string
 	// Kube creates, reads and deletes pods; required.
 	Kube kubernetes.Interface
 	// Lister reads the cluster's nodes and pods, with the Step's context;
@@ -235,7 +238,7 @@ func (e *Executor) Step(ctx context.Context) (api.ReportReply, error) {
 	}
 	nodes := e.nodes(knodes, pods)
 	e.observe(ctx, pods)
-	rep := api.Report{Jobs: make([]api.JobReport, 0, len(e.keys))}
+	rep := api.Report{Jobs: make([]api.JobReport, 0, len(e.keys)), Pool: e.cfg.Pool}
 	if !reflect.DeepEqual(nodes, e.lastNodes) {
 		rep.Nodes = nodes
 	}

@@ -55,6 +55,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.SetOutput(stderr)
 	o := &options{}
 	fs.StringVar(&o.cfg.Cluster, "cluster", "", "the cluster's name at the service (required; it labels the cluster's pods)")
+	fs.StringVar(&o.cfg.Pool, "pool", "", "the cluster's pool at the service (default \"default\"): each pool has its own fair shares and cycle; the service checks the name")
 	fs.StringVar(&o.server, "server", envOr("FLOTILLA_SERVER", "http://127.0.0.1:8080"), "the service's URL")
 	fs.StringVar(&o.token, "token", os.Getenv("FLOTILLA_TOKEN"), "the service's bearer token (an executor token for the cluster)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file (empty: ~/.kube/config, else in-cluster)")

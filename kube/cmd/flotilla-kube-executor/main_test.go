@@ -26,8 +26,10 @@ func TestAPodTemplateFileIsReadIntoTheConfig(t *testing.T) {
 	tmpl := filepath.Join(t.TempDir(), "pod.json")
 	require.NoError(t, os.WriteFile(tmpl, []byte(`{"kind": "Pod", "spec": {"containers": [{"name": "main", "image": "alpine"}]}}`), 0o600))
 	var stderr bytes.Buffer
-	o, err := parseFlags([]string{"-cluster", "c1", "-pod-template", tmpl, "-resources", "cpu, memory", "-node-selector", "pool=batch"}, &stderr)
+	o, err := parseFlags([]string{"-cluster", "c1", "-pod-template", tmpl, "-resources", "cpu, memory", "-node-selector", "pool=batch",
+		"-pool", "h100"}, &stderr)
 	require.NoError(t, err)
+	require.Equal(t, "h100", o.cfg.Pool)
 	require.Equal(t, "main", o.cfg.Template.Spec.Containers[0].Name)
 	require.Equal(t, []string{"cpu", "memory"}, o.cfg.Resources)
 	require.Equal(t, "pool=batch", o.cfg.NodeSelector.String())

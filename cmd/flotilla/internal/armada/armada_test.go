@@ -144,7 +144,7 @@ pools:
 `))
 	require.NoError(t, err)
 	two, one := 2, 1
-	assert.Equal(t, &sim.Clusters{Clusters: []sim.Cluster{{Name: "p-0-0", Nodes: []sim.NodeTemplate{
+	assert.Equal(t, &sim.Clusters{Clusters: []sim.Cluster{{Name: "p-0-0", Pool: "p", Nodes: []sim.NodeTemplate{
 		{Name: "p-0-0-0", Count: &two, Resources: map[string]string{"cpu": "32", "memory": "256Gi"},
 			Labels: map[string]string{"zone": "a", armadaClusterLabel: "p-0-0"}, Taints: []sim.Taint{{Key: "k", Value: "v", Effect: "NoSchedule"}}},
 		{Name: "p-0-0-1", Count: &one, Resources: map[string]string{"cpu": "8"}, Labels: map[string]string{armadaClusterLabel: "p-0-0"}},
@@ -236,7 +236,7 @@ func TestBadArmadaClusterSpecNamesEveryBadFieldAtItsYAMLPath(t *testing.T) {
 			[]string{"clusters[0].pool", "clusters[0].nodeTemplates[0].number", "clusters[0].nodeTemplates[0].totalResources.resources.cpu",
 				"clusters[1].name", "clusters[1].nodeTemplates[0].taints[0].effect", "clusters[1].nodeTemplates[0].totalResources.resourcez",
 				"clusters[1].nodeTemplates[0].totalResources.resources"}},
-		{"two pools", "clusters:\n  - {name: a, pool: p, nodeTemplates: [{number: 1, totalResources: {resources: {cpu: 1}}}]}\n  - {name: b, pool: q, nodeTemplates: [{number: 1, totalResources: {resources: {cpu: 1}}}]}\n",
+		{"bad pool name", "clusters:\n  - {name: a, pool: p, nodeTemplates: [{number: 1, totalResources: {resources: {cpu: 1}}}]}\n  - {name: b, pool: \"q q\", nodeTemplates: [{number: 1, totalResources: {resources: {cpu: 1}}}]}\n",
 			[]string{"clusters[1].pool"}},
 		{"older form without a pool name", "pools:\n  - clusterGroups:\n      - clusters:\n          - nodeTemplates: [{number: 1, totalResources: {resources: {cpu: 1}}}]\n",
 			[]string{"pools[0].name", "pools[0].clusterGroups[0].clusters[0].pool"}},
@@ -380,4 +380,18 @@ func TestArmadaWorkloadKeepsEveryJobAndItsTimes(t *testing.T) {
 		return ""
 	}, gen.Int64()))
 	props.TestingRun(t)
+}
+
+// TestArmadaClustersOfTwoPoolsAreEachInTheirPool: each pool is scheduled
+// on its own, as in Armada: every cluster keeps its pool, in both forms.
+func TestArmadaClustersOfTwoPoolsAreEachInTheirPool(t *testing.T) {
+	c, err := ParseClusters([]byte("clusters:\n  - {name: a, pool: p, nodeTemplates: [{number: 1, totalResources: {resources: {cpu: 1}}}]}\n" +
+		"  - {name: b, pool: q, nodeTemplates: [{number: 1, totalResources: {resources: {cpu: 1}}}]}\n" +
+		"pools:\n  - name: r\n    clusterGroups: [{clusters: [{nodeTemplates: [{number: 1, totalResources: {resources: {cpu: 1}}}]}]}]\n"))
+	require.NoError(t, err)
+	var got []string
+	for _, cl := range c.Clusters.Clusters {
+		got = append(got, cl.Name+"="+cl.Pool)
+	}
+	assert.Equal(t, []string{"a=p", "b=q", "r-0-0=r"}, got)
 }

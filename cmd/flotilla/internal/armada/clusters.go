@@ -63,24 +63,21 @@ func ParseClusters(data []byte) (*Clusters, error) {
 	}
 	out.PendingMinimum, out.PendingTail = r.distribution(top["pendingDelayDistribution"], "pendingDelayDistribution")
 
-	pool, poolPath := "", ""
 	add := func(n *yaml.Node, cp, defaultName, defaultPool string) {
 		c, ok := r.cluster(n, cp, defaultName, defaultPool)
 		if !ok {
 			return
 		}
-		switch {
-		case c.pool == "":
+		if c.pool == "" {
 			r.add(cp+".pool", "", flotilla.ErrRequired, "Armada's rule")
-		case pool == "":
-			pool, poolPath = c.pool, cp+".pool"
-		case c.pool != pool:
-			r.add(cp+".pool", c.pool, flotilla.ErrUnsupported,
-				"Flotilla schedules one pool; %s is %q (Armada schedules each pool on its own)", poolPath, pool)
 		}
+		// Each pool is scheduled on its own, as Armada does: the
+		// cluster's executor is in its pool.
+		c.cluster.Pool = c.pool
 		sp := yamlIndex("clusters", len(out.Clusters.Clusters))
 		out.Paths = append(out.Paths,
 			[2]string{sp + ".name", cp + ".name"},
+			[2]string{sp + ".pool", cp + ".pool"},
 			[2]string{sp + ".nodes", cp + ".nodeTemplates"},
 			[2]string{sp, cp})
 		for k := range c.cluster.Nodes {

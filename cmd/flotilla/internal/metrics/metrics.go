@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -9,6 +10,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/scheduler"
 	"github.com/flotilla-sched/flotilla/server"
 )
 
@@ -30,6 +34,11 @@ type Metrics struct {
 	// overCommitted is the number of nodes the last cycle found holding
 	// more than their total (scheduler.Result.OverCommitted).
 	overCommitted prometheus.Gauge
+	// wait is each queue's jobs' time from submission to the lease a
+	// cycle decided (flotilla_queue_wait_seconds).
+	wait *prometheus.HistogramVec
+	// fairness is each pool's fairness error in its last cycle.
+	fairness *prometheus.GaugeVec
 }
 
 // New returns serve's metrics; srv returns the service whose
@@ -54,9 +63,15 @@ func New(srv func() *server.Server, leading func() bool) *Metrics {
 			Help: "HTTP requests by route and status code."}, []string{"route", "code"}),
 		overCommitted: prometheus.NewGauge(prometheus.GaugeOpts{Name: "flotilla_overcommitted_nodes",
 			Help: "Nodes whose running jobs requested more than the node's total in the last cycle (full: they take nothing new until preemption brings them back under it)."}),
+		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "flotilla_queue_wait_seconds",
+			Help:    "Time from a job's submission to a lease a cycle decided for it, per queue.",
+			Buckets: prometheus.ExponentialBuckets(0.5, 2, 18)}, []string{"queue"}),
+		fairness: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "flotilla_fairness_error",
+			Help: "Half the sum over the pool's active queues (fair share above 0) of |share - adjusted fair share| in its last cycle: 0 when every queue holds its adjusted fair share, at most 1."},
+			[]string{"pool"}),
 	}
 	m.reg.MustRegister(m.cycleTime, m.cycleErrors, m.leases, m.preemptions, m.expiries, m.deadlines, m.rejections, m.requests,
-		m.overCommitted,
+		m.overCommitted, m.wait, m.fairness,
 		newQueueCollector(sourceOf(srv)), prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "flotilla_leader",
 			Help: "1 while this process leads (runs cycles), 0 while it follows (forwards requests to the leader)."},
 			func() float64 {
@@ -85,10 +100,33 @@ func (m *Metrics) Cycle(rep *server.CycleReport, d time.Duration, err error) {
 	m.expiries.Add(float64(rep.Expired))
 	m.deadlines.Add(float64(rep.DeadlineExceeded))
 	n := 0
-	if rep.Result != nil {
+	for _, p := range rep.Pools {
+		n += len(p.Result.OverCommitted)
+	}
+	if len(rep.Pools) == 0 && rep.Result != nil {
 		n = len(rep.Result.OverCommitted)
 	}
 	m.overCommitted.Set(float64(n))
+	for _, p := range rep.Pools {
+		for _, a := range p.Result.Scheduled {
+			m.wait.WithLabelValues(a.Job.Queue).Observe(max(rep.Time.Sub(a.Job.SubmitTime).Seconds(), 0))
+		}
+		m.fairness.WithLabelValues(p.Pool).Set(FairnessError(p.Result.Queues))
+	}
+}
+
+// FairnessError is half the sum over the active queues (fair share above
+// 0) of |share − adjusted fair share|: 0 when each holds its adjusted fair
+// share, 1 at most (shares and adjusted fair shares each sum to 1 at
+// most).
+func FairnessError(qs []scheduler.QueueReport) float64 {
+	sum := 0.0
+	for _, q := range qs {
+		if q.FairShare > 0 {
+			sum += math.Abs(q.Share - q.AdjustedFairShare)
+		}
+	}
+	return sum / 2
 }
 
 // Observe records one HTTP request (httpapi.Options.Observe).
@@ -100,10 +138,13 @@ func (m *Metrics) Observe(route string, status int, _ time.Duration) {
 }
 
 // source is what the queue collector reads of the service: its queues
-// and the queue tree's groups with their standing in the last cycle.
+// and the queue tree's groups with their standing in the last cycle, and
+// the resource-seconds preemptions took per queue.
 type source interface {
 	ListQueues(ctx context.Context) ([]server.QueueInfo, error)
 	ListGroups(ctx context.Context) ([]server.GroupInfo, error)
+	PreemptionLoss() map[string][]float64
+	Schema() *flotilla.ResourceSchema
 }
 
 // sourceOf reads the service srv returns; nil (no source) while it
@@ -123,32 +164,37 @@ type queueCollector struct {
 	src                                                    func() source
 	pending, leased, running, share, fair, adjusted, usage *prometheus.Desc
 	gShare, gFair, gAdjusted, gUsage                       *prometheus.Desc
+	lost                                                   *prometheus.Desc
 }
 
 func newQueueCollector(src func() source) *queueCollector {
-	q, g := []string{"queue"}, []string{"group"}
+	q := []string{"queue"}
+	qp, gp := []string{"queue", "pool"}, []string{"group", "pool"}
 	return &queueCollector{
 		src:      src,
 		pending:  prometheus.NewDesc("flotilla_queue_pending_jobs", "Jobs queued, waiting for a lease.", q, nil),
 		leased:   prometheus.NewDesc("flotilla_queue_leased_jobs", "Jobs leased, not yet running.", q, nil),
 		running:  prometheus.NewDesc("flotilla_queue_running_jobs", "Jobs running.", q, nil),
-		share:    prometheus.NewDesc("flotilla_queue_share", "The queue's share of the clusters in the last cycle.", q, nil),
-		fair:     prometheus.NewDesc("flotilla_queue_fair_share", "The queue's fair share in the last cycle.", q, nil),
-		adjusted: prometheus.NewDesc("flotilla_queue_adjusted_fair_share", "The queue's demand-adjusted fair share in the last cycle.", q, nil),
+		share:    prometheus.NewDesc("flotilla_queue_share", "The queue's share of the clusters in the pool's last cycle.", qp, nil),
+		fair:     prometheus.NewDesc("flotilla_queue_fair_share", "The queue's fair share in the pool's last cycle.", qp, nil),
+		adjusted: prometheus.NewDesc("flotilla_queue_adjusted_fair_share", "The queue's demand-adjusted fair share in the pool's last cycle.", qp, nil),
 		usage: prometheus.NewDesc("flotilla_queue_usage",
-			"The queue's decayed average share after the last cycle (the scheduler's usage memory; 0 when off).", q, nil),
-		gShare: prometheus.NewDesc("flotilla_group_share", "The queue group's share (its children's summed) in the last cycle.", g, nil),
-		gFair:  prometheus.NewDesc("flotilla_group_fair_share", "The queue group's fair share in the last cycle.", g, nil),
+			"The queue's decayed average share after the pool's last cycle (the scheduler's usage memory; 0 when off).", qp, nil),
+		gShare: prometheus.NewDesc("flotilla_group_share", "The queue group's share (its children's summed) in the pool's last cycle.", gp, nil),
+		gFair:  prometheus.NewDesc("flotilla_group_fair_share", "The queue group's fair share in the pool's last cycle.", gp, nil),
 		gAdjusted: prometheus.NewDesc("flotilla_group_adjusted_fair_share",
-			"The queue group's demand-adjusted fair share in the last cycle.", g, nil),
+			"The queue group's demand-adjusted fair share in the pool's last cycle.", gp, nil),
 		gUsage: prometheus.NewDesc("flotilla_group_usage",
-			"The queue group's decayed average share after the last cycle (its children's summed; 0 when usage memory is off).", g, nil),
+			"The queue group's decayed average share after the pool's last cycle (its children's summed; 0 when usage memory is off).", gp, nil),
+		lost: prometheus.NewDesc("flotilla_preemption_lost_resource_seconds_total",
+			"Resource-seconds preemptions took from the queue's runs since the process started: each preempted run's running time times its requests (cpu in cores, memory in bytes).",
+			[]string{"queue", "resource"}, nil),
 	}
 }
 
 func (d *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, x := range []*prometheus.Desc{d.pending, d.leased, d.running, d.share, d.fair, d.adjusted, d.usage,
-		d.gShare, d.gFair, d.gAdjusted, d.gUsage} {
+		d.gShare, d.gFair, d.gAdjusted, d.gUsage, d.lost} {
 		ch <- x
 	}
 }
@@ -158,26 +204,55 @@ func (d *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	if src == nil {
 		return // a follower: the leader reports the queues
 	}
-	gauge := func(desc *prometheus.Desc, v float64, label string) {
-		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, label)
+	gauge := func(desc *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, labels...)
 	}
 	if qs, err := src.ListQueues(context.Background()); err == nil {
 		for _, q := range qs {
 			gauge(d.pending, float64(q.Queued), q.Name)
 			gauge(d.leased, float64(q.Leased), q.Name)
 			gauge(d.running, float64(q.Running), q.Name)
-			gauge(d.share, q.Report.Share, q.Name)
-			gauge(d.fair, q.Report.FairShare, q.Name)
-			gauge(d.adjusted, q.Report.AdjustedFairShare, q.Name)
-			gauge(d.usage, q.Report.Usage, q.Name)
+			pools := q.Pools
+			if len(pools) == 0 {
+				pools = []server.PoolQueueReport{{Pool: poolName(q.Pool), Report: q.Report}}
+			}
+			for _, p := range pools {
+				gauge(d.share, p.Report.Share, q.Name, p.Pool)
+				gauge(d.fair, p.Report.FairShare, q.Name, p.Pool)
+				gauge(d.adjusted, p.Report.AdjustedFairShare, q.Name, p.Pool)
+				gauge(d.usage, p.Report.Usage, q.Name, p.Pool)
+			}
 		}
 	}
 	if gs, err := src.ListGroups(context.Background()); err == nil {
 		for _, g := range gs {
-			gauge(d.gShare, g.Report.Share, g.Name)
-			gauge(d.gFair, g.Report.FairShare, g.Name)
-			gauge(d.gAdjusted, g.Report.AdjustedFairShare, g.Name)
-			gauge(d.gUsage, g.Report.Usage, g.Name)
+			pools := g.Pools
+			if len(pools) == 0 {
+				pools = []server.PoolGroupReport{{Pool: poolName(g.Pool), Report: g.Report}}
+			}
+			for _, p := range pools {
+				gauge(d.gShare, p.Report.Share, g.Name, p.Pool)
+				gauge(d.gFair, p.Report.FairShare, g.Name, p.Pool)
+				gauge(d.gAdjusted, p.Report.AdjustedFairShare, g.Name, p.Pool)
+				gauge(d.gUsage, p.Report.Usage, g.Name, p.Pool)
+			}
 		}
 	}
+	schema := src.Schema()
+	for q, v := range src.PreemptionLoss() {
+		for i, x := range v {
+			if i < schema.Len() {
+				ch <- prometheus.MustNewConstMetric(d.lost, prometheus.CounterValue, x, q, schema.Name(i))
+			}
+		}
+	}
+}
+
+// poolName is the pool a report names: the default pool before any
+// cycle.
+func poolName(p string) string {
+	if p == "" {
+		return backend.DefaultPool
+	}
+	return p
 }

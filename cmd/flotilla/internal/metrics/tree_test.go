@@ -16,12 +16,17 @@ import (
 
 // fakeSource is a service's queues and groups as the collector reads them.
 type fakeSource struct {
-	qs []server.QueueInfo
-	gs []server.GroupInfo
+	qs   []server.QueueInfo
+	gs   []server.GroupInfo
+	lost map[string][]float64
 }
 
 func (f fakeSource) ListQueues(context.Context) ([]server.QueueInfo, error) { return f.qs, nil }
 func (f fakeSource) ListGroups(context.Context) ([]server.GroupInfo, error) { return f.gs, nil }
+func (f fakeSource) PreemptionLoss() map[string][]float64                   { return f.lost }
+func (f fakeSource) Schema() *flotilla.ResourceSchema {
+	return flotilla.MustResourceSchema("cpu", "memory")
+}
 
 // A scrape reports each group's share, fair share, adjusted fair share and
 // usage, and each queue's usage, as the last cycle left them.
@@ -37,28 +42,28 @@ func TestScrapeReportsEachGroupsSharesAndUsageAndEachQueuesUsage(t *testing.T) {
 	}
 	c := newQueueCollector(func() source { return src })
 	want := `
-# HELP flotilla_group_adjusted_fair_share The queue group's demand-adjusted fair share in the last cycle.
+# HELP flotilla_group_adjusted_fair_share The queue group's demand-adjusted fair share in the pool's last cycle.
 # TYPE flotilla_group_adjusted_fair_share gauge
-flotilla_group_adjusted_fair_share{group="prod"} 0
-flotilla_group_adjusted_fair_share{group="research"} 0.594
-# HELP flotilla_group_fair_share The queue group's fair share in the last cycle.
+flotilla_group_adjusted_fair_share{group="prod",pool="default"} 0
+flotilla_group_adjusted_fair_share{group="research",pool="default"} 0.594
+# HELP flotilla_group_fair_share The queue group's fair share in the pool's last cycle.
 # TYPE flotilla_group_fair_share gauge
-flotilla_group_fair_share{group="prod"} 0
-flotilla_group_fair_share{group="research"} 0.583
-# HELP flotilla_group_share The queue group's share (its children's summed) in the last cycle.
+flotilla_group_fair_share{group="prod",pool="default"} 0
+flotilla_group_fair_share{group="research",pool="default"} 0.583
+# HELP flotilla_group_share The queue group's share (its children's summed) in the pool's last cycle.
 # TYPE flotilla_group_share gauge
-flotilla_group_share{group="prod"} 0
-flotilla_group_share{group="research"} 0.6875
-# HELP flotilla_group_usage The queue group's decayed average share after the last cycle (its children's summed; 0 when usage memory is off).
+flotilla_group_share{group="prod",pool="default"} 0
+flotilla_group_share{group="research",pool="default"} 0.6875
+# HELP flotilla_group_usage The queue group's decayed average share after the pool's last cycle (its children's summed; 0 when usage memory is off).
 # TYPE flotilla_group_usage gauge
-flotilla_group_usage{group="prod"} 0
-flotilla_group_usage{group="research"} 0.625
-# HELP flotilla_queue_usage The queue's decayed average share after the last cycle (the scheduler's usage memory; 0 when off).
+flotilla_group_usage{group="prod",pool="default"} 0
+flotilla_group_usage{group="research",pool="default"} 0.625
+# HELP flotilla_queue_usage The queue's decayed average share after the pool's last cycle (the scheduler's usage memory; 0 when off).
 # TYPE flotilla_queue_usage gauge
-flotilla_queue_usage{queue="nlp"} 0.375
-# HELP flotilla_queue_adjusted_fair_share The queue's demand-adjusted fair share in the last cycle.
+flotilla_queue_usage{pool="default",queue="nlp"} 0.375
+# HELP flotilla_queue_adjusted_fair_share The queue's demand-adjusted fair share in the pool's last cycle.
 # TYPE flotilla_queue_adjusted_fair_share gauge
-flotilla_queue_adjusted_fair_share{queue="nlp"} 0.406
+flotilla_queue_adjusted_fair_share{pool="default",queue="nlp"} 0.406
 `
 	require.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(want),
 		"flotilla_group_share", "flotilla_group_fair_share", "flotilla_group_adjusted_fair_share", "flotilla_group_usage",
