@@ -177,7 +177,8 @@
 //     event naming why; Report.RolledBack counts the gangs), so that their
 //     controller recreates them, and its pending members wait for the
 //     whole gang again. An eviction that fails (a budget's refusal) leaves
-//     the member running, and a later cycle rolls the gang back again.
+//     the member running, and a later cycle rolls the gang back again
+//     (after a budget's refusal, at its retry time, as for a preemption).
 //
 // A workload's gang with more pending pods than its cardinality (a
 // RayCluster's workers beyond minReplicas) is its first cardinality pods,

@@ -73,8 +73,10 @@ func (s *Scheduler) settleGangs(now time.Time) ([]evictTask, int) {
 	var evicts []evictTask
 	rolled := 0
 	rollback := func(id, why string) {
-		evicts = append(evicts, s.rollback(id, why, now)...)
-		rolled++
+		if ev := s.rollback(id, why, now); len(ev) > 0 {
+			evicts = append(evicts, ev...)
+			rolled++
+		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(gone)) {
 		rollback(id, gone[id])
@@ -83,8 +85,12 @@ func (s *Scheduler) settleGangs(now time.Time) ([]evictTask, int) {
 		if why := s.st.broken[id]; s.st.gangRunning[id] > 0 && gone[id] == "" {
 			rollback(id, why)
 		}
+		if s.st.gangRunning[id] == 0 {
+			// Rolled back (or no longer running); a member a budget
+			// protects keeps it broken until its retry time.
+			delete(s.st.broken, id)
+		}
 	}
-	clear(s.st.broken)
 	for id, members := range pending {
 		g := members[0].orig.Gang
 		running := s.st.gangRunning[id] + placed[id]
@@ -213,11 +219,16 @@ func selects(have, want map[string]string) bool {
 // rollback evicts the running members of gang id, why naming the reason
 // in their events; they are held (never running members) from now until
 // the informer shows them gone, so its pending members wait for the whole
-// gang again. Called with mu held.
+// gang again. A member whose eviction a PodDisruptionBudget refused keeps
+// running until the refusal's retry time, as a preemption's victim does:
+// a later cycle rolls the gang back then. Called with mu held.
 func (s *Scheduler) rollback(id, why string, now time.Time) []evictTask {
 	var out []evictTask
 	for key, ps := range s.st.pods {
 		if ps.kind != kindRunning || ps.counted != id {
+			continue
+		}
+		if r, ok := s.st.refused[ps.pod.UID]; ok && now.Before(r.until) {
 			continue
 		}
 		s.st.evicting[key] = true
@@ -259,8 +270,10 @@ func (s *Scheduler) rollBackUnfinished(res *scheduler.Result, now time.Time, p *
 			continue
 		}
 		why := fmt.Sprintf("its remaining members cannot be placed (%s)", unschedulableMessage(u.Reason))
-		p.evicts = append(p.evicts, s.rollback(ps.rest, why, now)...)
-		rep.RolledBack++
+		if ev := s.rollback(ps.rest, why, now); len(ev) > 0 {
+			p.evicts = append(p.evicts, ev...)
+			rep.RolledBack++
+		}
 	}
 }
 

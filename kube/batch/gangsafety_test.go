@@ -122,6 +122,32 @@ func TestRollbackWhoseEvictionFailsIsTriedAgain(t *testing.T) {
 	}
 }
 
+// A rollback whose eviction a PodDisruptionBudget refused is not tried
+// again before the refusal's retry time (10 s without a Retry-After), as
+// a preemption's is not: one eviction call, not one per cycle.
+func TestRollbackRefusedByABudgetWaitsForItsRetryTime(t *testing.T) {
+	f := newFixture(t, testNode("n1", "2"),
+		testPod("g-0", "1", both(gangOf3, onNode("n1"))),
+		testPod("g-1", "1", gangOf3), testPod("g-2", "1", gangOf3))
+	f.refuse["g-0"] = budgetRefusal(0)
+	if rep := f.cycle(); rep.RolledBack != 1 || rep.EvictFailed != 1 {
+		t.Fatalf("rolled back %d, eviction failures %d: want one refused", rep.RolledBack, rep.EvictFailed)
+	}
+	for _, at := range []int64{1000, 1009} {
+		f.clock.Store(at)
+		if rep := f.cycle(); f.evictCalls() != 1 || rep.RolledBack != 0 || rep.EvictDeferred != 1 {
+			t.Fatalf("at %d s (refused at 1000): %d eviction calls, rolled back %d, deferred %d: want the refused member left alone",
+				at, f.evictCalls(), rep.RolledBack, rep.EvictDeferred)
+		}
+	}
+	delete(f.refuse, "g-0")
+	f.clock.Store(1010)
+	if rep := f.cycle(); f.evictCalls() != 2 || rep.RolledBack != 1 || rep.Evicted != 1 {
+		t.Fatalf("at the retry time: %d eviction calls, rolled back %d, evicted %d: want the rollback made again",
+			f.evictCalls(), rep.RolledBack, rep.Evicted)
+	}
+}
+
 const rayCluster1 = `
 apiVersion: ray.io/v1
 kind: RayCluster
