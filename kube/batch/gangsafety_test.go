@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -145,6 +146,30 @@ func TestRollbackRefusedByABudgetWaitsForItsRetryTime(t *testing.T) {
 	if rep := f.cycle(); f.evictCalls() != 2 || rep.RolledBack != 1 || rep.Evicted != 1 {
 		t.Fatalf("at the retry time: %d eviction calls, rolled back %d, evicted %d: want the rollback made again",
 			f.evictCalls(), rep.RolledBack, rep.Evicted)
+	}
+}
+
+// The rest of a partly bound gang that waited for preempted pods is
+// bound by the cycle that sees them gone, as its own gang: not queued
+// for that cycle as members of the whole gang, which lacks its running
+// member and is incomplete.
+func TestRestOfAGangWaitingForPreemptionIsBoundWhenTheVictimIsGone(t *testing.T) {
+	low := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "low"}, Value: 10}
+	high := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000}
+	hi := func(p *corev1.Pod) { p.Spec.PriorityClassName = "high" }
+	f := newFixture(t, low, high, testNode("n1", "3"),
+		testPod("g-0", "1", both(gangOf3, hi, onNode("n1"))),
+		testPod("g-1", "1", both(gangOf3, hi)), testPod("g-2", "1", both(gangOf3, hi)),
+		testPod("victim", "2", func(p *corev1.Pod) { p.Spec.PriorityClassName = "low"; p.Spec.NodeName = "n1" }))
+	if rep := f.cycle(); rep.Waiting != 2 || rep.Evicted != 1 || rep.RolledBack != 0 {
+		t.Fatalf("waiting %d, evicted %d, rolled back %d: want the rest waiting for the victim", rep.Waiting, rep.Evicted, rep.RolledBack)
+	}
+	if err := f.cs.CoreV1().Pods("default").Delete(context.Background(), "victim", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.until("victim gone", func(st *state) bool { return st.pods["default/victim"] == nil })
+	if rep := f.cycle(); rep.Bound != 2 || rep.RolledBack != 0 {
+		t.Fatalf("bound %d, rolled back %d (unscheduled %+v): want the rest bound", rep.Bound, rep.RolledBack, rep.Result.UnscheduledJobs)
 	}
 }
 
