@@ -165,7 +165,7 @@
 // or rolls it back, never leaves it:
 //
 //   - its pending members, up to the members it lacks, are queued as one
-//     gang of their own (its ID + "#rest"), placed all or none, on the
+//     gang of their own ("rest#" + its ID), placed all or none, on the
 //     nodes of its running members' uniformity label value; pods beyond
 //     are lone jobs of its job set;
 //   - when they cannot be placed (unscheduled for any reason but a

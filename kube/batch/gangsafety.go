@@ -20,9 +20,12 @@ import (
 // member of a gang that a cycle rolls back (see settleGangs).
 const EventGangRolledBack = "FlotillaGangRolledBack"
 
-// restSuffix ends the gang ID of the pending members of a gang that
-// already has running members: they are placed together, all or none.
-const restSuffix = "#rest"
+// restPrefix starts the gang ID of the pending members of a gang that
+// already has running members (restPrefix + its ID): they are placed
+// together, all or none. Every gang ID read from a pod starts with the
+// pod's namespace and "/", and a namespace holds no "#": no gang of a
+// pod is named so (a suffix was: an annotation's gang "g#rest").
+const restPrefix = "rest#"
 
 // labelRayNodeType is KubeRay's pod label; its head pod says "head".
 const labelRayNodeType = "ray.io/node-type"
@@ -37,7 +40,7 @@ const labelRayNodeType = "ray.io/node-type"
 //   - A gang with running members (placed by an earlier cycle, of this
 //     leader or the last, whose binding was cut short; or a replacement
 //     for a failed member) is partly bound: its pending members, up to
-//     the members it lacks, are one gang of their own (ID + "#rest"),
+//     the members it lacks, are one gang of their own ("rest#" + ID),
 //     placed all or none on the nodes the running members' uniformity
 //     label allows; the pods beyond are lone jobs.
 //   - A partly bound gang that cannot be finished is rolled back: its
@@ -115,7 +118,7 @@ func (s *Scheduler) settleGangs(now time.Time) ([]evictTask, int) {
 		need := max(g.Cardinality-running, 0)
 		rest := flotilla.Gang{}
 		if n := min(need, len(members)); n > 1 {
-			rest = flotilla.Gang{ID: id + restSuffix, Cardinality: n}
+			rest = flotilla.Gang{ID: restPrefix + id, Cardinality: n}
 		}
 		sel := s.uniformity(id, g.NodeUniformityLabel)
 		for i, ps := range members {

@@ -66,7 +66,7 @@ func TestPartlyBoundGangsRestIsBoundAsOneUnit(t *testing.T) {
 		t.Fatalf("bound %d, rolled back %d: want the rest bound", rep.Bound, rep.RolledBack)
 	}
 	for _, a := range rep.Result.Scheduled {
-		if a.Job.Gang.ID != "default/g"+restSuffix || a.Job.Gang.Cardinality != 2 {
+		if a.Job.Gang.ID != restPrefix+"default/g" || a.Job.Gang.Cardinality != 2 {
 			t.Fatalf("job %s placed in gang %+v: want the rest's gang of 2", a.Job.ID, a.Job.Gang)
 		}
 	}
@@ -170,6 +170,30 @@ func TestRestOfAGangWaitingForPreemptionIsBoundWhenTheVictimIsGone(t *testing.T)
 	f.until("victim gone", func(st *state) bool { return st.pods["default/victim"] == nil })
 	if rep := f.cycle(); rep.Bound != 2 || rep.RolledBack != 0 {
 		t.Fatalf("bound %d, rolled back %d (unscheduled %+v): want the rest bound", rep.Bound, rep.RolledBack, rep.Result.UnscheduledJobs)
+	}
+}
+
+// The rest of a partly bound gang g is never mixed with a gang whose own
+// ID is "g#rest" (the rest's ID was g's + "#rest"): each is placed as its
+// own gang of 2.
+func TestRestOfAGangNeverJoinsAGangNamedLikeIt(t *testing.T) {
+	other := func(p *corev1.Pod) {
+		p.Annotations = map[string]string{kubeconv.AnnotationGangID: "g#rest", kubeconv.AnnotationGangCardinality: "2"}
+	}
+	f := newFixture(t, testNode("n1", "8"),
+		testPod("g-0", "1", both(gangOf3, onNode("n1"))),
+		testPod("g-1", "1", gangOf3), testPod("g-2", "1", gangOf3),
+		testPod("h-0", "1", other), testPod("h-1", "1", other))
+	rep := f.cycle()
+	if rep.Bound != 4 || rep.RolledBack != 0 {
+		t.Fatalf("bound %d, rolled back %d (unscheduled %+v): want g's rest and gang g#rest bound", rep.Bound, rep.RolledBack, rep.Result.UnscheduledJobs)
+	}
+	gangs := map[string]string{}
+	for _, a := range rep.Result.Scheduled {
+		gangs[a.Job.ID] = a.Job.Gang.ID
+	}
+	if gangs["default/g-1"] == gangs["default/h-0"] {
+		t.Fatalf("gangs %v: the rest of g joined gang g#rest", gangs)
 	}
 }
 
