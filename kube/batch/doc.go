@@ -170,13 +170,14 @@
 //     are lone jobs of its job set;
 //   - when they cannot be placed (unscheduled for any reason but a
 //     cycle's own limits: rate limits, the round's limit, the lookback),
-//     when a running member's Node object is gone, or when a pending
-//     member is deleted while the gang is partly bound, the gang is rolled
-//     back: its running members are evicted as preempted pods are (the
-//     Eviction API, their grace period, a Warning EventGangRolledBack
-//     event naming why; Report.RolledBack counts the gangs), so that their
-//     controller recreates them, and its pending members wait for the
-//     whole gang again. An eviction that fails (a budget's refusal) leaves
+//     when a running member's Node object is gone, when its running
+//     members' nodes share no value of its uniformity label, or when a
+//     pending member is deleted while the gang is partly bound, the gang
+//     is rolled back: its running members are evicted as preempted pods
+//     are (the Eviction API, their grace period, a Warning
+//     EventGangRolledBack event naming why; Report.RolledBack counts the
+//     gangs), so that their controller recreates them, and its pending
+//     members wait for the whole gang again. An eviction that fails (a budget's refusal) leaves
 //     the member running, and a later cycle rolls the gang back again
 //     (after a budget's refusal, at its retry time, as for a preemption).
 //

@@ -48,8 +48,10 @@ const labelRayNodeType = "ray.io/node-type"
 //     period; their controller recreates them) and its pending members
 //     wait for the whole gang again. It cannot be finished when a running
 //     member's Node object is gone, when a pending member was deleted
-//     while the gang was partly bound (state.broken), or when a cycle
-//     leaves its remaining members unscheduled (plan, rollsBack).
+//     while the gang was partly bound (state.broken), when its running
+//     members' nodes share no value of its node uniformity label
+//     (uniformity), or when a cycle leaves its remaining members
+//     unscheduled (plan, rollsBack).
 //
 // It returns the rollbacks' evictions and how many gangs it rolled back.
 func (s *Scheduler) settleGangs(now time.Time) ([]evictTask, int) {
@@ -94,6 +96,21 @@ func (s *Scheduler) settleGangs(now time.Time) ([]evictTask, int) {
 			delete(s.st.broken, id)
 		}
 	}
+	var partly []string
+	for id := range pending {
+		if s.st.gangRunning[id] > 0 {
+			partly = append(partly, id)
+		}
+	}
+	slices.Sort(partly)
+	domain := map[string]map[string]string{}
+	for _, id := range partly {
+		sel, why := s.uniformity(id, pending[id][0].orig.Gang.NodeUniformityLabel)
+		if why != "" {
+			rollback(id, why)
+		}
+		domain[id] = sel
+	}
 	for id, members := range pending {
 		g := members[0].orig.Gang
 		running := s.st.gangRunning[id] + placed[id]
@@ -120,7 +137,7 @@ func (s *Scheduler) settleGangs(now time.Time) ([]evictTask, int) {
 		if n := min(need, len(members)); n > 1 {
 			rest = flotilla.Gang{ID: restPrefix + id, Cardinality: n}
 		}
-		sel := s.uniformity(id, g.NodeUniformityLabel)
+		sel := domain[id]
 		for i, ps := range members {
 			if i < need {
 				s.regroup(ps, rest, id, sel)
@@ -159,31 +176,41 @@ func (s *Scheduler) nodeGone(name string) bool {
 }
 
 // uniformity is the node selector that keeps the rest of a gang in the
-// domain of its running members: their nodes' value of label, when they
-// all share one. Called with mu held.
-func (s *Scheduler) uniformity(id, label string) map[string]string {
+// domain of its running members: their nodes' value of label. When they
+// do not share one (a member's node lacks the label, or two differ: a
+// node relabelled since), no domain holds the whole gang, and why says
+// so: the gang cannot be finished. Called with mu held.
+func (s *Scheduler) uniformity(id, label string) (map[string]string, string) {
 	if label == "" {
-		return nil
+		return nil, ""
 	}
-	value, found := "", false
-	for _, ps := range s.st.pods {
-		if ps.kind != kindRunning || ps.counted != id {
-			continue
+	var members []string
+	for key, ps := range s.st.pods {
+		if ps.kind == kindRunning && ps.counted == id {
+			members = append(members, key)
 		}
+	}
+	slices.Sort(members)
+	value, node := "", ""
+	for _, key := range members {
+		ps := s.st.pods[key]
 		n := s.st.nodes[ps.node]
 		if n == nil {
 			continue
 		}
 		v, ok := n.Labels[label]
-		if !ok || found && v != value {
-			return nil
+		switch {
+		case !ok:
+			return nil, fmt.Sprintf("node %s of its member %s has no label %s, its node uniformity label", ps.node, key, label)
+		case node != "" && v != value:
+			return nil, fmt.Sprintf("its running members are on nodes of different %s values (%s: %q, %s: %q)", label, node, value, ps.node, v)
 		}
-		value, found = v, true
+		value, node = v, ps.node
 	}
-	if !found {
-		return nil
+	if node == "" {
+		return nil, ""
 	}
-	return map[string]string{label: value}
+	return map[string]string{label: value}, ""
 }
 
 // regroup queues ps's job with gang g (and the extra node selector sel),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -263,5 +264,49 @@ func BenchmarkSettleGangs(b *testing.B) {
 		if ev, n := s.settleGangs(time.Unix(0, 0)); len(ev) != 0 || n != 0 {
 			b.Fatalf("rolled back %d", n)
 		}
+	}
+}
+
+// The rest of a partly bound gang with a node uniformity label goes to
+// the domain its running members share (zone a's n3, though zone c has
+// more room); when its running members' nodes disagree (zones a and b),
+// no domain holds the whole gang, and it is rolled back rather than
+// finished in a third.
+func TestRestOfAUniformGangStaysInItsRunningMembersDomain(t *testing.T) {
+	zoned := func(name, cpu, zone string) *corev1.Node {
+		n := testNode(name, cpu)
+		n.Labels = map[string]string{"zone": zone}
+		return n
+	}
+	gang := func(p *corev1.Pod) {
+		p.Annotations = map[string]string{kubeconv.AnnotationGangID: "g", kubeconv.AnnotationGangCardinality: "4",
+			kubeconv.AnnotationGangNodeUniformityLabel: "zone"}
+	}
+	for _, tc := range []struct {
+		name       string
+		g1On       string
+		rolledBack int
+		boundOn    string
+	}{
+		{"running members agree: the rest in their zone", "n1", 0, "n3"},
+		{"running members disagree: rolled back", "n2", 1, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, zoned("n1", "2", "a"), zoned("n2", "1", "b"), zoned("n3", "2", "a"), zoned("n4", "8", "c"),
+				testPod("g-0", "1", both(gang, onNode("n1"))), testPod("g-1", "1", both(gang, onNode(tc.g1On))),
+				testPod("g-2", "1", gang), testPod("g-3", "1", gang))
+			rep := f.cycle()
+			if rep.RolledBack != tc.rolledBack {
+				t.Fatalf("rolled back %d, want %d (bound %v)", rep.RolledBack, tc.rolledBack, f.binds)
+			}
+			for _, b := range f.binds {
+				if !strings.HasSuffix(b, "@"+tc.boundOn) || tc.boundOn == "" {
+					t.Fatalf("bound %v: want the rest on %q only", f.binds, tc.boundOn)
+				}
+			}
+			if tc.boundOn != "" && len(f.binds) != 2 {
+				t.Fatalf("bound %v: want the rest of 2 bound", f.binds)
+			}
+		})
 	}
 }
