@@ -171,7 +171,7 @@ func fromReplicaSpecs(field string) func(*unstructured.Unstructured) suspendable
 		specs, found, err := unstructured.NestedMap(u.Object, "spec", field)
 		switch {
 		case err != nil:
-			w.err = errors.Join(flotilla.Errorf(path, "", flotilla.ErrMalformed, "%v", err))
+			w.err = errors.Join(flotilla.Errorf(path, rawAt(u, "spec", field), flotilla.ErrMalformed, "want an object of replica specs"))
 			return w
 		case !found || len(specs) == 0:
 			w.err = errors.Join(flotilla.Errorf(path, "", flotilla.ErrRequired, "at least one replica spec"))
@@ -210,7 +210,11 @@ func fromRayJob(u *unstructured.Unstructured) suspendable {
 	w.suspended, _, _ = unstructured.NestedBool(u.Object, "spec", "suspend")
 	path := w.where() + "spec.rayClusterSpec"
 	head, found, err := unstructured.NestedMap(u.Object, "spec", "rayClusterSpec", "headGroupSpec")
-	if err != nil || !found {
+	switch {
+	case err != nil:
+		w.err = errors.Join(flotilla.Errorf(path+".headGroupSpec", rawAt(u, "spec", "rayClusterSpec", "headGroupSpec"), flotilla.ErrMalformed, "want an object"))
+		return w
+	case !found:
 		w.err = errors.Join(flotilla.Errorf(path+".headGroupSpec", "", flotilla.ErrRequired, "a RayJob's cluster has a head group"))
 		return w
 	}
@@ -222,7 +226,7 @@ func fromRayJob(u *unstructured.Unstructured) suspendable {
 	}
 	groups, _, err := unstructured.NestedSlice(u.Object, "spec", "rayClusterSpec", "workerGroupSpecs")
 	if err != nil {
-		errs = append(errs, flotilla.Errorf(path+".workerGroupSpecs", "", flotilla.ErrMalformed, "%v", err))
+		errs = append(errs, flotilla.Errorf(path+".workerGroupSpecs", rawAt(u, "spec", "rayClusterSpec", "workerGroupSpecs"), flotilla.ErrMalformed, "want a list"))
 	}
 	for i, x := range groups {
 		f := fmt.Sprintf("%s.workerGroupSpecs[%d]", path, i)
@@ -288,4 +292,10 @@ func podTemplate(m map[string]any, field, key string) (corev1.PodTemplateSpec, e
 		return t, flotilla.Errorf(field, "", flotilla.ErrMalformed, "%v", err)
 	}
 	return t, nil
+}
+
+// rawAt is the value at path in u, for an error's message.
+func rawAt(u *unstructured.Unstructured, path ...string) string {
+	v, _, _ := unstructured.NestedFieldNoCopy(u.Object, path...)
+	return fmt.Sprint(v)
 }

@@ -113,23 +113,35 @@ func TestCustomWorkloadReadersNameTheBadField(t *testing.T) {
 	for _, tc := range []struct {
 		name, obj, field string
 		read             func(*unstructured.Unstructured) suspendable
+		kind             error // nil: any
 	}{
 		{"no replica specs", `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: pt, namespace: d}, spec: {runPolicy: {suspend: true}}}`,
-			"PyTorchJob d/pt spec.pytorchReplicaSpecs", fromReplicaSpecs("pytorchReplicaSpecs")},
+			"PyTorchJob d/pt spec.pytorchReplicaSpecs", fromReplicaSpecs("pytorchReplicaSpecs"), nil},
 		{"negative replicas", `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: pt, namespace: d}, spec: {pytorchReplicaSpecs: {Worker: {replicas: -1, template: {}}}}}`,
-			"PyTorchJob d/pt spec.pytorchReplicaSpecs.Worker.replicas", fromReplicaSpecs("pytorchReplicaSpecs")},
+			"PyTorchJob d/pt spec.pytorchReplicaSpecs.Worker.replicas", fromReplicaSpecs("pytorchReplicaSpecs"), nil},
 		{"no template", `{apiVersion: kubeflow.org/v2beta1, kind: MPIJob, metadata: {name: m, namespace: d}, spec: {mpiReplicaSpecs: {Launcher: {replicas: 1}}}}`,
-			"MPIJob d/m spec.mpiReplicaSpecs.Launcher.template", fromReplicaSpecs("mpiReplicaSpecs")},
+			"MPIJob d/m spec.mpiReplicaSpecs.Launcher.template", fromReplicaSpecs("mpiReplicaSpecs"), nil},
 		{"no head", `{apiVersion: ray.io/v1, kind: RayJob, metadata: {name: r, namespace: d}, spec: {suspend: true}}`,
-			"RayJob d/r spec.rayClusterSpec.headGroupSpec", fromRayJob},
+			"RayJob d/r spec.rayClusterSpec.headGroupSpec", fromRayJob, flotilla.ErrRequired},
+		{"head not an object", `{apiVersion: ray.io/v1, kind: RayJob, metadata: {name: r, namespace: d}, spec: {rayClusterSpec: {headGroupSpec: [1]}}}`,
+			"RayJob d/r spec.rayClusterSpec.headGroupSpec \"[1]\"", fromRayJob, flotilla.ErrMalformed},
+		{"worker groups not a list", `{apiVersion: ray.io/v1, kind: RayJob, metadata: {name: r, namespace: d}, spec: {rayClusterSpec: {headGroupSpec: {template: {}}, workerGroupSpecs: {a: 1}}}}`,
+			"RayJob d/r spec.rayClusterSpec.workerGroupSpecs \"map[a:1]\"", fromRayJob, flotilla.ErrMalformed},
+		{"replicated jobs not a list", `{apiVersion: jobset.x-k8s.io/v1alpha2, kind: JobSet, metadata: {name: js, namespace: d}, spec: {replicatedJobs: 2}}`,
+			"JobSet d/js spec.replicatedJobs \"2\"", fromJobSet, flotilla.ErrMalformed},
+		{"replica specs not an object", `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: pt, namespace: d}, spec: {pytorchReplicaSpecs: 3}}`,
+			"PyTorchJob d/pt spec.pytorchReplicaSpecs \"3\"", fromReplicaSpecs("pytorchReplicaSpecs"), flotilla.ErrMalformed},
 		{"bad minReplicas", `{apiVersion: ray.io/v1, kind: RayJob, metadata: {name: r, namespace: d}, spec: {rayClusterSpec: {headGroupSpec: {template: {}}, workerGroupSpecs: [{minReplicas: "2", template: {}}]}}}`,
-			"RayJob d/r spec.rayClusterSpec.workerGroupSpecs[0].minReplicas", fromRayJob},
+			"RayJob d/r spec.rayClusterSpec.workerGroupSpecs[0].minReplicas", fromRayJob, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := tc.read(uobj(t, tc.obj))
 			var fe *flotilla.FieldError
 			if !errors.As(w.err, &fe) || !strings.HasPrefix(fe.Error(), tc.field) {
 				t.Fatalf("error %v: want one naming %s", w.err, tc.field)
+			}
+			if tc.kind != nil && !errors.Is(w.err, tc.kind) {
+				t.Fatalf("error %v: want %v", w.err, tc.kind)
 			}
 		})
 	}

@@ -24,7 +24,7 @@ func fromJobSet(u *unstructured.Unstructured) suspendable {
 	w.suspended, _, _ = unstructured.NestedBool(u.Object, "spec", "suspend")
 	rjs, _, err := unstructured.NestedSlice(u.Object, "spec", "replicatedJobs")
 	if err != nil {
-		w.err = errors.Join(flotilla.Errorf(where+"spec.replicatedJobs", "", flotilla.ErrMalformed, "%v", err))
+		w.err = errors.Join(flotilla.Errorf(where+"spec.replicatedJobs", rawAt(u, "spec", "replicatedJobs"), flotilla.ErrMalformed, "want a list"))
 		return w
 	}
 	var errs []error

@@ -131,10 +131,12 @@ func (s *Scheduler) Cycle(ctx context.Context) (*Report, error) {
 	s.resolveOwners(ctx)
 	s.mu.Lock()
 	now := s.cfg.Now()
-	rollbacks, rolled := s.settleGangs(now)
 	s.releaseNominations(now)
 	admitted := s.releaseAdmissions(now)
 	s.expireRefusals(now)
+	// After the pods queued again above (a partly bound gang's rest
+	// whose victims are gone), which are queued with their whole gang.
+	rollbacks, rolled := s.settleGangs(now)
 	snap, protected := s.snapshot()
 	res, err := s.st.sched.Schedule(ctx, snap, now)
 	if err != nil {

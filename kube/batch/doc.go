@@ -165,19 +165,21 @@
 // or rolls it back, never leaves it:
 //
 //   - its pending members, up to the members it lacks, are queued as one
-//     gang of their own (its ID + "#rest"), placed all or none, on the
+//     gang of their own ("rest#" + its ID), placed all or none, on the
 //     nodes of its running members' uniformity label value; pods beyond
 //     are lone jobs of its job set;
 //   - when they cannot be placed (unscheduled for any reason but a
 //     cycle's own limits: rate limits, the round's limit, the lookback),
-//     when a running member's Node object is gone, or when a pending
-//     member is deleted while the gang is partly bound, the gang is rolled
-//     back: its running members are evicted as preempted pods are (the
-//     Eviction API, their grace period, a Warning EventGangRolledBack
-//     event naming why; Report.RolledBack counts the gangs), so that their
-//     controller recreates them, and its pending members wait for the
-//     whole gang again. An eviction that fails (a budget's refusal) leaves
-//     the member running, and a later cycle rolls the gang back again.
+//     when a running member's Node object is gone, when its running
+//     members' nodes share no value of its uniformity label, or when a
+//     pending member is deleted while the gang is partly bound, the gang
+//     is rolled back: its running members are evicted as preempted pods
+//     are (the Eviction API, their grace period, a Warning
+//     EventGangRolledBack event naming why; Report.RolledBack counts the
+//     gangs), so that their controller recreates them, and its pending
+//     members wait for the whole gang again. An eviction that fails (a budget's refusal) leaves
+//     the member running, and a later cycle rolls the gang back again
+//     (after a budget's refusal, at its retry time, as for a preemption).
 //
 // A workload's gang with more pending pods than its cardinality (a
 // RayCluster's workers beyond minReplicas) is its first cardinality pods,

@@ -20,9 +20,12 @@ import (
 // member of a gang that a cycle rolls back (see settleGangs).
 const EventGangRolledBack = "FlotillaGangRolledBack"
 
-// restSuffix ends the gang ID of the pending members of a gang that
-// already has running members: they are placed together, all or none.
-const restSuffix = "#rest"
+// restPrefix starts the gang ID of the pending members of a gang that
+// already has running members (restPrefix + its ID): they are placed
+// together, all or none. Every gang ID read from a pod starts with the
+// pod's namespace and "/", and a namespace holds no "#": no gang of a
+// pod is named so (a suffix was: an annotation's gang "g#rest").
+const restPrefix = "rest#"
 
 // labelRayNodeType is KubeRay's pod label; its head pod says "head".
 const labelRayNodeType = "ray.io/node-type"
@@ -37,7 +40,7 @@ const labelRayNodeType = "ray.io/node-type"
 //   - A gang with running members (placed by an earlier cycle, of this
 //     leader or the last, whose binding was cut short; or a replacement
 //     for a failed member) is partly bound: its pending members, up to
-//     the members it lacks, are one gang of their own (ID + "#rest"),
+//     the members it lacks, are one gang of their own ("rest#" + ID),
 //     placed all or none on the nodes the running members' uniformity
 //     label allows; the pods beyond are lone jobs.
 //   - A partly bound gang that cannot be finished is rolled back: its
@@ -45,8 +48,10 @@ const labelRayNodeType = "ray.io/node-type"
 //     period; their controller recreates them) and its pending members
 //     wait for the whole gang again. It cannot be finished when a running
 //     member's Node object is gone, when a pending member was deleted
-//     while the gang was partly bound (state.broken), or when a cycle
-//     leaves its remaining members unscheduled (plan, rollsBack).
+//     while the gang was partly bound (state.broken), when its running
+//     members' nodes share no value of its node uniformity label
+//     (uniformity), or when a cycle leaves its remaining members
+//     unscheduled (plan, rollsBack).
 //
 // It returns the rollbacks' evictions and how many gangs it rolled back.
 func (s *Scheduler) settleGangs(now time.Time) ([]evictTask, int) {
@@ -73,8 +78,10 @@ func (s *Scheduler) settleGangs(now time.Time) ([]evictTask, int) {
 	var evicts []evictTask
 	rolled := 0
 	rollback := func(id, why string) {
-		evicts = append(evicts, s.rollback(id, why, now)...)
-		rolled++
+		if ev := s.rollback(id, why, now); len(ev) > 0 {
+			evicts = append(evicts, ev...)
+			rolled++
+		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(gone)) {
 		rollback(id, gone[id])
@@ -83,8 +90,27 @@ func (s *Scheduler) settleGangs(now time.Time) ([]evictTask, int) {
 		if why := s.st.broken[id]; s.st.gangRunning[id] > 0 && gone[id] == "" {
 			rollback(id, why)
 		}
+		if s.st.gangRunning[id] == 0 {
+			// Rolled back (or no longer running); a member a budget
+			// protects keeps it broken until its retry time.
+			delete(s.st.broken, id)
+		}
 	}
-	clear(s.st.broken)
+	var partly []string
+	for id := range pending {
+		if s.st.gangRunning[id] > 0 {
+			partly = append(partly, id)
+		}
+	}
+	slices.Sort(partly)
+	domain := map[string]map[string]string{}
+	for _, id := range partly {
+		sel, why := s.uniformity(id, pending[id][0].orig.Gang.NodeUniformityLabel)
+		if why != "" {
+			rollback(id, why)
+		}
+		domain[id] = sel
+	}
 	for id, members := range pending {
 		g := members[0].orig.Gang
 		running := s.st.gangRunning[id] + placed[id]
@@ -109,9 +135,9 @@ func (s *Scheduler) settleGangs(now time.Time) ([]evictTask, int) {
 		need := max(g.Cardinality-running, 0)
 		rest := flotilla.Gang{}
 		if n := min(need, len(members)); n > 1 {
-			rest = flotilla.Gang{ID: id + restSuffix, Cardinality: n}
+			rest = flotilla.Gang{ID: restPrefix + id, Cardinality: n}
 		}
-		sel := s.uniformity(id, g.NodeUniformityLabel)
+		sel := domain[id]
 		for i, ps := range members {
 			if i < need {
 				s.regroup(ps, rest, id, sel)
@@ -150,31 +176,41 @@ func (s *Scheduler) nodeGone(name string) bool {
 }
 
 // uniformity is the node selector that keeps the rest of a gang in the
-// domain of its running members: their nodes' value of label, when they
-// all share one. Called with mu held.
-func (s *Scheduler) uniformity(id, label string) map[string]string {
+// domain of its running members: their nodes' value of label. When they
+// do not share one (a member's node lacks the label, or two differ: a
+// node relabelled since), no domain holds the whole gang, and why says
+// so: the gang cannot be finished. Called with mu held.
+func (s *Scheduler) uniformity(id, label string) (map[string]string, string) {
 	if label == "" {
-		return nil
+		return nil, ""
 	}
-	value, found := "", false
-	for _, ps := range s.st.pods {
-		if ps.kind != kindRunning || ps.counted != id {
-			continue
+	var members []string
+	for key, ps := range s.st.pods {
+		if ps.kind == kindRunning && ps.counted == id {
+			members = append(members, key)
 		}
+	}
+	slices.Sort(members)
+	value, node := "", ""
+	for _, key := range members {
+		ps := s.st.pods[key]
 		n := s.st.nodes[ps.node]
 		if n == nil {
 			continue
 		}
 		v, ok := n.Labels[label]
-		if !ok || found && v != value {
-			return nil
+		switch {
+		case !ok:
+			return nil, fmt.Sprintf("node %s of its member %s has no label %s, its node uniformity label", ps.node, key, label)
+		case node != "" && v != value:
+			return nil, fmt.Sprintf("its running members are on nodes of different %s values (%s: %q, %s: %q)", label, node, value, ps.node, v)
 		}
-		value, found = v, true
+		value, node = v, ps.node
 	}
-	if !found {
-		return nil
+	if node == "" {
+		return nil, ""
 	}
-	return map[string]string{label: value}
+	return map[string]string{label: value}, ""
 }
 
 // regroup queues ps's job with gang g (and the extra node selector sel),
@@ -213,11 +249,16 @@ func selects(have, want map[string]string) bool {
 // rollback evicts the running members of gang id, why naming the reason
 // in their events; they are held (never running members) from now until
 // the informer shows them gone, so its pending members wait for the whole
-// gang again. Called with mu held.
+// gang again. A member whose eviction a PodDisruptionBudget refused keeps
+// running until the refusal's retry time, as a preemption's victim does:
+// a later cycle rolls the gang back then. Called with mu held.
 func (s *Scheduler) rollback(id, why string, now time.Time) []evictTask {
 	var out []evictTask
 	for key, ps := range s.st.pods {
 		if ps.kind != kindRunning || ps.counted != id {
+			continue
+		}
+		if r, ok := s.st.refused[ps.pod.UID]; ok && now.Before(r.until) {
 			continue
 		}
 		s.st.evicting[key] = true
@@ -259,8 +300,10 @@ func (s *Scheduler) rollBackUnfinished(res *scheduler.Result, now time.Time, p *
 			continue
 		}
 		why := fmt.Sprintf("its remaining members cannot be placed (%s)", unschedulableMessage(u.Reason))
-		p.evicts = append(p.evicts, s.rollback(ps.rest, why, now)...)
-		rep.RolledBack++
+		if ev := s.rollback(ps.rest, why, now); len(ev) > 0 {
+			p.evicts = append(p.evicts, ev...)
+			rep.RolledBack++
+		}
 	}
 }
 

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -65,7 +67,7 @@ func TestPartlyBoundGangsRestIsBoundAsOneUnit(t *testing.T) {
 		t.Fatalf("bound %d, rolled back %d: want the rest bound", rep.Bound, rep.RolledBack)
 	}
 	for _, a := range rep.Result.Scheduled {
-		if a.Job.Gang.ID != "default/g"+restSuffix || a.Job.Gang.Cardinality != 2 {
+		if a.Job.Gang.ID != restPrefix+"default/g" || a.Job.Gang.Cardinality != 2 {
 			t.Fatalf("job %s placed in gang %+v: want the rest's gang of 2", a.Job.ID, a.Job.Gang)
 		}
 	}
@@ -119,6 +121,80 @@ func TestRollbackWhoseEvictionFailsIsTriedAgain(t *testing.T) {
 	f.clock.Add(int64(DefaultRefusalRetry.Seconds()) + 1)
 	if rep := f.cycle(); rep.RolledBack != 1 || rep.Evicted != 1 {
 		t.Fatalf("rolled back %d, evicted %d: want the rollback made again", rep.RolledBack, rep.Evicted)
+	}
+}
+
+// A rollback whose eviction a PodDisruptionBudget refused is not tried
+// again before the refusal's retry time (10 s without a Retry-After), as
+// a preemption's is not: one eviction call, not one per cycle.
+func TestRollbackRefusedByABudgetWaitsForItsRetryTime(t *testing.T) {
+	f := newFixture(t, testNode("n1", "2"),
+		testPod("g-0", "1", both(gangOf3, onNode("n1"))),
+		testPod("g-1", "1", gangOf3), testPod("g-2", "1", gangOf3))
+	f.refuse["g-0"] = budgetRefusal(0)
+	if rep := f.cycle(); rep.RolledBack != 1 || rep.EvictFailed != 1 {
+		t.Fatalf("rolled back %d, eviction failures %d: want one refused", rep.RolledBack, rep.EvictFailed)
+	}
+	for _, at := range []int64{1000, 1009} {
+		f.clock.Store(at)
+		if rep := f.cycle(); f.evictCalls() != 1 || rep.RolledBack != 0 || rep.EvictDeferred != 1 {
+			t.Fatalf("at %d s (refused at 1000): %d eviction calls, rolled back %d, deferred %d: want the refused member left alone",
+				at, f.evictCalls(), rep.RolledBack, rep.EvictDeferred)
+		}
+	}
+	delete(f.refuse, "g-0")
+	f.clock.Store(1010)
+	if rep := f.cycle(); f.evictCalls() != 2 || rep.RolledBack != 1 || rep.Evicted != 1 {
+		t.Fatalf("at the retry time: %d eviction calls, rolled back %d, evicted %d: want the rollback made again",
+			f.evictCalls(), rep.RolledBack, rep.Evicted)
+	}
+}
+
+// The rest of a partly bound gang that waited for preempted pods is
+// bound by the cycle that sees them gone, as its own gang: not queued
+// for that cycle as members of the whole gang, which lacks its running
+// member and is incomplete.
+func TestRestOfAGangWaitingForPreemptionIsBoundWhenTheVictimIsGone(t *testing.T) {
+	low := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "low"}, Value: 10}
+	high := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000}
+	hi := func(p *corev1.Pod) { p.Spec.PriorityClassName = "high" }
+	f := newFixture(t, low, high, testNode("n1", "3"),
+		testPod("g-0", "1", both(gangOf3, hi, onNode("n1"))),
+		testPod("g-1", "1", both(gangOf3, hi)), testPod("g-2", "1", both(gangOf3, hi)),
+		testPod("victim", "2", func(p *corev1.Pod) { p.Spec.PriorityClassName = "low"; p.Spec.NodeName = "n1" }))
+	if rep := f.cycle(); rep.Waiting != 2 || rep.Evicted != 1 || rep.RolledBack != 0 {
+		t.Fatalf("waiting %d, evicted %d, rolled back %d: want the rest waiting for the victim", rep.Waiting, rep.Evicted, rep.RolledBack)
+	}
+	if err := f.cs.CoreV1().Pods("default").Delete(context.Background(), "victim", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.until("victim gone", func(st *state) bool { return st.pods["default/victim"] == nil })
+	if rep := f.cycle(); rep.Bound != 2 || rep.RolledBack != 0 {
+		t.Fatalf("bound %d, rolled back %d (unscheduled %+v): want the rest bound", rep.Bound, rep.RolledBack, rep.Result.UnscheduledJobs)
+	}
+}
+
+// The rest of a partly bound gang g is never mixed with a gang whose own
+// ID is "g#rest" (the rest's ID was g's + "#rest"): each is placed as its
+// own gang of 2.
+func TestRestOfAGangNeverJoinsAGangNamedLikeIt(t *testing.T) {
+	other := func(p *corev1.Pod) {
+		p.Annotations = map[string]string{kubeconv.AnnotationGangID: "g#rest", kubeconv.AnnotationGangCardinality: "2"}
+	}
+	f := newFixture(t, testNode("n1", "8"),
+		testPod("g-0", "1", both(gangOf3, onNode("n1"))),
+		testPod("g-1", "1", gangOf3), testPod("g-2", "1", gangOf3),
+		testPod("h-0", "1", other), testPod("h-1", "1", other))
+	rep := f.cycle()
+	if rep.Bound != 4 || rep.RolledBack != 0 {
+		t.Fatalf("bound %d, rolled back %d (unscheduled %+v): want g's rest and gang g#rest bound", rep.Bound, rep.RolledBack, rep.Result.UnscheduledJobs)
+	}
+	gangs := map[string]string{}
+	for _, a := range rep.Result.Scheduled {
+		gangs[a.Job.ID] = a.Job.Gang.ID
+	}
+	if gangs["default/g-1"] == gangs["default/h-0"] {
+		t.Fatalf("gangs %v: the rest of g joined gang g#rest", gangs)
 	}
 }
 
@@ -188,5 +264,49 @@ func BenchmarkSettleGangs(b *testing.B) {
 		if ev, n := s.settleGangs(time.Unix(0, 0)); len(ev) != 0 || n != 0 {
 			b.Fatalf("rolled back %d", n)
 		}
+	}
+}
+
+// The rest of a partly bound gang with a node uniformity label goes to
+// the domain its running members share (zone a's n3, though zone c has
+// more room); when its running members' nodes disagree (zones a and b),
+// no domain holds the whole gang, and it is rolled back rather than
+// finished in a third.
+func TestRestOfAUniformGangStaysInItsRunningMembersDomain(t *testing.T) {
+	zoned := func(name, cpu, zone string) *corev1.Node {
+		n := testNode(name, cpu)
+		n.Labels = map[string]string{"zone": zone}
+		return n
+	}
+	gang := func(p *corev1.Pod) {
+		p.Annotations = map[string]string{kubeconv.AnnotationGangID: "g", kubeconv.AnnotationGangCardinality: "4",
+			kubeconv.AnnotationGangNodeUniformityLabel: "zone"}
+	}
+	for _, tc := range []struct {
+		name       string
+		g1On       string
+		rolledBack int
+		boundOn    string
+	}{
+		{"running members agree: the rest in their zone", "n1", 0, "n3"},
+		{"running members disagree: rolled back", "n2", 1, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, zoned("n1", "2", "a"), zoned("n2", "1", "b"), zoned("n3", "2", "a"), zoned("n4", "8", "c"),
+				testPod("g-0", "1", both(gang, onNode("n1"))), testPod("g-1", "1", both(gang, onNode(tc.g1On))),
+				testPod("g-2", "1", gang), testPod("g-3", "1", gang))
+			rep := f.cycle()
+			if rep.RolledBack != tc.rolledBack {
+				t.Fatalf("rolled back %d, want %d (bound %v)", rep.RolledBack, tc.rolledBack, f.binds)
+			}
+			for _, b := range f.binds {
+				if !strings.HasSuffix(b, "@"+tc.boundOn) || tc.boundOn == "" {
+					t.Fatalf("bound %v: want the rest on %q only", f.binds, tc.boundOn)
+				}
+			}
+			if tc.boundOn != "" && len(f.binds) != 2 {
+				t.Fatalf("bound %v: want the rest of 2 bound", f.binds)
+			}
+		})
 	}
 }
