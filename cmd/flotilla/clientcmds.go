@@ -118,6 +118,11 @@ func submitCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs := flag.NewFlagSet("submit", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cf := addClientFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: flotilla submit FILE\n"+
+			"  FILE is a submit file (docs/submit-file.md), - for standard input; prints one job id per line\n")
+		fs.PrintDefaults()
+	}
 	pos, err := parse(fs, args)
 	if err != nil {
 		return flagExit(err)

@@ -22,8 +22,8 @@ import (
 func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	clusterPath := fs.String("cluster", "", "cluster file (JSON, package sim's format; .yaml/.yml: Armada's ClusterSpec)")
-	workloadPath := fs.String("workload", "", "workload file (JSON, package sim's format; .yaml/.yml: Armada's WorkloadSpec)")
+	clusterPath := fs.String("cluster", "", "cluster file (JSON, the format of sim/doc.go; .yaml/.yml: Armada's ClusterSpec)")
+	workloadPath := fs.String("workload", "", "workload file (JSON, the format of sim/doc.go; .yaml/.yml: Armada's WorkloadSpec)")
 	dir := fs.String("o", "", "output directory (created if absent)")
 	configPath := fs.String("config", "", "the config and priorityClasses blocks of a scenario file (docs/scenarios.md), as serve's -config")
 	seed := fs.String("seed", "", "random seed; overrides the workload's seed")
