@@ -205,11 +205,15 @@ func stop(cmd *exec.Cmd) {
 
 // New starts a Cluster for a test and stops it when the test ends. Without
 // FLOTILLA_KUBE_BIN the test is skipped, unless CI=true, where it fails:
-// CI must never pass by skipping.
+// CI must never pass by skipping. A benchmark fails too: one that skips
+// measures nothing, yet go test would print ok.
 func New(t testing.TB) *Cluster {
 	t.Helper()
 	bin := os.Getenv(EnvBin)
 	if bin == "" {
+		if _, bench := t.(*testing.B); bench {
+			t.Fatalf("%s is not set: a benchmark against a real apiserver needs its binaries; run eval \"$(scripts/kube build)\" first", EnvBin)
+		}
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("%s is not set: run the tests with scripts/test, which builds the servers (CI=true: not skipping)", EnvBin)
 		}
