@@ -7,6 +7,9 @@ import (
 // A benchmark run without FLOTILLA_KUBE_BIN fails rather than skips: a
 // skipped benchmark measures nothing while go test prints ok.
 func TestNewFailsABenchmarkWithoutTheBinaries(t *testing.T) {
+	if testing.Short() {
+		t.Skip("New skips every test under -short first")
+	}
 	t.Setenv(EnvBin, "")
 	t.Setenv("CI", "")
 	var failed, skipped bool
