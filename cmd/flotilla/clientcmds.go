@@ -81,6 +81,7 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
+			suggestFlag(fs, err)
 			return nil, err
 		}
 		if fs.NArg() == 0 {

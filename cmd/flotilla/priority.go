@@ -25,6 +25,7 @@ func priorityCmd(args []string, stdout, stderr io.Writer) int {
 	jobsPath := fs.String("jobs", "", `jobs file: a JSON array or JSON lines of {"id", "user", "bank", "queue", "urgency"}; required`)
 	recompute := fs.Bool("recompute", true, "rank associations by their usage first; false keeps every fair-share at 0.5, as for new associations")
 	if err := fs.Parse(args); err != nil {
+		suggestFlag(fs, err)
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}

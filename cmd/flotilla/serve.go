@@ -168,6 +168,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, int) {
 		streamWriteTimeout:     fs.Duration("stream-write-timeout", httpapi.DefaultStreamWriteTimeout, "how long one event may take to reach a stream's client before the stream ends"),
 	}
 	if err := fs.Parse(args); err != nil {
+		suggestFlag(fs, err)
 		return nil, flagExit(err)
 	}
 	bad := func(format string, a ...any) (*serveFlags, int) {

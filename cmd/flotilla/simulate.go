@@ -28,6 +28,7 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	configPath := fs.String("config", "", "the config and priorityClasses blocks of a scenario file (docs/scenarios.md), as serve's -config")
 	seed := fs.String("seed", "", "random seed; overrides the workload's seed")
 	if err := fs.Parse(args); err != nil {
+		suggestFlag(fs, err)
 		return flagExit(err)
 	}
 	if fs.NArg() != 0 || *clusterPath == "" || *workloadPath == "" || *dir == "" {
