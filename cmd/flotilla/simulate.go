@@ -18,7 +18,7 @@ import (
 // simulate runs package sim over a cluster file and a workload file and
 // writes its tables (sim.Output.WriteDir), its plots and index.html into
 // -o DIR; a run lasting over two seconds shows a progress line on
-// stderr.
+// stderr when stderr is a terminal.
 func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -47,7 +47,11 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 2
 	}
 	progress := simreport.NewProgressLine(stderr, time.Now)
-	cfg.Progress = progress.Update
+	if simreport.IsTerminal(stderr) {
+		// On a terminal only: in a redirected log, carriage returns
+		// would join every update into one line.
+		cfg.Progress = progress.Update
+	}
 	out, err := sim.Run(ctx, cfg)
 	progress.Finish()
 	if err != nil {
