@@ -78,6 +78,9 @@ func (c cmdIO) fail(err error) int {
 // parse parses a command's flags, allowing them after positional
 // arguments too (flotilla cancel ID -server URL).
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	if isDefaultUsage(fs) {
+		fs.Usage = func() { synopsisUsage(fs) }
+	}
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {

@@ -26,3 +26,28 @@ func TestAMistypedFlagGetsADidYouMean(t *testing.T) {
 		assert.Contains(t, errOut, tc.want, "%v", tc.args)
 	}
 }
+
+// A command without a usage text of its own answers -h with its lines of
+// the main usage (its arguments: JOB_ID..., NAME) before its flags; one
+// with its own keeps it.
+func TestHelpNamesTheCommandsArguments(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"cancel", "-h"}, "usage:\n  flotilla cancel   JOB_ID... | -queue Q [-jobset S]"},
+		{[]string{"preempt", "-h"}, "  flotilla preempt  JOB_ID... | -queue Q"},
+		{[]string{"reprioritize", "-h"}, "  flotilla reprioritize -priority N (JOB_ID..."},
+		{[]string{"status", "-h"}, "  flotilla status   JOB_ID... [-v] [-o json]"},
+		{[]string{"watch", "-h"}, "  flotilla watch    -queue Q -jobset S"},
+		{[]string{"queue", "create", "-h"}, "  flotilla queue    create NAME [-parent G]"},
+		{[]string{"cluster", "cordon", "-h"}, "  flotilla cluster  list [-o json] | cordon NAME"},
+		{[]string{"executor", "-h"}, "  flotilla executor -cluster NAME -nodes FILE"},
+		{[]string{"submit", "-h"}, "usage: flotilla submit FILE\n"},
+	} {
+		code, _, errOut := runCmd(tc.args...)
+		assert.Equal(t, 0, code, "%v", tc.args)
+		assert.Contains(t, errOut, tc.want, "%v", tc.args)
+	}
+	assert.Equal(t, "", synopsis("nosuch"))
+}

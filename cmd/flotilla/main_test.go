@@ -302,6 +302,7 @@ func TestHelpTextsNameTheirFormatsPage(t *testing.T) {
 		{[]string{"schedule", "-h"}, []string{"docs/scenarios.md"}},
 		{[]string{"simulate", "-h"}, []string{"sim/doc.go", "docs/scenarios.md"}},
 		{[]string{"help"}, []string{"docs/http-api.md", "docs/kubernetes.md"}},
+		{[]string{"version", "-h"}, []string{"usage: flotilla version", "docs/operator-commands.md"}},
 	} {
 		code, out, errOut := runCmd(tc.args...)
 		assert.Equal(t, 0, code, "%v: %s", tc.args, errOut)
