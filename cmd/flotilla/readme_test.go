@@ -107,7 +107,8 @@ func TestREADMERunnableBlocksRunAsPasted(t *testing.T) {
 	cmd.Dir = "../.."
 	// Clients without -server reach the walkthrough's server, as they
 	// reach 127.0.0.1:8080 by default.
-	cmd.Env = append(os.Environ(), "FLOTILLA_SERVER=http://"+a1, "FLOTILLA_TOKEN=")
+	// The blocks' mktemp -d folders go into the test's own, removed after.
+	cmd.Env = append(os.Environ(), "FLOTILLA_SERVER=http://"+a1, "FLOTILLA_TOKEN=", "TMPDIR="+t.TempDir())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
