@@ -62,7 +62,7 @@ func TestEachRightIsRefusedWithoutItAndTheRefusalChangesNothing(t *testing.T) {
 		{"admin reports only for its executor list", func() error { _, err := ops.Report(ctx, "c2", node); return err }, client.ErrForbidden},
 		{"admin reads every queue", func() error { _, err := ops.Events(ctx, "A", "s", 0, 0); return err }, nil},
 		{"admin reads every job", func() error { _, err := ops.Status(ctx, "job-1"); return err }, nil},
-		{"admin cancels in every queue", func() error { _, err := ops.CancelJobSet(ctx, "B", "s"); return err }, nil},
+		{"admin cancels in every queue (B never had job set s: not found, not forbidden)", func() error { _, err := ops.CancelJobSet(ctx, "B", "s"); return err }, client.ErrNotFound},
 		{"an executor lists queues", func() error { _, err := exec.ListQueues(ctx); return err }, client.ErrForbidden},
 		{"a token without rights lists queues", func() error { _, err := idle.ListQueues(ctx); return err }, client.ErrForbidden},
 		{"an executor reads a queue", func() error { _, err := exec.Queue(ctx, "A"); return err }, client.ErrForbidden},

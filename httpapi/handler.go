@@ -578,6 +578,18 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
+	if !watch {
+		// A job set that never had an event is not found, as an unknown
+		// job is not (a watch may start before the set's first job).
+		evs, err := h.srv.Events(r.Context(), q, set, 1, 1)
+		if err == nil && len(evs) == 0 {
+			err = flotilla.Errorf("jobSet", set, backend.ErrNotFound, "queue %s has no job set of that name", q)
+		}
+		if err != nil {
+			h.fail(w, r, err, true)
+			return
+		}
+	}
 	rc := http.NewResponseController(w)
 	dw := &deadlineWriter{w: w, rc: rc, clock: h.opts.Clock, timeout: h.opts.StreamWriteTimeout}
 	defer dw.clear()

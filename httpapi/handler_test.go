@@ -140,9 +140,8 @@ func TestBadInputIsA400NamingFieldAndValueAndStoresNothing(t *testing.T) {
 	}
 	require.Equal(t, "lots", fields["jobs[0].requests.cpu"])
 	require.Contains(t, fields, "jobs[0].colour")
-	evs, err := c.Events(ctx, "A", "s1", 0, 0)
-	require.NoError(t, err)
-	require.Empty(t, evs)
+	_, err = c.Events(ctx, "A", "s1", 0, 0)
+	require.ErrorIs(t, err, client.ErrNotFound, "nothing stored: the job set does not exist")
 }
 
 func TestCancelOfAnUnknownJobOrQueueIsA404AsStatusIs(t *testing.T) {

@@ -160,7 +160,7 @@ func TestParseStrictJSON(t *testing.T) {
 }
 
 func TestParseReportsEveryDecodeProblem(t *testing.T) {
-	data := `{"nodes": [{"name": "n", "cuont": 2, "resources": {"cpu": 4}}],
+	data := `{"nodes": [{"name": "n", "cuont": 2, "resources": {"cpu": true}}],
 	          "queues": [{"name": "A", "priorityFactr": 2}],
 	          "rounds": [{"submit": [{"id": "a", "queue": "A", "requests": {"cpu": "1"}, "gnag": {}}]}]}`
 	_, err := Parse([]byte(data))
@@ -222,15 +222,15 @@ func TestParseReportsARepeatedKeyAsDuplicateWithItsPath(t *testing.T) {
 	}
 }
 
-// A value of the wrong type (here "seed": -1 into a uint64, and a number
-// where a quantity string belongs) is one problem among the others: the rest
+// A value of the wrong type (here "seed": -1 into a uint64, and a boolean
+// where a quantity belongs) is one problem among the others: the rest
 // of the file is still decoded and validated, and every problem is
 // reported at once. A problem at a mistyped value's own path (the value
 // reads as absent) is not reported twice.
 func TestParseReportsTypeErrorsWithEveryOtherProblem(t *testing.T) {
 	data := `{
   "config": {"seed": -1, "fairness": "fifo", "evictionProbability": 2, "roundDuration": "soon"},
-  "nodes": [{"name": "n", "resources": {"cpu": 4, "memory": "1Gi"}, "taints": [{"key": "k"}]}],
+  "nodes": [{"name": "n", "resources": {"cpu": true, "memory": "1Gi"}, "taints": [{"key": "k"}]}],
   "queues": [{"name": "A", "priorityFactor": -1}, {"name": "A"}],
   "rounds": [{"submit": [{"id": "a", "queue": "C", "requests": {"cpu": "1"}}]}]
 }`
@@ -260,7 +260,21 @@ func TestParseReportsTypeErrorsWithEveryOtherProblem(t *testing.T) {
 // not those of a sibling key that merely starts with its name and a dot
 // (resource names and label keys hold dots: "nvidia" and "nvidia.com/gpu").
 func TestParseTypeErrorHidesNoProblemOfADottedSiblingKey(t *testing.T) {
-	_, err := Parse([]byte(`{"nodes": [{"name": "n", "resources": {"cpu": "1", "nvidia": 1, "nvidia.com/gpu": "-1"}}]}`))
+	_, err := Parse([]byte(`{"nodes": [{"name": "n", "resources": {"cpu": "1", "nvidia": true, "nvidia.com/gpu": "-1"}}]}`))
 	requireFieldError(t, err, "nodes[0].resources.nvidia", flotilla.ErrMalformed)
 	requireFieldError(t, err, "nodes[0].resources.nvidia.com/gpu", flotilla.ErrNegative)
+}
+
+// Quantities may be JSON numbers wherever a scenario takes them: a node's
+// resources, a job's requests, a queue's quotas.
+func TestParseReadsNumbersAsQuantities(t *testing.T) {
+	f, err := Parse([]byte(`{"nodes": [{"name": "n", "resources": {"cpu": 8, "memory": "16Gi"}}],
+	  "queues": [{"name": "A", "guaranteed": {"cpu": 2}}],
+	  "rounds": [{"submit": [{"id": "a", "queue": "A", "requests": {"cpu": 0.5}}]}]}`))
+	require.NoError(t, err)
+	assert.Equal(t, flotilla.Quantities{"cpu": "8", "memory": "16Gi"}, f.Nodes[0].Resources)
+	assert.Equal(t, flotilla.Quantities{"cpu": "2"}, f.Queues[0].Guaranteed)
+	assert.Equal(t, flotilla.Quantities{"cpu": "0.5"}, f.Rounds[0].Submit[0].Requests)
+	_, err = f.Build()
+	require.NoError(t, err)
 }

@@ -1,6 +1,9 @@
 package scenario
 
-import "github.com/flotilla-sched/flotilla/textform"
+import (
+	flotilla "github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/textform"
+)
 
 // The types in this file mirror the scenario file format of SCENARIOS.md
 // field for field: their JSON names are a public interface. Optional fields
@@ -169,10 +172,10 @@ type NodeTemplate struct {
 	// default cluster. (An addition to SCENARIOS.md.)
 	Cluster string `json:"cluster,omitempty"`
 	// Resources maps resource name to quantity; required and non-empty.
-	Resources     map[string]string `json:"resources"`
-	Labels        map[string]string `json:"labels,omitempty"`
-	Unschedulable bool              `json:"unschedulable,omitempty"`
-	Taints        []Taint           `json:"taints,omitempty"`
+	Resources     flotilla.Quantities `json:"resources"`
+	Labels        map[string]string   `json:"labels,omitempty"`
+	Unschedulable bool                `json:"unschedulable,omitempty"`
+	Taints        []Taint             `json:"taints,omitempty"`
 }
 
 // Taint repels jobs that do not tolerate it. Key and Effect are required.
@@ -199,9 +202,9 @@ type QueueSpec struct {
 	// Guaranteed, Limit and LendingLimit are the queue's quotas, resource
 	// name → quantity; a resource left out is not given (no guarantee, no
 	// limit, all of the guarantee lendable).
-	Guaranteed   map[string]string `json:"guaranteed,omitempty"`
-	Limit        map[string]string `json:"limit,omitempty"`
-	LendingLimit map[string]string `json:"lendingLimit,omitempty"`
+	Guaranteed   flotilla.Quantities `json:"guaranteed,omitempty"`
+	Limit        flotilla.Quantities `json:"limit,omitempty"`
+	LendingLimit flotilla.Quantities `json:"lendingLimit,omitempty"`
 	// Usage seeds the queue's decayed average share, in [0, 1], at round 0;
 	// it matters only with config.usageHalfLife.
 	Usage float64 `json:"usage,omitempty"`
@@ -219,9 +222,9 @@ type GroupSpec struct {
 	PriorityFactor *float64 `json:"priorityFactor,omitempty"`
 	// Guaranteed, Limit and LendingLimit are the group's quotas, as for a
 	// queue; a resource left out of guaranteed is the sum of its children's.
-	Guaranteed   map[string]string `json:"guaranteed,omitempty"`
-	Limit        map[string]string `json:"limit,omitempty"`
-	LendingLimit map[string]string `json:"lendingLimit,omitempty"`
+	Guaranteed   flotilla.Quantities `json:"guaranteed,omitempty"`
+	Limit        flotilla.Quantities `json:"limit,omitempty"`
+	LendingLimit flotilla.Quantities `json:"lendingLimit,omitempty"`
 }
 
 // Round is one step of a scenario: submissions, finishes and cancellations
@@ -248,11 +251,11 @@ type JobTemplate struct {
 	// PriorityClass defaults to config.defaultPriorityClass.
 	PriorityClass string `json:"priorityClass,omitempty"`
 	// Priority orders jobs within a queue and class: LOWER runs first.
-	Priority     uint32            `json:"priority,omitempty"`
-	Requests     map[string]string `json:"requests"`
-	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
-	Tolerations  []Toleration      `json:"tolerations,omitempty"`
-	Gang         *GangSpec         `json:"gang,omitempty"`
+	Priority     uint32              `json:"priority,omitempty"`
+	Requests     flotilla.Quantities `json:"requests"`
+	NodeSelector map[string]string   `json:"nodeSelector,omitempty"`
+	Tolerations  []Toleration        `json:"tolerations,omitempty"`
+	Gang         *GangSpec           `json:"gang,omitempty"`
 	// AvoidClusters (an addition to SCENARIOS.md) is flotilla.Job's: the
 	// jobs go to a listed cluster only when no other can take them.
 	AvoidClusters []string `json:"avoidClusters,omitempty"`

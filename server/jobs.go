@@ -250,8 +250,9 @@ func (s *state) cancelIDs(ctx context.Context, ids []string) (CancelResult, erro
 }
 
 // CancelJobSet cancels every job of a job set that has not ended; with
-// jobSet "", every job of the queue (SERVICE.md's cancel -queue Q).
-// backend.ErrNotFound (field "queue") when the queue does not exist.
+// jobSet "", every job of the queue (flotilla cancel -queue Q).
+// backend.ErrNotFound (field "queue") when the queue does not exist, and
+// (field "jobSet") when the queue never had a job of that job set.
 func (s *Server) CancelJobSet(ctx context.Context, queueName, jobSet string) (CancelResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -270,6 +271,17 @@ func (s *state) cancelJobSet(ctx context.Context, queueName, jobSet string) (Can
 	for j := range s.jobs.all() {
 		if j.spec.Queue == queueName && (jobSet == "" || j.spec.JobSet == jobSet) {
 			js = append(js, j)
+		}
+	}
+	if jobSet != "" && len(js) == 0 {
+		// No live job: a set whose jobs all ended has events; one that
+		// never had a job is not found, as an unknown job id is not.
+		evs, err := s.be.Events(ctx, queueName, jobSet, 1, 1)
+		if err != nil {
+			return CancelResult{}, err
+		}
+		if len(evs) == 0 {
+			return CancelResult{}, flotilla.Errorf("jobSet", jobSet, backend.ErrNotFound, "queue %s has no job set of that name", queueName)
 		}
 	}
 	sortJobs(js)

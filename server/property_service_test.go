@@ -438,7 +438,17 @@ func (r *svcRun) do1(c svcCmd) string {
 			return fmt.Sprintf("cancel: %v", err)
 		}
 	case cmdCancelSet:
-		if _, err := w.srv.CancelJobSet(w.ctx, propQueues[c.queue], propSets[c.set]); err != nil {
+		// A set that never had a job is not found; one that had is
+		// cancelled (its live jobs), also when they all ended.
+		logged, err := w.srv.Events(w.ctx, propQueues[c.queue], propSets[c.set], 1, 1)
+		if err != nil {
+			return fmt.Sprintf("cancel job set: reading its log: %v", err)
+		}
+		_, err = w.srv.CancelJobSet(w.ctx, propQueues[c.queue], propSets[c.set])
+		switch {
+		case len(logged) == 0 && !errors.Is(err, backend.ErrNotFound):
+			return fmt.Sprintf("cancel job set that never had a job: %v, want not found", err)
+		case len(logged) > 0 && err != nil:
 			return fmt.Sprintf("cancel job set: %v", err)
 		}
 	case cmdReport:

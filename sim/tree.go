@@ -28,9 +28,9 @@ type GroupSpec struct {
 	// name → quantity, each resource one of the cluster file's; a resource
 	// left out is not given (guaranteed: the sum of the children's; limit:
 	// none; lendingLimit: all of the guarantee may be lent).
-	Guaranteed   map[string]string `json:"guaranteed,omitempty"`
-	Limit        map[string]string `json:"limit,omitempty"`
-	LendingLimit map[string]string `json:"lendingLimit,omitempty"`
+	Guaranteed   flotilla.Quantities `json:"guaranteed,omitempty"`
+	Limit        flotilla.Quantities `json:"limit,omitempty"`
+	LendingLimit flotilla.Quantities `json:"lendingLimit,omitempty"`
 }
 
 // treeNode is one group or queue of the workload as the tree sees it.

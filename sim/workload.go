@@ -49,9 +49,9 @@ type QueueSpec struct {
 	Parent string `json:"parent,omitempty"`
 	// Guaranteed, Limit and LendingLimit are the queue's quotas, as a
 	// group's (GroupSpec).
-	Guaranteed   map[string]string `json:"guaranteed,omitempty"`
-	Limit        map[string]string `json:"limit,omitempty"`
-	LendingLimit map[string]string `json:"lendingLimit,omitempty"`
+	Guaranteed   flotilla.Quantities `json:"guaranteed,omitempty"`
+	Limit        flotilla.Quantities `json:"limit,omitempty"`
+	LendingLimit flotilla.Quantities `json:"lendingLimit,omitempty"`
 }
 
 // JobTemplate is Count jobs submitted together (or at Arrival.Rate), and
@@ -77,7 +77,7 @@ type JobTemplate struct {
 	Tolerations  []Toleration      `json:"tolerations,omitempty"`
 	// Requests maps resource name to quantity; required and non-empty,
 	// every name a resource of the cluster file.
-	Requests map[string]string `json:"requests"`
+	Requests flotilla.Quantities `json:"requests"`
 	// Gang, when set, groups the jobs in gangs of Cardinality (which
 	// divides Count); a gang arrives whole.
 	Gang *Gang `json:"gang,omitempty"`
@@ -168,12 +168,12 @@ func (c *Clusters) Pools() int {
 // NodeTemplate is SCENARIOS.md's node form: Count nodes named
 // <name>-0 … <name>-(Count-1), or one named Name when Count is absent.
 type NodeTemplate struct {
-	Name          string            `json:"name"`
-	Count         *int              `json:"count,omitempty"`
-	Resources     map[string]string `json:"resources"`
-	Labels        map[string]string `json:"labels,omitempty"`
-	Unschedulable bool              `json:"unschedulable,omitempty"`
-	Taints        []Taint           `json:"taints,omitempty"`
+	Name          string              `json:"name"`
+	Count         *int                `json:"count,omitempty"`
+	Resources     flotilla.Quantities `json:"resources"`
+	Labels        map[string]string   `json:"labels,omitempty"`
+	Unschedulable bool                `json:"unschedulable,omitempty"`
+	Taints        []Taint             `json:"taints,omitempty"`
 }
 
 // Taint repels jobs that do not tolerate it; Key and Effect are required.

@@ -40,10 +40,10 @@ type JobTemplate struct {
 	Priority uint32 `json:"priority,omitempty"`
 	// Requests maps resource name to Kubernetes quantity; required and
 	// non-empty, every name in the service's resource schema.
-	Requests     map[string]string `json:"requests"`
-	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
-	Tolerations  []Toleration      `json:"tolerations,omitempty"`
-	Gang         *GangSpec         `json:"gang,omitempty"`
+	Requests     flotilla.Quantities `json:"requests"`
+	NodeSelector map[string]string   `json:"nodeSelector,omitempty"`
+	Tolerations  []Toleration        `json:"tolerations,omitempty"`
+	Gang         *GangSpec           `json:"gang,omitempty"`
 	// TerminationGracePeriod: absent or "0s" means 1s; otherwise at least
 	// 1s and at most Rules.MaxTerminationGracePeriod.
 	TerminationGracePeriod string `json:"terminationGracePeriod,omitempty"`

@@ -44,12 +44,12 @@ func TestParseSubmitDecodesServiceMDsSubmitFile(t *testing.T) {
 func TestParseSubmitReportsUnknownKeysAndTypeErrorsAtTheFilesPaths(t *testing.T) {
 	req, err := Parse([]byte(`{"queue": "A", "jobSet": 7, "jobs": [
 		{"requests": {"cpu": "1"}},
-		{"cuont": 2, "requests": {"cpu": 1}, "priority": -1}]}`))
+		{"cuont": 2, "requests": {"cpu": true}, "priority": -1}]}`))
 	require.Nil(t, req)
 	requireProblems(t, err,
 		problem{"jobSet", "7", flotilla.ErrMalformed},
 		problem{"jobs[1].cuont", "cuont", flotilla.ErrUnknownName},
-		problem{"jobs[1].requests.cpu", "1", flotilla.ErrMalformed},
+		problem{"jobs[1].requests.cpu", "true", flotilla.ErrMalformed},
 		problem{"jobs[1].priority", "-1", flotilla.ErrNegative})
 	require.Contains(t, err.Error(), `did you mean "count"`)
 }
@@ -83,4 +83,17 @@ func TestParseJobsReportsTypeErrorsTogetherWithTheRulesProblems(t *testing.T) {
 	specs, err = Rules{}.ParseJobs([]byte(serviceExample), testCatalog(), testNow, (&counter{}).next)
 	require.NoError(t, err)
 	require.Len(t, specs, 40)
+}
+
+// Requests may be JSON numbers, as Kubernetes quantities may: "cpu": 1 is
+// "cpu": "1", and 0.5 is 500m.
+func TestParseSubmitReadsNumbersAsQuantities(t *testing.T) {
+	req, err := Parse([]byte(`{"queue": "A", "jobSet": "s", "jobs": [{"requests": {"cpu": 0.5, "memory": 1073741824}}]}`))
+	require.NoError(t, err)
+	require.Equal(t, flotilla.Quantities{"cpu": "0.5", "memory": "1073741824"}, req.Jobs[0].Requests)
+	specs, err := Rules{}.Jobs(req, testCatalog(), testNow, (&counter{}).next)
+	require.NoError(t, err)
+	require.Len(t, specs, 1)
+	schema := testCatalog().Schema
+	require.Equal(t, schema.MustParse(map[string]string{"cpu": "500m", "memory": "1Gi"}), specs[0].Job.Requests)
 }

@@ -78,9 +78,13 @@ func (c cmdIO) fail(err error) int {
 // parse parses a command's flags, allowing them after positional
 // arguments too (flotilla cancel ID -server URL).
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	if isDefaultUsage(fs) {
+		fs.Usage = func() { synopsisUsage(fs) }
+	}
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
+			suggestFlag(fs, err)
 			return nil, err
 		}
 		if fs.NArg() == 0 {
@@ -118,6 +122,11 @@ func submitCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs := flag.NewFlagSet("submit", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cf := addClientFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: flotilla submit FILE\n"+
+			"  FILE is a submit file (docs/submit-file.md), - for standard input; prints one job id per line\n")
+		fs.PrintDefaults()
+	}
 	pos, err := parse(fs, args)
 	if err != nil {
 		return flagExit(err)

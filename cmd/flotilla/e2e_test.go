@@ -287,9 +287,10 @@ func TestCommandsExitCodesNameBadInputAndRefusals(t *testing.T) {
 	require.Empty(t, out)
 	require.Contains(t, errOut, `jobs[0].requests.cpu "2x"`)
 	require.Contains(t, errOut, `jobs[0].priorityClas`)
-	code, out, _ = ops("events", "-queue", "A", "-jobset", "s", "-o", "json")
-	require.Equal(t, 0, code)
+	code, out, errOut = ops("events", "-queue", "A", "-jobset", "s", "-o", "json")
+	require.Equal(t, 1, code, "nothing stored: the job set does not exist")
 	require.Empty(t, strings.TrimSpace(out), "nothing stored")
+	require.Contains(t, errOut, `jobSet "s": not found`)
 
 	code, _, errOut = runClient(t, ctx, url, "queue", "create", "B", "-token", "t-alice")
 	require.Equal(t, 1, code, "a refused request exits 1: %s", errOut)

@@ -25,7 +25,7 @@ func executorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fs.SetOutput(stderr)
 	cf := addClientFlags(fs)
 	cluster := fs.String("cluster", "", "the cluster's name (required)")
-	nodesPath := fs.String("nodes", "", "the cluster's nodes: the nodes array of a scenario file, docs/scenarios.md (required)")
+	nodesPath := fs.String("nodes", "", "the cluster's nodes: a nodes file, docs/nodes-file.md (required)")
 	pool := fs.String("pool", "", "the cluster's pool (default \"default\"): each pool has its own fair shares and cycle")
 	renew := fs.Duration("renew", executor.DefaultRenew, "how often to report (and so renew leases)")
 	leaseTimeout := fs.Duration("lease-timeout", api.DefaultLeaseTimeout, "the service's lease timeout (serve -lease-timeout): a slow report may run until shortly before the leases it renews would expire")
@@ -51,7 +51,7 @@ func executorCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	nodes, err := nodesfile.Parse(data)
 	if err != nil {
-		fmt.Fprintf(stderr, "flotilla executor: %s is not a valid nodes file:\n", *nodesPath)
+		fmt.Fprintf(stderr, "flotilla executor: %s is not a valid nodes file (docs/nodes-file.md):\n", *nodesPath)
 		printErrors(stderr, err)
 		return 2
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/cmd/flotilla/internal/nodesfile"
@@ -60,13 +61,18 @@ func FuzzParseServeConfig(f *testing.F) {
 	f.Add([]byte(`{"config": {"protectedFractionOfFairShare": 2}, "priorityClasses": [{"name": "", "priority": -1}], "resources": ["cpu", "cpu"]}`))
 	f.Add([]byte(`{"resources": []}`))
 	f.Add([]byte(`{"confgi": 1}`))
+	f.Add([]byte(`{"flux": {"bankTree": {"banks": [{"name": "A"}], "associations": [{"user": "u", "bank": "A"}]}, "weights": {"bank": 10}, "usageWeights": {"cpu": 1}}}`))
+	f.Add([]byte(`{"flux": {"bankTree": {"banks": [{"name": "A", "parent": "B"}], "associations": []}, "weights": {"bank": -1}, "usageWeights": {"gpu": -1}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, _, err := parseServeConfig(data)
+		sc, err := parseServeConfig(data)
 		if err != nil {
 			problemsAreFieldErrors(t, err)
 			return
 		}
-		if verr := cfg.Validate(); verr != nil {
+		if _, err := sc.newFlux(time.Unix(0, 0)); err != nil {
+			t.Fatalf("an accepted flux block does not build: %v", err)
+		}
+		if verr := sc.cfg.Validate(); verr != nil {
 			t.Fatalf("an accepted config does not validate: %v", verr)
 		}
 	})

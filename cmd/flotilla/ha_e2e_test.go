@@ -178,8 +178,12 @@ func TestTwoServersOnPostgresLeaderKilledMidLoadOtherLeadsWithinTheTTL(t *testin
 	go func() { submitted <- load.submit(ctx, bin, both, dir, mrand.New(mrand.NewPCG(13, 0))) }()
 	// Mid-load: once 100 jobs of the first job set have succeeded.
 	for {
-		code, out, _ := runClient(t, ctx, both, "events", "-queue", "A", "-jobset", "s0", "-o", "json")
-		require.Equal(t, 0, code)
+		code, out, errOut := runClient(t, ctx, both, "events", "-queue", "A", "-jobset", "s0", "-o", "json")
+		if code == 1 && strings.Contains(errOut, `jobSet "s0": not found`) {
+			time.Sleep(50 * time.Millisecond) // not submitted yet
+			continue
+		}
+		require.Equal(t, 0, code, errOut)
 		if strings.Count(out, `"type":"succeeded"`) >= 100 {
 			break
 		}

@@ -88,6 +88,10 @@ const usage = `usage:
       take -server URL[,URL...] (or $FLOTILLA_SERVER) and -token T (or $FLOTILLA_TOKEN)
 
 exit codes: 0 success, 1 the service refused or failed the request, 2 bad input or usage
+
+documentation: README.md and docs/ in the repository (every file format: docs/scenarios.md,
+docs/submit-file.md, docs/nodes-file.md, docs/serve-config.md, docs/auth-file.md; the HTTP API:
+docs/http-api.md; operating the service: docs/operator-commands.md; Kubernetes: docs/kubernetes.md)
 `
 
 func main() {
@@ -187,7 +191,7 @@ func schedule(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return 2
 		}
 		if expect, err = scenario.ParseExpect(edata); err != nil {
-			fmt.Fprintf(stderr, "flotilla: %s is not a valid expect file:\n", *expectPath)
+			fmt.Fprintf(stderr, "flotilla: %s is not a valid expect file (docs/scenarios.md):\n", *expectPath)
 			printErrors(stderr, err)
 			return 2
 		}
@@ -256,7 +260,7 @@ func schedule(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 // reportBadInput prints each joined problem on its own line.
 func reportBadInput(w io.Writer, path string, err error) {
-	fmt.Fprintf(w, "flotilla: %s is not a valid scenario:\n", path)
+	fmt.Fprintf(w, "flotilla: %s is not a valid scenario (docs/scenarios.md):\n", path)
 	printErrors(w, err)
 }
 

@@ -286,3 +286,44 @@ func TestCommandsWithSubcommandsAnswerHelp(t *testing.T) {
 		assert.Contains(t, errOut, tc.want, tc.cmd)
 	}
 }
+
+// A command that reads a file names the page of the repository that
+// describes its format in its -h text, and so does its error when the file
+// is not valid.
+func TestHelpTextsNameTheirFormatsPage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"submit", "-h"}, []string{"usage: flotilla submit FILE", "docs/submit-file.md"}},
+		{[]string{"executor", "-h"}, []string{"docs/nodes-file.md"}},
+		{[]string{"serve", "-h"}, []string{"docs/serve-config.md", "docs/auth-file.md"}},
+		{[]string{"queue", "create", "-h"}, []string{"docs/operator-commands.md"}},
+		{[]string{"schedule", "-h"}, []string{"docs/scenarios.md"}},
+		{[]string{"simulate", "-h"}, []string{"sim/doc.go", "docs/scenarios.md"}},
+		{[]string{"help"}, []string{"docs/http-api.md", "docs/kubernetes.md"}},
+		{[]string{"version", "-h"}, []string{"usage: flotilla version", "docs/operator-commands.md"}},
+	} {
+		code, out, errOut := runCmd(tc.args...)
+		assert.Equal(t, 0, code, "%v: %s", tc.args, errOut)
+		for _, w := range tc.want {
+			assert.Contains(t, out+errOut, w, "%v", tc.args)
+		}
+	}
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"nope": 1}`), 0o644))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"executor", "-cluster", "c", "-nodes", bad}, "is not a valid nodes file (docs/nodes-file.md)"},
+		{[]string{"serve", "-config", bad}, "is not a valid configuration (docs/serve-config.md)"},
+		{[]string{"serve", "-auth", bad}, "is not a valid auth file (docs/auth-file.md)"},
+		{[]string{"schedule", bad}, "is not a valid scenario (docs/scenarios.md)"},
+	} {
+		code, _, errOut := runCmd(tc.args...)
+		assert.Equal(t, 2, code, "%v: %s", tc.args, errOut)
+		assert.Contains(t, errOut, tc.want, "%v", tc.args)
+	}
+}

@@ -20,11 +20,12 @@ import (
 func priorityCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("priority", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	treePath := fs.String("bank-tree", "", "bank tree JSON file (banks, associations with usage, queue priorities); required")
+	treePath := fs.String("bank-tree", "", "bank tree JSON file (banks, associations with usage, queue priorities: flux.bankTree of docs/serve-config.md); required")
 	weightsPath := fs.String("weights", "", "factor weights JSON file; absent means flux-accounting's defaults")
 	jobsPath := fs.String("jobs", "", `jobs file: a JSON array or JSON lines of {"id", "user", "bank", "queue", "urgency"}; required`)
 	recompute := fs.Bool("recompute", true, "rank associations by their usage first; false keeps every fair-share at 0.5, as for new associations")
 	if err := fs.Parse(args); err != nil {
+		suggestFlag(fs, err)
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}

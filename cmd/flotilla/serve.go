@@ -23,38 +23,12 @@ import (
 	"github.com/flotilla-sched/flotilla/cmd/flotilla/internal/metrics"
 	"github.com/flotilla-sched/flotilla/ha"
 	"github.com/flotilla-sched/flotilla/httpapi"
-	"github.com/flotilla-sched/flotilla/scenario"
-	"github.com/flotilla-sched/flotilla/scheduler"
 	"github.com/flotilla-sched/flotilla/server"
 	"github.com/flotilla-sched/flotilla/submit"
 )
 
 // defaultResources are the service's resources when -config names none.
 func defaultResources() []string { return []string{"cpu", "memory", submit.DefaultGPUResource} }
-
-// loadServeConfig reads -config (an empty path is the empty
-// configuration) into the scheduler's configuration and the service's
-// requeue setting, validated as a scenario's would be.
-func loadServeConfig(path string) (scheduler.Config, bool, error) {
-	data := []byte("{}")
-	if path != "" {
-		var err error
-		if data, err = os.ReadFile(path); err != nil {
-			return scheduler.Config{}, false, err
-		}
-	}
-	return parseServeConfig(data)
-}
-
-// parseServeConfig is loadServeConfig on a file's contents.
-func parseServeConfig(data []byte) (scheduler.Config, bool, error) {
-	c, err := scenario.ParseConfigFile(data)
-	if err != nil {
-		return scheduler.Config{}, false, err
-	}
-	cfg, settings, err := c.BuildConfig(defaultResources())
-	return cfg, settings.RequeuePreempted, err
-}
 
 // isLoopback reports whether a listen address binds loopback only.
 func isLoopback(addr string) bool {
@@ -90,8 +64,7 @@ type serveFlags struct {
 
 // serveInputs are what serve reads before it listens.
 type serveInputs struct {
-	cfg       scheduler.Config
-	requeue   bool
+	config    serveConfig
 	auth      *httpapi.Auth
 	tlsConfig *tls.Config
 }
@@ -106,7 +79,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	be, leases, code := openBackend(ctx, *f.db, in.cfg.Schema, stderr)
+	be, leases, code := openBackend(ctx, *f.db, in.config.cfg.Schema, stderr)
 	if be == nil {
 		return code
 	}
@@ -121,9 +94,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		API: httpapi.Options{Auth: in.auth, Logger: log, Observe: m.Observe, Ready: func() error { return node.Ready() },
 			MaxStreams: *f.maxStreams, MaxStreamsPerPrincipal: *f.maxStreamsPerPrincipal, StreamWriteTimeout: *f.streamWriteTimeout},
 		NewServer: func(ctx context.Context, be backend.Backend, fence uint64) (*server.Server, error) {
+			// A new term's service owns a bank tree of its own.
+			flux, err := in.config.newFlux(time.Now())
+			if err != nil {
+				return nil, err
+			}
 			return server.New(ctx, server.Config{
-				Scheduler: in.cfg, Backend: be, Clock: server.SystemClock{},
-				LeaseTimeout: *f.leaseTimeout, RequeuePreempted: in.requeue, Fence: fence,
+				Scheduler: in.config.cfg, Backend: be, Clock: server.SystemClock{},
+				LeaseTimeout: *f.leaseTimeout, RequeuePreempted: in.config.requeue, Fence: fence, Flux: flux,
 			})
 		},
 	}
@@ -176,8 +154,8 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, int) {
 	f := &serveFlags{
 		listen:                 fs.String("listen", "127.0.0.1:8080", "address to listen on"),
 		db:                     fs.String("db", "", "database URL (empty: the in-memory backend)"),
-		configPath:             fs.String("config", "", "scheduler configuration: the config and priorityClasses blocks of a scenario file (docs/scenarios.md)"),
-		authPath:               fs.String("auth", "", "auth file of tokens and rights (required off loopback)"),
+		configPath:             fs.String("config", "", "the service's configuration file: resources, the scheduler's config and priorityClasses, flux priorities (docs/serve-config.md)"),
+		authPath:               fs.String("auth", "", "auth file of tokens and rights, docs/auth-file.md (required off loopback)"),
 		cycle:                  fs.Duration("cycle", time.Second, "time between scheduling cycles"),
 		leaseTimeout:           fs.Duration("lease-timeout", server.DefaultLeaseTimeout, "lease timeout: leases not renewed for this long expire"),
 		tlsCert:                fs.String("tls-cert", "", "TLS certificate file (with -tls-key)"),
@@ -190,6 +168,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, int) {
 		streamWriteTimeout:     fs.Duration("stream-write-timeout", httpapi.DefaultStreamWriteTimeout, "how long one event may take to reach a stream's client before the stream ends"),
 	}
 	if err := fs.Parse(args); err != nil {
+		suggestFlag(fs, err)
 		return nil, flagExit(err)
 	}
 	bad := func(format string, a ...any) (*serveFlags, int) {
@@ -232,8 +211,8 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, int) {
 func readServeInputs(f *serveFlags, stderr io.Writer) (*serveInputs, int) {
 	var in serveInputs
 	var err error
-	if in.cfg, in.requeue, err = loadServeConfig(*f.configPath); err != nil {
-		fmt.Fprintf(stderr, "flotilla serve: %s is not a valid configuration:\n", *f.configPath)
+	if in.config, err = loadServeConfig(*f.configPath); err != nil {
+		fmt.Fprintf(stderr, "flotilla serve: %s is not a valid configuration (docs/serve-config.md):\n", *f.configPath)
 		printErrors(stderr, err)
 		return nil, 2
 	}
@@ -244,7 +223,7 @@ func readServeInputs(f *serveFlags, stderr io.Writer) (*serveInputs, int) {
 			return nil, 2
 		}
 		if in.auth, err = httpapi.ParseAuth(data); err != nil {
-			fmt.Fprintf(stderr, "flotilla serve: %s is not a valid auth file:\n", *f.authPath)
+			fmt.Fprintf(stderr, "flotilla serve: %s is not a valid auth file (docs/auth-file.md):\n", *f.authPath)
 			printErrors(stderr, err)
 			return nil, 2
 		}

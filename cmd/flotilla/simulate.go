@@ -18,16 +18,17 @@ import (
 // simulate runs package sim over a cluster file and a workload file and
 // writes its tables (sim.Output.WriteDir), its plots and index.html into
 // -o DIR; a run lasting over two seconds shows a progress line on
-// stderr.
+// stderr when stderr is a terminal.
 func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	clusterPath := fs.String("cluster", "", "cluster file (JSON, package sim's format; .yaml/.yml: Armada's ClusterSpec)")
-	workloadPath := fs.String("workload", "", "workload file (JSON, package sim's format; .yaml/.yml: Armada's WorkloadSpec)")
+	clusterPath := fs.String("cluster", "", "cluster file (JSON, the format of sim/doc.go; .yaml/.yml: Armada's ClusterSpec)")
+	workloadPath := fs.String("workload", "", "workload file (JSON, the format of sim/doc.go; .yaml/.yml: Armada's WorkloadSpec)")
 	dir := fs.String("o", "", "output directory (created if absent)")
 	configPath := fs.String("config", "", "the config and priorityClasses blocks of a scenario file (docs/scenarios.md), as serve's -config")
 	seed := fs.String("seed", "", "random seed; overrides the workload's seed")
 	if err := fs.Parse(args); err != nil {
+		suggestFlag(fs, err)
 		return flagExit(err)
 	}
 	if fs.NArg() != 0 || *clusterPath == "" || *workloadPath == "" || *dir == "" {
@@ -46,7 +47,11 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 2
 	}
 	progress := simreport.NewProgressLine(stderr, time.Now)
-	cfg.Progress = progress.Update
+	if simreport.IsTerminal(stderr) {
+		// On a terminal only: in a redirected log, carriage returns
+		// would join every update into one line.
+		cfg.Progress = progress.Update
+	}
 	out, err := sim.Run(ctx, cfg)
 	progress.Finish()
 	if err != nil {

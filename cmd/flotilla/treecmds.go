@@ -31,7 +31,7 @@ type treeFlags struct {
 func addTreeFlags(fs *flag.FlagSet, kind string) treeFlags {
 	var retry *string
 	if kind == "queue" {
-		retry = fs.String("retry-policy", "", "a JSON file of the queue's retry policy (README: maxAttempts and rules); on update, an empty name removes it")
+		retry = fs.String("retry-policy", "", "a JSON file of the queue's retry policy, docs/operator-commands.md (maxAttempts and rules); on update, an empty name removes it")
 	}
 	return treeFlags{
 		retryPolicy: retry,

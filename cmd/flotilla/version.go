@@ -45,6 +45,10 @@ func versionFrom(info *debug.BuildInfo, ok bool) (version, commit string, modifi
 }
 
 func versionCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		fmt.Fprintln(stderr, "usage: flotilla version\n  prints the module version and the commit it was built from (docs/operator-commands.md)")
+		return 0
+	}
 	if len(args) != 0 {
 		fmt.Fprintln(stderr, "flotilla version: takes no arguments")
 		return 2

@@ -22,6 +22,8 @@ func FuzzDecodeAgreesWithEncodingJSON(f *testing.F) {
 		`{"count": 1e3, "seed": -1}`,
 		`{"count": 99999999999999999999}`,
 		`{"res": {"a": 1}, "tags": {}}`,
+		`{"qty": {"cpu": 1, "memory": "4Gi", "gpu": 0.5e1, "x": null}}`,
+		`{"qty": {"cpu": true, "memory": [1]}, "name": "a"}`,
 		`{} {}`, `[]`, ``, `null`, `{"list": [null, {"s": null}]}`,
 		"{\"name\": \"q\xff\", \"res\": {\"cpu\xfe\": \"1\"}, \"tags\": [\"b\xc3\"]}",
 	} {

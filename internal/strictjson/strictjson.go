@@ -252,6 +252,9 @@ func (c *checker) check(path string, t reflect.Type, tok json.Token) (any, error
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	if t == quantitiesType {
+		return c.quantities(path, tok)
+	}
 	switch t.Kind() {
 	case reflect.Struct:
 		if tok != json.Delim('{') {
@@ -329,6 +332,33 @@ func (c *checker) check(path string, t reflect.Type, tok json.Token) (any, error
 		return c.generic(tok)
 	}
 	return tok, nil
+}
+
+// quantitiesType is flotilla.Quantities: an object of quantities, each a
+// string or a number.
+var quantitiesType = reflect.TypeFor[flotilla.Quantities]()
+
+// quantities checks an object of quantities: each value a string or a
+// number, a number kept as its text ({"cpu": 1} is {"cpu": "1"}), as
+// Kubernetes reads a quantity.
+func (c *checker) quantities(path string, tok json.Token) (any, error) {
+	if tok != json.Delim('{') {
+		c.mismatch(path, tok, "an object")
+		return bad{}, c.skip(tok)
+	}
+	return c.object(path, func(p, _ string, vt json.Token) (any, bool, error) {
+		switch v := vt.(type) {
+		case nil:
+			return nil, true, nil
+		case json.Number:
+			return string(v), true, nil
+		case string:
+			v2, err := c.check(p, reflect.TypeFor[string](), vt)
+			return v2, true, err
+		}
+		c.scalarMismatch(p, vt, "a quantity: a string (\"500m\", \"4Gi\") or a number")
+		return bad{}, true, c.skip(vt)
+	})
 }
 
 // generic reads the rest of a value whose first token is tok as a generic

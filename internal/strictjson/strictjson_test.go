@@ -24,6 +24,8 @@ type doc struct {
 	Res   map[string]string `json:"res"`
 	List  []inner           `json:"list"`
 	Tags  []string          `json:"tags"`
+	// Qty is read as Kubernetes reads quantities: strings or numbers.
+	Qty flotilla.Quantities `json:"qty"`
 }
 
 func fields(t *testing.T, err error) []string {
@@ -155,4 +157,17 @@ func TestStringsThatAreNotUTF8AreRefusedNotRewritten(t *testing.T) {
 	require.Equal(t, []string{"ok", ""}, v.Tags)
 	require.NoError(t, strictjson.Decode([]byte(`{"name": "q\u00ff ünïcode"}`), &v), "escapes and UTF-8 are text")
 	require.Equal(t, "qÿ ünïcode", v.Name)
+}
+
+// A quantities object takes strings and numbers (a number as its text);
+// any other value is refused at its path, with the file's other problems.
+func TestQuantitiesTakeStringsAndNumbers(t *testing.T) {
+	var d doc
+	require.NoError(t, strictjson.Decode([]byte(`{"qty": {"cpu": 1, "memory": "4Gi", "gpu": 2.5e1}}`), &d))
+	assert.Equal(t, flotilla.Quantities{"cpu": "1", "memory": "4Gi", "gpu": "2.5e1"}, d.Qty)
+	err := strictjson.Decode([]byte(`{"qty": {"cpu": true, "memory": [1], "ok": 1}, "cuont": 1}`), &d)
+	require.Error(t, err)
+	assert.ElementsMatch(t, []string{"qty.cpu", "qty.memory", "cuont"}, fields(t, err))
+	err = strictjson.Decode([]byte(`{"res": {"cpu": 1}}`), &d)
+	assert.Equal(t, []string{"res.cpu"}, fields(t, err), "a plain map of strings still wants strings")
 }

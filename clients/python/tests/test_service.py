@@ -74,8 +74,10 @@ def test_a_bad_submission_is_refused_whole_naming_each_field_and_value(service, 
     assert (e.field, e.value) == ("jobs[1].requests.cpu", "lots")
     assert "malformed" in e.problems[0].error
     assert isinstance(e, ValueError) and isinstance(e, flotilla.APIError)
-    # Nothing was stored: no job, no event.
-    assert c.events("A", "s1") == []
+    # Nothing was stored: no job, no event (a job set never used is not found).
+    with pytest.raises(flotilla.NotFoundError) as err:
+        c.events("A", "s1")
+    assert (err.value.field, err.value.value) == ("jobSet", "s1")
     assert c.queue("A").status.queued == 0
 
     # A submit file's bytes go as they are: the fields are the file's.

@@ -205,11 +205,19 @@ func stop(cmd *exec.Cmd) {
 
 // New starts a Cluster for a test and stops it when the test ends. Without
 // FLOTILLA_KUBE_BIN the test is skipped, unless CI=true, where it fails:
-// CI must never pass by skipping.
+// CI must never pass by skipping. A benchmark fails too: one that skips
+// measures nothing, yet go test would print ok. With -short the test is
+// skipped (scripts/test builds no servers for -short).
 func New(t testing.TB) *Cluster {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("a real apiserver and etcd: not with -short")
+	}
 	bin := os.Getenv(EnvBin)
 	if bin == "" {
+		if _, bench := t.(*testing.B); bench {
+			t.Fatalf("%s is not set: a benchmark against a real apiserver needs its binaries; run eval \"$(scripts/kube build)\" first", EnvBin)
+		}
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("%s is not set: run the tests with scripts/test, which builds the servers (CI=true: not skipping)", EnvBin)
 		}

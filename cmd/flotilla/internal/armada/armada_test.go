@@ -54,7 +54,7 @@ func TestArmadaJobTemplateFieldsMapToSimTemplates(t *testing.T) {
 			}},
 		{"requests are quantities as written; limits are ignored", "      - number: 1\n        requirements:\n          resourceRequirements:\n            requests: {cpu: 500m, memory: 4Gi, nvidia.com/gpu: 1}\n            limits: {cpu: 2}\n",
 			func(t *testing.T, j sim.JobTemplate) {
-				assert.Equal(t, map[string]string{"cpu": "500m", "memory": "4Gi", "nvidia.com/gpu": "1"}, j.Requests)
+				assert.Equal(t, flotilla.Quantities{"cpu": "500m", "memory": "4Gi", "nvidia.com/gpu": "1"}, j.Requests)
 			}},
 		{"earliestSubmitTime without dependencies", "      - number: 1\n        earliestSubmitTime: 30m\n        earliestSubmitTimeFromDependencyCompletion: 2h\n" + armadaRequests,
 			func(t *testing.T, j sim.JobTemplate) { assert.Equal(t, sim.Arrival{At: "30m0s"}, j.Arrival) }},

@@ -247,8 +247,8 @@ func addLine(p *plot.Plot, xys plotter.XYs, name string, colour, dashes int) err
 	if err != nil {
 		return err
 	}
-	l.Color = plotutil.Color(colour)
-	l.Dashes = plotutil.Dashes(dashes)
+	l.Color = queueColour(colour)
+	l.Dashes = plotutil.Dashes(dashes + 2*(colour/len(okabeIto)))
 	l.Width = vg.Points(1.5)
 	p.Add(l)
 	p.Legend.Add(name, l)
@@ -307,18 +307,22 @@ func makePlots(cfg sim.Config, out *sim.Output, sums []queueSummary) (map[string
 	delay.NominalX(names...)
 	width := vg.Points(float64(60) / float64(max(len(sums), 1)))
 	for i, s := range sums {
+		if len(s.delays) == 0 {
+			continue // no job leased: no delay to draw (a zero bar would say 0)
+		}
 		vals := make(plotter.Values, len(pcts))
 		for k, p := range pcts {
-			if v := percentile(s.delays, p); !math.IsNaN(v) {
-				vals[k] = v
-			}
+			vals[k] = percentile(s.delays, p)
 		}
 		bars, err := plotter.NewBarChart(vals, width)
 		if err != nil {
 			return nil, err
 		}
-		bars.Color = plotutil.Color(i)
-		bars.LineStyle.Width = 0
+		bars.Color = queueColour(i)
+		// Outlined in its own colour, a zero delay shows as a line on the
+		// axis where an unoutlined bar of height 0 would not show at all.
+		bars.LineStyle.Width = vg.Points(1.5)
+		bars.LineStyle.Color = queueColour(i)
 		bars.Offset = width * vg.Length(float64(i)-float64(len(sums)-1)/2)
 		delay.Add(bars)
 		delay.Legend.Add(s.Name, bars)
@@ -330,10 +334,24 @@ func makePlots(cfg sim.Config, out *sim.Output, sums []queueSummary) (map[string
 	pre := newPlot("preemptions", "Preemptions per cycle", seconds, "jobs preempted")
 	for i, s := range sums {
 		mine := func(r *sim.QueueRow) bool { return r.Queue == s.Name }
-		if err := addLine(pre, cycleSeries(out, mine, func(r *sim.QueueRow) float64 { return float64(r.Preempted) }), s.Name, i, 0); err != nil {
+		// A point per cycle that preempted jobs of the queue: preemptions
+		// are events, and a line through the zeros between them hides them.
+		pts := nonZero(cycleSeries(out, mine, func(r *sim.QueueRow) float64 { return float64(r.Preempted) }))
+		sc, err := plotter.NewScatter(pts)
+		if err != nil {
 			return nil, err
 		}
+		sc.GlyphStyle.Color = queueColour(i)
+		sc.GlyphStyle.Shape = plotutil.Shape(i + 5) // the filled shapes first
+		sc.GlyphStyle.Radius = vg.Points(4)
+		if len(pts) > 0 {
+			pre.Add(sc) // a queue never preempted: in the legend only
+		}
+		pre.Legend.Add(s.Name, sc)
 	}
+	// The whole run, as the other plots: points alone would narrow the
+	// axis to the cycles that preempted.
+	pre.X.Min, pre.X.Max = min(pre.X.Min, 0), max(pre.X.Max, out.End)
 	// Room above the highest line for the legend.
 	for _, p := range []*plot.Plot{share, util, pre} {
 		p.Y.Min, p.Y.Max = 0, max(p.Y.Max*1.2, 1)
