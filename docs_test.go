@@ -93,6 +93,14 @@ func namedFiles(t *testing.T, text string) []string {
 // one of them (or is built from them).
 func goStrings(t *testing.T) map[string][]string {
 	t.Helper()
+	return goTexts(t, false)
+}
+
+// goTexts returns, by file, the string literals of the repository's
+// non-test Go files, or with comments set their comments (what a package's
+// documentation shows its users).
+func goTexts(t *testing.T, comments bool) map[string][]string {
+	t.Helper()
 	out := map[string][]string{}
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -104,9 +112,19 @@ func goStrings(t *testing.T) map[string][]string {
 		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return nil
 		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+		mode := parser.SkipObjectResolution
+		if comments {
+			mode |= parser.ParseComments
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, mode)
 		if err != nil {
 			return err
+		}
+		if comments {
+			for _, c := range f.Comments {
+				out[path] = append(out[path], c.Text())
+			}
+			return nil
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
 			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
@@ -144,6 +162,29 @@ func TestHelpTextsAndErrorsNameFilesThatExist(t *testing.T) {
 	}
 	if named == 0 {
 		t.Fatal("no file named by any string: the pattern or the walk is wrong")
+	}
+}
+
+// The comments of the non-test Go files (the packages' documentation) name
+// only files that exist, and never the engineers' notes outside the
+// repository.
+func TestDocCommentsNameFilesThatExist(t *testing.T) {
+	named := 0
+	for path, texts := range goTexts(t, true) {
+		for _, s := range texts {
+			if m := sharedPage.FindString(s); m != "" {
+				t.Errorf("%s: a comment names %s, which is outside the repository: %.80q", path, m, s)
+			}
+			for _, f := range namedFiles(t, s) {
+				named++
+				if _, err := os.Stat(f); err != nil {
+					t.Errorf("%s: a comment names %s, which does not exist", path, f)
+				}
+			}
+		}
+	}
+	if named == 0 {
+		t.Fatal("no file named by any comment: the pattern or the walk is wrong")
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 )
 
 // JobPhase is what an executor says about a job it holds (JobReport.Phase;
-// SERVICE.md's executor protocol).
+// docs/http-api.md's executor protocol).
 type JobPhase string
 
 // The phases of an executor's job report.
@@ -34,7 +34,7 @@ var Phases = []JobPhase{PhasePending, PhaseRunning, PhaseSucceeded, PhaseFailed,
 
 // The failure reasons an executor reports with a failed job
 // (JobReport.FailureReason): a queue's retry policy matches them
-// (SERVICE.md's onReasons; lease-expired and lease-returned are the
+// (docs/operator-commands.md's onReasons; lease-expired and lease-returned are the
 // service's own).
 const (
 	// FailureOOM: the job's container was killed for using too much

@@ -7,7 +7,7 @@ import (
 	"github.com/flotilla-sched/flotilla"
 )
 
-// Group is a group of the queue tree (QUEUE-TREE.md), and in lists its
+// Group is a group of the queue tree (docs/queue-tree.md), and in lists its
 // standing.
 type Group struct {
 	Name string `json:"name"`

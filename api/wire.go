@@ -34,7 +34,7 @@ type Queue struct {
 	Guaranteed   map[string]string `json:"guaranteed,omitempty"`
 	Limit        map[string]string `json:"limit,omitempty"`
 	LendingLimit map[string]string `json:"lendingLimit,omitempty"`
-	// RetryPolicy is the queue's retry policy (SERVICE.md's form); absent
+	// RetryPolicy is the queue's retry policy (docs/operator-commands.md's form); absent
 	// is none. A write replaces the queue's policy with it (absent
 	// removes it).
 	RetryPolicy *RetryPolicy `json:"retryPolicy,omitempty"`
@@ -42,7 +42,7 @@ type Queue struct {
 	Status *QueueStatus `json:"status,omitempty"`
 }
 
-// RetryPolicy is a queue's retry policy, SERVICE.md's `-retry-policy`
+// RetryPolicy is a queue's retry policy, docs/operator-commands.md's `-retry-policy`
 // file: {"maxAttempts": 5, "rules": [{"onExitCodes": [137, 143],
 // "onReasons": ["oom"], "retryLimit": 3, "avoidSameNode": true}]}.
 type RetryPolicy = events.RetryPolicy
@@ -111,7 +111,7 @@ type CancelResponse struct {
 	Finished  []string `json:"finished"`
 }
 
-// JobStatus is SERVICE.md's `status -o json` object for one job.
+// JobStatus is docs/http-api.md's `status -o json` object for one job.
 type JobStatus struct {
 	Job      string `json:"job"`
 	Queue    string `json:"queue"`
@@ -119,7 +119,7 @@ type JobStatus struct {
 	State    string `json:"state"`
 	Attempts int    `json:"attempts"`
 	// Cluster and Node are the live lease's; empty (never omitted: a
-	// script reads every field SERVICE.md names) when there is none.
+	// script reads every field docs/http-api.md names) when there is none.
 	Cluster string `json:"cluster"`
 	Node    string `json:"node"`
 	// Reason: for a queued job, why it is not running yet (quantified);
@@ -157,7 +157,7 @@ type StatusResponse struct {
 	Jobs []JobStatus `json:"jobs"`
 }
 
-// Node is one node of an executor's cluster: SCENARIOS.md's node without
+// Node is one node of an executor's cluster: docs/scenarios.md's node without
 // count and cluster.
 type Node struct {
 	Name          string            `json:"name"`
@@ -167,7 +167,7 @@ type Node struct {
 	Taints        []Taint           `json:"taints,omitempty"`
 }
 
-// Taint repels jobs that do not tolerate it (SCENARIOS.md's taint).
+// Taint repels jobs that do not tolerate it (docs/scenarios.md's taint).
 type Taint = textform.Taint
 
 // JobReport is one job an executor holds (server.JobReport).
@@ -235,7 +235,7 @@ type CycleReport struct {
 	Preempted        int       `json:"preempted"`
 }
 
-// Event is one event in SERVICE.md's JSON form (events.Event marshals
+// Event is one event in docs/job-lifecycle.md's JSON form (events.Event marshals
 // itself so).
 type Event = events.Event
 

@@ -116,12 +116,12 @@ type JobSpec struct {
 	// it (flux associations) after a restart too.
 	Principal string
 	// TerminationGracePeriod and ActiveDeadline are as the server settled
-	// them (SERVICE.md's submission rules).
+	// them (docs/submit-file.md's submission rules).
 	TerminationGracePeriod, ActiveDeadline time.Duration
 	// Runtime and ExitCode tell the fake executor how the job "runs".
 	Runtime  time.Duration
 	ExitCode int
-	// Pools names the pools the job accepts (SERVICE.md's `pools`),
+	// Pools names the pools the job accepts (docs/submit-file.md's `pools`),
 	// sorted and distinct; nil accepts every pool.
 	Pools []string
 }

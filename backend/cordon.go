@@ -39,7 +39,7 @@ func (c Cordon) Check() error {
 	return errors.Join(errs...)
 }
 
-// Cordons stores which queues and clusters are cordoned (SERVICE.md's
+// Cordons stores which queues and clusters are cordoned (docs/operator-commands.md's
 // cordon and uncordon), so that a restart keeps them. The backend does
 // not check that the queue or cluster exists: the service does.
 type Cordons interface {

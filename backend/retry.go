@@ -7,7 +7,7 @@ import (
 	"github.com/flotilla-sched/flotilla/events"
 )
 
-// RetryPolicies stores each queue's retry policy (SERVICE.md's
+// RetryPolicies stores each queue's retry policy (docs/operator-commands.md's
 // `-retry-policy`), so that a restart keeps them. The backend does not
 // check that the queue exists: the service does, and removes a deleted
 // queue's policy.

@@ -11,7 +11,7 @@ import (
 )
 
 // CheckTreeFields checks what a backend checks of the queue-tree fields of
-// one queue or group (QUEUE-TREE.md §3), field being its path ("queue
+// one queue or group (docs/queue-tree.md), field being its path ("queue
 // \"A\""): each of guaranteed, limit and lendingLimit is nil or has one
 // entry per resource of schema, each ≥ 0 or flotilla.Absent; the parent
 // is not the node itself. How the vectors compare (limit ≥ guaranteed and

@@ -17,7 +17,7 @@
 // users": a queue that must share spreads onto nodes it already shares
 // before it intrudes on another queue's own nodes, which is what keeps
 // preemption to fair share from displacing a queue's jobs on the nodes it
-// filled (seeds/armada-scheduler.md's two-node example). Within a tier it picks the fitting node with the smallest free
+// filled (the two-node example of Armada's scheduler documentation). Within a tier it picks the fitting node with the smallest free
 // resources at the job's level, compared lexicographically over the indexed
 // resources (by default nvidia.com/gpu, cpu, memory), each rounded down to a
 // resolution, ties going to the lowest node index. An indexed resource the

@@ -264,7 +264,7 @@ func (c *Client) ListGroups(ctx context.Context) ([]api.Group, error) {
 	return out, err
 }
 
-// Submit sends a submit file (SERVICE.md's form) and returns the job ids
+// Submit sends a submit file (docs/submit-file.md's form) and returns the job ids
 // in file order, once they are stored.
 func (c *Client) Submit(ctx context.Context, file []byte) ([]string, error) {
 	var out api.SubmitResponse

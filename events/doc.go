@@ -30,7 +30,7 @@
 //
 // # Retry policies
 //
-// A queue's RetryPolicy (SERVICE.md's form; ParseRetryPolicy, Check)
+// A queue's RetryPolicy (docs/operator-commands.md's form; ParseRetryPolicy, Check)
 // decides a failed run: RetryPolicy.Decide matches its exit code and
 // FailureReason against the rules, first match first, within the rule's
 // retry limit and the policy's maxAttempts. A retried run is a run-failed

@@ -9,7 +9,7 @@ import (
 // Type is the kind of an event. The zero Type is invalid.
 type Type uint8
 
-// The event types of SERVICE.md's life cycle.
+// The event types of docs/job-lifecycle.md's life cycle.
 const (
 	Submitted Type = iota + 1
 	Leased
@@ -143,10 +143,10 @@ type Event struct {
 	AvoidNode bool
 }
 
-// timeLayout is RFC 3339 with milliseconds, as in SERVICE.md.
+// timeLayout is RFC 3339 with milliseconds, as in docs/job-lifecycle.md.
 const timeLayout = "2006-01-02T15:04:05.000Z07:00"
 
-// wire is the JSON form of an Event (SERVICE.md): fields that do not apply
+// wire is the JSON form of an Event (docs/job-lifecycle.md): fields that do not apply
 // are omitted.
 type wire struct {
 	Seq       uint64  `json:"seq"`
@@ -173,7 +173,7 @@ func fourDigitYear(t time.Time) bool {
 	return y >= 0 && y <= 9999
 }
 
-// MarshalJSON writes SERVICE.md's form of one event, time in UTC with
+// MarshalJSON writes docs/job-lifecycle.md's form of one event, time in UTC with
 // milliseconds; exitCode appears on succeeded, failed and run-failed
 // events only, priority on reprioritized events only; rule and avoidNode
 // when set. A

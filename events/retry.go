@@ -19,7 +19,7 @@ import (
 // it (RetryRule.OnReasons).
 type FailureReason string
 
-// The failure reasons of SERVICE.md's retry policy.
+// The failure reasons of docs/operator-commands.md's retry policy.
 const (
 	// ReasonOOM: the job's container was killed for using too much
 	// memory (Kubernetes' OOMKilled; the fake executor's exit 137).
@@ -34,7 +34,7 @@ const (
 	ReasonLeaseReturned FailureReason = "lease-returned"
 )
 
-// FailureReasons lists every failure reason, in SERVICE.md's order.
+// FailureReasons lists every failure reason, in docs/operator-commands.md's order.
 func FailureReasons() []FailureReason {
 	return []FailureReason{ReasonOOM, ReasonEvicted, ReasonDeadline, ReasonLeaseExpired, ReasonLeaseReturned}
 }
@@ -52,7 +52,7 @@ const (
 	MaxExitCode = 255
 )
 
-// RetryPolicy is a queue's retry policy, in SERVICE.md's JSON form: a
+// RetryPolicy is a queue's retry policy, in docs/operator-commands.md's JSON form: a
 // failed run that a rule matches (the first that does), with that rule's
 // limit and MaxAttempts not yet reached, is queued again (run-failed);
 // otherwise the job fails.
@@ -127,7 +127,7 @@ func (r *RetryRule) check(f string) error {
 	return errors.Join(errs...)
 }
 
-// ParseRetryPolicy reads a policy in SERVICE.md's JSON form (one object,
+// ParseRetryPolicy reads a policy in docs/operator-commands.md's JSON form (one object,
 // no unknown field) and checks it (Check, fields named under field). A
 // malformed document is a *flotilla.FieldError naming field
 // (flotilla.ErrMalformed).

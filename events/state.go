@@ -11,7 +11,7 @@ import (
 // yet (before its submitted event).
 type State uint8
 
-// The states of SERVICE.md's life cycle.
+// The states of docs/job-lifecycle.md's life cycle.
 const (
 	None State = iota
 	Queued
@@ -34,7 +34,7 @@ var stateNames = [...]string{
 	PreemptedState: "preempted",
 }
 
-// String is the state's name as SERVICE.md writes it.
+// String is the state's name as docs/job-lifecycle.md writes it.
 func (s State) String() string {
 	if int(s) < len(stateNames) {
 		return stateNames[s]

@@ -1,4 +1,4 @@
-// Package executor is the fake cluster of SERVICE.md's `flotilla executor`:
+// Package executor is the fake cluster of `flotilla executor` (README, "Run it as a service"):
 // it registers a cluster's nodes with the service, takes leases, "runs"
 // each job for its runtime, reports it running and then succeeded (or
 // failed with its exit code), renews its leases by reporting, and stops

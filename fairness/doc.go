@@ -26,7 +26,7 @@
 //     queue and peeks again. See Compare for the order, including Armada's
 //     experimental prefer-large-jobs ordering.
 //
-//   - Queue trees (QUEUE-TREE.md). NewTree validates a TreeSpec — groups and
+//   - Queue trees (docs/queue-tree.md). NewTree validates a TreeSpec — groups and
 //     leaf queues under an implicit root, each with a weight and optional
 //     per-resource guaranteed, limit and lendingLimit quantities (Absent
 //     marks a resource not given) — reporting every problem at once with the

@@ -6,7 +6,7 @@ package fairness
 //	out[q] = 0                                          otherwise
 //
 // A queue's weight is 1/priorityFactor; a queue is active when it has queued,
-// pending or running jobs (seeds/armada-scheduler.md). Weights of active
+// pending or running jobs (Armada's scheduler). Weights of active
 // queues must be positive and finite (the scheduler's Config rejects
 // factor ≤ 0); with no active queue every share is 0.
 //

@@ -83,7 +83,7 @@ func NewDRF(total flotilla.Resources) Model {
 }
 
 // DefaultAssetWeights returns the seed's asset-fairness weights relative to
-// one cpu (seeds/armada-scheduler.md, "Resource usage and fairness"): cpu 1,
+// one cpu (Armada's scheduler, "Resource usage and fairness"): cpu 1,
 // nvidia.com/gpu 1. Every other resource, memory included, weighs 0. The map
 // is new on every call.
 func DefaultAssetWeights() map[string]float64 {

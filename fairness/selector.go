@@ -16,7 +16,7 @@ type Candidate struct {
 	// ClassPriority is the gang's priority-class priority (the lowest over
 	// its members). Higher goes first, before any fairness consideration.
 	ClassPriority int32
-	// WithinGuarantee is the queue tree's tier (QUEUE-TREE.md §5, rule 6):
+	// WithinGuarantee is the queue tree's tier (docs/queue-tree.md):
 	// set when the child has a non-zero guarantee and would stay within it
 	// in every resource with this gang. Such candidates go before the
 	// others of their class priority. Never set for a flat list of queues.
@@ -78,7 +78,7 @@ func NewCandidate(queue int, name string, classPriority int32, share, gangShare,
 //  1. higher ClassPriority first, then WithinGuarantee first;
 //  2. without preferLarge: smaller Fraction first — the queue that would
 //     hold the smallest fraction of its fair share after its next gang
-//     (seeds/armada-scheduler.md, "Job scheduling order"; DESIGN.md §3);
+//     (Armada's job scheduling order);
 //  3. with preferLarge, Armada's enablePreferLargeJobOrdering (experimental
 //     in Armada, QueueCandidateGangIteratorPQ.Less): candidates that keep
 //     their queue within budget (Fraction ≤ Budget) go before those that do

@@ -10,13 +10,13 @@ import (
 )
 
 // Absent marks one resource of a NodeSpec vector as not given
-// (QUEUE-TREE.md §3): in Limit it means unlimited, in Guaranteed 0 for a
+// (docs/queue-tree.md): in Limit it means unlimited, in Guaranteed 0 for a
 // queue and "the children's sum" for a group, in LendingLimit that all of
 // the guarantee may be lent. A nil vector is Absent in every resource. Any
 // other negative entry is an error.
 const Absent = flotilla.Absent
 
-// TreeSpec describes a queue tree (QUEUE-TREE.md §3, §10): groups and leaf
+// TreeSpec describes a queue tree (docs/queue-tree.md): groups and leaf
 // queues under an implicit root, in the scenario file's order. It is plain
 // data; NewTree validates it and builds the dense Tree.
 type TreeSpec struct {
@@ -137,7 +137,7 @@ func (t *Tree) TopDown() []int32 { return t.order }
 func (t *Tree) Limited(v int) bool { return t.limited[v] }
 
 // Reserve is node v's lending reserve max(0, g − lendingLimit) per resource
-// (QUEUE-TREE.md §5), nil when it keeps nothing back. The vector is the
+// (docs/queue-tree.md), nil when it keeps nothing back. The vector is the
 // tree's own.
 func (t *Tree) Reserve(v int) flotilla.Resources { return t.reserve[v] }
 
@@ -155,7 +155,7 @@ func (t *Tree) UsageWeight() float64 { return t.usageWeight }
 
 // NewTree validates spec against schema and builds the Tree. Errors are
 // *flotilla.FieldError values, all reported at once (errors.Join), with the
-// scenario file's paths (QUEUE-TREE.md §10): groups[i].name and
+// scenario file's paths (docs/queue-tree.md): groups[i].name and
 // queues[i].name (ErrRequired, ErrDuplicate across groups and queues),
 // .parent (ErrUnknownName; ErrInconsistent when it names a queue or closes a
 // cycle), .priorityFactor (ErrOutOfRange), .guaranteed/.limit/.lendingLimit

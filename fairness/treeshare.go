@@ -17,13 +17,13 @@ type TreeInput struct {
 	Demand []flotilla.Resources
 	// Active says which queues have queued, pending or running jobs.
 	Active []bool
-	// Usage is each queue's decayed average share u ∈ [0,1] (QUEUE-TREE.md
+	// Usage is each queue's decayed average share u ∈ [0,1] (docs/queue-tree.md
 	// §8); nil turns usage memory off for this computation. With usage on
 	// the weights are scaled by UsageMultiplier with k = Tree.UsageWeight().
 	Usage []float64
 }
 
-// TreeShares holds the fair shares of every node of a Tree (QUEUE-TREE.md
+// TreeShares holds the fair shares of every node of a Tree (docs/queue-tree.md
 // §4), indexed by node (Tree.QueueNode maps a queue to its node), as
 // fractions of the cluster in the Model's cost. Compute fills it; the slices
 // are reused by the next Compute, so a caller that keeps numbers copies them.
@@ -105,7 +105,7 @@ func (s *TreeShares) resize(n, nR, fan int) {
 }
 
 // Compute fills s with the fair shares of tree t under cost model m for one
-// cycle's input (QUEUE-TREE.md §4, and §8 when in.Usage is given):
+// cycle's input (docs/queue-tree.md; with usage memory when in.Usage is given):
 //
 //  1. bottom-up: each node's D⁺, Λ, G and r, and which nodes are active;
 //  2. with usage on: F⁰ by a top-down F pass with the configured weights, a
@@ -152,7 +152,7 @@ func (s *TreeShares) Compute(t *Tree, m *Model, in TreeInput) {
 }
 
 // effectiveUsage sets s.Usage, children before parents: a queue's u is its
-// input; a group's is its children's sum (QUEUE-TREE.md §8) plus the part
+// input; a group's is its children's sum (docs/queue-tree.md) plus the part
 // of its F⁰ its children cannot take (a lending reserve it holds beyond
 // their reach). A queue active only through its lending reserve counts as
 // having used its F⁰: it holds that capacity for itself, so neither it nor
@@ -303,7 +303,7 @@ func (s *TreeShares) fillChildren(t *Tree, p int, budget float64, out []float64,
 }
 
 // waterFill shares budget B among the children j with on[j], each with a
-// floor γ_j ≤ cap u_j and a weight w_j > 0 (QUEUE-TREE.md §4):
+// floor γ_j ≤ cap u_j and a weight w_j > 0 (docs/queue-tree.md):
 //
 //	if Σγ ≥ B:  x_j = γ_j · B/Σγ
 //	else:       x_j = min(u_j, γ_j + λ·w_j), the least λ ≥ 0 with Σ x = min(B, Σ u)
@@ -414,7 +414,7 @@ func waterFill(B float64, on []bool, floor, caps, w, x []float64, capped []bool,
 
 // SumShares writes each node's share into out (indexed by node): a queue's
 // m.Share(alloc[q]) (alloc indexed by queue, nil is nothing), a group's its
-// children's sum (QUEUE-TREE.md rule 2). It never allocates.
+// children's sum (docs/queue-tree.md). It never allocates.
 func (t *Tree) SumShares(m *Model, alloc []flotilla.Resources, out []float64) {
 	clear(out[:t.nGroups])
 	for k := len(t.order) - 1; k >= 0; k-- {

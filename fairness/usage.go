@@ -6,7 +6,7 @@ import (
 )
 
 // UsageDecay returns β = 2^(−Δt/h), the weight the old usage keeps over a
-// cycle of length dt under half-life h (QUEUE-TREE.md §8): 1 when dt ≤ 0 or
+// cycle of length dt under half-life h (docs/queue-tree.md): 1 when dt ≤ 0 or
 // h ≤ 0 (nothing decays; usage is off), 0.5 when dt = h.
 func UsageDecay(dt, halfLife time.Duration) float64 {
 	if dt <= 0 || halfLife <= 0 {
@@ -34,7 +34,7 @@ func DecayUsage(u, share []float64, dt, halfLife time.Duration) {
 }
 
 // UsageMultiplier is m = clamp(1 + k·(1 − u/F⁰), 1/(1+k), 1+k), the factor
-// usage memory applies to a node's weight (QUEUE-TREE.md rule 9): a node
+// usage memory applies to a node's weight (docs/queue-tree.md): a node
 // that used exactly its usage-free fair share F⁰ keeps its weight, one that
 // used nothing gets up to (1+k)×, one that used much more down to 1/(1+k).
 // With F⁰ ≤ 0 (the node cannot be given anything, so its weight does not

@@ -1,4 +1,4 @@
-// Package gang implements gang scheduling (seeds/armada-scheduler.md, "Gang
+// Package gang implements gang scheduling (Armada's scheduler, "Gang
 // scheduling"): sets of jobs that run all together, on one cluster, or not
 // at all.
 //

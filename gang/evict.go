@@ -10,7 +10,7 @@ import (
 
 // EvictionClosure extends a set of evictions to whole gangs: if a job of a
 // gang is evicted, every other running member of that gang is evicted too,
-// whichever node it runs on (seeds/armada-scheduler.md, "Preemption", step
+// whichever node it runs on (Armada's scheduler, "Preemption", step
 // 1). running are the running jobs; evicted[i] says whether running[i] is
 // evicted, and is updated in place. Jobs outside gangs (empty Gang.ID) are
 // left as they are. It returns how many jobs it newly marked.

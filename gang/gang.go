@@ -38,7 +38,7 @@ func (g *Gang) Complete() bool { return g.Cardinality > 0 && len(g.Members) == g
 
 // Accumulator gathers gang members from a stream of queued jobs and hands
 // out each gang once its last member arrives: only a complete gang is a
-// scheduling candidate (seeds/armada-scheduler.md, "Gang scheduling"). Use
+// scheduling candidate (Armada's scheduler, "Gang scheduling"). Use
 // one per cycle (one for all queues, or one per queue), and Reset it
 // between cycles.
 //

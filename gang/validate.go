@@ -9,7 +9,7 @@ import (
 )
 
 // ValidateSubmission checks the gangs of one submit request, the rules of
-// seeds/armada-scheduler.md ("Gang scheduling"): all members of a gang
+// Armada's scheduler ("Gang scheduling"): all members of a gang
 // arrive in the same request, so the request can be checked whole. The
 // request's jobs are grouped by Job.Gang.ID (jobs with none are not gang
 // members and are skipped; a request may hold several gangs and lone jobs).

@@ -1,6 +1,6 @@
 // Package httpapi serves the queueing service (package server) over HTTP:
 // JSON bodies (package api), the routes of openapi.json, bearer-token auth
-// from SERVICE.md's auth file, request size limits, and event streams as
+// from docs/auth-file.md's auth file, request size limits, and event streams as
 // JSON lines. It uses the standard library only; Prometheus metrics are
 // added by the flotilla command, outside the core module.
 //

@@ -10,7 +10,7 @@
 //
 // so after one half-time a priority A under usage B becomes A + (B − A)/2, and
 // under constant usage it converges to that usage. (seeds/armada-priority.md
-// prints the two weights swapped; DESIGN.md explains why we do not copy it.)
+// prints the two weights swapped; the README's errata explain why we do not copy it.)
 // Usage is a scalar in resource-factor units — pass the fairness package's
 // asset model (&m from fairness.NewAsset) wherever a UsageModel is asked for. The effective
 // priority is priority × priority factor: lower is more important. Decay is
@@ -51,7 +51,7 @@
 // Flux-accounting's P is "higher runs first"; flotilla.Job.Priority is "lower
 // runs first". JobPriority maps one onto the other. Because the scheduler
 // orders jobs by priority class first and by Job.Priority only within a
-// class, using it keeps every order rule of DESIGN.md.
+// class, using it keeps every order rule of queue.Less.
 //
 // # Determinism and concurrency
 //

@@ -165,7 +165,7 @@ func clampPriority(sum float64) uint32 {
 // The scheduler still orders a queue by evicted-first and priority-class
 // priority before Job.Priority, and by submit time and ID after it, so
 // setting Job.Priority this way changes only the order among jobs of one
-// class — every rule of DESIGN.md's "Scheduling order inside a queue" holds.
+// class — every rule of the order inside a queue (queue.Less) holds.
 func JobPriority(p uint32) uint32 { return MaxJobPriority - p }
 
 // JobRef names a job for BankTree.Prioritize.

@@ -29,7 +29,7 @@ type UsageModel interface {
 // half way. A zero elapsed leaves prev unchanged; a zero halfTime (no memory)
 // jumps straight to usage once any time has passed. Negative durations are
 // read as zero. Decay is the consistent reading of the seed's formula; see
-// DESIGN.md, "Where the sources are wrong".
+// the README, "Errata in the design notes".
 func Decay(prev, usage float64, elapsed, halfTime time.Duration) float64 {
 	if elapsed <= 0 {
 		return prev

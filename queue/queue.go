@@ -63,7 +63,7 @@ func Less(a, b *Entry) bool {
 // preemption), which a scheduler offers before a queue's stored jobs:
 // ClassPriority, higher first; then Job.Priority, lower number first; then
 // the earliest start (aStart, bStart: when each job started running); then
-// submit time; then ID (DESIGN.md §3). Times compare as in Less.
+// submit time; then ID. Times compare as in Less.
 func LessEvicted(a, b *Entry, aStart, bStart time.Time) bool {
 	if a.ClassPriority != b.ClassPriority {
 		return a.ClassPriority > b.ClassPriority

@@ -219,7 +219,7 @@ func (b *builder) parseResources(field string, m map[string]string) flotilla.Res
 	return r
 }
 
-// ConfigFile is a file of SCENARIOS.md's config and priorityClasses
+// ConfigFile is a file of docs/scenarios.md's config and priorityClasses
 // blocks alone, with the resources a service schedules: `flotilla serve
 // -config` and `flotilla simulate -config`. BuildConfig judges it exactly
 // as a scenario's blocks are judged, by the same Build.

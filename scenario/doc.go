@@ -1,5 +1,5 @@
 // Package scenario reads, checks and expands the scenario files of
-// `flotilla schedule` (SCENARIOS.md is the format's public description), reads
+// `flotilla schedule` (docs/scenarios.md describes the format), reads
 // and checks their expected outcomes (NAME.expect.json), runs them through
 // the scheduler, and writes what a run decided as JSON or as tables.
 //
@@ -55,7 +55,7 @@
 // reported at their path. JSON null is accepted for any field and means the
 // field is absent.
 //
-// # Rules where SCENARIOS.md is silent
+// # Rules where docs/scenarios.md is silent
 //
 //   - One validation path: every value the library also takes is judged by
 //     the library's own validator, its problems renamed to the file's
@@ -76,7 +76,7 @@
 //     resource no node has is accepted: that resource has capacity 0
 //     everywhere, so it weighs nothing, orders no nodes and caps nothing
 //     (Armada's default config indexes nvidia.com/gpu on CPU-only
-//     clusters, as SCENARIOS.md's example does).
+//     clusters, as docs/scenarios.md's example does).
 //     Each resource has its flotilla.DefaultUnit, as in Kubernetes: cpu in
 //     milli-units, every other resource in whole units (bytes of memory),
 //     a finer quantity rounding up to one unit. So a node may hold up to
@@ -84,7 +84,7 @@
 //     totals 4.4·10^17 bytes, well inside an int64.
 //   - Nodes: at least one template; each needs a name and a non-empty
 //     resources map. "count": 0 is allowed and makes no nodes. A node
-//     template may carry "cluster" (an addition to SCENARIOS.md): nodes
+//     template may carry "cluster" (Flotilla's addition to the format): nodes
 //     with the same cluster form one cluster, a gang lands within one.
 //     Taints need a key and an effect (NoSchedule, PreferNoSchedule or
 //     NoExecute).
@@ -92,8 +92,8 @@
 //     "count": 0 submits nothing. jobSet defaults to "". Tolerations follow
 //     Kubernetes: operator Equal (default) or Exists, no key only with
 //     Exists (an empty key with Equal is reported at the operator), no
-//     value with Exists. A job template may carry "avoidClusters" (an
-//     addition to SCENARIOS.md), a list of cluster names: flotilla.Job's
+//     value with Exists. A job template may carry "avoidClusters"
+//     (Flotilla's addition to the format), a list of cluster names: flotilla.Job's
 //     AvoidClusters for each of its jobs, which go to a listed cluster
 //     only when no other can take them. A name no node carries, or one
 //     listed twice, changes nothing; an empty name is an error.
@@ -124,7 +124,7 @@
 //   - Queues: priorityFactor absent or 0 means 1 (as for flotilla.Queue);
 //     otherwise it is at least flotilla.MinPriorityFactor (1e-6), so that
 //     every weight 1/factor, and their sum, is finite.
-//   - Strategy (an addition to SCENARIOS.md): config.strategy is
+//   - Strategy (Flotilla's addition to the format): config.strategy is
 //     "progressive-filling" (default) or "lottery", Armada's legacy
 //     slice-and-lottery leasing by half-life queue priority. "lottery"
 //     needs config.priorityHalftime, a Go duration > 0 such as "10m"

@@ -5,7 +5,7 @@ import (
 	"github.com/flotilla-sched/flotilla/textform"
 )
 
-// The types in this file mirror the scenario file format of SCENARIOS.md
+// The types in this file mirror the scenario file format of docs/scenarios.md
 // field for field: their JSON names are a public interface. Optional fields
 // whose default differs from Go's zero value are pointers (nil = absent =
 // the documented default); the rest take their zero value as the default.
@@ -112,7 +112,7 @@ type Config struct {
 	// Seed seeds the scheduler's random source. Default 1.
 	Seed *uint64 `json:"seed,omitempty"`
 	// Strategy is "progressive-filling" (default when empty) or "lottery".
-	// (An addition to SCENARIOS.md.)
+	// (Flotilla's addition to the format.)
 	Strategy Strategy `json:"strategy,omitempty"`
 	// PriorityHalftime is the lottery's queue-priority half-time, a Go
 	// duration > 0 such as "10m"; required with "lottery", unused otherwise.
@@ -169,7 +169,7 @@ type NodeTemplate struct {
 	// one node named Name.
 	Count *int `json:"count,omitempty"`
 	// Cluster groups nodes; a gang lands within one cluster. Empty is the
-	// default cluster. (An addition to SCENARIOS.md.)
+	// default cluster. (Flotilla's addition to the format.)
 	Cluster string `json:"cluster,omitempty"`
 	// Resources maps resource name to quantity; required and non-empty.
 	Resources     flotilla.Quantities `json:"resources"`
@@ -256,7 +256,7 @@ type JobTemplate struct {
 	NodeSelector map[string]string   `json:"nodeSelector,omitempty"`
 	Tolerations  []Toleration        `json:"tolerations,omitempty"`
 	Gang         *GangSpec           `json:"gang,omitempty"`
-	// AvoidClusters (an addition to SCENARIOS.md) is flotilla.Job's: the
+	// AvoidClusters (Flotilla's addition to the format) is flotilla.Job's: the
 	// jobs go to a listed cluster only when no other can take them.
 	AvoidClusters []string `json:"avoidClusters,omitempty"`
 }

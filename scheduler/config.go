@@ -30,7 +30,7 @@ type Strategy string
 
 const (
 	// ProgressiveFilling is the default (also meant by ""): fair share by
-	// progressive filling, with preemption (seeds/armada-scheduler.md).
+	// progressive filling, with preemption (Armada's scheduler).
 	ProgressiveFilling Strategy = "progressive-filling"
 	// Lottery is Armada's legacy slice-and-lottery leasing
 	// (seeds/armada-priority.md): the cluster's free resources are sliced
@@ -103,7 +103,7 @@ type Config struct {
 	// early a queue whose remaining jobs all failed to fit; placements are
 	// the same either way.
 	ReportEveryUnscheduled bool
-	// UsageHalfLife turns on the queue tree's usage memory (QUEUE-TREE.md
+	// UsageHalfLife turns on the queue tree's usage memory (docs/queue-tree.md
 	// §8): a queue or group that used less than its fair share lately gets
 	// up to (1+UsageWeight)× its weight above its guarantee, one that used
 	// more down to 1/(1+UsageWeight)×. 0 is off, the default.

@@ -5,7 +5,7 @@
 //
 // # The cycle
 //
-// Progressive filling (seeds/armada-scheduler.md, "Job scheduling order"):
+// Progressive filling (Armada's scheduler, "Job scheduling order"):
 // among the queues' next units (a job, or a complete gang), the one from the
 // queue whose fraction of its fair share would be smallest after the unit is
 // tried first; a higher priority class always goes first; ties go by queue

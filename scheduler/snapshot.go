@@ -53,7 +53,7 @@ type QueuePriorityState struct {
 }
 
 // UsageState carries each queue's decayed average share u from one cycle to
-// the next (QUEUE-TREE.md §8). At the start of a cycle every u decays from
+// the next (docs/queue-tree.md). At the start of a cycle every u decays from
 // Time to the cycle's time toward the queue's share then, with half-life
 // Config.UsageHalfLife: u ← β·u + (1−β)·share, β = 2^(−Δt/h). The decayed
 // values set this cycle's usage multipliers and are Result.Usage. A cycle

@@ -5,7 +5,7 @@ import (
 	"github.com/flotilla-sched/flotilla/fairness"
 )
 
-// tournament is progressive filling over a queue tree (QUEUE-TREE.md §5,
+// tournament is progressive filling over a queue tree (docs/queue-tree.md,
 // rule 6): each queue nominates its next unit; each group keeps a
 // fairness.Selector over its children and nominates its best child's
 // nominee; the root's best is tried next. Children of a group are compared

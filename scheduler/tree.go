@@ -9,7 +9,7 @@ import (
 	"github.com/flotilla-sched/flotilla/fairness"
 )
 
-// The queue tree (QUEUE-TREE.md): groups and leaf queues with guarantees,
+// The queue tree (docs/queue-tree.md): groups and leaf queues with guarantees,
 // limits, lending limits and usage memory.
 //
 // A flat list of queues (no Snapshot.Groups, no Queue.Parent, no quota

@@ -14,7 +14,7 @@ import (
 	"github.com/flotilla-sched/flotilla/scheduler"
 )
 
-// Cordons (SERVICE.md): a cordoned queue's queued jobs are not leased (its
+// Cordons (docs/operator-commands.md): a cordoned queue's queued jobs are not leased (its
 // running ones go on); a cordoned cluster gets no new lease (its running
 // jobs go on, and its executor hears of it in every report's answer).
 // Both are stored (backend.Cordons), so that a restart keeps them.

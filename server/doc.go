@@ -1,4 +1,4 @@
-// Package server is the queueing service of SERVICE.md: queues, job sets,
+// Package server is the queueing service (README; docs/http-api.md): queues, job sets,
 // submission with validation, leasing to many clusters through their
 // executors, lease renewal and expiry, cancellation, scheduling cycles, and
 // the event logs from which every job's state is rebuilt. It runs over the
@@ -15,7 +15,7 @@
 //
 //   - Queues: CreateQueue, UpdateQueue, DeleteQueue (refused while the
 //     queue has jobs that have not ended), Queue, ListQueues.
-//   - The queue tree (QUEUE-TREE.md): groups (CreateGroup, UpdateGroup,
+//   - The queue tree (docs/queue-tree.md): groups (CreateGroup, UpdateGroup,
 //     DeleteGroup, refused while a queue or group has the group as parent;
 //     Group, ListGroups) and the queues' Parent, Guaranteed, Limit and
 //     LendingLimit. Every change of a queue or group is checked against the

@@ -16,7 +16,7 @@ import (
 	"github.com/flotilla-sched/flotilla/submit"
 )
 
-// The queue tree (QUEUE-TREE.md): groups are its inner nodes, queues its
+// The queue tree (docs/queue-tree.md): groups are its inner nodes, queues its
 // leaves. The service checks the whole tree (fairness.NewTree's rules) on
 // every change of a queue or group and refuses a change that would leave it
 // invalid, before anything is stored. A change takes effect at the next

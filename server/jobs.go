@@ -16,7 +16,7 @@ import (
 	"github.com/flotilla-sched/flotilla/submit"
 )
 
-// Submit stores the jobs of one request with SERVICE.md's rules
+// Submit stores the jobs of one request with docs/submit-file.md's rules
 // (submit.Rules.Jobs) and returns their ids in file order. The jobs and
 // their submitted events are stored together or not at all; ids are
 // returned only once they are stored.
@@ -41,7 +41,7 @@ func (s *Server) Submit(ctx context.Context, req *submit.Request) ([]string, err
 	})
 }
 
-// SubmitJSON is Submit for a submit file (SERVICE.md's form), reporting
+// SubmitJSON is Submit for a submit file (docs/submit-file.md's form), reporting
 // its form's problems (submit.Parse) with the rules' ones.
 func (s *Server) SubmitJSON(ctx context.Context, data []byte) ([]string, error) {
 	// The queue's name, read even when other fields are mistyped, so that

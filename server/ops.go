@@ -10,7 +10,7 @@ import (
 	"github.com/flotilla-sched/flotilla/events"
 )
 
-// The operator's verbs (SERVICE.md): reprioritize and preempt. Each is one
+// The operator's verbs (docs/operator-commands.md): reprioritize and preempt. Each is one
 // write of events, so that a replay of the job sets' logs rebuilds what
 // it did; a request the service refuses writes nothing.
 
@@ -117,14 +117,14 @@ func (s *state) selected(ctx context.Context, sel *Selection) ([]*job, []string,
 type ReprioritizeResult struct {
 	// Reprioritized are queued jobs that now have the new priority.
 	Reprioritized []string
-	// Live are leased or running jobs: SERVICE.md leaves them alone.
+	// Live are leased or running jobs: docs/operator-commands.md leaves them alone.
 	Live []string
 	// Finished are jobs that had ended; nothing changed for them.
 	Finished []string
 }
 
 // Reprioritize gives the queued jobs sel names (by id, or a queue's job
-// set: SERVICE.md's reprioritize takes no cluster and needs the job set
+// set: docs/operator-commands.md's reprioritize takes no cluster and needs the job set
 // with the queue) the per-job priority p, one reprioritized event each, in
 // one write; by names who asked (the events' reason). Leased and running
 // jobs are reported in Live and left alone. The queued jobs take their new

@@ -8,7 +8,7 @@ import (
 	"github.com/flotilla-sched/flotilla/events"
 )
 
-// Retry policies (SERVICE.md's `-retry-policy`): a queue's policy decides
+// Retry policies (docs/operator-commands.md's `-retry-policy`): a queue's policy decides
 // what a failed run of its jobs becomes. A run that failed (its executor
 // reported it failed, or it passed its active deadline) is matched against
 // the rules by exit code and failure reason: the first rule that matches,

@@ -23,7 +23,7 @@
 // ended), runtime (Armada's shifted exponential: minimum plus an
 // exponential tail of mean tailMean), and repeats (numTimes more
 // submissions, period apart). A cluster file (ParseClusters) has clusters
-// of SCENARIOS.md's node templates; the resource schema is every resource
+// of docs/scenarios.md's node templates; the resource schema is every resource
 // a node names, sorted.
 //
 //	{"seed": 1, "duration": "2h",
@@ -39,7 +39,7 @@
 //	{"clusters": [{"name": "c1", "nodes": [
 //	   {"name": "node", "count": 10, "resources": {"cpu": "32", "memory": "256Gi"}}]}]}
 //
-// A workload may also have a queue tree (QUEUE-TREE.md): groups, each with
+// A workload may also have a queue tree (docs/queue-tree.md): groups, each with
 // a parent, a weight and quotas, queues with a parent and quotas, and
 // usage memory (usageHalfLife, usageWeight; they set the scheduler's
 // Config.UsageHalfLife and UsageWeight, and a scheduler configuration
@@ -64,7 +64,7 @@
 // files are read by the `flotilla simulate` command (cmd/flotilla), which
 // maps them onto these types.
 // Config.Scheduler takes a scheduler.Config as a Go value; the `flotilla
-// simulate` command (cmd/flotilla) reads SCENARIOS.md's
+// simulate` command (cmd/flotilla) reads docs/scenarios.md's
 // `config`/`priorityClasses` into it, and draws the plots.
 //
 // Config.Progress, when set, is called after every cycle with a

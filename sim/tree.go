@@ -14,7 +14,7 @@ import (
 	"github.com/flotilla-sched/flotilla/scheduler"
 )
 
-// GroupSpec is an inner node of the queue tree (QUEUE-TREE.md §3): it
+// GroupSpec is an inner node of the queue tree (docs/queue-tree.md): it
 // holds no jobs, only the queues and groups that name it as their parent.
 type GroupSpec struct {
 	// Name is required and unique across groups and queues.

@@ -22,13 +22,13 @@ type Workload struct {
 	// duration, e.g. "4h"); absent means when every job has ended or
 	// nothing can change any more.
 	Duration string `json:"duration,omitempty"`
-	// Groups are the inner nodes of the queue tree (QUEUE-TREE.md): queues
+	// Groups are the inner nodes of the queue tree (docs/queue-tree.md): queues
 	// and groups name them as parent. None, with no queue naming a parent
 	// or giving a quota, is the flat model.
 	Groups []GroupSpec `json:"groups,omitempty"`
 	// Queues are created before anything is submitted; at least one.
 	Queues []QueueSpec `json:"queues"`
-	// UsageHalfLife turns on the queue tree's usage memory (QUEUE-TREE.md
+	// UsageHalfLife turns on the queue tree's usage memory (docs/queue-tree.md
 	// §8): a Go duration ≥ 0 such as "3h"; empty or 0 means off. It sets
 	// the scheduler's Config.UsageHalfLife.
 	UsageHalfLife string `json:"usageHalfLife,omitempty"`
@@ -145,7 +145,7 @@ type Clusters struct {
 type Cluster struct {
 	// Name is required and unique.
 	Name string `json:"name"`
-	// Nodes are SCENARIOS.md's node templates; at least one node in all.
+	// Nodes are docs/scenarios.md's node templates; at least one node in all.
 	Nodes []NodeTemplate `json:"nodes"`
 	// Pool is the cluster's pool (`executor -pool`); empty is the default
 	// pool. Each pool has its own fair shares and cycle.
@@ -165,7 +165,7 @@ func (c *Clusters) Pools() int {
 	return len(seen)
 }
 
-// NodeTemplate is SCENARIOS.md's node form: Count nodes named
+// NodeTemplate is docs/scenarios.md's node form: Count nodes named
 // <name>-0 … <name>-(Count-1), or one named Name when Count is absent.
 type NodeTemplate struct {
 	Name          string              `json:"name"`

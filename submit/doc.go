@@ -1,4 +1,4 @@
-// Package submit holds SERVICE.md's submit file and its submission rules:
+// Package submit holds docs/submit-file.md's submit file and its submission rules:
 // a pure function from a file's bytes to the jobs the service stores, for
 // the service (package server) and for callers that check submissions
 // without one.

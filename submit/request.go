@@ -6,7 +6,7 @@ import (
 	"github.com/flotilla-sched/flotilla/textform"
 )
 
-// The types in this file mirror SERVICE.md's submit file field for field:
+// The types in this file mirror docs/submit-file.md's submit file field for field:
 // their JSON names are a public interface. Durations are Go duration
 // strings ("30s", "1h"); an absent one (or JSON null, or "") means the
 // rule's default.
@@ -26,7 +26,7 @@ type Request struct {
 	Principal string `json:"-"`
 }
 
-// JobTemplate describes one job, or Count identical jobs: a SCENARIOS.md job
+// JobTemplate describes one job, or Count identical jobs: a docs/scenarios.md job
 // template without id and queue, plus the service's fields.
 type JobTemplate struct {
 	// Count, when present, expands the template into Count jobs (0 = none)
@@ -58,7 +58,7 @@ type JobTemplate struct {
 	// job "runs".
 	Runtime  string `json:"runtime,omitempty"`
 	ExitCode int    `json:"exitCode,omitempty"`
-	// Pools names the pools whose clusters may run the jobs (SERVICE.md:
+	// Pools names the pools whose clusters may run the jobs (docs/submit-file.md:
 	// `pools: ["a100", "h100"]`); absent accepts every pool. Each a pool
 	// name (CheckPool), none twice, at least one when present.
 	Pools []string `json:"pools,omitempty"`

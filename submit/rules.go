@@ -18,7 +18,7 @@ import (
 	"github.com/flotilla-sched/flotilla/textform"
 )
 
-// Defaults of Rules (seeds/armada-scheduler.md, "Graceful
+// Defaults of Rules (Armada's scheduler, "Graceful
 // termination" and "Job deadlines").
 const (
 	// DefaultMaxTerminationGracePeriod is Armada's default maximum.
@@ -173,7 +173,7 @@ func (r Rules) ParseJobsBatch(data []byte, cat *Catalog, now time.Time, newIDs I
 	return specs, nil
 }
 
-// Jobs applies SERVICE.md's submission rules to req and expands it into the
+// Jobs applies docs/submit-file.md's submission rules to req and expands it into the
 // jobs to store, in file order: template by template, the k-th job of a
 // template with count N having client id <clientId>-k. Every job gets a
 // fresh id from newID (called only when the request is accepted, once per

@@ -1,6 +1,6 @@
 // Package textform holds the text forms users write that the scenario
-// format (SCENARIOS.md), the service's submit file and executor protocol
-// (SERVICE.md), the simulator's cluster and workload files and the
+// format (docs/scenarios.md), the service's submit file and executor protocol
+// (docs/http-api.md), the simulator's cluster and workload files and the
 // Kubernetes executor share: taints and tolerations, with their JSON
 // names, and their conversion to the library's types. Those formats name
 // these types (scenario.Taint, submit.Toleration, api.Taint, …) as

@@ -1,4 +1,4 @@
-// Package webui is the web UI of `flotilla serve` (SERVICE.md, "Web
+// Package webui is the web UI of `flotilla serve` (the README's "Web
 // UI"): a page of plain HTML, CSS and a little JavaScript, embedded in the
 // binary, that reads the service's JSON API (the paged reads of
 // httpapi's /v1/overview, /v1/cycles, /v1/queues/{queue}/jobsets,

@@ -194,6 +194,6 @@
 // # Configuration
 //
 // ParseConfig reads a queue configuration file: the `config`, `queues`
-// and `priorityClasses` blocks of a scenario file (shared/SCENARIOS.md),
+// and `priorityClasses` blocks of a scenario file (docs/scenarios.md),
 // validated by package scenario.
 package batch

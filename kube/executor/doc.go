@@ -1,4 +1,4 @@
-// Package executor is the cluster side of SERVICE.md's executor protocol
+// Package executor is the cluster side of docs/http-api.md's executor protocol
 // for a real Kubernetes cluster: one Executor per cluster reports the
 // cluster's nodes and the Flotilla pods it holds to a `flotilla serve`,
 // creates a pod for every new lease, deletes the pods the service cancels

@@ -1,4 +1,4 @@
--- The queue tree (QUEUE-TREE.md §3): a queue's parent group and quota
+-- The queue tree (docs/queue-tree.md): a queue's parent group and quota
 -- vectors, and the groups. A quota vector is a JSON object of resource
 -- amounts in the schema's units ({"cpu": 16000, "nvidia.com/gpu": 4}),
 -- the resources not given left out; NULL when none is given.

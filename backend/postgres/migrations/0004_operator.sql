@@ -1,4 +1,4 @@
--- The operator's verbs (SERVICE.md): a reprioritized event's priority,
+-- The operator's verbs (docs/operator-commands.md): a reprioritized event's priority,
 -- and a job's priority once an event changed it (NULL: the spec's).
 ALTER TABLE events ADD COLUMN priority bigint NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN priority_now bigint;

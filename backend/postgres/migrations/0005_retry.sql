@@ -1,4 +1,4 @@
--- Retry policies (SERVICE.md): each queue's policy, in its JSON form
+-- Retry policies (docs/operator-commands.md): each queue's policy, in its JSON form
 -- (events.RetryPolicy), kept when absent from a queue's definition.
 CREATE TABLE retry_policies (
     queue  text PRIMARY KEY,
