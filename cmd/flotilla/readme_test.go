@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -108,7 +111,13 @@ func TestREADMERunnableBlocksRunAsPasted(t *testing.T) {
 	// Clients without -server reach the walkthrough's server, as they
 	// reach 127.0.0.1:8080 by default.
 	// The blocks' mktemp -d folders go into the test's own, removed after.
-	cmd.Env = append(os.Environ(), "FLOTILLA_SERVER=http://"+a1, "FLOTILLA_TOKEN=", "TMPDIR="+t.TempDir())
+	// The test's own PostgreSQL server is not theirs: a block that starts
+	// one and then stops "its" server must never reach the one the other
+	// tests share, even when starting its own failed.
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "FLOTILLA_POSTGRES_URL=") || strings.HasPrefix(kv, "FLOTILLA_POSTGRES_DIR=")
+	})
+	cmd.Env = append(env, "FLOTILLA_SERVER=http://"+a1, "FLOTILLA_TOKEN=", "TMPDIR="+t.TempDir())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
@@ -123,6 +132,13 @@ func TestREADMERunnableBlocksRunAsPasted(t *testing.T) {
 		tail = "…" + tail[len(tail)-6000:]
 	}
 	require.NoError(t, err, "the README's runnable blocks failed (ctx: %v); output:\n%s", ctx.Err(), tail)
+	// The shared PostgreSQL server is still up: the blocks stopped only
+	// what they started.
+	if u, err := url.Parse(os.Getenv("FLOTILLA_POSTGRES_URL")); err == nil && u.Host != "" {
+		c, err := net.Dial("tcp", u.Host)
+		require.NoError(t, err, "the tests' PostgreSQL server is gone after the README's blocks")
+		_ = c.Close()
+	}
 	// Every process the blocks started has ended: serve and executors
 	// are stopped by the blocks themselves.
 	if err := syscall.Kill(-pgid, 0); !errors.Is(err, syscall.ESRCH) {
