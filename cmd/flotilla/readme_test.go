@@ -111,7 +111,7 @@ func TestREADMERunnableBlocksRunAsPasted(t *testing.T) {
 	// Clients without -server reach the walkthrough's server, as they
 	// reach 127.0.0.1:8080 by default.
 	// The blocks' mktemp -d folders go into the test's own, removed after.
-	// The test's own PostgreSQL server is not theirs: a block that starts
+	// The tests' shared PostgreSQL server is not the blocks': one that starts
 	// one and then stops "its" server must never reach the one the other
 	// tests share, even when starting its own failed.
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
