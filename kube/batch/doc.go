@@ -153,7 +153,10 @@
 // jobs' pods), a PyTorchJob or MPIJob (spec.runPolicy.suspend; one gang
 // of its replica specs' replicas, master or launcher and workers), a
 // RayJob (spec.suspend; one gang of its cluster's head and each worker
-// group's minReplicas × numOfHosts; its submitter pod is queued as any).
+// group's minReplicas × numOfHosts; its submitter pod is queued as any;
+// into its held room go its head and, per worker group, its oldest
+// workers up to the group's count, by KubeRay's ray.io/group label, the
+// room waiting for the head; workers beyond minReplicas are lone jobs).
 // A RayCluster has no suspend: its pods take the pods path.
 //
 // # Replicas and gang safety

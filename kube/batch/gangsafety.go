@@ -30,6 +30,10 @@ const restPrefix = "rest#"
 // labelRayNodeType is KubeRay's pod label; its head pod says "head".
 const labelRayNodeType = "ray.io/node-type"
 
+// labelRayGroup is KubeRay's pod label naming its worker group (the
+// head's says "headgroup").
+const labelRayGroup = "ray.io/group"
+
 // settleGangs regroups the pending members of gangs before the snapshot
 // and rolls back the gangs that cannot be finished. Called with mu held.
 //
