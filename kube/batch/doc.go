@@ -184,6 +184,10 @@
 //     the member running, and a later cycle rolls the gang back again
 //     (after a budget's refusal, at its retry time, as for a preemption).
 //
+// An Indexed Job's Succeeded pods count as members that ran: the Job
+// controller's replacement for a failed index is the rest of its gang,
+// not a gang waiting for all its pods again (Kueue's way).
+//
 // A workload's gang with more pending pods than its cardinality (a
 // RayCluster's workers beyond minReplicas) is its first cardinality pods,
 // the Ray head first and then the oldest; the others are lone jobs of its
