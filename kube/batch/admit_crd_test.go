@@ -200,3 +200,62 @@ spec:
 		}
 	}
 }
+
+// A suspended RayJob (head + minReplicas 2 of replicas 5) is admitted on a
+// node of 3 cpu; the cluster its operator then creates (here the test, as
+// no operator runs) has 5 workers: the head and the 2 oldest are bound
+// into the held room, and an older pod that needs the whole node is not.
+func TestLiveSuspendedRayJobBindsHeadAndMinReplicasIntoItsRoom(t *testing.T) {
+	l := newLive(t)
+	l.installCRDs("ray.io_rayjobs.yaml", "ray.io_rayclusters.yaml")
+	l.node("n1", "3")
+	s := l.scheduler(Config{Dynamic: l.dynamic(), AdmitSuspended: true})
+	rj := l.create(rayJobs, strings.Replace(suspendedRayJob, "uid: u-rj, ", "", 1))
+	l.cycleCollect(s, "the RayJob unsuspended", func() bool {
+		u, err := l.dynamic().Resource(rayJobs).Namespace("default").Get(l.ctx, "rj", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend")
+		return !v
+	}, nil)
+	rc := l.create(schema.GroupVersionResource{Group: "ray.io", Version: "v1", Resource: "rayclusters"}, fmt.Sprintf(`
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata:
+  name: rj-raycluster
+  namespace: default
+  ownerReferences: [{apiVersion: ray.io/v1, kind: RayJob, name: rj, uid: %s, controller: true}]
+spec:
+  headGroupSpec: {template: {}}
+  workerGroupSpecs: [{groupName: w, minReplicas: 2, replicas: 5}]`, rj.GetUID()))
+	l.pod(testPod("other", "3", func(p *corev1.Pod) { p.Labels = map[string]string{"flotilla.dev/queue": "research"} }))
+	yes := true
+	owned := func(labels map[string]string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Labels = labels
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "ray.io/v1", Kind: "RayCluster", Name: rc.GetName(), UID: rc.GetUID(), Controller: &yes}}
+		}
+	}
+	for i := range 5 {
+		l.pod(testPod(fmt.Sprintf("w-%d", i), "1", owned(map[string]string{"ray.io/group": "w"})))
+	}
+	l.pod(testPod("head", "1", owned(map[string]string{labelRayNodeType: "head", "ray.io/group": "headgroup"})))
+	otherUnbound := func() error {
+		if n := l.get("other").Spec.NodeName; n != "" {
+			return fmt.Errorf("pod other bound to %s, in the RayJob's held room", n)
+		}
+		return nil
+	}
+	jobs := l.cycleCollect(s, "the head and 2 workers bound", func() bool {
+		for _, name := range []string{"head", "w-0", "w-1"} {
+			if l.get(name).Spec.NodeName == "" {
+				return false
+			}
+		}
+		return true
+	}, otherUnbound)
+	if len(jobs) != 0 {
+		t.Fatalf("%d pods placed by a cycle: want the 3 bound into the room the admission held", len(jobs))
+	}
+}
