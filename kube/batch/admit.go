@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -77,6 +78,11 @@ type suspendable struct {
 type podGroup struct {
 	template corev1.PodTemplateSpec
 	n        int64
+	// rayHead and rayGroup, for a RayJob's groups, say which of its
+	// cluster's pods the group's placeholders are for: the head, or the
+	// workers whose ray.io/group label is rayGroup (rayMembers).
+	rayHead  bool
+	rayGroup string
 }
 
 // pods is how many pods the workload runs at once.
@@ -278,6 +284,9 @@ func (s *Scheduler) releaseAdmissions(now time.Time) []bindUnit {
 			continue
 		}
 		mine := pods[uid]
+		if sj.w.kind == "RayJob" {
+			mine = rayMembers(&sj.w, mine)
+		}
 		if len(mine) < len(sj.keys) && now.Before(sj.until) {
 			continue
 		}
@@ -290,6 +299,57 @@ func (s *Scheduler) releaseAdmissions(now time.Time) []bindUnit {
 		sj.released = true
 	}
 	return binds
+}
+
+// rayMembers picks, of an admitted RayJob's pending cluster pods, those
+// bound into its held room: the head, and per worker group its oldest
+// pods up to the group's placeholders (by KubeRay's ray.io/group label;
+// pods whose label names no group fill what the groups lack, oldest
+// first). Workers beyond (replicas > minReplicas) are left out: once the
+// members are bound, settleGangs queues them as lone jobs. Without the
+// head, or with a group short, it returns fewer pods than the gang, and
+// the room stays held for them until AdmitHold ends.
+func rayMembers(w *suspendable, pods []*podState) []*podState {
+	slices.SortFunc(pods, olderMember) // the head first
+	left := map[string]int64{}
+	var want int64
+	for _, g := range w.groups {
+		want += g.n
+		if !g.rayHead {
+			left[g.rayGroup] += g.n
+		}
+	}
+	out := make([]*podState, 0, want)
+	var spare []*podState
+	head := false
+	for _, ps := range pods {
+		group, labelled := ps.pod.Labels[labelRayGroup]
+		_, known := left[group]
+		switch {
+		case ps.pod.Labels[labelRayNodeType] == "head":
+			if !head {
+				head = true
+				out = append(out, ps)
+			}
+		case labelled && known:
+			if left[group] > 0 {
+				left[group]--
+				out = append(out, ps)
+			}
+		default:
+			spare = append(spare, ps)
+		}
+	}
+	if !head {
+		return nil
+	}
+	for _, ps := range spare {
+		if int64(len(out)) == want {
+			break
+		}
+		out = append(out, ps)
+	}
+	return out
 }
 
 // bindIntoHeld pairs the Job's pods with its placeholders' nodes and

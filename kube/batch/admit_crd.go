@@ -222,7 +222,7 @@ func fromRayJob(u *unstructured.Unstructured) suspendable {
 	if t, err := podTemplate(head, path+".headGroupSpec.template", "template"); err != nil {
 		errs = append(errs, err)
 	} else {
-		w.groups = append(w.groups, podGroup{template: t, n: 1})
+		w.groups = append(w.groups, podGroup{template: t, n: 1, rayHead: true})
 	}
 	groups, _, err := unstructured.NestedSlice(u.Object, "spec", "rayClusterSpec", "workerGroupSpecs")
 	if err != nil {
@@ -250,8 +250,9 @@ func fromRayJob(u *unstructured.Unstructured) suspendable {
 			errs = append(errs, err)
 			continue
 		}
+		name, _ := g["groupName"].(string)
 		if n*max(hosts, 1) > 0 {
-			w.groups = append(w.groups, podGroup{template: t, n: n * max(hosts, 1)})
+			w.groups = append(w.groups, podGroup{template: t, n: n * max(hosts, 1), rayGroup: name})
 		}
 	}
 	return finishCustom(w, errs, path)

@@ -3,9 +3,12 @@ package batch
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -144,5 +147,115 @@ func TestCustomWorkloadReadersNameTheBadField(t *testing.T) {
 				t.Fatalf("error %v: want %v", w.err, tc.kind)
 			}
 		})
+	}
+}
+
+// An admitted RayJob whose cluster runs more workers than minReplicas
+// (replicas 5 > minReplicas 2) binds its head and its 2 oldest workers of
+// the group into the room held at admission; the other workers are lone
+// jobs. Until the head exists the room stays held; an older pod of the
+// same queue that needs the whole node never takes it.
+func TestAdmittedRayJobBindsHeadAndOldestMinReplicasIntoTheHeldRoom(t *testing.T) {
+	rc := uobj(t, `
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata:
+  name: rj-raycluster
+  namespace: default
+  uid: u-rc
+  ownerReferences: [{apiVersion: ray.io/v1, kind: RayJob, name: rj, uid: u-rj, controller: true}]
+spec:
+  headGroupSpec: {template: {}}
+  workerGroupSpecs: [{groupName: w, minReplicas: 2, replicas: 5}]`)
+	f := newCustomFixture(t, []runtime.Object{uobj(t, suspendedRayJob), rc}, testNode("n1", "3"))
+	if rep := f.cycle(); rep.Admitted != 1 {
+		t.Fatalf("admitted %d (%v), want the RayJob", rep.Admitted, rep.Errors)
+	}
+	at := func(s int64, labels map[string]string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { p.CreationTimestamp, p.Labels = metav1.Unix(s, 0), labels }
+	}
+	owned := ownedBy("ray.io/v1", "RayCluster", "rj-raycluster", "u-rc")
+	f.createPod(testPod("other", "3", at(1, map[string]string{"flotilla.dev/queue": "research"})))
+	for i := range 5 {
+		f.createPod(testPod(fmt.Sprintf("w-%d", i), "1", both(owned, at(int64(20-i), map[string]string{"ray.io/group": "w"}))))
+	}
+	if rep := f.cycle(); len(f.binds) != 0 {
+		t.Fatalf("bound %v (%v) before the head exists: want the room held for it", f.binds, rep.Errors)
+	}
+	f.createPod(testPod("head", "1", both(owned, at(30, map[string]string{labelRayNodeType: "head", "ray.io/group": "headgroup"}))))
+	rep := f.cycle()
+	slices.Sort(f.binds)
+	if want := []string{"head@n1", "w-3@n1", "w-4@n1"}; !slices.Equal(f.binds, want) {
+		t.Fatalf("bound %v (%v), want %v: the head and the 2 oldest workers in the held room", f.binds, rep.Errors, want)
+	}
+	lone := map[string]bool{}
+	for _, u := range rep.Result.UnscheduledJobs {
+		if u.Job != nil && u.Job.Gang.ID == "" {
+			lone[u.Job.ID] = true
+		}
+	}
+	for _, w := range []string{"w-0", "w-1", "w-2"} {
+		if !lone["default/"+w] {
+			t.Fatalf("extra worker %s not a lone unscheduled job (unscheduled %+v)", w, rep.Result.UnscheduledJobs)
+		}
+	}
+}
+
+// A suspended RayJob (head + minReplicas 2 of replicas 5) is admitted on a
+// node of 3 cpu; the cluster its operator then creates (here the test, as
+// no operator runs) has 5 workers: the head and the 2 oldest are bound
+// into the held room, and an older pod that needs the whole node is not.
+func TestLiveSuspendedRayJobBindsHeadAndMinReplicasIntoItsRoom(t *testing.T) {
+	l := newLive(t)
+	l.installCRDs("ray.io_rayjobs.yaml", "ray.io_rayclusters.yaml")
+	l.node("n1", "3")
+	s := l.scheduler(Config{Dynamic: l.dynamic(), AdmitSuspended: true})
+	rj := l.create(rayJobs, strings.Replace(suspendedRayJob, "uid: u-rj, ", "", 1))
+	l.cycleCollect(s, "the RayJob unsuspended", func() bool {
+		u, err := l.dynamic().Resource(rayJobs).Namespace("default").Get(l.ctx, "rj", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend")
+		return !v
+	}, nil)
+	rc := l.create(schema.GroupVersionResource{Group: "ray.io", Version: "v1", Resource: "rayclusters"}, fmt.Sprintf(`
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata:
+  name: rj-raycluster
+  namespace: default
+  ownerReferences: [{apiVersion: ray.io/v1, kind: RayJob, name: rj, uid: %s, controller: true}]
+spec:
+  headGroupSpec: {template: {}}
+  workerGroupSpecs: [{groupName: w, minReplicas: 2, replicas: 5}]`, rj.GetUID()))
+	l.pod(testPod("other", "3", func(p *corev1.Pod) { p.Labels = map[string]string{"flotilla.dev/queue": "research"} }))
+	yes := true
+	owned := func(labels map[string]string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Labels = labels
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "ray.io/v1", Kind: "RayCluster", Name: rc.GetName(), UID: rc.GetUID(), Controller: &yes}}
+		}
+	}
+	for i := range 5 {
+		l.pod(testPod(fmt.Sprintf("w-%d", i), "1", owned(map[string]string{"ray.io/group": "w"})))
+	}
+	l.pod(testPod("head", "1", owned(map[string]string{labelRayNodeType: "head", "ray.io/group": "headgroup"})))
+	otherUnbound := func() error {
+		if n := l.get("other").Spec.NodeName; n != "" {
+			return fmt.Errorf("pod other bound to %s, in the RayJob's held room", n)
+		}
+		return nil
+	}
+	jobs := l.cycleCollect(s, "the head and 2 workers bound", func() bool {
+		for _, name := range []string{"head", "w-0", "w-1"} {
+			if l.get(name).Spec.NodeName == "" {
+				return false
+			}
+		}
+		return true
+	}, otherUnbound)
+	if len(jobs) != 0 {
+		t.Fatalf("%d pods placed by a cycle: want the 3 bound into the room the admission held", len(jobs))
 	}
 }

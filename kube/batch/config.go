@@ -18,7 +18,10 @@ import (
 //
 // From `config` it takes every scheduler setting (fairness, weights,
 // indexed resources, protected fraction, eviction probability, lookback,
-// round and rate limits, strategy) and the seed; defaultPriorityClass,
+// round and rate limits, strategy), the topologies gangs may ask to be
+// placed in (config.topologies: node label keys, outermost first; a pod
+// names a level with kubeconv.AnnotationTopologyRequired or -Preferred,
+// or Kueue's aliases) and the seed; defaultPriorityClass,
 // requeuePreempted and roundDuration are ignored (the PriorityClass
 // objects name the default class; a preempted pod's owner recreates it).
 // From `queues` and `groups` it takes the queue tree (parents, priority

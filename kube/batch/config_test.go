@@ -71,3 +71,31 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+// config.topologies, as in a scenario file, become the scheduler's
+// topologies; a malformed one is refused at its path.
+func TestParseConfigTakesTopologies(t *testing.T) {
+	cfg, err := ParseConfig([]byte(`{"config": {"topologies": [
+		{"name": "default", "levels": ["topology.flotilla.dev/block", "topology.flotilla.dev/rack", "kubernetes.io/hostname"]},
+		{"name": "nvlink", "levels": ["topology.flotilla.dev/nvlink", "kubernetes.io/hostname"]}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := cfg.Scheduler.Topologies
+	if len(ts) != 2 || ts[0].Name != "default" || len(ts[0].Levels) != 3 || ts[0].Levels[1] != "topology.flotilla.dev/rack" ||
+		ts[1].Name != "nvlink" || len(ts[1].Levels) != 2 {
+		t.Fatalf("topologies %+v", ts)
+	}
+	for _, tc := range []struct{ doc, path string }{
+		{`{"config": {"topologies": [{"name": "t", "levels": []}]}}`, "config.topologies[0].levels"},
+		{`{"config": {"topologies": [{"name": "t", "levels": ["a", "a"]}]}}`, "config.topologies[0].levels[1]"},
+		{`{"config": {"topologies": [{"name": "t", "levels": ["a"]}, {"name": "t", "levels": ["b"]}]}}`, "config.topologies[1].name"},
+		{`{"config": {"topologies": [{"levels": ["a"]}]}}`, "config.topologies[0].name"},
+	} {
+		_, err := ParseConfig([]byte(tc.doc))
+		var fe *flotilla.FieldError
+		if !errors.As(err, &fe) || !strings.Contains(err.Error(), tc.path) {
+			t.Errorf("ParseConfig(%s) = %v, want a *flotilla.FieldError at %s", tc.doc, err, tc.path)
+		}
+	}
+}

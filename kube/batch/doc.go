@@ -153,7 +153,10 @@
 // jobs' pods), a PyTorchJob or MPIJob (spec.runPolicy.suspend; one gang
 // of its replica specs' replicas, master or launcher and workers), a
 // RayJob (spec.suspend; one gang of its cluster's head and each worker
-// group's minReplicas × numOfHosts; its submitter pod is queued as any).
+// group's minReplicas × numOfHosts; its submitter pod is queued as any;
+// into its held room go its head and, per worker group, its oldest
+// workers up to the group's count, by KubeRay's ray.io/group label, the
+// room waiting for the head; workers beyond minReplicas are lone jobs).
 // A RayCluster has no suspend: its pods take the pods path.
 //
 // # Replicas and gang safety
@@ -180,6 +183,10 @@
 //     members wait for the whole gang again. An eviction that fails (a budget's refusal) leaves
 //     the member running, and a later cycle rolls the gang back again
 //     (after a budget's refusal, at its retry time, as for a preemption).
+//
+// An Indexed Job's Succeeded pods count as members that ran: the Job
+// controller's replacement for a failed index is the rest of its gang,
+// not a gang waiting for all its pods again (Kueue's way).
 //
 // A workload's gang with more pending pods than its cardinality (a
 // RayCluster's workers beyond minReplicas) is its first cardinality pods,

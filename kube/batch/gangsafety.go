@@ -30,6 +30,10 @@ const restPrefix = "rest#"
 // labelRayNodeType is KubeRay's pod label; its head pod says "head".
 const labelRayNodeType = "ray.io/node-type"
 
+// labelRayGroup is KubeRay's pod label naming its worker group (the
+// head's says "headgroup").
+const labelRayGroup = "ray.io/group"
+
 // settleGangs regroups the pending members of gangs before the snapshot
 // and rolls back the gangs that cannot be finished. Called with mu held.
 //
@@ -39,7 +43,8 @@ const labelRayNodeType = "ray.io/node-type"
 //     then the oldest first, and the others are lone jobs of its job set.
 //   - A gang with running members (placed by an earlier cycle, of this
 //     leader or the last, whose binding was cut short; or a replacement
-//     for a failed member) is partly bound: its pending members, up to
+//     for a failed member), or a Job's gang with succeeded members
+//     (doneMembers: its replacements), is partly bound: its pending members, up to
 //     the members it lacks, are one gang of their own ("rest#" + ID),
 //     placed all or none on the nodes the running members' uniformity
 //     label allows; the pods beyond are lone jobs.
@@ -113,7 +118,7 @@ func (s *Scheduler) settleGangs(now time.Time) ([]evictTask, int) {
 	}
 	for id, members := range pending {
 		g := members[0].orig.Gang
-		running := s.st.gangRunning[id] + placed[id]
+		running := s.st.gangRunning[id] + placed[id] + s.doneMembers(id, members[0])
 		if running > 0 || len(members) > g.Cardinality {
 			// Which pods are members depends on their order.
 			slices.SortFunc(members, olderMember)

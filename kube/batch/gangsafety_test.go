@@ -310,3 +310,72 @@ func TestRestOfAUniformGangStaysInItsRunningMembersDomain(t *testing.T) {
 		})
 	}
 }
+
+// An Indexed Job of 4 whose 3 members succeeded and whose 4th failed:
+// the Job controller's replacement for the 4th is part of the gang that
+// ran (as Kueue counts an admitted workload's replacement pods), so it is
+// scheduled alone, not held waiting for 4 pending pods that will never
+// exist. Another Job's succeeded pods do not count for it.
+func TestReplacementOfAJobWhoseOtherMembersSucceededIsScheduledAlone(t *testing.T) {
+	owned := ownedBy("batch/v1", "Job", "train", "u-train")
+	done := func(p *corev1.Pod) { p.Spec.NodeName, p.Status.Phase = "n1", corev1.PodSucceeded }
+	f := newOwnerFixture(t, []runtime.Object{uobj(t, indexedJob4)}, testNode("n1", "8"),
+		testPod("train-0", "1", both(owned, done)), testPod("train-1", "1", both(owned, done)),
+		testPod("train-3", "1", both(owned, done)), testPod("train-2-again", "1", owned))
+	rep := f.cycle()
+	if rep.Bound != 1 || rep.Result.Scheduled[0].Job.Gang.ID != "" {
+		t.Fatalf("bound %d (unscheduled %+v): want the replacement bound alone", rep.Bound, rep.Result.UnscheduledJobs)
+	}
+	// Another Job's succeeded pods are none of train's: its lone pending
+	// pod waits for its gang of 4.
+	other := ownedBy("batch/v1", "Job", "other", "u-other")
+	g := newOwnerFixture(t, []runtime.Object{uobj(t, indexedJob4)}, testNode("n1", "8"),
+		testPod("other-0", "1", both(other, done)), testPod("other-1", "1", both(other, done)),
+		testPod("other-2", "1", both(other, done)), testPod("train-0", "1", owned))
+	if rep := g.cycle(); rep.Bound != 0 {
+		t.Fatalf("bound %d: another Job's succeeded pods counted for train", rep.Bound)
+	}
+}
+
+// A real Job controller replaces the failed member of an Indexed Job of
+// 4 whose other 3 members succeeded: the replacement is bound (alone),
+// not held waiting for 4 pending pods.
+func TestLiveReplacementOfAJobWhoseOtherMembersSucceededIsBound(t *testing.T) {
+	l := newLive(t)
+	l.c.Controllers(t, "job")
+	l.node("n1", "4")
+	s := l.scheduler(Config{Dynamic: l.dynamic()})
+	if _, err := l.cs.BatchV1().Jobs("default").Create(l.ctx, jobOf("train", 4, 4, true, "1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bound := func() int {
+		n := 0
+		for _, p := range l.podsOfJob("train") {
+			if p.Spec.NodeName != "" && p.Status.Phase == corev1.PodPending {
+				n++
+			}
+		}
+		return n
+	}
+	l.cycleCollect(s, "the gang of 4 bound", func() bool { return bound() == 4 }, nil)
+	pods := l.podsOfJob("train")
+	for i := range pods {
+		p := &pods[i]
+		p.Status.Phase = corev1.PodSucceeded
+		if i == 0 {
+			p.Status.Phase = corev1.PodFailed
+		}
+		if _, err := l.cs.CoreV1().Pods("default").UpdateStatus(l.ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs := l.cycleCollect(s, "the replacement of the failed member bound", func() bool { return bound() == 1 }, nil)
+	if len(jobs) != 1 {
+		t.Fatalf("scheduled %d jobs, want the replacement alone", len(jobs))
+	}
+	for _, j := range jobs {
+		if j.Gang.ID != "" {
+			t.Fatalf("replacement %s in gang %q, want it alone", j.ID, j.Gang.ID)
+		}
+	}
+}

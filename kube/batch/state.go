@@ -1,6 +1,8 @@
 package batch
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -90,6 +92,11 @@ type state struct {
 	// that already runs (a Job controller's replacement for a failed
 	// member, the rest of a gang left partly bound) is scheduled alone.
 	gangRunning map[string]int
+	// succeeded maps each Succeeded pod of ours whose controller is a
+	// batch Job to the Job's UID, and succeededOf counts them per Job:
+	// members of its gang that ran and finished (doneMembers).
+	succeeded   map[string]types.UID
+	succeededOf map[types.UID]int
 	// broken holds, by gang ID, why a partly bound gang cannot be
 	// finished (a pending member deleted); the next cycle rolls it back.
 	broken map[string]string
@@ -127,6 +134,8 @@ func (st *state) init() {
 	st.unresolved = map[string]bool{}
 	st.gangRunning = map[string]int{}
 	st.broken = map[string]string{}
+	st.succeeded = map[string]types.UID{}
+	st.succeededOf = map[types.UID]int{}
 	st.suspended = map[types.UID]*suspendedJob{}
 	st.virtual = map[string]*podState{}
 }
@@ -184,6 +193,7 @@ func (s *Scheduler) forget(key string) {
 	}
 	s.unqueue(key)
 	s.uncount(s.st.pods[key])
+	s.noteSucceeded(key, nil)
 	delete(s.st.pods, key)
 	delete(s.st.bound, key)
 	delete(s.st.evicting, key)
@@ -212,6 +222,7 @@ func (s *Scheduler) sync(p *corev1.Pod) {
 	s.unqueue(key)
 	old := s.st.pods[key]
 	s.uncount(old)
+	s.noteSucceeded(key, p)
 	st := s.classify(key, p)
 	if st == nil {
 		if !terminal(p) {
@@ -286,6 +297,48 @@ func (s *Scheduler) classify(key string, p *corev1.Pod) *podState {
 		}
 	}
 	return &podState{kind: kindHeld, node: p.Spec.NodeName, req: kubeconv.PodRequests(p, s.schema)}
+}
+
+// noteSucceeded keeps state.succeeded up to date for the pod at key (p
+// nil: deleted). Called with mu held.
+func (s *Scheduler) noteSucceeded(key string, p *corev1.Pod) {
+	var uid types.UID
+	if p != nil && p.Status.Phase == corev1.PodSucceeded && s.ours(p) {
+		if ref := kubeconv.ControllerRef(p.OwnerReferences); ref != nil && ref.Kind == "Job" && strings.HasPrefix(ref.APIVersion, "batch/") {
+			uid = ref.UID
+		}
+	}
+	old, had := s.st.succeeded[key]
+	if had && old == uid {
+		return
+	}
+	if had {
+		if s.st.succeededOf[old]--; s.st.succeededOf[old] <= 0 {
+			delete(s.st.succeededOf, old)
+		}
+		delete(s.st.succeeded, key)
+	}
+	if uid != "" {
+		s.st.succeeded[key] = uid
+		s.st.succeededOf[uid]++
+	}
+}
+
+// doneMembers counts the members of gang id that ran and succeeded, as
+// ps (a pending member) tells: the Succeeded pods of its Job, when id is
+// that Job's own gang (an Indexed Job's). A replacement for a failed
+// member then joins the gang that ran, as a running one's does (Kueue
+// counts an admitted workload's replacement pods as part of it). Other
+// workloads' gangs count none (see the README's Known gaps). Called with
+// mu held.
+func (s *Scheduler) doneMembers(id string, ps *podState) int {
+	if len(s.st.succeededOf) == 0 || ps.owner == nil || ps.owner.Kind != "Job" || ps.owner.Gang.ID != id {
+		return 0
+	}
+	if ref := kubeconv.ControllerRef(ps.pod.OwnerReferences); ref != nil && ref.UID == ps.owner.UID {
+		return s.st.succeededOf[ref.UID]
+	}
+	return 0
 }
 
 // uncount takes a running pod out of its gang's count.
