@@ -270,3 +270,43 @@ func TestEachPoolsUsageMemoryIsStoredUnderItsNameAndRestored(t *testing.T) {
 	require.Equal(t, def, w.srv.TreeUsage(""))
 	require.Equal(t, b, w.srv.TreeUsage("b"))
 }
+
+// With one pool, a job naming only another pool waits; so it does after a
+// restart, which splits the stores again because the job names pools.
+func TestAfterARestartAJobNamingOnlyAnUnknownPoolIsNotLeasedInTheOnePool(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 1, 8)})
+	ids := w.submit("A", "s", inPools(2, "gpu"))
+	w.cycle()
+	require.Equal(t, events.Queued, w.state(ids[0]))
+	w.restart()
+	w.report(Report{Cluster: "c1"})
+	w.cycle()
+	for _, id := range ids {
+		require.Equal(t, events.Queued, w.state(id), "job %s accepts only pool gpu", id)
+	}
+}
+
+// So for a job live at the restart and queued again after it, when the
+// service then knows one pool that the job does not accept.
+func TestAfterARestartALiveJobNamingPoolsQueuedAgainIsNotLeasedInAPoolItDoesNotAccept(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	w.report(Report{Cluster: "c1", Pool: "gpu", Nodes: nodesOf("c1", 1, 8)})
+	ids := w.submit("A", "s", inPools(1, "gpu"))
+	w.cycle()
+	require.Equal(t, events.LeasedState, w.state(ids[0]))
+	w.restart()
+	// c1 comes back in the default pool, and c2 joins it: one pool, which
+	// the job does not accept.
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 1, 8)})
+	w.report(Report{Cluster: "c2", Nodes: nodesOf("c2", 1, 8)})
+	w.clock.Advance(w.srv.st.cfg.LeaseTimeout)
+	w.report(Report{Cluster: "c1"})
+	w.report(Report{Cluster: "c2"})
+	rep := w.cycle()
+	require.Equal(t, 1, rep.Expired)
+	require.Zero(t, rep.Leased)
+	require.Equal(t, events.Queued, w.state(ids[0]))
+}
