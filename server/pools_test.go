@@ -310,3 +310,21 @@ func TestAfterARestartALiveJobNamingPoolsQueuedAgainIsNotLeasedInAPoolItDoesNotA
 	require.Zero(t, rep.Leased)
 	require.Equal(t, events.Queued, w.state(ids[0]))
 }
+
+// A gang's members accept the same pools: a gang split between pools'
+// stores would wait forever in each, so such a request is refused.
+func TestGangWhoseMembersNameDifferentPoolsIsRefusedNamingTheField(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	w.report(Report{Cluster: "ca", Pool: "a", Nodes: nodesOf("ca", 1, 8)})
+	w.report(Report{Cluster: "cb", Pool: "b", Nodes: nodesOf("cb", 1, 8)})
+	m0, m1 := inPools(1, "a"), inPools(1, "a", "b")
+	m0.Gang = &GangSpec{ID: "g", Cardinality: 2}
+	m1.Gang = &GangSpec{ID: "g", Cardinality: 2}
+	_, err := w.srv.Submit(w.ctx, &SubmitRequest{Queue: "A", JobSet: "s", Jobs: []JobTemplate{m0, m1}})
+	requireProblems(t, err, problem{"jobs[1].pools", "[a b]", flotilla.ErrInconsistent})
+	m1.Pools = []string{"a"}
+	ids := w.submit("A", "s", m0, m1)
+	w.cycle()
+	require.Equal(t, []string{"ca", "ca"}, w.leasedOn(ids))
+}
