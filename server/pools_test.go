@@ -328,3 +328,31 @@ func TestGangWhoseMembersNameDifferentPoolsIsRefusedNamingTheField(t *testing.T)
 	w.cycle()
 	require.Equal(t, []string{"ca", "ca"}, w.leasedOn(ids))
 }
+
+// A lease the decision could not write is reported as skipped, so that
+// each lease written is counted once (the wait histogram observes the
+// leases, not the decisions): here pool a decided for a node that left
+// during its cycle, and pool b then leased the job.
+func TestALeaseNotWrittenIsReportedSkippedSoEachLeaseWrittenCountsOnce(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	w.report(Report{Cluster: "ca", Pool: "a", Nodes: nodesOf("ca", 1, 4)})
+	w.report(Report{Cluster: "cb", Pool: "b", Nodes: nodesOf("cb", 1, 4)})
+	ids := w.submit("A", "s", cpuJobs(1, "1"))
+	once := false
+	rep := w.cycleWith(func() {
+		if !once {
+			once = true // pool a's cycle: its node leaves, another comes
+			w.report(Report{Cluster: "ca", Nodes: []flotilla.Node{{Name: "other", Total: nodesOf("ca", 1, 4)[0].Total}}})
+		}
+	})
+	require.Equal(t, 1, rep.Leased)
+	require.Equal(t, []string{"cb"}, w.leasedOn(ids))
+	written := 0
+	for _, p := range rep.Pools {
+		written += len(p.Result.Scheduled) - len(p.Skipped)
+	}
+	require.Equal(t, rep.Leased, written)
+	require.Equal(t, ids, rep.Pools[0].Skipped)
+	require.Nil(t, rep.Pools[1].Skipped)
+}
