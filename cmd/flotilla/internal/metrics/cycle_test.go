@@ -150,9 +150,9 @@ func TestWaitHistogramObservesOnlyTheLeasesWrittenOnce(t *testing.T) {
 		return scheduler.Assignment{Job: &flotilla.Job{ID: id, Queue: "A", SubmitTime: now.Add(-waited)}}
 	}
 	rep := &server.CycleReport{Time: now, Leased: 2, Pools: []server.PoolResult{
-		{Pool: "a", Result: &scheduler.Result{Scheduled: []scheduler.Assignment{job("x", 4 * time.Second), job("y", 2 * time.Second)}},
+		{Pool: "a", Result: &scheduler.Result{Scheduled: []scheduler.Assignment{job("x", 4*time.Second), job("y", 2*time.Second)}},
 			Skipped: []string{"x"}},
-		{Pool: "b", Result: &scheduler.Result{Scheduled: []scheduler.Assignment{job("x", 4 * time.Second)}}},
+		{Pool: "b", Result: &scheduler.Result{Scheduled: []scheduler.Assignment{job("x", 4*time.Second)}}},
 	}}
 	m := New(func() *server.Server { return nil }, func() bool { return true })
 	m.Cycle(rep, 0, nil)
