@@ -45,7 +45,7 @@ func TestWorkloadPoolsAndGangTopologyAreCheckedNamingFieldAndValue(t *testing.T)
 		{"a topology asking no level", `, "gang": {"cardinality": 2, "topology": {"name": "default"}}`,
 			"jobTemplates[0].gang.topology.required", "", flotilla.ErrRequired},
 		{"a topology with a node-uniformity label", `, "gang": {"cardinality": 2, "nodeUniformityLabel": "zone", "topology": {"required": "rack"}}`,
-			"jobTemplates[0].gang.nodeUniformityLabel", "zone", flotilla.ErrInconsistent},
+			"jobTemplates[0].gang.topology.required", "rack", flotilla.ErrInconsistent},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := sim.ParseWorkload([]byte(tmpl(tc.extra)))

@@ -322,8 +322,10 @@ func (w *Workload) Validate() error {
 			case tp.Required == "" && tp.Preferred == "":
 				errs = append(errs, flotilla.Errorf(f+".gang.topology.required", "", flotilla.ErrRequired, "a gang topology names a required or a preferred level"))
 			case t.Gang.NodeUniformityLabel != "":
-				errs = append(errs, flotilla.Errorf(f+".gang.nodeUniformityLabel", t.Gang.NodeUniformityLabel, flotilla.ErrInconsistent,
-					"with gang.topology: give one or the other"))
+				levels := flotilla.GangTopology{Required: tp.Required, Preferred: tp.Preferred}
+				for _, err := range levels.Problems(f+".gang.topology", flotilla.ErrInconsistent, "with nodeUniformityLabel %q: give one or the other", t.Gang.NodeUniformityLabel) {
+					errs = append(errs, err)
+				}
 			}
 		}
 		if t.Pools != nil {

@@ -565,9 +565,8 @@ func (c *checker) gangMember(p string, t *JobTemplate, n int, gangs map[string]*
 			c.add(flotilla.Errorf(gp+".nodeUniformityLabel", gs.NodeUniformityLabel, flotilla.ErrInconsistent,
 				"gang %q: %s.gang.nodeUniformityLabel is %q", gs.ID, g.path, g.label))
 		}
-		if t := gs.Topology.topology(); t != g.topology {
-			c.add(flotilla.Errorf(gp+".topology", fmt.Sprintf("%+v", t), flotilla.ErrInconsistent,
-				"gang %q: %s.gang.topology is %+v", gs.ID, g.path, g.topology))
+		for _, err := range gs.Topology.topology().Disagreements(gp+".topology", gs.ID, g.path+".gang.topology", g.topology) {
+			c.add(err)
 		}
 		// A gang runs whole in one pool: members accepting different
 		// pools would each wait for the others in its own.
@@ -796,8 +795,10 @@ func (c *checker) gangTopology(tp string, gs *GangSpec) {
 	case t.Required == "" && t.Preferred == "":
 		c.add(flotilla.Errorf(tp+".required", "", flotilla.ErrRequired, "a gang topology names a required or a preferred level"))
 	case gs.NodeUniformityLabel != "":
-		c.add(flotilla.Errorf(tp, t.Required+t.Preferred, flotilla.ErrInconsistent,
-			"with nodeUniformityLabel %q: give one or the other", gs.NodeUniformityLabel))
+		levels := flotilla.GangTopology{Required: t.Required, Preferred: t.Preferred}
+		for _, err := range levels.Problems(tp, flotilla.ErrInconsistent, "with nodeUniformityLabel %q: give one or the other", gs.NodeUniformityLabel) {
+			c.add(err)
+		}
 	default:
 		if _, _, _, err := flotilla.ResolveTopology(c.topologies, tp, t); err != nil {
 			c.add(err)
