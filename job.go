@@ -99,6 +99,42 @@ type GangTopology struct {
 // IsZero reports whether the gang asks for no topology.
 func (t GangTopology) IsZero() bool { return t == GangTopology{} }
 
+// Fields are t's fields by the names the files and the API give them,
+// with their values: name, required, preferred.
+func (t GangTopology) Fields() [3][2]string {
+	return [3][2]string{{"name", t.Name}, {"required", t.Required}, {"preferred", t.Preferred}}
+}
+
+// Problems returns a *FieldError for each field of t that is set, at
+// field + "." + its name (Fields) with its own value, of kind and with the
+// reason format gives; none when t is zero. Checks that refuse a topology
+// as a whole name each of its fields this way, not one value of its
+// fields run together.
+func (t GangTopology) Problems(field string, kind error, format string, args ...any) []*FieldError {
+	var errs []*FieldError
+	for _, f := range t.Fields() {
+		if f[1] != "" {
+			errs = append(errs, Errorf(field+"."+f[0], f[1], kind, format, args...))
+		}
+	}
+	return errs
+}
+
+// Disagreements returns a *FieldError for each field of t whose value
+// differs from other's (a gang member's topology against its first
+// member's), at field + "." + its name with t's value, of kind
+// ErrInconsistent, the reason saying otherPath's value.
+func (t GangTopology) Disagreements(field, gang, otherPath string, other GangTopology) []*FieldError {
+	var errs []*FieldError
+	mine, theirs := t.Fields(), other.Fields()
+	for i, f := range mine {
+		if f[1] != theirs[i][1] {
+			errs = append(errs, Errorf(field+"."+f[0], f[1], ErrInconsistent, "gang %q: %s.%s is %q", gang, otherPath, f[0], theirs[i][1]))
+		}
+	}
+	return errs
+}
+
 // Topology is a named hierarchy of node labels, outermost first (a block,
 // then a rack, then a host). A domain of level k is a cluster and a path of
 // values (v0, …, vk): the nodes of that cluster whose labels Levels[0..k]

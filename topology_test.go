@@ -36,9 +36,9 @@ func TestJobValidateGangTopology(t *testing.T) {
 		{"with a uniformity label", func(j *Job) {
 			j.Gang.NodeUniformityLabel = "zone"
 			j.Gang.Topology = GangTopology{Required: lRack}
-		}, []problem{{`job "a-1".gang.topology`, ErrInconsistent}}},
+		}, []problem{{`job "a-1".gang.topology.required`, ErrInconsistent}}},
 		{"without gang", func(j *Job) { j.Gang = Gang{Topology: GangTopology{Preferred: lRack}} },
-			[]problem{{`job "a-1".gang.topology`, ErrInconsistent}}},
+			[]problem{{`job "a-1".gang.topology.preferred`, ErrInconsistent}}},
 	}
 	for _, c := range cases {
 		j := validJob()
@@ -46,6 +46,36 @@ func TestJobValidateGangTopology(t *testing.T) {
 		c.edit(j)
 		checkProblems(t, c.name, j.Validate(testSchema), c.want)
 	}
+}
+
+// A topology refused whole names each of its fields with its own value,
+// not their values run together ("nvlinktopology.flotilla.dev/rack").
+func TestGangTopologyRefusedWholeNamesEachFieldWithItsOwnValue(t *testing.T) {
+	values := func(err error) map[string]string {
+		out := map[string]string{}
+		for _, p := range Problems(err) {
+			var fe *FieldError
+			if errors.As(p, &fe) {
+				out[fe.Field] = fe.Value
+			}
+		}
+		return out
+	}
+	j := validJob()
+	j.Gang = Gang{Topology: GangTopology{Name: "nvlink", Required: lRack, Preferred: lHost}}
+	assert.Equal(t, map[string]string{`job "a-1".gang.topology.name`: "nvlink", `job "a-1".gang.topology.required`: lRack,
+		`job "a-1".gang.topology.preferred`: lHost}, values(j.Validate(testSchema)), "set without gang.id")
+	j = validJob()
+	j.Gang.NodeUniformityLabel = "zone"
+	j.Gang.Topology = GangTopology{Name: "nvlink", Required: lRack, Preferred: lHost}
+	assert.Equal(t, map[string]string{`job "a-1".gang.topology.required`: lRack, `job "a-1".gang.topology.preferred`: lHost},
+		values(j.Validate(testSchema)), "with a uniformity label: the levels, not the name")
+	errs := GangTopology{Required: lRack}.Disagreements("t", "g", "jobs[0].gang.topology", GangTopology{Name: "nvlink", Required: lHost})
+	assert.Len(t, errs, 2)
+	assert.Equal(t, [2]string{"t.name", ""}, [2]string{errs[0].Field, errs[0].Value})
+	assert.Equal(t, [2]string{"t.required", lRack}, [2]string{errs[1].Field, errs[1].Value})
+	assert.Contains(t, errs[1].Error(), `jobs[0].gang.topology.required is "`+lHost+`"`)
+	assert.ErrorIs(t, errs[1], ErrInconsistent)
 }
 
 func TestFindTopologyDefaultsToDefaultThenFirst(t *testing.T) {

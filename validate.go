@@ -67,7 +67,9 @@ func (j *Job) report(schema *ResourceSchema) error {
 			v.add(Errorf(p+".gang.nodeUniformityLabel", j.Gang.NodeUniformityLabel, ErrInconsistent, "set without gang.id"))
 		}
 		if !j.Gang.Topology.IsZero() {
-			v.add(Errorf(p+".gang.topology", j.Gang.Topology.Name+j.Gang.Topology.Required+j.Gang.Topology.Preferred, ErrInconsistent, "set without gang.id"))
+			for _, err := range j.Gang.Topology.Problems(p+".gang.topology", ErrInconsistent, "set without gang.id") {
+				v.add(err)
+			}
 		}
 	}
 	if t := j.Gang.Topology; !t.IsZero() {
@@ -75,8 +77,11 @@ func (j *Job) report(schema *ResourceSchema) error {
 			v.add(Errorf(p+".gang.topology.required", "", ErrRequired, "a gang topology names a required or a preferred level"))
 		}
 		if j.Gang.NodeUniformityLabel != "" {
-			v.add(Errorf(p+".gang.topology", t.Required+t.Preferred, ErrInconsistent,
-				"with nodeUniformityLabel %q: give one or the other (the label is a one-level required topology)", j.Gang.NodeUniformityLabel))
+			levels := GangTopology{Required: t.Required, Preferred: t.Preferred}
+			for _, err := range levels.Problems(p+".gang.topology", ErrInconsistent,
+				"with nodeUniformityLabel %q: give one or the other (the label is a one-level required topology)", j.Gang.NodeUniformityLabel) {
+				v.add(err)
+			}
 		}
 	}
 	if _, empty := j.NodeSelector[""]; empty {

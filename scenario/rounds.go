@@ -173,8 +173,8 @@ func (b *builder) gangMember(p string, t *JobTemplate, n int, gangs map[string]*
 	if gs.NodeUniformityLabel != g.label {
 		disagree(gp+".nodeUniformityLabel", gs.NodeUniformityLabel, g.label)
 	}
-	if gt := gangTopology(gs); gt != g.topology {
-		b.add(flotilla.Errorf(gp+".topology", fmt.Sprintf("%+v", gt), flotilla.ErrInconsistent, "gang %q: %s has %+v", gs.ID, g.path, g.topology))
+	for _, err := range gangTopology(gs).Disagreements(gp+".topology", gs.ID, g.path+".gang.topology", g.topology) {
+		b.add(err)
 	}
 	if gs.Cardinality > 0 {
 		if g.card == 0 {
@@ -258,8 +258,10 @@ func (b *builder) checkTopology(gp string, gs *GangSpec) {
 	case gt.Required == "" && gt.Preferred == "":
 		b.add(flotilla.Errorf(tp+".required", "", flotilla.ErrRequired, "a gang topology names a required or a preferred level"))
 	case gs.NodeUniformityLabel != "":
-		b.add(flotilla.Errorf(tp, gt.Required+gt.Preferred, flotilla.ErrInconsistent,
-			"with nodeUniformityLabel %q: give one or the other", gs.NodeUniformityLabel))
+		levels := flotilla.GangTopology{Required: gt.Required, Preferred: gt.Preferred}
+		for _, err := range levels.Problems(tp, flotilla.ErrInconsistent, "with nodeUniformityLabel %q: give one or the other", gs.NodeUniformityLabel) {
+			b.add(err)
+		}
 	default:
 		if _, _, _, err := flotilla.ResolveTopology(b.out.Settings.Topologies, tp, gt); err != nil {
 			b.add(err)

@@ -54,7 +54,7 @@ func TestTopologyFieldsAreValidated(t *testing.T) {
 			f.Rounds[0].Submit[0].Gang.Topology = &GangTopologySpec{Required: tRack, Preferred: tBlock}
 		}, "rounds[0].submit[0].gang.topology.preferred", flotilla.ErrInconsistent},
 		{"with a uniformity label", func(f *File) { f.Rounds[0].Submit[0].Gang.NodeUniformityLabel = "zone" },
-			"rounds[0].submit[0].gang.topology", flotilla.ErrInconsistent},
+			"rounds[0].submit[0].gang.topology.required", flotilla.ErrInconsistent},
 		{"no topologies configured", func(f *File) { f.Config.Topologies = nil },
 			"rounds[0].submit[0].gang.topology.name", flotilla.ErrUnknownName},
 		{"members disagree", func(f *File) {
@@ -62,7 +62,7 @@ func TestTopologyFieldsAreValidated(t *testing.T) {
 			j := JobTemplate{ID: "a2", Queue: "A", Count: ptr(2), Requests: map[string]string{"cpu": "1"},
 				Gang: &GangSpec{ID: "g", Topology: &GangTopologySpec{Required: tBlock}}}
 			f.Rounds[0].Submit = append(f.Rounds[0].Submit, j)
-		}, "rounds[0].submit[1].gang.topology", flotilla.ErrInconsistent},
+		}, "rounds[0].submit[1].gang.topology.required", flotilla.ErrInconsistent},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

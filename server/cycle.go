@@ -42,6 +42,12 @@ type CycleReport struct {
 type PoolResult struct {
 	Pool   string
 	Result *scheduler.Result
+	// Skipped are the jobs of Result.Scheduled whose lease was not
+	// written (the job or its node changed while the pool's cycle
+	// decided, or a gang mate's did), in no set order; nil when
+	// every lease was written. Such a job may be scheduled again, in a
+	// later pool or cycle.
+	Skipped []string
 }
 
 // Cycle runs one scheduling cycle at the clock's time:
@@ -121,7 +127,7 @@ func (s *Server) poolCycle(ctx context.Context, rep *CycleReport, pool string) e
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.st.last.pool(pool).remember(res)
-	rep.Pools = append(rep.Pools, PoolResult{Pool: pool, Result: res})
+	rep.Pools = append(rep.Pools, PoolResult{Pool: pool, Result: res, Skipped: d.skipped})
 	if rep.Result == nil {
 		rep.Result = res
 	}
@@ -368,6 +374,9 @@ type decisionWriter struct {
 	// preempted and scheduled count the entries of res.Preempted and
 	// res.Scheduled written so far.
 	preempted, scheduled int
+	// skipped are the jobs of res.Scheduled whose lease was not written
+	// (PoolResult.Skipped).
+	skipped []string
 }
 
 // next writes the decision's next chunk and reports whether any remain.
@@ -428,6 +437,7 @@ func (d *decisionWriter) leases(s *state, as []scheduler.Assignment) *backend.Wr
 				}
 				skipGang[gangKey(a.Job)] = true
 			}
+			d.skipped = append(d.skipped, a.Job.ID)
 			continue
 		}
 		leases = append(leases, lease{j, ref})
@@ -435,6 +445,7 @@ func (d *decisionWriter) leases(s *state, as []scheduler.Assignment) *backend.Wr
 	for _, l := range leases {
 		sj := l.j.spec
 		if sj.IsGang() && skipGang[gangKey(sj)] {
+			d.skipped = append(d.skipped, sj.ID)
 			continue
 		}
 		w.Events = append(w.Events, events.Event{Time: now, Queue: sj.Queue, JobSet: sj.JobSet, Job: sj.ID,

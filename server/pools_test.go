@@ -270,3 +270,89 @@ func TestEachPoolsUsageMemoryIsStoredUnderItsNameAndRestored(t *testing.T) {
 	require.Equal(t, def, w.srv.TreeUsage(""))
 	require.Equal(t, b, w.srv.TreeUsage("b"))
 }
+
+// With one pool, a job naming only another pool waits; so it does after a
+// restart, which splits the stores again because the job names pools.
+func TestAfterARestartAJobNamingOnlyAnUnknownPoolIsNotLeasedInTheOnePool(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 1, 8)})
+	ids := w.submit("A", "s", inPools(2, "gpu"))
+	w.cycle()
+	require.Equal(t, events.Queued, w.state(ids[0]))
+	w.restart()
+	w.report(Report{Cluster: "c1"})
+	w.cycle()
+	for _, id := range ids {
+		require.Equal(t, events.Queued, w.state(id), "job %s accepts only pool gpu", id)
+	}
+}
+
+// So for a job live at the restart and queued again after it, when the
+// service then knows one pool that the job does not accept.
+func TestAfterARestartALiveJobNamingPoolsQueuedAgainIsNotLeasedInAPoolItDoesNotAccept(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	w.report(Report{Cluster: "c1", Pool: "gpu", Nodes: nodesOf("c1", 1, 8)})
+	ids := w.submit("A", "s", inPools(1, "gpu"))
+	w.cycle()
+	require.Equal(t, events.LeasedState, w.state(ids[0]))
+	w.restart()
+	// c1 comes back in the default pool, and c2 joins it: one pool, which
+	// the job does not accept.
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 1, 8)})
+	w.report(Report{Cluster: "c2", Nodes: nodesOf("c2", 1, 8)})
+	w.clock.Advance(w.srv.st.cfg.LeaseTimeout)
+	w.report(Report{Cluster: "c1"})
+	w.report(Report{Cluster: "c2"})
+	rep := w.cycle()
+	require.Equal(t, 1, rep.Expired)
+	require.Zero(t, rep.Leased)
+	require.Equal(t, events.Queued, w.state(ids[0]))
+}
+
+// A gang's members accept the same pools: a gang split between pools'
+// stores would wait forever in each, so such a request is refused.
+func TestGangWhoseMembersNameDifferentPoolsIsRefusedNamingTheField(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	w.report(Report{Cluster: "ca", Pool: "a", Nodes: nodesOf("ca", 1, 8)})
+	w.report(Report{Cluster: "cb", Pool: "b", Nodes: nodesOf("cb", 1, 8)})
+	m0, m1 := inPools(1, "a"), inPools(1, "a", "b")
+	m0.Gang = &GangSpec{ID: "g", Cardinality: 2}
+	m1.Gang = &GangSpec{ID: "g", Cardinality: 2}
+	_, err := w.srv.Submit(w.ctx, &SubmitRequest{Queue: "A", JobSet: "s", Jobs: []JobTemplate{m0, m1}})
+	requireProblems(t, err, problem{"jobs[1].pools", "[a b]", flotilla.ErrInconsistent})
+	m1.Pools = []string{"a"}
+	ids := w.submit("A", "s", m0, m1)
+	w.cycle()
+	require.Equal(t, []string{"ca", "ca"}, w.leasedOn(ids))
+}
+
+// A lease the decision could not write is reported as skipped, so that
+// each lease written is counted once (the wait histogram observes the
+// leases, not the decisions): here pool a decided for a node that left
+// during its cycle, and pool b then leased the job.
+func TestALeaseNotWrittenIsReportedSkippedSoEachLeaseWrittenCountsOnce(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	w.report(Report{Cluster: "ca", Pool: "a", Nodes: nodesOf("ca", 1, 4)})
+	w.report(Report{Cluster: "cb", Pool: "b", Nodes: nodesOf("cb", 1, 4)})
+	ids := w.submit("A", "s", cpuJobs(1, "1"))
+	once := false
+	rep := w.cycleWith(func() {
+		if !once {
+			once = true // pool a's cycle: its node leaves, another comes
+			w.report(Report{Cluster: "ca", Nodes: []flotilla.Node{{Name: "other", Total: nodesOf("ca", 1, 4)[0].Total}}})
+		}
+	})
+	require.Equal(t, 1, rep.Leased)
+	require.Equal(t, []string{"cb"}, w.leasedOn(ids))
+	written := 0
+	for _, p := range rep.Pools {
+		written += len(p.Result.Scheduled) - len(p.Skipped)
+	}
+	require.Equal(t, rep.Leased, written)
+	require.Equal(t, ids, rep.Pools[0].Skipped)
+	require.Nil(t, rep.Pools[1].Skipped)
+}

@@ -322,9 +322,6 @@ func (s *state) loadState(ctx context.Context) error {
 		c.setNodes(s.nodes, e.Nodes)
 		c.pool = poolOf(e.Pool)
 	}
-	if pools := s.poolNames(); len(pools) > 1 {
-		s.queued.split(pools, &s.jobs)
-	}
 	if err := s.loadCordons(ctx); err != nil {
 		return fmt.Errorf("server: loading cordons: %w", err)
 	}
@@ -332,13 +329,21 @@ func (s *state) loadState(ctx context.Context) error {
 		return fmt.Errorf("server: loading retry policies: %w", err)
 	}
 	s.retries = map[string][]int{}
+	namesPools := false
 	err = s.be.LiveJobs(ctx, func(r backend.Record) error {
 		j := newJob(r.Spec)
 		j.restore(s, r.State, now)
+		namesPools = namesPools || j.run.pools != ""
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("server: loading live jobs: %w", err)
+	}
+	// The stores split as they had before the restart: once the service
+	// knows two pools, or a job names pools (queued or live: a live job
+	// queued again must join only its pools' stores).
+	if pools := s.poolNames(); len(pools) > 1 || namesPools {
+		s.queued.split(pools, &s.jobs)
 	}
 	s.ui.rebuild(s.jobs.all())
 	// Gangs that lost members before the restart are settled by the first

@@ -59,7 +59,19 @@
 //
 // A template may also carry a priority (lower runs first within its
 // queue and class), a node selector and tolerations (judged by
-// flotilla.Job's rules) and, for a gang, a node-uniformity label. Not
+// flotilla.Job's rules), the pools it accepts (pools: names of
+// clusters' pools, each once; absent accepts every pool) and, for a gang,
+// a node-uniformity label or a topology ({"name", "required",
+// "preferred"}: one domain of a level of a topology of
+// Config.Scheduler.Topologies, the config file's topologies; checked by
+// Run, naming workload.jobTemplates[i].gang.topology). A cluster's pool
+// puts it in a pool with its own fair shares and cycle:
+//
+//	{"id": "train", "queue": "A", "count": 8, "requests": {"cpu": "4"},
+//	 "pools": ["h100"], "gang": {"cardinality": 4,
+//	   "topology": {"required": "topology.flotilla.dev/rack"}}}
+//
+// Not
 // supported yet: exit codes in job templates. Armada's YAML simulator
 // files are read by the `flotilla simulate` command (cmd/flotilla), which
 // maps them onto these types.

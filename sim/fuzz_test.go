@@ -22,6 +22,7 @@ func FuzzParseWorkload(f *testing.F) {
 	}
 	f.Add([]byte(`{"queues": [{"name": "A"}], "jobTemplates": [{"id": "a", "queue": "A", "count": 2, "requests": {"cpu": "1"}, "gang": {"cardinality": 2}, "arrival": {"after": ["a"]}, "repeat": {"numTimes": 1, "period": "1m"}}]}`))
 	f.Add([]byte(`{"queues": [], "jobTemplates": null}`))
+	f.Add([]byte(`{"queues": [{"name": "A"}], "jobTemplates": [{"id": "a", "queue": "A", "count": 2, "requests": {"cpu": "1"}, "pools": ["a", "a", "b c", ""], "gang": {"cardinality": 2, "nodeUniformityLabel": "z", "topology": {"name": "n", "preferred": "rack"}}}]}`))
 	f.Add([]byte(`{"usageHalfLife": "-1h", "usageWeight": -1, "groups": [{"name": "g", "parent": "h", "weight": 0, "guaranteed": {"cpu": "8", "": "1"}, "limit": {"cpu": "4"}}, {"name": "h", "parent": "g", "lendingLimit": {"gpu": "x"}}],
 		"queues": [{"name": "g", "parent": "A"}, {"name": "A", "parent": "g", "weight": 1e300, "guaranteed": {"memory": "9Gi"}}], "jobTemplates": [{"id": "a", "queue": "g", "count": 1, "requests": {"cpu": "1"}}]}`))
 	f.Add([]byte(`{"usageHalfLife": "1h", "groups": [{"name": "g", "guaranteed": {"cpu": "1"}}], "queues": [{"name": "A", "parent": "g", "guaranteed": {"cpu": "2"}}, {"name": "B", "parent": "g", "limit": {"cpu": "1"}, "lendingLimit": {"cpu": "0"}}],

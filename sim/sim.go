@@ -221,6 +221,12 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 		if t.PriorityClass != "" && !classes[t.PriorityClass] {
 			errs = append(errs, flotilla.Errorf(f+".priorityClass", t.PriorityClass, flotilla.ErrUnknownName, "not a priority class of the configuration"))
 		}
+		if g := t.Gang; g != nil && g.Topology != nil && (g.Topology.Required != "" || g.Topology.Preferred != "") && g.NodeUniformityLabel == "" {
+			gt := flotilla.GangTopology{Name: g.Topology.Name, Required: g.Topology.Required, Preferred: g.Topology.Preferred}
+			if _, _, _, err := flotilla.ResolveTopology(sc.Topologies, f+".gang.topology", gt); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
 	groups, quotas, treeErrs := w.tree(schema, map[string]bool{})
 	errs = append(errs, flotilla.RenameFields(errors.Join(treeErrs...), prefix("workload.")))
@@ -404,11 +410,11 @@ func (r *run) submit(ctx context.Context, a arrival) error {
 		}
 		rt = rt.Round(time.Millisecond)
 		jt := submit.JobTemplate{PriorityClass: t.PriorityClass, Priority: t.Priority, Requests: t.Requests,
-			NodeSelector: t.NodeSelector, Tolerations: t.Tolerations, Runtime: rt.String()}
+			NodeSelector: t.NodeSelector, Tolerations: t.Tolerations, Runtime: rt.String(), Pools: t.Pools}
 		if t.Gang != nil {
 			g := k / t.Gang.Cardinality
 			jt.Gang = &submit.GangSpec{ID: fmt.Sprintf("%s-%d-%d", t.ID, a.repeat, g), Cardinality: t.Gang.Cardinality,
-				NodeUniformityLabel: t.Gang.NodeUniformityLabel}
+				NodeUniformityLabel: t.Gang.NodeUniformityLabel, Topology: t.Gang.Topology}
 		}
 		req.Jobs = append(req.Jobs, jt)
 	}

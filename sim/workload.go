@@ -81,6 +81,10 @@ type JobTemplate struct {
 	// Gang, when set, groups the jobs in gangs of Cardinality (which
 	// divides Count); a gang arrives whole.
 	Gang *Gang `json:"gang,omitempty"`
+	// Pools names the pools whose clusters (Cluster.Pool) may run the
+	// jobs, each once (SERVICE.md's job template pools); absent accepts
+	// every pool.
+	Pools []string `json:"pools,omitempty"`
 	// Arrival says when the jobs are submitted.
 	Arrival Arrival `json:"arrival,omitempty"`
 	// Runtime is how long each job runs once leased.
@@ -96,7 +100,17 @@ type Gang struct {
 	// NodeUniformityLabel, when set, places each gang on nodes sharing one
 	// value of this label.
 	NodeUniformityLabel string `json:"nodeUniformityLabel,omitempty"`
+	// Topology, when set, places each gang in one domain of a level of a
+	// topology of the scheduler's configuration (the config file's
+	// topologies: docs/scenarios.md); not with NodeUniformityLabel.
+	Topology *GangTopology `json:"topology,omitempty"`
 }
+
+// GangTopology is a gang's topology request (flotilla.GangTopology): the
+// topology's name (empty: the one named "default", else the first
+// configured) and the level label keys it requires or prefers, at least
+// one.
+type GangTopology = submit.GangTopologySpec
 
 // Toleration lets a template's jobs onto tainted nodes: Operator is
 // "Equal" (default) or "Exists"; an empty Key needs Exists, Exists takes
@@ -302,6 +316,21 @@ func (w *Workload) Validate() error {
 				errs = append(errs, flotilla.Errorf(f+".gang.cardinality", fmt.Sprint(t.Gang.Cardinality), flotilla.ErrInconsistent, "does not divide count %d", t.Count))
 			}
 		}
+		if t.Gang != nil && t.Gang.Topology != nil {
+			tp := t.Gang.Topology
+			switch {
+			case tp.Required == "" && tp.Preferred == "":
+				errs = append(errs, flotilla.Errorf(f+".gang.topology.required", "", flotilla.ErrRequired, "a gang topology names a required or a preferred level"))
+			case t.Gang.NodeUniformityLabel != "":
+				levels := flotilla.GangTopology{Required: tp.Required, Preferred: tp.Preferred}
+				for _, err := range levels.Problems(f+".gang.topology", flotilla.ErrInconsistent, "with nodeUniformityLabel %q: give one or the other", t.Gang.NodeUniformityLabel) {
+					errs = append(errs, err)
+				}
+			}
+		}
+		if t.Pools != nil {
+			errs = append(errs, checkPools(f+".pools", t.Pools)...)
+		}
 		errs = append(errs, t.placement(f)...)
 		duration(&errs, f+".arrival.at", t.Arrival.At)
 		if !(t.Arrival.Rate >= 0 && !math.IsInf(t.Arrival.Rate, 1)) {
@@ -347,6 +376,26 @@ func (w *Workload) Validate() error {
 	_, _, treeErrs := w.tree(w.quotaSchema(), reported)
 	errs = append(errs, treeErrs...)
 	return errors.Join(errs...)
+}
+
+// checkPools reports the problems of a template's pools (non-nil) at
+// field: none named, a name that is not a pool name, one named twice.
+func checkPools(field string, pools []string) []error {
+	if len(pools) == 0 {
+		return []error{flotilla.Errorf(field, "[]", flotilla.ErrRequired, "name at least one pool, or leave pools out to accept every pool")}
+	}
+	var errs []error
+	seen := map[string]bool{}
+	for i, p := range pools {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		if err := submit.CheckPool(f, p); err != nil {
+			errs = append(errs, err)
+		} else if seen[p] {
+			errs = append(errs, flotilla.Errorf(f, p, flotilla.ErrDuplicate, "a pool is named once"))
+		}
+		seen[p] = true
+	}
+	return errs
 }
 
 // placement reports the problems of t's node selector and tolerations,

@@ -16,6 +16,12 @@ func member(id string, card, count int, label, class string) JobTemplate {
 	return t
 }
 
+// inPools is t accepting pools.
+func inPools(t JobTemplate, pools ...string) JobTemplate {
+	t.Pools = pools
+	return t
+}
+
 func TestGangMembersAllComeInTheRequestAndTheirNumberEqualsTheCardinality(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -34,6 +40,13 @@ func TestGangMembersAllComeInTheRequestAndTheirNumberEqualsTheCardinality(t *tes
 			want: []problem{{"jobs[1].gang.cardinality", "3", flotilla.ErrInconsistent}}},
 		{name: "label disagrees", ts: []JobTemplate{member("g", 2, 1, "zone", ""), member("g", 2, 1, "rack", "")},
 			want: []problem{{"jobs[1].gang.nodeUniformityLabel", "rack", flotilla.ErrInconsistent}}},
+		{name: "pools agree in another order", ts: []JobTemplate{inPools(member("g", 2, 1, "", ""), "b", "a"), inPools(member("g", 2, 1, "", ""), "a", "b")}},
+		{name: "pools disagree", ts: []JobTemplate{inPools(member("g", 2, 1, "", ""), "a"), inPools(member("g", 2, 1, "", ""), "a", "b")},
+			want: []problem{{"jobs[1].pools", "[a b]", flotilla.ErrInconsistent}}},
+		{name: "one member names pools, the first every pool", ts: []JobTemplate{member("g", 2, 1, "", ""), inPools(member("g", 2, 1, "", ""), "a")},
+			want: []problem{{"jobs[1].pools", "[a]", flotilla.ErrInconsistent}}},
+		{name: "the first names pools, another every pool", ts: []JobTemplate{inPools(member("g", 2, 1, "", ""), "a"), member("g", 2, 1, "", "")},
+			want: []problem{{"jobs[1].pools", "", flotilla.ErrInconsistent}}},
 		{name: "no id", ts: []JobTemplate{member("", 1, 1, "", "")},
 			want: []problem{{"jobs[0].gang.id", "", flotilla.ErrRequired}}},
 		{name: "cardinality zero", ts: []JobTemplate{member("g", 0, 1, "", "")},

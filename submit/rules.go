@@ -198,8 +198,9 @@ func (r Rules) ParseJobsBatch(data []byte, cat *Catalog, now time.Time, newIDs I
 //   - client ids are unique within the request (the service checks them
 //     against those already used in the queue);
 //   - a gang's members are all in this request and their number equals
-//     its cardinality, every member agreeing on cardinality and
-//     nodeUniformityLabel (gang.ValidateSubmission); members may mix
+//     its cardinality, every member agreeing on cardinality,
+//     nodeUniformityLabel (gang.ValidateSubmission), topology and pools
+//     (a gang runs whole in one pool); members may mix
 //     classes and priorities;
 //   - runtime ≥ 0, exitCode in 0 … MaxExitCode; queue, jobSet and at
 //     least one template are required.
@@ -293,7 +294,9 @@ type gangAcc struct {
 	card     int
 	label    string
 	topology flotilla.GangTopology
-	members  int
+	// pools are the first member's pools, sorted (nil: every pool).
+	pools   []string
+	members int
 }
 
 // tmpl is one checked template, ready to expand.
@@ -405,6 +408,14 @@ func (c *checker) template(p string, t *JobTemplate, total *int) tmpl {
 		out.pools = c.pools(p+".pools", t.Pools)
 	}
 	return out
+}
+
+// sortedPools are pools sorted, without repeats; nil when pools is.
+func sortedPools(pools []string) []string {
+	if pools == nil {
+		return nil
+	}
+	return slices.Compact(slices.Sorted(slices.Values(pools)))
 }
 
 // pools checks a template's pools (non-nil) and returns them sorted.
@@ -541,7 +552,8 @@ func (c *checker) gangMember(p string, t *JobTemplate, n int, gangs map[string]*
 		if gs.Cardinality < 1 {
 			c.add(flotilla.Errorf(gp+".cardinality", strconv.Itoa(gs.Cardinality), flotilla.ErrOutOfRange, "a gang has at least 1 member"))
 		}
-		g = &gangAcc{path: p, card: gs.Cardinality, label: gs.NodeUniformityLabel, topology: gs.Topology.topology()}
+		g = &gangAcc{path: p, card: gs.Cardinality, label: gs.NodeUniformityLabel, topology: gs.Topology.topology(),
+			pools: sortedPools(t.Pools)}
 		gangs[gs.ID] = g
 		c.gangTopology(gp+".topology", gs)
 	} else {
@@ -553,9 +565,21 @@ func (c *checker) gangMember(p string, t *JobTemplate, n int, gangs map[string]*
 			c.add(flotilla.Errorf(gp+".nodeUniformityLabel", gs.NodeUniformityLabel, flotilla.ErrInconsistent,
 				"gang %q: %s.gang.nodeUniformityLabel is %q", gs.ID, g.path, g.label))
 		}
-		if t := gs.Topology.topology(); t != g.topology {
-			c.add(flotilla.Errorf(gp+".topology", fmt.Sprintf("%+v", t), flotilla.ErrInconsistent,
-				"gang %q: %s.gang.topology is %+v", gs.ID, g.path, g.topology))
+		for _, err := range gs.Topology.topology().Disagreements(gp+".topology", gs.ID, g.path+".gang.topology", g.topology) {
+			c.add(err)
+		}
+		// A gang runs whole in one pool: members accepting different
+		// pools would each wait for the others in its own.
+		if ps := sortedPools(t.Pools); (ps == nil) != (g.pools == nil) || !slices.Equal(ps, g.pools) {
+			value, first := fmt.Sprint(t.Pools), fmt.Sprint(g.pools)
+			if t.Pools == nil {
+				value = ""
+			}
+			if g.pools == nil {
+				first = "absent (every pool)"
+			}
+			c.add(flotilla.Errorf(p+".pools", value, flotilla.ErrInconsistent,
+				"gang %q: its members accept the same pools, and %s.pools is %s", gs.ID, g.path, first))
 		}
 	}
 	g.members += n
@@ -771,8 +795,10 @@ func (c *checker) gangTopology(tp string, gs *GangSpec) {
 	case t.Required == "" && t.Preferred == "":
 		c.add(flotilla.Errorf(tp+".required", "", flotilla.ErrRequired, "a gang topology names a required or a preferred level"))
 	case gs.NodeUniformityLabel != "":
-		c.add(flotilla.Errorf(tp, t.Required+t.Preferred, flotilla.ErrInconsistent,
-			"with nodeUniformityLabel %q: give one or the other", gs.NodeUniformityLabel))
+		levels := flotilla.GangTopology{Required: t.Required, Preferred: t.Preferred}
+		for _, err := range levels.Problems(tp, flotilla.ErrInconsistent, "with nodeUniformityLabel %q: give one or the other", gs.NodeUniformityLabel) {
+			c.add(err)
+		}
 	default:
 		if _, _, _, err := flotilla.ResolveTopology(c.topologies, tp, t); err != nil {
 			c.add(err)

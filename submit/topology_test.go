@@ -45,7 +45,15 @@ func TestGangTopologyIsCheckedAgainstTheConfiguredTopologies(t *testing.T) {
 		{name: "preferred above required", ts: []JobTemplate{topoMember(2, &GangTopologySpec{Required: tRack, Preferred: tBlock})},
 			want: []problem{{"jobs[0].gang.topology.preferred", tBlock, flotilla.ErrInconsistent}}},
 		{name: "members disagree", ts: []JobTemplate{topoMember(1, &GangTopologySpec{Required: tRack}), topoMember(1, nil)},
-			want: []problem{{"jobs[1].gang.topology", "{Name: Required: Preferred:}", flotilla.ErrInconsistent}}},
+			want: []problem{{"jobs[1].gang.topology.required", "", flotilla.ErrInconsistent}}},
+		{name: "members disagree on two fields", ts: []JobTemplate{topoMember(1, &GangTopologySpec{Required: tRack}),
+			topoMember(1, &GangTopologySpec{Name: "default", Required: tBlock})},
+			want: []problem{{"jobs[1].gang.topology.name", "default", flotilla.ErrInconsistent}, {"jobs[1].gang.topology.required", tBlock, flotilla.ErrInconsistent}}},
+		{name: "with a uniformity label", ts: []JobTemplate{func() JobTemplate {
+			t := topoMember(2, &GangTopologySpec{Name: "default", Required: tBlock, Preferred: tRack})
+			t.Gang.NodeUniformityLabel = "zone"
+			return t
+		}()}, want: []problem{{"jobs[0].gang.topology.required", tBlock, flotilla.ErrInconsistent}, {"jobs[0].gang.topology.preferred", tRack, flotilla.ErrInconsistent}}},
 		{name: "key too long", ts: []JobTemplate{topoMember(2, &GangTopologySpec{Required: "x/" + strings.Repeat("k", MaxLabelValueBytes+1)})},
 			want: []problem{{"jobs[0].gang.topology.required", Shown("x/" + strings.Repeat("k", MaxLabelValueBytes+1)), flotilla.ErrOutOfRange},
 				{"jobs[0].gang.topology.required", "x/" + strings.Repeat("k", MaxLabelValueBytes+1), flotilla.ErrUnknownName}}},

@@ -188,3 +188,36 @@ func waitForReported(t *testing.T, ctx context.Context, url, c string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// With one pool, jobs naming only another wait, before and after a
+// restart on PostgreSQL (the restarted service splits its queued jobs by
+// pool because they name pools, though it knows one pool).
+func TestServeOnPostgresKeepsJobsOfAnotherPoolQueuedAfterARestartWithOnePool(t *testing.T) {
+	db := postgresURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	addr := freePort(t)
+	args := []string{"-listen", addr, "-db", db, "-cycle", "100ms"}
+	srv, url := serveOn(t, ctx, args...)
+	code, _, errOut := runClient(t, ctx, url, "queue", "create", "A")
+	require.Equal(t, 0, code, errOut)
+	nodes := writeFile(t, "nodes.json", `[{"name": "n", "count": 1, "resources": {"cpu": "4", "memory": "4Gi"}}]`)
+	e := start(t, ctx, "executor", "-server", url, "-cluster", "c1", "-nodes", nodes, "-renew", "200ms")
+	waitForReported(t, ctx, url, "c1")
+	jobs := writeFile(t, "jobs.json", `{"queue": "A", "jobSet": "s", "jobs": [{"count": 2, "requests": {"cpu": "1"}, "runtime": "1h", "pools": ["gpu"]}]}`)
+	code, out, errOut := runClient(t, ctx, url, "submit", jobs)
+	require.Equal(t, 0, code, errOut)
+	ids := strings.Fields(out)
+	require.NoError(t, e.cmd.Process.Kill())
+	killServe(t, srv)
+
+	_, url2 := serveOn(t, ctx, args...)
+	require.Equal(t, url, url2)
+	start(t, ctx, "executor", "-server", url, "-cluster", "c1", "-nodes", nodes, "-renew", "200ms")
+	waitForReported(t, ctx, url, "c1")
+	time.Sleep(500 * time.Millisecond) // five cycles with c1 alive
+	for _, st := range statusOf(t, ctx, url, ids...) {
+		require.Equal(t, "queued", st.State, "job %s accepting pool gpu only", st.Job)
+		require.Contains(t, st.Reason, "no cluster is in its pools (gpu)")
+	}
+}

@@ -251,3 +251,29 @@ func TestSimulateBadInputExitsTwoNamingFieldAndValue(t *testing.T) {
 		})
 	}
 }
+
+// A sim workload's pools and gang topologies, with the config file's
+// topologies: every job runs and index.html has each queue's shares per
+// pool (train in both pools, serve where it ran).
+func TestSimulatePoolsAndGangTopologyReachTheSimulationAndTheIndexSeparatesPools(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	code, _, stderr := runCmd("simulate", "-cluster", filepath.Join(simData, "pools.clusters.json"),
+		"-workload", filepath.Join(simData, "pools.workload.json"),
+		"-config", filepath.Join(simData, "pools.config.json"), "-o", dir)
+	require.Equal(t, 0, code, stderr)
+	jobs, err := os.ReadFile(filepath.Join(dir, "jobs.csv"))
+	require.NoError(t, err)
+	assert.Equal(t, 18, strings.Count(string(jobs), ",succeeded,"), "%s", jobs)
+	index, err := os.ReadFile(filepath.Join(dir, "index.html"))
+	require.NoError(t, err)
+	for _, row := range []string{"<tr><td>train</td><td>a100</td>", "<tr><td>train</td><td>h100</td>"} {
+		assert.Contains(t, string(index), row)
+	}
+	assert.Contains(t, strings.Join(svgTexts(t, filepath.Join(dir, "share.svg")), "\n"), "train (pool h100) share")
+
+	// Without the config's topologies the gangs' topology names none.
+	code, _, stderr = runCmd("simulate", "-cluster", filepath.Join(simData, "pools.clusters.json"),
+		"-workload", filepath.Join(simData, "pools.workload.json"), "-o", filepath.Join(t.TempDir(), "out"))
+	require.Equal(t, 2, code, stderr)
+	assert.Contains(t, stderr, "jobTemplates[0].gang.topology")
+}

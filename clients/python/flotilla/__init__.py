@@ -39,6 +39,7 @@ from .types import (
     GroupStatus,
     JobStatus,
     JobTemplate,
+    PoolShare,
     PreemptResult,
     Queue,
     QueueStatus,
@@ -54,6 +55,6 @@ __all__ = [
     "NotFoundError", "Problem", "RefusedError", "TooLargeError", "TransportError",
     "UnauthorizedError", "UnavailableError",
     "EVENT_TYPES", "STATES", "TERMINAL_STATES", "CancelResult", "Cluster", "Event", "Gang",
-    "Group", "GroupStatus", "JobStatus", "JobTemplate", "PreemptResult", "Queue",
+    "Group", "GroupStatus", "JobStatus", "JobTemplate", "PoolShare", "PreemptResult", "Queue",
     "QueueStatus", "ReprioritizeResult", "duration",
 ]

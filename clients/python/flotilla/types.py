@@ -22,6 +22,7 @@ __all__ = [
     "JobStatus",
     "Queue",
     "QueueStatus",
+    "PoolShare",
     "Group",
     "GroupStatus",
     "Cluster",
@@ -72,6 +73,8 @@ class _Wire:
     _quantities: ClassVar[Tuple[str, ...]] = ()
     # Attributes holding durations: a timedelta becomes Go's form.
     _durations: ClassVar[Tuple[str, ...]] = ()
+    # Attributes holding a list of another wire type: how to read one.
+    _lists: ClassVar[Dict[str, Any]] = {}
 
     @classmethod
     def from_dict(cls: Type[W], d: Mapping[str, Any]) -> W:
@@ -86,6 +89,9 @@ class _Wire:
             sub = cls._nested.get(f.name)
             if sub is not None and isinstance(v, Mapping):
                 v = sub.from_dict(v)
+            read = cls._lists.get(f.name)
+            if read is not None:
+                v = read(v)
             kwargs[f.name] = v
         if any(f.name == "extra" for f in fields(cls)):  # type: ignore[arg-type]
             kwargs["extra"] = extra
@@ -101,6 +107,8 @@ class _Wire:
                 continue
             if isinstance(v, _Wire):
                 v = v.to_dict()
+            elif isinstance(v, list) and any(isinstance(x, _Wire) for x in v):
+                v = [x.to_dict() if isinstance(x, _Wire) else x for x in v]
             elif f.name in self._quantities:
                 v = {k: str(q) for k, q in v.items()}
             elif f.name in self._durations:
@@ -174,8 +182,32 @@ class JobStatus(_Wire):
 
 
 @dataclass
+class PoolShare(_Wire):
+    """A queue's or group's standing in one pool's last cycle (read only):
+    each pool has its own cycle and fair shares, of its own clusters."""
+
+    pool: str = ""
+    share: float = 0.0
+    fair_share: float = 0.0
+    adjusted_fair_share: float = 0.0
+    demand: float = 0.0
+    running: int = 0
+    queued: int = 0
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+
+def _pool_shares(v: Any) -> Any:
+    """A status's pools as PoolShare values (a list of JSON objects)."""
+    if isinstance(v, list):
+        return [PoolShare.from_dict(x) if isinstance(x, Mapping) else x for x in v]
+    return v
+
+
+@dataclass
 class QueueStatus(_Wire):
-    """A queue's standing in the last cycle (read only)."""
+    """A queue's standing in the last cycle (read only). With more than one
+    pool, pools has its standing in each (in pool name order) and the
+    shares above are the first pool's where it has jobs."""
 
     queued: int = 0
     leased: int = 0
@@ -185,7 +217,10 @@ class QueueStatus(_Wire):
     adjusted_fair_share: float = 0.0
     usage: float = 0.0
     cordoned: bool = False
+    pools: Optional[List[PoolShare]] = None
     extra: Dict[str, Any] = field(default_factory=dict)
+
+    _lists: ClassVar[Dict[str, Any]] = {"pools": _pool_shares}
 
 
 @dataclass
@@ -214,7 +249,8 @@ class Queue(_Wire):
 
 @dataclass
 class GroupStatus(_Wire):
-    """A group's standing in the last cycle: its queues summed (read only)."""
+    """A group's standing in the last cycle: its queues summed (read only);
+    per pool in pools, as a queue's."""
 
     queued: int = 0
     running: int = 0
@@ -223,7 +259,10 @@ class GroupStatus(_Wire):
     adjusted_fair_share: float = 0.0
     demand: float = 0.0
     usage: float = 0.0
+    pools: Optional[List[PoolShare]] = None
     extra: Dict[str, Any] = field(default_factory=dict)
+
+    _lists: ClassVar[Dict[str, Any]] = {"pools": _pool_shares}
 
 
 @dataclass
@@ -251,6 +290,8 @@ class Cluster(_Wire):
     nodes: int = 0
     alive: bool = False
     cordoned: bool = False
+    #: the pool its executor named (`executor -pool`), "default" when none
+    pool: str = ""
     leased: int = 0
     running: int = 0
     reported: Optional[str] = None
@@ -289,6 +330,8 @@ class JobTemplate(_Wire):
     client_id: Optional[str] = None
     runtime: Optional[Duration] = None
     exit_code: Optional[int] = None
+    #: the pools whose clusters may run the jobs; None accepts every pool
+    pools: Optional[List[str]] = None
     extra: Dict[str, Any] = field(default_factory=dict)
 
     _nested: ClassVar[Dict[str, Type[_Wire]]] = {"gang": Gang}

@@ -111,14 +111,18 @@ class Service:
             time.sleep(0.02)
         raise AssertionError("serve did not listen within %s s:\n%s" % (START_TIMEOUT, self.serve.output()))
 
-    def executor(self, cluster: str, nodes: List[Dict[str, object]], token: Optional[str] = None) -> Proc:
-        """Starts `flotilla executor`, a fake cluster, for this service."""
+    def executor(self, cluster: str, nodes: List[Dict[str, object]], token: Optional[str] = None,
+                 pool: Optional[str] = None) -> Proc:
+        """Starts `flotilla executor`, a fake cluster, for this service (in
+        pool, when given)."""
         path = self.dir / ("nodes-%s.json" % cluster)
         path.write_text(json.dumps(nodes))
         args = ["executor", "-cluster", cluster, "-nodes", str(path), "-renew", "100ms",
                 "-lease-timeout", "5s", "-server", self.url]
         if token:
             args += ["-token", token]
+        if pool:
+            args += ["-pool", pool]
         return self._start(args, "executor-%s.log" % cluster)
 
     def client(self, token: Optional[str] = None, **kw: object) -> flotilla.Client:

@@ -337,3 +337,24 @@ def test_clusters_cordons_and_preempting_a_job_set(service):
     assert sorted(p.preempted) == sorted(ids)
     assert by_job(list(c.watch("A", "s1", from_seq=w.next_seq, until_done=True, timeout=EVENT_TIMEOUT))) == {
         j: ["preempted"] for j in ids}
+
+
+def test_pools_jobs_accepting_one_pool_run_there_and_shares_are_per_pool(service):
+    c = service.client()
+    c.create_queue("A")
+    c.create_queue("B")
+    service.executor("ca", NODES, pool="a100")
+    service.executor("cb", NODES, pool="h100")
+    only_h = c.submit("A", "s", [flotilla.JobTemplate(count=2, requests={"cpu": "1"}, runtime="10m", pools=["h100"])])
+    anywhere = c.submit("B", "s", [{"count": 1, "requests": {"cpu": "1"}, "runtime": "10m"}])
+    w = c.watch("A", "s", timeout=EVENT_TIMEOUT)
+    for j in only_h:
+        e = wait_for(w, j, "running")
+        assert e.cluster == "cb", "a job accepting pool h100 only runs on its cluster"
+    wait_for(c.watch("B", "s", timeout=EVENT_TIMEOUT), anywhere[0], "running")
+    assert {cl.name: cl.pool for cl in c.clusters()} == {"ca": "a100", "cb": "h100"}
+    a = c.queue("A").status
+    assert a.pools and {p.pool for p in a.pools} <= {"a100", "h100"}
+    h = [p for p in a.pools if p.pool == "h100"]
+    assert h and h[0].running == 2 and h[0].fair_share > 0
+    assert all(p.running == 0 for p in a.pools if p.pool == "a100"), "A's share in a100 counts nothing of h100"

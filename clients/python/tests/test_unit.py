@@ -134,20 +134,41 @@ def test_json_forms_use_the_api_names_and_keep_unknown_fields():
     t = flotilla.JobTemplate(count=2, requests={"cpu": 1, "memory": "4Gi"}, priority_class="armada-default",
                              termination_grace_period=datetime.timedelta(seconds=1.5), client_id="c",
                              gang=flotilla.Gang("g", 2, node_uniformity_label="zone"), exit_code=0,
-                             extra={"pools": ["a100"]})
+                             pools=["a100", "h100"], extra={"sidecar": {"image": "x"}})
     assert t.to_dict() == {
         "count": 2, "requests": {"cpu": "1", "memory": "4Gi"}, "priorityClass": "armada-default",
         "terminationGracePeriod": "1500000us", "clientId": "c",
-        "gang": {"id": "g", "cardinality": 2, "nodeUniformityLabel": "zone"}, "exitCode": 0, "pools": ["a100"]}
+        "gang": {"id": "g", "cardinality": 2, "nodeUniformityLabel": "zone"}, "exitCode": 0,
+        "pools": ["a100", "h100"], "sidecar": {"image": "x"}}
+    assert "pools" not in flotilla.JobTemplate(count=1).to_dict(), "no pools: every pool"
     doc = {"name": "q", "parent": "g", "lendingLimit": {"cpu": "1"}, "retryPolicy": {"maxAttempts": 5},
-           "pools": ["a100"], "status": {"queued": 3, "adjustedFairShare": 0.5, "cordoned": True}}
+           "sidecar": {"image": "x"}, "status": {"queued": 3, "adjustedFairShare": 0.5, "cordoned": True}}
     q = flotilla.Queue.from_dict(doc)
     assert (q.lending_limit, q.retry_policy, q.status.queued, q.status.adjusted_fair_share, q.status.cordoned) == (
         {"cpu": "1"}, {"maxAttempts": 5}, 3, 0.5, True)
-    assert q.extra == {"pools": ["a100"]}, "a field the client does not know is kept"
+    assert q.extra == {"sidecar": {"image": "x"}}, "a field the client does not know is kept"
     back = q.to_dict()
     back["status"] = {k: v for k, v in back["status"].items() if k in doc["status"]}
     assert back == doc
+
+
+def test_clusters_name_their_pool_and_statuses_have_per_pool_shares():
+    cl = flotilla.Cluster.from_dict({"name": "c1", "nodes": 2, "alive": True, "cordoned": False, "pool": "a100",
+                                     "leased": 0, "running": 1})
+    assert (cl.name, cl.pool, cl.extra) == ("c1", "a100", {})
+    share = {"pool": "h100", "share": 0.25, "fairShare": 0.5, "adjustedFairShare": 0.5, "demand": 0.75,
+             "running": 1, "queued": 2}
+    st = flotilla.QueueStatus.from_dict({"queued": 2, "share": 1, "pools": [
+        {"pool": "a100", "share": 1, "fairShare": 1, "adjustedFairShare": 1, "demand": 1, "running": 4, "queued": 0},
+        share]})
+    assert [p.pool for p in st.pools] == ["a100", "h100"]
+    assert isinstance(st.pools[1], flotilla.PoolShare)
+    assert (st.pools[1].share, st.pools[1].fair_share, st.pools[1].adjusted_fair_share, st.pools[1].demand,
+            st.pools[1].running, st.pools[1].queued) == (0.25, 0.5, 0.5, 0.75, 1, 2)
+    assert st.to_dict()["pools"][1] == share
+    g = flotilla.GroupStatus.from_dict({"share": 0.5, "pools": [share]})
+    assert g.pools == [flotilla.PoolShare.from_dict(share)]
+    assert flotilla.QueueStatus.from_dict({"queued": 1}).pools is None, "one pool: no per-pool lines"
 
 
 def test_an_event_tells_whether_its_job_ended_and_its_time():

@@ -140,3 +140,23 @@ func scrape(t *testing.T, m *Metrics) string {
 	require.Equal(t, 200, rec.Code)
 	return rec.Body.String()
 }
+
+// The wait histogram observes the leases a cycle wrote, once each: a
+// scheduled job whose lease was skipped (PoolResult.Skipped) is not
+// observed, so when a later pool leases it the job counts once.
+func TestWaitHistogramObservesOnlyTheLeasesWrittenOnce(t *testing.T) {
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	job := func(id string, waited time.Duration) scheduler.Assignment {
+		return scheduler.Assignment{Job: &flotilla.Job{ID: id, Queue: "A", SubmitTime: now.Add(-waited)}}
+	}
+	rep := &server.CycleReport{Time: now, Leased: 2, Pools: []server.PoolResult{
+		{Pool: "a", Result: &scheduler.Result{Scheduled: []scheduler.Assignment{job("x", 4*time.Second), job("y", 2*time.Second)}},
+			Skipped: []string{"x"}},
+		{Pool: "b", Result: &scheduler.Result{Scheduled: []scheduler.Assignment{job("x", 4*time.Second)}}},
+	}}
+	m := New(func() *server.Server { return nil }, func() bool { return true })
+	m.Cycle(rep, 0, nil)
+	text := scrape(t, m)
+	require.Contains(t, text, `flotilla_queue_wait_seconds_count{queue="A"} 2`)
+	require.Contains(t, text, `flotilla_queue_wait_seconds_sum{queue="A"} 6`)
+}

@@ -108,7 +108,19 @@ func (m *Metrics) Cycle(rep *server.CycleReport, d time.Duration, err error) {
 	}
 	m.overCommitted.Set(float64(n))
 	for _, p := range rep.Pools {
+		// The leases written: a job whose lease was skipped may be
+		// scheduled again, in a later pool or cycle, and observed then.
+		var skipped map[string]bool
+		if len(p.Skipped) > 0 {
+			skipped = make(map[string]bool, len(p.Skipped))
+			for _, id := range p.Skipped {
+				skipped[id] = true
+			}
+		}
 		for _, a := range p.Result.Scheduled {
+			if skipped[a.Job.ID] {
+				continue
+			}
 			m.wait.WithLabelValues(a.Job.Queue).Observe(max(rep.Time.Sub(a.Job.SubmitTime).Seconds(), 0))
 		}
 		m.fairness.WithLabelValues(p.Pool).Set(FairnessError(p.Result.Queues))

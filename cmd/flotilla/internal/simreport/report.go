@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -36,24 +37,60 @@ func plotNames(out *sim.Output) []string {
 }
 
 // groupSummary is one group's row of index.html's group table: means over
-// the cycles of the run.
+// the cycles of the run; with pools (sim.Output.Pools) one row per group
+// and pool, means over that pool's cycles.
 type groupSummary struct {
-	Name, Parent                                      string
+	Name, Pool, Parent                                string
 	MeanShare, MeanFairShare, MeanAdjusted, MeanUsage float64
 }
 
+// label names the summary's group, with its pool when it has one.
+func (g *groupSummary) label() string { return withPool(g.Name, g.Pool) }
+
+// withPool is name, followed by its pool when pool is not "".
+func withPool(name, pool string) string {
+	if pool == "" {
+		return name
+	}
+	return name + " (pool " + pool + ")"
+}
+
+// outPools are the pools of out's rows, sorted; [""] without pools.
+func outPools(out *sim.Output) []string {
+	if !out.Pools {
+		return []string{""}
+	}
+	var pools []string
+	for _, r := range out.Queues {
+		if !slices.Contains(pools, r.Pool) {
+			pools = append(pools, r.Pool)
+		}
+	}
+	for _, r := range out.Groups {
+		if !slices.Contains(pools, r.Pool) {
+			pools = append(pools, r.Pool)
+		}
+	}
+	slices.Sort(pools)
+	return pools
+}
+
 // summariseGroups computes the per-group means, groups in the workload's
-// order.
+// order (each group's pools in name order), a pool's rows only where the
+// group has some.
 func summariseGroups(w *sim.Workload, out *sim.Output) []groupSummary {
-	sums := make([]groupSummary, len(w.Groups))
-	idx := make(map[string]int, len(w.Groups))
-	for i, g := range w.Groups {
-		sums[i].Name, sums[i].Parent = g.Name, g.Parent
-		idx[g.Name] = i
+	type key struct{ group, pool string }
+	idx := map[key]int{}
+	var sums []groupSummary
+	for _, g := range w.Groups {
+		for _, p := range outPools(out) {
+			idx[key{g.Name, p}] = len(sums)
+			sums = append(sums, groupSummary{Name: g.Name, Pool: p, Parent: g.Parent})
+		}
 	}
 	rows := make([]int, len(sums))
 	for _, r := range out.Groups {
-		i, ok := idx[r.Group]
+		i, ok := idx[key{r.Group, r.Pool}]
 		if !ok {
 			continue
 		}
@@ -64,21 +101,27 @@ func summariseGroups(w *sim.Workload, out *sim.Output) []groupSummary {
 		s.MeanAdjusted += r.AdjustedFairShare
 		s.MeanUsage += r.Usage
 	}
+	kept := sums[:0]
 	for i := range sums {
-		if n := float64(rows[i]); n > 0 {
-			s := &sums[i]
+		n := float64(rows[i])
+		if n == 0 && out.Pools {
+			continue // the group has no row in this pool
+		}
+		s := sums[i]
+		if n > 0 {
 			s.MeanShare, s.MeanFairShare, s.MeanAdjusted, s.MeanUsage = s.MeanShare/n, s.MeanFairShare/n, s.MeanAdjusted/n, s.MeanUsage/n
 		}
+		kept = append(kept, s)
 	}
-	return sums
+	return kept
 }
 
-// groupSeries is one group's value at every cycle of out, with each
-// cycle's time as X.
-func groupSeries(out *sim.Output, group string, value func(*sim.GroupRow) float64) plotter.XYs {
+// groupSeries is one group's value at every cycle of out in pool, with
+// each cycle's time as X.
+func groupSeries(out *sim.Output, group, pool string, value func(*sim.GroupRow) float64) plotter.XYs {
 	var xys plotter.XYs
 	for i := range out.Groups {
-		if r := &out.Groups[i]; r.Group == group {
+		if r := &out.Groups[i]; r.Group == group && r.Pool == pool {
 			xys = append(xys, plotter.XY{X: r.Time, Y: value(r)})
 		}
 	}
@@ -114,11 +157,11 @@ func groupPlot(out *sim.Output, groups []groupSummary) (*plot.Plot, error) {
 			}{" usage", func(r *sim.GroupRow) float64 { return r.Usage }})
 		}
 		for k, l := range lines {
-			xys := groupSeries(out, g.Name, l.value)
+			xys := groupSeries(out, g.Name, g.Pool, l.value)
 			for j := range xys {
 				xys[j].X /= scale
 			}
-			if err := addLine(p, xys, g.Name+l.name, i, k); err != nil {
+			if err := addLine(p, xys, g.label()+l.name, i, k); err != nil {
 				return nil, err
 			}
 		}
@@ -132,18 +175,31 @@ func delayPercentiles() []float64 { return []float64{50, 90, 95, 99} }
 
 // queueSummary is one queue's row of index.html's table.
 type queueSummary struct {
-	Name                                   string
+	Name string
+	// MeanShare, MeanFairShare and MeanAdjusted are means over the
+	// cycles; NaN with pools, where Pools has them per pool.
 	MeanShare, MeanFairShare, MeanAdjusted float64
 	P50, P95                               float64 // NaN when no job of the queue was leased
 	Preemptions                            int
 	Jobs, Leased                           int
-	delays                                 []float64 // sorted
+	// Pools are the queue's means in each pool where it has rows, in pool
+	// name order, when the run has pools (sim.Output.Pools).
+	Pools  []poolShares
+	delays []float64 // sorted
+}
+
+// poolShares are a queue's means over one pool's cycles.
+type poolShares struct {
+	Pool                                   string
+	MeanShare, MeanFairShare, MeanAdjusted float64
+	rows                                   int
 }
 
 // summarise computes the per-queue summary: means over the cycles of the
-// run, queueing delay (latest lease minus submission) percentiles over
-// the queue's leased jobs, and the preempted events of its jobs. Queues
-// are in the workload's order.
+// run (with pools, per pool: a share of one pool's clusters is not
+// averaged with another's), queueing delay (latest lease minus
+// submission) percentiles over the queue's leased jobs, and the
+// preempted events of its jobs. Queues are in the workload's order.
 func summarise(w *sim.Workload, out *sim.Output) []queueSummary {
 	sums := make([]queueSummary, len(w.Queues))
 	idx := make(map[string]int, len(w.Queues))
@@ -161,6 +217,31 @@ func summarise(w *sim.Workload, out *sim.Output) []queueSummary {
 		sums[i].MeanShare += r.Share
 		sums[i].MeanFairShare += r.FairShare
 		sums[i].MeanAdjusted += r.AdjustedFairShare
+		if out.Pools {
+			ps := &sums[i].Pools
+			k := slices.IndexFunc(*ps, func(p poolShares) bool { return p.Pool == r.Pool })
+			if k < 0 {
+				k = len(*ps)
+				*ps = append(*ps, poolShares{Pool: r.Pool})
+			}
+			p := &(*ps)[k]
+			p.rows++
+			p.MeanShare += r.Share
+			p.MeanFairShare += r.FairShare
+			p.MeanAdjusted += r.AdjustedFairShare
+		}
+	}
+	for i := range sums {
+		for k := range sums[i].Pools {
+			p := &sums[i].Pools[k]
+			n := float64(p.rows)
+			p.MeanShare, p.MeanFairShare, p.MeanAdjusted = p.MeanShare/n, p.MeanFairShare/n, p.MeanAdjusted/n
+		}
+		slices.SortFunc(sums[i].Pools, func(a, b poolShares) int { return strings.Compare(a.Pool, b.Pool) })
+		if out.Pools {
+			rows[i] = 0
+			sums[i].MeanShare, sums[i].MeanFairShare, sums[i].MeanAdjusted = math.NaN(), math.NaN(), math.NaN()
+		}
 	}
 	for _, j := range out.Jobs {
 		i, ok := idx[j.Queue]
@@ -241,6 +322,28 @@ func cycleSeries(out *sim.Output, keep func(*sim.QueueRow) bool, value func(*sim
 	return xys
 }
 
+// poolSeries is cycleSeries over the cycles that have rows of pool (every
+// cycle for "", the pool of a run without pools): a pool's line has a
+// point at each of its own cycles only.
+func poolSeries(out *sim.Output, pool string, keep func(*sim.QueueRow) bool, value func(*sim.QueueRow) float64) plotter.XYs {
+	var xys plotter.XYs
+	last := -1
+	for i := range out.Queues {
+		r := &out.Queues[i]
+		if r.Pool != pool {
+			continue
+		}
+		if r.Cycle != last {
+			xys = append(xys, plotter.XY{X: r.Time})
+			last = r.Cycle
+		}
+		if keep(r) {
+			xys[len(xys)-1].Y += value(r)
+		}
+	}
+	return xys
+}
+
 // addLine adds a line of colour and dash style i to p, named in the legend.
 func addLine(p *plot.Plot, xys plotter.XYs, name string, colour, dashes int) error {
 	l, err := plotter.NewLine(xys)
@@ -269,13 +372,28 @@ func makePlots(cfg sim.Config, out *sim.Output, sums []queueSummary) (map[string
 	const seconds = "virtual time (s)"
 
 	share := newPlot("share", "Share against fair share per queue", seconds, "share of the cluster")
-	for i, s := range sums {
-		mine := func(r *sim.QueueRow) bool { return r.Queue == s.Name }
-		if err := addLine(share, cycleSeries(out, mine, func(r *sim.QueueRow) float64 { return r.Share }), s.Name+" share", i, 0); err != nil {
-			return nil, err
+	if out.Pools {
+		share.Title.Text, share.Y.Label.Text = "Share against fair share per queue and pool", "share of the pool's clusters"
+	}
+	line := 0
+	for _, s := range sums {
+		pools := []string{""}
+		if out.Pools {
+			pools = pools[:0]
+			for _, p := range s.Pools {
+				pools = append(pools, p.Pool)
+			}
 		}
-		if err := addLine(share, cycleSeries(out, mine, func(r *sim.QueueRow) float64 { return r.FairShare }), s.Name+" fair share", i, 1); err != nil {
-			return nil, err
+		for _, pool := range pools {
+			mine := func(r *sim.QueueRow) bool { return r.Queue == s.Name && r.Pool == pool }
+			name := withPool(s.Name, pool)
+			if err := addLine(share, poolSeries(out, pool, mine, func(r *sim.QueueRow) float64 { return r.Share }), name+" share", line, 0); err != nil {
+				return nil, err
+			}
+			if err := addLine(share, poolSeries(out, pool, mine, func(r *sim.QueueRow) float64 { return r.FairShare }), name+" fair share", line, 1); err != nil {
+				return nil, err
+			}
+			line++
 		}
 	}
 
@@ -395,7 +513,8 @@ func Write(dir string, cfg sim.Config, out *sim.Output) error {
 		Queues []queueSummary
 		Groups []groupSummary
 		Tree   bool
-	}{out.End, len(out.Jobs), plotNames(out), sums, groups, out.Tree})
+		Pools  bool
+	}{out.End, len(out.Jobs), plotNames(out), sums, groups, out.Tree, out.Pools})
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -418,13 +537,22 @@ var indexHTML = template.Must(template.New("index").Funcs(template.FuncMap{"num"
 <body>
 <h1>flotilla simulate</h1>
 <p>{{.Jobs}} jobs over {{num .End}} s of virtual time. Tables: <a href="queues.csv">queues.csv</a>, <a href="jobs.csv">jobs.csv</a>, <a href="queues.jsonl">queues.jsonl</a>, <a href="jobs.jsonl">jobs.jsonl</a>{{if .Tree}}, <a href="groups.csv">groups.csv</a>, <a href="groups.jsonl">groups.jsonl</a>{{end}}.</p>
+{{if .Pools}}<table>
+<tr><th>queue</th><th>p50 queueing delay (s)</th><th>p95 queueing delay (s)</th><th>preemptions</th><th>jobs</th><th>leased</th></tr>
+{{range .Queues}}<tr><td>{{.Name}}</td><td>{{num .P50}}</td><td>{{num .P95}}</td><td>{{.Preemptions}}</td><td>{{.Jobs}}</td><td>{{.Leased}}</td></tr>
+{{end}}</table>
+<p>Each pool has its own cycles and shares (of its own clusters); the means are over each pool's cycles.</p>
 <table>
+<tr><th>queue</th><th>pool</th><th>mean share</th><th>mean fair share</th><th>mean adjusted fair share</th></tr>
+{{range .Queues}}{{$q := .Name}}{{range .Pools}}<tr><td>{{$q}}</td><td>{{.Pool}}</td><td>{{num .MeanShare}}</td><td>{{num .MeanFairShare}}</td><td>{{num .MeanAdjusted}}</td></tr>
+{{end}}{{end}}</table>
+{{else}}<table>
 <tr><th>queue</th><th>mean share</th><th>mean fair share</th><th>mean adjusted fair share</th><th>p50 queueing delay (s)</th><th>p95 queueing delay (s)</th><th>preemptions</th><th>jobs</th><th>leased</th></tr>
 {{range .Queues}}<tr><td>{{.Name}}</td><td>{{num .MeanShare}}</td><td>{{num .MeanFairShare}}</td><td>{{num .MeanAdjusted}}</td><td>{{num .P50}}</td><td>{{num .P95}}</td><td>{{.Preemptions}}</td><td>{{.Jobs}}</td><td>{{.Leased}}</td></tr>
 {{end}}</table>
-{{if .Groups}}<table>
-<tr><th>group</th><th>parent</th><th>mean share</th><th>mean fair share</th><th>mean adjusted fair share</th><th>mean usage</th></tr>
-{{range .Groups}}<tr><td>{{.Name}}</td><td>{{.Parent}}</td><td>{{num .MeanShare}}</td><td>{{num .MeanFairShare}}</td><td>{{num .MeanAdjusted}}</td><td>{{num .MeanUsage}}</td></tr>
+{{end}}{{if .Groups}}<table>
+<tr><th>group</th>{{if .Pools}}<th>pool</th>{{end}}<th>parent</th><th>mean share</th><th>mean fair share</th><th>mean adjusted fair share</th><th>mean usage</th></tr>
+{{range .Groups}}<tr><td>{{.Name}}</td>{{if $.Pools}}<td>{{.Pool}}</td>{{end}}<td>{{.Parent}}</td><td>{{num .MeanShare}}</td><td>{{num .MeanFairShare}}</td><td>{{num .MeanAdjusted}}</td><td>{{num .MeanUsage}}</td></tr>
 {{end}}</table>
 {{end}}{{range .Plots}}<h2>{{.}}</h2>
 <p><img src="{{.}}.svg" alt="{{.}}"> <a href="{{.}}.png">PNG</a></p>

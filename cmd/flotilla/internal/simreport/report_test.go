@@ -3,6 +3,8 @@ package simreport
 import (
 	"bytes"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
 	"github.com/flotilla-sched/flotilla/sim"
@@ -130,4 +133,76 @@ func TestProgressLineStartsAfterTwoSecondsAndIsThrottled(t *testing.T) {
 	q.Update(p)
 	q.Finish()
 	assert.Empty(t, quiet.String(), "a run under two seconds prints nothing")
+}
+
+// With pools, each pool's cycles have their own rows: a queue's means are
+// per pool (a share of one pool's clusters is not averaged with
+// another's), its share lines per pool with a point at each of the
+// pool's cycles, and the groups' too; index.html has a row per queue and
+// pool.
+func TestWithPoolsSummariesAndShareLinesArePerPool(t *testing.T) {
+	w := &sim.Workload{Queues: []sim.QueueSpec{{Name: "A"}, {Name: "B"}}, Groups: []sim.GroupSpec{{Name: "g"}}}
+	out := &sim.Output{Pools: true, End: 10, Resources: []string{"cpu"}}
+	for c, at := range []float64{0, 10} {
+		out.Queues = append(out.Queues,
+			sim.QueueRow{Time: at, Cycle: c, Queue: "A", Pool: "a", Share: 1, FairShare: 1, AdjustedFairShare: 1, Allocated: []int64{0}},
+			sim.QueueRow{Time: at, Cycle: c, Queue: "A", Pool: "b", Share: 0.2 * float64(c), FairShare: 0.5, AdjustedFairShare: 0.4, Allocated: []int64{0}},
+			sim.QueueRow{Time: at, Cycle: c, Queue: "B", Pool: "b", Share: 0.6, FairShare: 0.5, AdjustedFairShare: 0.6, Allocated: []int64{0}})
+		out.Groups = append(out.Groups,
+			sim.GroupRow{Time: at, Cycle: c, Group: "g", Pool: "a", Share: 1, FairShare: 1},
+			sim.GroupRow{Time: at, Cycle: c, Group: "g", Pool: "b", Share: 0.25, FairShare: 1})
+	}
+	sums := summarise(w, out)
+	require.Len(t, sums, 2)
+	assert.True(t, math.IsNaN(sums[0].MeanShare), "no mean across pools")
+	require.Len(t, sums[0].Pools, 2)
+	assert.Equal(t, "a", sums[0].Pools[0].Pool)
+	assert.InDelta(t, 1, sums[0].Pools[0].MeanShare, 1e-12)
+	assert.Equal(t, "b", sums[0].Pools[1].Pool)
+	assert.InDelta(t, 0.1, sums[0].Pools[1].MeanShare, 1e-12)
+	assert.InDelta(t, 0.4, sums[0].Pools[1].MeanAdjusted, 1e-12)
+	require.Len(t, sums[1].Pools, 1, "B has rows in pool b only")
+	assert.InDelta(t, 0.6, sums[1].Pools[0].MeanShare, 1e-12)
+
+	groups := summariseGroups(w, out)
+	require.Len(t, groups, 2)
+	assert.Equal(t, "g (pool a)", groups[0].label())
+	assert.InDelta(t, 1, groups[0].MeanShare, 1e-12)
+	assert.InDelta(t, 0.25, groups[1].MeanShare, 1e-12)
+
+	plots, err := makePlots(sim.Config{Workload: w, Clusters: &sim.Clusters{}}, out, sums)
+	require.NoError(t, err)
+	svg := func(p *plot.Plot) string {
+		wt, err := p.WriterTo(4*vg.Inch, 3*vg.Inch, "svg")
+		require.NoError(t, err)
+		var b bytes.Buffer
+		_, err = wt.WriteTo(&b)
+		require.NoError(t, err)
+		return b.String()
+	}
+	share := svg(plots["share"])
+	for _, name := range []string{"A (pool a) share", "A (pool b) share", "B (pool b) fair share"} {
+		assert.Contains(t, share, ">"+name+"<")
+	}
+	assert.NotContains(t, share, ">B (pool a) share<")
+	assert.NotContains(t, share, ">A share<")
+	assert.Contains(t, svg(plots[GroupPlot]), ">g (pool b) share<")
+	assert.Equal(t, plotterXYs(1, 1), poolSeries(out, "a", func(r *sim.QueueRow) bool { return r.Queue == "A" },
+		func(r *sim.QueueRow) float64 { return r.Share }), "pool a's line: A's share there, not summed with pool b's")
+
+	dir := t.TempDir()
+	require.NoError(t, Write(dir, sim.Config{Workload: w, Clusters: &sim.Clusters{}}, out))
+	index, err := os.ReadFile(filepath.Join(dir, "index.html"))
+	require.NoError(t, err)
+	assert.Contains(t, string(index), "<tr><td>A</td><td>b</td><td>0.100</td><td>0.500</td><td>0.400</td></tr>")
+	assert.Contains(t, string(index), "<tr><td>g</td><td>b</td><td></td><td>0.250</td>")
+}
+
+// plotterXYs are points at x = 0, 10, … with the values ys.
+func plotterXYs(ys ...float64) plotter.XYs {
+	xys := make(plotter.XYs, len(ys))
+	for i, y := range ys {
+		xys[i] = plotter.XY{X: 10 * float64(i), Y: y}
+	}
+	return xys
 }
