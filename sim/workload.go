@@ -82,7 +82,7 @@ type JobTemplate struct {
 	// divides Count); a gang arrives whole.
 	Gang *Gang `json:"gang,omitempty"`
 	// Pools names the pools whose clusters (Cluster.Pool) may run the
-	// jobs, each once (SERVICE.md's job template pools); absent accepts
+	// jobs, each once (docs/submit-file.md's job template pools); absent accepts
 	// every pool.
 	Pools []string `json:"pools,omitempty"`
 	// Arrival says when the jobs are submitted.
