@@ -65,8 +65,8 @@ type uiSet struct {
 	jobs []*job
 	live int
 	// levels are the distinct priorities of the jobs, ascending, and
-	// perhaps some no job holds any more (a page that meets a job whose
-	// priority is not among them adds it).
+	// perhaps some no job holds any more: each job's priority is entered
+	// when it is added and whenever it changes (repriced).
 	levels []uint32
 }
 
@@ -137,6 +137,15 @@ func (u *uiState) added(j *job) {
 func (st *uiSet) addLevel(p uint32) {
 	if i, ok := slices.BinarySearch(st.levels, p); !ok {
 		st.levels = slices.Insert(st.levels, i, p)
+	}
+}
+
+// repriced notes that a live job's priority changed (an operator's
+// reprioritisation, or Flux's): its set's levels hold the new one, so
+// that a page by priority reads that level in its turn.
+func (u *uiState) repriced(j *job) {
+	if st := u.set(j.spec.Queue, j.spec.JobSet, false); st != nil {
+		st.addLevel(j.sched().Priority)
 	}
 }
 
@@ -617,7 +626,6 @@ func (st *uiSet) scanPage(q *JobsQuery, cur *jobsCursor, budget int) (page []*jo
 			if q.ByPriority {
 				p := j.sched().Priority
 				if p != level {
-					st.addLevel(p) // a priority changed since the levels were seen
 					continue
 				}
 			}

@@ -337,3 +337,44 @@ func TestLastSeqIsTheLogsLastSequenceNumber(t *testing.T) {
 		require.Equal(t, uint64(n), seq)
 	}
 }
+
+// TestAJobReprioritisedToANewLowerLevelIsOnTheFirstPageByPriority: the
+// set's levels learn a priority when a page meets it; a job moved below
+// every level the set knew was met while reading a higher level, after
+// the lower one's turn, and the pages by priority ended without it.
+func TestAJobReprioritisedToANewLowerLevelIsOnTheFirstPageByPriority(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	tpl := cpuJobs(10, "1")
+	tpl.Priority = 5
+	ids := w.submit("A", "s1", tpl)
+	_, err := w.srv.Reprioritize(w.ctx, Selection{IDs: ids[3:6]}, 1, "")
+	require.NoError(t, err)
+	for _, limit := range []int{1, 4, 50} {
+		q := JobsQuery{Queue: "A", JobSet: "s1", AnyState: true, ByPriority: true, Limit: limit}
+		require.Equal(t, oracleJobs(w, q), allPages(t, w, q), "limit %d", limit)
+	}
+}
+
+// TestAFluxReprioritisedJobIsOnThePagesByPriority: Flux re-prioritises
+// queued jobs as usage decays; a job set whose jobs all moved to a
+// priority the set had not held (bob's usage outgrew hers) still lists
+// them by priority.
+func TestAFluxReprioritisedJobIsOnThePagesByPriority(t *testing.T) {
+	w := fluxWorld(t, 2)
+	w.submitAs("alice", 2)
+	w.cycle()
+	ls := w.runFor(time.Hour, w.report(Report{Cluster: "c1"}).Leases)
+	w.report(Report{Cluster: "c1", Jobs: held(PhaseSucceeded, ls)})
+	alice := w.submitAs("alice", 3)
+	before := w.jobPriority(alice[0])
+	bob := w.submitAs("bob", 2) // ahead of alice's: bob has used nothing
+	w.cycle()
+	ls = w.report(Report{Cluster: "c1"}).Leases
+	require.ElementsMatch(t, bob, leasedIDs(ls))
+	w.runFor(4*time.Hour, ls) // alice's share of the usage falls
+	require.Less(t, w.jobPriority(alice[0]), before, "alice's share of the usage fell")
+	q := JobsQuery{Queue: "A", JobSet: "s-alice", AnyState: true, ByPriority: true, Limit: 2}
+	require.Equal(t, oracleJobs(w, q), allPages(t, w, q))
+	require.Len(t, allPages(t, w, q), 3)
+}
