@@ -110,7 +110,8 @@ type JobRow struct {
 	CancelRequested bool `json:"cancelRequested,omitempty"`
 }
 
-// JobsPage is a page of a job set's live jobs.
+// JobsPage is a page of a job set's live jobs, or of its ended jobs in
+// one state (?state=succeeded, failed, cancelled or preempted).
 type JobsPage struct {
 	Queue  string `json:"queue"`
 	JobSet string `json:"jobSet"`

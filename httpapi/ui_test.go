@@ -240,3 +240,41 @@ func TestTheGoClientFollowsTheUIPages(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, http.StatusBadRequest, ce.Status)
 }
+
+// TestEndedJobsOfASetArePagedThroughTheAPIAndTheClient: ?state=cancelled
+// lists the set's cancelled jobs (the server keeps no ended job; the
+// backend's records do), page after page, by the client as by hand;
+// sort=priority with an ended state is a 400 naming sort.
+func TestEndedJobsOfASetArePagedThroughTheAPIAndTheClient(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t, httpapi.Options{})
+	require.NoError(t, s.srv.CreateQueue(ctx, flotilla.Queue{Name: "A"}))
+	ids, err := s.srv.SubmitJSON(ctx, []byte(`{"queue": "A", "jobSet": "s/1", "jobs": [{"count": 250, "requests": {"cpu": "1"}}]}`))
+	require.NoError(t, err)
+	_, err = s.srv.Cancel(ctx, ids[:230]...)
+	require.NoError(t, err)
+	c, err := client.New(s.url, "", nil)
+	require.NoError(t, err)
+	var got []string
+	q := client.JobsQuery{State: "cancelled", Limit: 100}
+	for {
+		p, err := c.Jobs(ctx, "A", "s/1", q)
+		require.NoError(t, err)
+		require.Equal(t, api.JobSetSummary{Name: "s/1", Queued: 20}, p.Counts)
+		for _, r := range p.Jobs {
+			require.Equal(t, "cancelled", r.State)
+			got = append(got, r.ID)
+		}
+		if p.Next == "" {
+			break
+		}
+		q.Cursor = p.Next
+	}
+	require.Equal(t, slices.Sorted(slices.Values(ids[:230])), got, "one submit time: by id")
+	code, body := get(t, s, "", "/v1/queues/A/jobsets/s%2F1/jobs?state=succeeded&sort=priority")
+	require.Equal(t, http.StatusBadRequest, code)
+	var e api.Error
+	require.NoError(t, json.Unmarshal(body, &e))
+	require.Len(t, e.Problems, 1, e.Error)
+	require.Equal(t, api.Problem{Field: "sort", Value: "priority"}, api.Problem{Field: e.Problems[0].Field, Value: e.Problems[0].Value})
+}

@@ -386,11 +386,15 @@ func (s *state) liveBySet(queueName string) map[string][2]int {
 	return out
 }
 
-// JobsQuery asks for a page of a job set's live jobs.
+// JobsQuery asks for a page of a job set's live jobs, or of its ended
+// jobs in one terminal state.
 type JobsQuery struct {
 	Queue, JobSet string
 	// State keeps the jobs in that state (Queued, LeasedState or
-	// RunningState); AnyState keeps all.
+	// RunningState); AnyState keeps every live job. A terminal state
+	// (SucceededState, FailedState, CancelledState, PreemptedState)
+	// pages the backend's records of the set's jobs that ended so
+	// (backend.EndedJobs), by submit time only.
 	State    events.State
 	AnyState bool
 	// ByPriority orders the jobs by priority (lower first), then submit
@@ -470,17 +474,58 @@ func (s *Server) Jobs(ctx context.Context, q JobsQuery) (api.JobsPage, error) {
 	if q.Limit < 1 || q.Limit > UIMaxLimit {
 		errs = append(errs, flotilla.Errorf("limit", strconv.Itoa(q.Limit), flotilla.ErrOutOfRange, "want 1 to %d", UIMaxLimit))
 	}
+	ended := !q.AnyState && q.State.Terminal()
+	if ended && q.ByPriority {
+		errs = append(errs, flotilla.Errorf("sort", "priority", flotilla.ErrMalformed, "ended jobs (state %s) are listed by submit time only", q.State))
+	}
 	if err := joinAll(errs); err != nil {
 		return api.JobsPage{}, err
 	}
 	s.mu.Lock()
 	page, err := s.st.jobsPage(ctx, &q, cur)
 	s.mu.Unlock()
+	if err == nil && ended {
+		err = s.endedPage(ctx, &q, cur, &page)
+	}
 	if err != nil {
 		return page, err
 	}
 	page.LastSeq, err = s.lastSeq(ctx, q.Queue, q.JobSet)
 	return page, err
+}
+
+// endedPage fills page with a page of the set's ended jobs in q.State,
+// read from the backend (outside the lock: the records of ended jobs
+// change no more).
+func (s *Server) endedPage(ctx context.Context, q *JobsQuery, cur *jobsCursor, page *api.JobsPage) error {
+	bq := backend.EndedQuery{Queue: q.Queue, JobSet: q.JobSet, State: q.State, Limit: q.Limit}
+	if cur != nil {
+		bq.After = &backend.EndedAfter{SubmitTime: time.Unix(cur.sec, cur.nsec), ID: cur.id}
+	}
+	recs, err := backend.ListEnded(ctx, s.st.be, bq)
+	if err != nil {
+		return err
+	}
+	for i := range recs {
+		page.Jobs = append(page.Jobs, endedRow(&recs[i]))
+	}
+	if len(recs) == q.Limit {
+		j := recs[len(recs)-1].Spec.Job
+		c := jobsCursor{sec: j.SubmitTime.Unix(), nsec: int64(j.SubmitTime.Nanosecond()), id: j.ID}
+		page.Next = c.String()
+	}
+	return nil
+}
+
+// endedRow is the row of an ended job's record.
+func endedRow(r *backend.Record) api.JobRow {
+	st := &r.State
+	p := r.Spec.Job.Priority
+	if st.Reprioritized {
+		p = st.Priority
+	}
+	return api.JobRow{ID: r.Spec.Job.ID, State: st.State.String(), Priority: p, Submitted: r.Spec.Job.SubmitTime.UTC(),
+		Attempts: st.Attempts, Cluster: st.Cluster, Node: st.Node, CancelRequested: st.CancelRequested}
 }
 
 func joinAll(errs []error) error {
@@ -510,9 +555,12 @@ func (s *state) jobsPage(ctx context.Context, q *JobsQuery, cur *jobsCursor) (ap
 	page.Counts.Queued = set.live - live[0] - live[1]
 	var jobs []*job
 	var next *jobsCursor
-	if !q.AnyState && q.State.Live() {
+	switch {
+	case !q.AnyState && q.State.Terminal():
+		return page, nil // Jobs reads the page from the backend
+	case !q.AnyState && q.State.Live():
 		jobs, next = s.livePage(q, cur)
-	} else {
+	default:
 		budget := s.ui.budget
 		if budget == 0 {
 			budget = UIScanBudget

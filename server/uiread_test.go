@@ -378,3 +378,71 @@ func TestAFluxReprioritisedJobIsOnThePagesByPriority(t *testing.T) {
 	require.Equal(t, oracleJobs(w, q), allPages(t, w, q))
 	require.Len(t, allPages(t, w, q), 3)
 }
+
+// TestEndedJobsArePagedFromTheBackendBySubmitTimeThenID: a job set's
+// cancelled, succeeded and failed jobs, ended in an order of their own,
+// are listed per state, at several limits, in submit order, each row as
+// the job's record says; a query by priority of ended jobs is a field
+// error naming sort; the live pages leave them out.
+func TestEndedJobsArePagedFromTheBackendBySubmitTimeThenID(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	var ids []string
+	for range 3 {
+		ids = append(ids, w.submit("A", "s", cpuJobs(30, "1"))...)
+		w.clock.Advance(time.Second)
+	}
+	w.submit("A", "other", cpuJobs(5, "1"))
+	r := rand.New(rand.NewPCG(3, 4))
+	r.Shuffle(len(ids), func(i, k int) { ids[i], ids[k] = ids[k], ids[i] })
+	_, err := w.srv.Cancel(w.ctx, ids[:40]...)
+	require.NoError(t, err)
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 4, 8)})
+	w.cycle()
+	leases := w.report(Report{Cluster: "c1"}).Leases
+	require.NotEmpty(t, leases)
+	w.report(Report{Cluster: "c1", Jobs: held(PhaseRunning, leases)})
+	w.report(Report{Cluster: "c1", Jobs: held(PhaseSucceeded, leases)})
+	oracle := func(st events.State) []string {
+		var out []backend.Record
+		for _, id := range ids {
+			rec, err := w.srv.st.be.Job(w.ctx, id)
+			require.NoError(t, err)
+			if rec.State.State == st {
+				out = append(out, rec)
+			}
+		}
+		slices.SortFunc(out, func(a, b backend.Record) int {
+			if c := a.Spec.Job.SubmitTime.Compare(b.Spec.Job.SubmitTime); c != 0 {
+				return c
+			}
+			return strings.Compare(a.Spec.Job.ID, b.Spec.Job.ID)
+		})
+		names := []string{}
+		for _, rec := range out {
+			names = append(names, rec.Spec.Job.ID)
+		}
+		return names
+	}
+	for _, st := range []events.State{events.CancelledState, events.SucceededState, events.FailedState} {
+		for _, limit := range []int{1, 7, 1000} {
+			q := JobsQuery{Queue: "A", JobSet: "s", State: st, Limit: limit}
+			require.Equal(t, oracle(st), allPages(t, w, q), "%s, limit %d", st, limit)
+		}
+	}
+	require.Len(t, oracle(events.CancelledState), 40)
+	require.Len(t, oracle(events.SucceededState), len(leases))
+	page, err := w.srv.Jobs(w.ctx, JobsQuery{Queue: "A", JobSet: "s", State: events.CancelledState, Limit: 1})
+	require.NoError(t, err)
+	rec, err := w.srv.st.be.Job(w.ctx, page.Jobs[0].ID)
+	require.NoError(t, err)
+	require.Equal(t, api.JobRow{ID: rec.Spec.Job.ID, State: "cancelled", Priority: rec.Spec.Job.Priority,
+		Submitted: rec.Spec.Job.SubmitTime.UTC()}, page.Jobs[0])
+	_, err = w.srv.Jobs(w.ctx, JobsQuery{Queue: "A", JobSet: "s", State: events.SucceededState, ByPriority: true, Limit: 5})
+	requireProblems(t, err, problem{"sort", "priority", flotilla.ErrMalformed})
+	for _, q := range queries("s") {
+		for _, id := range allPages(t, w, q) {
+			require.NotContains(t, ids[:40], id, "a cancelled job on a live page")
+		}
+	}
+}
