@@ -286,15 +286,27 @@ async function jobSetPage(queue, set) {
   let state = params.get("state") || "", sort = params.get("sort") || "submitted";
   let cursors = [""], at = 0;
   const counts = el("div", { class: "cards" });
+  // The ended states are read from the service's store, by submit time
+  // only.
+  const ENDED = ["succeeded", "failed", "cancelled", "preempted"];
   const stateSel = el("select", { id: "state", "aria-label": "state" },
-    ["", "queued", "leased", "running"].map((s) => el("option", { value: s, selected: s === state }, s || "all live states")));
+    el("optgroup", { label: "live" }, ["", "queued", "leased", "running"].map((s) => el("option", { value: s, selected: s === state }, s || "all live states"))),
+    el("optgroup", { label: "ended" }, ENDED.map((s) => el("option", { value: s, selected: s === state }, s))));
   const sortSel = el("select", { id: "sort", "aria-label": "sort" },
     [["submitted", "submit time"], ["priority", "priority, then submit time"]].map(([v, t]) => el("option", { value: v, selected: v === sort }, t)));
+  const sortable = () => {
+    const ended = ENDED.includes(stateSel.value);
+    if (ended) sortSel.value = "submitted";
+    sortSel.disabled = ended;
+  };
+  sortable();
+  sort = sortSel.value;
   const info = el("span", { id: "page-info", class: "muted" });
   const prev = el("button", { type: "button", id: "prev", onclick: () => pager.prev() }, "◀ Previous");
   const next = el("button", { type: "button", id: "next", onclick: () => pager.next() }, "Next ▶");
   const body = el("div");
   const restart = () => {
+    sortable();
     state = stateSel.value; sort = sortSel.value; cursors = [""]; at = 0;
     const u = new URLSearchParams(); if (state) u.set("state", state); if (sort !== "submitted") u.set("sort", sort);
     history.replaceState(null, "", location.pathname + (u.toString() ? "?" + u : ""));

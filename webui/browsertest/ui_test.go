@@ -1,6 +1,7 @@
 package browsertest
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -167,6 +168,26 @@ func TestJobSetPagePagesThroughTenThousandJobs(t *testing.T) {
 	if got := eval[string](t, ctx, `location.pathname`); got != "/ui/jobs/"+want[1] {
 		t.Errorf("j j Enter opened %s, want job %s", got, want[1])
 	}
+	// Ended jobs: 150 cancelled, listed by submit time (sort disabled)
+	// on two pages, each row marked cancelled.
+	cancel, _ := json.Marshal(map[string]any{"jobIds": want[:150]})
+	s.call(http.MethodPost, "/v1/jobs/cancel", string(cancel), nil)
+	run(t, ctx, chromedp.Navigate(s.url+"/ui/jobsets/bulk/big"), chromedp.WaitVisible(css(`#jobs tbody tr`)),
+		do(`(() => { const s = document.getElementById('state'); s.value = 'cancelled'; s.dispatchEvent(new Event('change')); })()`),
+		waitJS(`location.search.includes('state=cancelled') && document.getElementById('page-info').textContent.startsWith('page 1: jobs 1–100')`))
+	if !eval[bool](t, ctx, `document.getElementById('sort').disabled && document.getElementById('sort').value === 'submitted'`) {
+		t.Error("the sort stays open for ended jobs, which are listed by submit time only")
+	}
+	cancelled := texts(t, ctx, `#jobs tbody tr td:first-child`)
+	run(t, ctx, chromedp.Click(css(`#next`)), waitJS(`document.getElementById('page-info').textContent.startsWith('page 2: jobs 101–150')`))
+	cancelled = append(cancelled, texts(t, ctx, `#jobs tbody tr td:first-child`)...)
+	if !slices.Equal(cancelled, want[:150]) {
+		t.Errorf("the cancelled pages list %d jobs, not the 150 cancelled in submit order", len(cancelled))
+	}
+	if got := texts(t, ctx, `#jobs tbody tr td:nth-child(2)`); got[0] != "cancelled" {
+		t.Errorf("a cancelled job's state shows %q", got[0])
+	}
+	screenshot(t, ctx, "jobset-ended")
 }
 
 func TestJobPageShowsANewEventWithinTwoSecondsWithoutReload(t *testing.T) {
