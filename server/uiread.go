@@ -14,6 +14,7 @@ import (
 	"github.com/flotilla-sched/flotilla/api"
 	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/events"
+	"github.com/flotilla-sched/flotilla/scheduler"
 )
 
 // The web UI's reads (package webui, httpapi's /v1/overview and the
@@ -193,33 +194,34 @@ func (u *uiState) rebuild(jobs func(yield func(*job) bool)) {
 	}
 }
 
-// cycled records a decided cycle: its summary, and a sample of the
-// shares when the last is a minute old or more.
+// cycled records a decided cycle: its summary (each queue's counts in
+// each pool's decision, a line per queue and pool when the cycle had
+// several pools), and a sample of the shares (the first pool's) when the
+// last is a minute old or more.
 func (u *uiState) cycled(seq uint64, rep *CycleReport, end time.Time) {
 	c := api.CycleSummary{Seq: seq, Time: rep.Time.UTC(), DurationMs: float64(end.Sub(rep.Time).Microseconds()) / 1000,
-		Leased: rep.Leased, Preempted: rep.Preempted, Expired: rep.Expired}
-	res := rep.Result
-	if res != nil {
-		byQueue := make(map[string]*api.CycleQueue, len(res.Queues))
-		c.Queues = make([]api.CycleQueue, len(res.Queues))
-		for i, q := range res.Queues {
-			c.Queues[i] = api.CycleQueue{Name: q.Name, Queued: q.Queued, Running: q.Running}
-		}
-		for i := range c.Queues {
-			byQueue[c.Queues[i].Name] = &c.Queues[i]
-		}
-		for _, a := range res.Scheduled {
-			if q := byQueue[a.Job.Queue]; q != nil {
-				q.Leased++
-			}
-		}
-		for _, p := range res.Preempted {
-			if q := byQueue[p.Job.Queue]; q != nil {
-				q.Preempted++
-			}
-		}
-		slices.SortFunc(c.Queues, func(a, b api.CycleQueue) int { return strings.Compare(a.Name, b.Name) })
+		Leased: rep.Leased, Preempted: rep.Preempted, Expired: rep.Expired, Queues: []api.CycleQueue{}}
+	pools := rep.Pools
+	if len(pools) == 0 && rep.Result != nil {
+		pools = []PoolResult{{Result: rep.Result}}
 	}
+	for _, pr := range pools {
+		if pr.Result == nil {
+			continue
+		}
+		pool := ""
+		if len(pools) > 1 {
+			pool = pr.Pool
+		}
+		c.Queues = append(c.Queues, poolCycleQueues(pr.Result, pool)...)
+	}
+	slices.SortFunc(c.Queues, func(a, b api.CycleQueue) int {
+		if x := strings.Compare(a.Name, b.Name); x != 0 {
+			return x
+		}
+		return strings.Compare(a.Pool, b.Pool)
+	})
+	res := rep.Result
 	if len(u.cycles) == UICycles {
 		copy(u.cycles, u.cycles[1:])
 		u.cycles = u.cycles[:UICycles-1]
@@ -238,6 +240,27 @@ func (u *uiState) cycled(seq uint64, rep *CycleReport, end time.Time) {
 	for _, g := range res.Groups {
 		u.sample("g/"+g.Name, api.SharePoint{Time: t, Share: g.Share, FairShare: g.FairShare, AdjustedFairShare: g.AdjustedFairShare})
 	}
+}
+
+// poolCycleQueues are the queues' counts in one pool's decision.
+func poolCycleQueues(res *scheduler.Result, pool string) []api.CycleQueue {
+	out := make([]api.CycleQueue, len(res.Queues))
+	byQueue := make(map[string]*api.CycleQueue, len(res.Queues))
+	for i, q := range res.Queues {
+		out[i] = api.CycleQueue{Name: q.Name, Pool: pool, Queued: q.Queued, Running: q.Running}
+		byQueue[q.Name] = &out[i]
+	}
+	for _, a := range res.Scheduled {
+		if q := byQueue[a.Job.Queue]; q != nil {
+			q.Leased++
+		}
+	}
+	for _, p := range res.Preempted {
+		if q := byQueue[p.Job.Queue]; q != nil {
+			q.Preempted++
+		}
+	}
+	return out
 }
 
 // sample adds p to a history when its last sample is UIHistoryStep old
@@ -299,7 +322,7 @@ func (s *Server) Overview(ctx context.Context, after string, limit int, may func
 		ov.Queues = append(ov.Queues, api.QueueOverview{Name: name, Parent: q.Parent, PriorityFactor: q.PriorityFactor,
 			Status: api.QueueStatus{Queued: st.queued.store.QueueLen(name), Leased: n[0], Running: n[1],
 				Share: rep.Share, FairShare: rep.FairShare, AdjustedFairShare: rep.AdjustedFairShare,
-				Usage: rep.Usage, Cordoned: st.cordonedQueues[name]},
+				Usage: rep.Usage, Cordoned: st.cordonedQueues[name], Pools: poolShares(st.queuePools(name))},
 			History: st.ui.recent("q/"+name, now)})
 	}
 	gnames := make([]string, 0, len(st.groups))
@@ -309,13 +332,35 @@ func (s *Server) Overview(ctx context.Context, after string, limit int, may func
 	slices.Sort(gnames)
 	for _, name := range gnames {
 		g := st.groups[name]
-		rep := st.groupInfo(g).Report
+		info := st.groupInfo(g)
+		rep := info.Report
+		var pools []api.QueueShare
+		for _, p := range info.Pools {
+			r := p.Report
+			pools = append(pools, api.QueueShare{Share: r.Share, FairShare: r.FairShare, AdjustedFairShare: r.AdjustedFairShare,
+				Demand: r.Demand, Running: r.Running, Queued: r.Queued, Pool: p.Pool})
+		}
 		ov.Groups = append(ov.Groups, api.GroupOverview{Name: name, Parent: g.Parent,
 			Status: api.GroupStatus{Queued: rep.Queued, Running: rep.Running, Share: rep.Share, FairShare: rep.FairShare,
-				AdjustedFairShare: rep.AdjustedFairShare, Demand: rep.Demand, Usage: rep.Usage},
+				AdjustedFairShare: rep.AdjustedFairShare, Demand: rep.Demand, Usage: rep.Usage, Pools: pools},
 			History: st.ui.recent("g/"+name, now)})
 	}
 	return ov, nil
+}
+
+// poolShares are a queue's lines in the pools' last cycles (nil with one
+// pool).
+func poolShares(ps []PoolQueueReport) []api.QueueShare {
+	var out []api.QueueShare
+	for _, p := range ps {
+		out = append(out, queueShare(p.Report, p.Pool))
+	}
+	return out
+}
+
+func queueShare(r scheduler.QueueReport, pool string) api.QueueShare {
+	return api.QueueShare{Share: r.Share, FairShare: r.FairShare, AdjustedFairShare: r.AdjustedFairShare,
+		Demand: r.Demand, Running: r.Running, Queued: r.Queued, Pool: pool}
 }
 
 // Cycles returns the last cycles, newest first, at most limit of them.

@@ -446,3 +446,71 @@ func TestEndedJobsArePagedFromTheBackendBySubmitTimeThenID(t *testing.T) {
 		}
 	}
 }
+
+// TestWithTwoPoolsTheOverviewAndTheCyclesShowEachPool: a queue's and a
+// group's shares per pool on the overview are the pools' last cycles'
+// lines; a cycle's per-queue counts come a line per queue and pool, the
+// leases summing to the cycle's. With one pool, neither says a pool.
+func TestWithTwoPoolsTheOverviewAndTheCyclesShowEachPool(t *testing.T) {
+	w := newWorld(t)
+	require.NoError(t, w.srv.CreateGroup(w.ctx, flotilla.QueueGroup{Name: "g"}))
+	require.NoError(t, w.srv.CreateQueue(w.ctx, flotilla.Queue{Name: "A", Parent: "g"}))
+	w.queue("B")
+	w.report(Report{Cluster: "ca", Pool: "a", Nodes: nodesOf("ca", 1, 4)})
+	one := w.cycle()
+	require.Len(t, one.Pools, 1)
+	w.report(Report{Cluster: "cb", Pool: "b", Nodes: nodesOf("cb", 1, 4)})
+	w.submit("A", "s", inPools(3, "a"), inPools(5, "b"))
+	w.submit("B", "s", inPools(4, "b"))
+	rep := w.cycle()
+	require.Len(t, rep.Pools, 2)
+	ov, err := w.srv.Overview(w.ctx, "", 10, func(string) bool { return true })
+	require.NoError(t, err)
+	want := map[string]map[string]float64{}
+	for _, p := range rep.Pools {
+		for _, q := range p.Result.Queues {
+			if want[q.Name] == nil {
+				want[q.Name] = map[string]float64{}
+			}
+			want[q.Name][p.Pool] = q.Share
+		}
+		for _, g := range p.Result.Groups {
+			if want["g/"+g.Name] == nil {
+				want["g/"+g.Name] = map[string]float64{}
+			}
+			want["g/"+g.Name][p.Pool] = g.Share
+		}
+	}
+	got := map[string]map[string]float64{}
+	for _, q := range ov.Queues {
+		for _, p := range q.Status.Pools {
+			if got[q.Name] == nil {
+				got[q.Name] = map[string]float64{}
+			}
+			got[q.Name][p.Pool] = p.Share
+		}
+	}
+	for _, g := range ov.Groups {
+		for _, p := range g.Status.Pools {
+			if got["g/"+g.Name] == nil {
+				got["g/"+g.Name] = map[string]float64{}
+			}
+			got["g/"+g.Name][p.Pool] = p.Share
+		}
+	}
+	require.Equal(t, want, got)
+	require.Len(t, got["A"], 2, "A has work in both pools")
+	require.Len(t, got["g/g"], 2)
+	cs := w.srv.Cycles(2)
+	require.Len(t, cs, 2)
+	leased, lines := 0, map[string]int{}
+	for _, q := range cs[0].Queues {
+		leased += q.Leased
+		lines[q.Name+"@"+q.Pool] = q.Leased
+	}
+	require.Equal(t, rep.Leased, leased)
+	require.Equal(t, map[string]int{"A@a": 3, "A@b": 2, "B@a": 0, "B@b": 2}, lines, "pool b's 4 cpus split between A and B")
+	for _, q := range cs[1].Queues {
+		require.Empty(t, q.Pool, "a cycle of one pool names none")
+	}
+}
