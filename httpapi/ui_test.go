@@ -16,6 +16,7 @@ import (
 	"github.com/flotilla-sched/flotilla/api"
 	"github.com/flotilla-sched/flotilla/client"
 	"github.com/flotilla-sched/flotilla/httpapi"
+	"github.com/flotilla-sched/flotilla/server"
 )
 
 // get makes a GET with a bearer token (none when empty) and returns the
@@ -277,4 +278,42 @@ func TestEndedJobsOfASetArePagedThroughTheAPIAndTheClient(t *testing.T) {
 	require.NoError(t, json.Unmarshal(body, &e))
 	require.Len(t, e.Problems, 1, e.Error)
 	require.Equal(t, api.Problem{Field: "sort", Value: "priority"}, api.Problem{Field: e.Problems[0].Field, Value: e.Problems[0].Value})
+}
+
+// TestAJobSkippedAsTheSameAsAnotherQueuesJobNamesItNotToATokenThatMayNotReadThatQueue:
+// the scheduler tells a job skipped because a job of another queue with
+// the same requirements failed which job and queue that was; a token
+// that may not read that queue (the web UI's job page, status -v) is
+// shown neither, in the reason nor in the explanation, and an admin is.
+func TestAJobSkippedAsTheSameAsAnotherQueuesJobNamesItNotToATokenThatMayNotReadThatQueue(t *testing.T) {
+	ctx := context.Background()
+	auth, err := httpapi.ParseAuth([]byte(`{"tokens": [{"token": "adm", "principal": "ops", "admin": true},
+		{"token": "bob", "principal": "bob", "watch": ["B"]}]}`))
+	require.NoError(t, err)
+	s := newService(t, httpapi.Options{Auth: auth})
+	for _, q := range []string{"A", "B"} {
+		require.NoError(t, s.srv.CreateQueue(ctx, flotilla.Queue{Name: q}))
+	}
+	_, err = s.srv.Report(ctx, &server.Report{Cluster: "c1", Nodes: []flotilla.Node{{Name: "n1", Cluster: "c1", Total: flotilla.Resources{1000, 1 << 30}}}})
+	require.NoError(t, err)
+	a, err := s.srv.SubmitJSON(ctx, []byte(`{"queue": "A", "jobSet": "secret-set", "jobs": [{"requests": {"cpu": "2"}}]}`))
+	require.NoError(t, err)
+	b, err := s.srv.SubmitJSON(ctx, []byte(`{"queue": "B", "jobSet": "s", "jobs": [{"requests": {"cpu": "2"}}]}`))
+	require.NoError(t, err)
+	_, err = s.srv.Cycle(ctx)
+	require.NoError(t, err)
+	admin := getJSON[api.StatusResponse](t, s, "adm", "/v1/jobs?explain=true&id="+b[0])
+	u := admin.Jobs[0].Explain.Unscheduled
+	require.NotNil(t, u)
+	require.Equal(t, a[0], u.SameAs, "the admin reads A: the job is named")
+	require.Equal(t, "A", u.SameAsQueue)
+	code, body := get(t, s, "bob", "/v1/jobs?explain=true&id="+b[0])
+	require.Equal(t, http.StatusOK, code, "%s", body)
+	require.NotContains(t, string(body), a[0], "bob may not read A")
+	require.NotContains(t, string(body), `queue A`)
+	var bob api.StatusResponse
+	require.NoError(t, json.Unmarshal(body, &bob))
+	require.Empty(t, bob.Jobs[0].Explain.Unscheduled.SameAsQueue)
+	require.Contains(t, bob.Jobs[0].Reason, "same requirements as a job of another queue")
+	require.Equal(t, u.Code, bob.Jobs[0].Explain.Unscheduled.Code)
 }
