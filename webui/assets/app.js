@@ -566,7 +566,12 @@ async function cyclesPage() {
 function route() {
   stopAll();
   pager = null;
-  const parts = location.pathname.replace(/^\/ui\/?/, "").split("/").filter(Boolean).map(decodeURIComponent);
+  let parts;
+  try {
+    parts = location.pathname.replace(/^\/ui\/?/, "").split("/").filter(Boolean).map(decodeURIComponent);
+  } catch (_) { // an escape that is not UTF-8 (%FF): no page of ours
+    parts = ["?"];
+  }
   let nav = "";
   let page;
   switch (parts[0]) {

@@ -99,6 +99,12 @@ func TestOverviewListsTheQueuesWithTheirShares(t *testing.T) {
 	screenshot(t, ctx, "clusters")
 	run(t, ctx, chromedp.Navigate(s.url+"/ui/cycles"), chromedp.WaitVisible(css(`#cycles tbody tr`)))
 	screenshot(t, ctx, "cycles")
+	// A path escaping bytes that are not UTF-8 is no page, said so (the
+	// route threw before, leaving the page blank).
+	run(t, ctx, chromedp.Navigate(s.url+"/ui/queues/%FF"), chromedp.WaitVisible(css(`#main .alert`)))
+	if got := texts(t, ctx, `#main .alert`); len(got) != 1 || !strings.Contains(got[0], "No such page") {
+		t.Errorf("a malformed path shows %q", got)
+	}
 }
 
 func TestJobSetPagePagesThroughTenThousandJobs(t *testing.T) {
