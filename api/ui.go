@@ -62,13 +62,17 @@ type CycleSummary struct {
 	Leased     int     `json:"leased"`
 	Preempted  int     `json:"preempted"`
 	Expired    int     `json:"expired"`
-	// Queues are the per-queue counts of the cycle's queues, by name.
+	// Queues are the per-queue counts of the cycle's queues, by name
+	// (and pool, with several pools).
 	Queues []CycleQueue `json:"queues"`
 }
 
 // CycleQueue is one queue's part of a cycle.
 type CycleQueue struct {
-	Name      string `json:"name"`
+	Name string `json:"name"`
+	// Pool is the pool whose decision these counts are, when the cycle
+	// decided for several pools (a queue has a line per pool then).
+	Pool      string `json:"pool,omitempty"`
 	Leased    int    `json:"leased"`
 	Preempted int    `json:"preempted"`
 	Queued    int    `json:"queued"`
@@ -110,7 +114,8 @@ type JobRow struct {
 	CancelRequested bool `json:"cancelRequested,omitempty"`
 }
 
-// JobsPage is a page of a job set's live jobs.
+// JobsPage is a page of a job set's live jobs, or of its ended jobs in
+// one state (?state=succeeded, failed, cancelled or preempted).
 type JobsPage struct {
 	Queue  string `json:"queue"`
 	JobSet string `json:"jobSet"`

@@ -3,9 +3,12 @@ package backend
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/events"
 )
 
 // The optional interfaces (ClientIDLookup, JobLookup, Fenced) are found by
@@ -85,4 +88,63 @@ func WithFence(b Backend, token uint64) (Backend, bool) {
 		return f.WithFence(token), true
 	}
 	return b, false
+}
+
+// EndedJobs is an optional interface of a Jobs: a job set's ended jobs
+// (in a terminal state), a page at a time in submit order, as the web
+// UI's job set page lists them. The service itself forgets a job once it
+// ends; this reads the backend's records.
+type EndedJobs interface {
+	// EndedJobs returns the records of at most q.Limit jobs of the job set
+	// q.Queue/q.JobSet whose state is q.State, ordered by submit time
+	// (as instants), then id, those after q.After (nil: from the first).
+	// Its work is bounded by q.Limit, whatever the set holds. A job set or
+	// queue with no such job is an empty page. Bad input (a state that is
+	// not terminal, a limit below 1 or above MaxEndedPage) is a
+	// *flotilla.FieldError naming it; other errors: ErrClosed,
+	// ErrUnavailable, or the context's error.
+	EndedJobs(ctx context.Context, q EndedQuery) ([]Record, error)
+}
+
+// MaxEndedPage is the largest EndedQuery.Limit.
+const MaxEndedPage = 1000
+
+// EndedQuery asks for a page of a job set's ended jobs (EndedJobs).
+type EndedQuery struct {
+	Queue, JobSet string
+	// State is a terminal state: events.SucceededState, FailedState,
+	// CancelledState or PreemptedState.
+	State events.State
+	// After is where the previous page ended; nil for the first page.
+	After *EndedAfter
+	// Limit is the most records of the page, 1 to MaxEndedPage.
+	Limit int
+}
+
+// EndedAfter is a place in submit order: after the job of this submit
+// time and id.
+type EndedAfter struct {
+	SubmitTime time.Time
+	ID         string
+}
+
+// CheckEndedQuery reports q's problems, every one at once.
+func CheckEndedQuery(q EndedQuery) error {
+	var errs []error
+	if !q.State.Terminal() {
+		errs = append(errs, flotilla.Errorf("state", q.State.String(), flotilla.ErrOutOfRange, "want a terminal state: succeeded, failed, cancelled or preempted"))
+	}
+	if q.Limit < 1 || q.Limit > MaxEndedPage {
+		errs = append(errs, flotilla.Errorf("limit", strconv.Itoa(q.Limit), flotilla.ErrOutOfRange, "want 1 to %d", MaxEndedPage))
+	}
+	return errors.Join(errs...)
+}
+
+// ListEnded is EndedJobs.EndedJobs on b when b implements it; otherwise
+// an error wrapping errors.ErrUnsupported.
+func ListEnded(ctx context.Context, b Jobs, q EndedQuery) ([]Record, error) {
+	if e, ok := b.(EndedJobs); ok {
+		return e.EndedJobs(ctx, q)
+	}
+	return nil, fmt.Errorf("backend: %T lists no ended jobs: %w", b, errors.ErrUnsupported)
 }

@@ -163,8 +163,15 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 
 // sendTo sends one request to the server at base.
 func (c *Client) sendTo(ctx context.Context, base *url.URL, method, path string, query url.Values, body []byte) (*http.Response, error) {
+	// path comes escaped (each name through url.PathEscape): it is the
+	// URL's raw path after the base's, and its unescaped form the Path.
 	u := *base
-	u.Path += path
+	u.RawPath = base.EscapedPath() + path
+	p, err := url.PathUnescape(u.RawPath)
+	if err != nil {
+		return nil, fmt.Errorf("client: path %q: %w", path, err)
+	}
+	u.Path = p
 	u.RawQuery = query.Encode()
 	var rd io.Reader
 	if body != nil {

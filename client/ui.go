@@ -51,15 +51,17 @@ func (c *Client) JobSets(ctx context.Context, queue, after string, limit int) (a
 	return out, err
 }
 
-// JobsQuery asks for a page of a job set's live jobs: State "queued",
-// "leased" or "running" ("" every live job), Sort "submitted" (the
-// default) or "priority", Cursor the previous page's Next.
+// JobsQuery asks for a page of a job set's jobs: State "queued",
+// "leased" or "running" ("" every live job), or an ended state
+// ("succeeded", "failed", "cancelled", "preempted": by submit time
+// only), Sort "submitted" (the default) or "priority", Cursor the
+// previous page's Next.
 type JobsQuery struct {
 	State, Sort, Cursor string
 	Limit               int
 }
 
-// Jobs reads a page of a job set's live jobs
+// Jobs reads a page of a job set's live jobs, or ended ones
 // (GET /v1/queues/{queue}/jobsets/{jobSet}/jobs).
 func (c *Client) Jobs(ctx context.Context, queue, jobSet string, q JobsQuery) (api.JobsPage, error) {
 	var out api.JobsPage

@@ -18,6 +18,7 @@ var errNotLeader = fmt.Errorf("flotilla serve: this process no longer leads: %w"
 var (
 	_ backend.ClientIDLookup = termBackend{}
 	_ backend.JobLookup      = termBackend{}
+	_ backend.EndedJobs      = termBackend{}
 )
 
 // termBackend is the backend a leader's server writes through: every
@@ -51,6 +52,12 @@ func (b termBackend) JobsByClientID(ctx context.Context, queue string, clientIDs
 // JobsByID is backend.JobLookup's, through the backend's.
 func (b termBackend) JobsByID(ctx context.Context, ids []string, recs []backend.Record) error {
 	return backend.JobsByID(ctx, b.Backend, ids, recs)
+}
+
+// EndedJobs is backend.EndedJobs', through the backend's (an error
+// wrapping errors.ErrUnsupported when it has none).
+func (b termBackend) EndedJobs(ctx context.Context, q backend.EndedQuery) ([]backend.Record, error) {
+	return backend.ListEnded(ctx, b.Backend, q)
 }
 
 func (b termBackend) check() error {

@@ -19,6 +19,7 @@ import (
 	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/events"
 	"github.com/flotilla-sched/flotilla/internal/strictjson"
+	"github.com/flotilla-sched/flotilla/scheduler"
 	"github.com/flotilla-sched/flotilla/server"
 )
 
@@ -529,7 +530,38 @@ func (h *Handler) status(w http.ResponseWriter, r *http.Request) {
 			out.Jobs[i].Explain = JobExplainOf(ds[i], sts[i], h.srv.Schema())
 		}
 	}
+	for i := range out.Jobs {
+		hideSameAs(principal(r), &out.Jobs[i], sts[i].Why)
+	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// hideSameAs keeps a job's reason from naming a job of a queue the
+// principal may not read: the scheduler says which job (and queue) a job
+// skipped as having the same requirements was compared with; for a
+// queue the principal may not read, the reason says "a job of another
+// queue" and the explanation names neither.
+func hideSameAs(p *Principal, js *api.JobStatus, why *scheduler.Reason) {
+	var id, queue string
+	if why != nil && why.Search != nil {
+		id, queue = why.Search.SameAs, why.Search.SameAsQueue
+	}
+	var u *api.Unscheduled
+	if js.Explain != nil {
+		u = js.Explain.Unscheduled
+	}
+	if u != nil && u.SameAsQueue != "" {
+		id, queue = u.SameAs, u.SameAsQueue
+	}
+	if queue == "" || p.MayWatch(queue) {
+		return
+	}
+	named, hidden := "same requirements as job "+id+" of queue "+queue, "same requirements as a job of another queue"
+	js.Reason = strings.Replace(js.Reason, named, hidden, 1)
+	if u != nil {
+		u.Message = strings.Replace(u.Message, named, hidden, 1)
+		u.SameAs, u.SameAsQueue = "", ""
+	}
 }
 
 // events writes a job set's events as JSON lines from ?from= (default the

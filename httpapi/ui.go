@@ -123,8 +123,9 @@ func (h *Handler) jobSets(w http.ResponseWriter, r *http.Request) {
 }
 
 // jobsQuery reads a job set's page query: ?state= (queued, leased,
-// running; absent: all), ?sort= (submitted, the default, or priority),
-// ?cursor= and ?limit=, every problem at once.
+// running; absent: every live job; or an ended state: succeeded, failed,
+// cancelled, preempted), ?sort= (submitted, the default, or priority,
+// for live jobs), ?cursor= and ?limit=, every problem at once.
 func jobsQuery(r *http.Request) (server.JobsQuery, error) {
 	query := r.URL.Query()
 	q := server.JobsQuery{Queue: r.PathValue("queue"), JobSet: r.PathValue("jobSet"), Cursor: query.Get("cursor")}
@@ -138,8 +139,17 @@ func jobsQuery(r *http.Request) (server.JobsQuery, error) {
 		q.State = events.LeasedState
 	case "running":
 		q.State = events.RunningState
+	case "succeeded":
+		q.State = events.SucceededState
+	case "failed":
+		q.State = events.FailedState
+	case "cancelled":
+		q.State = events.CancelledState
+	case "preempted":
+		q.State = events.PreemptedState
 	default:
-		errs = append(errs, flotilla.Errorf("state", s, flotilla.ErrMalformed, "want queued, leased or running (the live states)"))
+		errs = append(errs, flotilla.Errorf("state", s, flotilla.ErrMalformed,
+			"want queued, leased or running (the live states) or succeeded, failed, cancelled or preempted (the ended ones)"))
 	}
 	switch s := query.Get("sort"); s {
 	case "", "submitted":

@@ -16,6 +16,7 @@ import (
 	"github.com/flotilla-sched/flotilla/api"
 	"github.com/flotilla-sched/flotilla/client"
 	"github.com/flotilla-sched/flotilla/httpapi"
+	"github.com/flotilla-sched/flotilla/server"
 )
 
 // get makes a GET with a bearer token (none when empty) and returns the
@@ -239,4 +240,80 @@ func TestTheGoClientFollowsTheUIPages(t *testing.T) {
 	var ce *client.Error
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, http.StatusBadRequest, ce.Status)
+}
+
+// TestEndedJobsOfASetArePagedThroughTheAPIAndTheClient: ?state=cancelled
+// lists the set's cancelled jobs (the server keeps no ended job; the
+// backend's records do), page after page, by the client as by hand;
+// sort=priority with an ended state is a 400 naming sort.
+func TestEndedJobsOfASetArePagedThroughTheAPIAndTheClient(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t, httpapi.Options{})
+	require.NoError(t, s.srv.CreateQueue(ctx, flotilla.Queue{Name: "A"}))
+	ids, err := s.srv.SubmitJSON(ctx, []byte(`{"queue": "A", "jobSet": "s/1", "jobs": [{"count": 250, "requests": {"cpu": "1"}}]}`))
+	require.NoError(t, err)
+	_, err = s.srv.Cancel(ctx, ids[:230]...)
+	require.NoError(t, err)
+	c, err := client.New(s.url, "", nil)
+	require.NoError(t, err)
+	var got []string
+	q := client.JobsQuery{State: "cancelled", Limit: 100}
+	for {
+		p, err := c.Jobs(ctx, "A", "s/1", q)
+		require.NoError(t, err)
+		require.Equal(t, api.JobSetSummary{Name: "s/1", Queued: 20}, p.Counts)
+		for _, r := range p.Jobs {
+			require.Equal(t, "cancelled", r.State)
+			got = append(got, r.ID)
+		}
+		if p.Next == "" {
+			break
+		}
+		q.Cursor = p.Next
+	}
+	require.Equal(t, slices.Sorted(slices.Values(ids[:230])), got, "one submit time: by id")
+	code, body := get(t, s, "", "/v1/queues/A/jobsets/s%2F1/jobs?state=succeeded&sort=priority")
+	require.Equal(t, http.StatusBadRequest, code)
+	var e api.Error
+	require.NoError(t, json.Unmarshal(body, &e))
+	require.Len(t, e.Problems, 1, e.Error)
+	require.Equal(t, api.Problem{Field: "sort", Value: "priority"}, api.Problem{Field: e.Problems[0].Field, Value: e.Problems[0].Value})
+}
+
+// TestAJobSkippedAsTheSameAsAnotherQueuesJobNamesItNotToATokenThatMayNotReadThatQueue:
+// the scheduler tells a job skipped because a job of another queue with
+// the same requirements failed which job and queue that was; a token
+// that may not read that queue (the web UI's job page, status -v) is
+// shown neither, in the reason nor in the explanation, and an admin is.
+func TestAJobSkippedAsTheSameAsAnotherQueuesJobNamesItNotToATokenThatMayNotReadThatQueue(t *testing.T) {
+	ctx := context.Background()
+	auth, err := httpapi.ParseAuth([]byte(`{"tokens": [{"token": "adm", "principal": "ops", "admin": true},
+		{"token": "bob", "principal": "bob", "watch": ["B"]}]}`))
+	require.NoError(t, err)
+	s := newService(t, httpapi.Options{Auth: auth})
+	for _, q := range []string{"A", "B"} {
+		require.NoError(t, s.srv.CreateQueue(ctx, flotilla.Queue{Name: q}))
+	}
+	_, err = s.srv.Report(ctx, &server.Report{Cluster: "c1", Nodes: []flotilla.Node{{Name: "n1", Cluster: "c1", Total: flotilla.Resources{1000, 1 << 30}}}})
+	require.NoError(t, err)
+	a, err := s.srv.SubmitJSON(ctx, []byte(`{"queue": "A", "jobSet": "secret-set", "jobs": [{"requests": {"cpu": "2"}}]}`))
+	require.NoError(t, err)
+	b, err := s.srv.SubmitJSON(ctx, []byte(`{"queue": "B", "jobSet": "s", "jobs": [{"requests": {"cpu": "2"}}]}`))
+	require.NoError(t, err)
+	_, err = s.srv.Cycle(ctx)
+	require.NoError(t, err)
+	admin := getJSON[api.StatusResponse](t, s, "adm", "/v1/jobs?explain=true&id="+b[0])
+	u := admin.Jobs[0].Explain.Unscheduled
+	require.NotNil(t, u)
+	require.Equal(t, a[0], u.SameAs, "the admin reads A: the job is named")
+	require.Equal(t, "A", u.SameAsQueue)
+	code, body := get(t, s, "bob", "/v1/jobs?explain=true&id="+b[0])
+	require.Equal(t, http.StatusOK, code, "%s", body)
+	require.NotContains(t, string(body), a[0], "bob may not read A")
+	require.NotContains(t, string(body), `queue A`)
+	var bob api.StatusResponse
+	require.NoError(t, json.Unmarshal(body, &bob))
+	require.Empty(t, bob.Jobs[0].Explain.Unscheduled.SameAsQueue)
+	require.Contains(t, bob.Jobs[0].Reason, "same requirements as a job of another queue")
+	require.Equal(t, u.Code, bob.Jobs[0].Explain.Unscheduled.Code)
 }

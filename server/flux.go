@@ -121,6 +121,8 @@ type fluxState struct {
 	stale bool
 	// lastRequeued counts the jobs the last re-prioritisation re-queued.
 	lastRequeued int
+	// repriced, when set, is told of each job whose priority changed.
+	repriced func(*job)
 }
 
 func newFluxState(cfg *FluxConfig, schema *flotilla.ResourceSchema) *fluxState {
@@ -329,6 +331,9 @@ func (f *fluxState) reprioritize(jobs *jobTable, q *queuedJobs, all bool) int {
 		q.remove(j.id())
 		j.own = &c
 		q.add(j)
+		if f.repriced != nil {
+			f.repriced(j)
+		}
 		n++
 	}
 	return n

@@ -193,6 +193,7 @@ func (s *state) setPriority(j *job, p uint32) {
 		s.queued.remove(j.id())
 	}
 	j.withPriority(p)
+	s.ui.repriced(j)
 	if queued {
 		s.queued.add(j)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/flotilla-sched/flotilla/api"
 	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/events"
+	"github.com/flotilla-sched/flotilla/scheduler"
 )
 
 // The web UI's reads (package webui, httpapi's /v1/overview and the
@@ -65,8 +66,8 @@ type uiSet struct {
 	jobs []*job
 	live int
 	// levels are the distinct priorities of the jobs, ascending, and
-	// perhaps some no job holds any more (a page that meets a job whose
-	// priority is not among them adds it).
+	// perhaps some no job holds any more: each job's priority is entered
+	// when it is added and whenever it changes (repriced).
 	levels []uint32
 }
 
@@ -140,6 +141,15 @@ func (st *uiSet) addLevel(p uint32) {
 	}
 }
 
+// repriced notes that a live job's priority changed (an operator's
+// reprioritisation, or Flux's): its set's levels hold the new one, so
+// that a page by priority reads that level in its turn.
+func (u *uiState) repriced(j *job) {
+	if st := u.set(j.spec.Queue, j.spec.JobSet, false); st != nil {
+		st.addLevel(j.sched().Priority)
+	}
+}
+
 // ended notes that a job of the set ended (its state is terminal now).
 func (u *uiState) ended(j *job) {
 	st := u.set(j.spec.Queue, j.spec.JobSet, false)
@@ -184,33 +194,34 @@ func (u *uiState) rebuild(jobs func(yield func(*job) bool)) {
 	}
 }
 
-// cycled records a decided cycle: its summary, and a sample of the
-// shares when the last is a minute old or more.
+// cycled records a decided cycle: its summary (each queue's counts in
+// each pool's decision, a line per queue and pool when the cycle had
+// several pools), and a sample of the shares (the first pool's) when the
+// last is a minute old or more.
 func (u *uiState) cycled(seq uint64, rep *CycleReport, end time.Time) {
 	c := api.CycleSummary{Seq: seq, Time: rep.Time.UTC(), DurationMs: float64(end.Sub(rep.Time).Microseconds()) / 1000,
-		Leased: rep.Leased, Preempted: rep.Preempted, Expired: rep.Expired}
-	res := rep.Result
-	if res != nil {
-		byQueue := make(map[string]*api.CycleQueue, len(res.Queues))
-		c.Queues = make([]api.CycleQueue, len(res.Queues))
-		for i, q := range res.Queues {
-			c.Queues[i] = api.CycleQueue{Name: q.Name, Queued: q.Queued, Running: q.Running}
-		}
-		for i := range c.Queues {
-			byQueue[c.Queues[i].Name] = &c.Queues[i]
-		}
-		for _, a := range res.Scheduled {
-			if q := byQueue[a.Job.Queue]; q != nil {
-				q.Leased++
-			}
-		}
-		for _, p := range res.Preempted {
-			if q := byQueue[p.Job.Queue]; q != nil {
-				q.Preempted++
-			}
-		}
-		slices.SortFunc(c.Queues, func(a, b api.CycleQueue) int { return strings.Compare(a.Name, b.Name) })
+		Leased: rep.Leased, Preempted: rep.Preempted, Expired: rep.Expired, Queues: []api.CycleQueue{}}
+	pools := rep.Pools
+	if len(pools) == 0 && rep.Result != nil {
+		pools = []PoolResult{{Result: rep.Result}}
 	}
+	for _, pr := range pools {
+		if pr.Result == nil {
+			continue
+		}
+		pool := ""
+		if len(pools) > 1 {
+			pool = pr.Pool
+		}
+		c.Queues = append(c.Queues, poolCycleQueues(pr.Result, pool)...)
+	}
+	slices.SortFunc(c.Queues, func(a, b api.CycleQueue) int {
+		if x := strings.Compare(a.Name, b.Name); x != 0 {
+			return x
+		}
+		return strings.Compare(a.Pool, b.Pool)
+	})
+	res := rep.Result
 	if len(u.cycles) == UICycles {
 		copy(u.cycles, u.cycles[1:])
 		u.cycles = u.cycles[:UICycles-1]
@@ -229,6 +240,27 @@ func (u *uiState) cycled(seq uint64, rep *CycleReport, end time.Time) {
 	for _, g := range res.Groups {
 		u.sample("g/"+g.Name, api.SharePoint{Time: t, Share: g.Share, FairShare: g.FairShare, AdjustedFairShare: g.AdjustedFairShare})
 	}
+}
+
+// poolCycleQueues are the queues' counts in one pool's decision.
+func poolCycleQueues(res *scheduler.Result, pool string) []api.CycleQueue {
+	out := make([]api.CycleQueue, len(res.Queues))
+	byQueue := make(map[string]*api.CycleQueue, len(res.Queues))
+	for i, q := range res.Queues {
+		out[i] = api.CycleQueue{Name: q.Name, Pool: pool, Queued: q.Queued, Running: q.Running}
+		byQueue[q.Name] = &out[i]
+	}
+	for _, a := range res.Scheduled {
+		if q := byQueue[a.Job.Queue]; q != nil {
+			q.Leased++
+		}
+	}
+	for _, p := range res.Preempted {
+		if q := byQueue[p.Job.Queue]; q != nil {
+			q.Preempted++
+		}
+	}
+	return out
 }
 
 // sample adds p to a history when its last sample is UIHistoryStep old
@@ -290,7 +322,7 @@ func (s *Server) Overview(ctx context.Context, after string, limit int, may func
 		ov.Queues = append(ov.Queues, api.QueueOverview{Name: name, Parent: q.Parent, PriorityFactor: q.PriorityFactor,
 			Status: api.QueueStatus{Queued: st.queued.store.QueueLen(name), Leased: n[0], Running: n[1],
 				Share: rep.Share, FairShare: rep.FairShare, AdjustedFairShare: rep.AdjustedFairShare,
-				Usage: rep.Usage, Cordoned: st.cordonedQueues[name]},
+				Usage: rep.Usage, Cordoned: st.cordonedQueues[name], Pools: poolShares(st.queuePools(name))},
 			History: st.ui.recent("q/"+name, now)})
 	}
 	gnames := make([]string, 0, len(st.groups))
@@ -300,13 +332,35 @@ func (s *Server) Overview(ctx context.Context, after string, limit int, may func
 	slices.Sort(gnames)
 	for _, name := range gnames {
 		g := st.groups[name]
-		rep := st.groupInfo(g).Report
+		info := st.groupInfo(g)
+		rep := info.Report
+		var pools []api.QueueShare
+		for _, p := range info.Pools {
+			r := p.Report
+			pools = append(pools, api.QueueShare{Share: r.Share, FairShare: r.FairShare, AdjustedFairShare: r.AdjustedFairShare,
+				Demand: r.Demand, Running: r.Running, Queued: r.Queued, Pool: p.Pool})
+		}
 		ov.Groups = append(ov.Groups, api.GroupOverview{Name: name, Parent: g.Parent,
 			Status: api.GroupStatus{Queued: rep.Queued, Running: rep.Running, Share: rep.Share, FairShare: rep.FairShare,
-				AdjustedFairShare: rep.AdjustedFairShare, Demand: rep.Demand, Usage: rep.Usage},
+				AdjustedFairShare: rep.AdjustedFairShare, Demand: rep.Demand, Usage: rep.Usage, Pools: pools},
 			History: st.ui.recent("g/"+name, now)})
 	}
 	return ov, nil
+}
+
+// poolShares are a queue's lines in the pools' last cycles (nil with one
+// pool).
+func poolShares(ps []PoolQueueReport) []api.QueueShare {
+	var out []api.QueueShare
+	for _, p := range ps {
+		out = append(out, queueShare(p.Report, p.Pool))
+	}
+	return out
+}
+
+func queueShare(r scheduler.QueueReport, pool string) api.QueueShare {
+	return api.QueueShare{Share: r.Share, FairShare: r.FairShare, AdjustedFairShare: r.AdjustedFairShare,
+		Demand: r.Demand, Running: r.Running, Queued: r.Queued, Pool: pool}
 }
 
 // Cycles returns the last cycles, newest first, at most limit of them.
@@ -377,11 +431,15 @@ func (s *state) liveBySet(queueName string) map[string][2]int {
 	return out
 }
 
-// JobsQuery asks for a page of a job set's live jobs.
+// JobsQuery asks for a page of a job set's live jobs, or of its ended
+// jobs in one terminal state.
 type JobsQuery struct {
 	Queue, JobSet string
 	// State keeps the jobs in that state (Queued, LeasedState or
-	// RunningState); AnyState keeps all.
+	// RunningState); AnyState keeps every live job. A terminal state
+	// (SucceededState, FailedState, CancelledState, PreemptedState)
+	// pages the backend's records of the set's jobs that ended so
+	// (backend.EndedJobs), by submit time only.
 	State    events.State
 	AnyState bool
 	// ByPriority orders the jobs by priority (lower first), then submit
@@ -461,17 +519,58 @@ func (s *Server) Jobs(ctx context.Context, q JobsQuery) (api.JobsPage, error) {
 	if q.Limit < 1 || q.Limit > UIMaxLimit {
 		errs = append(errs, flotilla.Errorf("limit", strconv.Itoa(q.Limit), flotilla.ErrOutOfRange, "want 1 to %d", UIMaxLimit))
 	}
+	ended := !q.AnyState && q.State.Terminal()
+	if ended && q.ByPriority {
+		errs = append(errs, flotilla.Errorf("sort", "priority", flotilla.ErrMalformed, "ended jobs (state %s) are listed by submit time only", q.State))
+	}
 	if err := joinAll(errs); err != nil {
 		return api.JobsPage{}, err
 	}
 	s.mu.Lock()
 	page, err := s.st.jobsPage(ctx, &q, cur)
 	s.mu.Unlock()
+	if err == nil && ended {
+		err = s.endedPage(ctx, &q, cur, &page)
+	}
 	if err != nil {
 		return page, err
 	}
 	page.LastSeq, err = s.lastSeq(ctx, q.Queue, q.JobSet)
 	return page, err
+}
+
+// endedPage fills page with a page of the set's ended jobs in q.State,
+// read from the backend (outside the lock: the records of ended jobs
+// change no more).
+func (s *Server) endedPage(ctx context.Context, q *JobsQuery, cur *jobsCursor, page *api.JobsPage) error {
+	bq := backend.EndedQuery{Queue: q.Queue, JobSet: q.JobSet, State: q.State, Limit: q.Limit}
+	if cur != nil {
+		bq.After = &backend.EndedAfter{SubmitTime: time.Unix(cur.sec, cur.nsec), ID: cur.id}
+	}
+	recs, err := backend.ListEnded(ctx, s.st.be, bq)
+	if err != nil {
+		return err
+	}
+	for i := range recs {
+		page.Jobs = append(page.Jobs, endedRow(&recs[i]))
+	}
+	if len(recs) == q.Limit {
+		j := recs[len(recs)-1].Spec.Job
+		c := jobsCursor{sec: j.SubmitTime.Unix(), nsec: int64(j.SubmitTime.Nanosecond()), id: j.ID}
+		page.Next = c.String()
+	}
+	return nil
+}
+
+// endedRow is the row of an ended job's record.
+func endedRow(r *backend.Record) api.JobRow {
+	st := &r.State
+	p := r.Spec.Job.Priority
+	if st.Reprioritized {
+		p = st.Priority
+	}
+	return api.JobRow{ID: r.Spec.Job.ID, State: st.State.String(), Priority: p, Submitted: r.Spec.Job.SubmitTime.UTC(),
+		Attempts: st.Attempts, Cluster: st.Cluster, Node: st.Node, CancelRequested: st.CancelRequested}
 }
 
 func joinAll(errs []error) error {
@@ -501,9 +600,12 @@ func (s *state) jobsPage(ctx context.Context, q *JobsQuery, cur *jobsCursor) (ap
 	page.Counts.Queued = set.live - live[0] - live[1]
 	var jobs []*job
 	var next *jobsCursor
-	if !q.AnyState && q.State.Live() {
+	switch {
+	case !q.AnyState && q.State.Terminal():
+		return page, nil // Jobs reads the page from the backend
+	case !q.AnyState && q.State.Live():
 		jobs, next = s.livePage(q, cur)
-	} else {
+	default:
 		budget := s.ui.budget
 		if budget == 0 {
 			budget = UIScanBudget
@@ -617,7 +719,6 @@ func (st *uiSet) scanPage(q *JobsQuery, cur *jobsCursor, budget int) (page []*jo
 			if q.ByPriority {
 				p := j.sched().Priority
 				if p != level {
-					st.addLevel(p) // a priority changed since the levels were seen
 					continue
 				}
 			}

@@ -337,3 +337,180 @@ func TestLastSeqIsTheLogsLastSequenceNumber(t *testing.T) {
 		require.Equal(t, uint64(n), seq)
 	}
 }
+
+// TestAJobReprioritisedToANewLowerLevelIsOnTheFirstPageByPriority: the
+// set's levels learn a priority when a page meets it; a job moved below
+// every level the set knew was met while reading a higher level, after
+// the lower one's turn, and the pages by priority ended without it.
+func TestAJobReprioritisedToANewLowerLevelIsOnTheFirstPageByPriority(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	tpl := cpuJobs(10, "1")
+	tpl.Priority = 5
+	ids := w.submit("A", "s1", tpl)
+	_, err := w.srv.Reprioritize(w.ctx, Selection{IDs: ids[3:6]}, 1, "")
+	require.NoError(t, err)
+	for _, limit := range []int{1, 4, 50} {
+		q := JobsQuery{Queue: "A", JobSet: "s1", AnyState: true, ByPriority: true, Limit: limit}
+		require.Equal(t, oracleJobs(w, q), allPages(t, w, q), "limit %d", limit)
+	}
+}
+
+// TestAFluxReprioritisedJobIsOnThePagesByPriority: Flux re-prioritises
+// queued jobs as usage decays; a job set whose jobs all moved to a
+// priority the set had not held (bob's usage outgrew hers) still lists
+// them by priority.
+func TestAFluxReprioritisedJobIsOnThePagesByPriority(t *testing.T) {
+	w := fluxWorld(t, 2)
+	w.submitAs("alice", 2)
+	w.cycle()
+	ls := w.runFor(time.Hour, w.report(Report{Cluster: "c1"}).Leases)
+	w.report(Report{Cluster: "c1", Jobs: held(PhaseSucceeded, ls)})
+	alice := w.submitAs("alice", 3)
+	before := w.jobPriority(alice[0])
+	bob := w.submitAs("bob", 2) // ahead of alice's: bob has used nothing
+	w.cycle()
+	ls = w.report(Report{Cluster: "c1"}).Leases
+	require.ElementsMatch(t, bob, leasedIDs(ls))
+	w.runFor(4*time.Hour, ls) // alice's share of the usage falls
+	require.Less(t, w.jobPriority(alice[0]), before, "alice's share of the usage fell")
+	q := JobsQuery{Queue: "A", JobSet: "s-alice", AnyState: true, ByPriority: true, Limit: 2}
+	require.Equal(t, oracleJobs(w, q), allPages(t, w, q))
+	require.Len(t, allPages(t, w, q), 3)
+}
+
+// TestEndedJobsArePagedFromTheBackendBySubmitTimeThenID: a job set's
+// cancelled, succeeded and failed jobs, ended in an order of their own,
+// are listed per state, at several limits, in submit order, each row as
+// the job's record says; a query by priority of ended jobs is a field
+// error naming sort; the live pages leave them out.
+func TestEndedJobsArePagedFromTheBackendBySubmitTimeThenID(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	var ids []string
+	for range 3 {
+		ids = append(ids, w.submit("A", "s", cpuJobs(30, "1"))...)
+		w.clock.Advance(time.Second)
+	}
+	w.submit("A", "other", cpuJobs(5, "1"))
+	r := rand.New(rand.NewPCG(3, 4))
+	r.Shuffle(len(ids), func(i, k int) { ids[i], ids[k] = ids[k], ids[i] })
+	_, err := w.srv.Cancel(w.ctx, ids[:40]...)
+	require.NoError(t, err)
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 4, 8)})
+	w.cycle()
+	leases := w.report(Report{Cluster: "c1"}).Leases
+	require.NotEmpty(t, leases)
+	w.report(Report{Cluster: "c1", Jobs: held(PhaseRunning, leases)})
+	w.report(Report{Cluster: "c1", Jobs: held(PhaseSucceeded, leases)})
+	oracle := func(st events.State) []string {
+		var out []backend.Record
+		for _, id := range ids {
+			rec, err := w.srv.st.be.Job(w.ctx, id)
+			require.NoError(t, err)
+			if rec.State.State == st {
+				out = append(out, rec)
+			}
+		}
+		slices.SortFunc(out, func(a, b backend.Record) int {
+			if c := a.Spec.Job.SubmitTime.Compare(b.Spec.Job.SubmitTime); c != 0 {
+				return c
+			}
+			return strings.Compare(a.Spec.Job.ID, b.Spec.Job.ID)
+		})
+		names := []string{}
+		for _, rec := range out {
+			names = append(names, rec.Spec.Job.ID)
+		}
+		return names
+	}
+	for _, st := range []events.State{events.CancelledState, events.SucceededState, events.FailedState} {
+		for _, limit := range []int{1, 7, 1000} {
+			q := JobsQuery{Queue: "A", JobSet: "s", State: st, Limit: limit}
+			require.Equal(t, oracle(st), allPages(t, w, q), "%s, limit %d", st, limit)
+		}
+	}
+	require.Len(t, oracle(events.CancelledState), 40)
+	require.Len(t, oracle(events.SucceededState), len(leases))
+	page, err := w.srv.Jobs(w.ctx, JobsQuery{Queue: "A", JobSet: "s", State: events.CancelledState, Limit: 1})
+	require.NoError(t, err)
+	rec, err := w.srv.st.be.Job(w.ctx, page.Jobs[0].ID)
+	require.NoError(t, err)
+	require.Equal(t, api.JobRow{ID: rec.Spec.Job.ID, State: "cancelled", Priority: rec.Spec.Job.Priority,
+		Submitted: rec.Spec.Job.SubmitTime.UTC()}, page.Jobs[0])
+	_, err = w.srv.Jobs(w.ctx, JobsQuery{Queue: "A", JobSet: "s", State: events.SucceededState, ByPriority: true, Limit: 5})
+	requireProblems(t, err, problem{"sort", "priority", flotilla.ErrMalformed})
+	for _, q := range queries("s") {
+		for _, id := range allPages(t, w, q) {
+			require.NotContains(t, ids[:40], id, "a cancelled job on a live page")
+		}
+	}
+}
+
+// TestWithTwoPoolsTheOverviewAndTheCyclesShowEachPool: a queue's and a
+// group's shares per pool on the overview are the pools' last cycles'
+// lines; a cycle's per-queue counts come a line per queue and pool, the
+// leases summing to the cycle's. With one pool, neither says a pool.
+func TestWithTwoPoolsTheOverviewAndTheCyclesShowEachPool(t *testing.T) {
+	w := newWorld(t)
+	require.NoError(t, w.srv.CreateGroup(w.ctx, flotilla.QueueGroup{Name: "g"}))
+	require.NoError(t, w.srv.CreateQueue(w.ctx, flotilla.Queue{Name: "A", Parent: "g"}))
+	w.queue("B")
+	w.report(Report{Cluster: "ca", Pool: "a", Nodes: nodesOf("ca", 1, 4)})
+	one := w.cycle()
+	require.Len(t, one.Pools, 1)
+	w.report(Report{Cluster: "cb", Pool: "b", Nodes: nodesOf("cb", 1, 4)})
+	w.submit("A", "s", inPools(3, "a"), inPools(5, "b"))
+	w.submit("B", "s", inPools(4, "b"))
+	rep := w.cycle()
+	require.Len(t, rep.Pools, 2)
+	ov, err := w.srv.Overview(w.ctx, "", 10, func(string) bool { return true })
+	require.NoError(t, err)
+	want := map[string]map[string]float64{}
+	for _, p := range rep.Pools {
+		for _, q := range p.Result.Queues {
+			if want[q.Name] == nil {
+				want[q.Name] = map[string]float64{}
+			}
+			want[q.Name][p.Pool] = q.Share
+		}
+		for _, g := range p.Result.Groups {
+			if want["g/"+g.Name] == nil {
+				want["g/"+g.Name] = map[string]float64{}
+			}
+			want["g/"+g.Name][p.Pool] = g.Share
+		}
+	}
+	got := map[string]map[string]float64{}
+	for _, q := range ov.Queues {
+		for _, p := range q.Status.Pools {
+			if got[q.Name] == nil {
+				got[q.Name] = map[string]float64{}
+			}
+			got[q.Name][p.Pool] = p.Share
+		}
+	}
+	for _, g := range ov.Groups {
+		for _, p := range g.Status.Pools {
+			if got["g/"+g.Name] == nil {
+				got["g/"+g.Name] = map[string]float64{}
+			}
+			got["g/"+g.Name][p.Pool] = p.Share
+		}
+	}
+	require.Equal(t, want, got)
+	require.Len(t, got["A"], 2, "A has work in both pools")
+	require.Len(t, got["g/g"], 2)
+	cs := w.srv.Cycles(2)
+	require.Len(t, cs, 2)
+	leased, lines := 0, map[string]int{}
+	for _, q := range cs[0].Queues {
+		leased += q.Leased
+		lines[q.Name+"@"+q.Pool] = q.Leased
+	}
+	require.Equal(t, rep.Leased, leased)
+	require.Equal(t, map[string]int{"A@a": 3, "A@b": 2, "B@a": 0, "B@b": 2}, lines, "pool b's 4 cpus split between A and B")
+	for _, q := range cs[1].Queues {
+		require.Empty(t, q.Pool, "a cycle of one pool names none")
+	}
+}

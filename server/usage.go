@@ -214,6 +214,7 @@ func (s *state) loadUsage(ctx context.Context, now time.Time) error {
 	}
 	if s.cfg.Flux != nil {
 		u.flux = newFluxState(s.cfg.Flux, s.cat.Schema)
+		u.flux.repriced = s.ui.repriced
 	}
 	rs, err := s.be.ListUsage(ctx)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -171,6 +172,15 @@ func (b answersAThousand) JobsByID(ctx context.Context, ids []string, recs []bac
 	return nil
 }
 
+// endsPagesByID orders each page of ended jobs by id alone.
+type endsPagesByID struct{ *memory.Backend }
+
+func (b endsPagesByID) EndedJobs(ctx context.Context, q backend.EndedQuery) ([]backend.Record, error) {
+	recs, err := b.Backend.EndedJobs(ctx, q)
+	slices.SortFunc(recs, func(x, y backend.Record) int { return strings.Compare(x.Spec.Job.ID, y.Spec.Job.ID) })
+	return recs, err
+}
+
 func TestConformanceSuiteFailsEachBrokenBackendOnTheRuleItBreaks(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -200,6 +210,9 @@ func TestConformanceSuiteFailsEachBrokenBackendOnTheRuleItBreaks(t *testing.T) {
 		}},
 		{"ignores a fenced view's token", func(m *memory.Backend) backend.Backend { return ignoresTheFence{m} }, []string{
 			"FencedViewRefusesQueueExecutorUsageCordonAndRetryPolicyWritesBelowTheHighestFence",
+		}},
+		{"orders the pages of ended jobs by id", func(m *memory.Backend) backend.Backend { return endsPagesByID{m} }, []string{
+			"EndedJobsPageEachTerminalStateOfASetInSubmitOrder",
 		}},
 		{"answers a thousand ids of a batch", func(m *memory.Backend) backend.Backend { return answersAThousand{m} }, []string{
 			"JobsByIDAnswersEveryIDAtItsPlaceAndMissingOnesAsNone",

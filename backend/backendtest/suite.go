@@ -74,6 +74,7 @@ func rules() []rule {
 		{"ClientIDIsUniquePerQueue", clientIDUnique},
 		{"NamesAtTheirLimitsAreStoredWholeAndLongerOnesRefused", namesAtTheirLimits},
 		{"JobsByIDAnswersEveryIDAtItsPlaceAndMissingOnesAsNone", jobsByID},
+		{"EndedJobsPageEachTerminalStateOfASetInSubmitOrder", endedJobs},
 		{"WriteFencedBelowTheHighestAppliedIsRefused", fencing},
 		{"FencedViewRefusesQueueExecutorUsageCordonAndRetryPolicyWritesBelowTheHighestFence", fencedWrites},
 		{"RefusedTransitionChangesNothingAndConsumesNoSequenceNumber", refusedTransition},

@@ -465,8 +465,10 @@ func (b *Backend) storeNewJobs(w *backend.Write) (first uint32) {
 			qs.clients.InsertHashed(sc.clientHash[i], h)
 		}
 		b.setState(r, &sc.states[i])
-		if !sc.states[i].State.Terminal() {
+		if st := sc.states[i].State; !st.Terminal() {
 			qs.live++
+		} else {
+			b.noteEnded(set, h, r, st)
 		}
 	}
 	return first
@@ -476,10 +478,13 @@ func (b *Backend) storeNewJobs(w *backend.Write) (first uint32) {
 // states.
 func (b *Backend) storeTouched() {
 	sc := &b.scratch
+	var set *jobSet
 	for k, r := range sc.touchedRecs {
 		n := &sc.touchedStates[k]
 		if !r.state.Terminal() && n.State.Terminal() {
 			b.perQueue[r.job.Queue].live--
+			set = b.jobSet(set, r.job.Queue, r.job.JobSet)
+			b.noteEnded(set, *set.jobs.at(int(r.index)), r, n.State)
 		}
 		b.setState(r, n)
 	}

@@ -27,6 +27,8 @@ type jobSet struct {
 	log chunked[event]
 	// reasons holds the events' reasons; reasons[0] is "".
 	reasons []string
+	// ended indexes the set's ended jobs (nil until one ends).
+	ended *endedIndex
 }
 
 // event is one stored event, compact: its job is jobs[job] of its set, its

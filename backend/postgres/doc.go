@@ -36,7 +36,9 @@
 //     none) with live, true
 //     while the state is not terminal. A unique index on (queue,
 //     client_id) makes client ids unique per queue; a partial index on
-//     (queue, id) of the live jobs serves LiveJobs and DeleteQueue.
+//     (queue, id) of the live jobs serves LiveJobs and DeleteQueue; one
+//     on (queue, job_set, state, submit time, id) of the ended jobs
+//     serves EndedJobs (migration 8).
 //   - events (queue, job_set, seq, time, job, type, cluster, node,
 //     attempt, reason, exit_code, requeued, priority, rule, avoid_node),
 //     keyed by (queue, job_set, seq).

@@ -193,6 +193,14 @@ function spark(history) {
   return svg;
 }
 
+// poolShares is a queue's or group's standing in each pool: a line per
+// pool, "pool share / fair / adjusted".
+function poolShares(pools) {
+  if (!pools || !pools.length) return "—";
+  return el("span", { class: "pools" }, pools.map((p) => el("span", { class: "pool-line", "data-pool": p.pool },
+    el("b", { text: p.pool }), ` ${pct(p.share)} / ${pct(p.fairShare)} / ${pct(p.adjustedFairShare)}`)));
+}
+
 const legend = () => el("div", { class: "legend" },
   el("span", {}, el("i", { class: "l-share" }), "share"),
   el("span", {}, el("i", { class: "l-fair" }), "fair share"),
@@ -207,6 +215,9 @@ async function overviewPage() {
     const add = (parent, node) => { if (!byParent.has(parent)) byParent.set(parent, []); byParent.get(parent).push(node); };
     ov.groups.forEach((g) => add(g.parent || "", { kind: "group", ...g }));
     ov.queues.forEach((q) => add(q.parent || "", { kind: "queue", ...q }));
+    // With several pools each queue and group has a share per pool (the
+    // columns before are the first pool's where it has jobs).
+    const multiPool = [...ov.queues, ...ov.groups].some((n) => (n.status.pools || []).length > 0);
     const rows = [], hrefs = [];
     const walk = (parent, depth) => {
       for (const n of (byParent.get(parent) || []).sort((a, b) => a.name.localeCompare(b.name))) {
@@ -215,8 +226,10 @@ async function overviewPage() {
         const name = n.kind === "queue"
           ? el("span", {}, pad, el("a", { href: "/ui/queues/" + enc(n.name), text: n.name }), st.cordoned ? [" ", stateBadge("cordoned")] : null)
           : el("span", { title: "group" }, pad + n.name);
-        rows.push([name, pct(st.share), pct(st.fairShare), pct(st.adjustedFairShare), shareBar(st), spark(n.history),
-          num(st.queued), n.kind === "queue" ? num(st.leased) : "—", num(st.running)]);
+        const row = [name, pct(st.share), pct(st.fairShare), pct(st.adjustedFairShare), shareBar(st), spark(n.history),
+          num(st.queued), n.kind === "queue" ? num(st.leased) : "—", num(st.running)];
+        if (multiPool) row.splice(5, 0, poolShares(st.pools));
+        rows.push(row);
         hrefs.push(n.kind === "queue" ? "/ui/queues/" + enc(n.name) : null);
         if (n.kind === "group") walk(n.name, depth + 1);
       }
@@ -225,6 +238,7 @@ async function overviewPage() {
     const cols = [{ label: "Queue / group" }, { label: "Share", num: 1 }, { label: "Fair", num: 1, title: "fair share" },
       { label: "Adjusted", num: 1, title: "adjusted fair share" }, { label: "Share vs fair" }, { label: "Last hour" },
       { label: "Queued", num: 1 }, { label: "Leased", num: 1 }, { label: "Running", num: 1 }];
+    if (multiPool) cols.splice(5, 0, { label: "Per pool", title: "share / fair share / adjusted fair share in each pool's last cycle" });
     const c = ov.lastCycle;
     const page = [el("h1", { text: "Queues" }),
       el("div", { class: "cards" },
@@ -286,15 +300,27 @@ async function jobSetPage(queue, set) {
   let state = params.get("state") || "", sort = params.get("sort") || "submitted";
   let cursors = [""], at = 0;
   const counts = el("div", { class: "cards" });
+  // The ended states are read from the service's store, by submit time
+  // only.
+  const ENDED = ["succeeded", "failed", "cancelled", "preempted"];
   const stateSel = el("select", { id: "state", "aria-label": "state" },
-    ["", "queued", "leased", "running"].map((s) => el("option", { value: s, selected: s === state }, s || "all live states")));
+    el("optgroup", { label: "live" }, ["", "queued", "leased", "running"].map((s) => el("option", { value: s, selected: s === state }, s || "all live states"))),
+    el("optgroup", { label: "ended" }, ENDED.map((s) => el("option", { value: s, selected: s === state }, s))));
   const sortSel = el("select", { id: "sort", "aria-label": "sort" },
     [["submitted", "submit time"], ["priority", "priority, then submit time"]].map(([v, t]) => el("option", { value: v, selected: v === sort }, t)));
+  const sortable = () => {
+    const ended = ENDED.includes(stateSel.value);
+    if (ended) sortSel.value = "submitted";
+    sortSel.disabled = ended;
+  };
+  sortable();
+  sort = sortSel.value;
   const info = el("span", { id: "page-info", class: "muted" });
   const prev = el("button", { type: "button", id: "prev", onclick: () => pager.prev() }, "◀ Previous");
   const next = el("button", { type: "button", id: "next", onclick: () => pager.next() }, "Next ▶");
   const body = el("div");
   const restart = () => {
+    sortable();
     state = stateSel.value; sort = sortSel.value; cursors = [""]; at = 0;
     const u = new URLSearchParams(); if (state) u.set("state", state); if (sort !== "submitted") u.set("sort", sort);
     history.replaceState(null, "", location.pathname + (u.toString() ? "?" + u : ""));
@@ -496,9 +522,9 @@ async function clustersPage() {
   const render = async () => {
     const cs = await api("/v1/clusters");
     const parts = [el("h1", { text: "Clusters" })];
-    parts.push(cs.length ? table("clusters", [{ label: "Cluster" }, { label: "State" }, { label: "Nodes", num: 1 },
+    parts.push(cs.length ? table("clusters", [{ label: "Cluster" }, { label: "Pool" }, { label: "State" }, { label: "Nodes", num: 1 },
       { label: "Leased", num: 1 }, { label: "Running", num: 1 }, { label: "Last report" }],
-    cs.map((c) => [el("a", { href: "#cluster-" + enc(c.name), text: c.name }),
+    cs.map((c) => [el("a", { href: "#cluster-" + enc(c.name), text: c.name }), c.pool || "default",
       el("span", {}, stateBadge(c.alive ? "alive" : "dead"), c.alive ? "" : " (not reporting)", c.cordoned ? [" ", stateBadge("cordoned")] : null),
       num(c.nodes), num(c.leased), num(c.running), el("span", { title: when(c.reported) }, ago(c.reported))]),
     (i) => "#cluster-" + enc(cs[i].name)) : el("p", { class: "muted", text: "No cluster has reported." }));
@@ -523,10 +549,11 @@ async function cyclesPage() {
   const render = async () => {
     const p = await api("/v1/cycles?limit=50");
     const rows = p.cycles.map((c) => [num(c.seq), when(c.time), c.durationMs.toFixed(1), num(c.leased), num(c.preempted), num(c.expired),
-      el("span", { class: "muted" }, c.queues.filter((q) => q.leased || q.preempted).map((q) => `${q.name} +${q.leased}${q.preempted ? " −" + q.preempted : ""}`).join(", ") || "—")]);
+      el("span", { class: "muted" }, (c.queues || []).filter((q) => q.leased || q.preempted)
+        .map((q) => `${q.name}${q.pool ? " (" + q.pool + ")" : ""} +${q.leased}${q.preempted ? " −" + q.preempted : ""}`).join(", ") || "—")]);
     main().replaceChildren(el("h1", { text: "Last cycles" }),
       rows.length ? table("cycles", [{ label: "Cycle", num: 1 }, { label: "Time" }, { label: "Duration (ms)", num: 1 }, { label: "Leased", num: 1 },
-        { label: "Preempted", num: 1 }, { label: "Expired", num: 1 }, { label: "Per queue (leased, preempted)" }], rows) :
+        { label: "Preempted", num: 1 }, { label: "Expired", num: 1 }, { label: "Per queue (pool when several; leased, preempted)" }], rows) :
         el("p", { class: "muted", text: "No cycle has been decided yet (cycles run once a cluster reports)." }));
     live("updated " + new Date().toLocaleTimeString());
   };
@@ -539,7 +566,12 @@ async function cyclesPage() {
 function route() {
   stopAll();
   pager = null;
-  const parts = location.pathname.replace(/^\/ui\/?/, "").split("/").filter(Boolean).map(decodeURIComponent);
+  let parts;
+  try {
+    parts = location.pathname.replace(/^\/ui\/?/, "").split("/").filter(Boolean).map(decodeURIComponent);
+  } catch (_) { // an escape that is not UTF-8 (%FF): no page of ours
+    parts = ["?"];
+  }
   let nav = "";
   let page;
   switch (parts[0]) {

@@ -97,8 +97,8 @@ func serve(t *testing.T, flags ...string) *service {
 }
 
 // executor starts a fake executor for cluster with the nodes given (the
-// nodes array of a scenario file).
-func (s *service) executor(cluster, nodes string, token string) {
+// nodes array of a scenario file), in the default pool.
+func (s *service) executor(cluster, nodes string, token string, flags ...string) {
 	s.t.Helper()
 	f := filepath.Join(s.t.TempDir(), cluster+"-nodes.json")
 	if err := os.WriteFile(f, []byte(nodes), 0o600); err != nil {
@@ -108,7 +108,7 @@ func (s *service) executor(cluster, nodes string, token string) {
 	if token != "" {
 		args = append(args, "-token", token)
 	}
-	startProcess(s.t, io.Discard, args...)
+	startProcess(s.t, io.Discard, append(args, flags...)...)
 }
 
 // call makes an API call with the service's token and decodes a 2xx

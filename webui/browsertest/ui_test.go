@@ -1,6 +1,7 @@
 package browsertest
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -98,6 +99,12 @@ func TestOverviewListsTheQueuesWithTheirShares(t *testing.T) {
 	screenshot(t, ctx, "clusters")
 	run(t, ctx, chromedp.Navigate(s.url+"/ui/cycles"), chromedp.WaitVisible(css(`#cycles tbody tr`)))
 	screenshot(t, ctx, "cycles")
+	// A path escaping bytes that are not UTF-8 is no page, said so (the
+	// route threw before, leaving the page blank).
+	run(t, ctx, chromedp.Navigate(s.url+"/ui/queues/%FF"), chromedp.WaitVisible(css(`#main .alert`)))
+	if got := texts(t, ctx, `#main .alert`); len(got) != 1 || !strings.Contains(got[0], "No such page") {
+		t.Errorf("a malformed path shows %q", got)
+	}
 }
 
 func TestJobSetPagePagesThroughTenThousandJobs(t *testing.T) {
@@ -167,6 +174,26 @@ func TestJobSetPagePagesThroughTenThousandJobs(t *testing.T) {
 	if got := eval[string](t, ctx, `location.pathname`); got != "/ui/jobs/"+want[1] {
 		t.Errorf("j j Enter opened %s, want job %s", got, want[1])
 	}
+	// Ended jobs: 150 cancelled, listed by submit time (sort disabled)
+	// on two pages, each row marked cancelled.
+	cancel, _ := json.Marshal(map[string]any{"jobIds": want[:150]})
+	s.call(http.MethodPost, "/v1/jobs/cancel", string(cancel), nil)
+	run(t, ctx, chromedp.Navigate(s.url+"/ui/jobsets/bulk/big"), chromedp.WaitVisible(css(`#jobs tbody tr`)),
+		do(`(() => { const s = document.getElementById('state'); s.value = 'cancelled'; s.dispatchEvent(new Event('change')); })()`),
+		waitJS(`location.search.includes('state=cancelled') && document.getElementById('page-info').textContent.startsWith('page 1: jobs 1–100')`))
+	if !eval[bool](t, ctx, `document.getElementById('sort').disabled && document.getElementById('sort').value === 'submitted'`) {
+		t.Error("the sort stays open for ended jobs, which are listed by submit time only")
+	}
+	cancelled := texts(t, ctx, `#jobs tbody tr td:first-child`)
+	run(t, ctx, chromedp.Click(css(`#next`)), waitJS(`document.getElementById('page-info').textContent.startsWith('page 2: jobs 101–150')`))
+	cancelled = append(cancelled, texts(t, ctx, `#jobs tbody tr td:first-child`)...)
+	if !slices.Equal(cancelled, want[:150]) {
+		t.Errorf("the cancelled pages list %d jobs, not the 150 cancelled in submit order", len(cancelled))
+	}
+	if got := texts(t, ctx, `#jobs tbody tr td:nth-child(2)`); got[0] != "cancelled" {
+		t.Errorf("a cancelled job's state shows %q", got[0])
+	}
+	screenshot(t, ctx, "jobset-ended")
 }
 
 func TestJobPageShowsANewEventWithinTwoSecondsWithoutReload(t *testing.T) {
@@ -264,4 +291,89 @@ func TestTokenWithoutWatchRightsSeesARefusalAndNoData(t *testing.T) {
 	// An unknown token is asked for again, saying why.
 	run(t, ctx, do(`sessionStorage.setItem('flotilla.token', 'wrong')`),
 		chromedp.Navigate(s.url+"/ui/clusters"), chromedp.WaitVisible(css(`#login #refusal`)))
+}
+
+// TestTwoPoolsShowOnTheClustersOverviewAndCyclesPages: clusters in pools
+// cpu and gpu; the clusters page names each one's pool, the overview
+// shows each queue's and the group's share per pool as the API gives
+// them, and the cycles page names the pool of each queue's leases.
+func TestTwoPoolsShowOnTheClustersOverviewAndCyclesPages(t *testing.T) {
+	s := serve(t)
+	s.call(http.MethodPost, "/v1/groups", `{"name": "research"}`, nil)
+	for _, q := range []string{`{"name": "alpha", "parent": "research"}`, `{"name": "beta"}`} {
+		s.call(http.MethodPost, "/v1/queues", q, nil)
+	}
+	s.executor("c-cpu", nodes4, "", "-pool", "cpu")
+	s.executor("c-gpu", `[{"name": "gpu", "count": 2, "resources": {"cpu": "8", "memory": "32Gi"}}]`, "", "-pool", "gpu")
+	s.submit(`{"queue": "alpha", "jobSet": "train", "jobs": [{"count": 8, "requests": {"cpu": "1"}, "runtime": "1h", "pools": ["cpu"]},
+		{"count": 4, "requests": {"cpu": "1"}, "runtime": "1h", "pools": ["gpu"]}]}`)
+	s.submit(`{"queue": "beta", "jobSet": "eval", "jobs": [{"count": 4, "requests": {"cpu": "1"}, "runtime": "1h", "pools": ["gpu"]}]}`)
+	type shares struct {
+		Name   string `json:"name"`
+		Status struct {
+			Running int `json:"running"`
+			Pools   []struct {
+				Pool              string  `json:"pool"`
+				Share             float64 `json:"share"`
+				FairShare         float64 `json:"fairShare"`
+				AdjustedFairShare float64 `json:"adjustedFairShare"`
+			} `json:"pools"`
+		} `json:"status"`
+	}
+	var ov struct {
+		Queues []shares `json:"queues"`
+		Groups []shares `json:"groups"`
+	}
+	eventually(t, 20*time.Second, "16 jobs run in the two pools", func() bool {
+		s.call(http.MethodGet, "/v1/overview", "", &ov)
+		n := 0
+		for _, q := range ov.Queues {
+			n += q.Status.Running
+		}
+		return n == 16
+	})
+	ctx := browser(t)
+	run(t, ctx, chromedp.Navigate(s.url+"/ui/clusters"), chromedp.WaitVisible(css(`#clusters tbody tr`)))
+	rows := eval[[][]string](t, ctx, `[...document.querySelectorAll('#clusters tbody tr')].map(r => [...r.cells].slice(0, 2).map(c => c.textContent.trim()))`)
+	if want := [][]string{{"c-cpu", "cpu"}, {"c-gpu", "gpu"}}; !slices.EqualFunc(rows, want, slices.Equal[[]string]) {
+		t.Errorf("clusters and pools %q, want %q", rows, want)
+	}
+	screenshot(t, ctx, "clusters-pools")
+	s.call(http.MethodGet, "/v1/overview", "", &ov)
+	run(t, ctx, chromedp.Navigate(s.url+"/ui/"), chromedp.WaitVisible(css(`#queues tbody tr .pools`)))
+	lines := eval[map[string][]string](t, ctx, `Object.fromEntries([...document.querySelectorAll('#queues tbody tr')].map(r =>
+		[r.cells[0].textContent.replace(/^[\u2003▾ ]+/, '').trim(), [...r.querySelectorAll('.pool-line')].map(l => l.textContent.trim())]))`)
+	for _, n := range append(ov.Queues, ov.Groups...) {
+		var want []string
+		for _, p := range n.Status.Pools {
+			want = append(want, fmt.Sprintf("%s %s / %s / %s", p.Pool, pct(p.Share), pct(p.FairShare), pct(p.AdjustedFairShare)))
+		}
+		if len(want) != 2 {
+			t.Errorf("%s: the API gives %d pools' shares, want 2 (cpu, gpu)", n.Name, len(want))
+		}
+		if !slices.Equal(lines[n.Name], want) {
+			t.Errorf("%s shows per pool %q, the API says %q", n.Name, lines[n.Name], want)
+		}
+	}
+	screenshot(t, ctx, "overview-pools")
+	// A lease in each queue and pool now, so that the cycles page's last
+	// 50 cycles (10 s) hold them.
+	s.submit(`{"queue": "alpha", "jobSet": "train", "jobs": [{"requests": {"cpu": "1"}, "runtime": "1h", "pools": ["cpu"]},
+		{"requests": {"cpu": "1"}, "runtime": "1h", "pools": ["gpu"]}]}`)
+	s.submit(`{"queue": "beta", "jobSet": "eval", "jobs": [{"requests": {"cpu": "1"}, "runtime": "1h", "pools": ["gpu"]}]}`)
+	eventually(t, 5*time.Second, "19 jobs run", func() bool {
+		s.call(http.MethodGet, "/v1/overview", "", &ov)
+		n := 0
+		for _, q := range ov.Queues {
+			n += q.Status.Running
+		}
+		return n == 19
+	})
+	run(t, ctx, chromedp.Navigate(s.url+"/ui/cycles"), chromedp.WaitVisible(css(`#cycles tbody tr`)))
+	all := strings.Join(texts(t, ctx, `#cycles tbody tr td:last-child`), " ")
+	for _, p := range []string{"alpha (cpu)", "alpha (gpu)", "beta (gpu)"} {
+		if !strings.Contains(all, p) {
+			t.Errorf("the cycles page never names %s's leases: %q", p, all)
+		}
+	}
 }
