@@ -52,7 +52,10 @@ type RetryRule = events.RetryRule
 
 // QueueStatus is a queue's jobs counted and its shares in the last cycle.
 type QueueStatus struct {
-	Queued            int     `json:"queued"`
+	Queued int `json:"queued"`
+	// NeverFit counts those of the queued jobs that no node the service
+	// knows can run; their requests do not count in the queue's demand.
+	NeverFit          int     `json:"neverFit,omitempty"`
 	Leased            int     `json:"leased"`
 	Running           int     `json:"running"`
 	Share             float64 `json:"share"`
@@ -80,9 +83,30 @@ func (q *Queue) Definition(schema *flotilla.ResourceSchema) (flotilla.Queue, err
 		Parent: q.Parent, Guaranteed: g, Limit: l, LendingLimit: ll}, err
 }
 
-// SubmitResponse answers a submission: the job ids in file order.
+// SubmitResponse answers a submission: the job ids in file order, and
+// warnings about its templates.
 type SubmitResponse struct {
 	JobIDs []string `json:"jobIds"`
+	// Warnings name each template whose jobs no node the service knows
+	// can run (docs/submit-file.md): they are stored all the same, and wait
+	// for a large enough node. Absent when there are none.
+	Warnings []SubmitWarning `json:"warnings,omitempty"`
+}
+
+// SubmitWarning is a warning about one template of a submit file.
+type SubmitWarning struct {
+	// Field is the template, jobs[i].
+	Field string `json:"field"`
+	// Resource is the resource no node of the jobs' pools has enough of
+	// (or the one the node named lacks, when some node has enough of
+	// each resource but none of all); absent when no node of the jobs'
+	// pools is known.
+	Resource string `json:"resource,omitempty"`
+	// Node is the node (cluster/node) with the most of Resource among the
+	// jobs' pools.
+	Node string `json:"node,omitempty"`
+	// Message is the whole warning, starting with Field.
+	Message string `json:"message"`
 }
 
 // CancelRequest names the jobs to cancel: JobIDs, or every job of Queue

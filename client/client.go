@@ -274,11 +274,19 @@ func (c *Client) ListGroups(ctx context.Context) ([]api.Group, error) {
 // Submit sends a submit file (docs/submit-file.md's form) and returns the job ids
 // in file order, once they are stored.
 func (c *Client) Submit(ctx context.Context, file []byte) ([]string, error) {
+	out, err := c.SubmitFile(ctx, file)
+	return out.JobIDs, err
+}
+
+// SubmitFile is Submit with the whole answer: the job ids and the
+// warnings about templates whose jobs no node the service knows can run
+// (stored all the same).
+func (c *Client) SubmitFile(ctx context.Context, file []byte) (api.SubmitResponse, error) {
 	var out api.SubmitResponse
 	if err := c.do(ctx, http.MethodPost, "/v1/jobs", nil, file, &out); err != nil {
-		return nil, err
+		return api.SubmitResponse{}, err
 	}
-	return out.JobIDs, nil
+	return out, nil
 }
 
 // Cancel cancels jobs by id.

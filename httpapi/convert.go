@@ -27,7 +27,7 @@ func QueueOf(q server.QueueInfo, schema *flotilla.ResourceSchema) api.Queue {
 		Parent: q.Parent, Guaranteed: api.FormatQuota(schema, q.Guaranteed), Limit: api.FormatQuota(schema, q.Limit),
 		LendingLimit: api.FormatQuota(schema, q.LendingLimit), RetryPolicy: q.RetryPolicy,
 		Status: &api.QueueStatus{
-			Queued: q.Queued, Leased: q.Leased, Running: q.Running,
+			Queued: q.Queued, NeverFit: q.NeverFit, Leased: q.Leased, Running: q.Running,
 			Share: q.Report.Share, FairShare: q.Report.FairShare, AdjustedFairShare: q.Report.AdjustedFairShare,
 			Usage: q.Report.Usage, Cordoned: q.Cordoned,
 		},

@@ -15,7 +15,10 @@ import (
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/api"
+	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/httpapi"
+	"github.com/flotilla-sched/flotilla/server"
+	"github.com/flotilla-sched/flotilla/submit"
 )
 
 // FuzzHandlers posts arbitrary bodies to the submit, report, cancel,
@@ -56,6 +59,10 @@ func FuzzHandlers(f *testing.F) {
 	f.Add(3, []byte(`{"name": "R", "guaranteed": {"cpu": "x"}, "retryPolicy": {"rules": null}}`))
 	f.Add(1, []byte(`{"nodes": [{"name": "n1", "resources": {"cpu": "4"}}], "jobs": [{"job": "j", "attempt": 1, "phase": "failed", "exitCode": 137, "failureReason": "oom"}]}`))
 	f.Add(1, []byte(`{"nodes": [{"name": "n1", "resources": {"cpu": "4"}}], "jobs": [{"job": "j", "attempt": 1, "phase": "running", "failureReason": "lease-expired"}]}`))
+	// Route 5 submits once cluster c1 has reported a node of 4 cpu and
+	// 8Gi: templates no node can run get warnings.
+	f.Add(5, []byte(`{"queue": "A", "jobSet": "s", "jobs": [{"count": 2, "requests": {"cpu": "8"}}, {"count": 0, "requests": {"cpu": "9"}}, {"requests": {"cpu": "1"}}, {"requests": {"memory": "9Gi"}, "pools": ["x"]}]}`))
+	f.Add(5, []byte(`{"queue": "A", "jobSet": "s", "jobs": [{"requests": {"cpu": "4", "memory": "8Gi"}}, {"requests": {"nvidia.com/gpu": "1"}}]}`))
 	f.Fuzz(func(t *testing.T, route int, body []byte) {
 		s := newService(t, httpapi.Options{MaxBodyBytes: 1 << 16})
 		ctx := context.Background()
@@ -65,10 +72,17 @@ func FuzzHandlers(f *testing.F) {
 		if err := s.srv.CreateGroup(ctx, flotilla.QueueGroup{Name: "G"}); err != nil {
 			t.Fatal(err)
 		}
+		paths := []string{"/v1/jobs", "/v1/clusters/c1/report", "/v1/jobs/cancel", "/v1/queues", "/v1/groups", "/v1/jobs"}
+		route = (route%len(paths) + len(paths)) % len(paths)
+		path := paths[route]
+		if route == 5 {
+			node := flotilla.Node{Name: "n1", Total: s.srv.Schema().MustParse(map[string]string{"cpu": "4", "memory": "8Gi"})}
+			if _, err := s.srv.Report(ctx, &server.Report{Cluster: "c1", Nodes: []flotilla.Node{node}}); err != nil {
+				t.Fatal(err)
+			}
+		}
 		tree := treeOf(t, s)
 		h := httpapi.New(s.srv, httpapi.Options{MaxBodyBytes: 1 << 16})
-		paths := []string{"/v1/jobs", "/v1/clusters/c1/report", "/v1/jobs/cancel", "/v1/queues", "/v1/groups"}
-		path := paths[(route%len(paths)+len(paths))%len(paths)]
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body)))
 		if rec.Code >= 500 {
@@ -100,8 +114,47 @@ func FuzzHandlers(f *testing.F) {
 					t.Fatalf("id %q returned but not stored: %v", id, err)
 				}
 			}
+			checkSubmitWarnings(t, s, body, route == 5, resp.Warnings)
 		}
 	})
+}
+
+// checkSubmitWarnings checks an accepted submission's warnings against a
+// naive judgement of its templates: with the node (4 cpu, 8Gi, in the
+// default pool) known, a template of jobs gets one warning, in file
+// order, exactly when some request exceeds the node's or it names pools
+// without the default one; with no node known, none.
+func checkSubmitWarnings(t *testing.T, s *service, body []byte, known bool, got []api.SubmitWarning) {
+	t.Helper()
+	req, err := submit.Parse(body)
+	if err != nil {
+		t.Fatalf("accepted, but submit.Parse refuses it: %v", err)
+	}
+	schema := s.srv.Schema()
+	node := schema.MustParse(map[string]string{"cpu": "4", "memory": "8Gi"})
+	var want []string
+	for i, tp := range req.Jobs {
+		if !known || tp.Count != nil && *tp.Count == 0 {
+			continue
+		}
+		r, err := schema.Parse("requests", tp.Requests)
+		if err != nil {
+			t.Fatalf("accepted requests %v: %v", tp.Requests, err)
+		}
+		if !r.Fits(node) || tp.Pools != nil && !slices.Contains(tp.Pools, backend.DefaultPool) {
+			want = append(want, fmt.Sprintf("jobs[%d]", i))
+		}
+	}
+	var fields []string
+	for _, w := range got {
+		if !strings.HasPrefix(w.Message, w.Field+": ") {
+			t.Fatalf("warning %q does not start with its field %s", w.Message, w.Field)
+		}
+		fields = append(fields, w.Field)
+	}
+	if !slices.Equal(fields, want) {
+		t.Fatalf("warnings for %v, want for %v", fields, want)
+	}
 }
 
 // treeOf is the service's queues and groups, as text.

@@ -441,12 +441,16 @@ func (h *Handler) submit(w http.ResponseWriter, r *http.Request) {
 	if h.opts.Auth == nil {
 		who = "" // no auth: the service's default user
 	}
-	ids, err := h.srv.SubmitJSONAs(r.Context(), who, data)
+	res, err := h.srv.SubmitJSONResult(r.Context(), who, data)
 	if err != nil {
 		h.fail(w, r, err, false)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.SubmitResponse{JobIDs: ids})
+	out := api.SubmitResponse{JobIDs: res.IDs}
+	for _, wn := range res.Warnings {
+		out.Warnings = append(out.Warnings, api.SubmitWarning{Field: wn.Field, Resource: wn.Resource, Node: wn.Node, Message: wn.Message})
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (h *Handler) cancel(w http.ResponseWriter, r *http.Request) {

@@ -44,6 +44,7 @@ func TestOpenAPIOperatorSchemasMatchTheAPITypes(t *testing.T) {
 		"PreemptRequest": api.PreemptRequest{}, "PreemptResponse": api.PreemptResponse{},
 		"Cluster": api.Cluster{}, "ReportReply": api.ReportReply{},
 		"Queue": api.Queue{}, "RetryPolicy": api.RetryPolicy{}, "JobStatus": api.JobStatus{},
+		"SubmitResponse": api.SubmitResponse{}, "SubmitWarning": api.SubmitWarning{},
 		// The web UI's reads.
 		"Overview": api.Overview{}, "QueueOverview": api.QueueOverview{}, "GroupOverview": api.GroupOverview{},
 		"SharePoint": api.SharePoint{}, "CycleSummary": api.CycleSummary{}, "CycleQueue": api.CycleQueue{},
@@ -59,4 +60,29 @@ func TestOpenAPIOperatorSchemasMatchTheAPITypes(t *testing.T) {
 		slices.Sort(props)
 		require.Equal(t, jsonFields(v), props, name)
 	}
+}
+
+// A queue's status in openapi.json has exactly api.QueueStatus's
+// properties.
+func TestOpenAPIQueueStatusMatchesTheAPIType(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas struct {
+				Queue struct {
+					Properties struct {
+						Status struct {
+							Properties map[string]json.RawMessage `json:"properties"`
+						} `json:"status"`
+					} `json:"properties"`
+				} `json:"Queue"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	require.NoError(t, json.Unmarshal(httpapi.OpenAPI(), &doc))
+	var props []string
+	for p := range doc.Components.Schemas.Queue.Properties.Status.Properties {
+		props = append(props, p)
+	}
+	slices.Sort(props)
+	require.Equal(t, jsonFields(api.QueueStatus{}), props)
 }

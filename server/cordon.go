@@ -81,21 +81,25 @@ func (s *state) loadCordons(ctx context.Context) error {
 }
 
 // snapshotQueued is the Queued pool's cycle reads: its store, without the
-// cordoned queues' jobs.
+// cordoned queues' jobs, and without the demand of the jobs no node of
+// the pool fits (neverfit.go).
 func (s *state) snapshotQueued(pool string) scheduler.Queued {
 	st := s.queued.of(pool)
-	if len(s.cordonedQueues) == 0 {
+	demand := s.queued.fit.demands(pool, st)
+	if len(s.cordonedQueues) == 0 && demand == nil {
 		return st
 	}
-	// A copy: the cycle reads it with the lock released.
-	return cordonedQueued{Store: st, off: maps.Clone(s.cordonedQueues)}
+	// Copies: the cycle reads them with the lock released.
+	return cordonedQueued{Store: st, off: maps.Clone(s.cordonedQueues), demand: demand}
 }
 
 // cordonedQueued is a queue.Store whose cordoned queues hold no job for
-// the scheduler: they are not listed, count nothing and read empty.
+// the scheduler: they are not listed, count nothing and read empty; and
+// whose queues in demand have that demand.
 type cordonedQueued struct {
 	*queue.Store
-	off map[string]bool
+	off    map[string]bool
+	demand map[string]flotilla.Resources
 }
 
 func (q cordonedQueued) Queues() []string {
@@ -106,7 +110,11 @@ func (q cordonedQueued) Stats(name string) queue.Stats {
 	if q.off[name] {
 		return queue.Stats{}
 	}
-	return q.Store.Stats(name)
+	st := q.Store.Stats(name)
+	if d, ok := q.demand[name]; ok && st.Demand != nil {
+		st.Demand = d
+	}
+	return st
 }
 
 func (q cordonedQueued) SchedulingKeys(name string, fn func(key uint64, count int) bool) {

@@ -664,6 +664,7 @@ func (p *reportPlan) apply(ctx context.Context, r *Report, nodes []flotilla.Node
 		p.c = s.clusters.get(p.cluster)
 		p.c.setNodes(s.nodes, nodes)
 		s.setPool(p.c, pool)
+		s.queued.fit.setNodes(s.knownNodes())
 	}
 	p.c.reported = now
 	return p.reply(r), nil

@@ -7,6 +7,7 @@ import (
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/priority"
+	"github.com/flotilla-sched/flotilla/queue"
 	"github.com/flotilla-sched/flotilla/scheduler"
 )
 
@@ -30,7 +31,9 @@ type JobDetail struct {
 	Priority      uint32
 	// Position is a queued job's place in its queue now (Partial past
 	// what is left of the call's DetailPositionLimit); nil for a job that
-	// is not queued.
+	// is not queued. With several pools, the place among the queue's jobs
+	// that accept Pool (before a cycle, the first known pool the job
+	// accepts), as that pool's cycles offer them.
 	Position *scheduler.QueuePosition
 	// Queue is the last cycle's report of the job's queue; nil before the
 	// first cycle that saw the queue.
@@ -93,13 +96,24 @@ func (s *state) detail(id string, spec *backend.JobSpec, budget *int) (JobDetail
 			d.ClassPriority = pc.Priority
 		}
 	}
+	pools := joinPools(spec.Pools)
+	rep, pool, reported := s.queueReport(job.Queue, pools)
+	if reported {
+		d.Queue = &rep
+		if len(s.poolNames()) > 1 {
+			d.Pool = pool
+		}
+	}
 	if e, ok := s.queued.store.Get(id); ok && !s.stale {
 		// The queued copy carries the priority flux last gave it.
 		d.Priority = e.Job.Priority
+		// The place in the queue of the pool the explanation is about:
+		// among the jobs that pool's cycles offer.
+		st := s.explainedStore(pool, reported, pools)
 		if *budget <= 0 {
-			d.Position = &scheduler.QueuePosition{Queued: s.queued.store.Stats(job.Queue).Jobs, Partial: true}
+			d.Position = &scheduler.QueuePosition{Queued: st.Stats(job.Queue).Jobs, Partial: true}
 		} else {
-			pos, ok, err := scheduler.PositionOf(s.queued.store, job.Queue, id, *budget)
+			pos, ok, err := scheduler.PositionOf(st, job.Queue, id, *budget)
 			if err != nil {
 				return JobDetail{}, err
 			}
@@ -109,12 +123,6 @@ func (s *state) detail(id string, spec *backend.JobSpec, budget *int) (JobDetail
 			}
 		}
 	}
-	if rep, pool, ok := s.queueReport(job.Queue, joinPools(spec.Pools)); ok {
-		d.Queue = &rep
-		if len(s.poolNames()) > 1 {
-			d.Pool = pool
-		}
-	}
 	if f := s.usage.flux; f != nil {
 		k := f.assoc(spec.Principal, spec.Job.Queue)
 		if c, err := f.calculation(k, job.Queue); err == nil {
@@ -122,6 +130,23 @@ func (s *state) detail(id string, spec *backend.JobSpec, budget *int) (JobDetail
 		}
 	}
 	return d, nil
+}
+
+// explainedStore is the queued-job store of the pool a queued job's
+// explanation is about: the pool of its queue's report (pool, when
+// reported), else the first of reportPools that the job (accepting pools,
+// joinPools) accepts; the store of every job when it accepts none of the
+// known pools.
+func (s *state) explainedStore(pool string, reported bool, pools string) *queue.Store {
+	if reported {
+		return s.queued.of(pool)
+	}
+	for _, p := range s.reportPools() {
+		if acceptsPool(pools, p) {
+			return s.queued.of(p)
+		}
+	}
+	return s.queued.store
 }
 
 // calculation is the flux multi-factor calculation of an association's

@@ -95,3 +95,39 @@ func TestDetailReadsAtMostThePositionLimitInAllWhateverTheNumberOfJobs(t *testin
 	assert.False(t, d[1].Position.Partial)
 	assert.Equal(t, 3, d[1].Position.Ahead)
 }
+
+// A queued job's place is in the queue of the pool its explanation is
+// about: jobs that accept only another pool are not ahead of it, before a
+// cycle (its first pool) and after one (its report's pool); a job
+// accepting no known pool is placed among every job.
+func TestDetailPlacesAQueuedJobAmongTheJobsOfItsExplanationsPool(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	// One-cpu nodes: the two-cpu jobs stay queued.
+	w.report(Report{Cluster: "ca", Pool: "a", Nodes: nodesOf("ca", 1, 1)})
+	w.report(Report{Cluster: "cb", Pool: "b", Nodes: nodesOf("cb", 1, 1)})
+	onlyB := w.submit("A", "s", JobTemplate{Count: intp(5), Requests: map[string]string{"cpu": "2"}, Pools: []string{"b"}})
+	onlyA := w.submit("A", "s", JobTemplate{Requests: map[string]string{"cpu": "2"}, Pools: []string{"a"}})
+	nowhere := w.submit("A", "s", JobTemplate{Requests: map[string]string{"cpu": "2"}, Pools: []string{"c"}})
+	place := func(id string) (int, int, string) {
+		t.Helper()
+		d, err := w.srv.Detail(w.ctx, id)
+		require.NoError(t, err)
+		require.NotNil(t, d[0].Position)
+		return d[0].Position.Ahead, d[0].Position.Queued, d[0].Pool
+	}
+	for round := range 2 {
+		ahead, queued, _ := place(onlyA[0])
+		assert.Equal(t, 0, ahead, "round %d: pool a's queue holds no job before it", round)
+		assert.Equal(t, 1, queued, "round %d", round)
+		ahead, queued, _ = place(onlyB[4])
+		assert.Equal(t, 4, ahead, "round %d", round)
+		assert.Equal(t, 5, queued, "round %d", round)
+		ahead, queued, _ = place(nowhere[0])
+		assert.Equal(t, 6, ahead, "round %d: no known pool: among every job", round)
+		assert.Equal(t, 7, queued, "round %d", round)
+		w.cycle()
+	}
+	_, _, pool := place(onlyA[0])
+	assert.Equal(t, "a", pool)
+}

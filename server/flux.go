@@ -328,7 +328,7 @@ func (f *fluxState) reprioritize(jobs *jobTable, q *queuedJobs, all bool) int {
 		}
 		c := *j.sched()
 		c.Priority = p
-		q.remove(j.id())
+		q.remove(j)
 		j.own = &c
 		q.add(j)
 		if f.repriced != nil {
@@ -369,16 +369,24 @@ func (s *state) withBankTree(fn func(*priority.BankTree) error) error {
 // (backend.JobSpec.Principal) and, with Config.Flux, charged to its
 // association. A submit file cannot name its principal.
 func (s *Server) SubmitJSONAs(ctx context.Context, principal string, data []byte) ([]string, error) {
+	res, err := s.SubmitJSONResult(ctx, principal, data)
+	return res.IDs, err
+}
+
+// SubmitJSONResult is SubmitJSONAs with the submission's warnings: one for
+// each template whose jobs no node the service knows can run
+// (SubmitResult.Warnings).
+func (s *Server) SubmitJSONResult(ctx context.Context, principal string, data []byte) (SubmitResult, error) {
 	req, _ := submit.Parse(data) // for the queue name; ParseJobs reports the problems
 	q := ""
 	if req != nil {
 		q = req.Queue
 	}
-	return s.submit(ctx, q, func(now time.Time) ([]backend.JobSpec, error) {
-		specs, err := s.st.cfg.Submit.ParseJobsBatch(data, &s.st.cat, now, s.st.newIDs)
+	return s.submit(ctx, q, func(now time.Time) ([]backend.JobSpec, []int, error) {
+		specs, counts, err := s.st.cfg.Submit.ParseJobsCounted(data, &s.st.cat, now, s.st.newIDs)
 		for i := range specs {
 			specs[i].Principal = principal
 		}
-		return specs, err
+		return specs, counts, err
 	})
 }

@@ -32,13 +32,14 @@ func (s *Server) Submit(ctx context.Context, req *submit.Request) ([]string, err
 	if req == nil {
 		return nil, flotilla.Errorf("request", "<nil>", flotilla.ErrRequired, "")
 	}
-	return s.submit(ctx, req.Queue, func(now time.Time) ([]backend.JobSpec, error) {
-		specs, err := s.st.cfg.Submit.JobsBatch(req, &s.st.cat, now, s.st.newIDs)
+	res, err := s.submit(ctx, req.Queue, func(now time.Time) ([]backend.JobSpec, []int, error) {
+		specs, counts, err := s.st.cfg.Submit.JobsCounted(req, &s.st.cat, now, s.st.newIDs)
 		for i := range specs {
 			specs[i].Principal = req.Principal
 		}
-		return specs, err
+		return specs, counts, err
 	})
+	return res.IDs, err
 }
 
 // SubmitJSON is Submit for a submit file (docs/submit-file.md's form), reporting
@@ -52,33 +53,56 @@ func (s *Server) SubmitJSON(ctx context.Context, data []byte) ([]string, error) 
 	if json.Unmarshal(data, &head) == nil {
 		_ = json.Unmarshal(head["queue"], &queueName) // the exact key, as the strict decoder reads it
 	}
-	return s.submit(ctx, queueName, func(now time.Time) ([]backend.JobSpec, error) {
-		return s.st.cfg.Submit.ParseJobsBatch(data, &s.st.cat, now, s.st.newIDs)
+	res, err := s.submit(ctx, queueName, func(now time.Time) ([]backend.JobSpec, []int, error) {
+		return s.st.cfg.Submit.ParseJobsCounted(data, &s.st.cat, now, s.st.newIDs)
 	})
+	return res.IDs, err
+}
+
+// SubmitResult is what a submission stored: its jobs' ids in file order,
+// and warnings about its templates.
+type SubmitResult struct {
+	IDs []string
+	// Warnings name, in file order, each template whose jobs no node the
+	// service knows can run (docs/submit-file.md): the jobs are stored
+	// all the same, and wait until a cluster with a large enough node
+	// registers.
+	Warnings []SubmitWarning
 }
 
 // submit is state.submit under the lock.
-func (s *Server) submit(ctx context.Context, queueName string, expand func(time.Time) ([]backend.JobSpec, error)) ([]string, error) {
+func (s *Server) submit(ctx context.Context, queueName string, expand func(time.Time) ([]backend.JobSpec, []int, error)) (SubmitResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.st.submit(ctx, queueName, expand)
 }
 
 // submit stores the jobs expand makes at the clock's time, for queue
-// queueName: Submit's work under the lock.
-func (s *state) submit(ctx context.Context, queueName string, expand func(time.Time) ([]backend.JobSpec, error)) ([]string, error) {
+// queueName: Submit's work under the lock. expand also returns the number
+// of jobs each template made.
+func (s *state) submit(ctx context.Context, queueName string, expand func(time.Time) ([]backend.JobSpec, []int, error)) (SubmitResult, error) {
+	ids, specs, counts, err := s.storeSubmit(ctx, queueName, expand)
+	if err != nil {
+		return SubmitResult{}, err
+	}
+	return SubmitResult{IDs: ids, Warnings: s.submitWarnings(specs, counts)}, nil
+}
+
+// storeSubmit is submit's write: it returns the ids, the specs and their
+// templates' counts.
+func (s *state) storeSubmit(ctx context.Context, queueName string, expand func(time.Time) ([]backend.JobSpec, []int, error)) ([]string, []backend.JobSpec, []int, error) {
 	if err := s.fresh(ctx); err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	now := s.clock.Now()
-	specs, err := expand(now)
+	specs, counts, err := expand(now)
 	// A name the rules refused (too long, not a path segment) is named
 	// once, by them.
 	if _, ok := s.queues[queueName]; !ok && queueName != "" && submit.CheckSegment("queue", "queue", queueName) == nil {
 		err = joinErr(err, flotilla.Errorf("queue", queueName, backend.ErrNotFound, "no such queue"))
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	ids := make([]string, len(specs))
 	// fresh are the specs to store: specs itself until a client id is
@@ -90,7 +114,7 @@ func (s *state) submit(ctx context.Context, queueName string, expand func(time.T
 	used, err := s.usedClientIDs(ctx, queueName, specs)
 	defer func() { clear(s.scratch.cids); clear(s.scratch.cidIDs) }() // keeps no strings alive
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	for i := range specs {
 		sp := &specs[i]
@@ -110,7 +134,7 @@ func (s *state) submit(ctx context.Context, queueName string, expand func(time.T
 				}
 				continue
 			case !errors.Is(err, backend.ErrNotFound):
-				return nil, err
+				return nil, nil, nil, err
 			}
 		}
 		if sp.Job.IsGang() {
@@ -143,7 +167,7 @@ func (s *state) submit(ctx context.Context, queueName string, expand func(time.T
 		errs = append(errs, f.submit(fresh)...)
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, nil, nil, errors.Join(errs...)
 	}
 	w := &backend.Write{Jobs: fresh, Events: s.scratch.submitEvents(len(fresh))}
 	defer clear(w.Events) // keeps no strings alive in the scratch
@@ -152,9 +176,9 @@ func (s *state) submit(ctx context.Context, queueName string, expand func(time.T
 		w.Events[i] = events.Event{Time: now, Queue: j.Queue, JobSet: j.JobSet, Job: j.ID, Type: events.Submitted}
 	}
 	if _, err := s.commit(ctx, w); err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	return ids, nil
+	return ids, specs, counts, nil
 }
 
 // usedClientIDs looks up the client ids of specs in the queue: the

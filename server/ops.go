@@ -190,7 +190,7 @@ func (s *state) setPriority(j *job, p uint32) {
 	}
 	queued := j.state == events.Queued
 	if queued {
-		s.queued.remove(j.id())
+		s.queued.remove(j)
 	}
 	j.withPriority(p)
 	s.ui.repriced(j)

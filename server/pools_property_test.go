@@ -311,6 +311,9 @@ func (r *poolRun) checkStores() string {
 	if m := inStore("of every job", s.queued.store, func(*job) bool { return true }); m != "" {
 		return m
 	}
+	if m := r.checkNeverFit(queued); m != "" {
+		return m
+	}
 	pools := s.poolNames()
 	if s.queued.pools == nil {
 		if namesPools || len(pools) > 1 {
@@ -327,6 +330,43 @@ func (r *poolRun) checkStores() string {
 		if m := inStore("of pool "+p, st, func(j *job) bool { return acceptsPool(j.run.pools, p) }); m != "" {
 			return m
 		}
+	}
+	return ""
+}
+
+// checkNeverFit compares the never-fit counts with a naive judgement of
+// every queued job against every known node (jobs accepting only pools
+// with no cluster never fit while some node is known), and the tracker's
+// shapes with the queued jobs.
+func (r *poolRun) checkNeverFit(queued []*job) string {
+	s := &r.w.srv.st
+	known := false
+	for _, c := range s.clusters {
+		known = known || len(c.nodes) > 0
+	}
+	want := map[string]int{}
+	for _, j := range queued {
+		fits := false
+		for _, c := range s.clusters {
+			for _, n := range c.nodes {
+				fits = fits || acceptsPool(j.run.pools, c.pool) && j.spec.Requests.Fits(n.Total)
+			}
+		}
+		if known && !fits {
+			want[j.spec.Queue]++
+		}
+	}
+	for q := range s.queues {
+		if got := s.queued.fit.neverFit(q); got != want[q] {
+			return fmt.Sprintf("queue %s counts %d never-fit jobs, want %d", q, got, want[q])
+		}
+	}
+	n := 0
+	for _, sh := range s.queued.fit.shapes {
+		n += sh.n
+	}
+	if n != len(queued) {
+		return fmt.Sprintf("the never-fit shapes count %d jobs, want the %d queued", n, len(queued))
 	}
 	return ""
 }

@@ -26,12 +26,15 @@ type queuedJobs struct {
 	newStore func() *queue.Store
 	cycling  bool
 	deferred []storeOp
+	// fit counts store's jobs by shape and judges them against the known
+	// nodes (neverfit.go); it follows store, not the deferred changes.
+	fit fitTracker
 }
 
 // storeOp is a queue.Store change deferred while a cycle reads the store.
 type storeOp struct {
 	add   *flotilla.Job // nil: remove id
-	pools string
+	pools string        // the job's (runSpec.pools)
 	id    string
 }
 
@@ -49,7 +52,9 @@ func (q *queuedJobs) add(j *job) {
 func (q *queuedJobs) addNow(fj *flotilla.Job, pools string) {
 	// The job was validated at submit; a failure here is a bug that must
 	// not take the service down: the job stays out of the queue.
-	_ = q.store.Add(fj)
+	if q.store.Add(fj) == nil {
+		q.fit.count(fj, pools, 1)
+	}
 	for name, st := range q.pools {
 		if acceptsPool(pools, name) {
 			_ = st.Add(fj)
@@ -80,21 +85,36 @@ func (q *queuedJobs) addAll(jobs []*flotilla.Job) {
 		// As add: not reached, but a job the store refuses must not keep
 		// the others out.
 		for _, j := range jobs {
-			_ = q.store.Add(j)
+			if q.store.Add(j) == nil {
+				q.fit.count(j, "", 1)
+			}
 		}
-	}
-}
-
-func (q *queuedJobs) remove(id string) {
-	if q.cycling {
-		q.deferred = append(q.deferred, storeOp{id: id})
 		return
 	}
-	q.removeNow(id)
+	// A submit's templates make runs of jobs of one shape: counted a run
+	// at a time.
+	for i := 0; i < len(jobs); {
+		k := i + 1
+		for k < len(jobs) && jobs[k].Queue == jobs[i].Queue && jobs[k].Requests.Equal(jobs[i].Requests) {
+			k++
+		}
+		q.fit.count(jobs[i], "", k-i)
+		i = k
+	}
 }
 
-func (q *queuedJobs) removeNow(id string) {
-	q.store.Remove(id)
+func (q *queuedJobs) remove(j *job) {
+	if q.cycling {
+		q.deferred = append(q.deferred, storeOp{id: j.id(), pools: j.run.pools})
+		return
+	}
+	q.removeNow(j.id(), j.run.pools)
+}
+
+func (q *queuedJobs) removeNow(id, pools string) {
+	if fj, ok := q.store.Remove(id); ok {
+		q.fit.count(fj, pools, -1)
+	}
 	for _, st := range q.pools {
 		st.Remove(id)
 	}
@@ -108,7 +128,7 @@ func (q *queuedJobs) flush() {
 		if op.add != nil {
 			q.addNow(op.add, op.pools)
 		} else {
-			q.removeNow(op.id)
+			q.removeNow(op.id, op.pools)
 		}
 	}
 }

@@ -149,6 +149,10 @@ type QueueInfo struct {
 	flotilla.Queue
 	// Queued, Leased and Running count the queue's jobs now.
 	Queued, Leased, Running int
+	// NeverFit counts those of the queued jobs that no node the service
+	// knows can run (SubmitResult.Warnings): they wait, and their requests
+	// do not count in the queue's demand.
+	NeverFit int
 	// Report is the queue's line in the last cycle's result (share, fair
 	// share, adjusted fair share, allocation); zero before the first
 	// cycle that saw the queue.
@@ -218,7 +222,8 @@ func (s *state) listQueues(ctx context.Context) ([]QueueInfo, error) {
 
 func (s *state) queueInfo(q *flotilla.Queue, counts map[string][2]int) QueueInfo {
 	n := counts[q.Name]
-	info := QueueInfo{Queue: cloneQueue(*q), Queued: s.queued.store.QueueLen(q.Name), Leased: n[0], Running: n[1]}
+	info := QueueInfo{Queue: cloneQueue(*q), Queued: s.queued.store.QueueLen(q.Name), Leased: n[0], Running: n[1],
+		NeverFit: s.queued.fit.neverFit(q.Name)}
 	info.Report, info.Pool, _ = s.queueReport(q.Name, "")
 	info.Pools = s.queuePools(q.Name)
 	info.Usage = s.usage.value(q.Name, s.clock.Now())

@@ -285,6 +285,7 @@ func (s *state) loadState(ctx context.Context) error {
 		return err
 	}
 	s.queued.store, s.queued.deferred, s.queued.pools = store, nil, nil
+	s.queued.fit.reset()
 	s.queued.newStore = func() *queue.Store {
 		st, _ := queue.New(sc.Schema, sc.PriorityClasses, sc.DefaultPriorityClass) // as above, which did not fail
 		return st
@@ -322,6 +323,7 @@ func (s *state) loadState(ctx context.Context) error {
 		c.setNodes(s.nodes, e.Nodes)
 		c.pool = poolOf(e.Pool)
 	}
+	s.queued.fit.setNodes(s.knownNodes())
 	if err := s.loadCordons(ctx); err != nil {
 		return fmt.Errorf("server: loading cordons: %w", err)
 	}

@@ -217,7 +217,7 @@ func (s *state) apply(e *events.Event, specs *writeSpecs) {
 	s.usage.accrue(j, e)
 	switch e.Type {
 	case events.Leased:
-		s.queued.remove(e.Job)
+		s.queued.remove(j)
 		j.state, j.attempts = events.LeasedState, int32(e.Attempt)
 		s.clusters.get(e.Cluster).addLive(j, e.Node, e.Time, e.Time, s.cfg.LeaseTimeout)
 	case events.Running:
@@ -244,7 +244,7 @@ func (s *state) apply(e *events.Event, specs *writeSpecs) {
 		s.endLease(j, e.Requeued)
 	case events.Succeeded, events.Failed, events.Cancelled:
 		if j.state == events.Queued {
-			s.queued.remove(e.Job)
+			s.queued.remove(j)
 		}
 		s.endLease(j, false)
 	}

@@ -161,16 +161,23 @@ func (r Rules) ParseJobs(data []byte, cat *Catalog, now time.Time, newID IDSourc
 // ParseJobsBatch is ParseJobs with the ids drawn all at once (see
 // JobsBatch).
 func (r Rules) ParseJobsBatch(data []byte, cat *Catalog, now time.Time, newIDs IDBatch) ([]backend.JobSpec, error) {
+	specs, _, err := r.ParseJobsCounted(data, cat, now, newIDs)
+	return specs, err
+}
+
+// ParseJobsCounted is ParseJobsBatch that also returns how many jobs each
+// template made (JobsCounted).
+func (r Rules) ParseJobsCounted(data []byte, cat *Catalog, now time.Time, newIDs IDBatch) ([]backend.JobSpec, []int, error) {
 	req := new(Request)
 	decodeErr := strictjson.Decode(data, req)
 	if strictjson.Fatal(decodeErr) {
-		return nil, decodeErr
+		return nil, nil, decodeErr
 	}
-	specs, err := r.JobsBatch(req, cat, now, newIDs)
+	specs, counts, err := r.JobsCounted(req, cat, now, newIDs)
 	if err := strictjson.Merge(decodeErr, err); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return specs, nil
+	return specs, counts, nil
 }
 
 // Jobs applies docs/submit-file.md's submission rules to req and expands it into the
@@ -221,6 +228,15 @@ func (r Rules) Jobs(req *Request, cat *Catalog, now time.Time, newID IDSource) (
 // JobsBatch is Jobs with the ids drawn all at once: newIDs(n) returns n
 // fresh ids, called only when the request is accepted.
 func (r Rules) JobsBatch(req *Request, cat *Catalog, now time.Time, newIDs IDBatch) ([]backend.JobSpec, error) {
+	specs, _, err := r.JobsCounted(req, cat, now, newIDs)
+	return specs, err
+}
+
+// JobsCounted is JobsBatch that also returns, when req is accepted, how
+// many jobs each of its templates made, in req.Jobs' order: the first
+// counts[0] specs are jobs[0]'s, the next counts[1] jobs[1]'s, and so on
+// (a template of count 0 made none).
+func (r Rules) JobsCounted(req *Request, cat *Catalog, now time.Time, newIDs IDBatch) ([]backend.JobSpec, []int, error) {
 	c := &checker{rules: r.withDefaults()}
 	c.add(r.Validate())
 	c.catalog(cat)
@@ -231,16 +247,16 @@ func (r Rules) JobsBatch(req *Request, cat *Catalog, now time.Time, newIDs IDBat
 		c.add(flotilla.Errorf(strictjson.RootField, "<nil>", flotilla.ErrRequired, "no request"))
 	}
 	if len(c.errs) > 0 {
-		return nil, errors.Join(c.errs...)
+		return nil, nil, errors.Join(c.errs...)
 	}
-	specs := c.request(req, now)
+	specs, counts := c.request(req, now)
 	if len(c.errs) > 0 {
-		return nil, errors.Join(c.errs...)
+		return nil, nil, errors.Join(c.errs...)
 	}
 	for i, id := range newIDs(len(specs)) {
 		specs[i].Job.ID = id
 	}
-	return specs, nil
+	return specs, counts, nil
 }
 
 // checker accumulates problems while it expands a request.
@@ -312,9 +328,9 @@ type tmpl struct {
 	pools        []string
 }
 
-// request checks req and expands it; the result is meaningful only when no
-// problem was recorded.
-func (c *checker) request(req *Request, now time.Time) []backend.JobSpec {
+// request checks req and expands it, with the number of jobs each template
+// made; the result is meaningful only when no problem was recorded.
+func (c *checker) request(req *Request, now time.Time) ([]backend.JobSpec, []int) {
 	if req.Queue == "" {
 		c.add(flotilla.Errorf("queue", "", flotilla.ErrRequired, ""))
 	}
@@ -349,9 +365,13 @@ func (c *checker) request(req *Request, now time.Time) []backend.JobSpec {
 	}
 	cids := c.clientIDs(req, total)
 	if len(c.errs) > 0 {
-		return nil
+		return nil, nil
 	}
-	return c.expand(req, ts, cids, total, now)
+	counts := make([]int, len(ts))
+	for i := range ts {
+		counts[i] = ts[i].n
+	}
+	return c.expand(req, ts, cids, total, now), counts
 }
 
 // template checks one template and returns it resolved; n counts its jobs

@@ -1,6 +1,7 @@
 package submit
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -112,6 +113,25 @@ func TestCountExpandsATemplateIntoCountJobsWithClientIDsSuffixedByIndex(t *testi
 	}
 	require.Equal(t, []string{"train-7-0", "train-7-1", "train-7-2", "solo", "", ""}, got)
 	require.Equal(t, []string{"job-1", "job-2", "job-3", "job-4", "job-5", "job-6"}, ids(specs))
+}
+
+func TestJobsCountedCountsEachTemplatesJobsInFileOrderAndNothingWhenRefused(t *testing.T) {
+	a, none, b := cpuJob(), cpuJob(), cpuJob()
+	a.Count, none.Count = intp(3), intp(0)
+	data, err := json.Marshal(request(a, none, b))
+	require.NoError(t, err)
+	var c counter
+	specs, counts, err := Rules{}.ParseJobsCounted(data, testCatalog(), testNow, IDSource(c.next).Batch())
+	require.NoError(t, err)
+	require.Equal(t, []int{3, 0, 1}, counts)
+	require.Len(t, specs, 4)
+
+	bad := cpuJob()
+	bad.Requests = map[string]string{"cpu": "lots"}
+	specs, counts, err = Rules{}.JobsCounted(request(a, bad), testCatalog(), testNow, IDSource(c.next).Batch())
+	require.Error(t, err)
+	require.Nil(t, specs)
+	require.Nil(t, counts)
 }
 
 func ids(specs []backend.JobSpec) []string {

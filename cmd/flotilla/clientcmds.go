@@ -124,7 +124,8 @@ func submitCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	cf := addClientFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: flotilla submit FILE\n"+
-			"  FILE is a submit file (docs/submit-file.md), - for standard input; prints one job id per line\n")
+			"  FILE is a submit file (docs/submit-file.md), - for standard input; prints one job id per line,\n"+
+			"  and on standard error a warning for each template whose jobs no node of any known cluster can run\n")
 		fs.PrintDefaults()
 	}
 	pos, err := parse(fs, args)
@@ -147,12 +148,16 @@ func submitCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return c.usage("%v", err)
 	}
-	ids, err := cl.Submit(ctx, data)
+	res, err := cl.SubmitFile(ctx, data)
 	if err != nil {
 		return c.fail(err)
 	}
-	for _, id := range ids {
+	for _, id := range res.JobIDs {
 		fmt.Fprintln(stdout, id)
+	}
+	// The jobs are stored: a warning does not change the exit status.
+	for _, w := range res.Warnings {
+		fmt.Fprintln(stderr, "warning: "+w.Message)
 	}
 	return 0
 }

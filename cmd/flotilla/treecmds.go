@@ -319,8 +319,17 @@ func listTree(ctx context.Context, c cmdIO, cl *client.Client, asJSON, queues bo
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	// A RETRY column when a queue has a retry policy.
 	retry := slices.ContainsFunc(qs, func(q api.Queue) bool { return q.RetryPolicy != nil })
+	// A NEVER-FIT column when a queue has queued jobs no known node can
+	// run (counted among QUEUED too).
+	never := slices.ContainsFunc(qs, func(q api.Queue) bool { return q.Status != nil && q.Status.NeverFit > 0 })
+	nf := func(n string) string {
+		if never {
+			return "\t" + n
+		}
+		return ""
+	}
 	if queues {
-		head := "QUEUE\tFACTOR\tQUEUED\tLEASED\tRUNNING\tSHARE\tFAIR SHARE\tADJUSTED FAIR SHARE\tUSAGE"
+		head := "QUEUE\tFACTOR\tQUEUED" + nf("NEVER-FIT") + "\tLEASED\tRUNNING\tSHARE\tFAIR SHARE\tADJUSTED FAIR SHARE\tUSAGE"
 		if retry {
 			head += "\tRETRY"
 		}
@@ -337,28 +346,28 @@ func listTree(ctx context.Context, c cmdIO, cl *client.Client, asJSON, queues bo
 			if s.Cordoned {
 				name += " (cordoned)"
 			}
-			fmt.Fprintf(tw, "%s%s\t%g\t%d\t%d\t%d\t%.3f\t%.3f\t%.3f\t%.3f", indent, name, factor(l.q.PriorityFactor),
-				s.Queued, s.Leased, s.Running, s.Share, s.FairShare, s.AdjustedFairShare, s.Usage)
+			fmt.Fprintf(tw, "%s%s\t%g\t%d%s\t%d\t%d\t%.3f\t%.3f\t%.3f\t%.3f", indent, name, factor(l.q.PriorityFactor),
+				s.Queued, nf(strconv.Itoa(s.NeverFit)), s.Leased, s.Running, s.Share, s.FairShare, s.AdjustedFairShare, s.Usage)
 			if retry {
 				fmt.Fprintf(tw, "\t%s", retryText(l.q.RetryPolicy))
 			}
 			fmt.Fprintln(tw)
-			poolLines(tw, indent, s.Pools, retry, true)
+			poolLines(tw, indent, s.Pools, retry, true, nf("-"))
 		case queues:
 			s := l.g.Status
-			fmt.Fprintf(tw, "%s%s/\t%g\t%d\t-\t%d\t%.3f\t%.3f\t%.3f\t%.3f", indent, l.name, factor(l.g.PriorityFactor),
-				s.Queued, s.Running, s.Share, s.FairShare, s.AdjustedFairShare, s.Usage)
+			fmt.Fprintf(tw, "%s%s/\t%g\t%d%s\t-\t%d\t%.3f\t%.3f\t%.3f\t%.3f", indent, l.name, factor(l.g.PriorityFactor),
+				s.Queued, nf("-"), s.Running, s.Share, s.FairShare, s.AdjustedFairShare, s.Usage)
 			if retry {
 				fmt.Fprint(tw, "\t-")
 			}
 			fmt.Fprintln(tw)
-			poolLines(tw, indent, s.Pools, retry, true)
+			poolLines(tw, indent, s.Pools, retry, true, nf("-"))
 		default:
 			s := l.g.Status
 			fmt.Fprintf(tw, "%s%s\t%g\t%s\t%s\t%s\t%d\t%d\t%.3f\t%.3f\t%.3f\t%.3f\n", indent, l.name, factor(l.g.PriorityFactor),
 				quotaText(l.g.Guaranteed), quotaText(l.g.Limit), quotaText(l.g.LendingLimit),
 				s.Queued, s.Running, s.Share, s.FairShare, s.AdjustedFairShare, s.Usage)
-			poolLines(tw, indent, s.Pools, false, false)
+			poolLines(tw, indent, s.Pools, false, false, "")
 		}
 	})
 	_ = tw.Flush()
@@ -368,11 +377,12 @@ func listTree(ctx context.Context, c cmdIO, cl *client.Client, asJSON, queues bo
 // poolLines prints, under a queue's or group's line, its standing in each
 // pool's last cycle ("  @pool"), when the service has more than one pool:
 // queued and running in the pool, share, fair share, adjusted fair
-// share. queues: the queue list's columns (else the group list's).
-func poolLines(tw io.Writer, indent string, pools []api.QueueShare, retry, queues bool) {
+// share. queues: the queue list's columns (else the group list's), with
+// never as the NEVER-FIT cell ("" without the column).
+func poolLines(tw io.Writer, indent string, pools []api.QueueShare, retry, queues bool, never string) {
 	for _, p := range pools {
 		if queues {
-			fmt.Fprintf(tw, "%s  @%s\t\t%d\t-\t%d\t%.3f\t%.3f\t%.3f\t-", indent, p.Pool, p.Queued, p.Running, p.Share, p.FairShare, p.AdjustedFairShare)
+			fmt.Fprintf(tw, "%s  @%s\t\t%d%s\t-\t%d\t%.3f\t%.3f\t%.3f\t-", indent, p.Pool, p.Queued, never, p.Running, p.Share, p.FairShare, p.AdjustedFairShare)
 			if retry {
 				fmt.Fprint(tw, "\t")
 			}

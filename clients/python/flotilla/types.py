@@ -218,6 +218,9 @@ class QueueStatus(_Wire):
     usage: float = 0.0
     cordoned: bool = False
     pools: Optional[List[PoolShare]] = None
+    # never_fit counts the queued jobs that no node the service knows can
+    # run (their requests leave the queue's demand).
+    never_fit: int = 0
     extra: Dict[str, Any] = field(default_factory=dict)
 
     _lists: ClassVar[Dict[str, Any]] = {"pools": _pool_shares}

@@ -169,6 +169,8 @@ def test_clusters_name_their_pool_and_statuses_have_per_pool_shares():
     g = flotilla.GroupStatus.from_dict({"share": 0.5, "pools": [share]})
     assert g.pools == [flotilla.PoolShare.from_dict(share)]
     assert flotilla.QueueStatus.from_dict({"queued": 1}).pools is None, "one pool: no per-pool lines"
+    nf = flotilla.QueueStatus.from_dict({"queued": 3, "neverFit": 2})
+    assert (nf.never_fit, nf.extra) == (2, {}), "jobs no node can run are counted apart"
 
 
 def test_an_event_tells_whether_its_job_ended_and_its_time():

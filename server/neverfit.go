@@ -1,0 +1,378 @@
+package server
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/bits"
+	"slices"
+	"strings"
+
+	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/backend"
+	"github.com/flotilla-sched/flotilla/queue"
+)
+
+// Jobs that can never run (docs/submit-file.md, "Jobs no node can run"): a
+// job fits a node when each of its requests is at most the node's total;
+// it never fits when, while the service knows at least one node, no node
+// of the pools it accepts fits it. That is judged on resources only
+// (labels, taints and what runs on the nodes aside), against every node
+// of every cluster the service knows now, alive, cordoned or not: clusters
+// come and go, so such a job is stored and waits, and fits again when a
+// large enough node registers. While the service knows no node at all,
+// nothing is judged: no job is never-fit.
+//
+// Such jobs are counted apart (QueueInfo.NeverFit), named by a warning at
+// submit (SubmitResult.Warnings), and their requests leave their queue's
+// demand in the cycles of the pools none of whose nodes fits them: a
+// queue whose only queued jobs never fit has no demand there, and the
+// other queues get its adjusted fair share.
+//
+// The judgement is per job shape (queue, pools, requests), never per job:
+// fitTracker counts the queued jobs of each shape, judges a shape once
+// against the pools' distinct node totals (fitNodes), and judges every
+// shape again only when those totals change.
+
+// nodeShape is a distinct node total in a pool, and the first node with
+// it (cluster/node; clusters in name order, a cluster's nodes in the
+// order reported).
+type nodeShape struct {
+	total flotilla.Resources
+	node  string
+}
+
+// fitNodes are the nodes the service knows, per pool, by distinct total.
+type fitNodes struct {
+	// pools are the pools with at least one node, sorted; shapes[i] are
+	// pools[i]'s distinct totals.
+	pools  []string
+	shapes [][]nodeShape
+}
+
+// known reports whether the service knows any node.
+func (f *fitNodes) known() bool { return len(f.pools) > 0 }
+
+// sameTotals reports whether f and o hold the same totals in the same
+// pools (the verdicts then stand; only node names may differ).
+func (f *fitNodes) sameTotals(o *fitNodes) bool {
+	if !slices.Equal(f.pools, o.pools) {
+		return false
+	}
+	for i := range f.shapes {
+		if !slices.EqualFunc(f.shapes[i], o.shapes[i], func(a, b nodeShape) bool { return a.total.Equal(b.total) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// fitsIn reports whether some node of pools[i] fits req.
+func (f *fitNodes) fitsIn(i int, req flotilla.Resources) bool {
+	for _, sh := range f.shapes[i] {
+		if req.Fits(sh.total) {
+			return true
+		}
+	}
+	return false
+}
+
+// knownNodes are the nodes of every cluster the service knows, by pool
+// and distinct total: O(nodes), once per change of the clusters' nodes.
+func (s *state) knownNodes() fitNodes {
+	names := make([]string, 0, len(s.clusters))
+	for name, c := range s.clusters {
+		if len(c.nodes) > 0 {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	var f fitNodes
+	seen := map[string]bool{}
+	var key []byte
+	for _, name := range names {
+		c := s.clusters[name]
+		i, ok := slices.BinarySearch(f.pools, c.pool)
+		if !ok {
+			f.pools = slices.Insert(f.pools, i, c.pool)
+			f.shapes = slices.Insert(f.shapes, i, nil)
+		}
+		for n := range c.nodes {
+			node := &c.nodes[n]
+			key = appendResources(append(append(key[:0], c.pool...), 0), node.Total)
+			if seen[string(key)] {
+				continue
+			}
+			seen[string(key)] = true
+			f.shapes[i] = append(f.shapes[i], nodeShape{total: node.Total, node: snapName(c.name, node.Name)})
+		}
+	}
+	return f
+}
+
+// appendResources appends r's amounts to b, 8 bytes each.
+func appendResources(b []byte, r flotilla.Resources) []byte {
+	for _, v := range r {
+		b = binary.LittleEndian.AppendUint64(b, uint64(v))
+	}
+	return b
+}
+
+// jobShape is the queued jobs of one queue with the same pools and
+// requests, and the verdict on them.
+type jobShape struct {
+	queue, pools string
+	req          flotilla.Resources
+	n            int
+	// never: no node of any pool the jobs accept fits them (while a node
+	// is known). unfit are the pools with nodes, among those the jobs
+	// accept, none of whose nodes fits them, sorted.
+	never bool
+	unfit []string
+}
+
+// fitTracker counts the queued jobs (queuedJobs.store's) by shape and
+// keeps the verdicts on the shapes against the known nodes.
+type fitTracker struct {
+	nodes  fitNodes
+	shapes map[string]*jobShape
+	// never counts each queue's never-fit jobs (no entry for 0); unfit
+	// are each queue's shapes with an unfit pool.
+	never map[string]int
+	unfit map[string]map[*jobShape]bool
+	key   []byte
+}
+
+// reset forgets every job and node.
+func (t *fitTracker) reset() {
+	*t = fitTracker{shapes: map[string]*jobShape{}, never: map[string]int{}, unfit: map[string]map[*jobShape]bool{}}
+}
+
+// count adds n (negative: takes) jobs like fj, accepting pools, to their
+// shape: O(resources) after the first job of a shape.
+func (t *fitTracker) count(fj *flotilla.Job, pools string, n int) {
+	if t.shapes == nil {
+		t.reset()
+	}
+	t.key = appendResources(append(append(append(append(t.key[:0], fj.Queue...), 0), pools...), 0), fj.Requests)
+	sh := t.shapes[string(t.key)]
+	if sh == nil {
+		if n <= 0 {
+			return // not reached: a job leaves the store only after it joined
+		}
+		sh = &jobShape{queue: fj.Queue, pools: pools, req: slices.Clone(fj.Requests)}
+		t.shapes[string(t.key)] = sh
+		t.judge(sh)
+		t.index(sh, true)
+	}
+	sh.n += n
+	if sh.never {
+		t.addNever(sh.queue, n)
+	}
+	if sh.n <= 0 {
+		t.index(sh, false)
+		delete(t.shapes, string(t.key))
+	}
+}
+
+func (t *fitTracker) addNever(queue string, n int) {
+	if t.never[queue] += n; t.never[queue] <= 0 {
+		delete(t.never, queue)
+	}
+}
+
+// index enters sh into (in) or takes it from its queue's unfit shapes.
+func (t *fitTracker) index(sh *jobShape, in bool) {
+	if len(sh.unfit) == 0 {
+		return
+	}
+	m := t.unfit[sh.queue]
+	if in {
+		if m == nil {
+			m = map[*jobShape]bool{}
+			t.unfit[sh.queue] = m
+		}
+		m[sh] = true
+		return
+	}
+	delete(m, sh)
+	if len(m) == 0 {
+		delete(t.unfit, sh.queue)
+	}
+}
+
+// judge sets sh's verdict against t.nodes: O(distinct node totals).
+func (t *fitTracker) judge(sh *jobShape) {
+	sh.never, sh.unfit = false, nil
+	if !t.nodes.known() {
+		return
+	}
+	fits := false
+	for i, p := range t.nodes.pools {
+		if !acceptsPool(sh.pools, p) {
+			continue
+		}
+		if t.nodes.fitsIn(i, sh.req) {
+			fits = true
+		} else {
+			sh.unfit = append(sh.unfit, p)
+		}
+	}
+	sh.never = !fits
+}
+
+// setNodes makes nodes the known nodes; when their totals changed, every
+// shape is judged again: O(shapes × distinct totals).
+func (t *fitTracker) setNodes(nodes fitNodes) {
+	if t.shapes == nil {
+		t.reset()
+	}
+	same := t.nodes.sameTotals(&nodes)
+	t.nodes = nodes
+	if same {
+		return
+	}
+	clear(t.never)
+	clear(t.unfit)
+	for _, sh := range t.shapes {
+		t.judge(sh)
+		t.index(sh, true)
+		if sh.never {
+			t.addNever(sh.queue, sh.n)
+		}
+	}
+}
+
+// neverFit is the number of queue's queued jobs that never fit.
+func (t *fitTracker) neverFit(queue string) int { return t.never[queue] }
+
+// demands are the queues' demands in pool's cycle, whose store is st,
+// for the queues with jobs no node of pool fits: st's demand without
+// theirs (never below 0). Nil when there are none: O(unfit shapes).
+func (t *fitTracker) demands(pool string, st *queue.Store) map[string]flotilla.Resources {
+	var out map[string]flotilla.Resources
+	for q, shapes := range t.unfit {
+		for sh := range shapes {
+			if _, ok := slices.BinarySearch(sh.unfit, pool); !ok {
+				continue
+			}
+			d, ok := out[q]
+			if !ok {
+				d = st.Stats(q).Demand.Clone()
+				if out == nil {
+					out = map[string]flotilla.Resources{}
+				}
+				out[q] = d
+			}
+			for r, v := range sh.req {
+				hi, lo := bits.Mul64(uint64(v), uint64(sh.n))
+				sub := int64(math.MaxInt64)
+				if hi == 0 && lo <= math.MaxInt64 {
+					sub = int64(lo)
+				}
+				if r < len(d) { // d is nil for a queue st does not hold
+					d[r] = max(d[r]-sub, 0)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// SubmitWarning is a submission's warning about one template of its file.
+type SubmitWarning struct {
+	// Field is the template, jobs[i].
+	Field string
+	// Resource is the resource no node has enough of (or, when some node
+	// has enough of each but none of all, the one the node named lacks);
+	// "" when no node of the jobs' pools is known.
+	Resource string
+	// Node is the node with the most of Resource among those of the jobs'
+	// pools (cluster/node); "" with Resource.
+	Node string
+	// Message is the whole warning, starting with Field.
+	Message string
+}
+
+// warning is the warning for template jobs[template], whose jobs request
+// req and accept pools (joinPools), when they never fit: O(distinct node totals).
+func (t *fitTracker) warning(schema *flotilla.ResourceSchema, template int, req flotilla.Resources, pools string) (SubmitWarning, bool) {
+	if !t.nodes.known() {
+		return SubmitWarning{}, false
+	}
+	where := "of any cluster"
+	if pools != "" {
+		where = "of pool " + strings.ReplaceAll(pools, ",", ", pool ")
+	}
+	var shapes []nodeShape
+	for i, p := range t.nodes.pools {
+		if acceptsPool(pools, p) {
+			if t.nodes.fitsIn(i, req) {
+				return SubmitWarning{}, false
+			}
+			shapes = append(shapes, t.nodes.shapes[i]...)
+		}
+	}
+	field := fmt.Sprintf("jobs[%d]", template)
+	w := SubmitWarning{Field: field}
+	if len(shapes) == 0 {
+		w.Message = fmt.Sprintf("%s: no node %s is known: its jobs wait until a cluster of its pools reports nodes", field, where)
+		return w, true
+	}
+	largest := func(r int) nodeShape {
+		best := shapes[0]
+		for _, sh := range shapes[1:] {
+			if sh.total[r] > best.total[r] {
+				best = sh
+			}
+		}
+		return best
+	}
+	q := func(r int, v int64) string { return schema.Name(r) + "=" + schema.Quantity(r, v) }
+	for r, v := range req {
+		if best := largest(r); v > best.total[r] {
+			w.Resource, w.Node = schema.Name(r), best.node
+			w.Message = fmt.Sprintf("%s: requests %s but the largest node (%s) has %s: no node %s fits it yet",
+				field, q(r, v), best.node, schema.Quantity(r, best.total[r]), where)
+			return w, true
+		}
+	}
+	// Each resource alone fits some node, but no node has all of them:
+	// name the largest node by the first resource requested, and what it
+	// lacks.
+	first := slices.IndexFunc(req, func(v int64) bool { return v > 0 })
+	best := largest(max(first, 0))
+	short := req.ShortOf(best.total)
+	var asked []string
+	for r, v := range req {
+		if v > 0 {
+			asked = append(asked, q(r, v))
+		}
+	}
+	w.Resource, w.Node = schema.Name(short), best.node
+	w.Message = fmt.Sprintf("%s: requests %s but no node has all of it: the largest by %s (%s) has %s: no node %s fits it yet",
+		field, strings.Join(asked, ", "), schema.Name(max(first, 0)), best.node, q(short, best.total[short]), where)
+	return w, true
+}
+
+// submitWarnings are the warnings for a submit's templates, counts[i]
+// being the number of specs template i made (a template of count 0 made
+// none): one judgement per template, on its first job.
+func (s *state) submitWarnings(specs []backend.JobSpec, counts []int) []SubmitWarning {
+	if !s.queued.fit.nodes.known() {
+		return nil
+	}
+	var out []SubmitWarning
+	at := 0
+	for i, n := range counts {
+		if n == 0 || at >= len(specs) {
+			continue
+		}
+		sp := &specs[at]
+		at += n
+		if w, ok := s.queued.fit.warning(s.cat.Schema, i, sp.Job.Requests, joinPools(sp.Pools)); ok {
+			out = append(out, w)
+		}
+	}
+	return out
+}
