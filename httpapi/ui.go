@@ -130,24 +130,10 @@ func jobsQuery(r *http.Request) (server.JobsQuery, error) {
 	query := r.URL.Query()
 	q := server.JobsQuery{Queue: r.PathValue("queue"), JobSet: r.PathValue("jobSet"), Cursor: query.Get("cursor")}
 	var errs []error
-	switch s := query.Get("state"); s {
-	case "":
+	switch s := query.Get("state"); {
+	case s == "":
 		q.AnyState = true
-	case "queued":
-		q.State = events.Queued
-	case "leased":
-		q.State = events.LeasedState
-	case "running":
-		q.State = events.RunningState
-	case "succeeded":
-		q.State = events.SucceededState
-	case "failed":
-		q.State = events.FailedState
-	case "cancelled":
-		q.State = events.CancelledState
-	case "preempted":
-		q.State = events.PreemptedState
-	default:
+	case q.State.UnmarshalText([]byte(s)) != nil || q.State == events.None:
 		errs = append(errs, flotilla.Errorf("state", s, flotilla.ErrMalformed,
 			"want queued, leased or running (the live states) or succeeded, failed, cancelled or preempted (the ended ones)"))
 	}

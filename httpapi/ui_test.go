@@ -103,6 +103,7 @@ func TestUIReadsWithABadParameterAre400NamingItAndItsValue(t *testing.T) {
 		{"/v1/clusters/c1/nodes?limit=x", []api.Problem{{Field: "limit", Value: "x"}}},
 		{"/v1/queues/A/jobsets/s/jobs?state=done&sort=name&limit=0", []api.Problem{{Field: "state", Value: "done"}, {Field: "sort", Value: "name"}, {Field: "limit", Value: "0"}}},
 		{"/v1/queues/A/jobsets/s/jobs?cursor=%25%25", []api.Problem{{Field: "cursor", Value: "%%"}}},
+		{"/v1/queues/A/jobsets/s/jobs?state=none", []api.Problem{{Field: "state", Value: "none"}}},
 	} {
 		code, body := get(t, s, "", c.path)
 		require.Equal(t, http.StatusBadRequest, code, "%s: %s", c.path, body)

@@ -307,30 +307,24 @@ func capacity(c *sim.Clusters, resources []string) ([]float64, error) {
 // cycleSeries is one value per cycle of out, summed over the rows of a
 // cycle by value, with each cycle's time as X.
 func cycleSeries(out *sim.Output, keep func(*sim.QueueRow) bool, value func(*sim.QueueRow) float64) plotter.XYs {
-	var xys plotter.XYs
-	last := -1
-	for i := range out.Queues {
-		r := &out.Queues[i]
-		if r.Cycle != last {
-			xys = append(xys, plotter.XY{X: r.Time})
-			last = r.Cycle
-		}
-		if keep(r) {
-			xys[len(xys)-1].Y += value(r)
-		}
-	}
-	return xys
+	return rowSeries(out, func(*sim.QueueRow) bool { return true }, keep, value)
 }
 
 // poolSeries is cycleSeries over the cycles that have rows of pool (every
 // cycle for "", the pool of a run without pools): a pool's line has a
 // point at each of its own cycles only.
 func poolSeries(out *sim.Output, pool string, keep func(*sim.QueueRow) bool, value func(*sim.QueueRow) float64) plotter.XYs {
+	return rowSeries(out, func(r *sim.QueueRow) bool { return r.Pool == pool }, keep, value)
+}
+
+// rowSeries is a point per cycle with rows that in admits, at the
+// cycle's time, summing value over its rows that keep admits too.
+func rowSeries(out *sim.Output, in, keep func(*sim.QueueRow) bool, value func(*sim.QueueRow) float64) plotter.XYs {
 	var xys plotter.XYs
 	last := -1
 	for i := range out.Queues {
 		r := &out.Queues[i]
-		if r.Pool != pool {
+		if !in(r) {
 			continue
 		}
 		if r.Cycle != last {
