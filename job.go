@@ -180,6 +180,23 @@ func FindTopology(ts []Topology, name string) *Topology {
 	return nil
 }
 
+// LevelProblems returns the problems of a gang's topology request (at
+// field) that need no configured topology: it names a level to require or
+// prefer, and comes without a node-uniformity label (itself a one-level
+// required topology).
+func (g GangTopology) LevelProblems(field, uniformity string) []*FieldError {
+	var errs []*FieldError
+	if g.Required == "" && g.Preferred == "" {
+		errs = append(errs, Errorf(field+".required", "", ErrRequired, "a gang topology names a required or a preferred level"))
+	}
+	if uniformity != "" {
+		levels := GangTopology{Required: g.Required, Preferred: g.Preferred}
+		errs = append(errs, levels.Problems(field, ErrInconsistent,
+			"with nodeUniformityLabel %q: give one or the other (the label is a one-level required topology)", uniformity)...)
+	}
+	return errs
+}
+
 // ResolveTopology checks a gang's topology request against the configured
 // topologies and returns the topology and the indices of its Required and
 // Preferred levels (-1 for none). A request naming no topology there, or a

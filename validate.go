@@ -73,15 +73,8 @@ func (j *Job) report(schema *ResourceSchema) error {
 		}
 	}
 	if t := j.Gang.Topology; !t.IsZero() {
-		if t.Required == "" && t.Preferred == "" {
-			v.add(Errorf(p+".gang.topology.required", "", ErrRequired, "a gang topology names a required or a preferred level"))
-		}
-		if j.Gang.NodeUniformityLabel != "" {
-			levels := GangTopology{Required: t.Required, Preferred: t.Preferred}
-			for _, err := range levels.Problems(p+".gang.topology", ErrInconsistent,
-				"with nodeUniformityLabel %q: give one or the other (the label is a one-level required topology)", j.Gang.NodeUniformityLabel) {
-				v.add(err)
-			}
+		for _, err := range t.LevelProblems(p+".gang.topology", j.Gang.NodeUniformityLabel) {
+			v.add(err)
 		}
 	}
 	if _, empty := j.NodeSelector[""]; empty {

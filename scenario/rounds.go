@@ -254,17 +254,13 @@ func (b *builder) checkTopology(gp string, gs *GangSpec) {
 	}
 	tp := gp + ".topology"
 	gt := gangTopology(gs)
-	switch {
-	case gt.Required == "" && gt.Preferred == "":
-		b.add(flotilla.Errorf(tp+".required", "", flotilla.ErrRequired, "a gang topology names a required or a preferred level"))
-	case gs.NodeUniformityLabel != "":
-		levels := flotilla.GangTopology{Required: gt.Required, Preferred: gt.Preferred}
-		for _, err := range levels.Problems(tp, flotilla.ErrInconsistent, "with nodeUniformityLabel %q: give one or the other", gs.NodeUniformityLabel) {
+	if errs := gt.LevelProblems(tp, gs.NodeUniformityLabel); len(errs) > 0 {
+		for _, err := range errs {
 			b.add(err)
 		}
-	default:
-		if _, _, _, err := flotilla.ResolveTopology(b.out.Settings.Topologies, tp, gt); err != nil {
-			b.add(err)
-		}
+		return
+	}
+	if _, _, _, err := flotilla.ResolveTopology(b.out.Settings.Topologies, tp, gt); err != nil {
+		b.add(err)
 	}
 }

@@ -318,14 +318,9 @@ func (w *Workload) Validate() error {
 		}
 		if t.Gang != nil && t.Gang.Topology != nil {
 			tp := t.Gang.Topology
-			switch {
-			case tp.Required == "" && tp.Preferred == "":
-				errs = append(errs, flotilla.Errorf(f+".gang.topology.required", "", flotilla.ErrRequired, "a gang topology names a required or a preferred level"))
-			case t.Gang.NodeUniformityLabel != "":
-				levels := flotilla.GangTopology{Required: tp.Required, Preferred: tp.Preferred}
-				for _, err := range levels.Problems(f+".gang.topology", flotilla.ErrInconsistent, "with nodeUniformityLabel %q: give one or the other", t.Gang.NodeUniformityLabel) {
-					errs = append(errs, err)
-				}
+			gt := flotilla.GangTopology{Required: tp.Required, Preferred: tp.Preferred}
+			for _, err := range gt.LevelProblems(f+".gang.topology", t.Gang.NodeUniformityLabel) {
+				errs = append(errs, err)
 			}
 		}
 		if t.Pools != nil {

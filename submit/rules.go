@@ -811,17 +811,13 @@ func (c *checker) gangTopology(tp string, gs *GangSpec) {
 		return
 	}
 	t := gs.Topology.topology()
-	switch {
-	case t.Required == "" && t.Preferred == "":
-		c.add(flotilla.Errorf(tp+".required", "", flotilla.ErrRequired, "a gang topology names a required or a preferred level"))
-	case gs.NodeUniformityLabel != "":
-		levels := flotilla.GangTopology{Required: t.Required, Preferred: t.Preferred}
-		for _, err := range levels.Problems(tp, flotilla.ErrInconsistent, "with nodeUniformityLabel %q: give one or the other", gs.NodeUniformityLabel) {
+	if errs := t.LevelProblems(tp, gs.NodeUniformityLabel); len(errs) > 0 {
+		for _, err := range errs {
 			c.add(err)
 		}
-	default:
-		if _, _, _, err := flotilla.ResolveTopology(c.topologies, tp, t); err != nil {
-			c.add(err)
-		}
+		return
+	}
+	if _, _, _, err := flotilla.ResolveTopology(c.topologies, tp, t); err != nil {
+		c.add(err)
 	}
 }
