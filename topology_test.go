@@ -158,3 +158,29 @@ func TestJobFastValidityAgreesWithValidateOnTopology(t *testing.T) {
 	))
 	p.TestingRun(t)
 }
+
+// A gang topology names a level, and never comes with a node-uniformity
+// label: each problem names its own field and value.
+func TestGangTopologyLevelProblemsNameEachFieldAndValue(t *testing.T) {
+	type problem struct{ field, value string }
+	for _, c := range []struct {
+		name       string
+		gt         GangTopology
+		uniformity string
+		want       []problem
+	}{
+		{"a required level", GangTopology{Required: "rack"}, "", nil},
+		{"no level", GangTopology{Name: "nv"}, "", []problem{{"g.required", ""}}},
+		{"no level, with a label", GangTopology{Name: "nv"}, "zone", []problem{{"g.required", ""}}},
+		{"both levels with a label", GangTopology{Required: "block", Preferred: "rack"}, "zone",
+			[]problem{{"g.required", "block"}, {"g.preferred", "rack"}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var got []problem
+			for _, err := range c.gt.LevelProblems("g", c.uniformity) {
+				got = append(got, problem{err.Field, err.Value})
+			}
+			assert.Equal(t, c.want, got)
+		})
+	}
+}
