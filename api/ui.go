@@ -31,8 +31,11 @@ type QueueOverview struct {
 	PriorityFactor float64     `json:"priorityFactor,omitempty"`
 	Status         QueueStatus `json:"status"`
 	// History holds a sample of the queue's shares per minute of the
-	// last hour, oldest first.
+	// last hour, oldest first: with several pools, the first pool's.
 	History []SharePoint `json:"history"`
+	// PoolHistory is the history in each pool of Status.Pools, in its
+	// order; absent with one pool.
+	PoolHistory []PoolHistory `json:"poolHistory,omitempty"`
 }
 
 // GroupOverview is one group of the overview.
@@ -40,6 +43,15 @@ type GroupOverview struct {
 	Name    string       `json:"name"`
 	Parent  string       `json:"parent,omitempty"`
 	Status  GroupStatus  `json:"status"`
+	History []SharePoint `json:"history"`
+	// PoolHistory is as QueueOverview's, for Status.Pools.
+	PoolHistory []PoolHistory `json:"poolHistory,omitempty"`
+}
+
+// PoolHistory is a queue's or group's shares over the last hour in one
+// pool's cycles, a sample per minute, oldest first.
+type PoolHistory struct {
+	Pool    string       `json:"pool"`
 	History []SharePoint `json:"history"`
 }
 

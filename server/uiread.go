@@ -47,7 +47,8 @@ type uiState struct {
 	// cycles are the last decided cycles, oldest first.
 	cycles []api.CycleSummary
 	// history holds per queue ("q/"+name) and group ("g/"+name) a share
-	// sample per minute of the last hour, oldest first.
+	// sample per minute of the last hour, oldest first: of the first
+	// pool's cycles, and with several pools of each pool's too (histKey).
 	history map[string][]api.SharePoint
 	// budget is UIScanBudget (a test lowers it); 0 means UIScanBudget.
 	budget int
@@ -196,8 +197,8 @@ func (u *uiState) rebuild(jobs func(yield func(*job) bool)) {
 
 // cycled records a decided cycle: its summary (each queue's counts in
 // each pool's decision, a line per queue and pool when the cycle had
-// several pools), and a sample of the shares (the first pool's) when the
-// last is a minute old or more.
+// several pools), and a sample of the shares (the first pool's, and each
+// pool's with several) when the last is a minute old or more.
 func (u *uiState) cycled(seq uint64, rep *CycleReport, end time.Time) {
 	c := api.CycleSummary{Seq: seq, Time: rep.Time.UTC(), DurationMs: float64(end.Sub(rep.Time).Microseconds()) / 1000,
 		Leased: rep.Leased, Preempted: rep.Preempted, Expired: rep.Expired, Queues: []api.CycleQueue{}}
@@ -234,12 +235,43 @@ func (u *uiState) cycled(seq uint64, rep *CycleReport, end time.Time) {
 		u.history = map[string][]api.SharePoint{}
 	}
 	t := rep.Time.UTC()
+	u.sampleResult(res, "", t)
+	if len(pools) > 1 {
+		for _, pr := range pools {
+			if pr.Result != nil {
+				u.sampleResult(pr.Result, pr.Pool, t)
+			}
+		}
+	}
+}
+
+// histKey is the key of a queue's ("q") or group's ("g") history: of the
+// first pool's cycles when pool is "", else of that pool's.
+func histKey(kind, name, pool string) string {
+	if pool == "" {
+		return kind + "/" + name
+	}
+	return kind + "/" + name + "\x00" + pool
+}
+
+// sampleResult samples the shares of one decision's queues and groups.
+func (u *uiState) sampleResult(res *scheduler.Result, pool string, t time.Time) {
 	for _, q := range res.Queues {
-		u.sample("q/"+q.Name, api.SharePoint{Time: t, Share: q.Share, FairShare: q.FairShare, AdjustedFairShare: q.AdjustedFairShare})
+		u.sample(histKey("q", q.Name, pool), api.SharePoint{Time: t, Share: q.Share, FairShare: q.FairShare, AdjustedFairShare: q.AdjustedFairShare})
 	}
 	for _, g := range res.Groups {
-		u.sample("g/"+g.Name, api.SharePoint{Time: t, Share: g.Share, FairShare: g.FairShare, AdjustedFairShare: g.AdjustedFairShare})
+		u.sample(histKey("g", g.Name, pool), api.SharePoint{Time: t, Share: g.Share, FairShare: g.FairShare, AdjustedFairShare: g.AdjustedFairShare})
 	}
+}
+
+// poolHistory is the histories in each pool of a queue's or group's
+// status lines (nil without any).
+func (u *uiState) poolHistory(kind, name string, pools []api.QueueShare, now time.Time) []api.PoolHistory {
+	var out []api.PoolHistory
+	for _, p := range pools {
+		out = append(out, api.PoolHistory{Pool: p.Pool, History: u.recent(histKey(kind, name, p.Pool), now)})
+	}
+	return out
 }
 
 // poolCycleQueues are the queues' counts in one pool's decision.
@@ -319,11 +351,12 @@ func (s *Server) Overview(ctx context.Context, after string, limit int, may func
 		q := st.queues[name]
 		rep, _, _ := st.queueReport(name, "")
 		n := counts[name]
+		pools := poolShares(st.queuePools(name))
 		ov.Queues = append(ov.Queues, api.QueueOverview{Name: name, Parent: q.Parent, PriorityFactor: q.PriorityFactor,
 			Status: api.QueueStatus{Queued: st.queued.store.QueueLen(name), Leased: n[0], Running: n[1],
 				Share: rep.Share, FairShare: rep.FairShare, AdjustedFairShare: rep.AdjustedFairShare,
-				Usage: rep.Usage, Cordoned: st.cordonedQueues[name], Pools: poolShares(st.queuePools(name))},
-			History: st.ui.recent("q/"+name, now)})
+				Usage: rep.Usage, Cordoned: st.cordonedQueues[name], Pools: pools},
+			History: st.ui.recent(histKey("q", name, ""), now), PoolHistory: st.ui.poolHistory("q", name, pools, now)})
 	}
 	gnames := make([]string, 0, len(st.groups))
 	for name := range st.groups {
@@ -343,7 +376,7 @@ func (s *Server) Overview(ctx context.Context, after string, limit int, may func
 		ov.Groups = append(ov.Groups, api.GroupOverview{Name: name, Parent: g.Parent,
 			Status: api.GroupStatus{Queued: rep.Queued, Running: rep.Running, Share: rep.Share, FairShare: rep.FairShare,
 				AdjustedFairShare: rep.AdjustedFairShare, Demand: rep.Demand, Usage: rep.Usage, Pools: pools},
-			History: st.ui.recent("g/"+name, now)})
+			History: st.ui.recent(histKey("g", name, ""), now), PoolHistory: st.ui.poolHistory("g", name, pools, now)})
 	}
 	return ov, nil
 }

@@ -514,3 +514,65 @@ func TestWithTwoPoolsTheOverviewAndTheCyclesShowEachPool(t *testing.T) {
 		require.Empty(t, q.Pool, "a cycle of one pool names none")
 	}
 }
+
+// TestWithTwoPoolsTheHistoryIsKeptPerPool: a queue's and a group's last
+// hour is kept per pool, each sample that pool's cycle's shares, in the
+// order of the status's pool lines; History stays the first pool's.
+func TestWithTwoPoolsTheHistoryIsKeptPerPool(t *testing.T) {
+	w := newWorld(t)
+	require.NoError(t, w.srv.CreateGroup(w.ctx, flotilla.QueueGroup{Name: "g"}))
+	require.NoError(t, w.srv.CreateQueue(w.ctx, flotilla.Queue{Name: "A", Parent: "g"}))
+	w.queue("B")
+	w.report(Report{Cluster: "ca", Pool: "a", Nodes: nodesOf("ca", 1, 4)})
+	w.report(Report{Cluster: "cb", Pool: "b", Nodes: nodesOf("cb", 1, 4)})
+	want := map[string]map[string][]float64{} // queue or "g/"+group → pool → shares
+	add := func(name, pool string, share float64) {
+		if want[name] == nil {
+			want[name] = map[string][]float64{}
+		}
+		want[name][pool] = append(want[name][pool], share)
+	}
+	for i := range 5 {
+		w.submit("A", "s", inPools(1, "a"), inPools(i%2, "b"))
+		w.submit("B", "s", inPools(1, "b"))
+		rep := w.cycle()
+		require.Len(t, rep.Pools, 2)
+		for _, p := range rep.Pools {
+			for _, q := range p.Result.Queues {
+				add(q.Name, p.Pool, q.Share)
+			}
+			for _, g := range p.Result.Groups {
+				add("g/"+g.Name, p.Pool, g.Share)
+			}
+		}
+		w.clock.Advance(time.Minute)
+		w.report(Report{Cluster: "ca"})
+		w.report(Report{Cluster: "cb"})
+	}
+	require.NotEqual(t, want["A"]["a"], want["A"]["b"], "the test's pools differ")
+	ov, err := w.srv.Overview(w.ctx, "", 10, func(string) bool { return true })
+	require.NoError(t, err)
+	got := map[string]map[string][]float64{}
+	check := func(name string, pools []api.QueueShare, hist []api.PoolHistory, first []api.SharePoint) {
+		require.Len(t, hist, len(pools), name)
+		got[name] = map[string][]float64{}
+		for i, h := range hist {
+			require.Equal(t, pools[i].Pool, h.Pool, "%s: the status's pool order", name)
+			for _, p := range h.History {
+				got[name][h.Pool] = append(got[name][h.Pool], p.Share)
+			}
+		}
+		var shares []float64
+		for _, p := range first {
+			shares = append(shares, p.Share)
+		}
+		require.Equal(t, want[name]["a"], shares, "%s: History is the first pool's", name)
+	}
+	for _, q := range ov.Queues {
+		check(q.Name, q.Status.Pools, q.PoolHistory, q.History)
+	}
+	for _, g := range ov.Groups {
+		check("g/"+g.Name, g.Status.Pools, g.PoolHistory, g.History)
+	}
+	require.Equal(t, want, got)
+}

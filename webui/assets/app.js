@@ -201,6 +201,15 @@ function poolShares(pools) {
     el("b", { text: p.pool }), ` ${pct(p.share)} / ${pct(p.fairShare)} / ${pct(p.adjustedFairShare)}`)));
 }
 
+// poolSparks is a queue's or group's last hour in each pool, a line per
+// pool (the first pool's history alone without per-pool ones).
+function poolSparks(n) {
+  const ph = n.poolHistory || [];
+  if (!ph.length) return spark(n.history);
+  return el("span", { class: "pools" }, ph.map((p) => el("span", { class: "pool-spark", "data-pool": p.pool },
+    el("b", { text: p.pool }), " ", spark(p.history))));
+}
+
 const legend = () => el("div", { class: "legend" },
   el("span", {}, el("i", { class: "l-share" }), "share"),
   el("span", {}, el("i", { class: "l-fair" }), "fair share"),
@@ -226,7 +235,7 @@ async function overviewPage() {
         const name = n.kind === "queue"
           ? el("span", {}, pad, el("a", { href: "/ui/queues/" + enc(n.name), text: n.name }), st.cordoned ? [" ", stateBadge("cordoned")] : null)
           : el("span", { title: "group" }, pad + n.name);
-        const row = [name, pct(st.share), pct(st.fairShare), pct(st.adjustedFairShare), shareBar(st), spark(n.history),
+        const row = [name, pct(st.share), pct(st.fairShare), pct(st.adjustedFairShare), shareBar(st), multiPool ? poolSparks(n) : spark(n.history),
           num(st.queued), n.kind === "queue" ? num(st.leased) : "—", num(st.running)];
         if (multiPool) row.splice(5, 0, poolShares(st.pools));
         rows.push(row);

@@ -355,6 +355,14 @@ func TestTwoPoolsShowOnTheClustersOverviewAndCyclesPages(t *testing.T) {
 			t.Errorf("%s shows per pool %q, the API says %q", n.Name, lines[n.Name], want)
 		}
 	}
+	// The last hour per pool: a sparkline per pool line, in its order.
+	sparks := eval[map[string][]string](t, ctx, `Object.fromEntries([...document.querySelectorAll('#queues tbody tr')].map(r =>
+		[r.cells[0].textContent.replace(/^[\u2003▾ ]+/, '').trim(), [...r.querySelectorAll('.pool-spark')].map(l => l.dataset.pool + ":" + (l.querySelector('svg.spark') ? "spark" : ""))]))`)
+	for _, n := range append(ov.Queues, ov.Groups...) {
+		if want := []string{"cpu:spark", "gpu:spark"}; !slices.Equal(sparks[n.Name], want) {
+			t.Errorf("%s shows the last hour per pool %q, want %q", n.Name, sparks[n.Name], want)
+		}
+	}
 	screenshot(t, ctx, "overview-pools")
 	// A lease in each queue and pool now, so that the cycles page's last
 	// 50 cycles (10 s) hold them.
