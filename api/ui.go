@@ -124,6 +124,9 @@ type JobRow struct {
 	Node      string    `json:"node,omitempty"`
 	// CancelRequested: the job was asked to stop.
 	CancelRequested bool `json:"cancelRequested,omitempty"`
+	// Finished is when an ended job ended (its terminal event's time);
+	// absent on a live job's row.
+	Finished *time.Time `json:"finished,omitempty"`
 }
 
 // JobsPage is a page of a job set's live jobs, or of its ended jobs in

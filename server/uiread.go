@@ -602,8 +602,13 @@ func endedRow(r *backend.Record) api.JobRow {
 	if st.Reprioritized {
 		p = st.Priority
 	}
-	return api.JobRow{ID: r.Spec.Job.ID, State: st.State.String(), Priority: p, Submitted: r.Spec.Job.SubmitTime.UTC(),
+	row := api.JobRow{ID: r.Spec.Job.ID, State: st.State.String(), Priority: p, Submitted: r.Spec.Job.SubmitTime.UTC(),
 		Attempts: st.Attempts, Cluster: st.Cluster, Node: st.Node, CancelRequested: st.CancelRequested}
+	if !st.Finished.IsZero() {
+		t := st.Finished.UTC()
+		row.Finished = &t
+	}
+	return row
 }
 
 func joinAll(errs []error) error {

@@ -436,8 +436,27 @@ func TestEndedJobsArePagedFromTheBackendBySubmitTimeThenID(t *testing.T) {
 	require.NoError(t, err)
 	rec, err := w.srv.st.be.Job(w.ctx, page.Jobs[0].ID)
 	require.NoError(t, err)
+	cancelled := w.clock.Now().UTC()
+	require.Equal(t, cancelled, rec.State.Finished, "the cancel's time")
 	require.Equal(t, api.JobRow{ID: rec.Spec.Job.ID, State: "cancelled", Priority: rec.Spec.Job.Priority,
-		Submitted: rec.Spec.Job.SubmitTime.UTC()}, page.Jobs[0])
+		Submitted: rec.Spec.Job.SubmitTime.UTC(), Finished: &cancelled}, page.Jobs[0])
+	// Every ended row has the time its job ended, its record's.
+	for _, st := range []events.State{events.CancelledState, events.SucceededState} {
+		page, err := w.srv.Jobs(w.ctx, JobsQuery{Queue: "A", JobSet: "s", State: st, Limit: 1000})
+		require.NoError(t, err)
+		require.NotEmpty(t, page.Jobs)
+		for _, row := range page.Jobs {
+			rec, err := w.srv.st.be.Job(w.ctx, row.ID)
+			require.NoError(t, err)
+			require.NotNil(t, row.Finished, "%s row %s", st, row.ID)
+			require.Equal(t, rec.State.Finished.UTC(), *row.Finished, "%s row %s", st, row.ID)
+		}
+	}
+	live, err := w.srv.Jobs(w.ctx, JobsQuery{Queue: "A", JobSet: "other", AnyState: true, Limit: 10})
+	require.NoError(t, err)
+	for _, row := range live.Jobs {
+		require.Nil(t, row.Finished, "a live job has not finished")
+	}
 	_, err = w.srv.Jobs(w.ctx, JobsQuery{Queue: "A", JobSet: "s", State: events.SucceededState, ByPriority: true, Limit: 5})
 	requireProblems(t, err, problem{"sort", "priority", flotilla.ErrMalformed})
 	for _, q := range queries("s") {

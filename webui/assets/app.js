@@ -362,10 +362,13 @@ async function jobSetPage(queue, set) {
     prev.disabled = at === 0; next.disabled = !p.next;
     const first = at * 100 + 1;
     info.textContent = p.jobs.length ? `page ${at + 1}: jobs ${num(first)}–${num(first + p.jobs.length - 1)}${p.partial ? " (the service stopped at its bound; Next goes on)" : ""}` : "no jobs";
+    // Ended jobs have a Finished column: when each ended.
+    const ended = ENDED.includes(state);
     const rows = p.jobs.map((j) => [el("a", { href: "/ui/jobs/" + enc(j.id), class: "mono", text: j.id }),
       el("span", {}, stateBadge(j.state), j.cancelRequested ? " (cancel requested)" : ""), num(j.priority), when(j.submitted),
-      num(j.attempts), j.cluster || "—", j.node || "—"]);
+      ...(ended ? [when(j.finished)] : []), num(j.attempts), j.cluster || "—", j.node || "—"]);
     body.replaceChildren(table("jobs", [{ label: "Job" }, { label: "State" }, { label: "Priority", num: 1 }, { label: "Submitted" },
+      ...(ended ? [{ label: "Finished" }] : []),
       { label: "Attempts", num: 1 }, { label: "Cluster" }, { label: "Node" }], rows, (i) => "/ui/jobs/" + enc(p.jobs[i].id)));
     live("updated " + new Date().toLocaleTimeString());
   };

@@ -123,6 +123,9 @@ func TestJobSetPagePagesThroughTenThousandJobs(t *testing.T) {
 		t.Errorf("queued count %q, want 10,000", got)
 	}
 	screenshot(t, ctx, "jobset")
+	if heads := texts(t, ctx, `#jobs thead th`); slices.Contains(heads, "Finished") {
+		t.Errorf("live jobs' columns %q have Finished", heads)
+	}
 	var seen []string
 	for page := 1; ; page++ {
 		run(t, ctx, waitJS(fmt.Sprintf(`document.getElementById('page-info').textContent.startsWith('page %d:')`, page)))
@@ -185,6 +188,26 @@ func TestJobSetPagePagesThroughTenThousandJobs(t *testing.T) {
 		t.Error("the sort stays open for ended jobs, which are listed by submit time only")
 	}
 	cancelled := texts(t, ctx, `#jobs tbody tr td:first-child`)
+	// Each ended row shows when its job ended, as the API says.
+	var endedPage struct {
+		Jobs []struct {
+			ID       string     `json:"id"`
+			Finished *time.Time `json:"finished"`
+		} `json:"jobs"`
+	}
+	s.call(http.MethodGet, "/v1/queues/bulk/jobsets/big/jobs?state=cancelled&limit=100", "", &endedPage)
+	if heads := texts(t, ctx, `#jobs thead th`); !slices.Contains(heads, "Finished") || heads[4] != "Finished" {
+		t.Errorf("the ended jobs' columns are %q, want Finished after Submitted", heads)
+	}
+	finished := texts(t, ctx, `#jobs tbody tr td:nth-child(5)`)
+	for i, j := range endedPage.Jobs {
+		if j.Finished == nil {
+			t.Fatalf("the API gives no finished time for cancelled job %s", j.ID)
+		}
+		if want := j.Finished.UTC().Format("2006-01-02 15:04:05Z"); i >= len(finished) || finished[i] != want {
+			t.Fatalf("row %d (%s) shows finished %q, want %q", i, j.ID, finished[min(i, len(finished)-1)], want)
+		}
+	}
 	run(t, ctx, chromedp.Click(css(`#next`)), waitJS(`document.getElementById('page-info').textContent.startsWith('page 2: jobs 101–150')`))
 	cancelled = append(cancelled, texts(t, ctx, `#jobs tbody tr td:first-child`)...)
 	if !slices.Equal(cancelled, want[:150]) {
