@@ -102,10 +102,14 @@ type JobSetSummary struct {
 	Queued  int    `json:"queued"`
 	Leased  int    `json:"leased"`
 	Running int    `json:"running"`
+	// Ended: every job of the set has ended (a queue's listing only; the
+	// counts are then 0).
+	Ended bool `json:"ended,omitempty"`
 }
 
-// JobSetsPage is a page of a queue's job sets that have live jobs, by
-// name.
+// JobSetsPage is a page of a queue's job sets, by name: those with live
+// jobs, and those whose jobs all ended (marked Ended) when the backend
+// lists its job sets.
 type JobSetsPage struct {
 	Queue    string          `json:"queue"`
 	Cordoned bool            `json:"cordoned"`

@@ -19,6 +19,7 @@ var (
 	_ backend.ClientIDLookup = termBackend{}
 	_ backend.JobLookup      = termBackend{}
 	_ backend.EndedJobs      = termBackend{}
+	_ backend.JobSetNames    = termBackend{}
 )
 
 // termBackend is the backend a leader's server writes through: every
@@ -58,6 +59,12 @@ func (b termBackend) JobsByID(ctx context.Context, ids []string, recs []backend.
 // wrapping errors.ErrUnsupported when it has none).
 func (b termBackend) EndedJobs(ctx context.Context, q backend.EndedQuery) ([]backend.Record, error) {
 	return backend.ListEnded(ctx, b.Backend, q)
+}
+
+// JobSetNames is backend.JobSetNames', through the backend's (an error
+// wrapping errors.ErrUnsupported when it has none).
+func (b termBackend) JobSetNames(ctx context.Context, queue, after string, limit int) ([]string, error) {
+	return backend.ListJobSetNames(ctx, b.Backend, queue, after, limit)
 }
 
 func (b termBackend) check() error {

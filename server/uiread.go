@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -410,10 +411,19 @@ func (s *Server) Cycles(limit int) []api.CycleSummary {
 	return out
 }
 
-// JobSets returns a page of a queue's job sets that have live jobs, by
-// name after the name after; backend.ErrNotFound when there is no such
-// queue.
+// JobSets returns a page of a queue's job sets by name after the name
+// after: those with live jobs, with their counts, and, when the backend
+// lists its job sets (backend.JobSetNames), those whose jobs all ended,
+// marked Ended. backend.ErrNotFound when there is no such queue.
 func (s *Server) JobSets(ctx context.Context, queueName, after string, limit int) (api.JobSetsPage, error) {
+	limit = min(limit, backend.MaxEndedPage)
+	// The stored names are read outside the lock (as ended jobs are): a
+	// set that starts or ends meanwhile is listed as the lock finds it.
+	ask := min(max(limit, 1)+1, backend.MaxEndedPage) // one more: is there a next page
+	stored, err := backend.ListJobSetNames(ctx, s.st.be, queueName, after, ask)
+	if err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		return api.JobSetsPage{}, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := &s.st
@@ -425,21 +435,33 @@ func (s *Server) JobSets(ctx context.Context, queueName, after string, limit int
 	}
 	page := api.JobSetsPage{Queue: queueName, Cordoned: st.cordonedQueues[queueName], JobSets: []api.JobSetSummary{}}
 	sets := st.ui.sets[queueName]
-	names := make([]string, 0, len(sets))
+	names := make([]string, 0, len(sets)+len(stored))
 	for name := range sets {
 		if name > after {
 			names = append(names, name)
 		}
 	}
+	// Both lists hold their first limit names after after: the first
+	// limit of their union are the page's. A full page of stored names
+	// no longer than limit may have more after it.
+	names = append(names, stored...)
 	slices.Sort(names)
+	names = slices.Compact(names)
 	if len(names) > limit {
 		names = names[:limit]
 		page.Next = names[limit-1]
+	} else if len(stored) == ask && len(names) > 0 {
+		page.Next = names[len(names)-1]
 	}
 	live := st.liveBySet(queueName)
 	for _, name := range names {
+		set := sets[name]
+		if set == nil {
+			page.JobSets = append(page.JobSets, api.JobSetSummary{Name: name, Ended: true})
+			continue
+		}
 		n := live[name]
-		page.JobSets = append(page.JobSets, api.JobSetSummary{Name: name, Queued: sets[name].live - n[0] - n[1], Leased: n[0], Running: n[1]})
+		page.JobSets = append(page.JobSets, api.JobSetSummary{Name: name, Queued: set.live - n[0] - n[1], Leased: n[0], Running: n[1]})
 	}
 	return page, nil
 }

@@ -189,7 +189,46 @@ func TestEndedJobsLeaveTheirSetAndHolesAreCompacted(t *testing.T) {
 	require.Nil(t, w.srv.st.ui.set("A", "s1", false))
 	page, err := w.srv.JobSets(w.ctx, "A", "", 10)
 	require.NoError(t, err)
-	require.Empty(t, page.JobSets)
+	require.Equal(t, []api.JobSetSummary{{Name: "s1", Ended: true}}, page.JobSets, "listed from the backend, ended")
+}
+
+// TestAQueuesJobSetsAreTheLiveAndTheEndedOnesByName: a queue's job sets
+// are every set the backend stores for it, those with live jobs counted,
+// those whose jobs all ended marked so; followed at any limit, the pages
+// list each once, by name.
+func TestAQueuesJobSetsAreTheLiveAndTheEndedOnesByName(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	w.queue("B")
+	want := make([]api.JobSetSummary, 14)
+	for k := range 14 {
+		i := (k * 5) % 14 // submitted out of name order
+		name := fmt.Sprintf("s%02d", i)
+		ids := w.submit("A", name, cpuJobs(i%3+1, "1"))
+		want[i] = api.JobSetSummary{Name: name, Queued: i%3 + 1}
+		if i%3 == 0 || i >= 12 { // the last two ended too
+			_, err := w.srv.Cancel(w.ctx, ids...)
+			require.NoError(t, err)
+			want[i] = api.JobSetSummary{Name: name, Ended: true}
+		}
+	}
+	w.submit("B", "s00", cpuJobs(1, "1"))
+	w.submit("B", "t", cpuJobs(1, "1"))
+	for _, limit := range []int{1, 2, 5, 100} {
+		var got []api.JobSetSummary
+		after := ""
+		for range 20 {
+			page, err := w.srv.JobSets(w.ctx, "A", after, limit)
+			require.NoError(t, err)
+			require.LessOrEqual(t, len(page.JobSets), limit)
+			got = append(got, page.JobSets...)
+			if page.Next == "" {
+				break
+			}
+			after = page.Next
+		}
+		require.Equal(t, want, got, "limit %d", limit)
+	}
 }
 
 // TestAPageStopsAtItsScanBudgetWithACursorThatGoesOn filters on the few

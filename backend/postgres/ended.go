@@ -54,3 +54,32 @@ func (b *Backend) EndedJobs(ctx context.Context, q backend.EndedQuery) ([]backen
 	}
 	return out, nil
 }
+
+var _ backend.JobSetNames = (*Backend)(nil)
+
+// JobSetNames returns a page of a queue's job sets by name
+// (backend.JobSetNames): a range of job_sets' primary key.
+func (b *Backend) JobSetNames(ctx context.Context, queue, after string, limit int) ([]string, error) {
+	if err := backend.CheckJobSetNamesLimit(limit); err != nil {
+		return nil, err
+	}
+	if err := b.ready(ctx); err != nil {
+		return nil, err
+	}
+	ctx, cancel := b.bound(ctx, limit)
+	defer cancel()
+	rows, _ := b.pool.Query(ctx, "SELECT name FROM job_sets WHERE queue = $1 AND name > $2 ORDER BY name LIMIT $3", queue, after, limit)
+	defer rows.Close()
+	out := []string{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, b.fail(ctx, "reading job sets", err)
+		}
+		out = append(out, name)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, b.fail(ctx, "reading job sets", err)
+	}
+	return out, nil
+}

@@ -287,16 +287,20 @@ async function queuePage(name) {
       el("dt", { text: "Priority factor" }), el("dd", { text: q.priorityFactor || 1 }),
       el("dt", { text: "Cordoned" }), el("dd", { text: st.cordoned ? "yes: its queued jobs are not leased" : "no" }))];
   const body = el("div");
-  main().replaceChildren(...head, el("h2", { text: "Job sets with live jobs" }), body);
+  main().replaceChildren(...head, el("h2", { text: "Job sets" }), body);
   const load = async () => {
     const p = await api(`/v1/queues/${enc(name)}/jobsets?limit=100&after=${enc(cursors[at])}`);
-    const rows = p.jobSets.map((s) => [el("a", { href: `/ui/jobsets/${enc(name)}/${enc(s.name)}`, text: s.name }), num(s.queued), num(s.leased), num(s.running)]);
+    // A set whose jobs all ended is marked so, its live counts dashes.
+    const rows = p.jobSets.map((s) => [el("a", { href: `/ui/jobsets/${enc(name)}/${enc(s.name)}`, text: s.name }),
+      s.ended ? stateBadge("ended") : stateBadge("active"),
+      s.ended ? "—" : num(s.queued), s.ended ? "—" : num(s.leased), s.ended ? "—" : num(s.running)]);
     const prev = el("button", { type: "button", disabled: at === 0, onclick: () => pager.prev() }, "◀ Previous");
     const next = el("button", { type: "button", disabled: !p.next, onclick: () => pager.next() }, "Next ▶");
     cursors[at + 1] = p.next || null;
     body.replaceChildren(
-      rows.length ? table("jobsets", [{ label: "Job set" }, { label: "Queued", num: 1 }, { label: "Leased", num: 1 }, { label: "Running", num: 1 }],
-        rows, (i) => `/ui/jobsets/${enc(name)}/${enc(p.jobSets[i].name)}`) : el("p", { class: "muted", text: "No job set of this queue has live jobs." }),
+      rows.length ? table("jobsets", [{ label: "Job set" }, { label: "Jobs", title: "active: some are queued, leased or running; ended: all have ended" },
+        { label: "Queued", num: 1 }, { label: "Leased", num: 1 }, { label: "Running", num: 1 }],
+        rows, (i) => `/ui/jobsets/${enc(name)}/${enc(p.jobSets[i].name)}`) : el("p", { class: "muted", text: "This queue has no job set." }),
       el("div", { class: "toolbar" }, prev, next));
   };
   pager = { next: () => { if (cursors[at + 1]) { at++; show(load); } }, prev: () => { if (at > 0) { at--; show(load); } } };
