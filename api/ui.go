@@ -133,6 +133,14 @@ type JobRow struct {
 	Finished *time.Time `json:"finished,omitempty"`
 }
 
+// EndedCounts are a job set's ended jobs per terminal state.
+type EndedCounts struct {
+	Succeeded int `json:"succeeded"`
+	Failed    int `json:"failed"`
+	Cancelled int `json:"cancelled"`
+	Preempted int `json:"preempted"`
+}
+
 // JobsPage is a page of a job set's live jobs, or of its ended jobs in
 // one state (?state=succeeded, failed, cancelled or preempted).
 type JobsPage struct {
@@ -140,7 +148,10 @@ type JobsPage struct {
 	JobSet string `json:"jobSet"`
 	// Counts are the job set's live jobs now.
 	Counts JobSetSummary `json:"counts"`
-	Jobs   []JobRow      `json:"jobs"`
+	// EndedCounts are the job set's ended jobs per terminal state, when
+	// the backend counts them (absent otherwise).
+	EndedCounts *EndedCounts `json:"endedCounts,omitempty"`
+	Jobs        []JobRow     `json:"jobs"`
 	// Next is the cursor of the next page (?cursor=); absent on the last.
 	Next string `json:"next,omitempty"`
 	// Partial: the page stopped at the server's bound on the jobs one

@@ -178,3 +178,40 @@ func ListJobSetNames(ctx context.Context, b Jobs, queue, after string, limit int
 	}
 	return nil, fmt.Errorf("backend: %T lists no job sets: %w", b, errors.ErrUnsupported)
 }
+
+// EndedCounts is an optional interface of a Jobs: how many jobs of a job
+// set ended in each terminal state, kept as they end (the web UI's job
+// set page shows them), never counted by a scan of the set's jobs.
+type EndedCounts interface {
+	// EndedCounts returns the job set's counts; all 0 for an unknown
+	// set or queue. Errors: ErrClosed, ErrUnavailable, or the context's.
+	EndedCounts(ctx context.Context, queue, jobSet string) (EndedCount, error)
+}
+
+// EndedCount is a job set's ended jobs per terminal state.
+type EndedCount struct {
+	Succeeded, Failed, Cancelled, Preempted int
+}
+
+// Add adds n to the count of terminal state st (nothing for another).
+func (c *EndedCount) Add(st events.State, n int) {
+	switch st {
+	case events.SucceededState:
+		c.Succeeded += n
+	case events.FailedState:
+		c.Failed += n
+	case events.CancelledState:
+		c.Cancelled += n
+	case events.PreemptedState:
+		c.Preempted += n
+	}
+}
+
+// CountEnded is EndedCounts.EndedCounts on b when b implements it;
+// otherwise an error wrapping errors.ErrUnsupported.
+func CountEnded(ctx context.Context, b Jobs, queue, jobSet string) (EndedCount, error) {
+	if e, ok := b.(EndedCounts); ok {
+		return e.EndedCounts(ctx, queue, jobSet)
+	}
+	return EndedCount{}, fmt.Errorf("backend: %T counts no ended jobs: %w", b, errors.ErrUnsupported)
+}

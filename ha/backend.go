@@ -20,6 +20,7 @@ var (
 	_ backend.JobLookup      = termBackend{}
 	_ backend.EndedJobs      = termBackend{}
 	_ backend.JobSetNames    = termBackend{}
+	_ backend.EndedCounts    = termBackend{}
 )
 
 // termBackend is the backend a leader's server writes through: every
@@ -65,6 +66,12 @@ func (b termBackend) EndedJobs(ctx context.Context, q backend.EndedQuery) ([]bac
 // wrapping errors.ErrUnsupported when it has none).
 func (b termBackend) JobSetNames(ctx context.Context, queue, after string, limit int) ([]string, error) {
 	return backend.ListJobSetNames(ctx, b.Backend, queue, after, limit)
+}
+
+// EndedCounts is backend.EndedCounts', through the backend's (an error
+// wrapping errors.ErrUnsupported when it has none).
+func (b termBackend) EndedCounts(ctx context.Context, queue, jobSet string) (backend.EndedCount, error) {
+	return backend.CountEnded(ctx, b.Backend, queue, jobSet)
 }
 
 func (b termBackend) check() error {

@@ -49,7 +49,7 @@ func TestOpenAPIOperatorSchemasMatchTheAPITypes(t *testing.T) {
 		"Overview": api.Overview{}, "QueueOverview": api.QueueOverview{}, "GroupOverview": api.GroupOverview{},
 		"SharePoint": api.SharePoint{}, "PoolHistory": api.PoolHistory{}, "CycleSummary": api.CycleSummary{}, "CycleQueue": api.CycleQueue{},
 		"CyclesPage": api.CyclesPage{}, "JobSetSummary": api.JobSetSummary{}, "JobSetsPage": api.JobSetsPage{},
-		"JobRow": api.JobRow{}, "JobsPage": api.JobsPage{}, "NodeRow": api.NodeRow{}, "NodesPage": api.NodesPage{},
+		"JobRow": api.JobRow{}, "JobsPage": api.JobsPage{}, "EndedCounts": api.EndedCounts{}, "NodeRow": api.NodeRow{}, "NodesPage": api.NodesPage{},
 	} {
 		s, ok := doc.Components.Schemas[name]
 		require.True(t, ok, "schema %s is documented", name)

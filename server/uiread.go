@@ -587,6 +587,9 @@ func (s *Server) Jobs(ctx context.Context, q JobsQuery) (api.JobsPage, error) {
 	if err == nil && ended {
 		err = s.endedPage(ctx, &q, cur, &page)
 	}
+	if err == nil {
+		err = s.endedCounts(ctx, &q, &page)
+	}
 	if err != nil {
 		return page, err
 	}
@@ -614,6 +617,20 @@ func (s *Server) endedPage(ctx context.Context, q *JobsQuery, cur *jobsCursor, p
 		c := jobsCursor{sec: j.SubmitTime.Unix(), nsec: int64(j.SubmitTime.Nanosecond()), id: j.ID}
 		page.Next = c.String()
 	}
+	return nil
+}
+
+// endedCounts gives page the set's ended jobs per terminal state when
+// the backend counts them (backend.EndedCounts), read outside the lock.
+func (s *Server) endedCounts(ctx context.Context, q *JobsQuery, page *api.JobsPage) error {
+	c, err := backend.CountEnded(ctx, s.st.be, q.Queue, q.JobSet)
+	if errors.Is(err, errors.ErrUnsupported) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	page.EndedCounts = &api.EndedCounts{Succeeded: c.Succeeded, Failed: c.Failed, Cancelled: c.Cancelled, Preempted: c.Preempted}
 	return nil
 }
 

@@ -491,8 +491,16 @@ func TestEndedJobsArePagedFromTheBackendBySubmitTimeThenID(t *testing.T) {
 			require.Equal(t, rec.State.Finished.UTC(), *row.Finished, "%s row %s", st, row.ID)
 		}
 	}
+	// The set's ended counts, on every page of it, are its records'.
+	for _, q := range []JobsQuery{{Queue: "A", JobSet: "s", AnyState: true, Limit: 1}, {Queue: "A", JobSet: "s", State: events.FailedState, Limit: 3}} {
+		page, err := w.srv.Jobs(w.ctx, q)
+		require.NoError(t, err)
+		require.Equal(t, &api.EndedCounts{Cancelled: 40, Succeeded: len(oracle(events.SucceededState)), Failed: len(oracle(events.FailedState))},
+			page.EndedCounts, "%+v", q)
+	}
 	live, err := w.srv.Jobs(w.ctx, JobsQuery{Queue: "A", JobSet: "other", AnyState: true, Limit: 10})
 	require.NoError(t, err)
+	require.Equal(t, &api.EndedCounts{}, live.EndedCounts, "none of other's ended")
 	for _, row := range live.Jobs {
 		require.Nil(t, row.Finished, "a live job has not finished")
 	}

@@ -120,6 +120,7 @@ func endedJobs(t checker, b backend.Backend) {
 			}
 		}
 	}
+	endedCounts(t, b, jobs)
 	page, err := e.EndedJobs(ctx, backend.EndedQuery{Queue: "A", JobSet: "none", State: events.CancelledState, Limit: 5})
 	if err != nil || len(page) != 0 {
 		t.Errorf("EndedJobs of a set with no job: %d records, %v; want none", len(page), err)
@@ -129,6 +130,35 @@ func endedJobs(t checker, b backend.Backend) {
 	for _, f := range []string{"state", "limit"} {
 		if err == nil || !strings.Contains(err.Error(), f) {
 			t.Errorf("EndedJobs of queued jobs, limit 0: %v, want it to name %s", err, f)
+		}
+	}
+}
+
+// endedCounts checks the optional backend.EndedCounts (nothing on a
+// backend without it) on the jobs of the endedJobs rule: each set's
+// counts per terminal state are those of its records; an unknown set's
+// are 0.
+func endedCounts(t checker, b backend.Backend, jobs []endedJob) {
+	c, ok := b.(backend.EndedCounts)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	want := map[[2]string]backend.EndedCount{}
+	for _, j := range jobs {
+		rec, err := b.Job(ctx, j.id)
+		if err != nil {
+			t.Fatalf("Job(%s): %v", j.id, err)
+		}
+		n := want[[2]string{j.q, j.s}]
+		n.Add(rec.State.State, 1)
+		want[[2]string{j.q, j.s}] = n
+	}
+	want[[2]string{"A", "none"}] = backend.EndedCount{}
+	for k, w := range want {
+		got, err := c.EndedCounts(ctx, k[0], k[1])
+		if err != nil || got != w {
+			t.Errorf("EndedCounts(%s, %s) = %+v, %v; want %+v", k[0], k[1], got, err, w)
 		}
 	}
 }

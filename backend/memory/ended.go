@@ -116,3 +116,29 @@ func (b *Backend) JobSetNames(ctx context.Context, queue, after string, limit in
 	})
 	return out, nil
 }
+
+var _ backend.EndedCounts = (*Backend)(nil)
+
+// EndedCounts returns a job set's ended jobs per terminal state
+// (backend.EndedCounts): the sizes of the set's index per state.
+func (b *Backend) EndedCounts(ctx context.Context, queue, jobSet string) (backend.EndedCount, error) {
+	var out backend.EndedCount
+	if err := ctx.Err(); err != nil {
+		return out, err
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.closed {
+		return out, backend.ErrClosed
+	}
+	set := b.sets[setKey{queue, jobSet}]
+	if set == nil || set.ended == nil {
+		return out, nil
+	}
+	for k, t := range set.ended {
+		if t != nil {
+			out.Add(events.SucceededState+events.State(k), t.Len())
+		}
+	}
+	return out, nil
+}

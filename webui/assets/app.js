@@ -361,7 +361,9 @@ async function jobSetPage(queue, set) {
     counts.replaceChildren(
       el("div", { class: "card" }, stateBadge("queued"), el("b", { id: "count-queued", text: num(c.queued) })),
       el("div", { class: "card" }, stateBadge("leased"), el("b", { id: "count-leased", text: num(c.leased) })),
-      el("div", { class: "card" }, stateBadge("running"), el("b", { id: "count-running", text: num(c.running) })));
+      el("div", { class: "card" }, stateBadge("running"), el("b", { id: "count-running", text: num(c.running) })),
+      // The ended jobs per state, when the service's store counts them.
+      ...(p.endedCounts ? ENDED.map((s) => el("div", { class: "card" }, stateBadge(s), el("b", { id: "count-" + s, text: num(p.endedCounts[s]) }))) : []));
     cursors[at + 1] = p.next || null;
     prev.disabled = at === 0; next.disabled = !p.next;
     const first = at * 100 + 1;

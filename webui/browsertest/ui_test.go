@@ -3,6 +3,7 @@ package browsertest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -194,6 +195,16 @@ func TestJobSetPagePagesThroughTenThousandJobs(t *testing.T) {
 	run(t, ctx, chromedp.Navigate(s.url+"/ui/jobsets/bulk/big"), chromedp.WaitVisible(css(`#jobs tbody tr`)),
 		do(`(() => { const s = document.getElementById('state'); s.value = 'cancelled'; s.dispatchEvent(new Event('change')); })()`),
 		waitJS(`location.search.includes('state=cancelled') && document.getElementById('page-info').textContent.startsWith('page 1: jobs 1–100')`))
+	ended := map[string]string{}
+	for _, st := range []string{"succeeded", "failed", "cancelled", "preempted"} {
+		ended[st] = strings.Join(texts(t, ctx, "#count-"+st), "")
+	}
+	if want := map[string]string{"succeeded": "0", "failed": "0", "cancelled": "150", "preempted": "0"}; !maps.Equal(ended, want) {
+		t.Errorf("the ended count cards show %v, want %v", ended, want)
+	}
+	if got := texts(t, ctx, `#count-queued`); !slices.Equal(got, []string{"9,850"}) {
+		t.Errorf("queued count %q after 150 cancelled, want 9,850", got)
+	}
 	if !eval[bool](t, ctx, `document.getElementById('sort').disabled && document.getElementById('sort').value === 'submitted'`) {
 		t.Error("the sort stays open for ended jobs, which are listed by submit time only")
 	}
