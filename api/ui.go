@@ -31,8 +31,11 @@ type QueueOverview struct {
 	PriorityFactor float64     `json:"priorityFactor,omitempty"`
 	Status         QueueStatus `json:"status"`
 	// History holds a sample of the queue's shares per minute of the
-	// last hour, oldest first.
+	// last hour, oldest first: with several pools, the first pool's.
 	History []SharePoint `json:"history"`
+	// PoolHistory is the history in each pool of Status.Pools, in its
+	// order; absent with one pool.
+	PoolHistory []PoolHistory `json:"poolHistory,omitempty"`
 }
 
 // GroupOverview is one group of the overview.
@@ -40,6 +43,15 @@ type GroupOverview struct {
 	Name    string       `json:"name"`
 	Parent  string       `json:"parent,omitempty"`
 	Status  GroupStatus  `json:"status"`
+	History []SharePoint `json:"history"`
+	// PoolHistory is as QueueOverview's, for Status.Pools.
+	PoolHistory []PoolHistory `json:"poolHistory,omitempty"`
+}
+
+// PoolHistory is a queue's or group's shares over the last hour in one
+// pool's cycles, a sample per minute, oldest first.
+type PoolHistory struct {
+	Pool    string       `json:"pool"`
 	History []SharePoint `json:"history"`
 }
 
@@ -90,10 +102,14 @@ type JobSetSummary struct {
 	Queued  int    `json:"queued"`
 	Leased  int    `json:"leased"`
 	Running int    `json:"running"`
+	// Ended: every job of the set has ended (a queue's listing only; the
+	// counts are then 0).
+	Ended bool `json:"ended,omitempty"`
 }
 
-// JobSetsPage is a page of a queue's job sets that have live jobs, by
-// name.
+// JobSetsPage is a page of a queue's job sets, by name: those with live
+// jobs, and those whose jobs all ended (marked Ended) when the backend
+// lists its job sets.
 type JobSetsPage struct {
 	Queue    string          `json:"queue"`
 	Cordoned bool            `json:"cordoned"`
@@ -112,6 +128,17 @@ type JobRow struct {
 	Node      string    `json:"node,omitempty"`
 	// CancelRequested: the job was asked to stop.
 	CancelRequested bool `json:"cancelRequested,omitempty"`
+	// Finished is when an ended job ended (its terminal event's time);
+	// absent on a live job's row.
+	Finished *time.Time `json:"finished,omitempty"`
+}
+
+// EndedCounts are a job set's ended jobs per terminal state.
+type EndedCounts struct {
+	Succeeded int `json:"succeeded"`
+	Failed    int `json:"failed"`
+	Cancelled int `json:"cancelled"`
+	Preempted int `json:"preempted"`
 }
 
 // JobsPage is a page of a job set's live jobs, or of its ended jobs in
@@ -121,7 +148,10 @@ type JobsPage struct {
 	JobSet string `json:"jobSet"`
 	// Counts are the job set's live jobs now.
 	Counts JobSetSummary `json:"counts"`
-	Jobs   []JobRow      `json:"jobs"`
+	// EndedCounts are the job set's ended jobs per terminal state, when
+	// the backend counts them (absent otherwise).
+	EndedCounts *EndedCounts `json:"endedCounts,omitempty"`
+	Jobs        []JobRow     `json:"jobs"`
 	// Next is the cursor of the next page (?cursor=); absent on the last.
 	Next string `json:"next,omitempty"`
 	// Partial: the page stopped at the server's bound on the jobs one

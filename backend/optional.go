@@ -148,3 +148,70 @@ func ListEnded(ctx context.Context, b Jobs, q EndedQuery) ([]Record, error) {
 	}
 	return nil, fmt.Errorf("backend: %T lists no ended jobs: %w", b, errors.ErrUnsupported)
 }
+
+// JobSetNames is an optional interface of a Jobs: the names of a queue's
+// job sets, every one it stores a job of, live or ended (the web UI's
+// queue page lists the sets whose jobs have all ended from it).
+type JobSetNames interface {
+	// JobSetNames returns at most limit names of the queue's job sets,
+	// ascending, those after the name after ("" for the first). Its work
+	// is bounded by limit, whatever the queue holds. An unknown queue has
+	// none. A limit below 1 or above MaxEndedPage is a
+	// *flotilla.FieldError naming "limit"; other errors: ErrClosed,
+	// ErrUnavailable, or the context's error.
+	JobSetNames(ctx context.Context, queue, after string, limit int) ([]string, error)
+}
+
+// CheckJobSetNamesLimit reports a JobSetNames limit out of range.
+func CheckJobSetNamesLimit(limit int) error {
+	if limit < 1 || limit > MaxEndedPage {
+		return flotilla.Errorf("limit", strconv.Itoa(limit), flotilla.ErrOutOfRange, "want 1 to %d", MaxEndedPage)
+	}
+	return nil
+}
+
+// ListJobSetNames is JobSetNames.JobSetNames on b when b implements it;
+// otherwise an error wrapping errors.ErrUnsupported.
+func ListJobSetNames(ctx context.Context, b Jobs, queue, after string, limit int) ([]string, error) {
+	if e, ok := b.(JobSetNames); ok {
+		return e.JobSetNames(ctx, queue, after, limit)
+	}
+	return nil, fmt.Errorf("backend: %T lists no job sets: %w", b, errors.ErrUnsupported)
+}
+
+// EndedCounts is an optional interface of a Jobs: how many jobs of a job
+// set ended in each terminal state, kept as they end (the web UI's job
+// set page shows them), never counted by a scan of the set's jobs.
+type EndedCounts interface {
+	// EndedCounts returns the job set's counts; all 0 for an unknown
+	// set or queue. Errors: ErrClosed, ErrUnavailable, or the context's.
+	EndedCounts(ctx context.Context, queue, jobSet string) (EndedCount, error)
+}
+
+// EndedCount is a job set's ended jobs per terminal state.
+type EndedCount struct {
+	Succeeded, Failed, Cancelled, Preempted int
+}
+
+// Add adds n to the count of terminal state st (nothing for another).
+func (c *EndedCount) Add(st events.State, n int) {
+	switch st {
+	case events.SucceededState:
+		c.Succeeded += n
+	case events.FailedState:
+		c.Failed += n
+	case events.CancelledState:
+		c.Cancelled += n
+	case events.PreemptedState:
+		c.Preempted += n
+	}
+}
+
+// CountEnded is EndedCounts.EndedCounts on b when b implements it;
+// otherwise an error wrapping errors.ErrUnsupported.
+func CountEnded(ctx context.Context, b Jobs, queue, jobSet string) (EndedCount, error) {
+	if e, ok := b.(EndedCounts); ok {
+		return e.EndedCounts(ctx, queue, jobSet)
+	}
+	return EndedCount{}, fmt.Errorf("backend: %T counts no ended jobs: %w", b, errors.ErrUnsupported)
+}

@@ -19,6 +19,8 @@ var (
 	_ backend.ClientIDLookup = termBackend{}
 	_ backend.JobLookup      = termBackend{}
 	_ backend.EndedJobs      = termBackend{}
+	_ backend.JobSetNames    = termBackend{}
+	_ backend.EndedCounts    = termBackend{}
 )
 
 // termBackend is the backend a leader's server writes through: every
@@ -58,6 +60,18 @@ func (b termBackend) JobsByID(ctx context.Context, ids []string, recs []backend.
 // wrapping errors.ErrUnsupported when it has none).
 func (b termBackend) EndedJobs(ctx context.Context, q backend.EndedQuery) ([]backend.Record, error) {
 	return backend.ListEnded(ctx, b.Backend, q)
+}
+
+// JobSetNames is backend.JobSetNames', through the backend's (an error
+// wrapping errors.ErrUnsupported when it has none).
+func (b termBackend) JobSetNames(ctx context.Context, queue, after string, limit int) ([]string, error) {
+	return backend.ListJobSetNames(ctx, b.Backend, queue, after, limit)
+}
+
+// EndedCounts is backend.EndedCounts', through the backend's (an error
+// wrapping errors.ErrUnsupported when it has none).
+func (b termBackend) EndedCounts(ctx context.Context, queue, jobSet string) (backend.EndedCount, error) {
+	return backend.CountEnded(ctx, b.Backend, queue, jobSet)
 }
 
 func (b termBackend) check() error {

@@ -47,9 +47,9 @@ func TestOpenAPIOperatorSchemasMatchTheAPITypes(t *testing.T) {
 		"SubmitResponse": api.SubmitResponse{}, "SubmitWarning": api.SubmitWarning{},
 		// The web UI's reads.
 		"Overview": api.Overview{}, "QueueOverview": api.QueueOverview{}, "GroupOverview": api.GroupOverview{},
-		"SharePoint": api.SharePoint{}, "CycleSummary": api.CycleSummary{}, "CycleQueue": api.CycleQueue{},
+		"SharePoint": api.SharePoint{}, "PoolHistory": api.PoolHistory{}, "CycleSummary": api.CycleSummary{}, "CycleQueue": api.CycleQueue{},
 		"CyclesPage": api.CyclesPage{}, "JobSetSummary": api.JobSetSummary{}, "JobSetsPage": api.JobSetsPage{},
-		"JobRow": api.JobRow{}, "JobsPage": api.JobsPage{}, "NodeRow": api.NodeRow{}, "NodesPage": api.NodesPage{},
+		"JobRow": api.JobRow{}, "JobsPage": api.JobsPage{}, "EndedCounts": api.EndedCounts{}, "NodeRow": api.NodeRow{}, "NodesPage": api.NodesPage{},
 	} {
 		s, ok := doc.Components.Schemas[name]
 		require.True(t, ok, "schema %s is documented", name)

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -47,7 +48,8 @@ type uiState struct {
 	// cycles are the last decided cycles, oldest first.
 	cycles []api.CycleSummary
 	// history holds per queue ("q/"+name) and group ("g/"+name) a share
-	// sample per minute of the last hour, oldest first.
+	// sample per minute of the last hour, oldest first: of the first
+	// pool's cycles, and with several pools of each pool's too (histKey).
 	history map[string][]api.SharePoint
 	// budget is UIScanBudget (a test lowers it); 0 means UIScanBudget.
 	budget int
@@ -196,8 +198,8 @@ func (u *uiState) rebuild(jobs func(yield func(*job) bool)) {
 
 // cycled records a decided cycle: its summary (each queue's counts in
 // each pool's decision, a line per queue and pool when the cycle had
-// several pools), and a sample of the shares (the first pool's) when the
-// last is a minute old or more.
+// several pools), and a sample of the shares (the first pool's, and each
+// pool's with several) when the last is a minute old or more.
 func (u *uiState) cycled(seq uint64, rep *CycleReport, end time.Time) {
 	c := api.CycleSummary{Seq: seq, Time: rep.Time.UTC(), DurationMs: float64(end.Sub(rep.Time).Microseconds()) / 1000,
 		Leased: rep.Leased, Preempted: rep.Preempted, Expired: rep.Expired, Queues: []api.CycleQueue{}}
@@ -234,12 +236,43 @@ func (u *uiState) cycled(seq uint64, rep *CycleReport, end time.Time) {
 		u.history = map[string][]api.SharePoint{}
 	}
 	t := rep.Time.UTC()
+	u.sampleResult(res, "", t)
+	if len(pools) > 1 {
+		for _, pr := range pools {
+			if pr.Result != nil {
+				u.sampleResult(pr.Result, pr.Pool, t)
+			}
+		}
+	}
+}
+
+// histKey is the key of a queue's ("q") or group's ("g") history: of the
+// first pool's cycles when pool is "", else of that pool's.
+func histKey(kind, name, pool string) string {
+	if pool == "" {
+		return kind + "/" + name
+	}
+	return kind + "/" + name + "\x00" + pool
+}
+
+// sampleResult samples the shares of one decision's queues and groups.
+func (u *uiState) sampleResult(res *scheduler.Result, pool string, t time.Time) {
 	for _, q := range res.Queues {
-		u.sample("q/"+q.Name, api.SharePoint{Time: t, Share: q.Share, FairShare: q.FairShare, AdjustedFairShare: q.AdjustedFairShare})
+		u.sample(histKey("q", q.Name, pool), api.SharePoint{Time: t, Share: q.Share, FairShare: q.FairShare, AdjustedFairShare: q.AdjustedFairShare})
 	}
 	for _, g := range res.Groups {
-		u.sample("g/"+g.Name, api.SharePoint{Time: t, Share: g.Share, FairShare: g.FairShare, AdjustedFairShare: g.AdjustedFairShare})
+		u.sample(histKey("g", g.Name, pool), api.SharePoint{Time: t, Share: g.Share, FairShare: g.FairShare, AdjustedFairShare: g.AdjustedFairShare})
 	}
+}
+
+// poolHistory is the histories in each pool of a queue's or group's
+// status lines (nil without any).
+func (u *uiState) poolHistory(kind, name string, pools []api.QueueShare, now time.Time) []api.PoolHistory {
+	var out []api.PoolHistory
+	for _, p := range pools {
+		out = append(out, api.PoolHistory{Pool: p.Pool, History: u.recent(histKey(kind, name, p.Pool), now)})
+	}
+	return out
 }
 
 // poolCycleQueues are the queues' counts in one pool's decision.
@@ -319,11 +352,12 @@ func (s *Server) Overview(ctx context.Context, after string, limit int, may func
 		q := st.queues[name]
 		rep, _, _ := st.queueReport(name, "")
 		n := counts[name]
+		pools := poolShares(st.queuePools(name))
 		ov.Queues = append(ov.Queues, api.QueueOverview{Name: name, Parent: q.Parent, PriorityFactor: q.PriorityFactor,
 			Status: api.QueueStatus{Queued: st.queued.store.QueueLen(name), Leased: n[0], Running: n[1],
 				Share: rep.Share, FairShare: rep.FairShare, AdjustedFairShare: rep.AdjustedFairShare,
-				Usage: rep.Usage, Cordoned: st.cordonedQueues[name], Pools: poolShares(st.queuePools(name))},
-			History: st.ui.recent("q/"+name, now)})
+				Usage: rep.Usage, Cordoned: st.cordonedQueues[name], Pools: pools},
+			History: st.ui.recent(histKey("q", name, ""), now), PoolHistory: st.ui.poolHistory("q", name, pools, now)})
 	}
 	gnames := make([]string, 0, len(st.groups))
 	for name := range st.groups {
@@ -343,7 +377,7 @@ func (s *Server) Overview(ctx context.Context, after string, limit int, may func
 		ov.Groups = append(ov.Groups, api.GroupOverview{Name: name, Parent: g.Parent,
 			Status: api.GroupStatus{Queued: rep.Queued, Running: rep.Running, Share: rep.Share, FairShare: rep.FairShare,
 				AdjustedFairShare: rep.AdjustedFairShare, Demand: rep.Demand, Usage: rep.Usage, Pools: pools},
-			History: st.ui.recent("g/"+name, now)})
+			History: st.ui.recent(histKey("g", name, ""), now), PoolHistory: st.ui.poolHistory("g", name, pools, now)})
 	}
 	return ov, nil
 }
@@ -377,10 +411,19 @@ func (s *Server) Cycles(limit int) []api.CycleSummary {
 	return out
 }
 
-// JobSets returns a page of a queue's job sets that have live jobs, by
-// name after the name after; backend.ErrNotFound when there is no such
-// queue.
+// JobSets returns a page of a queue's job sets by name after the name
+// after: those with live jobs, with their counts, and, when the backend
+// lists its job sets (backend.JobSetNames), those whose jobs all ended,
+// marked Ended. backend.ErrNotFound when there is no such queue.
 func (s *Server) JobSets(ctx context.Context, queueName, after string, limit int) (api.JobSetsPage, error) {
+	limit = min(limit, backend.MaxEndedPage)
+	// The stored names are read outside the lock (as ended jobs are): a
+	// set that starts or ends meanwhile is listed as the lock finds it.
+	ask := min(max(limit, 1)+1, backend.MaxEndedPage) // one more: is there a next page
+	stored, err := backend.ListJobSetNames(ctx, s.st.be, queueName, after, ask)
+	if err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		return api.JobSetsPage{}, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := &s.st
@@ -392,21 +435,33 @@ func (s *Server) JobSets(ctx context.Context, queueName, after string, limit int
 	}
 	page := api.JobSetsPage{Queue: queueName, Cordoned: st.cordonedQueues[queueName], JobSets: []api.JobSetSummary{}}
 	sets := st.ui.sets[queueName]
-	names := make([]string, 0, len(sets))
+	names := make([]string, 0, len(sets)+len(stored))
 	for name := range sets {
 		if name > after {
 			names = append(names, name)
 		}
 	}
+	// Both lists hold their first limit names after after: the first
+	// limit of their union are the page's. A full page of stored names
+	// no longer than limit may have more after it.
+	names = append(names, stored...)
 	slices.Sort(names)
+	names = slices.Compact(names)
 	if len(names) > limit {
 		names = names[:limit]
 		page.Next = names[limit-1]
+	} else if len(stored) == ask && len(names) > 0 {
+		page.Next = names[len(names)-1]
 	}
 	live := st.liveBySet(queueName)
 	for _, name := range names {
+		set := sets[name]
+		if set == nil {
+			page.JobSets = append(page.JobSets, api.JobSetSummary{Name: name, Ended: true})
+			continue
+		}
 		n := live[name]
-		page.JobSets = append(page.JobSets, api.JobSetSummary{Name: name, Queued: sets[name].live - n[0] - n[1], Leased: n[0], Running: n[1]})
+		page.JobSets = append(page.JobSets, api.JobSetSummary{Name: name, Queued: set.live - n[0] - n[1], Leased: n[0], Running: n[1]})
 	}
 	return page, nil
 }
@@ -532,6 +587,9 @@ func (s *Server) Jobs(ctx context.Context, q JobsQuery) (api.JobsPage, error) {
 	if err == nil && ended {
 		err = s.endedPage(ctx, &q, cur, &page)
 	}
+	if err == nil {
+		err = s.endedCounts(ctx, &q, &page)
+	}
 	if err != nil {
 		return page, err
 	}
@@ -562,6 +620,20 @@ func (s *Server) endedPage(ctx context.Context, q *JobsQuery, cur *jobsCursor, p
 	return nil
 }
 
+// endedCounts gives page the set's ended jobs per terminal state when
+// the backend counts them (backend.EndedCounts), read outside the lock.
+func (s *Server) endedCounts(ctx context.Context, q *JobsQuery, page *api.JobsPage) error {
+	c, err := backend.CountEnded(ctx, s.st.be, q.Queue, q.JobSet)
+	if errors.Is(err, errors.ErrUnsupported) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	page.EndedCounts = &api.EndedCounts{Succeeded: c.Succeeded, Failed: c.Failed, Cancelled: c.Cancelled, Preempted: c.Preempted}
+	return nil
+}
+
 // endedRow is the row of an ended job's record.
 func endedRow(r *backend.Record) api.JobRow {
 	st := &r.State
@@ -569,8 +641,13 @@ func endedRow(r *backend.Record) api.JobRow {
 	if st.Reprioritized {
 		p = st.Priority
 	}
-	return api.JobRow{ID: r.Spec.Job.ID, State: st.State.String(), Priority: p, Submitted: r.Spec.Job.SubmitTime.UTC(),
+	row := api.JobRow{ID: r.Spec.Job.ID, State: st.State.String(), Priority: p, Submitted: r.Spec.Job.SubmitTime.UTC(),
 		Attempts: st.Attempts, Cluster: st.Cluster, Node: st.Node, CancelRequested: st.CancelRequested}
+	if !st.Finished.IsZero() {
+		t := st.Finished.UTC()
+		row.Finished = &t
+	}
+	return row
 }
 
 func joinAll(errs []error) error {

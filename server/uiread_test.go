@@ -189,7 +189,46 @@ func TestEndedJobsLeaveTheirSetAndHolesAreCompacted(t *testing.T) {
 	require.Nil(t, w.srv.st.ui.set("A", "s1", false))
 	page, err := w.srv.JobSets(w.ctx, "A", "", 10)
 	require.NoError(t, err)
-	require.Empty(t, page.JobSets)
+	require.Equal(t, []api.JobSetSummary{{Name: "s1", Ended: true}}, page.JobSets, "listed from the backend, ended")
+}
+
+// TestAQueuesJobSetsAreTheLiveAndTheEndedOnesByName: a queue's job sets
+// are every set the backend stores for it, those with live jobs counted,
+// those whose jobs all ended marked so; followed at any limit, the pages
+// list each once, by name.
+func TestAQueuesJobSetsAreTheLiveAndTheEndedOnesByName(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	w.queue("B")
+	want := make([]api.JobSetSummary, 14)
+	for k := range 14 {
+		i := (k * 5) % 14 // submitted out of name order
+		name := fmt.Sprintf("s%02d", i)
+		ids := w.submit("A", name, cpuJobs(i%3+1, "1"))
+		want[i] = api.JobSetSummary{Name: name, Queued: i%3 + 1}
+		if i%3 == 0 || i >= 12 { // the last two ended too
+			_, err := w.srv.Cancel(w.ctx, ids...)
+			require.NoError(t, err)
+			want[i] = api.JobSetSummary{Name: name, Ended: true}
+		}
+	}
+	w.submit("B", "s00", cpuJobs(1, "1"))
+	w.submit("B", "t", cpuJobs(1, "1"))
+	for _, limit := range []int{1, 2, 5, 100} {
+		var got []api.JobSetSummary
+		after := ""
+		for range 20 {
+			page, err := w.srv.JobSets(w.ctx, "A", after, limit)
+			require.NoError(t, err)
+			require.LessOrEqual(t, len(page.JobSets), limit)
+			got = append(got, page.JobSets...)
+			if page.Next == "" {
+				break
+			}
+			after = page.Next
+		}
+		require.Equal(t, want, got, "limit %d", limit)
+	}
 }
 
 // TestAPageStopsAtItsScanBudgetWithACursorThatGoesOn filters on the few
@@ -436,8 +475,35 @@ func TestEndedJobsArePagedFromTheBackendBySubmitTimeThenID(t *testing.T) {
 	require.NoError(t, err)
 	rec, err := w.srv.st.be.Job(w.ctx, page.Jobs[0].ID)
 	require.NoError(t, err)
+	cancelled := w.clock.Now().UTC()
+	require.Equal(t, cancelled, rec.State.Finished, "the cancel's time")
 	require.Equal(t, api.JobRow{ID: rec.Spec.Job.ID, State: "cancelled", Priority: rec.Spec.Job.Priority,
-		Submitted: rec.Spec.Job.SubmitTime.UTC()}, page.Jobs[0])
+		Submitted: rec.Spec.Job.SubmitTime.UTC(), Finished: &cancelled}, page.Jobs[0])
+	// Every ended row has the time its job ended, its record's.
+	for _, st := range []events.State{events.CancelledState, events.SucceededState} {
+		page, err := w.srv.Jobs(w.ctx, JobsQuery{Queue: "A", JobSet: "s", State: st, Limit: 1000})
+		require.NoError(t, err)
+		require.NotEmpty(t, page.Jobs)
+		for _, row := range page.Jobs {
+			rec, err := w.srv.st.be.Job(w.ctx, row.ID)
+			require.NoError(t, err)
+			require.NotNil(t, row.Finished, "%s row %s", st, row.ID)
+			require.Equal(t, rec.State.Finished.UTC(), *row.Finished, "%s row %s", st, row.ID)
+		}
+	}
+	// The set's ended counts, on every page of it, are its records'.
+	for _, q := range []JobsQuery{{Queue: "A", JobSet: "s", AnyState: true, Limit: 1}, {Queue: "A", JobSet: "s", State: events.FailedState, Limit: 3}} {
+		page, err := w.srv.Jobs(w.ctx, q)
+		require.NoError(t, err)
+		require.Equal(t, &api.EndedCounts{Cancelled: 40, Succeeded: len(oracle(events.SucceededState)), Failed: len(oracle(events.FailedState))},
+			page.EndedCounts, "%+v", q)
+	}
+	live, err := w.srv.Jobs(w.ctx, JobsQuery{Queue: "A", JobSet: "other", AnyState: true, Limit: 10})
+	require.NoError(t, err)
+	require.Equal(t, &api.EndedCounts{}, live.EndedCounts, "none of other's ended")
+	for _, row := range live.Jobs {
+		require.Nil(t, row.Finished, "a live job has not finished")
+	}
 	_, err = w.srv.Jobs(w.ctx, JobsQuery{Queue: "A", JobSet: "s", State: events.SucceededState, ByPriority: true, Limit: 5})
 	requireProblems(t, err, problem{"sort", "priority", flotilla.ErrMalformed})
 	for _, q := range queries("s") {
@@ -513,4 +579,66 @@ func TestWithTwoPoolsTheOverviewAndTheCyclesShowEachPool(t *testing.T) {
 	for _, q := range cs[1].Queues {
 		require.Empty(t, q.Pool, "a cycle of one pool names none")
 	}
+}
+
+// TestWithTwoPoolsTheHistoryIsKeptPerPool: a queue's and a group's last
+// hour is kept per pool, each sample that pool's cycle's shares, in the
+// order of the status's pool lines; History stays the first pool's.
+func TestWithTwoPoolsTheHistoryIsKeptPerPool(t *testing.T) {
+	w := newWorld(t)
+	require.NoError(t, w.srv.CreateGroup(w.ctx, flotilla.QueueGroup{Name: "g"}))
+	require.NoError(t, w.srv.CreateQueue(w.ctx, flotilla.Queue{Name: "A", Parent: "g"}))
+	w.queue("B")
+	w.report(Report{Cluster: "ca", Pool: "a", Nodes: nodesOf("ca", 1, 4)})
+	w.report(Report{Cluster: "cb", Pool: "b", Nodes: nodesOf("cb", 1, 4)})
+	want := map[string]map[string][]float64{} // queue or "g/"+group → pool → shares
+	add := func(name, pool string, share float64) {
+		if want[name] == nil {
+			want[name] = map[string][]float64{}
+		}
+		want[name][pool] = append(want[name][pool], share)
+	}
+	for i := range 5 {
+		w.submit("A", "s", inPools(1, "a"), inPools(i%2, "b"))
+		w.submit("B", "s", inPools(1, "b"))
+		rep := w.cycle()
+		require.Len(t, rep.Pools, 2)
+		for _, p := range rep.Pools {
+			for _, q := range p.Result.Queues {
+				add(q.Name, p.Pool, q.Share)
+			}
+			for _, g := range p.Result.Groups {
+				add("g/"+g.Name, p.Pool, g.Share)
+			}
+		}
+		w.clock.Advance(time.Minute)
+		w.report(Report{Cluster: "ca"})
+		w.report(Report{Cluster: "cb"})
+	}
+	require.NotEqual(t, want["A"]["a"], want["A"]["b"], "the test's pools differ")
+	ov, err := w.srv.Overview(w.ctx, "", 10, func(string) bool { return true })
+	require.NoError(t, err)
+	got := map[string]map[string][]float64{}
+	check := func(name string, pools []api.QueueShare, hist []api.PoolHistory, first []api.SharePoint) {
+		require.Len(t, hist, len(pools), name)
+		got[name] = map[string][]float64{}
+		for i, h := range hist {
+			require.Equal(t, pools[i].Pool, h.Pool, "%s: the status's pool order", name)
+			for _, p := range h.History {
+				got[name][h.Pool] = append(got[name][h.Pool], p.Share)
+			}
+		}
+		var shares []float64
+		for _, p := range first {
+			shares = append(shares, p.Share)
+		}
+		require.Equal(t, want[name]["a"], shares, "%s: History is the first pool's", name)
+	}
+	for _, q := range ov.Queues {
+		check(q.Name, q.Status.Pools, q.PoolHistory, q.History)
+	}
+	for _, g := range ov.Groups {
+		check("g/"+g.Name, g.Status.Pools, g.PoolHistory, g.History)
+	}
+	require.Equal(t, want, got)
 }

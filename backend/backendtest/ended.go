@@ -120,6 +120,7 @@ func endedJobs(t checker, b backend.Backend) {
 			}
 		}
 	}
+	endedCounts(t, b, jobs)
 	page, err := e.EndedJobs(ctx, backend.EndedQuery{Queue: "A", JobSet: "none", State: events.CancelledState, Limit: 5})
 	if err != nil || len(page) != 0 {
 		t.Errorf("EndedJobs of a set with no job: %d records, %v; want none", len(page), err)
@@ -129,6 +130,35 @@ func endedJobs(t checker, b backend.Backend) {
 	for _, f := range []string{"state", "limit"} {
 		if err == nil || !strings.Contains(err.Error(), f) {
 			t.Errorf("EndedJobs of queued jobs, limit 0: %v, want it to name %s", err, f)
+		}
+	}
+}
+
+// endedCounts checks the optional backend.EndedCounts (nothing on a
+// backend without it) on the jobs of the endedJobs rule: each set's
+// counts per terminal state are those of its records; an unknown set's
+// are 0.
+func endedCounts(t checker, b backend.Backend, jobs []endedJob) {
+	c, ok := b.(backend.EndedCounts)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	want := map[[2]string]backend.EndedCount{}
+	for _, j := range jobs {
+		rec, err := b.Job(ctx, j.id)
+		if err != nil {
+			t.Fatalf("Job(%s): %v", j.id, err)
+		}
+		n := want[[2]string{j.q, j.s}]
+		n.Add(rec.State.State, 1)
+		want[[2]string{j.q, j.s}] = n
+	}
+	want[[2]string{"A", "none"}] = backend.EndedCount{}
+	for k, w := range want {
+		got, err := c.EndedCounts(ctx, k[0], k[1])
+		if err != nil || got != w {
+			t.Errorf("EndedCounts(%s, %s) = %+v, %v; want %+v", k[0], k[1], got, err, w)
 		}
 	}
 }
@@ -147,4 +177,78 @@ func submitK(jobs []endedJob, id string) int {
 		}
 	}
 	return -1
+}
+
+// jobSetNames checks the optional backend.JobSetNames (nothing on a
+// backend without it): 40 job sets of queue A, written in a shuffled
+// order over several writes, the jobs of some all ended, and 3 of queue
+// B. Following the pages of A at limits 1, 7 and 1000 lists every set of
+// A once, by name, live or ended, none of B's; a page after a name that
+// is no set's starts at the next; an unknown queue has none; a limit out
+// of range is a field error naming it.
+func jobSetNames(t checker, b backend.Backend) {
+	e, ok := b.(backend.JobSetNames)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	mustQueue(t, b, "A", "B")
+	r := rand.New(rand.NewPCG(9, 10))
+	var want []string
+	for i := range 40 {
+		want = append(want, fmt.Sprintf("set-%02d", i))
+	}
+	order := slices.Clone(want)
+	r.Shuffle(len(order), func(i, k int) { order[i], order[k] = order[k], order[i] })
+	for i, s := range order {
+		w := &backend.Write{}
+		for k := range 2 {
+			id := fmt.Sprintf("A-%s-%d", s, k)
+			w.Jobs = append(w.Jobs, spec(id, "A", s, ""))
+			w.Events = append(w.Events, ev("A", s, id, events.Submitted, 0))
+			if i%3 == 0 {
+				w.Events = append(w.Events, ev("A", s, id, events.Cancelled, 1))
+			}
+		}
+		if i < 3 {
+			id := "B-" + s
+			w.Jobs = append(w.Jobs, spec(id, "B", "b-"+s, ""))
+			w.Events = append(w.Events, ev("B", "b-"+s, id, events.Submitted, 0))
+		}
+		mustCommit(t, b, w)
+	}
+	for _, limit := range []int{1, 7, backend.MaxEndedPage} {
+		var got []string
+		after := ""
+		for range 100 {
+			page, err := e.JobSetNames(ctx, "A", after, limit)
+			if err != nil {
+				t.Fatalf("JobSetNames(A, %q, %d): %v", after, limit, err)
+			}
+			if len(page) > limit {
+				t.Fatalf("JobSetNames(A, %q, %d) returned %d names", after, limit, len(page))
+			}
+			got = append(got, page...)
+			if len(page) < limit {
+				break
+			}
+			after = page[len(page)-1]
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("JobSetNames of A, pages of %d: %q, want %q", limit, got, want)
+		}
+	}
+	page, err := e.JobSetNames(ctx, "A", "set-10x", 2)
+	if err != nil || !slices.Equal(page, []string{"set-11", "set-12"}) {
+		t.Errorf("JobSetNames of A after set-10x: %q, %v; want set-11, set-12", page, err)
+	}
+	page, err = e.JobSetNames(ctx, "none", "", 5)
+	if err != nil || len(page) != 0 {
+		t.Errorf("JobSetNames of an unknown queue: %q, %v; want none", page, err)
+	}
+	_, err = e.JobSetNames(ctx, "A", "", 0)
+	wantErr(t, "JobSetNames, limit 0", err, flotilla.ErrOutOfRange)
+	if err == nil || !strings.Contains(err.Error(), "limit") {
+		t.Errorf("JobSetNames, limit 0: %v, want it to name limit", err)
+	}
 }

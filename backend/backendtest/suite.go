@@ -75,6 +75,7 @@ func rules() []rule {
 		{"NamesAtTheirLimitsAreStoredWholeAndLongerOnesRefused", namesAtTheirLimits},
 		{"JobsByIDAnswersEveryIDAtItsPlaceAndMissingOnesAsNone", jobsByID},
 		{"EndedJobsPageEachTerminalStateOfASetInSubmitOrder", endedJobs},
+		{"JobSetNamesPageEveryJobSetOfAQueueByName", jobSetNames},
 		{"WriteFencedBelowTheHighestAppliedIsRefused", fencing},
 		{"FencedViewRefusesQueueExecutorUsageCordonAndRetryPolicyWritesBelowTheHighestFence", fencedWrites},
 		{"RefusedTransitionChangesNothingAndConsumesNoSequenceNumber", refusedTransition},

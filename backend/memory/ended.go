@@ -85,3 +85,60 @@ func (b *Backend) EndedJobs(ctx context.Context, q backend.EndedQuery) ([]backen
 	}
 	return out, nil
 }
+
+var _ backend.JobSetNames = (*Backend)(nil)
+
+// JobSetNames returns a page of a queue's job sets by name
+// (backend.JobSetNames): a descent of the queue's index of set names.
+func (b *Backend) JobSetNames(ctx context.Context, queue, after string, limit int) ([]string, error) {
+	if err := backend.CheckJobSetNamesLimit(limit); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.closed {
+		return nil, backend.ErrClosed
+	}
+	out := []string{}
+	t := b.setNames[queue]
+	if t == nil {
+		return out, nil
+	}
+	t.AscendGreaterOrEqual(after, func(name string) bool {
+		if name == after {
+			return true
+		}
+		out = append(out, name)
+		return len(out) < limit
+	})
+	return out, nil
+}
+
+var _ backend.EndedCounts = (*Backend)(nil)
+
+// EndedCounts returns a job set's ended jobs per terminal state
+// (backend.EndedCounts): the sizes of the set's index per state.
+func (b *Backend) EndedCounts(ctx context.Context, queue, jobSet string) (backend.EndedCount, error) {
+	var out backend.EndedCount
+	if err := ctx.Err(); err != nil {
+		return out, err
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.closed {
+		return out, backend.ErrClosed
+	}
+	set := b.sets[setKey{queue, jobSet}]
+	if set == nil || set.ended == nil {
+		return out, nil
+	}
+	for k, t := range set.ended {
+		if t != nil {
+			out.Add(events.SucceededState+events.State(k), t.Len())
+		}
+	}
+	return out, nil
+}

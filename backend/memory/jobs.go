@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/google/btree"
+
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/events"
@@ -227,6 +229,12 @@ func (b *Backend) jobSet(last *jobSet, queue, name string) *jobSet {
 	if s == nil {
 		s = &jobSet{queue: queue, name: name, reasons: []string{""}}
 		b.sets[k] = s
+		names := b.setNames[queue]
+		if names == nil {
+			names = btree.NewOrderedG[string](32)
+			b.setNames[queue] = names
+		}
+		names.ReplaceOrInsert(name)
 	}
 	return s
 }

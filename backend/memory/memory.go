@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/google/btree"
+
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/events"
@@ -37,8 +39,10 @@ type Backend struct {
 	recs recStore
 	byID idindex.Index
 	// runs are the records' runSpecs (jobRec.run), pointer-free.
-	runs      chunked[runSpec]
-	sets      map[setKey]*jobSet
+	runs chunked[runSpec]
+	sets map[setKey]*jobSet
+	// setNames holds each queue's job sets' names (JobSetNames).
+	setNames  map[string]*btree.BTreeG[string]
 	strs      []string
 	strIndex  map[string]uint32
 	executors map[string]backend.Executor
@@ -66,6 +70,7 @@ func New(schema *flotilla.ResourceSchema) *Backend {
 		groups:    map[string]flotilla.QueueGroup{},
 		perQueue:  map[string]*queueState{},
 		sets:      map[setKey]*jobSet{},
+		setNames:  map[string]*btree.BTreeG[string]{},
 		strs:      []string{""},
 		strIndex:  map[string]uint32{"": 0},
 		executors: map[string]backend.Executor{},

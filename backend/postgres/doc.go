@@ -48,7 +48,10 @@
 //     JSON form (migration 5).
 //   - job_sets (queue, name, last_seq): each job set's last sequence
 //     number, kept when its queue is deleted so that a queue created again
-//     continues its logs.
+//     continues its logs; its primary key serves JobSetNames.
+//   - ended_counts (queue, job_set, state, n): each job set's ended jobs
+//     per terminal state, kept by the write that ends them, in its
+//     transaction (migration 9; EndedCounts).
 //   - fence (one row, biased): the highest fencing token applied, stored
 //     as token − 2^63 so that bigint order is the tokens' order.
 //   - executors (cluster, reported, nodes, pool: ” for the default

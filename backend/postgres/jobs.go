@@ -158,7 +158,9 @@ func (b *Backend) commitChecked(ctx context.Context, tx pgx.Tx, w *backend.Write
 		}
 	}
 
-	// Each event applied to its job's state.
+	// Each event applied to its job's state; ended counts the jobs that
+	// reach a terminal state (from the stored states, before the events).
+	ended := newEndedDeltas(touchedStates)
 	states := make([]events.Job, len(w.Jobs))
 	for i := range w.Events {
 		e := &w.Events[i]
@@ -233,6 +235,9 @@ func (b *Backend) commitChecked(ctx context.Context, tx pgx.Tx, w *backend.Write
 		if err := updateStates(ctx, tx, touchedStates); err != nil {
 			return fail("updating jobs", err)
 		}
+	}
+	if err := ended.store(ctx, tx, states, touchedStates); err != nil {
+		return fail("counting ended jobs", err)
 	}
 	return out, nil
 }

@@ -201,6 +201,15 @@ function poolShares(pools) {
     el("b", { text: p.pool }), ` ${pct(p.share)} / ${pct(p.fairShare)} / ${pct(p.adjustedFairShare)}`)));
 }
 
+// poolSparks is a queue's or group's last hour in each pool, a line per
+// pool (the first pool's history alone without per-pool ones).
+function poolSparks(n) {
+  const ph = n.poolHistory || [];
+  if (!ph.length) return spark(n.history);
+  return el("span", { class: "pools" }, ph.map((p) => el("span", { class: "pool-spark", "data-pool": p.pool },
+    el("b", { text: p.pool }), " ", spark(p.history))));
+}
+
 const legend = () => el("div", { class: "legend" },
   el("span", {}, el("i", { class: "l-share" }), "share"),
   el("span", {}, el("i", { class: "l-fair" }), "fair share"),
@@ -226,7 +235,7 @@ async function overviewPage() {
         const name = n.kind === "queue"
           ? el("span", {}, pad, el("a", { href: "/ui/queues/" + enc(n.name), text: n.name }), st.cordoned ? [" ", stateBadge("cordoned")] : null)
           : el("span", { title: "group" }, pad + n.name);
-        const row = [name, pct(st.share), pct(st.fairShare), pct(st.adjustedFairShare), shareBar(st), spark(n.history),
+        const row = [name, pct(st.share), pct(st.fairShare), pct(st.adjustedFairShare), shareBar(st), multiPool ? poolSparks(n) : spark(n.history),
           num(st.queued), n.kind === "queue" ? num(st.leased) : "—", num(st.running)];
         if (multiPool) row.splice(5, 0, poolShares(st.pools));
         rows.push(row);
@@ -278,16 +287,20 @@ async function queuePage(name) {
       el("dt", { text: "Priority factor" }), el("dd", { text: q.priorityFactor || 1 }),
       el("dt", { text: "Cordoned" }), el("dd", { text: st.cordoned ? "yes: its queued jobs are not leased" : "no" }))];
   const body = el("div");
-  main().replaceChildren(...head, el("h2", { text: "Job sets with live jobs" }), body);
+  main().replaceChildren(...head, el("h2", { text: "Job sets" }), body);
   const load = async () => {
     const p = await api(`/v1/queues/${enc(name)}/jobsets?limit=100&after=${enc(cursors[at])}`);
-    const rows = p.jobSets.map((s) => [el("a", { href: `/ui/jobsets/${enc(name)}/${enc(s.name)}`, text: s.name }), num(s.queued), num(s.leased), num(s.running)]);
+    // A set whose jobs all ended is marked so, its live counts dashes.
+    const rows = p.jobSets.map((s) => [el("a", { href: `/ui/jobsets/${enc(name)}/${enc(s.name)}`, text: s.name }),
+      s.ended ? stateBadge("ended") : stateBadge("active"),
+      s.ended ? "—" : num(s.queued), s.ended ? "—" : num(s.leased), s.ended ? "—" : num(s.running)]);
     const prev = el("button", { type: "button", disabled: at === 0, onclick: () => pager.prev() }, "◀ Previous");
     const next = el("button", { type: "button", disabled: !p.next, onclick: () => pager.next() }, "Next ▶");
     cursors[at + 1] = p.next || null;
     body.replaceChildren(
-      rows.length ? table("jobsets", [{ label: "Job set" }, { label: "Queued", num: 1 }, { label: "Leased", num: 1 }, { label: "Running", num: 1 }],
-        rows, (i) => `/ui/jobsets/${enc(name)}/${enc(p.jobSets[i].name)}`) : el("p", { class: "muted", text: "No job set of this queue has live jobs." }),
+      rows.length ? table("jobsets", [{ label: "Job set" }, { label: "Jobs", title: "active: some are queued, leased or running; ended: all have ended" },
+        { label: "Queued", num: 1 }, { label: "Leased", num: 1 }, { label: "Running", num: 1 }],
+        rows, (i) => `/ui/jobsets/${enc(name)}/${enc(p.jobSets[i].name)}`) : el("p", { class: "muted", text: "This queue has no job set." }),
       el("div", { class: "toolbar" }, prev, next));
   };
   pager = { next: () => { if (cursors[at + 1]) { at++; show(load); } }, prev: () => { if (at > 0) { at--; show(load); } } };
@@ -348,15 +361,20 @@ async function jobSetPage(queue, set) {
     counts.replaceChildren(
       el("div", { class: "card" }, stateBadge("queued"), el("b", { id: "count-queued", text: num(c.queued) })),
       el("div", { class: "card" }, stateBadge("leased"), el("b", { id: "count-leased", text: num(c.leased) })),
-      el("div", { class: "card" }, stateBadge("running"), el("b", { id: "count-running", text: num(c.running) })));
+      el("div", { class: "card" }, stateBadge("running"), el("b", { id: "count-running", text: num(c.running) })),
+      // The ended jobs per state, when the service's store counts them.
+      ...(p.endedCounts ? ENDED.map((s) => el("div", { class: "card" }, stateBadge(s), el("b", { id: "count-" + s, text: num(p.endedCounts[s]) }))) : []));
     cursors[at + 1] = p.next || null;
     prev.disabled = at === 0; next.disabled = !p.next;
     const first = at * 100 + 1;
     info.textContent = p.jobs.length ? `page ${at + 1}: jobs ${num(first)}–${num(first + p.jobs.length - 1)}${p.partial ? " (the service stopped at its bound; Next goes on)" : ""}` : "no jobs";
+    // Ended jobs have a Finished column: when each ended.
+    const ended = ENDED.includes(state);
     const rows = p.jobs.map((j) => [el("a", { href: "/ui/jobs/" + enc(j.id), class: "mono", text: j.id }),
       el("span", {}, stateBadge(j.state), j.cancelRequested ? " (cancel requested)" : ""), num(j.priority), when(j.submitted),
-      num(j.attempts), j.cluster || "—", j.node || "—"]);
+      ...(ended ? [when(j.finished)] : []), num(j.attempts), j.cluster || "—", j.node || "—"]);
     body.replaceChildren(table("jobs", [{ label: "Job" }, { label: "State" }, { label: "Priority", num: 1 }, { label: "Submitted" },
+      ...(ended ? [{ label: "Finished" }] : []),
       { label: "Attempts", num: 1 }, { label: "Cluster" }, { label: "Node" }], rows, (i) => "/ui/jobs/" + enc(p.jobs[i].id)));
     live("updated " + new Date().toLocaleTimeString());
   };

@@ -3,6 +3,7 @@ package browsertest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -87,9 +88,19 @@ func TestOverviewListsTheQueuesWithTheirShares(t *testing.T) {
 	screenshot(t, ctx, "overview")
 
 	// The other pages of the same service, each with its data.
+	// A job set whose jobs all ended is listed too, marked ended.
+	ended := s.submit(`{"queue": "alpha", "jobSet": "eval", "jobs": [{"count": 2, "requests": {"cpu": "1"}, "runtime": "1h"}]}`)
+	cancel, _ := json.Marshal(map[string]any{"jobIds": ended})
+	s.call(http.MethodPost, "/v1/jobs/cancel", string(cancel), nil)
 	run(t, ctx, chromedp.Navigate(s.url+"/ui/queues/alpha"), chromedp.WaitVisible(css(`#jobsets tbody tr`)))
-	if got := texts(t, ctx, `#jobsets tbody tr td:first-child`); !slices.Equal(got, []string{"train"}) {
-		t.Errorf("queue alpha's job sets: %q", got)
+	sets := eval[[][]string](t, ctx, `[...document.querySelectorAll('#jobsets tbody tr')].map(r => [...r.cells].map(c => c.textContent.trim()))`)
+	for i := range sets {
+		if sets[i][0] == "train" {
+			sets[i] = sets[i][:2] // its counts change as it runs
+		}
+	}
+	if want := [][]string{{"eval", "ended", "—", "—", "—"}, {"train", "active"}}; !slices.EqualFunc(sets, want, slices.Equal[[]string]) {
+		t.Errorf("queue alpha's job sets: %q, want %q", sets, want)
 	}
 	screenshot(t, ctx, "queue")
 	run(t, ctx, chromedp.Navigate(s.url+"/ui/clusters"), chromedp.WaitVisible(css(`#clusters tbody tr`)), chromedp.WaitVisible(css(`table.nodes tbody tr`)))
@@ -123,6 +134,9 @@ func TestJobSetPagePagesThroughTenThousandJobs(t *testing.T) {
 		t.Errorf("queued count %q, want 10,000", got)
 	}
 	screenshot(t, ctx, "jobset")
+	if heads := texts(t, ctx, `#jobs thead th`); slices.Contains(heads, "Finished") {
+		t.Errorf("live jobs' columns %q have Finished", heads)
+	}
 	var seen []string
 	for page := 1; ; page++ {
 		run(t, ctx, waitJS(fmt.Sprintf(`document.getElementById('page-info').textContent.startsWith('page %d:')`, page)))
@@ -181,10 +195,40 @@ func TestJobSetPagePagesThroughTenThousandJobs(t *testing.T) {
 	run(t, ctx, chromedp.Navigate(s.url+"/ui/jobsets/bulk/big"), chromedp.WaitVisible(css(`#jobs tbody tr`)),
 		do(`(() => { const s = document.getElementById('state'); s.value = 'cancelled'; s.dispatchEvent(new Event('change')); })()`),
 		waitJS(`location.search.includes('state=cancelled') && document.getElementById('page-info').textContent.startsWith('page 1: jobs 1–100')`))
+	ended := map[string]string{}
+	for _, st := range []string{"succeeded", "failed", "cancelled", "preempted"} {
+		ended[st] = strings.Join(texts(t, ctx, "#count-"+st), "")
+	}
+	if want := map[string]string{"succeeded": "0", "failed": "0", "cancelled": "150", "preempted": "0"}; !maps.Equal(ended, want) {
+		t.Errorf("the ended count cards show %v, want %v", ended, want)
+	}
+	if got := texts(t, ctx, `#count-queued`); !slices.Equal(got, []string{"9,850"}) {
+		t.Errorf("queued count %q after 150 cancelled, want 9,850", got)
+	}
 	if !eval[bool](t, ctx, `document.getElementById('sort').disabled && document.getElementById('sort').value === 'submitted'`) {
 		t.Error("the sort stays open for ended jobs, which are listed by submit time only")
 	}
 	cancelled := texts(t, ctx, `#jobs tbody tr td:first-child`)
+	// Each ended row shows when its job ended, as the API says.
+	var endedPage struct {
+		Jobs []struct {
+			ID       string     `json:"id"`
+			Finished *time.Time `json:"finished"`
+		} `json:"jobs"`
+	}
+	s.call(http.MethodGet, "/v1/queues/bulk/jobsets/big/jobs?state=cancelled&limit=100", "", &endedPage)
+	if heads := texts(t, ctx, `#jobs thead th`); !slices.Contains(heads, "Finished") || heads[4] != "Finished" {
+		t.Errorf("the ended jobs' columns are %q, want Finished after Submitted", heads)
+	}
+	finished := texts(t, ctx, `#jobs tbody tr td:nth-child(5)`)
+	for i, j := range endedPage.Jobs {
+		if j.Finished == nil {
+			t.Fatalf("the API gives no finished time for cancelled job %s", j.ID)
+		}
+		if want := j.Finished.UTC().Format("2006-01-02 15:04:05Z"); i >= len(finished) || finished[i] != want {
+			t.Fatalf("row %d (%s) shows finished %q, want %q", i, j.ID, finished[min(i, len(finished)-1)], want)
+		}
+	}
 	run(t, ctx, chromedp.Click(css(`#next`)), waitJS(`document.getElementById('page-info').textContent.startsWith('page 2: jobs 101–150')`))
 	cancelled = append(cancelled, texts(t, ctx, `#jobs tbody tr td:first-child`)...)
 	if !slices.Equal(cancelled, want[:150]) {
@@ -353,6 +397,14 @@ func TestTwoPoolsShowOnTheClustersOverviewAndCyclesPages(t *testing.T) {
 		}
 		if !slices.Equal(lines[n.Name], want) {
 			t.Errorf("%s shows per pool %q, the API says %q", n.Name, lines[n.Name], want)
+		}
+	}
+	// The last hour per pool: a sparkline per pool line, in its order.
+	sparks := eval[map[string][]string](t, ctx, `Object.fromEntries([...document.querySelectorAll('#queues tbody tr')].map(r =>
+		[r.cells[0].textContent.replace(/^[\u2003▾ ]+/, '').trim(), [...r.querySelectorAll('.pool-spark')].map(l => l.dataset.pool + ":" + (l.querySelector('svg.spark') ? "spark" : ""))]))`)
+	for _, n := range append(ov.Queues, ov.Groups...) {
+		if want := []string{"cpu:spark", "gpu:spark"}; !slices.Equal(sparks[n.Name], want) {
+			t.Errorf("%s shows the last hour per pool %q, want %q", n.Name, sparks[n.Name], want)
 		}
 	}
 	screenshot(t, ctx, "overview-pools")
