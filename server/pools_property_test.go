@@ -59,6 +59,8 @@ type poolCmd struct {
 	queue, count int
 	gang         bool
 	pools        []string
+	// big: the jobs request 6 cpus, which only c2's nodes (8 cpus) fit.
+	big bool
 	// report: the cluster, its pool ("" the default), finish one job.
 	cluster int
 	pool    string
@@ -75,7 +77,7 @@ func (c poolCmd) String() string {
 	s := poolCmdNames[c.kind]
 	switch c.kind {
 	case poolSubmit:
-		s += fmt.Sprintf(" q%d n%d gang=%v pools=%v", c.queue, c.count, c.gang, c.pools)
+		s += fmt.Sprintf(" q%d n%d gang=%v big=%v pools=%v", c.queue, c.count, c.gang, c.big, c.pools)
 	case poolReport:
 		s += fmt.Sprintf(" c%d pool=%q finish=%v", c.cluster, c.pool, c.finish)
 	case poolCancel, poolReprioritize, poolPreempt:
@@ -96,6 +98,9 @@ func decodePoolCmd(seed uint64, nested bool) poolCmd {
 	r := rand.New(rand.NewPCG(seed, 23))
 	c := poolCmd{queue: r.IntN(2), count: 1 + r.IntN(3), gang: r.IntN(4) == 0, cluster: r.IntN(3),
 		pool: []string{"", "a", "b"}[r.IntN(3)], finish: r.IntN(2) == 0, pick: r.IntN(1000)}
+	if c.big = r.IntN(4) == 0; c.big && c.gang {
+		c.count = min(c.count, 2) // c2's two nodes hold a gang of two
+	}
 	if r.IntN(3) > 0 {
 		for _, p := range []string{"a", "b", "c", backend.DefaultPool} {
 			if r.IntN(3) == 0 {
@@ -160,6 +165,9 @@ func (r *poolRun) do(c poolCmd) string {
 	case poolSubmit:
 		r.submits++
 		t := cpuJobs(c.count, "1")
+		if c.big {
+			t = cpuJobs(c.count, "6")
+		}
 		t.Pools = c.pools
 		if c.gang {
 			t.Gang = &GangSpec{ID: fmt.Sprintf("g%d", r.submits), Cardinality: c.count}
@@ -186,7 +194,7 @@ func (r *poolRun) do(c poolCmd) string {
 			}
 			jobs = append(jobs, JobReport{Job: st.Job, Attempt: st.Attempts, Phase: p})
 		}
-		if _, err := w.srv.Report(w.ctx, &Report{Cluster: name, Pool: c.pool, Nodes: nodesOf(name, 2, 4), Jobs: jobs}); err != nil {
+		if _, err := w.srv.Report(w.ctx, &Report{Cluster: name, Pool: c.pool, Nodes: nodesOf(name, 2, clusterCPU(name)), Jobs: jobs}); err != nil {
 			return "report: " + err.Error()
 		}
 		r.clusterPool[name] = poolOf(c.pool)
@@ -314,6 +322,9 @@ func (r *poolRun) checkStores() string {
 	if m := r.checkNeverFit(queued); m != "" {
 		return m
 	}
+	if m := r.checkDemand(queued); m != "" {
+		return m
+	}
 	pools := s.poolNames()
 	if s.queued.pools == nil {
 		if namesPools || len(pools) > 1 {
@@ -371,6 +382,62 @@ func (r *poolRun) checkNeverFit(queued []*job) string {
 	return ""
 }
 
+// clusterCPU is the cpus of each of a cluster's nodes: 8 for c2, else 4.
+func clusterCPU(name string) int64 {
+	if name == "c2" {
+		return 8
+	}
+	return 4
+}
+
+// checkDemand compares each pool's cycle's demand of each queue with a
+// naive sum of the requests of the queue's queued jobs that accept the
+// pool and fit one of its nodes (every such job while the pool has no
+// node).
+func (r *poolRun) checkDemand(queued []*job) string {
+	s := &r.w.srv.st
+	for _, p := range s.poolNames() {
+		var totals []flotilla.Resources
+		for _, c := range s.clusters {
+			if c.pool == p {
+				for _, n := range c.nodes {
+					totals = append(totals, n.Total)
+				}
+			}
+		}
+		want := map[string]flotilla.Resources{}
+		for _, j := range queued {
+			if !acceptsPool(j.run.pools, p) {
+				continue
+			}
+			fits := len(totals) == 0
+			for _, t := range totals {
+				fits = fits || j.spec.Requests.Fits(t)
+			}
+			d := want[j.spec.Queue]
+			if d == nil {
+				d = make(flotilla.Resources, len(j.spec.Requests))
+				want[j.spec.Queue] = d
+			}
+			if fits {
+				for i, v := range j.spec.Requests {
+					d[i] += v
+				}
+			}
+		}
+		qd := s.snapshotQueued(p)
+		for q := range s.queues {
+			got, w := qd.Stats(q).Demand, want[q]
+			if slices.ContainsFunc(got, func(v int64) bool { return v != 0 }) || slices.ContainsFunc(w, func(v int64) bool { return v != 0 }) {
+				if !got.Equal(w) {
+					return fmt.Sprintf("pool %s: queue %s's demand is %v, want %v", p, q, got, w)
+				}
+			}
+		}
+	}
+	return ""
+}
+
 // settle has every executor report and finish its jobs, and cycles; then
 // no job accepting a pool with a cluster may be queued.
 func (r *poolRun) settle() string {
@@ -388,7 +455,7 @@ func (r *poolRun) settle() string {
 					jobs = append(jobs, JobReport{Job: st.Job, Attempt: st.Attempts, Phase: PhaseSucceeded})
 				}
 			}
-			if _, err := w.srv.Report(w.ctx, &Report{Cluster: name, Pool: p, Nodes: nodesOf(name, 2, 4), Jobs: jobs}); err != nil {
+			if _, err := w.srv.Report(w.ctx, &Report{Cluster: name, Pool: p, Nodes: nodesOf(name, 2, clusterCPU(name)), Jobs: jobs}); err != nil {
 				return "report: " + err.Error()
 			}
 		}
@@ -403,8 +470,9 @@ func (r *poolRun) settle() string {
 		if st.State != events.Queued {
 			continue
 		}
-		for _, p := range r.clusterPool {
-			if r.accepts(st.Job, p) {
+		big := r.w.srv.st.jobs.get(st.Job).spec.Requests[0] > 4000
+		for name, p := range r.clusterPool {
+			if r.accepts(st.Job, p) && (!big || clusterCPU(name) == 8) {
 				return fmt.Sprintf("job %s (pools %v) still queued though pool %s has a cluster: %s", st.Job, r.pools[st.Job], p, st.Reason)
 			}
 		}
