@@ -141,11 +141,105 @@ type fitTracker struct {
 	never map[string]int
 	unfit map[string]map[*jobShape]bool
 	key   []byte
+	// gangs are the queued members of each gang (gangKey) by shape; a
+	// gang runs whole or not at all, so one member no node of a pool fits
+	// keeps the whole gang out of that pool (gangFit). unfitGangs are
+	// each queue's gangs with a member of a shape with an unfit pool.
+	gangs      map[string]*gangFit
+	unfitGangs map[string]map[*gangFit]bool
+}
+
+// gangFit is a gang's queued members, counted by shape (the members of
+// a gang accept the same pools: submit's rules).
+type gangFit struct {
+	queue   string
+	members map[*jobShape]int
+	// unfit: some member's shape has an unfit pool.
+	unfit bool
+}
+
+// unfitIn reports whether some member of g fits no node of pool.
+func (g *gangFit) unfitIn(pool string) bool {
+	for sh := range g.members {
+		if _, ok := slices.BinarySearch(sh.unfit, pool); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// never reports whether no pool with nodes fits every member of g: the
+// pools unfit to some member are all those its members accept and that
+// have nodes (a member that never fits has them all unfit).
+func (g *gangFit) never(nodes *fitNodes) bool {
+	if !g.unfit {
+		return false
+	}
+	for sh := range g.members {
+		for _, p := range nodes.pools {
+			if acceptsPool(sh.pools, p) && !g.unfitIn(p) {
+				return false
+			}
+		}
+		return true // the members accept the same pools: one is enough
+	}
+	return false
+}
+
+// indexGang enters g into (in) or takes it from its queue's unfit gangs.
+func (t *fitTracker) indexGang(g *gangFit, in bool) {
+	m := t.unfitGangs[g.queue]
+	if in {
+		if m == nil {
+			m = map[*gangFit]bool{}
+			t.unfitGangs[g.queue] = m
+		}
+		m[g] = true
+		return
+	}
+	delete(m, g)
+	if len(m) == 0 {
+		delete(t.unfitGangs, g.queue)
+	}
+}
+
+// judgeGang sets g's verdict from its members' shapes and indexes it:
+// O(its member shapes).
+func (t *fitTracker) judgeGang(g *gangFit) {
+	g.unfit = false
+	for sh := range g.members {
+		g.unfit = g.unfit || len(sh.unfit) > 0
+	}
+	t.indexGang(g, g.unfit)
+}
+
+// countGang adds n (negative: takes) members of shape sh to fj's gang:
+// O(the gang's member shapes).
+func (t *fitTracker) countGang(fj *flotilla.Job, sh *jobShape, n int) {
+	t.key = append(append(append(t.key[:0], fj.Queue...), 0), fj.Gang.ID...)
+	g := t.gangs[string(t.key)]
+	if g == nil {
+		if n <= 0 {
+			return // not reached: a member leaves the store only after it joined
+		}
+		g = &gangFit{queue: fj.Queue, members: map[*jobShape]int{}}
+		t.gangs[string(t.key)] = g
+	}
+	if g.members[sh] += n; g.members[sh] <= 0 {
+		delete(g.members, sh)
+	}
+	if len(g.members) == 0 {
+		t.indexGang(g, false)
+		delete(t.gangs, string(t.key))
+		return
+	}
+	t.judgeGang(g)
 }
 
 // reset forgets every job and node.
 func (t *fitTracker) reset() {
-	*t = fitTracker{shapes: map[string]*jobShape{}, never: map[string]int{}, unfit: map[string]map[*jobShape]bool{}}
+	*t = fitTracker{shapes: map[string]*jobShape{}, never: map[string]int{}, unfit: map[string]map[*jobShape]bool{},
+		gangs: map[string]*gangFit{}, unfitGangs: map[string]map[*gangFit]bool{}}
 }
 
 // count adds n (negative: takes) jobs like fj, accepting pools, to their
@@ -172,6 +266,9 @@ func (t *fitTracker) count(fj *flotilla.Job, pools string, n int) {
 	if sh.n <= 0 {
 		t.index(sh, false)
 		delete(t.shapes, string(t.key))
+	}
+	if fj.IsGang() {
+		t.countGang(fj, sh, n)
 	}
 }
 
@@ -241,37 +338,70 @@ func (t *fitTracker) setNodes(nodes fitNodes) {
 			t.addNever(sh.queue, sh.n)
 		}
 	}
+	clear(t.unfitGangs)
+	for _, g := range t.gangs {
+		t.judgeGang(g)
+	}
 }
 
-// neverFit is the number of queue's queued jobs that never fit.
-func (t *fitTracker) neverFit(queue string) int { return t.never[queue] }
+// neverFit is the number of queue's queued jobs that never fit, with the
+// members of the gangs that never fit whole: O(queue's unfit gangs).
+func (t *fitTracker) neverFit(queue string) int {
+	n := t.never[queue]
+	for g := range t.unfitGangs[queue] {
+		if !g.never(&t.nodes) {
+			continue
+		}
+		for sh, k := range g.members {
+			if !sh.never { // those are counted already
+				n += k
+			}
+		}
+	}
+	return n
+}
 
 // demands are the queues' demands in pool's cycle, whose store is st,
-// for the queues with jobs no node of pool fits: st's demand without
-// theirs (never below 0). Nil when there are none: O(unfit shapes).
+// for the queues with jobs no node of pool fits, or gangs one of whose
+// members none fits: st's demand without theirs (never below 0). Nil
+// when there are none: O(unfit shapes and gangs).
 func (t *fitTracker) demands(pool string, st *queue.Store) map[string]flotilla.Resources {
 	var out map[string]flotilla.Resources
+	take := func(q string, req flotilla.Resources, n int) {
+		d, ok := out[q]
+		if !ok {
+			d = st.Stats(q).Demand.Clone()
+			if out == nil {
+				out = map[string]flotilla.Resources{}
+			}
+			out[q] = d
+		}
+		for r, v := range req {
+			hi, lo := bits.Mul64(uint64(v), uint64(n))
+			sub := int64(math.MaxInt64)
+			if hi == 0 && lo <= math.MaxInt64 {
+				sub = int64(lo)
+			}
+			if r < len(d) { // d is nil for a queue st does not hold
+				d[r] = max(d[r]-sub, 0)
+			}
+		}
+	}
 	for q, shapes := range t.unfit {
 		for sh := range shapes {
-			if _, ok := slices.BinarySearch(sh.unfit, pool); !ok {
+			if _, ok := slices.BinarySearch(sh.unfit, pool); ok {
+				take(q, sh.req, sh.n)
+			}
+		}
+	}
+	for q, gangs := range t.unfitGangs {
+		for g := range gangs {
+			if !g.unfitIn(pool) {
 				continue
 			}
-			d, ok := out[q]
-			if !ok {
-				d = st.Stats(q).Demand.Clone()
-				if out == nil {
-					out = map[string]flotilla.Resources{}
-				}
-				out[q] = d
-			}
-			for r, v := range sh.req {
-				hi, lo := bits.Mul64(uint64(v), uint64(sh.n))
-				sub := int64(math.MaxInt64)
-				if hi == 0 && lo <= math.MaxInt64 {
-					sub = int64(lo)
-				}
-				if r < len(d) { // d is nil for a queue st does not hold
-					d[r] = max(d[r]-sub, 0)
+			for sh, k := range g.members {
+				if _, ok := slices.BinarySearch(sh.unfit, pool); !ok { // the unfit shapes are taken whole above
+					take(q, sh.req, k)
 				}
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/backend"
 )
 
 // gpuNodes are n nodes named <cluster>-g<i> with cpu cores and gpus GPUs.
@@ -189,4 +190,39 @@ func TestJobUnfitInOnePoolLeavesItsDemandInThatPoolOnly(t *testing.T) {
 	require.Equal(t, 0.0, byPool["a"]["A"])
 	require.InDelta(t, 1.0, byPool["a"]["B"], 1e-9)
 	require.Greater(t, byPool["b"]["A"], 0.0)
+}
+
+func TestGangWithAMemberNoNodeFitsHasNoDemandAndIsCountedNeverFitWhole(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	w.queue("B")
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 2, 8)})
+	g := &GangSpec{ID: "g", Cardinality: 4}
+	small, big := cpuJobs(3, "1"), cpuJobs(1, "9") // big fits no node: the gang never runs
+	small.Gang, big.Gang = g, g
+	w.submit("A", "s", small, big)
+	w.submit("B", "s", cpuJobs(100, "1"))
+	require.Equal(t, 4, w.neverFit("A"), "the whole gang waits for a node big enough")
+	sh := shares(w.cycle())
+	require.Equal(t, 0.0, sh["A"])
+	require.InDelta(t, 1.0, sh["B"], 1e-9)
+
+	// Once a node fits its big member, the gang counts again.
+	w.report(Report{Cluster: "c2", Nodes: nodesOf("c2", 1, 16)})
+	require.Equal(t, 0, w.neverFit("A"))
+	require.Greater(t, shares(w.cycle())["A"], 0.0)
+}
+
+func TestGangsOfOneShapeSubmittedTogetherAreJudgedEachWithItsOwnMembers(t *testing.T) {
+	w := newWorld(t)
+	w.queue("A")
+	w.report(Report{Cluster: "c1", Nodes: nodesOf("c1", 2, 8)})
+	fits, unfit := cpuJobs(3, "1"), cpuJobs(3, "1")
+	fits.Gang, unfit.Gang = &GangSpec{ID: "fits", Cardinality: 3}, &GangSpec{ID: "unfit", Cardinality: 4}
+	big := cpuJobs(1, "9")
+	big.Gang = unfit.Gang
+	w.submit("A", "s", fits, unfit, big) // the first six jobs have one shape
+	require.Equal(t, 4, w.neverFit("A"), "gang unfit whole, gang fits not")
+	d := w.srv.st.snapshotQueued(backend.DefaultPool).Stats("A").Demand
+	require.Equal(t, int64(3000), d[0], "gang fits' 3 cpus")
 }

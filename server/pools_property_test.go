@@ -59,7 +59,8 @@ type poolCmd struct {
 	queue, count int
 	gang         bool
 	pools        []string
-	// big: the jobs request 6 cpus, which only c2's nodes (8 cpus) fit.
+	// big: the jobs request 6 cpus, which only c2's nodes (8 cpus) fit;
+	// a gang's are count jobs of 1 cpu and one of 6.
 	big bool
 	// report: the cluster, its pool ("" the default), finish one job.
 	cluster int
@@ -169,10 +170,21 @@ func (r *poolRun) do(c poolCmd) string {
 			t = cpuJobs(c.count, "6")
 		}
 		t.Pools = c.pools
+		ts := []JobTemplate{t}
 		if c.gang {
-			t.Gang = &GangSpec{ID: fmt.Sprintf("g%d", r.submits), Cardinality: c.count}
+			g := &GangSpec{ID: fmt.Sprintf("g%d", r.submits), Cardinality: c.count}
+			if c.big {
+				t = cpuJobs(c.count, "1")
+				t.Pools = c.pools
+				ts = []JobTemplate{t, cpuJobs(1, "6")}
+				ts[1].Pools = c.pools
+				g.Cardinality++
+			}
+			for i := range ts {
+				ts[i].Gang = g
+			}
 		}
-		ids, err := w.srv.Submit(w.ctx, &SubmitRequest{Queue: []string{"A", "B"}[c.queue], JobSet: "s", Jobs: []JobTemplate{t}})
+		ids, err := w.srv.Submit(w.ctx, &SubmitRequest{Queue: []string{"A", "B"}[c.queue], JobSet: "s", Jobs: ts})
 		if err != nil {
 			return "submit: " + err.Error()
 		}
@@ -356,12 +368,11 @@ func (r *poolRun) checkNeverFit(queued []*job) string {
 		known = known || len(c.nodes) > 0
 	}
 	want := map[string]int{}
+	mates := gangMates(queued)
 	for _, j := range queued {
 		fits := false
-		for _, c := range s.clusters {
-			for _, n := range c.nodes {
-				fits = fits || acceptsPool(j.run.pools, c.pool) && j.spec.Requests.Fits(n.Total)
-			}
+		for _, p := range s.poolNames() {
+			fits = fits || acceptsPool(j.run.pools, p) && r.fitsPool(mates, j, p)
 		}
 		if known && !fits {
 			want[j.spec.Queue]++
@@ -390,12 +401,45 @@ func clusterCPU(name string) int64 {
 	return 4
 }
 
+// gangMates are the queued jobs by gangKey, the gang members' only.
+func gangMates(queued []*job) map[string][]*job {
+	out := map[string][]*job{}
+	for _, j := range queued {
+		if j.spec.IsGang() {
+			out[gangKey(j.spec)] = append(out[gangKey(j.spec)], j)
+		}
+	}
+	return out
+}
+
+// fitsPool reports whether j, and each queued member of its gang, fits a
+// node of pool (a gang runs whole).
+func (r *poolRun) fitsPool(mates map[string][]*job, j *job, pool string) bool {
+	jobs := []*job{j}
+	if j.spec.IsGang() {
+		jobs = mates[gangKey(j.spec)]
+	}
+	for _, m := range jobs {
+		fits := false
+		for _, c := range r.w.srv.st.clusters {
+			for _, n := range c.nodes {
+				fits = fits || c.pool == pool && m.spec.Requests.Fits(n.Total)
+			}
+		}
+		if !fits {
+			return false
+		}
+	}
+	return true
+}
+
 // checkDemand compares each pool's cycle's demand of each queue with a
 // naive sum of the requests of the queue's queued jobs that accept the
 // pool and fit one of its nodes (every such job while the pool has no
 // node).
 func (r *poolRun) checkDemand(queued []*job) string {
 	s := &r.w.srv.st
+	mates := gangMates(queued)
 	for _, p := range s.poolNames() {
 		var totals []flotilla.Resources
 		for _, c := range s.clusters {
@@ -410,10 +454,7 @@ func (r *poolRun) checkDemand(queued []*job) string {
 			if !acceptsPool(j.run.pools, p) {
 				continue
 			}
-			fits := len(totals) == 0
-			for _, t := range totals {
-				fits = fits || j.spec.Requests.Fits(t)
-			}
+			fits := len(totals) == 0 || r.fitsPool(mates, j, p)
 			d := want[j.spec.Queue]
 			if d == nil {
 				d = make(flotilla.Resources, len(j.spec.Requests))
@@ -470,7 +511,11 @@ func (r *poolRun) settle() string {
 		if st.State != events.Queued {
 			continue
 		}
-		big := r.w.srv.st.jobs.get(st.Job).spec.Requests[0] > 4000
+		big := false
+		j := r.w.srv.st.jobs.get(st.Job)
+		for _, m := range append(r.w.srv.st.gangs.members[gangKey(j.spec)], j) {
+			big = big || m.spec.Requests[0] > 4000
+		}
 		for name, p := range r.clusterPool {
 			if r.accepts(st.Job, p) && (!big || clusterCPU(name) == 8) {
 				return fmt.Sprintf("job %s (pools %v) still queued though pool %s has a cluster: %s", st.Job, r.pools[st.Job], p, st.Reason)

@@ -95,7 +95,7 @@ func (q *queuedJobs) addAll(jobs []*flotilla.Job) {
 	// at a time.
 	for i := 0; i < len(jobs); {
 		k := i + 1
-		for k < len(jobs) && jobs[k].Queue == jobs[i].Queue && jobs[k].Requests.Equal(jobs[i].Requests) {
+		for k < len(jobs) && jobs[k].Queue == jobs[i].Queue && jobs[k].Gang.ID == jobs[i].Gang.ID && jobs[k].Requests.Equal(jobs[i].Requests) {
 			k++
 		}
 		q.fit.count(jobs[i], "", k-i)
