@@ -27,7 +27,10 @@ import (
 // submit (SubmitResult.Warnings), and their requests leave their queue's
 // demand in the cycles of the pools none of whose nodes fits them: a
 // queue whose only queued jobs never fit has no demand there, and the
-// other queues get its adjusted fair share.
+// other queues get its adjusted fair share. A gang runs whole or not at
+// all: one member no node of a pool fits takes the whole gang's demand
+// out of that pool's cycles, and when no pool fits every member, all its
+// queued members never fit.
 //
 // The judgement is per job shape (queue, pools, requests), never per job:
 // fitTracker counts the queued jobs of each shape, judges a shape once
