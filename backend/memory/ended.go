@@ -56,13 +56,10 @@ func (b *Backend) EndedJobs(ctx context.Context, q backend.EndedQuery) ([]backen
 	if err := backend.CheckEndedQuery(q); err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	if b.closed {
-		return nil, backend.ErrClosed
+	if err := b.ready(ctx); err != nil {
+		return nil, err
 	}
 	out := []backend.Record{}
 	set := b.sets[setKey{q.Queue, q.JobSet}]
@@ -94,13 +91,10 @@ func (b *Backend) JobSetNames(ctx context.Context, queue, after string, limit in
 	if err := backend.CheckJobSetNamesLimit(limit); err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	if b.closed {
-		return nil, backend.ErrClosed
+	if err := b.ready(ctx); err != nil {
+		return nil, err
 	}
 	out := []string{}
 	t := b.setNames[queue]
@@ -123,13 +117,10 @@ var _ backend.EndedCounts = (*Backend)(nil)
 // (backend.EndedCounts): the sizes of the set's index per state.
 func (b *Backend) EndedCounts(ctx context.Context, queue, jobSet string) (backend.EndedCount, error) {
 	var out backend.EndedCount
-	if err := ctx.Err(); err != nil {
-		return out, err
-	}
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	if b.closed {
-		return out, backend.ErrClosed
+	if err := b.ready(ctx); err != nil {
+		return out, err
 	}
 	set := b.sets[setKey{queue, jobSet}]
 	if set == nil || set.ended == nil {
