@@ -2,10 +2,12 @@ package submit
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/flotilla-sched/flotilla"
@@ -147,4 +149,30 @@ func CheckPool(field, p string) error {
 			"a pool name is letters, digits, '-', '_' and '.', beginning and ending with a letter or digit")
 	}
 	return nil
+}
+
+// names checks a template's names, ids and labels against their limits.
+func (c *checker) names(p string, t *JobTemplate) {
+	c.add(CheckLength(p+".clientId", "client id", t.ClientID, MaxClientIDBytes))
+	c.add(CheckLabels(p+".nodeSelector", t.NodeSelector))
+	for i, tol := range t.Tolerations {
+		tp := fmt.Sprintf("%s.tolerations[%d]", p, i)
+		c.add(CheckLabelKey(tp+".key", tol.Key))
+		c.add(CheckLength(tp+".value", "toleration value", tol.Value, MaxLabelValueBytes))
+	}
+	if g := t.Gang; g != nil {
+		c.add(CheckLength(p+".gang.id", "gang id", g.ID, MaxNameBytes))
+		c.add(CheckLabelKey(p+".gang.nodeUniformityLabel", g.NodeUniformityLabel))
+		if t := g.Topology; t != nil {
+			c.add(CheckLength(p+".gang.topology.name", "topology name", t.Name, MaxNameBytes))
+			c.add(CheckLabelKey(p+".gang.topology.required", t.Required))
+			c.add(CheckLabelKey(p+".gang.topology.preferred", t.Preferred))
+		}
+	}
+}
+
+// PlainText reports whether s is UTF-8 text free of control characters,
+// as the names of job sets, queues and clusters must be.
+func PlainText(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
 }

@@ -111,3 +111,14 @@ func TestShownKeepsShortValuesAndCutsLongOnesAtACharacter(t *testing.T) {
 	require.Equal(t, strings.Repeat("x", 63)+"… (69 bytes)", Shown(s))
 	require.Equal(t, strings.Repeat("y", 64)+"… (65 bytes)", Shown(strings.Repeat("y", 65)))
 }
+
+func TestJobSetNameIsTextWithoutControlCharacters(t *testing.T) {
+	for _, name := range []string{"a\x00b", "tab\there", "bad\xffutf8"} {
+		req := request(cpuJob())
+		req.JobSet = name
+		reject(t, req, problem{"jobSet", name, flotilla.ErrMalformed})
+	}
+	req := request(cpuJob())
+	req.JobSet = "team/a ünïcode"
+	accept(t, req)
+}

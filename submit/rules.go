@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/flotilla-sched/flotilla"
 	"github.com/flotilla-sched/flotilla/backend"
@@ -17,6 +15,12 @@ import (
 	"github.com/flotilla-sched/flotilla/internal/strictjson"
 	"github.com/flotilla-sched/flotilla/textform"
 )
+
+// This file holds the Rules and the Catalog a submission is checked
+// against, the entry points (ParseJobs, Jobs and their variants), and the
+// checker that judges a request template by template and expands it into
+// jobs. count.go holds the rules of count expansion and client ids, gang.go
+// those of gangs, names.go those of names, ids and labels.
 
 // Defaults of Rules (Armada's scheduler, "Graceful
 // termination" and "Job deadlines").
@@ -304,17 +308,6 @@ func (c *checker) catalog(cat *Catalog) {
 	}
 }
 
-// gangAcc gathers a gang's templates.
-type gangAcc struct {
-	path     string // the first member template, jobs[i]
-	card     int
-	label    string
-	topology flotilla.GangTopology
-	// pools are the first member's pools, sorted (nil: every pool).
-	pools   []string
-	members int
-}
-
 // tmpl is one checked template, ready to expand.
 type tmpl struct {
 	n            int
@@ -430,14 +423,6 @@ func (c *checker) template(p string, t *JobTemplate, total *int) tmpl {
 	return out
 }
 
-// sortedPools are pools sorted, without repeats; nil when pools is.
-func sortedPools(pools []string) []string {
-	if pools == nil {
-		return nil
-	}
-	return slices.Compact(slices.Sorted(slices.Values(pools)))
-}
-
 // pools checks a template's pools (non-nil) and returns them sorted.
 func (c *checker) pools(field string, pools []string) []string {
 	if len(pools) == 0 {
@@ -457,27 +442,6 @@ func (c *checker) pools(field string, pools []string) []string {
 	return slices.Sorted(maps.Keys(seen))
 }
 
-// names checks a template's names, ids and labels against their limits
-// (names.go).
-func (c *checker) names(p string, t *JobTemplate) {
-	c.add(CheckLength(p+".clientId", "client id", t.ClientID, MaxClientIDBytes))
-	c.add(CheckLabels(p+".nodeSelector", t.NodeSelector))
-	for i, tol := range t.Tolerations {
-		tp := fmt.Sprintf("%s.tolerations[%d]", p, i)
-		c.add(CheckLabelKey(tp+".key", tol.Key))
-		c.add(CheckLength(tp+".value", "toleration value", tol.Value, MaxLabelValueBytes))
-	}
-	if g := t.Gang; g != nil {
-		c.add(CheckLength(p+".gang.id", "gang id", g.ID, MaxNameBytes))
-		c.add(CheckLabelKey(p+".gang.nodeUniformityLabel", g.NodeUniformityLabel))
-		if t := g.Topology; t != nil {
-			c.add(CheckLength(p+".gang.topology.name", "topology name", t.Name, MaxNameBytes))
-			c.add(CheckLabelKey(p+".gang.topology.required", t.Required))
-			c.add(CheckLabelKey(p+".gang.topology.preferred", t.Preferred))
-		}
-	}
-}
-
 // requestsText writes requests as name=quantity pairs in name order.
 func requestsText(r map[string]string) string {
 	var b strings.Builder
@@ -488,25 +452,6 @@ func requestsText(r map[string]string) string {
 		b.WriteString(k + "=" + r[k])
 	}
 	return b.String()
-}
-
-// count resolves a template's count (absent = 1) against the request's
-// limit.
-func (c *checker) count(field string, n *int, total *int) int {
-	v := 1
-	if n != nil {
-		v = *n
-	}
-	switch limit := c.rules.MaxJobsPerRequest; {
-	case v < 0:
-		c.add(flotilla.Errorf(field, strconv.Itoa(v), flotilla.ErrNegative, ""))
-		return 0
-	case v > limit-*total:
-		c.add(flotilla.Errorf(field, strconv.Itoa(v), flotilla.ErrOutOfRange, "a request may hold at most %d jobs", limit))
-		return 0
-	}
-	*total += v
-	return v
 }
 
 // duration parses a Go duration; "" is absent (0, ok).
@@ -556,174 +501,6 @@ func (c *checker) deadline(field, s string, gpu bool) time.Duration {
 		c.add(flotilla.Errorf(field, s, flotilla.ErrOutOfRange, "want a positive duration, or none for the default"))
 	}
 	return d
-}
-
-// gangMember checks template t (path p, n jobs) against the earlier members
-// of its gang, counts its members, and reports whether t is the gang's
-// first template.
-func (c *checker) gangMember(p string, t *JobTemplate, n int, gangs map[string]*gangAcc) bool {
-	gs, gp := t.Gang, p+".gang"
-	if gs.ID == "" {
-		c.add(flotilla.Errorf(gp+".id", "", flotilla.ErrRequired, "a gang needs an id"))
-		return false
-	}
-	g, seen := gangs[gs.ID]
-	if !seen {
-		if gs.Cardinality < 1 {
-			c.add(flotilla.Errorf(gp+".cardinality", strconv.Itoa(gs.Cardinality), flotilla.ErrOutOfRange, "a gang has at least 1 member"))
-		}
-		g = &gangAcc{path: p, card: gs.Cardinality, label: gs.NodeUniformityLabel, topology: gs.Topology.topology(),
-			pools: sortedPools(t.Pools)}
-		gangs[gs.ID] = g
-		c.gangTopology(gp+".topology", gs)
-	} else {
-		if gs.Cardinality != g.card {
-			c.add(flotilla.Errorf(gp+".cardinality", strconv.Itoa(gs.Cardinality), flotilla.ErrInconsistent,
-				"gang %q: %s.gang.cardinality is %d", gs.ID, g.path, g.card))
-		}
-		if gs.NodeUniformityLabel != g.label {
-			c.add(flotilla.Errorf(gp+".nodeUniformityLabel", gs.NodeUniformityLabel, flotilla.ErrInconsistent,
-				"gang %q: %s.gang.nodeUniformityLabel is %q", gs.ID, g.path, g.label))
-		}
-		for _, err := range gs.Topology.topology().Disagreements(gp+".topology", gs.ID, g.path+".gang.topology", g.topology) {
-			c.add(err)
-		}
-		// A gang runs whole in one pool: members accepting different
-		// pools would each wait for the others in its own.
-		if ps := sortedPools(t.Pools); (ps == nil) != (g.pools == nil) || !slices.Equal(ps, g.pools) {
-			value, first := fmt.Sprint(t.Pools), fmt.Sprint(g.pools)
-			if t.Pools == nil {
-				value = ""
-			}
-			if g.pools == nil {
-				first = "absent (every pool)"
-			}
-			c.add(flotilla.Errorf(p+".pools", value, flotilla.ErrInconsistent,
-				"gang %q: its members accept the same pools, and %s.pools is %s", gs.ID, g.path, first))
-		}
-	}
-	g.members += n
-	return !seen
-}
-
-// clientIDs reports a client id used twice within the request, after
-// count expansion, at the later template. It returns the expanded client
-// ids of the templates that have one, in job order; total is the
-// request's number of jobs (count expansion included). A template's ids
-// share one string; the ids of templates whose client ids are neither
-// equal nor prefixes of one another cannot collide, and then no set of
-// ids is built.
-func (c *checker) clientIDs(req *Request, total int) []string {
-	var bases []string
-	for i := range req.Jobs {
-		if req.Jobs[i].ClientID != "" {
-			bases = append(bases, req.Jobs[i].ClientID)
-		}
-	}
-	if len(bases) == 0 {
-		return nil
-	}
-	out := make([]string, 0, total)
-	var seen map[string]string // client id → template path
-	if mayCollide(bases) {
-		seen = make(map[string]string, total)
-	}
-	var ends []int
-	for i := range req.Jobs {
-		t := &req.Jobs[i]
-		if t.ClientID == "" {
-			continue
-		}
-		n := 1
-		if t.Count != nil {
-			n = max(*t.Count, 0)
-		}
-		if n > c.rules.MaxJobsPerRequest {
-			continue // reported at count
-		}
-		from := len(out)
-		out, ends = expandClientIDs(out, ends, t.ClientID, t.Count, n)
-		if seen == nil {
-			continue
-		}
-		p := fmt.Sprintf("jobs[%d]", i)
-		dups, first := 0, ""
-		kept := out[:from]
-		for _, id := range out[from:] {
-			if prev, dup := seen[id]; dup {
-				if dups == 0 {
-					first = fmt.Sprintf("client id %q is also %s's", id, prev)
-				}
-				dups++
-				continue
-			}
-			seen[id] = p
-			kept = append(kept, id)
-		}
-		out = kept
-		if dups > 0 {
-			c.add(flotilla.Errorf(p+".clientId", t.ClientID, flotilla.ErrDuplicate, "%s%s", first, more(dups)))
-		}
-	}
-	return out
-}
-
-// mayCollide reports whether templates with these client ids can expand
-// to a client id twice: only when one is a prefix of another (or equal
-// to it), as id-k and id are the only forms. Sorted, a string's
-// extensions follow it directly, so neighbours suffice.
-func mayCollide(bases []string) bool {
-	if len(bases) < 2 {
-		return false
-	}
-	sorted := slices.Sorted(slices.Values(bases))
-	for i := 1; i < len(sorted); i++ {
-		if strings.HasPrefix(sorted[i], sorted[i-1]) {
-			return true
-		}
-	}
-	return false
-}
-
-// expandClientIDs appends a template's n client ids (id when count is
-// absent, else id-0 … id-(n-1)) to out, all slices of one string; ends is scratch space, returned for
-// reuse.
-func expandClientIDs(out []string, ends []int, id string, count *int, n int) ([]string, []int) {
-	if count == nil {
-		return append(out, id), ends
-	}
-	if n == 0 {
-		return out, ends
-	}
-	size := 0
-	for k := range n {
-		size += len(id) + 1 + decimalLen(k)
-	}
-	var b strings.Builder
-	b.Grow(size)
-	var digits [20]byte
-	ends = ends[:0]
-	for k := range n {
-		b.WriteString(id)
-		b.WriteByte('-')
-		b.Write(strconv.AppendInt(digits[:0], int64(k), 10))
-		ends = append(ends, b.Len())
-	}
-	all, start := b.String(), 0
-	for _, end := range ends {
-		out = append(out, all[start:end])
-		start = end
-	}
-	return out, ends
-}
-
-// decimalLen is the number of digits of k ≥ 0.
-func decimalLen(k int) int {
-	n := 1
-	for ; k >= 10; k /= 10 {
-		n++
-	}
-	return n
 }
 
 // expand builds the accepted request's jobs: one allocation for the Jobs
@@ -795,29 +572,4 @@ func more(n int) string {
 		return ""
 	}
 	return fmt.Sprintf(" (and %d more)", n-1)
-}
-
-// PlainText reports whether s is UTF-8 text free of control characters,
-// as the names of job sets, queues and clusters must be.
-func PlainText(s string) bool {
-	return utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
-}
-
-// gangTopology checks a gang's topology request (at tp) against the
-// catalog's topologies: a level required or preferred, not with a
-// node-uniformity label, naming a configured topology and its levels.
-func (c *checker) gangTopology(tp string, gs *GangSpec) {
-	if gs.Topology == nil {
-		return
-	}
-	t := gs.Topology.topology()
-	if errs := t.LevelProblems(tp, gs.NodeUniformityLabel); len(errs) > 0 {
-		for _, err := range errs {
-			c.add(err)
-		}
-		return
-	}
-	if _, _, _, err := flotilla.ResolveTopology(c.topologies, tp, t); err != nil {
-		c.add(err)
-	}
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/flotilla-sched/flotilla"
-	"github.com/flotilla-sched/flotilla/backend"
 )
 
 func TestTerminationGracePeriodUnsetOrZeroIsOneSecondBelowOneSecondOrAboveMaximumRejected(t *testing.T) {
@@ -97,24 +96,6 @@ func TestGPUResourceIsConfigurableAndASchemaWithoutItHasNoGPUJobs(t *testing.T) 
 	require.Equal(t, DefaultGPUActiveDeadline, specs[0].ActiveDeadline)
 }
 
-func TestCountExpandsATemplateIntoCountJobsWithClientIDsSuffixedByIndex(t *testing.T) {
-	a := cpuJob()
-	a.Count, a.ClientID = intp(3), "train-7"
-	b := cpuJob()
-	b.ClientID = "solo"
-	none := cpuJob()
-	none.Count = intp(0)
-	anon := cpuJob()
-	anon.Count = intp(2)
-	specs := accept(t, request(a, none, b, anon))
-	var got []string
-	for _, s := range specs {
-		got = append(got, s.ClientID)
-	}
-	require.Equal(t, []string{"train-7-0", "train-7-1", "train-7-2", "solo", "", ""}, got)
-	require.Equal(t, []string{"job-1", "job-2", "job-3", "job-4", "job-5", "job-6"}, ids(specs))
-}
-
 func TestJobsCountedCountsEachTemplatesJobsInFileOrderAndNothingWhenRefused(t *testing.T) {
 	a, none, b := cpuJob(), cpuJob(), cpuJob()
 	a.Count, none.Count = intp(3), intp(0)
@@ -132,44 +113,6 @@ func TestJobsCountedCountsEachTemplatesJobsInFileOrderAndNothingWhenRefused(t *t
 	require.Error(t, err)
 	require.Nil(t, specs)
 	require.Nil(t, counts)
-}
-
-func ids(specs []backend.JobSpec) []string {
-	var out []string
-	for _, s := range specs {
-		out = append(out, s.Job.ID)
-	}
-	return out
-}
-
-func TestCountNegativeOrAboveMaxJobsPerRequestIsRejected(t *testing.T) {
-	neg := cpuJob()
-	neg.Count = intp(-1)
-	reject(t, request(neg), problem{"jobs[0].count", "-1", flotilla.ErrNegative})
-	huge := cpuJob()
-	huge.Count = intp(1 << 40)
-	reject(t, request(huge), problem{"jobs[0].count", "1099511627776", flotilla.ErrOutOfRange})
-
-	// The limit is on the request's total: the template that crosses it is named.
-	a, b := cpuJob(), cpuJob()
-	a.Count, b.Count = intp(3), intp(2)
-	var c counter
-	_, err := Rules{MaxJobsPerRequest: 4}.Jobs(request(a, b), testCatalog(), testNow, c.next)
-	requireProblems(t, err, problem{"jobs[1].count", "2", flotilla.ErrOutOfRange})
-	b.Count = intp(1)
-	specs, err := Rules{MaxJobsPerRequest: 4}.Jobs(request(a, b), testCatalog(), testNow, c.next)
-	require.NoError(t, err)
-	require.Len(t, specs, 4)
-}
-
-func TestDuplicateClientIDWithinARequestIsRejected(t *testing.T) {
-	a, b := cpuJob(), cpuJob()
-	a.ClientID, b.ClientID = "x", "x"
-	reject(t, request(a, b), problem{"jobs[1].clientId", "x", flotilla.ErrDuplicate})
-
-	// After expansion: x with count 2 makes x-1, which the next template also names.
-	a.Count, b.ClientID = intp(2), "x-1"
-	reject(t, request(a, b), problem{"jobs[1].clientId", "x-1", flotilla.ErrDuplicate})
 }
 
 func TestPriorityClassMustBeConfiguredAndEmptyMeansTheDefault(t *testing.T) {
@@ -297,15 +240,4 @@ func TestMisconfiguredRulesCatalogOrIDSourceAreErrorsNotPanics(t *testing.T) {
 		problem{"catalog.schema", "<nil>", flotilla.ErrRequired},
 		problem{"catalog.defaultPriorityClass", "x", flotilla.ErrUnknownName},
 		problem{"(root)", "<nil>", flotilla.ErrRequired})
-}
-
-func TestJobSetNameIsTextWithoutControlCharacters(t *testing.T) {
-	for _, name := range []string{"a\x00b", "tab\there", "bad\xffutf8"} {
-		req := request(cpuJob())
-		req.JobSet = name
-		reject(t, req, problem{"jobSet", name, flotilla.ErrMalformed})
-	}
-	req := request(cpuJob())
-	req.JobSet = "team/a ünïcode"
-	accept(t, req)
 }
