@@ -237,6 +237,55 @@ func TestPlaceWithinUnavoidedDomainsKeepsOutOfEveryClusterAMemberAvoids(t *testi
 	}), "after warm-up")
 }
 
+// PlaceWithin UnavoidedDomains keeps every member off every node a member
+// avoids (Job.AvoidNodes, the union over the members); a gang that does
+// not fit on the other nodes is not placed, and the DB is untouched.
+// Avoiding every node leaves nothing to prefer (binpack.DB.AvoidNodes):
+// the gang goes where it would without. Avoids is true as soon as a
+// member avoids a node.
+func TestPlaceWithinUnavoidedDomainsKeepsOffEveryNodeAMemberAvoids(t *testing.T) {
+	db := newDB(t, 1, node("n1", "", 8), node("n2", "", 16), node("n3", "", 32))
+	var acc gang.Accumulator
+	var p gang.Placer
+	place := func(g *gang.Gang, within gang.Domains) gang.Placement {
+		t.Helper()
+		m := db.Mark()
+		res, err := p.PlaceWithin(db, g, 0, levelsOf(len(g.Members), top), 0, within)
+		require.NoError(t, err)
+		db.Rollback(m)
+		return res
+	}
+	names := func(res gang.Placement) []string {
+		var out []string
+		for _, n := range res.Nodes {
+			out = append(out, db.Node(n).Name)
+		}
+		return out
+	}
+	g := uniformGang(t, &acc, "g", 2, cores(4), "")
+	assert.False(t, p.Avoids(db, g), "no member avoids anything")
+	assert.Equal(t, []string{"n1", "n1"}, names(place(g, gang.UnavoidedDomains)), "nothing avoided: the tightest node")
+
+	g.Members[0].Job.AvoidNodes = []string{"n1"}
+	g.Members[1].Job.AvoidNodes = []string{"n2", "x"}
+	assert.True(t, p.Avoids(db, g))
+	assert.Equal(t, []string{"n1", "n1"}, names(place(g, gang.AllDomains)))
+	assert.Equal(t, []string{"n3", "n3"}, names(place(g, gang.UnavoidedDomains)), "n1 and n2 are avoided, by one member each")
+
+	g.Members[0].Job.AvoidNodes = []string{"n3", "n1"}
+	assert.True(t, p.Avoids(db, g))
+	assert.Equal(t, []string{"n1", "n1"}, names(place(g, gang.UnavoidedDomains)), "every node avoided: as without")
+
+	big := uniformGang(t, &acc, "big", 2, cores(12), "")
+	big.Members[1].Job.AvoidNodes = []string{"n3"}
+	require.True(t, place(big, gang.AllDomains).Placed)
+	before := stateOf(db)
+	res := place(big, gang.UnavoidedDomains)
+	assert.False(t, res.Placed, "n1 and n2 hold one member of 12 cores, not two")
+	assert.Equal(t, gang.MemberDoesNotFit, res.Why.Cause)
+	assert.Empty(t, before.diff(stateOf(db)))
+}
+
 // Members go largest first: 8, 16, 16 cores fill a 16- and a 24-core node
 // exactly, which smallest-first would not.
 func TestPlaceLargestFirst(t *testing.T) {
