@@ -54,14 +54,7 @@ func (p *Placer) Avoids(db *binpack.DB, g *Gang) bool {
 // avoidSet gathers the clusters g's members avoid into p.avoid, sorted
 // and without repeats, and reports whether there are any.
 func (p *Placer) avoidSet(g *Gang) bool {
-	set := p.avoid[:0]
-	for _, e := range g.Members {
-		if e != nil && e.Job != nil {
-			set = append(set, e.Job.AvoidClusters...)
-		}
-	}
-	slices.Sort(set)
-	p.avoid = slices.Compact(set)
+	p.avoid = avoided(p.avoid, g, false)
 	return len(p.avoid) > 0
 }
 
@@ -69,15 +62,27 @@ func (p *Placer) avoidSet(g *Gang) bool {
 // p.avoidNodes, sorted and without repeats, and reports whether there are
 // any.
 func (p *Placer) nodeSet(g *Gang) bool {
-	set := p.avoidNodes[:0]
+	p.avoidNodes = avoided(p.avoidNodes, g, true)
+	return len(p.avoidNodes) > 0
+}
+
+// avoided returns the names g's members avoid, the union of their
+// Job.AvoidNodes when byNode is set, else of their Job.AvoidClusters,
+// sorted and without repeats, in set's memory.
+func avoided(set []string, g *Gang, byNode bool) []string {
+	set = set[:0]
 	for _, e := range g.Members {
-		if e != nil && e.Job != nil {
+		if e == nil || e.Job == nil {
+			continue
+		}
+		if byNode {
 			set = append(set, e.Job.AvoidNodes...)
+		} else {
+			set = append(set, e.Job.AvoidClusters...)
 		}
 	}
 	slices.Sort(set)
-	p.avoidNodes = slices.Compact(set)
-	return len(p.avoidNodes) > 0
+	return slices.Compact(set)
 }
 
 func (p *Placer) isAvoided(d *domain) bool {
