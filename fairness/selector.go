@@ -178,17 +178,21 @@ func (s *Selector) Push(c Candidate) { s.Update(c.Queue, c) }
 
 // Update sets queue's candidate to c (c.Queue is set to queue), adding it if
 // the queue had none, and restores the order. It panics if queue is negative.
-func (s *Selector) Update(queue int, c Candidate) {
-	c.Queue = queue
+func (s *Selector) Update(queue int, c Candidate) { s.UpdateFrom(queue, &c) }
+
+// UpdateFrom is Update with the candidate read through c, which is not
+// kept: for a caller that builds candidates in a scratch value, saving a
+// copy per update on a hot path.
+func (s *Selector) UpdateFrom(queue int, c *Candidate) {
 	if queue >= len(s.pos) {
 		s.grow(queue + 1)
 	}
+	s.cands[queue] = *c
+	s.cands[queue].Queue = queue
 	if p := s.pos[queue]; p != 0 {
-		s.cands[queue] = c
 		s.fix(p - 1)
 		return
 	}
-	s.cands[queue] = c
 	s.heap = append(s.heap, queue)
 	s.pos[queue] = len(s.heap)
 	s.up(len(s.heap) - 1)
@@ -210,6 +214,15 @@ func (s *Selector) Peek() (Candidate, bool) {
 		return Candidate{}, false
 	}
 	return s.cands[s.heap[0]], true
+}
+
+// First returns the queue whose candidate goes first, without copying the
+// candidate; false when the Selector is empty.
+func (s *Selector) First() (queue int, ok bool) {
+	if len(s.heap) == 0 {
+		return 0, false
+	}
+	return s.heap[0], true
 }
 
 // Pop removes and returns the candidate that goes first; false when the

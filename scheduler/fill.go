@@ -272,8 +272,7 @@ func (c *cycle) best() (int, bool) {
 	if c.tour != nil {
 		return c.tour.best()
 	}
-	cand, ok := c.sel.Peek()
-	return cand.Queue, ok
+	return c.sel.First()
 }
 
 // refusedByTree reports (and records) whether the queue tree's limits or

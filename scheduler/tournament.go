@@ -7,7 +7,7 @@ import (
 
 // tournament is progressive filling over a queue tree (docs/queue-tree.md,
 // rule 6): each queue nominates its next unit; each group keeps a
-// fairness.Selector over its children and nominates its best child's
+// fairness.Bracket over its children and nominates its best child's
 // nominee; the root's best is tried next. Children of a group are compared
 // by the nominee's class priority, then the guarantee tier (the child stays
 // within its guarantee with the unit), then the key
@@ -15,7 +15,7 @@ import (
 //	K = (share + unit's cost − Ĝ) / w'
 //
 // (share the child's, Ĝ its guaranteed part, w' its weight with usage),
-// then the child's name. With prefer-large ordering the Selector's budget
+// then the child's name (fairness.Compare). With prefer-large ordering the budget
 // rules apply with Current = (share − Ĝ)/w', Budget = (A − Ĝ)/w' and Size =
 // cost·w'. After a queue's allocation or nominee changes, the candidates
 // on its path are updated: O(depth · log fan-out).
@@ -37,8 +37,9 @@ type tournament struct {
 	alloc     []flotilla.Resources
 	share     []int64
 	leafShare []float64 // per queue, the share itself
-	// sels has one Selector per group and, last, the root's.
-	sels []*fairness.Selector
+	// sels has one Bracket per group over its children and, last, the
+	// root's.
+	sels []*fairness.Bracket
 	// nominee is, per node, the queue its candidate stands for (a queue's
 	// own index for a queue), -1 when it has none.
 	nominee []int32
@@ -55,6 +56,7 @@ type tournament struct {
 	clusterAlloc    flotilla.Resources
 	total           flotilla.Resources
 	scratch, off    flotilla.Resources
+	cand            fairness.Candidate // climb's scratch
 }
 
 // shareScale is the fixed point of the tournament's shares: 2⁻⁵² of the
@@ -76,7 +78,7 @@ func newTournament(c *cycle, ts *treeState) *tournament {
 		alloc:     make([]flotilla.Resources, n),
 		share:     make([]int64, n),
 		leafShare: make([]float64, nQ),
-		sels:      make([]*fairness.Selector, nG+1),
+		sels:      make([]*fairness.Bracket, nG+1),
 		nominee:   make([]int32, n),
 		req:       make([]flotilla.Resources, nQ),
 		prio:      make([]int32, nQ),
@@ -87,7 +89,11 @@ func newTournament(c *cycle, ts *treeState) *tournament {
 		off:       schema.Zero(),
 	}
 	for i := range tr.sels {
-		tr.sels[i] = fairness.NewSelector(c.s.cfg.EnablePreferLargeJobOrdering)
+		p := i
+		if i == nG {
+			p = -1
+		}
+		tr.sels[i] = fairness.NewBracket(len(t.Children(p)), c.s.cfg.EnablePreferLargeJobOrdering)
 	}
 	slab := make(flotilla.Resources, n*schema.Len())
 	for v := range n {
@@ -116,7 +122,7 @@ func newTournament(c *cycle, ts *treeState) *tournament {
 	return tr
 }
 
-func (tr *tournament) sel(p int) *fairness.Selector {
+func (tr *tournament) sel(p int) *fairness.Bracket {
 	if p < 0 {
 		return tr.sels[tr.nG]
 	}
@@ -150,12 +156,11 @@ func (tr *tournament) has(qi int) bool { return tr.nominee[tr.t.QueueNode(qi)] >
 
 // best is the queue whose nominee goes next.
 func (tr *tournament) best() (int, bool) {
-	root := tr.sels[tr.nG]
-	cand, ok := root.Peek()
+	pos, ok := tr.sels[tr.nG].First()
 	if !ok {
 		return 0, false
 	}
-	v := tr.t.Children(-1)[cand.Queue]
+	v := tr.t.Children(-1)[pos]
 	return int(tr.nominee[v]), true
 }
 
@@ -195,21 +200,22 @@ func (tr *tournament) add(qi int, req flotilla.Resources, sign int64) {
 // refresh re-ranks queue qi's path after its allocation changed.
 func (tr *tournament) refresh(qi int) { tr.climb(tr.t.QueueNode(qi)) }
 
-// climb re-ranks node v in its parent's Selector, and so on to the root.
+// climb re-ranks node v in its parent's Bracket, and so on to the root.
 func (tr *tournament) climb(v int) {
 	for {
 		p := tr.t.Parent(v)
 		s := tr.sel(p)
 		if tr.nominee[v] >= 0 {
-			s.Update(int(tr.ts.childPos[v]), tr.candidate(v))
+			tr.candidate(v, &tr.cand)
+			s.Update(int(tr.ts.childPos[v]), &tr.cand)
 		} else {
 			s.Remove(int(tr.ts.childPos[v]))
 		}
 		if p < 0 {
 			return
 		}
-		if cand, ok := s.Peek(); ok {
-			tr.nominee[p] = tr.nominee[tr.t.Children(p)[cand.Queue]]
+		if pos, ok := s.First(); ok {
+			tr.nominee[p] = tr.nominee[tr.t.Children(p)[pos]]
 		} else {
 			tr.nominee[p] = -1
 		}
@@ -217,8 +223,8 @@ func (tr *tournament) climb(v int) {
 	}
 }
 
-// candidate is node v's standing at its parent with its nominee.
-func (tr *tournament) candidate(v int) fairness.Candidate {
+// candidate sets *c to node v's standing at its parent with its nominee.
+func (tr *tournament) candidate(v int, c *fairness.Candidate) {
 	qi := int(tr.nominee[v])
 	leaf := tr.t.QueueNode(qi)
 	if tr.stale[qi] {
@@ -234,7 +240,7 @@ func (tr *tournament) candidate(v int) fairness.Candidate {
 		share = fromFixed(tr.share[v])
 		after = share + cost
 	}
-	return fairness.Candidate{
+	*c = fairness.Candidate{
 		Name:            tr.t.Name(v),
 		ClassPriority:   tr.prio[qi],
 		WithinGuarantee: tr.ts.withinGuaranteeWith(v, tr.alloc[v], tr.req[qi]),
