@@ -41,6 +41,13 @@ const (
 	UsageKeyShare = "share/"
 )
 
+// UsageShareKey is the key of the record that holds queue's usage memory
+// in pool ("" is backend.DefaultPool): UsageKeyShare + queue, + "/" + pool
+// outside the default pool, names path-escaped. New starts each pool's
+// usage memory from such records, a value u ∈ [0,1] in entry 0 as of At,
+// so a backend written before New gives the first cycles a history.
+func UsageShareKey(queue, pool string) string { return usageKey(UsageKeyShare, queue, poolOf(pool)) }
+
 // accrual is the decayed resource × time of one queue or association:
 // val as of at, and rate, the summed requests of the live leases charged
 // to it, which accrue from at on.

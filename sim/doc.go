@@ -51,7 +51,17 @@
 //	{"usageHalfLife": "3h", "usageWeight": 1,
 //	 "groups": [{"name": "research", "weight": 2,
 //	   "guaranteed": {"cpu": "64"}, "limit": {"cpu": "256"}, "lendingLimit": {"cpu": "32"}}],
-//	 "queues": [{"name": "nlp", "parent": "research", "guaranteed": {"cpu": "16"}}], ...}
+//	 "queues": [{"name": "nlp", "parent": "research", "guaranteed": {"cpu": "16"}, "usage": 0.5}], ...}
+//
+// A queue's usage (in [0, 1], as docs/scenarios.md's queues[].usage)
+// seeds its decayed average share at Start, the history the run begins
+// with: {"name": "heavy", "usage": 1} held the whole cluster lately. It
+// is judged with the tree (fairness.NewTree: outside [0, 1] is
+// ErrOutOfRange at queues[i].usage; a group takes none), accepted and
+// unused without usage memory, and otherwise written to the service's
+// backend before server.New as the records a restarted service restores
+// (server.UsageShareKey), at Start in every pool, so each pool's first
+// cycle starts from it with no time passed.
 //
 // Run creates the groups in the service (parents first) before the
 // queues; the service carries the usage memory from cycle to cycle, its

@@ -10,8 +10,9 @@ import (
 	"github.com/flotilla-sched/flotilla/sim"
 )
 
-// FuzzParseWorkload: any input gives a workload that validates, or only
-// *flotilla.FieldError problems; never a panic.
+// FuzzParseWorkload: any input gives a workload that validates, every
+// queue's usage seed in [0,1], or only *flotilla.FieldError problems;
+// never a panic.
 func FuzzParseWorkload(f *testing.F) {
 	for _, name := range []string{"small.workload.json", "steady.workload.json", "small-tree.workload.json", "tree-day.workload.json"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
@@ -27,12 +28,22 @@ func FuzzParseWorkload(f *testing.F) {
 		"queues": [{"name": "g", "parent": "A"}, {"name": "A", "parent": "g", "weight": 1e300, "guaranteed": {"memory": "9Gi"}}], "jobTemplates": [{"id": "a", "queue": "g", "count": 1, "requests": {"cpu": "1"}}]}`))
 	f.Add([]byte(`{"usageHalfLife": "1h", "groups": [{"name": "g", "guaranteed": {"cpu": "1"}}], "queues": [{"name": "A", "parent": "g", "guaranteed": {"cpu": "2"}}, {"name": "B", "parent": "g", "limit": {"cpu": "1"}, "lendingLimit": {"cpu": "0"}}],
 		"jobTemplates": [{"id": "a", "queue": "A", "count": 1, "requests": {"cpu": "1"}}]}`))
+	f.Add([]byte(`{"usageHalfLife": "1h", "usageWeight": 1, "queues": [{"name": "light"}, {"name": "heavy", "usage": 1}, {"name": "some", "usage": 0.25}],
+		"jobTemplates": [{"id": "a", "queue": "heavy", "count": 1, "requests": {"cpu": "1"}}]}`))
+	f.Add([]byte(`{"groups": [{"name": "g", "usage": 0.5}], "queues": [{"name": "A", "parent": "g", "usage": 1.5}, {"name": "B", "usage": -0.25},
+		{"name": "C", "usage": 1e999}, {"name": "D", "usage": "all"}, {"name": "E", "usage": null}, {"name": "F", "usage": 5e-324}],
+		"jobTemplates": [{"id": "a", "queue": "A", "count": 1, "requests": {"cpu": "1"}}]}`))
 	f.Add([]byte(`[1, 2]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		w, err := sim.ParseWorkload(data)
 		if err == nil {
 			if verr := w.Validate(); verr != nil {
 				t.Fatalf("parsed workload does not validate: %v", verr)
+			}
+			for i, q := range w.Queues {
+				if !(q.Usage >= 0 && q.Usage <= 1) {
+					t.Fatalf("accepted queues[%d].usage %v outside [0,1]", i, q.Usage)
+				}
 			}
 			return
 		}

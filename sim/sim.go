@@ -259,7 +259,13 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 	}
 	n := 0
 	ids := func() string { n++; return fmt.Sprintf("job-%07d", n) }
-	srv, err := server.New(ctx, server.Config{Scheduler: sc, Backend: memory.New(schema), Clock: r.clk,
+	be := memory.New(schema)
+	if sc.UsageHalfLife > 0 {
+		if err := be.PutUsage(ctx, w.usageSeeds(schema.Len(), cfg.Clusters.poolNames())); err != nil {
+			return nil, err
+		}
+	}
+	srv, err := server.New(ctx, server.Config{Scheduler: sc, Backend: be, Clock: r.clk,
 		NewID: ids, LeaseTimeout: cfg.LeaseTimeout, Seed: w.Seed, RequeuePreempted: cfg.RequeuePreempted})
 	if err != nil {
 		return nil, err // the scheduler's problems, under scheduler.

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/fairness"
 	"github.com/flotilla-sched/flotilla/scheduler"
+	"github.com/flotilla-sched/flotilla/server"
 )
 
 // GroupSpec is an inner node of the queue tree (docs/queue-tree.md): it
@@ -38,16 +40,17 @@ type treeNode struct {
 	field, parent                   string // field: groups[i] or queues[i]
 	weight                          *float64
 	guaranteed, limit, lendingLimit map[string]string
+	usage                           float64 // a queue's seed; 0 for a group
 }
 
 // nodes are the workload's groups, then its queues, as tree nodes.
 func (w *Workload) nodes() []treeNode {
 	out := make([]treeNode, 0, len(w.Groups)+len(w.Queues))
 	for i, g := range w.Groups {
-		out = append(out, treeNode{fmt.Sprintf("groups[%d]", i), g.Parent, g.Weight, g.Guaranteed, g.Limit, g.LendingLimit})
+		out = append(out, treeNode{fmt.Sprintf("groups[%d]", i), g.Parent, g.Weight, g.Guaranteed, g.Limit, g.LendingLimit, 0})
 	}
 	for i, q := range w.Queues {
-		out = append(out, treeNode{fmt.Sprintf("queues[%d]", i), q.Parent, q.Weight, q.Guaranteed, q.Limit, q.LendingLimit})
+		out = append(out, treeNode{fmt.Sprintf("queues[%d]", i), q.Parent, q.Weight, q.Guaranteed, q.Limit, q.LendingLimit, q.Usage})
 	}
 	return out
 }
@@ -147,7 +150,7 @@ func (w *Workload) tree(schema *flotilla.ResourceSchema, reported map[string]boo
 			vecs[v][k] = r
 		}
 		ns := fairness.NodeSpec{Parent: n.parent, PriorityFactor: factor(n.weight),
-			Guaranteed: vecs[v][0], Limit: vecs[v][1], LendingLimit: vecs[v][2]}
+			Guaranteed: vecs[v][0], Limit: vecs[v][1], LendingLimit: vecs[v][2], Usage: n.usage}
 		if v < len(w.Groups) {
 			ns.Name = w.Groups[v].Name
 			spec.Groups = append(spec.Groups, ns)
@@ -239,6 +242,25 @@ func (w *Workload) usageConfig(sc *scheduler.Config) []error {
 			"the lottery strategy takes a flat list of queues: no groups, parents or quotas"))
 	}
 	return errs
+}
+
+// usageSeeds are the queues' usage seeds (queues[].usage) as the usage
+// records the service restores at New (server.UsageShareKey): one per
+// seeded queue and pool, u in entry 0 of n, at Start, so that each pool's
+// first cycle starts from them with no time passed.
+func (w *Workload) usageSeeds(n int, pools []string) []backend.UsageRecord {
+	var rs []backend.UsageRecord
+	for _, q := range w.Queues {
+		if q.Usage == 0 {
+			continue
+		}
+		for _, pool := range pools {
+			v := make([]float64, n)
+			v[0] = q.Usage
+			rs = append(rs, backend.UsageRecord{Key: server.UsageShareKey(q.Name, pool), Value: v, At: Start})
+		}
+	}
+	return rs
 }
 
 // byDepth orders groups (an acyclic tree, Validate has judged it) so that

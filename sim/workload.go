@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/backend"
 	"github.com/flotilla-sched/flotilla/internal/strictjson"
 	"github.com/flotilla-sched/flotilla/submit"
 	"github.com/flotilla-sched/flotilla/textform"
@@ -52,6 +53,13 @@ type QueueSpec struct {
 	Guaranteed   flotilla.Quantities `json:"guaranteed,omitempty"`
 	Limit        flotilla.Quantities `json:"limit,omitempty"`
 	LendingLimit flotilla.Quantities `json:"lendingLimit,omitempty"`
+	// Usage seeds the queue's decayed average share, in [0, 1], at the
+	// simulation's start (Start), as a scenario file's queues[].usage
+	// does at round 0: the history the run begins with (1: the queue held
+	// the whole cluster lately). It matters only with usage memory on
+	// (usageHalfLife here or in the scheduler's configuration); each pool
+	// starts from it.
+	Usage float64 `json:"usage,omitempty"`
 }
 
 // JobTemplate is Count jobs submitted together (or at Arrival.Rate), and
@@ -167,16 +175,24 @@ type Cluster struct {
 }
 
 // Pools counts the distinct pools of the clusters.
-func (c *Clusters) Pools() int {
+func (c *Clusters) Pools() int { return len(c.poolNames()) }
+
+// poolNames are the distinct pools of the clusters, in the order they
+// first appear (backend.DefaultPool for a cluster that names none).
+func (c *Clusters) poolNames() []string {
+	var names []string
 	seen := map[string]bool{}
 	for _, cl := range c.Clusters {
 		p := cl.Pool
 		if p == "" {
-			p = "default"
+			p = backend.DefaultPool
 		}
-		seen[p] = true
+		if !seen[p] {
+			seen[p] = true
+			names = append(names, p)
+		}
 	}
-	return len(seen)
+	return names
 }
 
 // NodeTemplate is docs/scenarios.md's node form: Count nodes named
