@@ -178,12 +178,11 @@ func (s *Selector) Push(c Candidate) { s.Update(c.Queue, c) }
 
 // Update sets queue's candidate to c (c.Queue is set to queue), adding it if
 // the queue had none, and restores the order. It panics if queue is negative.
-func (s *Selector) Update(queue int, c Candidate) { s.UpdateFrom(queue, &c) }
+func (s *Selector) Update(queue int, c Candidate) {
+	s.update(queue, &c)
+}
 
-// UpdateFrom is Update with the candidate read through c, which is not
-// kept: for a caller that builds candidates in a scratch value, saving a
-// copy per update on a hot path.
-func (s *Selector) UpdateFrom(queue int, c *Candidate) {
+func (s *Selector) update(queue int, c *Candidate) {
 	if queue >= len(s.pos) {
 		s.grow(queue + 1)
 	}
