@@ -391,6 +391,9 @@ func TestSelectorProperties(t *testing.T) {
 						got, ok = s.Pop()
 					} else {
 						got, ok = s.Peek()
+						if q, first := s.First(); first != ok || ok && q != got.Queue {
+							return false
+						}
 					}
 					if ok != (len(want) > 0) || ok && got != want[0] {
 						return false
