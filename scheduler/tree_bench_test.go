@@ -9,31 +9,37 @@ import (
 	"github.com/flotilla-sched/flotilla"
 )
 
-// treeBench is the queue tree's benchmark world (issue 20): 1,000 × 32-core
-// nodes, 1,000 leaf queues, 1,000,000 one-core jobs queued round-robin, of
-// which 32,000 fit. With tree set the queues hang in three levels: 5 top
-// groups of 10 groups of 20 queues, with guarantees on every group and
-// queue and limits on the groups that do not bind (so every rule's check
-// runs); without, the same queues are a flat list.
-func treeBench(b *testing.B, tree, interleaved bool, lay layout) {
-	treeBenchWeighted(b, tree, interleaved, lay, false)
+// benchTree shapes the queue tree's benchmark world (issue 20): 1,000 ×
+// 32-core nodes, 1,000 leaf queues, 1,000,000 one-core jobs queued
+// round-robin, of which 32,000 fit. With tree set the queues hang in three
+// levels: 5 top groups of 10 groups of 20 queues (flat50: 50 groups of 20
+// under the root), with guarantees on every group and queue and limits on
+// the groups that do not bind (so every rule's check runs); without, the
+// same queues are a flat list. interleaved deals the queues to the groups
+// in turn; weighted gives queues and groups priority factors drawn from
+// 0.5, 1, 2 and 4 by a fixed sequence, so that neither cycle visits the
+// queues in a regular order.
+type benchTree struct {
+	tree, interleaved, weighted, flat50 bool
+	lay                                 layout
 }
 
-// treeBenchWeighted is treeBench; with weighted set, each queue (and group)
-// has a priority factor drawn from 0.5, 1, 2 and 4 by a fixed sequence, so
-// that neither cycle visits the queues in a regular order.
-func treeBenchWeighted(b *testing.B, tree, interleaved bool, lay layout, weighted bool) {
+func treeBench(b *testing.B, tree, interleaved bool, lay layout) {
+	treeBenchWorld(b, benchTree{tree: tree, interleaved: interleaved, lay: lay})
+}
+
+func treeBenchWorld(b *testing.B, w benchTree) {
 	if testing.Short() {
 		b.Skip("large")
 	}
-	s, snap := benchWorldLaidOut(b, 1000, 1000, 1000000, lay)
+	s, snap := benchWorldLaidOut(b, 1000, 1000, 1000000, w.lay)
 	factors := []float64{0.5, 1, 2, 4}
-	if weighted {
+	if w.weighted {
 		for i, q := range snap.Queues {
 			q.PriorityFactor = factors[(i*7+i/13)%4]
 		}
 	}
-	if tree {
+	if w.tree {
 		schema := flotilla.MustResourceSchema("cpu", "memory", "nvidia.com/gpu")
 		quota := func(cpu int) flotilla.Resources {
 			r, err := schema.ParsePartial("q", map[string]string{"cpu": fmt.Sprint(cpu), "memory": fmt.Sprintf("%dGi", 4*cpu)})
@@ -42,19 +48,25 @@ func treeBenchWeighted(b *testing.B, tree, interleaved bool, lay layout, weighte
 			}
 			return r
 		}
-		for t := range 5 {
-			snap.Groups = append(snap.Groups, &flotilla.QueueGroup{Name: fmt.Sprintf("top%d", t), Guaranteed: quota(2000), Limit: quota(12000)})
+		if !w.flat50 {
+			for t := range 5 {
+				snap.Groups = append(snap.Groups, &flotilla.QueueGroup{Name: fmt.Sprintf("top%d", t), Guaranteed: quota(2000), Limit: quota(12000)})
+			}
 		}
 		for g := range 50 {
-			snap.Groups = append(snap.Groups, &flotilla.QueueGroup{Name: fmt.Sprintf("g%02d", g), Parent: fmt.Sprintf("top%d", g/10),
+			parent := fmt.Sprintf("top%d", g/10)
+			if w.flat50 {
+				parent = ""
+			}
+			snap.Groups = append(snap.Groups, &flotilla.QueueGroup{Name: fmt.Sprintf("g%02d", g), Parent: parent,
 				Guaranteed: quota(200), Limit: quota(1200)})
-			if weighted {
+			if w.weighted {
 				snap.Groups[len(snap.Groups)-1].PriorityFactor = factors[g%4]
 			}
 		}
 		for i, q := range snap.Queues {
 			q.Parent = fmt.Sprintf("g%02d", i/20)
-			if interleaved {
+			if w.interleaved {
 				q.Parent = fmt.Sprintf("g%02d", (i%5)*10+(i/5)%10)
 			}
 			q.Guaranteed = quota(8)
@@ -116,10 +128,17 @@ func processCPU() int64 {
 // give the queues (and groups) unequal priority factors: the flat cycle then
 // no longer visits the queues in a perfectly regular order either.
 func BenchmarkTreeCycle1kLeavesWeighted(b *testing.B) {
-	treeBenchWeighted(b, true, false, inSubmitOrder, true)
+	treeBenchWorld(b, benchTree{tree: true, weighted: true})
 }
 
 // BenchmarkFlatCycle1kLeavesWeighted: see BenchmarkTreeCycle1kLeavesWeighted.
 func BenchmarkFlatCycle1kLeavesWeighted(b *testing.B) {
-	treeBenchWeighted(b, false, false, inSubmitOrder, true)
+	treeBenchWorld(b, benchTree{weighted: true})
+}
+
+// BenchmarkTreeCycle1kLeaves50Groups: the same queues in 50 groups of 20
+// under the root (two levels of groups fewer to climb than
+// BenchmarkTreeCycle1kLeaves' three-level reading of the goal).
+func BenchmarkTreeCycle1kLeaves50Groups(b *testing.B) {
+	treeBenchWorld(b, benchTree{tree: true, flat50: true})
 }
