@@ -452,3 +452,44 @@ func TestPropertyTreeUrgencyWithinLimits(t *testing.T) {
 	require.Greater(t, refusing, 30, "worlds that refused a job for a limit")
 	t.Logf("%d worlds preempted, %d refused a job for a limit", preempting, refusing)
 }
+
+// The flat model's per-queue caps (a class's maximumResourceFractionPerQueue)
+// count only the class's own jobs, as Armada's per-class constraints do:
+// a queue at its cap at armada-preemptible is not at it at armada-default,
+// so its default jobs go in, urgency taking the full node's room from
+// preemptible jobs, up to the default class's own cap. The cap needs no
+// room made under it, unlike the tree's limits, which count every class.
+func TestFlatClassCapCountsOnlyItsClass(t *testing.T) {
+	schema := flotilla.MustResourceSchema("cpu")
+	cfg := scheduler.DefaultConfig(schema)
+	cfg.ReportEveryUnscheduled = true
+	for i := range cfg.PriorityClasses {
+		cfg.PriorityClasses[i].MaximumResourceFractionPerQueue = map[string]float64{"cpu": 0.5}
+	}
+	store, err := queue.New(schema, cfg.PriorityClasses, cfg.DefaultPriorityClass)
+	require.NoError(t, err)
+	snap := &scheduler.Snapshot{Queued: store, Queues: []*flotilla.Queue{{Name: "a"}, {Name: "b"}},
+		Nodes: []*flotilla.Node{{Name: "n", Total: schema.MustParse(map[string]string{"cpu": "4"})}}}
+	job := func(id, q, class string) *flotilla.Job {
+		return &flotilla.Job{ID: id, Queue: q, PriorityClass: class, SubmitTime: t0, Requests: schema.MustParse(map[string]string{"cpu": "1"})}
+	}
+	for _, q := range []string{"a", "b"} {
+		for i := range 2 {
+			snap.Running = append(snap.Running, scheduler.Running{Job: job(fmt.Sprint(q, "-low-", i), q, flotilla.ArmadaPreemptible), Node: "n", Start: t0})
+		}
+	}
+	for i := range 3 {
+		require.NoError(t, store.Add(job(fmt.Sprint("a-high-", i), "a", flotilla.ArmadaDefault)))
+	}
+	s, err := scheduler.New(cfg)
+	require.NoError(t, err)
+	res, err := s.Schedule(context.Background(), snap, t0)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{"a": 2}, countByQueue(res.Scheduled))
+	require.Len(t, res.Preempted, 2)
+	for _, p := range res.Preempted {
+		require.Equal(t, scheduler.PreemptedForUrgency, p.Reason)
+	}
+	require.Len(t, res.UnscheduledJobs, 1)
+	require.Equal(t, scheduler.ReasonQueueClassLimit, res.UnscheduledJobs[0].Reason.Code)
+}
