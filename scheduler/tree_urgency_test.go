@@ -296,9 +296,12 @@ func TestTreeUrgencyPreemptsWithinALimit(t *testing.T) {
 // limit and node; a few jobs of one or two bundles, mostly of a class
 // above the preemptible one, are queued. No lender: a hold would refuse
 // what the limits admit, and the oracle judges limits.
-func limitWorld(t testing.TB, seed uint64) (*treeWorld, map[string]int64) {
+func limitWorld(t testing.TB, seed uint64, evict bool) (*treeWorld, map[string]int64) {
 	rng := rand.New(rand.NewPCG(seed, 0x11a17))
 	w := newUrgencyWorld(t)
+	if evict {
+		w.cfg.ProtectedFractionOfFairShare = 1
+	}
 	if rng.IntN(2) == 0 {
 		w.snap.Nodes = append(w.snap.Nodes, &flotilla.Node{Name: "node-1", Total: w.snap.Nodes[0].Total.Clone()})
 	}
@@ -360,14 +363,22 @@ func limitWorld(t testing.TB, seed uint64) (*treeWorld, map[string]int64) {
 // there, and some node could take it with the room of its lower-priority
 // preemptible jobs (the oracle: placements later in the round only add
 // to what the job would need, so what the end of the round would allow,
-// the time the job was tried allowed too).
+// the time the job was tried allowed too; so do evicted jobs going back,
+// or not). With eviction to fair share on, its preemptions are not
+// urgency's and are not judged here.
 func TestPropertyTreeUrgencyWithinLimits(t *testing.T) {
+	for _, evict := range []bool{false, true} {
+		t.Run(fmt.Sprint("evict=", evict), func(t *testing.T) { propertyTreeUrgencyWithinLimits(t, evict) })
+	}
+}
+
+func propertyTreeUrgencyWithinLimits(t *testing.T, evict bool) {
 	p := properties(t)
 	// How many worlds preempted, and refused a job for a limit: the
 	// generator must exercise both.
 	preempting, refusing := 0, 0
 	p.Property("limits hold; no job refused for a limit that lower-priority jobs could free", prop.ForAll(func(seed uint64) string {
-		w, limits := limitWorld(t, seed)
+		w, limits := limitWorld(t, seed, evict)
 		parent := map[string]string{"a": "g", "b": "g"}
 		prio := map[string]int32{}
 		preemptible := map[string]bool{}
@@ -386,6 +397,9 @@ func TestPropertyTreeUrgencyWithinLimits(t *testing.T) {
 			scheduled[a.Job.ID] = true
 		}
 		for _, pe := range res.Preempted {
+			if evict && pe.Reason == scheduler.PreemptedForFairShare {
+				continue
+			}
 			if pe.Reason != scheduler.PreemptedForUrgency || pe.For == nil || !scheduled[pe.For.ID] ||
 				prio[pe.For.PriorityClass] <= prio[pe.Job.PriorityClass] || !preemptible[pe.Job.PriorityClass] {
 				return fmt.Sprintf("seed %d: %s (%s) preempted %v for %v", seed, pe.Job.ID, pe.Job.PriorityClass, pe.Reason, pe.For)
