@@ -66,8 +66,10 @@ type cycle struct {
 	sel    *fairness.Selector
 	// tree is the queue tree (tree.go), nil for a flat list of queues;
 	// tour orders the fill over it (tournament.go), in place of sel.
-	tree  *treeState
-	tour  *tournament
+	tree *treeState
+	tour *tournament
+	// room is the tree room taken for the unit being tried (treeroom.go).
+	room  treeRoom
 	gangs gangWork
 
 	// pre owns the run table and preemption (evict.go, displace.go,

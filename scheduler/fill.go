@@ -84,6 +84,7 @@ func (c *cycle) fill(ctx context.Context) error {
 			default:
 				c.try(qi)
 			}
+			c.settleTreeRoom()
 		}
 		if c.advance(qi) {
 			c.offer(qi)
@@ -276,7 +277,10 @@ func (c *cycle) best() (int, bool) {
 }
 
 // refusedByTree reports (and records) whether the queue tree's limits or
-// lending holds refuse queue qi's next unit, a new job or gang (rule 5). A
+// lending holds refuse queue qi's next unit, a new job or gang (rule 5),
+// when taking lower-priority preemptible jobs cannot make the room either
+// (makeTreeRoom, treeroom.go: the fill settles those taken after trying
+// the unit). A
 // lone job's refusal is remembered by scheduling key, as a failed search
 // is, so that a queue whose every job left was refused is finished
 // without reading on (finishFailed).
@@ -286,7 +290,7 @@ func (c *cycle) refusedByTree(qi int) bool {
 	}
 	qs := &c.queues[qi]
 	why := c.tour.refusal(qi, qs.next.req)
-	if why.Code == 0 {
+	if why.Code == 0 || c.makeTreeRoom(qi, qs.next.req) {
 		return false
 	}
 	if qs.next.kind == loneUnit && !c.s.noTreeMemo {

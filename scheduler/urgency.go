@@ -116,6 +116,7 @@ func (p *preemptor) dropVictim(ri int32, unbind bool, by *flotilla.Job) {
 		c.db.Unbind(int(r.node), q, int(r.level), r.job.Requests)
 	}
 	c.unaccount(q, cl, r.job.Requests)
+	c.room.drops++ // an allocation shrank: tree room may be made again
 	qs := &c.queues[q]
 	qs.running--
 	defer c.refresh(q)

@@ -35,6 +35,8 @@ var explainCases = []struct {
 	{"per-job-priority", "../../testdata/scenarios/per-job-priority.json", "0", "p20"},
 	{"gang-topology-scheduled", "../../testdata/scenarios/gang-topology-preferred-fallback.json", "1", "block-4"},
 	{"gang-topology-no-rack", "../../testdata/scenarios/gang-topology-preferred-fallback.json", "3", "late-0"},
+	{"limit-too-few-lower-priority", "../../testdata/scenarios/tree-limit-urgency.json", "1", "too-big"},
+	{"preempted-urgency-under-limit", "../../testdata/scenarios/tree-limit-urgency.json", "1", "soft-1"},
 }
 
 // TestExplainGolden holds `flotilla explain` to its golden text and JSON
