@@ -122,13 +122,13 @@ func (c *cycle) advance(qi int) bool {
 		if r := &c.pre.run[ri]; r.state != stEvicted || r.tried {
 			continue
 		}
-		qs.next = loneOf(evictedUnit, &c.pre.run[ri].entry, ri)
+		qs.next = c.loneOf(evictedUnit, &c.pre.run[ri].entry, ri)
 		return true
 	}
 	if len(qs.retry) > 0 {
 		ri := qs.retry[0]
 		qs.retry = qs.retry[1:]
-		qs.next = loneOf(retryUnit, &c.pre.run[ri].entry, ri)
+		qs.next = c.loneOf(retryUnit, &c.pre.run[ri].entry, ri)
 		return true
 	}
 	if qs.reader == nil {
@@ -176,7 +176,7 @@ func (c *cycle) advance(qi int) bool {
 			continue
 		}
 		if !isGang {
-			qs.next = loneOf(loneUnit, e, -1)
+			qs.next = c.loneOf(loneUnit, e, -1)
 			return true
 		}
 		// A gang ID is never reused: a queued member of a gang with members
@@ -355,24 +355,27 @@ func (c *cycle) roundLimitReached() bool {
 // search that may displace evicted jobs and preempt lower-priority ones.
 func (c *cycle) try(qi int) {
 	qs := &c.queues[qi]
-	e := qs.next.entry
-	j := e.Job
-	ci, _ := c.s.class(j)
-	if c.queues[qi].overClassLimit(ci, j.Requests) {
-		c.rep.unscheduledEntry(qi, e, c.queues[qi].classLimitReason(c.s, ci, j.Requests))
+	u := &qs.next
+	e, ci, req := u.entry, int(u.class), u.req
+	j := e.Job // read below only for a job that is not plain, or fails
+	if qs.overClassLimit(ci, req) {
+		c.rep.unscheduledEntry(qi, e, qs.classLimitReason(c.s, ci, req))
 		return
 	}
-	if f, ok := c.memo.failed[e.Key]; ok {
+	if f, ok := c.memo.failed[u.key]; ok {
 		qs.fails++
 		c.rep.unscheduledEntry(qi, e, f.reason(qi))
 		return
 	}
-	c.query = c.makeQuery(j, qi, evictedLevel)
+	c.query = binpack.Query{Requests: req, Level: evictedLevel, Queue: qi, Constraint: binpack.NoConstraint, OnlyNode: -1}
+	if !u.plain {
+		c.query.Constraint = c.db.JobConstraints(j)
+	}
 	var (
 		node           int
 		ok, displacing bool
 	)
-	if len(j.AvoidClusters) > 0 || len(j.AvoidNodes) > 0 {
+	if !u.plain && (len(j.AvoidClusters) > 0 || len(j.AvoidNodes) > 0) {
 		node, ok, displacing = c.searchAvoiding(e, ci)
 	} else {
 		node, ok, displacing = c.search(j, ci)
@@ -386,7 +389,7 @@ func (c *cycle) try(qi int) {
 		c.rep.unscheduledEntry(qi, e, why)
 		return
 	}
-	c.db.Bind(node, qi, c.s.bindLevel[ci], j.Requests)
+	c.db.Bind(node, qi, c.s.bindLevel[ci], req)
 	c.db.Forget()
 	if displacing {
 		c.pre.makeRoom(node, c.s.classLevel[ci], nil, j)
@@ -394,21 +397,22 @@ func (c *cycle) try(qi int) {
 	}
 	// Only a preemptible job can be displaced later in the cycle, so only
 	// it needs a record.
-	c.commit(qi, ci, node, e, c.s.bindLevel[ci], c.s.classes[ci].Preemptible)
+	c.commit(qi, ci, node, e, req, c.s.bindLevel[ci], c.s.classes[ci].Preemptible)
 }
 
 // commit books a placement the node database has bound: the job of entry
-// e, of queue qi and class ci, on node. Every placement goes through it (a
+// e, of queue qi and class ci, asking req (its requests, passed so that a
+// lone job's placement reads nothing more of it), on node. Every placement goes through it (a
 // lone job, each member of a gang, the lottery's jobs): the queue's
 // allocation and counts, the round's total, the rate tokens and
 // Result.Scheduled. With record set, the job also gets a run record at
 // level (the level it holds capacity at), so that it can be displaced
 // later in the cycle.
-func (c *cycle) commit(qi, ci, node int, e *queue.Entry, level int, record bool) {
+func (c *cycle) commit(qi, ci, node int, e *queue.Entry, req flotilla.Resources, level int, record bool) {
 	j := e.Job
 	qs := &c.queues[qi]
-	c.account(qi, ci, j.Requests)
-	c.scheduledTotal.Add(j.Requests)
+	c.account(qi, ci, req)
+	c.scheduledTotal.Add(req)
 	qs.running++
 	qs.scheduled++
 	c.tokens.take(qi, 1)

@@ -123,7 +123,7 @@ func (c *cycle) tryGang(qi int) {
 	// urgency victim later in it, whole.
 	for i, m := range g.Members {
 		ci, _ := c.s.class(m.Job)
-		c.commit(qi, ci, nodes[i], m, levels[i], true)
+		c.commit(qi, ci, nodes[i], m, m.Job.Requests, levels[i], true)
 	}
 }
 

@@ -298,7 +298,7 @@ func (l *lottery) place(qi int, e *queue.Entry) bool {
 	// A single job is its own transaction: nothing will roll it back.
 	c.db.Forget()
 	// The lottery never preempts, so its placements need no run record.
-	c.commit(qi, ci, node, e, c.s.bindLevel[ci], false)
+	c.commit(qi, ci, node, e, e.Job.Requests, c.s.bindLevel[ci], false)
 	return true
 }
 

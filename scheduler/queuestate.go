@@ -65,12 +65,25 @@ type unit struct {
 	run  int32
 	req  flotilla.Resources
 	prio int32
+	// For a lone job: its class, its scheduling key and whether it is
+	// plain (no node selector, affinity, tolerations or avoided clusters
+	// or nodes), read when the unit is loaded, so that trying it reads
+	// nothing more of the job: by then the job has long left the cache
+	// (a queue's turn comes back after every other queue's).
+	class int32
+	key   uint64
+	plain bool
 }
 
-// loneOf is the unit of a single job: kind loneUnit, evictedUnit or
-// retryUnit, the last two with the job's run-table index.
-func loneOf(kind unitKind, e *queue.Entry, run int32) unit {
-	return unit{kind: kind, entry: e, run: run, req: e.Job.Requests, prio: e.ClassPriority}
+// loneOf is the unit of a single job, whose class is known: kind
+// loneUnit, evictedUnit or retryUnit, the last two with the job's
+// run-table index.
+func (c *cycle) loneOf(kind unitKind, e *queue.Entry, run int32) unit {
+	j := e.Job
+	ci, _ := c.s.classOf(j)
+	return unit{kind: kind, entry: e, run: run, req: j.Requests, prio: e.ClassPriority, class: int32(ci), key: e.Key,
+		plain: len(j.NodeSelector) == 0 && len(j.NodeAffinity) == 0 && len(j.Tolerations) == 0 &&
+			len(j.AvoidClusters) == 0 && len(j.AvoidNodes) == 0}
 }
 
 // gangOfUnit is the unit of complete gang g.
