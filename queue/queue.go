@@ -59,6 +59,41 @@ func Less(a, b *Entry) bool {
 	return a.Job.ID < b.Job.ID
 }
 
+// Mark is an entry's place in the scheduling order (Less), copied out of
+// the entry and its job: a reader that checks the order of what a store
+// hands out keeps the last place it saw without going back to that job,
+// which has usually left the processor's cache by the time the next one
+// comes.
+type Mark struct {
+	classPriority int32
+	priority      uint32
+	submit        time.Time
+	id            string
+}
+
+// MarkOf is e's place.
+func MarkOf(e *Entry) Mark {
+	return Mark{classPriority: e.ClassPriority, priority: e.Job.Priority, submit: e.Job.SubmitTime, id: e.Job.ID}
+}
+
+// Before reports whether the entry m was taken from goes before e:
+// Less(that entry, e), as long as its job has not changed since.
+func (m *Mark) Before(e *Entry) bool {
+	if m.classPriority != e.ClassPriority {
+		return m.classPriority > e.ClassPriority
+	}
+	if m.priority != e.Job.Priority {
+		return m.priority < e.Job.Priority
+	}
+	if c := compareWall(m.submit, e.Job.SubmitTime); c != 0 {
+		return c < 0
+	}
+	return m.id < e.Job.ID
+}
+
+// ID is the ID of the job m was taken from.
+func (m *Mark) ID() string { return m.id }
+
 // LessEvicted is the order of evicted jobs (running jobs reconsidered by
 // preemption), which a scheduler offers before a queue's stored jobs:
 // ClassPriority, higher first; then Job.Priority, lower number first; then

@@ -76,7 +76,31 @@ func TestLess(t *testing.T) {
 	}
 	for _, c := range cases {
 		assert.Equal(t, c.want, Less(c.a, c.b), c.name)
+		m := MarkOf(c.a)
+		assert.Equal(t, c.want, m.Before(c.b), "mark: "+c.name)
 	}
+}
+
+// A Mark orders as the entry it was taken from, whatever the two entries.
+func TestMarkBeforeIsLess(t *testing.T) {
+	props := gopter.NewProperties(gopter.DefaultTestParametersWithSeed(1))
+	entry := func(class int32, prio uint32, submit int64, zone bool, id string) *Entry {
+		at := t0.Add(time.Duration(submit) * time.Millisecond)
+		if zone { // the same instants in another location: Less compares instants
+			at = at.In(time.FixedZone("x", 3600))
+		}
+		return &Entry{ClassPriority: class, Job: &flotilla.Job{ID: id, Priority: prio, SubmitTime: at}}
+	}
+	props.Property("MarkOf(a).Before(b) == Less(a, b)", prop.ForAll(
+		func(ac, bc int32, ap, bp uint32, as, bs int64, zone bool, aid, bid string) bool {
+			a, b := entry(ac, ap, as, zone, aid), entry(bc, bp, bs, false, bid)
+			m := MarkOf(a)
+			return m.Before(b) == Less(a, b) && m.ID() == aid
+		},
+		gen.Int32Range(0, 2), gen.Int32Range(0, 2), gen.UInt32Range(0, 2), gen.UInt32Range(0, 2),
+		gen.Int64Range(0, 3), gen.Int64Range(0, 3), gen.Bool(), gen.OneConstOf("a", "b"), gen.OneConstOf("a", "b"),
+	))
+	props.TestingRun(t)
 }
 
 func TestLessEvicted(t *testing.T) {

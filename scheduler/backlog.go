@@ -75,11 +75,11 @@ func (c *cycle) invalidQueued(qi int, e *queue.Entry) (Reason, bool) {
 		return why, true
 	}
 	qs := &c.queues[qi]
-	if last := qs.lastValid; last != nil && !queue.Less(last, e) {
+	if qs.hasLast && !qs.last.Before(e) {
 		return Reason{Code: ReasonInvalid, Message: flotilla.Errorf(fmt.Sprintf("job %q.id", e.Job.ID), e.Job.ID, flotilla.ErrInconsistent,
-			"handed out after job %q, not in scheduling order (or twice)", last.Job.ID).Error()}, true
+			"handed out after job %q, not in scheduling order (or twice)", qs.last.ID()).Error()}, true
 	}
-	qs.lastValid = e
+	qs.last, qs.hasLast = queue.MarkOf(e), true
 	return Reason{}, false
 }
 

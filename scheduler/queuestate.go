@@ -110,9 +110,11 @@ type backlog struct {
 	bufPos, bufLen int
 	read           int // entries read from the store
 	readDone       bool
-	// lastValid is the last entry read that passed invalidQueued: the
-	// next must sort after it (queue.Less), so no job is taken twice.
-	lastValid *queue.Entry
+	// last is the place of the last entry read that passed invalidQueued
+	// (hasLast: one has): the next must sort after it (queue.Less), so no
+	// job is taken twice.
+	last    queue.Mark
+	hasLast bool
 	// pulled counts jobs taken from the cursor; examined counts units
 	// toward the lookback (a gang once); peeked is a job read from the
 	// cursor but not taken, because it would start a unit past the lookback.
