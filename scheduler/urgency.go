@@ -22,16 +22,13 @@ func (p *preemptor) makeRoom(node, level int, slack flotilla.Resources, by *flot
 	c := p.c
 	cand := p.scratch.victims[:0]
 	for _, ri := range p.nodeRun[node] {
-		r := &p.run[ri]
-		if (r.state == stRunning || r.state == stBack || r.state == stNew) && int(r.level) < level && p.preemptible(ri) {
+		if r := &p.run[ri]; r.bound() && int(r.level) < level && p.preemptible(ri) {
 			cand = append(cand, ri)
 		}
 	}
 	vs := p.scratch.victimInfo[:0]
 	for _, ri := range cand {
-		r := &p.run[ri]
-		qs := &c.queues[r.queue]
-		vs = append(vs, preempt.Victim{Level: int(r.level), QueueFraction: c.model.Share(qs.alloc) / qs.fair, Start: r.start, ID: r.job.ID})
+		vs = append(vs, p.victim(ri, c.queueFraction(int(p.run[ri].queue))))
 	}
 	p.scratch.victimInfo = vs
 	p.scratch.victimOrder = p.scratch.victimOrder[:0]
@@ -139,6 +136,26 @@ func (p *preemptor) dropVictim(ri int32, unbind bool, by *flotilla.Job) {
 	if !c.offered(q) && c.advance(q) {
 		c.offer(q)
 	}
+}
+
+// bound reports whether run job r holds its capacity, on its node and
+// its queue's books: running, put back, or placed this cycle.
+func (r *runJob) bound() bool {
+	return r.state == stRunning || r.state == stBack || r.state == stNew
+}
+
+// victim is run job ri as urgency ranks its victims, frac being its
+// queue's fraction of fair share (queueFraction).
+func (p *preemptor) victim(ri int32, frac float64) preempt.Victim {
+	r := &p.run[ri]
+	return preempt.Victim{Level: int(r.level), QueueFraction: frac, Start: r.start, ID: r.job.ID}
+}
+
+// queueFraction is queue q's share over its fair share: among victims of
+// one level, those of the queue furthest above its fair share go first.
+func (c *cycle) queueFraction(q int) float64 {
+	qs := &c.queues[q]
+	return c.model.Share(qs.alloc) / qs.fair
 }
 
 func displacedReason() Reason {
