@@ -20,8 +20,7 @@ import (
 // hold, which is the cluster's room, those of any queue (a lender's own,
 // below its reserve, only grow its hold: the search takes them and gives
 // them back, as it gives back every job the room does not need). The
-// fill takes the
-// fewest such units in urgency's victim order (lowest priority first,
+// fill takes the fewest such units in urgency's victim order (lowest priority first,
 // then the queue furthest above its fair share, then the latest started;
 // a gang whole), for now: off their nodes and their queues' books, so
 // that the unit's search sees their room. If the unit is then placed
