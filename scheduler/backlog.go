@@ -261,7 +261,7 @@ func (c *cycle) failedReason(qi int, k uint64) (Reason, bool) {
 		}
 	}
 	f, ok := c.memo.failed[k]
-	if !ok {
+	if !ok || !f.covers(qi) {
 		return Reason{}, false
 	}
 	if c.tour != nil && !c.s.noTreeMemo {

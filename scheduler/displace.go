@@ -27,7 +27,9 @@ import (
 // and displacements change the queues' standing during the fill, but the
 // index is not re-sorted.
 //
-// A job that must displace evicted jobs displaces those rescheduled last.
+// A job that must displace evicted jobs displaces those rescheduled last;
+// in a queue tree, those of its closest relatives first, and only those it
+// goes before at their lowest common ancestor (displace_tree.go).
 
 // displacement is the index of evicted jobs for displacement, and the
 // scratch of its walks.
@@ -45,6 +47,8 @@ type displacement struct {
 	touched []int32
 	walked  []int32
 	ranks   []int32
+	// The tree's index, nil in a flat cycle (displace_tree.go).
+	treeDisplace
 }
 
 // isHeld reports whether run job ri is evicted and still holds its
@@ -82,6 +86,9 @@ func (p *preemptor) indexEvicted() {
 		}
 	}
 	p.order = order
+	if c.tree != nil {
+		p.indexSubtrees()
+	}
 }
 
 // rescheduleOrderTree is rescheduleOrderFlat over a queue tree: the
@@ -224,7 +231,8 @@ func displaceNote(putBack int) string {
 const displaceWalkBudget = 32
 
 // displaceFor finds room for job j (the constraint of q, a query for j at
-// lowestClassLevel) in capacity evicted jobs hold. It walks the evicted units from the one rescheduled last,
+// lowestClassLevel) in capacity evicted jobs hold. It walks the evicted
+// units from the one rescheduled last (in a tree, in unitWalk's order),
 // adding what each holds on each node that admits j (not cordoned, selector
 // and taints; the queue's tiers play no part), until some node's free
 // capacity plus what the walked units hold there fits j; of the nodes the
@@ -240,15 +248,13 @@ func (p *preemptor) displaceFor(j *flotilla.Job, q *binpack.Query) (int, bool) {
 		p.freed = make([]int64, c.db.NodeCount()*R)
 		p.marked = make([]bool, c.db.NodeCount())
 	}
-	for p.orderPos < len(p.order) && !p.isHeld(p.order[p.orderPos]) {
-		p.orderPos++
-	}
 	walked, touched := p.walked[:0], p.touched[:0]
 	found := -1
-	for k := p.orderPos; k < len(p.order) && found < 0; k++ {
-		u := p.order[k]
-		if !p.isHeld(u) {
-			continue
+	w := p.walkFrom(q.Queue)
+	for found < 0 {
+		u, ok := w.next()
+		if !ok {
+			break
 		}
 		if len(walked) == displaceWalkBudget {
 			if _, ok := c.db.Select(q); !ok {
@@ -283,6 +289,7 @@ func (p *preemptor) displaceFor(j *flotilla.Job, q *binpack.Query) (int, bool) {
 	}
 	p.walked, p.touched = walked, touched
 	if found < 0 {
+		p.ruleSkipped = p.ruleSkipped || w.skipped > 0
 		return 0, false
 	}
 	for _, u := range walked {
@@ -336,8 +343,9 @@ func (p *preemptor) displaceUnit(u int32, by *flotilla.Job) {
 
 // displaceOn displaces, after job by was bound to node by another search
 // (urgency, or a gang's placement), the evicted units holding capacity
-// there that no longer fit: rescheduled last first, until the node's free
-// capacity is no longer negative.
+// there that no longer fit: rescheduled last first (in a tree, closest
+// relatives of by first), until the node's free capacity is no longer
+// negative.
 func (p *preemptor) displaceOn(node int, by *flotilla.Job) {
 	c := p.c
 	if p.held == 0 || !c.db.Allocatable(node, evictedLevel).AnyNegative() {
@@ -350,6 +358,11 @@ func (p *preemptor) displaceOn(node int, by *flotilla.Job) {
 		}
 	}
 	slices.Sort(ranks)
+	if c.tree != nil {
+		if qi, ok := c.queueIndex(by.Queue); ok {
+			p.closestFirst(qi, ranks)
+		}
+	}
 	p.ranks = ranks
 	for _, k := range ranks {
 		if !c.db.Allocatable(node, evictedLevel).AnyNegative() {
@@ -361,7 +374,7 @@ func (p *preemptor) displaceOn(node int, by *flotilla.Job) {
 
 // placeGangDisplacing places gang g, which found no free capacity, in
 // capacity evicted jobs hold, displacing as displaceFor does for a lone
-// job: it walks the evicted units from the one rescheduled last, releases
+// job: it walks the evicted units as displaceFor does, releases
 // each one's holds in turn and asks the gang placer again (at evictedLevel,
 // so the gang's own tiers, clusters and uniformity label apply), until the
 // gang fits. The walked units holding capacity on a node the gang then
@@ -373,9 +386,6 @@ func (p *preemptor) displaceOn(node int, by *flotilla.Job) {
 // to some domains, as for PlaceWithin.
 func (p *preemptor) placeGangDisplacing(g *gang.Gang, qi int, levels []int, within gang.Domains) (gang.Placement, error) {
 	c := p.c
-	for p.orderPos < len(p.order) && !p.isHeld(p.order[p.orderPos]) {
-		p.orderPos++
-	}
 	walked := p.walked[:0]
 	defer func() { p.walked = walked }()
 	hold := func(u int32, release bool) {
@@ -389,10 +399,10 @@ func (p *preemptor) placeGangDisplacing(g *gang.Gang, qi int, levels []int, with
 			}
 		}
 	}
-	for k := p.orderPos; k < len(p.order) && len(walked) < displaceWalkBudget; k++ {
-		u := p.order[k]
-		if !p.isHeld(u) {
-			continue
+	for w := p.walkFrom(qi); len(walked) < displaceWalkBudget; {
+		u, ok := w.next()
+		if !ok {
+			break
 		}
 		walked = append(walked, u)
 		hold(u, true)

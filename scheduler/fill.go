@@ -362,7 +362,7 @@ func (c *cycle) try(qi int) {
 		c.rep.unscheduledEntry(qi, e, qs.classLimitReason(c.s, ci, req))
 		return
 	}
-	if f, ok := c.memo.failed[u.key]; ok {
+	if f, ok := c.memo.failed[u.key]; ok && f.covers(qi) {
 		qs.fails++
 		c.rep.unscheduledEntry(qi, e, f.reason(qi))
 		return
@@ -375,6 +375,7 @@ func (c *cycle) try(qi int) {
 		node           int
 		ok, displacing bool
 	)
+	c.pre.ruleSkipped = false
 	if !u.plain && (len(j.AvoidClusters) > 0 || len(j.AvoidNodes) > 0) {
 		node, ok, displacing = c.searchAvoiding(e, ci)
 	} else {
@@ -384,7 +385,12 @@ func (c *cycle) try(qi int) {
 		// Explained at the last search's level, the most room the job
 		// could use: shortfalls count what it may displace or preempt.
 		why := noFitReason(c.s.cfg.Schema, c.pre.putBack, c.db.Explain(&c.query), c.query.Level)
-		c.memo.failed[e.Key] = failureOf(why, j, qi)
+		if c.pre.ruleSkipped {
+			why.Message += ruleSkippedNote
+		}
+		f := failureOf(why, j, qi)
+		f.onlyQueue = c.pre.ruleSkipped
+		c.memo.failed[e.Key] = f
 		qs.fails++
 		c.rep.unscheduledEntry(qi, e, why)
 		return
