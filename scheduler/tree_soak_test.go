@@ -327,12 +327,12 @@ func parentOf(w *randomTreeWorld, name string) string {
 // path, no queue within its guarantee loses a job to fair share, and once
 // nothing new arrives the cluster settles: the last two rounds change
 // nothing. FLOTILLA_SOAK=N runs N worlds of each kind (equal and mixed job
-// sizes) and logs the figures; the regular suite runs 150 of each (40 with
-// -short). FLOTILLA_SOAK_SEED=S runs world S of each kind alone.
+// sizes) and logs the figures; the regular suite runs 5,000 of each
+// (about ten seconds; 40 with -short). FLOTILLA_SOAK_SEED=S runs world S of each kind alone.
 func TestTreeSoakLoopFreedom(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("FLOTILLA_SOAK"))
 	if n == 0 {
-		n = 150
+		n = 5000
 		if testing.Short() {
 			n = 40
 		}
