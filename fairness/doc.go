@@ -24,7 +24,10 @@
 //     its fair share the queue would hold after that gang. The scheduler
 //     peeks the best candidate, tries the gang, then Updates (or Removes) that
 //     queue and peeks again. See Compare for the order, including Armada's
-//     experimental prefer-large-jobs ordering.
+//     experimental prefer-large-jobs ordering. A Bracket chooses by the
+//     same order among a fixed number of slots, as a knockout tournament
+//     whose update replays one path: a queue tree's group ranks its
+//     children with one.
 //
 //   - Queue trees (docs/queue-tree.md). NewTree validates a TreeSpec — groups and
 //     leaf queues under an implicit root, each with a weight and optional
