@@ -168,3 +168,29 @@ func ExampleTreeShares_Compute() {
 	// adhoc    A  3.00  F  2.67
 	// queues[0].parent "nope": names nothing known: no group has this name
 }
+
+// A group of three children, each offering its next unit: the child that
+// would hold the smallest fraction goes first; serving it raises its
+// fraction, and the bracket replays its path. Equal fractions go by name.
+func ExampleBracket() {
+	b := fairness.NewBracket(3, false)
+	for slot, f := range []float64{0.5, 0.25, 0.75} {
+		b.Update(slot, &fairness.Candidate{Name: fmt.Sprint("child", slot), Fraction: f})
+	}
+	for range 4 {
+		slot, _ := b.First()
+		c := b.Candidate(slot)
+		fmt.Printf("%s at %.2f\n", c.Name, c.Fraction)
+		c.Fraction += 0.5 // served: its next unit would leave it holding more
+		b.Update(slot, &c)
+	}
+	b.Remove(1)
+	slot, _ := b.First()
+	fmt.Println("without child1:", b.Candidate(slot).Name)
+	// Output:
+	// child1 at 0.25
+	// child0 at 0.50
+	// child1 at 0.75
+	// child2 at 0.75
+	// without child1: child0
+}
