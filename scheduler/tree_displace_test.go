@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -110,13 +111,25 @@ func TestTreeSoakWorldsThatReversed(t *testing.T) {
 // under g1's parent g12. One op is the rebalancing cycle: every new job
 // displaces an evicted one, walked closest relatives first.
 func BenchmarkTreeRebalance(b *testing.B) {
+	s, snap := treeRebalanceWorld(b, 1000, 4000)
+	res := runCycles(b, s, snap, t0.Add(time.Minute))
+	if len(res.Scheduled) == 0 || len(res.Scheduled) != len(res.Preempted) {
+		b.Fatalf("scheduled %d, preempted %d, want as many, not 0", len(res.Scheduled), len(res.Preempted))
+	}
+	b.ReportMetric(float64(len(res.Preempted)), "displaced")
+}
+
+// treeRebalanceWorld is BenchmarkTreeRebalance's world: nodes 32-core
+// nodes full of q00's one-core jobs and backlog such jobs queued in each
+// of q01–q09.
+func treeRebalanceWorld(tb testing.TB, nodes, backlog int) (*scheduler.Scheduler, *scheduler.Snapshot) {
 	schema := flotilla.MustResourceSchema("cpu", "memory", "nvidia.com/gpu")
 	cfg := scheduler.DefaultConfig(schema)
 	s, err := scheduler.New(cfg)
-	require.NoError(b, err)
+	require.NoError(tb, err)
 	snap := &scheduler.Snapshot{Groups: []*flotilla.QueueGroup{{Name: "g0"}, {Name: "g12"}, {Name: "g1", Parent: "g12"}, {Name: "g2", Parent: "g12"}}}
 	req := schema.MustParse(map[string]string{"cpu": "1", "memory": "4Gi"})
-	snap.Nodes = benchNodes(schema, 1000)
+	snap.Nodes = benchNodes(schema, nodes)
 	for i, n := range snap.Nodes {
 		for k := range 32 {
 			snap.Running = append(snap.Running, scheduler.Running{
@@ -127,7 +140,7 @@ func BenchmarkTreeRebalance(b *testing.B) {
 		}
 	}
 	store, err := queue.New(cfg.Schema, cfg.PriorityClasses, cfg.DefaultPriorityClass)
-	require.NoError(b, err)
+	require.NoError(tb, err)
 	for q := range 10 {
 		name := fmt.Sprintf("q%02d", q)
 		parent := []string{"g0", "g0", "g1", "g1", "g1", "g1", "g2", "g2", "g2", "g2"}[q]
@@ -135,58 +148,36 @@ func BenchmarkTreeRebalance(b *testing.B) {
 		if q == 0 {
 			continue
 		}
-		for i := range 4000 {
-			require.NoError(b, store.Add(&flotilla.Job{ID: fmt.Sprintf("%s-%05d", name, i), Queue: name,
+		for i := range backlog {
+			require.NoError(tb, store.Add(&flotilla.Job{ID: fmt.Sprintf("%s-%05d", name, i), Queue: name,
 				PriorityClass: flotilla.ArmadaPreemptible, Requests: req, SubmitTime: t0.Add(time.Second)}))
 		}
 	}
 	snap.Queued = store
-	res := runCycles(b, s, snap, t0.Add(time.Minute))
-	if len(res.Scheduled) == 0 || len(res.Scheduled) != len(res.Preempted) {
-		b.Fatalf("scheduled %d, preempted %d, want as many, not 0", len(res.Scheduled), len(res.Preempted))
-	}
-	b.ReportMetric(float64(len(res.Preempted)), "displaced")
+	return s, snap
 }
 
-// A job kept from the evicted jobs' room by rule 2 fails for its own queue
-// only: another queue's job of the same kind may still take that room, as
-// rule 2 lets it. One node of 8 bundles: qa (weight 0.8) at the root, qb
-// and qx in group g. qx's eight 1-bundle jobs are evicted; qa and qb each
-// queue one 2-bundle job. With one of qx's jobs back, qa's goes next
-// (key 0.3125, before g's 0.375 with qb's) but g with one more of qx's
-// jobs (0.25) goes before it: qa's job may not take their room. qb's job,
-// of the same scheduling key, takes two of them: qb and qx are queues
-// without guarantees in g.
-func TestTreeRuleFailureIsTheQueuesAlone(t *testing.T) {
-	w := newTreeWorld(t, 1)
-	w.group("g", "", nil, nil)
-	w.queue("qa", "", 1.25, nil, nil)
-	w.queue("qb", "g", 1, nil, nil)
-	w.queue("qx", "g", 1, nil, nil)
-	w.submit("qx", 8)
-	w.round()
-	require.Len(t, w.snap.Running, 8)
-	two := map[string]string{"cpu": "16", "memory": "128Gi", "nvidia.com/gpu": "2"}
-	ya := w.submitJob("qa", flotilla.ArmadaPreemptible, two)
-	yb := w.submitJob("qb", flotilla.ArmadaPreemptible, two)
-	res := w.round()
-	scheduled := map[string]bool{}
+// Ties between groups break by name, the same way each time, whichever
+// queues' units stand for them: with 200 nodes of 32 one-core jobs of q00
+// and 800 jobs queued in each of q01–q09, g0 (q00, q01) and g12 (g1's four
+// queues, g2's four) rebalance to their fair shares, 3,200 cores each:
+// q01 all its 800, every queue of g12 400, each displacing one of q00's.
+// When a unit's cost was Share(alloc+req) − Share(alloc), the same unit
+// cost q00 and q01 different last bits, g12 went before g0 with q01's unit
+// by rounding, and rule 2, asked of q00's evicted jobs, found g0 before
+// g12 by name: every further job of g12 was kept out (108 each).
+func TestTreeTiesBetweenGroupsBreakByName(t *testing.T) {
+	s, snap := treeRebalanceWorld(t, 200, 800)
+	res, err := s.Schedule(context.Background(), snap, t0.Add(time.Minute))
+	require.NoError(t, err)
+	got := map[string]int{}
 	for _, a := range res.Scheduled {
-		scheduled[a.Job.ID] = true
+		got[a.Job.Queue]++
 	}
-	require.True(t, scheduled[yb.ID], "qb's job, which may take qx's room, is scheduled")
-	require.False(t, scheduled[ya.ID], "qa's job, which g goes before with qx's jobs, is not")
-	var why scheduler.Reason
-	for _, g := range res.Unscheduled {
-		for _, j := range g.Examples {
-			if j.ID == ya.ID {
-				why = g.Reason
-			}
-		}
+	want := map[string]int{"q01": 800}
+	for q := 2; q < 10; q++ {
+		want[fmt.Sprintf("q%02d", q)] = 400
 	}
-	require.Equal(t, scheduler.ReasonNoRoom, why.Code)
-	require.Contains(t, why.Message, "go before this one where their paths meet")
-	for _, p := range res.Preempted {
-		require.Equal(t, yb.ID, p.For.ID, "%s displaced", p.Job.ID)
-	}
+	require.Equal(t, want, got, "jobs scheduled by queue")
+	require.Len(t, res.Preempted, 4000, "each displaces one of q00's")
 }
