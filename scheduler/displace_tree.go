@@ -55,7 +55,8 @@ type treeDisplace struct {
 	unitReq flotilla.Resources
 	// ruleSkipped is set when a displacing search of the job being tried
 	// (displaceFor) found no room among the units the rules let it take,
-	// having skipped some: its failure then depends on its queue, and the
+	// having skipped some, where every unit's room would have fit it: its
+	// failure then depends on its queue, and the
 	// fill remembers it for the queue alone (failure.onlyQueue). The
 	// standings it was judged by change as the fill goes on; the queue's
 	// jobs of that kind wait for the next cycle.

@@ -181,3 +181,41 @@ func TestTreeTiesBetweenGroupsBreakByName(t *testing.T) {
 	require.Equal(t, want, got, "jobs scheduled by queue")
 	require.Len(t, res.Preempted, 4000, "each displaces one of q00's")
 }
+
+// The rule note is for a job the rules kept from room that exists: a job
+// that would not fit even in every evicted job's room failed for lack of
+// room, whatever the rules skipped on the way, and so fails for every
+// queue. One node of 8 bundles: qz holds 4 (not preemptible); qx, in g,
+// holds 4 one-bundle jobs, evicted (weight 0.1); qa (weight 1.25) queues a
+// 5-bundle job and qb, in g, a 6-bundle one. qa's job goes first (0.5,
+// before g with qb's, 0.75); g with one of qx's jobs (0.125) goes before
+// it, so the rules skip all four, but with them the node has 4 bundles,
+// not 5.
+func TestTreeRuleNoteOnlyWhenTheRoomExists(t *testing.T) {
+	w := newTreeWorld(t, 1)
+	w.group("g", "", nil, nil)
+	w.queue("qa", "", 0.8, nil, nil)
+	w.queue("qz", "", 1, nil, nil)
+	w.queue("qb", "g", 1, nil, nil)
+	w.queue("qx", "g", 10, nil, nil)
+	w.run("qz", flotilla.ArmadaDefault, 4)
+	w.run("qx", flotilla.ArmadaPreemptible, 4)
+	bundles := func(n int) map[string]string {
+		return map[string]string{"cpu": fmt.Sprint(8 * n), "memory": fmt.Sprintf("%dGi", 64*n), "nvidia.com/gpu": fmt.Sprint(n)}
+	}
+	ya := w.submitJob("qa", flotilla.ArmadaPreemptible, bundles(5))
+	w.submitJob("qb", flotilla.ArmadaPreemptible, bundles(6))
+	res := w.round()
+	require.Empty(t, res.Scheduled)
+	require.Empty(t, res.Preempted)
+	var why scheduler.Reason
+	for _, g := range res.Unscheduled {
+		for _, j := range g.Examples {
+			if j.ID == ya.ID {
+				why = g.Reason
+			}
+		}
+	}
+	require.Equal(t, scheduler.ReasonNoRoom, why.Code)
+	require.NotContains(t, why.Message, "go before this one where their paths meet")
+}
