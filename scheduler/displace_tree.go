@@ -57,7 +57,7 @@ type treeDisplace struct {
 	// (displaceFor) found no room among the units the rules let it take,
 	// having skipped some, where every unit's room would have fit it: its
 	// failure then depends on its queue, and the
-	// fill remembers it for the queue alone (failure.onlyQueue). The
+	// fill remembers it for the queue alone (memo.queueFailed). The
 	// standings it was judged by change as the fill goes on; the queue's
 	// jobs of that kind wait for the next cycle.
 	ruleSkipped bool

@@ -219,3 +219,41 @@ func TestTreeRuleNoteOnlyWhenTheRoomExists(t *testing.T) {
 	require.Equal(t, scheduler.ReasonNoRoom, why.Code)
 	require.NotContains(t, why.Message, "go before this one where their paths meet")
 }
+
+// A failure rule 2 causes is kept for its queue however the fill
+// interleaves: another queue's failure of the same scheduling key does not
+// replace it. The world of TestTreeRuleFailureIsTheQueuesAlone with qc
+// beside qa (both weight 0.8): qa queues a 2-bundle job, a 3-bundle one
+// and another 2-bundle one; qc one 2-bundle job. qa's first is kept out;
+// qc's goes next (qa's 3-bundle job stands worse) and is kept out too;
+// qa's third is then skipped as the same as its first (before, qc's
+// failure replaced qa's in the cache and qa's third was searched again).
+func TestTreeRuleFailureKeptPerQueue(t *testing.T) {
+	w := newTreeWorld(t, 1)
+	w.group("g", "", nil, nil)
+	w.queue("qa", "", 1.25, nil, nil)
+	w.queue("qc", "", 1.25, nil, nil)
+	w.queue("qb", "g", 1, nil, nil)
+	w.queue("qx", "g", 1, nil, nil)
+	w.submit("qx", 8)
+	w.round()
+	require.Len(t, w.snap.Running, 8)
+	bundles := func(n int) map[string]string {
+		return map[string]string{"cpu": fmt.Sprint(8 * n), "memory": fmt.Sprintf("%dGi", 64*n), "nvidia.com/gpu": fmt.Sprint(n)}
+	}
+	a1 := w.submitJob("qa", flotilla.ArmadaPreemptible, bundles(2))
+	w.submitJob("qa", flotilla.ArmadaPreemptible, bundles(3))
+	a3 := w.submitJob("qa", flotilla.ArmadaPreemptible, bundles(2))
+	c1 := w.submitJob("qc", flotilla.ArmadaPreemptible, bundles(2))
+	w.submitJob("qb", flotilla.ArmadaPreemptible, bundles(2))
+	res := w.round()
+	why := map[string]scheduler.Reason{}
+	for _, u := range res.UnscheduledJobs {
+		why[u.Job.ID] = u.Reason
+	}
+	for _, id := range []string{a1.ID, c1.ID} {
+		require.Contains(t, why[id].Message, "go before this one where their paths meet", id)
+	}
+	require.NotNil(t, why[a3.ID].Search, "%s: %+v", a3.ID, why[a3.ID])
+	require.Equal(t, a1.ID, why[a3.ID].Search.SameAs, "%s is skipped as the same as %s: %+v", a3.ID, a1.ID, why[a3.ID])
+}
