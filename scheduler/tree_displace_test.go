@@ -182,6 +182,57 @@ func TestTreeTiesBetweenGroupsBreakByName(t *testing.T) {
 	require.Len(t, res.Preempted, 4000, "each displaces one of q00's")
 }
 
+// BenchmarkTreeRebalanceWide is the displacement walk in a wide, deep
+// tree: 1,000 queues under three levels of groups (10 × 10 × 10), 625 ×
+// 32-core nodes full of one-core jobs of the first queue of each of the
+// 100 lowest groups (20,000 jobs, evicted), and 20 one-core jobs queued in
+// every other queue. One op is the rebalancing cycle.
+func BenchmarkTreeRebalanceWide(b *testing.B) {
+	schema := flotilla.MustResourceSchema("cpu", "memory", "nvidia.com/gpu")
+	cfg := scheduler.DefaultConfig(schema)
+	s, err := scheduler.New(cfg)
+	require.NoError(b, err)
+	snap := &scheduler.Snapshot{}
+	for i := range 10 {
+		snap.Groups = append(snap.Groups, &flotilla.QueueGroup{Name: fmt.Sprintf("g%d", i)})
+		for k := range 10 {
+			snap.Groups = append(snap.Groups, &flotilla.QueueGroup{Name: fmt.Sprintf("g%d%d", i, k), Parent: fmt.Sprintf("g%d", i)})
+		}
+	}
+	req := schema.MustParse(map[string]string{"cpu": "1", "memory": "4Gi"})
+	snap.Nodes = benchNodes(schema, 625)
+	store, err := queue.New(cfg.Schema, cfg.PriorityClasses, cfg.DefaultPriorityClass)
+	require.NoError(b, err)
+	next := 0
+	for g := range 100 {
+		for k := range 10 {
+			name := fmt.Sprintf("q%02d%d", g, k)
+			snap.Queues = append(snap.Queues, &flotilla.Queue{Name: name, Parent: fmt.Sprintf("g%d%d", g/10, g%10)})
+			if k == 0 {
+				for range 200 {
+					snap.Running = append(snap.Running, scheduler.Running{
+						Job: &flotilla.Job{ID: fmt.Sprintf("r%05d", next), Queue: name, Requests: req,
+							PriorityClass: flotilla.ArmadaPreemptible, SubmitTime: t0},
+						Node: snap.Nodes[next/32].Name, Start: t0,
+					})
+					next++
+				}
+				continue
+			}
+			for i := range 20 {
+				require.NoError(b, store.Add(&flotilla.Job{ID: fmt.Sprintf("%s-%02d", name, i), Queue: name,
+					PriorityClass: flotilla.ArmadaPreemptible, Requests: req, SubmitTime: t0.Add(time.Second)}))
+			}
+		}
+	}
+	snap.Queued = store
+	res := runCycles(b, s, snap, t0.Add(time.Minute))
+	if len(res.Scheduled) == 0 || len(res.Scheduled) != len(res.Preempted) {
+		b.Fatalf("scheduled %d, preempted %d, want as many, not 0", len(res.Scheduled), len(res.Preempted))
+	}
+	b.ReportMetric(float64(len(res.Preempted)), "displaced")
+}
+
 // The rule note is for a job the rules kept from room that exists: a job
 // that would not fit even in every evicted job's room failed for lack of
 // room, whatever the rules skipped on the way, and so fails for every
