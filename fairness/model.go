@@ -235,6 +235,35 @@ func (m *Model) Usage(r flotilla.Resources) float64 {
 	return m.dominant(r)
 }
 
+// Cost returns what req adds to the share of alloc, Share(alloc+req) −
+// Share(alloc), computed so that it depends on alloc no more than the
+// value does: under DRF, while the resource that dominates alloc+req also
+// dominates alloc, it is that resource's fraction in req, the same bits
+// whatever alloc is; under asset fairness, which is linear, Share(req).
+// Equal units therefore cost exactly the same wherever they cost the same,
+// and two sides whose standings tie do tie, rather than differ in the last
+// bits of a subtraction. It never allocates.
+func (m *Model) Cost(alloc, req flotilla.Resources) float64 {
+	if m.kind == Asset {
+		return m.Share(req)
+	}
+	if len(m.terms) == 0 {
+		return 0
+	}
+	// The resource dominating alloc+req (the first of equals, as dominant
+	// takes it), and alloc's share.
+	top, after, before := m.terms[0], -1.0, m.dominant(alloc)
+	for _, t := range m.terms {
+		if v := float64(alloc[t.i]+req[t.i]) / t.total; v > after {
+			top, after = t, v
+		}
+	}
+	if float64(alloc[top.i])/top.total >= before {
+		return float64(req[top.i]) / top.total
+	}
+	return after - before
+}
+
 func (m *Model) dominant(r flotilla.Resources) float64 {
 	if len(m.terms) == 0 {
 		return 0

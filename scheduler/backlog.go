@@ -260,8 +260,8 @@ func (c *cycle) failedReason(qi int, k uint64) (Reason, bool) {
 			return why, true
 		}
 	}
-	f, ok := c.memo.failed[k]
-	if !ok || !f.covers(qi) {
+	f, ok := c.memo.failedFor(qi, k)
+	if !ok {
 		return Reason{}, false
 	}
 	if c.tour != nil && !c.s.noTreeMemo {

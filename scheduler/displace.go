@@ -289,7 +289,14 @@ func (p *preemptor) displaceFor(j *flotilla.Job, q *binpack.Query) (int, bool) {
 	}
 	p.walked, p.touched = walked, touched
 	if found < 0 {
-		p.ruleSkipped = p.ruleSkipped || w.skipped > 0
+		// The rules kept the job out only if the room it needs exists once
+		// every evicted job's hold is released; otherwise it failed for
+		// lack of room, for every queue. (Assigned, not accumulated: of
+		// searchAvoiding's two searches, the last, over every node, says.)
+		p.ruleSkipped = w.skipped > 0
+		if p.ruleSkipped {
+			_, p.ruleSkipped = c.db.Select(q)
+		}
 		return 0, false
 	}
 	for _, u := range walked {

@@ -28,14 +28,15 @@ import (
 //     by the unit Y of side a (a, b the children of their lowest common
 //     ancestor) only if a with Y goes before b with X in rule 6's order
 //     (class priority, guarantee tier, key, name). The fill put a with Y
-//     before b with b's nominee, which need not be X: a larger unit, or one
-//     that takes b out of its guarantee where X would not. (When X is a
-//     unit like the nominee, of the same requests and class priority, that
-//     comparison stands: it is not made again with X's queue's share, which
-//     differs from the nominee's queue's in the last bits.) Between two
-//     queues neither of which has a guarantee this is not asked: a flat
-//     list of queues is exactly Armada's model, where any evicted unit may
-//     be displaced.
+//     before b with b's nominee, which need not be X: a larger unit, one
+//     that takes b out of its guarantee where X would not, or one of the
+//     same requests in another queue, where they cost more (under DRF a
+//     queue heavy in one resource pays little for a unit of another). The
+//     costs are fairness.Model.Cost's, as the tournament's: a unit like the
+//     nominee, in a queue where it costs the same, stands as the nominee
+//     does, to the last bit. Between two queues neither of which has a
+//     guarantee this is not asked: a flat list of queues is exactly
+//     Armada's model, where any evicted unit may be displaced.
 //
 // Displacements that a placement forces (displaceOn, after urgency or a
 // gang's own search) follow the order of 1 and skip nobody.
@@ -54,8 +55,9 @@ type treeDisplace struct {
 	unitReq flotilla.Resources
 	// ruleSkipped is set when a displacing search of the job being tried
 	// (displaceFor) found no room among the units the rules let it take,
-	// having skipped some: its failure then depends on its queue, and the
-	// fill remembers it for the queue alone (failure.onlyQueue). The
+	// having skipped some, where every unit's room would have fit it: its
+	// failure then depends on its queue, and the
+	// fill remembers it for the queue alone (memo.queueFailed). The
 	// standings it was judged by change as the fill goes on; the queue's
 	// jobs of that kind wait for the next cycle.
 	ruleSkipped bool
@@ -221,11 +223,6 @@ func (p *preemptor) mayDisplace(qi, a, b int, u int32) bool {
 			}
 		}
 	}
-	// The fill put a with the unit before b with its nominee: when u is a
-	// unit like that one, that was the comparison.
-	if n := c.tour.nominee[b]; n >= 0 && c.tour.prio[n] == prio && slices.Equal(c.tour.req[n], req) {
-		return true
-	}
 	next := &c.queues[qi].next
 	ca := c.tour.standing(a, qi, next.req, next.prio)
 	cb := c.tour.standing(b, x, req, prio)
@@ -236,28 +233,11 @@ func (p *preemptor) mayDisplace(qi, a, b int, u int32) bool {
 // subtree, took a unit of requests req and class priority prio: what
 // candidate computes for v's nominee.
 func (tr *tournament) standing(v, qi int, req flotilla.Resources, prio int32) fairness.Candidate {
-	leaf := tr.t.QueueNode(qi)
-	copy(tr.scratch, tr.alloc[leaf])
-	tr.scratch.Add(req)
-	after := tr.model.Share(tr.scratch)
-	share := tr.leafShare[qi]
-	cost := after - share
-	if v != leaf {
-		share = fromFixed(tr.share[v])
-		after = share + cost
-	}
-	sh := &tr.ts.sh
-	w, gHat := sh.Weight[v], sh.GuaranteedPart[v]
-	return fairness.Candidate{
-		Queue:           int(tr.ts.childPos[v]),
-		Name:            tr.t.Name(v),
-		ClassPriority:   prio,
-		WithinGuarantee: tr.ts.withinGuaranteeWith(v, tr.alloc[v], req),
-		Fraction:        (after - gHat) / w,
-		Current:         (share - gHat) / w,
-		Budget:          (sh.AdjustedFairShare[v] - gHat) / w,
-		Size:            cost * w,
-	}
+	after, cost := tr.price(qi, req)
+	var c fairness.Candidate
+	tr.stand(v, qi, req, prio, after, cost, &c)
+	c.Queue = int(tr.ts.childPos[v])
+	return c
 }
 
 // closestFirst orders ranks, evicted units' places in the displacement

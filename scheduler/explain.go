@@ -82,13 +82,7 @@ type failure struct {
 	// same is for the jobs of the first job's queue; other, naming that
 	// queue, for the other queues' jobs.
 	same, other Reason
-	// onlyQueue: the failure holds for the first job's queue alone (in a
-	// tree, the evicted jobs holding room go before that queue: displace_tree.go).
-	onlyQueue bool
 }
-
-// covers reports whether the failure holds for a job of queue qi.
-func (f *failure) covers(qi int) bool { return !f.onlyQueue || f.queue == qi }
 
 // failureOf caches the failure why of job j of queue qi.
 func failureOf(why Reason, j *flotilla.Job, qi int) failure {

@@ -362,7 +362,7 @@ func (c *cycle) try(qi int) {
 		c.rep.unscheduledEntry(qi, e, qs.classLimitReason(c.s, ci, req))
 		return
 	}
-	if f, ok := c.memo.failed[u.key]; ok && f.covers(qi) {
+	if f, ok := c.memo.failedFor(qi, u.key); ok {
 		qs.fails++
 		c.rep.unscheduledEntry(qi, e, f.reason(qi))
 		return
@@ -388,9 +388,7 @@ func (c *cycle) try(qi int) {
 		if c.pre.ruleSkipped {
 			why.Message += ruleSkippedNote
 		}
-		f := failureOf(why, j, qi)
-		f.onlyQueue = c.pre.ruleSkipped
-		c.memo.failed[e.Key] = f
+		c.memo.fail(qi, e.Key, failureOf(why, j, qi), c.pre.ruleSkipped)
 		qs.fails++
 		c.rep.unscheduledEntry(qi, e, why)
 		return
@@ -477,6 +475,35 @@ func (c *cycle) searchAvoiding(e *queue.Entry, ci int) (node int, ok, displacing
 	return c.search(j, ci)
 }
 
+// queueKey is a scheduling key in one queue.
+type queueKey struct {
+	queue int32
+	key   uint64
+}
+
+// failedFor returns the cached failure that holds for queue qi's jobs of
+// scheduling key k.
+func (m *memo) failedFor(qi int, k uint64) (failure, bool) {
+	if f, ok := m.failed[k]; ok {
+		return f, true
+	}
+	f, ok := m.queueFailed[queueKey{int32(qi), k}]
+	return f, ok
+}
+
+// fail caches failure f of a job of queue qi and scheduling key k: for
+// every queue, or for qi's alone.
+func (m *memo) fail(qi int, k uint64, f failure, onlyQueue bool) {
+	if !onlyQueue {
+		m.failed[k] = f
+		return
+	}
+	if m.queueFailed == nil {
+		m.queueFailed = make(map[queueKey]failure)
+	}
+	m.queueFailed[queueKey{int32(qi), k}] = f
+}
+
 // noteAvoidVain records that jobs of scheduling key k found no node
 // outside the clusters they avoid, this cycle.
 func (m *memo) noteAvoidVain(k uint64) {
@@ -490,8 +517,14 @@ func (m *memo) noteAvoidVain(k uint64) {
 // failed: jobs with an equal key are skipped (failed) or go straight to
 // the search over every node (avoidVain).
 type memo struct {
-	// failed caches, by scheduling key, why a job did not fit.
-	failed map[uint64]failure
+	// failed caches, by scheduling key, why a job did not fit; queueFailed,
+	// by queue and key, why one did not where the failure holds for its
+	// queue alone (in a tree, the evicted jobs holding the room it needs go
+	// before that queue: displace_tree.go). Apart, so that neither
+	// overwrites the other, and every other reader of failed (the lottery,
+	// treeroom.go) sees only failures that hold for every queue.
+	failed      map[uint64]failure
+	queueFailed map[queueKey]failure
 	// avoidVain holds the scheduling keys of jobs with AvoidClusters that
 	// found no node outside those clusters (nil until one does not).
 	avoidVain map[uint64]struct{}

@@ -43,12 +43,16 @@ type tournament struct {
 	// nominee is, per node, the queue its candidate stands for (a queue's
 	// own index for a queue), -1 when it has none.
 	nominee []int32
-	// Per queue: the nominated unit's requests and class priority, and the
-	// queue's share after it (after).
+	// Per queue: the nominated unit's requests and class priority, the
+	// queue's share after it (after) and what the unit adds to it (cost,
+	// fairness.Model.Cost: equal units cost the same bits in every queue
+	// where they cost the same, so a tie between groups is broken by name,
+	// not by the last bits of a subtraction).
 	req   []flotilla.Resources
 	prio  []int32
 	after []float64
-	stale []bool // after must be recomputed
+	cost  []float64
+	stale []bool // after and cost must be recomputed
 	// Lending holds (nil without lenders): hold per node, the sum of the
 	// children's holds per group and, last, the root; clusterAlloc is
 	// every queue's allocation summed.
@@ -83,6 +87,7 @@ func newTournament(c *cycle, ts *treeState) *tournament {
 		req:       make([]flotilla.Resources, nQ),
 		prio:      make([]int32, nQ),
 		after:     make([]float64, nQ),
+		cost:      make([]float64, nQ),
 		stale:     make([]bool, nQ),
 		total:     c.total,
 		scratch:   schema.Zero(),
@@ -138,10 +143,16 @@ func (tr *tournament) set(qi int, req flotilla.Resources, prio int32) {
 }
 
 func (tr *tournament) setAfter(qi int) {
+	tr.after[qi], tr.cost[qi] = tr.price(qi, tr.req[qi])
+}
+
+// price is queue qi's share after a unit of requests req, and what the
+// unit adds to it.
+func (tr *tournament) price(qi int, req flotilla.Resources) (after, cost float64) {
 	v := tr.t.QueueNode(qi)
 	copy(tr.scratch, tr.alloc[v])
-	tr.scratch.Add(tr.req[qi])
-	tr.after[qi] = tr.model.Share(tr.scratch)
+	tr.scratch.Add(req)
+	return tr.model.Share(tr.scratch), tr.model.Cost(tr.alloc[v], req)
 }
 
 // clear withdraws queue qi's nominee.
@@ -226,24 +237,29 @@ func (tr *tournament) climb(v int) {
 // candidate sets *c to node v's standing at its parent with its nominee.
 func (tr *tournament) candidate(v int, c *fairness.Candidate) {
 	qi := int(tr.nominee[v])
-	leaf := tr.t.QueueNode(qi)
 	if tr.stale[qi] {
 		tr.setAfter(qi)
 		tr.stale[qi] = false
 	}
-	sh := &tr.ts.sh
-	w, gHat := sh.Weight[v], sh.GuaranteedPart[v]
-	after := tr.after[qi]
+	tr.stand(v, qi, tr.req[qi], tr.prio[qi], tr.after[qi], tr.cost[qi], c)
+}
+
+// stand sets *c to node v's standing at its parent if queue qi, in v's
+// subtree, took a unit of requests req and class priority prio, leaving
+// the queue with share after, cost more than now. For a group the share
+// after is its share (exact, in fixed point) plus cost.
+func (tr *tournament) stand(v, qi int, req flotilla.Resources, prio int32, after, cost float64, c *fairness.Candidate) {
 	share := tr.leafShare[qi]
-	cost := after - share
-	if v != leaf {
+	if v != tr.t.QueueNode(qi) {
 		share = fromFixed(tr.share[v])
 		after = share + cost
 	}
+	sh := &tr.ts.sh
+	w, gHat := sh.Weight[v], sh.GuaranteedPart[v]
 	*c = fairness.Candidate{
 		Name:            tr.t.Name(v),
-		ClassPriority:   tr.prio[qi],
-		WithinGuarantee: tr.ts.withinGuaranteeWith(v, tr.alloc[v], tr.req[qi]),
+		ClassPriority:   prio,
+		WithinGuarantee: tr.ts.withinGuaranteeWith(v, tr.alloc[v], req),
 		Fraction:        (after - gHat) / w,
 		Current:         (share - gHat) / w,
 		Budget:          (sh.AdjustedFairShare[v] - gHat) / w,

@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -110,13 +111,25 @@ func TestTreeSoakWorldsThatReversed(t *testing.T) {
 // under g1's parent g12. One op is the rebalancing cycle: every new job
 // displaces an evicted one, walked closest relatives first.
 func BenchmarkTreeRebalance(b *testing.B) {
+	s, snap := treeRebalanceWorld(b, 1000, 4000)
+	res := runCycles(b, s, snap, t0.Add(time.Minute))
+	if len(res.Scheduled) == 0 || len(res.Scheduled) != len(res.Preempted) {
+		b.Fatalf("scheduled %d, preempted %d, want as many, not 0", len(res.Scheduled), len(res.Preempted))
+	}
+	b.ReportMetric(float64(len(res.Preempted)), "displaced")
+}
+
+// treeRebalanceWorld is BenchmarkTreeRebalance's world: nodes 32-core
+// nodes full of q00's one-core jobs and backlog such jobs queued in each
+// of q01–q09.
+func treeRebalanceWorld(tb testing.TB, nodes, backlog int) (*scheduler.Scheduler, *scheduler.Snapshot) {
 	schema := flotilla.MustResourceSchema("cpu", "memory", "nvidia.com/gpu")
 	cfg := scheduler.DefaultConfig(schema)
 	s, err := scheduler.New(cfg)
-	require.NoError(b, err)
+	require.NoError(tb, err)
 	snap := &scheduler.Snapshot{Groups: []*flotilla.QueueGroup{{Name: "g0"}, {Name: "g12"}, {Name: "g1", Parent: "g12"}, {Name: "g2", Parent: "g12"}}}
 	req := schema.MustParse(map[string]string{"cpu": "1", "memory": "4Gi"})
-	snap.Nodes = benchNodes(schema, 1000)
+	snap.Nodes = benchNodes(schema, nodes)
 	for i, n := range snap.Nodes {
 		for k := range 32 {
 			snap.Running = append(snap.Running, scheduler.Running{
@@ -127,7 +140,7 @@ func BenchmarkTreeRebalance(b *testing.B) {
 		}
 	}
 	store, err := queue.New(cfg.Schema, cfg.PriorityClasses, cfg.DefaultPriorityClass)
-	require.NoError(b, err)
+	require.NoError(tb, err)
 	for q := range 10 {
 		name := fmt.Sprintf("q%02d", q)
 		parent := []string{"g0", "g0", "g1", "g1", "g1", "g1", "g2", "g2", "g2", "g2"}[q]
@@ -135,9 +148,81 @@ func BenchmarkTreeRebalance(b *testing.B) {
 		if q == 0 {
 			continue
 		}
-		for i := range 4000 {
-			require.NoError(b, store.Add(&flotilla.Job{ID: fmt.Sprintf("%s-%05d", name, i), Queue: name,
+		for i := range backlog {
+			require.NoError(tb, store.Add(&flotilla.Job{ID: fmt.Sprintf("%s-%05d", name, i), Queue: name,
 				PriorityClass: flotilla.ArmadaPreemptible, Requests: req, SubmitTime: t0.Add(time.Second)}))
+		}
+	}
+	snap.Queued = store
+	return s, snap
+}
+
+// Ties between groups break by name, the same way each time, whichever
+// queues' units stand for them: with 200 nodes of 32 one-core jobs of q00
+// and 800 jobs queued in each of q01–q09, g0 (q00, q01) and g12 (g1's four
+// queues, g2's four) rebalance to their fair shares, 3,200 cores each:
+// q01 all its 800, every queue of g12 400, each displacing one of q00's.
+// When a unit's cost was Share(alloc+req) − Share(alloc), the same unit
+// cost q00 and q01 different last bits, g12 went before g0 with q01's unit
+// by rounding, and rule 2, asked of q00's evicted jobs, found g0 before
+// g12 by name: every further job of g12 was kept out (108 each).
+func TestTreeTiesBetweenGroupsBreakByName(t *testing.T) {
+	s, snap := treeRebalanceWorld(t, 200, 800)
+	res, err := s.Schedule(context.Background(), snap, t0.Add(time.Minute))
+	require.NoError(t, err)
+	got := map[string]int{}
+	for _, a := range res.Scheduled {
+		got[a.Job.Queue]++
+	}
+	want := map[string]int{"q01": 800}
+	for q := 2; q < 10; q++ {
+		want[fmt.Sprintf("q%02d", q)] = 400
+	}
+	require.Equal(t, want, got, "jobs scheduled by queue")
+	require.Len(t, res.Preempted, 4000, "each displaces one of q00's")
+}
+
+// BenchmarkTreeRebalanceWide is the displacement walk in a wide, deep
+// tree: 1,000 queues under three levels of groups (10 × 10 × 10), 625 ×
+// 32-core nodes full of one-core jobs of the first queue of each of the
+// 100 lowest groups (20,000 jobs, evicted), and 20 one-core jobs queued in
+// every other queue. One op is the rebalancing cycle.
+func BenchmarkTreeRebalanceWide(b *testing.B) {
+	schema := flotilla.MustResourceSchema("cpu", "memory", "nvidia.com/gpu")
+	cfg := scheduler.DefaultConfig(schema)
+	s, err := scheduler.New(cfg)
+	require.NoError(b, err)
+	snap := &scheduler.Snapshot{}
+	for i := range 10 {
+		snap.Groups = append(snap.Groups, &flotilla.QueueGroup{Name: fmt.Sprintf("g%d", i)})
+		for k := range 10 {
+			snap.Groups = append(snap.Groups, &flotilla.QueueGroup{Name: fmt.Sprintf("g%d%d", i, k), Parent: fmt.Sprintf("g%d", i)})
+		}
+	}
+	req := schema.MustParse(map[string]string{"cpu": "1", "memory": "4Gi"})
+	snap.Nodes = benchNodes(schema, 625)
+	store, err := queue.New(cfg.Schema, cfg.PriorityClasses, cfg.DefaultPriorityClass)
+	require.NoError(b, err)
+	next := 0
+	for g := range 100 {
+		for k := range 10 {
+			name := fmt.Sprintf("q%02d%d", g, k)
+			snap.Queues = append(snap.Queues, &flotilla.Queue{Name: name, Parent: fmt.Sprintf("g%d%d", g/10, g%10)})
+			if k == 0 {
+				for range 200 {
+					snap.Running = append(snap.Running, scheduler.Running{
+						Job: &flotilla.Job{ID: fmt.Sprintf("r%05d", next), Queue: name, Requests: req,
+							PriorityClass: flotilla.ArmadaPreemptible, SubmitTime: t0},
+						Node: snap.Nodes[next/32].Name, Start: t0,
+					})
+					next++
+				}
+				continue
+			}
+			for i := range 20 {
+				require.NoError(b, store.Add(&flotilla.Job{ID: fmt.Sprintf("%s-%02d", name, i), Queue: name,
+					PriorityClass: flotilla.ArmadaPreemptible, Requests: req, SubmitTime: t0.Add(time.Second)}))
+			}
 		}
 	}
 	snap.Queued = store
@@ -148,34 +233,32 @@ func BenchmarkTreeRebalance(b *testing.B) {
 	b.ReportMetric(float64(len(res.Preempted)), "displaced")
 }
 
-// A job kept from the evicted jobs' room by rule 2 fails for its own queue
-// only: another queue's job of the same kind may still take that room, as
-// rule 2 lets it. One node of 8 bundles: qa (weight 0.8) at the root, qb
-// and qx in group g. qx's eight 1-bundle jobs are evicted; qa and qb each
-// queue one 2-bundle job. With one of qx's jobs back, qa's goes next
-// (key 0.3125, before g's 0.375 with qb's) but g with one more of qx's
-// jobs (0.25) goes before it: qa's job may not take their room. qb's job,
-// of the same scheduling key, takes two of them: qb and qx are queues
-// without guarantees in g.
-func TestTreeRuleFailureIsTheQueuesAlone(t *testing.T) {
+// The rule note is for a job the rules kept from room that exists: a job
+// that would not fit even in every evicted job's room failed for lack of
+// room, whatever the rules skipped on the way, and so fails for every
+// queue. One node of 8 bundles: qz holds 4 (not preemptible); qx, in g,
+// holds 4 one-bundle jobs, evicted (weight 0.1); qa (weight 1.25) queues a
+// 5-bundle job and qb, in g, a 6-bundle one. qa's job goes first (0.5,
+// before g with qb's, 0.75); g with one of qx's jobs (0.125) goes before
+// it, so the rules skip all four, but with them the node has 4 bundles,
+// not 5.
+func TestTreeRuleNoteOnlyWhenTheRoomExists(t *testing.T) {
 	w := newTreeWorld(t, 1)
 	w.group("g", "", nil, nil)
-	w.queue("qa", "", 1.25, nil, nil)
+	w.queue("qa", "", 0.8, nil, nil)
+	w.queue("qz", "", 1, nil, nil)
 	w.queue("qb", "g", 1, nil, nil)
-	w.queue("qx", "g", 1, nil, nil)
-	w.submit("qx", 8)
-	w.round()
-	require.Len(t, w.snap.Running, 8)
-	two := map[string]string{"cpu": "16", "memory": "128Gi", "nvidia.com/gpu": "2"}
-	ya := w.submitJob("qa", flotilla.ArmadaPreemptible, two)
-	yb := w.submitJob("qb", flotilla.ArmadaPreemptible, two)
-	res := w.round()
-	scheduled := map[string]bool{}
-	for _, a := range res.Scheduled {
-		scheduled[a.Job.ID] = true
+	w.queue("qx", "g", 10, nil, nil)
+	w.run("qz", flotilla.ArmadaDefault, 4)
+	w.run("qx", flotilla.ArmadaPreemptible, 4)
+	bundles := func(n int) map[string]string {
+		return map[string]string{"cpu": fmt.Sprint(8 * n), "memory": fmt.Sprintf("%dGi", 64*n), "nvidia.com/gpu": fmt.Sprint(n)}
 	}
-	require.True(t, scheduled[yb.ID], "qb's job, which may take qx's room, is scheduled")
-	require.False(t, scheduled[ya.ID], "qa's job, which g goes before with qx's jobs, is not")
+	ya := w.submitJob("qa", flotilla.ArmadaPreemptible, bundles(5))
+	w.submitJob("qb", flotilla.ArmadaPreemptible, bundles(6))
+	res := w.round()
+	require.Empty(t, res.Scheduled)
+	require.Empty(t, res.Preempted)
 	var why scheduler.Reason
 	for _, g := range res.Unscheduled {
 		for _, j := range g.Examples {
@@ -185,8 +268,43 @@ func TestTreeRuleFailureIsTheQueuesAlone(t *testing.T) {
 		}
 	}
 	require.Equal(t, scheduler.ReasonNoRoom, why.Code)
-	require.Contains(t, why.Message, "go before this one where their paths meet")
-	for _, p := range res.Preempted {
-		require.Equal(t, yb.ID, p.For.ID, "%s displaced", p.Job.ID)
+	require.NotContains(t, why.Message, "go before this one where their paths meet")
+}
+
+// A failure rule 2 causes is kept for its queue however the fill
+// interleaves: another queue's failure of the same scheduling key does not
+// replace it. The world of TestTreeRuleFailureIsTheQueuesAlone with qc
+// beside qa (both weight 0.8): qa queues a 2-bundle job, a 3-bundle one
+// and another 2-bundle one; qc one 2-bundle job. qa's first is kept out;
+// qc's goes next (qa's 3-bundle job stands worse) and is kept out too;
+// qa's third is then skipped as the same as its first (before, qc's
+// failure replaced qa's in the cache and qa's third was searched again).
+func TestTreeRuleFailureKeptPerQueue(t *testing.T) {
+	w := newTreeWorld(t, 1)
+	w.group("g", "", nil, nil)
+	w.queue("qa", "", 1.25, nil, nil)
+	w.queue("qc", "", 1.25, nil, nil)
+	w.queue("qb", "g", 1, nil, nil)
+	w.queue("qx", "g", 1, nil, nil)
+	w.submit("qx", 8)
+	w.round()
+	require.Len(t, w.snap.Running, 8)
+	bundles := func(n int) map[string]string {
+		return map[string]string{"cpu": fmt.Sprint(8 * n), "memory": fmt.Sprintf("%dGi", 64*n), "nvidia.com/gpu": fmt.Sprint(n)}
 	}
+	a1 := w.submitJob("qa", flotilla.ArmadaPreemptible, bundles(2))
+	w.submitJob("qa", flotilla.ArmadaPreemptible, bundles(3))
+	a3 := w.submitJob("qa", flotilla.ArmadaPreemptible, bundles(2))
+	c1 := w.submitJob("qc", flotilla.ArmadaPreemptible, bundles(2))
+	w.submitJob("qb", flotilla.ArmadaPreemptible, bundles(2))
+	res := w.round()
+	why := map[string]scheduler.Reason{}
+	for _, u := range res.UnscheduledJobs {
+		why[u.Job.ID] = u.Reason
+	}
+	for _, id := range []string{a1.ID, c1.ID} {
+		require.Contains(t, why[id].Message, "go before this one where their paths meet", id)
+	}
+	require.NotNil(t, why[a3.ID].Search, "%s: %+v", a3.ID, why[a3.ID])
+	require.Equal(t, a1.ID, why[a3.ID].Search.SameAs, "%s is skipped as the same as %s: %+v", a3.ID, a1.ID, why[a3.ID])
 }

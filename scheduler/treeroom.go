@@ -115,7 +115,7 @@ func (c *cycle) makeTreeRoom(qi int, req flotilla.Resources) bool {
 	tr, rm := c.tour, &c.room
 	n := &c.queues[qi].next
 	lone := n.kind == loneUnit
-	if _, failed := c.memo.failed[n.entry.Key]; lone && failed {
+	if _, failed := c.memo.failedFor(qi, n.entry.Key); lone && failed {
 		return false // its search fails whatever the room: try would skip it
 	}
 	k := roomKey{int32(qi), 0}
