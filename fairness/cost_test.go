@@ -76,12 +76,15 @@ func TestPropertyCostIsShareDifference(t *testing.T) {
 	amount := func(hi int64) func(int64) int64 { return func(x int64) int64 { return x % hi } }
 	c, g, gp := amount(cores(640)), amount(gi(5120)), amount(81)
 	p := properties(t)
-	p.Property("Cost ≈ Share(alloc+req) − Share(alloc)", prop.ForAll(func(v []int64) bool {
+	p.Property("Cost ≈ Share(alloc+req) − Share(alloc); Price is Share(alloc+req) and Cost exactly", prop.ForAll(func(v []int64) bool {
 		alloc := flotilla.Resources{c(v[0]), g(v[1]), gp(v[2])}
 		req := flotilla.Resources{c(v[3]), g(v[4]), gp(v[5])}
 		after := alloc.Clone()
 		after.Add(req)
 		for _, m := range []*fairness.Model{&drf, &asset} {
+			if a, c := m.Price(alloc, req); a != m.Share(after) || c != m.Cost(alloc, req) {
+				return false // Price is the two calls, bit for bit
+			}
 			want := m.Share(after) - m.Share(alloc)
 			if math.Abs(m.Cost(alloc, req)-want) > 1e-12*math.Max(1, m.Share(after)) {
 				return false

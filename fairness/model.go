@@ -264,6 +264,37 @@ func (m *Model) Cost(alloc, req flotilla.Resources) float64 {
 	return after - before
 }
 
+// Price returns Share(alloc+req) and Cost(alloc, req), the same bits as
+// the two calls, in one pass over the resources and without a scratch
+// vector: what a scheduler needs of a queue's next unit. It never
+// allocates.
+func (m *Model) Price(alloc, req flotilla.Resources) (after, cost float64) {
+	if m.kind == Asset {
+		for _, t := range m.terms {
+			after += t.share * (float64(alloc[t.i]+req[t.i]) / t.total)
+		}
+		return after, m.Share(req)
+	}
+	if len(m.terms) == 0 {
+		return 0, 0
+	}
+	top := m.terms[0]
+	after = float64(alloc[top.i]+req[top.i]) / top.total
+	before := float64(alloc[top.i]) / top.total
+	for _, t := range m.terms[1:] {
+		if v := float64(alloc[t.i]+req[t.i]) / t.total; v > after {
+			top, after = t, v
+		}
+		if v := float64(alloc[t.i]) / t.total; v > before {
+			before = v
+		}
+	}
+	if float64(alloc[top.i])/top.total >= before {
+		return after, float64(req[top.i]) / top.total
+	}
+	return after, after - before
+}
+
 func (m *Model) dominant(r flotilla.Resources) float64 {
 	if len(m.terms) == 0 {
 		return 0

@@ -149,10 +149,7 @@ func (tr *tournament) setAfter(qi int) {
 // price is queue qi's share after a unit of requests req, and what the
 // unit adds to it.
 func (tr *tournament) price(qi int, req flotilla.Resources) (after, cost float64) {
-	v := tr.t.QueueNode(qi)
-	copy(tr.scratch, tr.alloc[v])
-	tr.scratch.Add(req)
-	return tr.model.Share(tr.scratch), tr.model.Cost(tr.alloc[v], req)
+	return tr.model.Price(tr.alloc[tr.t.QueueNode(qi)], req)
 }
 
 // clear withdraws queue qi's nominee.
