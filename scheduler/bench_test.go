@@ -174,41 +174,56 @@ func BenchmarkLargeCycle(b *testing.B) {
 // queue's preemptible one-core jobs, then nine more equal queues arrive
 // with backlogs. One op is the rebalancing cycle (evict, refill, diff).
 func BenchmarkRebalance(b *testing.B) {
-	schema := flotilla.MustResourceSchema("cpu", "memory", "nvidia.com/gpu")
-	cfg := scheduler.DefaultConfig(schema)
-	s, err := scheduler.New(cfg)
-	require.NoError(b, err)
-	snap := &scheduler.Snapshot{}
-	req := schema.MustParse(map[string]string{"cpu": "1", "memory": "4Gi"})
-	snap.Nodes = benchNodes(schema, 1000)
-	for i, n := range snap.Nodes {
-		name := n.Name
-		for k := range 32 {
-			snap.Running = append(snap.Running, scheduler.Running{
-				Job: &flotilla.Job{ID: fmt.Sprintf("r%04d-%02d", i, k), Queue: "q00", Requests: req,
-					PriorityClass: flotilla.ArmadaPreemptible, SubmitTime: t0},
-				Node: name, Start: t0,
-			})
-		}
-	}
-	store, err := queue.New(cfg.Schema, cfg.PriorityClasses, cfg.DefaultPriorityClass)
-	require.NoError(b, err)
-	for q := range 10 {
-		name := fmt.Sprintf("q%02d", q)
-		snap.Queues = append(snap.Queues, &flotilla.Queue{Name: name})
-		if q == 0 {
-			continue
-		}
-		for i := range 4000 {
-			require.NoError(b, store.Add(&flotilla.Job{ID: fmt.Sprintf("%s-%05d", name, i), Queue: name,
-				PriorityClass: flotilla.ArmadaPreemptible, Requests: req, SubmitTime: t0.Add(time.Second)}))
-		}
-	}
-	snap.Queued = store
+	s, snap := rebalanceWorld(b, 1000, 4000, false)
 	res := runCycles(b, s, snap, t0.Add(time.Minute))
 	if len(res.Scheduled) != 28800 || len(res.Preempted) != 28800 {
 		b.Fatalf("scheduled %d, preempted %d, want 28800 each", len(res.Scheduled), len(res.Preempted))
 	}
+}
+
+// rebalanceWorld is BenchmarkRebalance's world: nodes × 32-core nodes
+// full of q00's preemptible one-core jobs and backlog such jobs queued in
+// each of q01–q09. With tree set the queues hang in groups: g0 holds q00
+// and q01, g12 holds g1 (q02–q05) and g2 (q06–q09).
+func rebalanceWorld(tb testing.TB, nodes, backlog int, tree bool) (*scheduler.Scheduler, *scheduler.Snapshot) {
+	schema := flotilla.MustResourceSchema("cpu", "memory", "nvidia.com/gpu")
+	cfg := scheduler.DefaultConfig(schema)
+	s, err := scheduler.New(cfg)
+	require.NoError(tb, err)
+	snap := &scheduler.Snapshot{}
+	if tree {
+		snap.Groups = []*flotilla.QueueGroup{{Name: "g0"}, {Name: "g12"}, {Name: "g1", Parent: "g12"}, {Name: "g2", Parent: "g12"}}
+	}
+	req := schema.MustParse(map[string]string{"cpu": "1", "memory": "4Gi"})
+	snap.Nodes = benchNodes(schema, nodes)
+	for i, n := range snap.Nodes {
+		for k := range 32 {
+			snap.Running = append(snap.Running, scheduler.Running{
+				Job: &flotilla.Job{ID: fmt.Sprintf("r%04d-%02d", i, k), Queue: "q00", Requests: req,
+					PriorityClass: flotilla.ArmadaPreemptible, SubmitTime: t0},
+				Node: n.Name, Start: t0,
+			})
+		}
+	}
+	store, err := queue.New(cfg.Schema, cfg.PriorityClasses, cfg.DefaultPriorityClass)
+	require.NoError(tb, err)
+	for q := range 10 {
+		name := fmt.Sprintf("q%02d", q)
+		qd := &flotilla.Queue{Name: name}
+		if tree {
+			qd.Parent = []string{"g0", "g0", "g1", "g1", "g1", "g1", "g2", "g2", "g2", "g2"}[q]
+		}
+		snap.Queues = append(snap.Queues, qd)
+		if q == 0 {
+			continue
+		}
+		for i := range backlog {
+			require.NoError(tb, store.Add(&flotilla.Job{ID: fmt.Sprintf("%s-%05d", name, i), Queue: name,
+				PriorityClass: flotilla.ArmadaPreemptible, Requests: req, SubmitTime: t0.Add(time.Second)}))
+		}
+	}
+	snap.Queued = store
+	return s, snap
 }
 
 // BenchmarkGangCycle is issue 3's: 1,000 × 32-core nodes, 10 queues, 32,000

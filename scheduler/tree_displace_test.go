@@ -111,50 +111,12 @@ func TestTreeSoakWorldsThatReversed(t *testing.T) {
 // under g1's parent g12. One op is the rebalancing cycle: every new job
 // displaces an evicted one, walked closest relatives first.
 func BenchmarkTreeRebalance(b *testing.B) {
-	s, snap := treeRebalanceWorld(b, 1000, 4000)
+	s, snap := rebalanceWorld(b, 1000, 4000, true)
 	res := runCycles(b, s, snap, t0.Add(time.Minute))
 	if len(res.Scheduled) == 0 || len(res.Scheduled) != len(res.Preempted) {
 		b.Fatalf("scheduled %d, preempted %d, want as many, not 0", len(res.Scheduled), len(res.Preempted))
 	}
 	b.ReportMetric(float64(len(res.Preempted)), "displaced")
-}
-
-// treeRebalanceWorld is BenchmarkTreeRebalance's world: nodes 32-core
-// nodes full of q00's one-core jobs and backlog such jobs queued in each
-// of q01–q09.
-func treeRebalanceWorld(tb testing.TB, nodes, backlog int) (*scheduler.Scheduler, *scheduler.Snapshot) {
-	schema := flotilla.MustResourceSchema("cpu", "memory", "nvidia.com/gpu")
-	cfg := scheduler.DefaultConfig(schema)
-	s, err := scheduler.New(cfg)
-	require.NoError(tb, err)
-	snap := &scheduler.Snapshot{Groups: []*flotilla.QueueGroup{{Name: "g0"}, {Name: "g12"}, {Name: "g1", Parent: "g12"}, {Name: "g2", Parent: "g12"}}}
-	req := schema.MustParse(map[string]string{"cpu": "1", "memory": "4Gi"})
-	snap.Nodes = benchNodes(schema, nodes)
-	for i, n := range snap.Nodes {
-		for k := range 32 {
-			snap.Running = append(snap.Running, scheduler.Running{
-				Job: &flotilla.Job{ID: fmt.Sprintf("r%04d-%02d", i, k), Queue: "q00", Requests: req,
-					PriorityClass: flotilla.ArmadaPreemptible, SubmitTime: t0},
-				Node: n.Name, Start: t0,
-			})
-		}
-	}
-	store, err := queue.New(cfg.Schema, cfg.PriorityClasses, cfg.DefaultPriorityClass)
-	require.NoError(tb, err)
-	for q := range 10 {
-		name := fmt.Sprintf("q%02d", q)
-		parent := []string{"g0", "g0", "g1", "g1", "g1", "g1", "g2", "g2", "g2", "g2"}[q]
-		snap.Queues = append(snap.Queues, &flotilla.Queue{Name: name, Parent: parent})
-		if q == 0 {
-			continue
-		}
-		for i := range backlog {
-			require.NoError(tb, store.Add(&flotilla.Job{ID: fmt.Sprintf("%s-%05d", name, i), Queue: name,
-				PriorityClass: flotilla.ArmadaPreemptible, Requests: req, SubmitTime: t0.Add(time.Second)}))
-		}
-	}
-	snap.Queued = store
-	return s, snap
 }
 
 // Ties between groups break by name, the same way each time, whichever
@@ -167,7 +129,7 @@ func treeRebalanceWorld(tb testing.TB, nodes, backlog int) (*scheduler.Scheduler
 // by rounding, and rule 2, asked of q00's evicted jobs, found g0 before
 // g12 by name: every further job of g12 was kept out (108 each).
 func TestTreeTiesBetweenGroupsBreakByName(t *testing.T) {
-	s, snap := treeRebalanceWorld(t, 200, 800)
+	s, snap := rebalanceWorld(t, 200, 800, true)
 	res, err := s.Schedule(context.Background(), snap, t0.Add(time.Minute))
 	require.NoError(t, err)
 	got := map[string]int{}
