@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/flotilla-sched/flotilla"
+	"github.com/flotilla-sched/flotilla/binpack"
 	"github.com/flotilla-sched/flotilla/fairness"
 )
 
@@ -258,6 +259,13 @@ func (p *preemptor) closestFirst(qi int, ranks []int32) {
 	slices.SortStableFunc(ranks, func(i, j int32) int { return int(lca(j) - lca(i)) })
 }
 
-// ruleSkippedNote ends the message of a job that found no room because
-// the evicted jobs holding it may not be displaced for it.
-const ruleSkippedNote = " (the evicted jobs holding room belong to groups or queues that go before this one where their paths meet; docs/queue-tree.md)"
+// ruleSkippedMessage is the message of a job that found no room because
+// the evicted jobs holding it may not be displaced for it; r is the
+// explanation of its last search, which counted their room.
+func ruleSkippedMessage(r binpack.Reason) string {
+	where := ""
+	if r.Kind == binpack.Fits {
+		where = " (on " + r.NodeName + ")"
+	}
+	return "the room it needs" + where + " is held by evicted jobs of groups or queues that go before this one where their paths meet, which it may not displace (docs/queue-tree.md)"
+}

@@ -384,9 +384,10 @@ func (c *cycle) try(qi int) {
 	if !ok {
 		// Explained at the last search's level, the most room the job
 		// could use: shortfalls count what it may displace or preempt.
-		why := noFitReason(c.s.cfg.Schema, c.pre.putBack, c.db.Explain(&c.query), c.query.Level)
+		r := c.db.Explain(&c.query)
+		why := noFitReason(c.s.cfg.Schema, c.pre.putBack, r, c.query.Level)
 		if c.pre.ruleSkipped {
-			why.Message += ruleSkippedNote
+			why.Message = ruleSkippedMessage(r)
 		}
 		c.memo.fail(qi, e.Key, failureOf(why, j, qi), c.pre.ruleSkipped)
 		qs.fails++

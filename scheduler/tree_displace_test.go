@@ -266,6 +266,7 @@ func TestTreeRuleFailureKeptPerQueue(t *testing.T) {
 	}
 	for _, id := range []string{a1.ID, c1.ID} {
 		require.Contains(t, why[id].Message, "go before this one where their paths meet", id)
+		require.NotContains(t, why[id].Message, "fits on", "a job kept out by the rule is not said to fit: %s", id)
 	}
 	require.NotNil(t, why[a3.ID].Search, "%s: %+v", a3.ID, why[a3.ID])
 	require.Equal(t, a1.ID, why[a3.ID].Search.SameAs, "%s is skipped as the same as %s: %+v", a3.ID, a1.ID, why[a3.ID])
