@@ -94,3 +94,35 @@ func TestPropertyCostIsShareDifference(t *testing.T) {
 	}, gen.SliceOfN(6, gen.Int64Range(0, 1<<40))))
 	p.TestingRun(t)
 }
+
+// Price is Share(alloc+req) and Cost(alloc, req) bit for bit where the
+// resources tie, which the property above, drawing from wide ranges,
+// never reaches: every alloc and req of 0–6 units per resource on small
+// clusters, where the dominant resource of alloc+req often ties with
+// another (the first of equals dominates, as in Cost) and the fractions
+// are not exact in binary. Also on the zero Model.
+func TestPriceIsShareAndCostWhereResourcesTie(t *testing.T) {
+	var models []*fairness.Model
+	for _, total := range []flotilla.Resources{{10, 10, 10}, {10, 20, 30}, {3, 6, 0}} {
+		drf := fairness.NewDRF(total)
+		asset, err := fairness.NewAsset(seedSchema, total, allOnes())
+		require.NoError(t, err)
+		models = append(models, &drf, &asset)
+	}
+	models = append(models, &fairness.Model{})
+	for _, m := range models {
+		for k := range 7 * 7 * 7 * 7 * 7 * 7 {
+			v := [6]int64{}
+			for i, x := 0, k; i < 6; i, x = i+1, x/7 {
+				v[i] = int64(x % 7)
+			}
+			alloc, req := flotilla.Resources{v[0], v[1], v[2]}, flotilla.Resources{v[3], v[4], v[5]}
+			after := alloc.Clone()
+			after.Add(req)
+			a, c := m.Price(alloc, req)
+			if a != m.Share(after) || c != m.Cost(alloc, req) {
+				t.Fatalf("%v model on %v + %v: Price %v, %v; Share and Cost %v, %v", m.Kind(), alloc, req, a, c, m.Share(after), m.Cost(alloc, req))
+			}
+		}
+	}
+}
