@@ -3,7 +3,7 @@ follow them.
 
     import flotilla
     c = flotilla.Client("http://127.0.0.1:8080")          # or $FLOTILLA_SERVER, $FLOTILLA_TOKEN
-    ids = c.submit("A", "s1", [{"count": 3, "requests": {"cpu": "1"}}])
+    ids = c.submit("A", "s1", [{"count": 3, "requests": {"cpu": "1"}}])   # ids.warnings: jobs no node can run
     for e in c.watch("A", "s1", until_done=True):
         print(e.seq, e.job, e.type)
 
@@ -14,11 +14,14 @@ its docs/job-lifecycle.md.
 
 from .client import DEFAULT_SERVER, Client, Watch
 from .errors import (
+    AnswerError,
     APIError,
     BadRequestError,
     ConflictError,
     FlotillaError,
+    FlotillaWarning,
     ForbiddenError,
+    NeverFitsWarning,
     NotFoundError,
     Problem,
     RefusedError,
@@ -44,6 +47,8 @@ from .types import (
     Queue,
     QueueStatus,
     ReprioritizeResult,
+    SubmitResult,
+    SubmitWarning,
     duration,
 )
 
@@ -51,10 +56,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_SERVER", "Client", "Watch",
-    "APIError", "BadRequestError", "ConflictError", "FlotillaError", "ForbiddenError",
+    "AnswerError", "APIError", "BadRequestError", "ConflictError", "FlotillaError", "ForbiddenError",
     "NotFoundError", "Problem", "RefusedError", "TooLargeError", "TransportError",
-    "UnauthorizedError", "UnavailableError",
+    "UnauthorizedError", "UnavailableError", "FlotillaWarning", "NeverFitsWarning",
     "EVENT_TYPES", "STATES", "TERMINAL_STATES", "CancelResult", "Cluster", "Event", "Gang",
     "Group", "GroupStatus", "JobStatus", "JobTemplate", "PoolShare", "PreemptResult", "Queue",
-    "QueueStatus", "ReprioritizeResult", "duration",
+    "QueueStatus", "ReprioritizeResult", "SubmitResult", "SubmitWarning", "duration",
 ]

@@ -14,9 +14,10 @@ import socket
 import ssl
 import time
 import urllib.parse
+import warnings
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
-from .errors import APIError, TransportError, UnavailableError, error_from_response
+from .errors import APIError, NeverFitsWarning, TransportError, UnavailableError, error_from_response
 from .types import (
     CancelResult,
     Cluster,
@@ -27,6 +28,7 @@ from .types import (
     PreemptResult,
     Queue,
     ReprioritizeResult,
+    SubmitResult,
 )
 
 __all__ = ["Client", "Watch", "DEFAULT_SERVER"]
@@ -254,19 +256,28 @@ class Client:
     # -- jobs ------------------------------------------------------------
 
     def submit(self, queue: str, job_set: str,
-               jobs: Iterable[Union[JobTemplate, Mapping[str, Any]]]) -> List[str]:
+               jobs: Iterable[Union[JobTemplate, Mapping[str, Any]]]) -> SubmitResult:
         """Submits job templates (JobTemplate or dicts of the submit file's
-        form) to a queue's job set; returns the job ids in order, once the
-        jobs and their submitted events are stored. Bad input is refused
-        whole (BadRequestError, every problem with its field and value)."""
+        form) to a queue's job set, once the jobs and their submitted events
+        are stored. Bad input is refused whole (BadRequestError, every
+        problem with its field and value).
+
+        Returns the job ids in order: a SubmitResult, which is a list of
+        them, with ``.warnings``: a SubmitWarning for each template whose
+        jobs no node the service knows can run (they are stored all the
+        same, and wait for a large enough node), with the template's
+        job_ids. Each such warning is also issued as a NeverFitsWarning
+        (:mod:`warnings`; shown by default). An answer not of the API's
+        form raises AnswerError, naming the field and value."""
         templates = [j.to_dict() if isinstance(j, JobTemplate) else dict(j) for j in jobs]
         doc = {"queue": queue, "jobSet": job_set, "jobs": templates}
-        return list((self._call("POST", "/v1/jobs", body=doc) or {}).get("jobIds") or [])
+        return _submitted(self._call("POST", "/v1/jobs", body=doc), templates)
 
-    def submit_file(self, file: Union[PathLike, Mapping[str, Any], bytes]) -> List[str]:
+    def submit_file(self, file: Union[PathLike, Mapping[str, Any], bytes]) -> SubmitResult:
         """Submits a submit file: a path to one, its JSON as
         bytes, or its dict. A file's bytes go to the server as they are, so
-        the fields of a refusal are those of the file."""
+        the fields of a refusal are those of the file. Returns what
+        submit does (the ids, and warnings also issued as NeverFitsWarning)."""
         if isinstance(file, bytes):
             body = file
         elif isinstance(file, Mapping):
@@ -274,7 +285,12 @@ class Client:
         else:
             with open(file, "rb") as f:
                 body = f.read()
-        return list((self._call("POST", "/v1/jobs", body=body) or {}).get("jobIds") or [])
+        answer = self._call("POST", "/v1/jobs", body=body)
+        try:
+            templates = json.loads(body).get("jobs")
+        except (ValueError, AttributeError):
+            templates = None  # not a JSON object (which the service refuses): no warning gets ids
+        return _submitted(answer, templates)
 
     def status(self, ids: Ids, *, explain: bool = False) -> List[JobStatus]:
         """The status of each job, in the order asked; with explain, each
@@ -505,6 +521,30 @@ class Watch(Iterator[Event]):
                     self.close()
             if e.seq >= self._yield_from:
                 return e
+
+
+def _submitted(answer: Any, templates: Any) -> SubmitResult:
+    """The SubmitResult of a submission's answer, given the templates sent
+    (for the warnings' job ids); it issues each warning as a
+    NeverFitsWarning attributed to the caller of submit or submit_file."""
+    res = SubmitResult.from_dict(answer, _counts(templates))
+    for w in res.warnings:
+        warnings.warn(NeverFitsWarning(w), stacklevel=3)
+    return res
+
+
+def _counts(templates: Any) -> Optional[List[int]]:
+    """How many jobs each template makes (count, absent: 1), or None when
+    the templates are not of the submit file's form."""
+    if not isinstance(templates, list):
+        return None
+    out = []
+    for t in templates:
+        n = t.get("count", 1) if isinstance(t, Mapping) else None
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            return None
+        out.append(n)
+    return out
 
 
 def _seg(s: str) -> str:

@@ -6,18 +6,28 @@ value (a 400 lists every problem of the request; nothing was stored). The
 subclasses say what kind of refusal it was, so a caller can catch one kind
 (``except flotilla.NotFoundError``) or all (``except flotilla.APIError``).
 Failing to reach the service at all is a :class:`TransportError`, which is
-also an :class:`OSError`.
+also an :class:`OSError`; a 2xx answer the client cannot read is an
+:class:`AnswerError`, which is also a :class:`ValueError`.
+
+The service's warnings about a request it carried out are not exceptions:
+they come back with the result and are also issued with Python's
+:mod:`warnings` module, as a :class:`FlotillaWarning` subclass
+(:class:`NeverFitsWarning`: a submitted job no known node can run).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
+
+if TYPE_CHECKING:
+    from .types import SubmitWarning
 
 __all__ = [
     "FlotillaError",
     "TransportError",
+    "AnswerError",
     "APIError",
     "BadRequestError",
     "RefusedError",
@@ -28,6 +38,8 @@ __all__ = [
     "TooLargeError",
     "UnavailableError",
     "Problem",
+    "FlotillaWarning",
+    "NeverFitsWarning",
 ]
 
 
@@ -51,6 +63,25 @@ class FlotillaError(Exception):
 
 class TransportError(FlotillaError, OSError):
     """The service could not be reached, or the connection failed before an answer."""
+
+
+class AnswerError(FlotillaError, ValueError):
+    """A 2xx answer the client cannot read (a broken server or proxy): the
+    request was carried out, but its answer is not of the API's form.
+
+    Attributes:
+        field: the part of the answer that is wrong (``warnings[0].message``).
+        value: what it held, as decoded from JSON.
+        job_ids: for a submission whose ids could be read, the ids of the
+            jobs it stored (so the caller need not submit them again);
+            else empty.
+    """
+
+    def __init__(self, message: str, field: str, value: Any, job_ids: Optional[List[str]] = None) -> None:
+        super().__init__(message)
+        self.field = field
+        self.value = value
+        self.job_ids: List[str] = list(job_ids or [])
 
 
 class APIError(FlotillaError):
@@ -117,6 +148,30 @@ class TooLargeError(APIError):
 
 class UnavailableError(APIError):
     """503: storage unavailable or too many event streams; retry (see retry_after)."""
+
+
+class FlotillaWarning(UserWarning):
+    """The root of the warnings this package issues (:mod:`warnings`): a
+    request was carried out, but the service warns about it. A UserWarning,
+    so shown by default; ``warnings.simplefilter("error",
+    flotilla.FlotillaWarning)`` turns them into exceptions, ``"ignore"``
+    silences them."""
+
+
+class NeverFitsWarning(FlotillaWarning):
+    """Submitted jobs that no node the service knows can run, in the pools
+    they accept: they are stored and wait until a cluster with a large
+    enough node registers (the service's docs/submit-file.md, "Jobs no node
+    can run"). One per template of the submission.
+
+    Attributes:
+        warning: the :class:`flotilla.SubmitWarning` it was issued for (its
+            field, resource, node, message and the template's job_ids).
+    """
+
+    def __init__(self, warning: "SubmitWarning") -> None:
+        super().__init__(warning.text())
+        self.warning = warning
 
 
 _REASONS = {

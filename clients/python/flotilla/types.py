@@ -9,10 +9,13 @@ leaving out attributes that are None.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import re
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, Dict, List, Mapping, Optional, Tuple, Type, TypeVar, Union
+from typing import Any, ClassVar, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union
+
+from .errors import AnswerError
 
 __all__ = [
     "STATES",
@@ -28,6 +31,8 @@ __all__ = [
     "Cluster",
     "Gang",
     "JobTemplate",
+    "SubmitResult",
+    "SubmitWarning",
     "CancelResult",
     "ReprioritizeResult",
     "PreemptResult",
@@ -340,6 +345,149 @@ class JobTemplate(_Wire):
     _nested: ClassVar[Dict[str, Type[_Wire]]] = {"gang": Gang}
     _quantities: ClassVar[Tuple[str, ...]] = ("requests",)
     _durations: ClassVar[Tuple[str, ...]] = ("termination_grace_period", "active_deadline", "runtime")
+
+
+_TEMPLATE = re.compile(r"jobs\[(0|[1-9][0-9]*)\]\Z")
+
+
+@dataclass
+class SubmitWarning(_Wire):
+    """The service's warning about one template of a submission: no node of
+    any cluster it knows, in the pools the template accepts, can run its
+    jobs (docs/submit-file.md, "Jobs no node can run"). The jobs are stored
+    all the same and wait until a cluster with a large enough node
+    registers. ``flotilla submit`` prints the message on standard error.
+
+    Attributes:
+        field: the template, ``jobs[i]`` (i counts from 0 in the order sent).
+        message: the whole warning, starting with field.
+        resource: the resource no node has enough of (or, when some node has
+            enough of each but none of all, the one node lacks); None when
+            no node of the jobs' pools is known.
+        node: the node with the most of resource (``cluster/node``); None
+            with resource.
+        job_ids: the ids of the template's jobs, in order. Not part of the
+            API's form today (to_dict leaves it out): the client fills it in
+            from the count of each template it sent; empty when it cannot
+            tell.
+    """
+
+    field: str
+    message: str
+    resource: Optional[str] = None
+    node: Optional[str] = None
+    job_ids: List[str] = dataclasses.field(default_factory=list)
+    extra: Dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def template(self) -> int:
+        """The template's index in the jobs sent (the i of jobs[i])."""
+        return int(_TEMPLATE.match(self.field).group(1))  # type: ignore[union-attr]
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], where: str = "warning") -> "SubmitWarning":
+        """Reads the API's form, checking it: AnswerError names the field
+        (where, then the key: ``warnings[0].message``) and its value."""
+        if not isinstance(d, Mapping):
+            raise AnswerError("%s %r: want a JSON object" % (where, d), where, d)
+        for key, required in (("field", True), ("message", True), ("resource", False), ("node", False)):
+            v = d.get(key)
+            if v is None and not required:
+                continue
+            if not isinstance(v, str) or (required and not v):
+                raise AnswerError("%s.%s %r: want a%s string" % (where, key, v, " non-empty" if required else ""),
+                                  where + "." + key, v)
+        if not _TEMPLATE.match(d["field"]):
+            raise AnswerError("%s.field %r: want jobs[i], a template of the submission" % (where, d["field"]),
+                              where + ".field", d["field"])
+        ids = d.get("jobIds")
+        if ids is not None and not (isinstance(ids, list) and all(isinstance(i, str) and i for i in ids)):
+            raise AnswerError("%s.jobIds %r: want a list of job ids" % (where, ids), where + ".jobIds", ids)
+        return super().from_dict(d)
+
+    def to_dict(self) -> Dict[str, Any]:
+        out = super().to_dict()
+        out.pop("jobIds", None)  # the client's, not the API's
+        return out
+
+    def text(self) -> str:
+        """The message and the template's job ids (up to three named): the
+        text of the NeverFitsWarning issued for it."""
+        ids = self.job_ids
+        if not ids:
+            return self.message
+        named = ", ".join(ids[:3])
+        if len(ids) > 3:
+            named += " and %d more" % (len(ids) - 3)
+        return "%s (job%s %s)" % (self.message, "s" if len(ids) > 1 else "", named)
+
+
+class SubmitResult(List[str]):
+    """What a submission returns: the ids of the jobs it stored, in the
+    order sent, as a list (so every use of the ids as a list works as it
+    did), and the service's warnings about its templates.
+
+    Attributes:
+        warnings: a SubmitWarning for each template whose jobs no known node
+            can run, in template order; empty when there are none.
+
+    It compares equal to a list of the same ids, whatever its warnings;
+    slices and copies made by list operations are plain lists.
+    """
+
+    def __init__(self, job_ids: Iterable[str] = (), warnings: Iterable[SubmitWarning] = ()) -> None:
+        super().__init__(job_ids)
+        self.warnings: List[SubmitWarning] = list(warnings)
+
+    @property
+    def job_ids(self) -> List[str]:
+        """The ids as a plain list."""
+        return list(self)
+
+    def __repr__(self) -> str:
+        return "SubmitResult(%s, warnings=%r)" % (list.__repr__(self), self.warnings)
+
+    @classmethod
+    def from_dict(cls, d: Optional[Mapping[str, Any]], counts: Optional[Sequence[int]] = None) -> "SubmitResult":
+        """Reads the answer to POST /v1/jobs ({"jobIds": [...], "warnings":
+        [...]}), checking it (AnswerError names the field and value).
+        counts, the number of jobs each template sent makes, gives each
+        warning its job_ids; without it, or when it does not add up to the
+        ids, job_ids stay empty."""
+        if d is None:
+            d = {}
+        if not isinstance(d, Mapping):
+            raise AnswerError("answer %r: want a JSON object" % (d,), "answer", d)
+        ids = d.get("jobIds")
+        if ids is None:
+            ids = []
+        if not isinstance(ids, list) or not all(isinstance(i, str) and i for i in ids):
+            raise AnswerError("jobIds %r: want a list of job ids" % (ids,), "jobIds", ids)
+        raw = d.get("warnings")
+        if raw is None:
+            raw = []
+        if not isinstance(raw, list):
+            raise AnswerError("warnings %r: want a list" % (raw,), "warnings", raw, ids)
+        warnings = []
+        for i, w in enumerate(raw):
+            try:
+                warnings.append(SubmitWarning.from_dict(w, "warnings[%d]" % i))
+            except AnswerError as e:
+                e.job_ids = list(ids)
+                raise
+        # Template i's jobs are the counts[i] ids after those of the
+        # templates before it (the service expands them in order).
+        starts: List[int] = []
+        if counts is not None and sum(counts) == len(ids):
+            at = 0
+            for n in counts:
+                starts.append(at)
+                at += n
+        for w in warnings:
+            if not w.job_ids and w.template < len(starts):
+                i = w.template
+                w.job_ids = ids[starts[i]:starts[i] + counts[i]]  # type: ignore[index]
+        return cls(ids, warnings)
 
 
 @dataclass

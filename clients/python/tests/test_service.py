@@ -358,3 +358,30 @@ def test_pools_jobs_accepting_one_pool_run_there_and_shares_are_per_pool(service
     h = [p for p in a.pools if p.pool == "h100"]
     assert h and h[0].running == 2 and h[0].fair_share > 0
     assert all(p.running == 0 for p in a.pools if p.pool == "a100"), "A's share in a100 counts nothing of h100"
+
+
+def test_a_job_no_node_can_run_is_stored_and_its_warning_reaches_the_caller(service):
+    c = service.client()
+    c.create_queue("A")
+    service.executor("c1", NODES)  # two nodes of 8 cpu
+    # Once a job ran, the service knows the cluster's nodes.
+    first = c.submit("A", "s0", [{"requests": {"cpu": "1"}, "runtime": "10m"}])
+    wait_for(c.watch("A", "s0", timeout=EVENT_TIMEOUT), first[0], "running")
+    assert first.warnings == []
+
+    with pytest.warns(flotilla.NeverFitsWarning) as issued:
+        ids = c.submit("A", "s1", [{"requests": {"cpu": "1"}},
+                                   flotilla.JobTemplate(count=2, requests={"cpu": "64"}),
+                                   {"requests": {"cpu": "1"}, "pools": ["h100"]}])
+    assert len(ids) == 4
+    too_big, no_pool = ids.warnings
+    assert (too_big.field, too_big.resource, too_big.job_ids) == ("jobs[1]", "cpu", ids[1:3])
+    assert too_big.node in ("c1/node-0", "c1/node-1")
+    assert too_big.message == ("jobs[1]: requests cpu=64 but the largest node (%s) has 8: "
+                               "no node of any cluster fits it yet" % too_big.node)
+    assert (no_pool.field, no_pool.resource, no_pool.node, no_pool.job_ids) == ("jobs[2]", None, None, ids[3:])
+    assert no_pool.message.startswith("jobs[2]: no node of pool h100 is known")
+    assert [w.message.warning for w in issued] == ids.warnings
+    assert str(issued[0].message) == too_big.message + " (jobs %s, %s)" % (ids[1], ids[2])
+    # The jobs are stored all the same and wait.
+    assert [s.state for s in c.status(ids[1:])] == ["queued"] * 3

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 import socket
 import threading
-from typing import Callable, List
+import warnings
+from typing import Any, Callable, List
 
 import pytest
 
@@ -22,10 +24,12 @@ def event_line(seq: int) -> bytes:
 
 
 class FakeServer:
-    """Answers each connection with answer(request line) and closes it."""
+    """Answers each connection with answer(request line) and closes it,
+    having read the request's body (kept in bodies)."""
 
     def __init__(self, answer: Callable[[str], bytes]) -> None:
         self.requests: List[str] = []
+        self.bodies: List[bytes] = []
         self._answer = answer
         self._ls = socket.socket()
         self._ls.bind(("127.0.0.1", 0))
@@ -47,7 +51,15 @@ class FakeServer:
                         break
                     head += data
                 line = head.split(b"\r\n", 1)[0].decode()
+                m = re.search(rb"\r\ncontent-length: *(\d+)", head, re.I)
+                body = head.split(b"\r\n\r\n", 1)[-1]
+                while m and len(body) < int(m.group(1)):
+                    data = conn.recv(65536)
+                    if not data:
+                        break
+                    body += data
                 self.requests.append(line)
+                self.bodies.append(body)
                 conn.sendall(self._answer(line))
 
     def close(self) -> None:
@@ -187,3 +199,129 @@ def test_an_event_tells_whether_its_job_ended_and_its_time():
 def test_a_server_url_that_is_not_http_is_refused(url):
     with pytest.raises(ValueError):
         flotilla.Client(url)
+
+
+def json_answer(doc: Any) -> Callable[[str], bytes]:
+    body = json.dumps(doc).encode()
+    return lambda req: b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (
+        len(body), body)
+
+
+# The service's answer to a submission of three templates (count 2, count 3
+# and one job) of which the second asks more cpu than any node has and the
+# third accepts only a pool with no known node (the server's message forms).
+NEVER_FITS = {"jobIds": ["j1", "j2", "j3", "j4", "j5", "j6"], "warnings": [
+    {"field": "jobs[1]", "resource": "cpu", "node": "c1/node-0",
+     "message": "jobs[1]: requests cpu=64 but the largest node (c1/node-0) has 8: no node of any cluster fits it yet"},
+    {"field": "jobs[2]",
+     "message": "jobs[2]: no node of pool h100 is known: its jobs wait until a cluster of its pools reports nodes"}]}
+TEMPLATES = [{"count": 2, "requests": {"cpu": "1"}}, flotilla.JobTemplate(count=3, requests={"cpu": "64"}),
+             {"requests": {"cpu": "1"}, "pools": ["h100"]}]
+
+
+def test_submit_returns_the_ids_as_a_list_with_each_warning_and_its_templates_jobs():
+    srv = FakeServer(json_answer(NEVER_FITS))
+    try:
+        with pytest.warns(flotilla.NeverFitsWarning) as issued:
+            ids = flotilla.Client(srv.url).submit("A", "s1", TEMPLATES)
+    finally:
+        srv.close()
+    # The ids work as the list they were before the warnings.
+    assert ids == ["j1", "j2", "j3", "j4", "j5", "j6"] and isinstance(ids, list)
+    assert (ids[0], len(ids), list(ids), ids.job_ids, json.dumps(ids)) == (
+        "j1", 6, NEVER_FITS["jobIds"], NEVER_FITS["jobIds"], json.dumps(NEVER_FITS["jobIds"]))
+    assert ids.warnings == [
+        flotilla.SubmitWarning(field="jobs[1]", resource="cpu", node="c1/node-0",
+                               message=NEVER_FITS["warnings"][0]["message"], job_ids=["j3", "j4", "j5"]),
+        flotilla.SubmitWarning(field="jobs[2]", message=NEVER_FITS["warnings"][1]["message"], job_ids=["j6"])]
+    assert [w.template for w in ids.warnings] == [1, 2]
+    assert [w.to_dict() for w in ids.warnings] == NEVER_FITS["warnings"], "to_dict is the API's form"
+    # One Python warning per template, at the caller's line, carrying the
+    # SubmitWarning; its text names the jobs.
+    assert [w.message.warning for w in issued] == ids.warnings
+    assert [str(w.message) for w in issued] == [
+        NEVER_FITS["warnings"][0]["message"] + " (jobs j3, j4, j5)",
+        NEVER_FITS["warnings"][1]["message"] + " (job j6)"]
+    assert {w.filename for w in issued} == {__file__}
+    assert issubclass(flotilla.NeverFitsWarning, flotilla.FlotillaWarning)
+    assert issubclass(flotilla.FlotillaWarning, UserWarning), "shown by default"
+    assert json.loads(srv.bodies[0])["jobs"][1] == {"count": 3, "requests": {"cpu": "64"}}
+
+
+def test_a_submission_without_warnings_returns_its_ids_and_warns_nothing():
+    for answer in ({"jobIds": ["j1", "j2"]}, {"jobIds": ["j1", "j2"], "warnings": None},
+                   {"jobIds": ["j1", "j2"], "warnings": []}):
+        srv = FakeServer(json_answer(answer))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                ids = flotilla.Client(srv.url).submit("A", "s1", [{"count": 2, "requests": {"cpu": "1"}}])
+        finally:
+            srv.close()
+        assert (ids, ids.warnings) == (["j1", "j2"], []), answer
+        assert repr(ids) == "SubmitResult(['j1', 'j2'], warnings=[])"
+
+
+def test_submit_file_gives_each_warning_the_jobs_of_its_template_by_the_files_counts(tmp_path):
+    doc = {"queue": "A", "jobSet": "s1", "jobs": [{"count": 0, "requests": {"cpu": "1"}},
+                                                  {"requests": {"cpu": "64"}}, {"count": 2, "requests": {"cpu": "1"}}]}
+    f = tmp_path / "jobs.json"
+    f.write_text(json.dumps(doc))
+    w = {"field": "jobs[1]", "resource": "cpu", "node": "c1/n", "message": "jobs[1]: requests cpu=64 ..."}
+    srv = FakeServer(json_answer({"jobIds": ["j1", "j2", "j3"], "warnings": [w]}))
+    try:
+        c = flotilla.Client(srv.url)
+        for file in (f, str(f), doc, f.read_bytes()):
+            with pytest.warns(flotilla.NeverFitsWarning):
+                ids = c.submit_file(file)
+            assert ids == ["j1", "j2", "j3"] and ids.warnings[0].job_ids == ["j1"], file
+    finally:
+        srv.close()
+
+
+def test_a_warning_whose_jobs_cannot_be_told_has_no_job_ids():
+    # The ids do not add up to the counts sent: no guess.
+    srv = FakeServer(json_answer({"jobIds": ["j1"], "warnings": [NEVER_FITS["warnings"][0]]}))
+    try:
+        with pytest.warns(flotilla.NeverFitsWarning) as issued:
+            ids = flotilla.Client(srv.url).submit("A", "s1", TEMPLATES)
+    finally:
+        srv.close()
+    assert ids.warnings[0].job_ids == []
+    assert str(issued[0].message) == NEVER_FITS["warnings"][0]["message"]
+
+
+@pytest.mark.parametrize("answer,field,value", [
+    ({"jobIds": "j1"}, "jobIds", "j1"),
+    ({"jobIds": ["j1", 2]}, "jobIds", ["j1", 2]),
+    ({"jobIds": ["j1"], "warnings": {"field": "jobs[0]"}}, "warnings", {"field": "jobs[0]"}),
+    ({"jobIds": ["j1"], "warnings": ["jobs[0] too big"]}, "warnings[0]", "jobs[0] too big"),
+    ({"jobIds": ["j1"], "warnings": [{"field": "jobs[0]"}]}, "warnings[0].message", None),
+    ({"jobIds": ["j1"], "warnings": [{"field": "jobs[0]", "message": ""}]}, "warnings[0].message", ""),
+    ({"jobIds": ["j1"], "warnings": [{"message": "m"}]}, "warnings[0].field", None),
+    ({"jobIds": ["j1"], "warnings": [{"field": "template 0", "message": "m"}]}, "warnings[0].field", "template 0"),
+    ({"jobIds": ["j1"], "warnings": [{"field": "jobs[01]", "message": "m"}]}, "warnings[0].field", "jobs[01]"),
+    ({"jobIds": ["j1"], "warnings": [{"field": "jobs[0]", "message": "m"},
+                                      {"field": "jobs[0]", "message": "m", "resource": 5}]},
+     "warnings[1].resource", 5),
+    ({"jobIds": ["j1"], "warnings": [{"field": "jobs[0]", "message": "m", "node": ["c1/n"]}]},
+     "warnings[0].node", ["c1/n"]),
+    ({"jobIds": ["j1"], "warnings": [{"field": "jobs[0]", "message": "m", "jobIds": "j1"}]},
+     "warnings[0].jobIds", "j1"),
+    (["j1"], "answer", ["j1"]),
+])
+def test_a_malformed_submit_answer_is_an_error_naming_the_field_and_value(answer, field, value):
+    srv = FakeServer(json_answer(answer))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # nothing is issued before the answer is read whole
+            with pytest.raises(flotilla.AnswerError) as err:
+                flotilla.Client(srv.url).submit("A", "s1", [{"requests": {"cpu": "1"}}])
+    finally:
+        srv.close()
+    e = err.value
+    assert (e.field, e.value) == (field, value)
+    assert str(e).startswith("%s %r: want " % (field, value))
+    assert isinstance(e, ValueError) and isinstance(e, flotilla.FlotillaError)
+    # The jobs were stored: the error keeps their ids when it could read them.
+    assert e.job_ids == (["j1"] if field.startswith("warnings") else [])
