@@ -66,10 +66,12 @@ func TestSubmitOfJobsNoNodeCanRunWarnsStoresThemAndLeavesTheClusterToTheOtherQue
 	require.Equal(t, 0, code, errOut)
 	require.Empty(t, errOut)
 
+	// A cycle's leases appear as its decision is written, a chunk at a
+	// time; its shares once the whole decision is: wait for both.
 	var st map[string]api.QueueStatus
 	for {
 		st = queueStatuses(t, ctx, url)
-		if st["B"].Leased+st["B"].Running == 8 {
+		if st["B"].Leased+st["B"].Running == 8 && st["B"].AdjustedFairShare > 0 {
 			break
 		}
 		require.NoError(t, ctx.Err(), "B never got the cluster: %+v", st)
