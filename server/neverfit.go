@@ -190,19 +190,23 @@ func (g *gangFit) never(nodes *fitNodes) bool {
 }
 
 // indexGang enters g into (in) or takes it from its queue's unfit gangs.
-func (t *fitTracker) indexGang(g *gangFit, in bool) {
-	m := t.unfitGangs[g.queue]
+func (t *fitTracker) indexGang(g *gangFit, in bool) { indexByQueue(t.unfitGangs, g.queue, g, in) }
+
+// indexByQueue enters k into (in) or takes it from idx[queue], the set
+// made on its first entry and dropped with its last.
+func indexByQueue[K comparable](idx map[string]map[K]bool, queue string, k K, in bool) {
+	m := idx[queue]
 	if in {
 		if m == nil {
-			m = map[*gangFit]bool{}
-			t.unfitGangs[g.queue] = m
+			m = map[K]bool{}
+			idx[queue] = m
 		}
-		m[g] = true
+		m[k] = true
 		return
 	}
-	delete(m, g)
+	delete(m, k)
 	if len(m) == 0 {
-		delete(t.unfitGangs, g.queue)
+		delete(idx, queue)
 	}
 }
 
@@ -286,19 +290,7 @@ func (t *fitTracker) index(sh *jobShape, in bool) {
 	if len(sh.unfit) == 0 {
 		return
 	}
-	m := t.unfit[sh.queue]
-	if in {
-		if m == nil {
-			m = map[*jobShape]bool{}
-			t.unfit[sh.queue] = m
-		}
-		m[sh] = true
-		return
-	}
-	delete(m, sh)
-	if len(m) == 0 {
-		delete(t.unfit, sh.queue)
-	}
+	indexByQueue(t.unfit, sh.queue, sh, in)
 }
 
 // judge sets sh's verdict against t.nodes: O(distinct node totals).
