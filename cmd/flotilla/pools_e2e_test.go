@@ -111,15 +111,9 @@ func TestTwoPoolsAgainstServeHaveTheirOwnFairSharesAndKeepJobsInTheirPools(t *te
 // only stay queued while pool a's cluster alone reports, then run on
 // pool b's once it reports.
 func TestServeOnPostgresRebuildsPoolsAfterARestart(t *testing.T) {
-	db := postgresURL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	addr := freePort(t)
-	args := []string{"-listen", addr, "-db", db, "-cycle", "100ms"}
-	srv, url := serveOn(t, ctx, args...)
-	code, _, errOut := runClient(t, ctx, url, "queue", "create", "A")
-	require.Equal(t, 0, code, errOut)
-	nodes := writeFile(t, "nodes.json", `[{"name": "n", "count": 1, "resources": {"cpu": "4", "memory": "4Gi"}}]`)
+	srv, url, args, nodes := servePostgresWithQueueA(t, ctx)
 	ea := start(t, ctx, "executor", "-server", url, "-cluster", "ca", "-nodes", nodes, "-pool", "a", "-renew", "200ms")
 	eb := start(t, ctx, "executor", "-server", url, "-cluster", "cb", "-nodes", nodes, "-pool", "b", "-renew", "200ms")
 	for {
@@ -172,6 +166,19 @@ func TestServeOnPostgresRebuildsPoolsAfterARestart(t *testing.T) {
 }
 
 // waitForReported polls `cluster list` until cluster c is alive.
+// servePostgresWithQueueA starts serve on PostgreSQL at a free port with
+// a 100 ms cycle and creates queue A; it returns serve's arguments, for a
+// restart, and a nodes file of one 4-cpu node: where the restart tests of
+// pools begin.
+func servePostgresWithQueueA(t *testing.T, ctx context.Context) (srv *proc, url string, args []string, nodes string) {
+	t.Helper()
+	args = []string{"-listen", freePort(t), "-db", postgresURL(t), "-cycle", "100ms"}
+	srv, url = serveOn(t, ctx, args...)
+	code, _, errOut := runClient(t, ctx, url, "queue", "create", "A")
+	require.Equal(t, 0, code, errOut)
+	return srv, url, args, writeFile(t, "nodes.json", `[{"name": "n", "count": 1, "resources": {"cpu": "4", "memory": "4Gi"}}]`)
+}
+
 func waitForReported(t *testing.T, ctx context.Context, url, c string) {
 	t.Helper()
 	for {
@@ -193,15 +200,9 @@ func waitForReported(t *testing.T, ctx context.Context, url, c string) {
 // restart on PostgreSQL (the restarted service splits its queued jobs by
 // pool because they name pools, though it knows one pool).
 func TestServeOnPostgresKeepsJobsOfAnotherPoolQueuedAfterARestartWithOnePool(t *testing.T) {
-	db := postgresURL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	addr := freePort(t)
-	args := []string{"-listen", addr, "-db", db, "-cycle", "100ms"}
-	srv, url := serveOn(t, ctx, args...)
-	code, _, errOut := runClient(t, ctx, url, "queue", "create", "A")
-	require.Equal(t, 0, code, errOut)
-	nodes := writeFile(t, "nodes.json", `[{"name": "n", "count": 1, "resources": {"cpu": "4", "memory": "4Gi"}}]`)
+	srv, url, args, nodes := servePostgresWithQueueA(t, ctx)
 	e := start(t, ctx, "executor", "-server", url, "-cluster", "c1", "-nodes", nodes, "-renew", "200ms")
 	waitForReported(t, ctx, url, "c1")
 	jobs := writeFile(t, "jobs.json", `{"queue": "A", "jobSet": "s", "jobs": [{"count": 2, "requests": {"cpu": "1"}, "runtime": "1h", "pools": ["gpu"]}]}`)
