@@ -116,6 +116,11 @@ type unitWalk struct {
 	first       bool
 	// skipped counts the units the rules kept from the walk.
 	skipped int
+	// standing is side's standing with the unit being tried, for rule 2,
+	// made once per side (standingOf: the side it is for, -1 none): what
+	// the walk displaces lies outside side, so it stays the same.
+	standing   fairness.Candidate
+	standingOf int
 }
 
 // walkFrom starts the walk for a unit of queue qi.
@@ -123,7 +128,7 @@ func (p *preemptor) walkFrom(qi int) unitWalk {
 	for p.orderPos < len(p.order) && !p.isHeld(p.order[p.orderPos]) {
 		p.orderPos++
 	}
-	w := unitWalk{p: p, qi: qi, k: p.orderPos}
+	w := unitWalk{p: p, qi: qi, k: p.orderPos, standingOf: -1}
 	if ts := p.c.tree; ts != nil {
 		w.side = ts.t.QueueNode(qi)
 		w.level, w.first = ts.t.Parent(w.side), true
@@ -175,7 +180,7 @@ func (w *unitWalk) next() (int32, bool) {
 			if b == w.side && !w.first {
 				continue // walked at a deeper level
 			}
-			if b == w.side || p.mayDisplace(w.qi, w.side, b, u) {
+			if b == w.side || p.mayDisplace(w, b, u) {
 				return u, true
 			}
 			w.skipped++
@@ -197,11 +202,13 @@ func (p *preemptor) ancestorAt(v int, d int32) int {
 	return v
 }
 
-// mayDisplace reports whether queue qi's unit (the one it is trying), on
-// side a of their lowest common ancestor, may displace evicted unit u, on
-// side b: whether a with it goes before b with u in rule 6's order; always
-// between two queues with no guarantee (the flat model's rule).
-func (p *preemptor) mayDisplace(qi, a, b int, u int32) bool {
+// mayDisplace reports whether the walk's unit (the one queue w.qi is
+// trying), on side a = w.side of their lowest common ancestor, may
+// displace evicted unit u, on side b: whether a with it goes before b with
+// u in rule 6's order; always between two queues with no guarantee (the
+// flat model's rule).
+func (p *preemptor) mayDisplace(w *unitWalk, b int, u int32) bool {
+	qi, a := w.qi, w.side
 	c := p.c
 	ts := c.tree
 	nG := ts.t.NumGroups()
@@ -224,10 +231,12 @@ func (p *preemptor) mayDisplace(qi, a, b int, u int32) bool {
 			}
 		}
 	}
-	next := &c.queues[qi].next
-	ca := c.tour.standing(a, qi, next.req, next.prio)
+	if w.standingOf != a {
+		next := &c.queues[qi].next
+		w.standing, w.standingOf = c.tour.standing(a, qi, next.req, next.prio), a
+	}
 	cb := c.tour.standing(b, x, req, prio)
-	return fairness.Compare(ca, cb, c.s.cfg.EnablePreferLargeJobOrdering) < 0
+	return fairness.Compare(w.standing, cb, c.s.cfg.EnablePreferLargeJobOrdering) < 0
 }
 
 // standing is tree node v's candidate at its parent if queue qi, in v's
